@@ -1,0 +1,72 @@
+// Package db owns chargeonce's PostgreSQL schema and connections: the numbered
+// migrations (embedded and applied at startup), the connection pool, the
+// project-local PostgreSQL server used when no DATABASE_URL is given, and (in
+// db/dbtest) the helper that hands tests a fresh, migrated database.
+package db
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Connect opens a pool and checks that the database answers.
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("reach database: %w", err)
+	}
+	return pool, nil
+}
+
+// MigrationsFS returns the embedded migration files (at its root) exactly as
+// Migrate applies them, so db/dbtest can key its template database on them.
+func MigrationsFS() fs.FS {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // a constant, valid path: cannot happen
+	}
+	return dir
+}
+
+// Migrate applies every migration that the database lacks. goose takes a
+// session advisory lock, so several instances starting at once migrate once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	dir := MigrationsFS()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir,
+		goose.WithSessionLocker(locker),
+		goose.WithLogger(log.New(io.Discard, "", 0)),
+	)
+	if err != nil {
+		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}

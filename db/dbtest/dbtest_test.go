@@ -1,0 +1,185 @@
+package dbtest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The tests use the standard library only: testify's assert needs a module
+// (go-difflib) that go.mod does not list yet.
+
+func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
+	t.Helper()
+	var ok bool
+	if err := pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", name).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func exec(t *testing.T, pool *pgxpool.Pool, sql string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func currentDatabase(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var name string
+	if err := pool.QueryRow(context.Background(), "SELECT current_database()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func adminConn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func TestDatabasesAreMigratedAndIsolated(t *testing.T) {
+	a := NewPool(t)
+	b := NewPool(t)
+
+	for i, pool := range []*pgxpool.Pool{a, b} {
+		for _, table := range []string{"merchants", "charges", "charge_attempts", "cardsim.charges"} {
+			if !tableExists(t, pool, table) {
+				t.Errorf("database %d: table %s missing", i, table)
+			}
+		}
+	}
+
+	exec(t, a, "CREATE TABLE only_in_a (id int)")
+	exec(t, a, "INSERT INTO merchants (id, name) VALUES (gen_random_uuid(), 'acme')")
+	if !tableExists(t, a, "only_in_a") {
+		t.Error("only_in_a missing where it was created")
+	}
+	if tableExists(t, b, "only_in_a") {
+		t.Error("only_in_a leaked into the other database")
+	}
+	var n int
+	if err := b.QueryRow(context.Background(), "SELECT count(*) FROM merchants").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("other database has %d merchants, want 0", n)
+	}
+
+	da, db := currentDatabase(t, a), currentDatabase(t, b)
+	if da == db || !strings.HasPrefix(da, "test_") || !strings.HasPrefix(db, "test_") {
+		t.Errorf("databases %q and %q: want two distinct test_ databases", da, db)
+	}
+}
+
+func TestDatabaseDroppedWhenTestEnds(t *testing.T) {
+	var name string
+	t.Run("uses", func(t *testing.T) {
+		pool := NewPool(t)
+		name = currentDatabase(t, pool)
+		// A connection the test leaks must not keep the database alive.
+		if _, err := pgx.Connect(context.Background(), pool.Config().ConnString()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if name == "" {
+		t.Fatal("subtest did not get a database")
+	}
+	var exists bool
+	err := adminConn(t).QueryRow(context.Background(),
+		"SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Errorf("database %s still exists after its test ended", name)
+	}
+}
+
+func TestManyParallelDatabases(t *testing.T) {
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			pool := NewPool(t)
+			exec(t, pool, "CREATE TABLE mine (id int)")
+			if !tableExists(t, pool, "cardsim.charges") {
+				t.Error("cardsim.charges missing")
+			}
+		})
+	}
+}
+
+func TestTemplateIsSealed(t *testing.T) {
+	NewDatabase(t) // builds the template if needed
+	name, err := template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := migrationsHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "chargeonce_tmpl_" + sum[:12]; name != want {
+		t.Errorf("template %q, want %q", name, want)
+	}
+	var isTemplate, allowConn bool
+	err = adminConn(t).QueryRow(context.Background(),
+		"SELECT datistemplate, datallowconn FROM pg_database WHERE datname = $1", name).
+		Scan(&isTemplate, &allowConn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isTemplate || allowConn {
+		t.Errorf("template: datistemplate=%v datallowconn=%v, want true, false", isTemplate, allowConn)
+	}
+}
+
+func TestAdminURLCanCreateDatabases(t *testing.T) {
+	var can bool
+	err := adminConn(t).QueryRow(context.Background(),
+		"SELECT rolcreatedb OR rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&can)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !can {
+		t.Error("admin role cannot create databases")
+	}
+}
+
+func TestWithDatabase(t *testing.T) {
+	got, err := withDatabase("postgres://u:p%40ss@127.0.0.1:5432/postgres?sslmode=disable", "x_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := u.User.Password()
+	if u.Path != "/x_1" || u.RawQuery != "sslmode=disable" || pw != "p@ss" {
+		t.Errorf("withDatabase(url) = %q", got)
+	}
+
+	got, err = withDatabase("host=127.0.0.1 user=postgres dbname=postgres", "x_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Database != "x_1" {
+		t.Errorf("withDatabase(keyword/value) = %q: database %q", got, cfg.Database)
+	}
+}

@@ -1,0 +1,480 @@
+package db
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// reachableDir returns a fresh directory that an unprivileged server user can
+// reach: t.TempDir makes its directories 0700, which as root would send every
+// test down the fallback path.
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// start calls StartLocal and arranges for the server to be stopped and a
+// fallback directory (outside t.TempDir) removed when the test ends.
+func start(t *testing.T, dir string, fast bool) *LocalServer {
+	t.Helper()
+	s, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupServer(t, dir, s.inst.dir)
+	return s
+}
+
+var cleanups sync.Map // data dirs with a cleanup registered
+
+func cleanupServer(t *testing.T, dir, dataDir string) {
+	if _, loaded := cleanups.LoadOrStore(dataDir, true); loaded {
+		return
+	}
+	t.Cleanup(func() {
+		if err := StopLocal(context.Background(), dir); err != nil {
+			t.Errorf("StopLocal: %v", err)
+		}
+		if !strings.HasPrefix(dataDir, filepath.Dir(dir)) {
+			os.RemoveAll(dataDir)
+			os.Remove(dataDir + ".lock")
+		}
+		cleanups.Delete(dataDir)
+	})
+}
+
+func query[T any](t *testing.T, url, sql string) T {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var v T
+	if err := conn.QueryRow(context.Background(), sql).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+func exec1(t *testing.T, url, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func TestStartLocalConcurrentCallsShareOneServer(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	const n = 8
+	servers := make([]*LocalServer, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			servers[i], errs[i] = StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	cleanupServer(t, dir, servers[0].inst.dir)
+
+	started := 0
+	for _, s := range servers {
+		if s.Started {
+			started++
+		}
+		if s.URL != servers[0].URL || s.AdminURL != servers[0].AdminURL {
+			t.Errorf("URLs differ: %s / %s", s.URL, servers[0].URL)
+		}
+	}
+	if started != 1 {
+		t.Errorf("%d calls report starting the server, want 1", started)
+	}
+	s := servers[0]
+	if s.inst.dir != dir {
+		t.Errorf("data directory %s, want %s (no fallback expected)", s.inst.dir, dir)
+	}
+	if !strings.HasPrefix(s.URL, "postgres://chargeonce@127.0.0.1:") || !strings.HasSuffix(s.URL, "/chargeonce?sslmode=disable") {
+		t.Errorf("URL %s", s.URL)
+	}
+	if s.port == 5432 {
+		t.Error("took the system PostgreSQL's port")
+	}
+	if db := query[string](t, s.URL, "SELECT current_database()"); db != "chargeonce" {
+		t.Errorf("connected to %s", db)
+	}
+	for setting, want := range map[string]string{
+		"listen_addresses":        "127.0.0.1",
+		"unix_socket_directories": "",
+		"max_connections":         "300",
+		"fsync":                   "off",
+		"synchronous_commit":      "off",
+		"full_page_writes":        "off",
+		"server_encoding":         "UTF8",
+		"lc_collate":              "C",
+	} {
+		if got := query[string](t, s.AdminURL, "SHOW "+setting); got != want {
+			t.Errorf("%s = %q, want %q", setting, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "postgres.log")); err != nil {
+		t.Error(err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("data directory mode %v", fi.Mode().Perm())
+	}
+	if os.Geteuid() == 0 && fi.Sys().(*syscall.Stat_t).Uid == 0 {
+		t.Error("data directory owned by root")
+	}
+}
+
+// TestHelperStartLocal is run as a child process by
+// TestStartLocalConcurrentProcesses; it does nothing in a normal run.
+func TestHelperStartLocal(t *testing.T) {
+	dir := os.Getenv("CHARGEONCE_TEST_PG_DIR")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	s, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("RESULT %s %v\n", s.URL, s.Started)
+}
+
+func TestStartLocalConcurrentProcesses(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	const n = 4
+	outs := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStartLocal$", "-test.v")
+			cmd.Env = append(os.Environ(), "CHARGEONCE_TEST_PG_DIR="+dir)
+			outs[i], errs[i] = cmd.CombinedOutput()
+		})
+	}
+	wg.Wait()
+	cleanupServer(t, dir, dir)
+	urls := map[string]bool{}
+	started := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("process %d: %v\n%s", i, errs[i], outs[i])
+		}
+		for line := range strings.Lines(string(outs[i])) {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "RESULT" {
+				urls[f[1]] = true
+				if f[2] == "true" {
+					started++
+				}
+			}
+		}
+	}
+	if len(urls) != 1 || started != 1 {
+		t.Errorf("got URLs %v and %d starts, want one URL and one start", urls, started)
+	}
+}
+
+func TestStopAndRestart(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	s := start(t, dir, false)
+	if !s.Started {
+		t.Fatal("fresh directory: want Started")
+	}
+	if got := query[string](t, s.AdminURL, "SHOW fsync"); got != "on" {
+		t.Errorf("fsync = %s without Fast", got)
+	}
+	exec1(t, s.URL, "CREATE TABLE kept (id int)")
+
+	again := start(t, dir, false)
+	if again.Started || again.URL != s.URL {
+		t.Errorf("second call: Started=%v URL=%s, want reuse of %s", again.Started, again.URL, s.URL)
+	}
+
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgx.Connect(context.Background(), s.AdminURL); err == nil {
+		t.Fatal("server still answers after Stop")
+	}
+	if err := StopLocal(context.Background(), dir); err != nil {
+		t.Errorf("StopLocal on a stopped server: %v", err)
+	}
+
+	restarted := start(t, dir, false)
+	if !restarted.Started {
+		t.Error("after Stop: want Started")
+	}
+	if !query[bool](t, restarted.URL, "SELECT to_regclass('kept') IS NOT NULL") {
+		t.Error("table created before the restart is gone")
+	}
+
+	if err := StopLocal(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "postmaster.pid")); !os.IsNotExist(err) {
+		t.Errorf("postmaster.pid after StopLocal: %v", err)
+	}
+}
+
+func TestStopLocalWithoutServer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "never-created")
+	if err := StopLocal(context.Background(), dir); err != nil {
+		t.Error(err)
+	}
+	inst, err := resolve(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{inst.dir, inst.dir + ".lock"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("StopLocal without a server created %s", p)
+		}
+	}
+}
+
+func TestFallbackWhenUserCannotReachDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs the server as another user")
+	}
+	// Like a clone under /root: the parent is 0700 and owned by root.
+	locked := filepath.Join(reachableDir(t), "home")
+	if err := os.Mkdir(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(locked, "repo", ".data", "postgres")
+
+	s := start(t, dir, true)
+	sum := sha256.Sum256([]byte(dir))
+	want := filepath.Join(os.TempDir(), "chargeonce-pg-"+hex.EncodeToString(sum[:6]))
+	if s.inst.dir != want {
+		t.Errorf("data directory %s, want fallback %s", s.inst.dir, want)
+	}
+	if !s.Started || query[string](t, s.URL, "SELECT current_database()") != "chargeonce" {
+		t.Error("fallback server does not work")
+	}
+	if _, err := os.Stat(filepath.Join(want, "postgres.log")); err != nil {
+		t.Error(err)
+	}
+	fi, err := os.Stat(locked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("the user's directory was changed to %v", fi.Mode().Perm())
+	}
+	if _, err := os.Stat(filepath.Join(locked, "repo")); !os.IsNotExist(err) {
+		t.Errorf("created directories under the unreachable parent: %v", err)
+	}
+
+	// The same Dir finds the same fallback server again, and stops it.
+	again := start(t, dir, true)
+	if again.Started || again.URL != s.URL {
+		t.Errorf("second call: Started=%v URL=%s, want reuse of %s", again.Started, again.URL, s.URL)
+	}
+	if err := StopLocal(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(want, "postmaster.pid")); !os.IsNotExist(err) {
+		t.Errorf("postmaster.pid after StopLocal: %v", err)
+	}
+}
+
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func writePIDFile(t *testing.T, dataDir string, pid, port int) {
+	t.Helper()
+	// The layout postgres writes: pid, data dir, start time, port, socket
+	// dir, listen address, shared memory key, status.
+	content := fmt.Sprintf("%d\n%s\n%d\n%d\n\n127.0.0.1\n  5432001     32768\nready   \n",
+		pid, dataDir, time.Now().Unix(), port)
+	if err := os.WriteFile(filepath.Join(dataDir, "postmaster.pid"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStalePIDFileDoesNotBlockStart(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	s := start(t, dir, true)
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, pid := range map[string]int{
+		"dead process": deadPID(t),
+		// A pid reused by a live process that is no postgres, as after a reboot.
+		"reused pid": os.Getpid(),
+	} {
+		writePIDFile(t, dir, pid, s.port)
+		// Must be a no-op: in particular it must not signal the process
+		// that now has the pid (this test, in the second case).
+		if err := StopLocal(context.Background(), dir); err != nil {
+			t.Errorf("%s: StopLocal: %v", name, err)
+		}
+		s2, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !s2.Started {
+			t.Errorf("%s: want Started", name)
+		}
+		if query[int](t, s2.URL, "SELECT 1") != 1 {
+			t.Errorf("%s: server does not answer", name)
+		}
+		if err := s2.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStartAfterServerKilled(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	s := start(t, dir, true)
+	pf, err := s.inst.readPIDFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := childPIDs(pf.pid)
+	if err := syscall.Kill(pf.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The backends exit once they notice; until then they hold the shared
+	// memory and postgres rightly refuses to start.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range append(children, pf.pid) {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	s2 := start(t, dir, true)
+	if !s2.Started {
+		t.Error("want Started after the server was killed")
+	}
+	if query[int](t, s2.URL, "SELECT 1") != 1 {
+		t.Error("server does not answer")
+	}
+}
+
+// childPIDs lists the processes whose parent is pid.
+func childPIDs(pid int) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may contain spaces.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}
+
+func TestFailedStartReportsLogTail(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	s := start(t, dir, true)
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "postgresql.conf")
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, "shared_buffers = 'not a size'")
+	f.Close()
+
+	_, err = StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+	if err == nil {
+		t.Fatal("start with a broken postgresql.conf succeeded")
+	}
+	t.Logf("error as reported:\n%v", err)
+	if !strings.Contains(err.Error(), "shared_buffers") || !strings.Contains(err.Error(), "postgres.log") {
+		t.Errorf("error lacks the log tail: %v", err)
+	}
+}
+
+func TestFindBinaries(t *testing.T) {
+	dir, err := findBinaries()
+	if err != nil {
+		t.Skip(err) // no PostgreSQL server installed: nothing to find
+	}
+	if !hasBinaries(dir) {
+		t.Errorf("%s lacks initdb, pg_ctl or postgres", dir)
+	}
+
+	t.Setenv("PATH", t.TempDir())
+	if _, err := findBinaries(); err == nil {
+		// Only possible where /usr/lib/postgresql or /usr/local/pgsql exist.
+		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+		if _, statErr := os.Stat("/usr/local/pgsql/bin/pg_ctl"); len(matches) == 0 && statErr != nil {
+			t.Error("found binaries outside the places searched")
+		}
+	}
+	e := (&noBinariesError{tried: []string{"/x"}}).Error()
+	for _, want := range []string{"apt-get install postgresql", "DATABASE_URL"} {
+		if !strings.Contains(e, want) {
+			t.Errorf("error %q lacks %q", e, want)
+		}
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	dirs := []string{"/usr/lib/postgresql/9.6/bin", "/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/10/bin"}
+	slices.SortFunc(dirs, func(a, b string) int { return compareVersions(b, a) })
+	if dirs[0] != "/usr/lib/postgresql/17/bin" || dirs[2] != "/usr/lib/postgresql/9.6/bin" {
+		t.Errorf("newest first: %v", dirs)
+	}
+}

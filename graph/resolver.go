@@ -1,0 +1,29 @@
+// Package graph is chargeonce's GraphQL layer: the schema, thin resolvers
+// that validate GraphQL-level input, call one payment method and map the
+// result, the HTTP middleware that carries the API key and the
+// Idempotency-Key header, and the error presenter that turns domain errors
+// into extensions.code. The code under generated/ and model/ is gqlgen's.
+package graph
+
+import (
+	"context"
+
+	"chargeonce/payment"
+)
+
+//go:generate go tool gqlgen generate
+
+// Resolver is the root resolver: it holds what the resolvers call into.
+type Resolver struct {
+	Payments  *payment.Service
+	Merchants *payment.Merchants
+}
+
+// merchant authenticates the request's API key.
+func (r *Resolver) merchant(ctx context.Context) (payment.Merchant, error) {
+	req := requestFrom(ctx)
+	if req.badAuth {
+		return payment.Merchant{}, payment.Errorf(payment.EUNAUTHENTICATED, "the Authorization header must be: Bearer <api key>")
+	}
+	return r.Merchants.Authenticate(ctx, req.apiKey)
+}

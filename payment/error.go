@@ -1,0 +1,50 @@
+package payment
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes of the domain. The GraphQL layer maps each to an
+// extensions.code; anything that is not an *Error is internal.
+const (
+	EINVALID         = "invalid"                // bad key or input; nothing was stored
+	EKEYREUSED       = "idempotency_key_reused" // same key, different request; nothing was charged
+	EUNAUTHENTICATED = "unauthenticated"        // no or unknown API key
+	ENOTFOUND        = "not_found"
+	EINTERNAL        = "internal"
+)
+
+// Error is an error the caller may see. Message is written for the API's
+// user; Field names the offending input, when there is one.
+type Error struct {
+	Code    string
+	Message string
+	Field   string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("payment: %s: %s (%s)", e.Code, e.Message, e.Field)
+	}
+	return fmt.Sprintf("payment: %s: %s", e.Code, e.Message)
+}
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// invalid returns an EINVALID error about one input field.
+func invalid(field, format string, args ...any) *Error {
+	return &Error{Code: EINVALID, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, EINTERNAL for errors of unknown kind.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}

@@ -1,0 +1,183 @@
+package payment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ErrOutcomeUnknown means the provider may or may not have charged: the
+// request timed out, the connection dropped, or the provider answered 5xx.
+// Such an attempt stays PROCESSING; it is never marked FAILED on a guess.
+var ErrOutcomeUnknown = errors.New("provider outcome unknown")
+
+// ProviderChargeRequest asks the provider to charge a card once per
+// IdempotencyKey (our provider key, not the client's key).
+type ProviderChargeRequest struct {
+	IdempotencyKey string
+	Amount         int64
+	Currency       string
+	PaymentMethod  string
+	Description    string
+	Metadata       map[string]string
+}
+
+// ProviderCharge is the provider's definitive answer.
+type ProviderCharge struct {
+	ID             string
+	Succeeded      bool
+	FailureCode    string // set when !Succeeded
+	FailureMessage string
+}
+
+// Provider is a card provider that deduplicates on the idempotency key.
+type Provider interface {
+	// CreateCharge charges the card, or returns the charge already made under
+	// the same idempotency key. A decline is a ProviderCharge with Succeeded
+	// false, not an error; an error wrapping ErrOutcomeUnknown means nobody
+	// knows yet.
+	CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error)
+	// FindCharge looks the charge up by idempotency key; nil when the
+	// provider has none.
+	FindCharge(ctx context.Context, idempotencyKey string) (*ProviderCharge, error)
+}
+
+// HTTPProvider talks to a provider with the simulator's HTTP API
+// (POST /v1/charges with an Idempotency-Key header).
+type HTTPProvider struct {
+	baseURL string
+	client  *http.Client
+}
+
+// NewHTTPProvider returns a client for the provider at baseURL (e.g.
+// http://127.0.0.1:8080/provider). timeout bounds each call.
+func NewHTTPProvider(baseURL string, timeout time.Duration) *HTTPProvider {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	// Every charge goes to the same host; keep enough idle connections for
+	// bursts of checkouts instead of opening one per request.
+	transport.MaxIdleConnsPerHost = 64
+	return &HTTPProvider{
+		baseURL: strings.TrimRight(baseURL, "/"),
+		client:  &http.Client{Timeout: timeout, Transport: transport},
+	}
+}
+
+type providerCharge struct {
+	ID             string  `json:"id"`
+	Status         string  `json:"status"`
+	FailureCode    *string `json:"failure_code"`
+	FailureMessage *string `json:"failure_message"`
+}
+
+type providerError struct {
+	Error struct {
+		Type    string `json:"type"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Charge  string `json:"charge"`
+	} `json:"error"`
+}
+
+func (c providerCharge) domain() ProviderCharge {
+	pc := ProviderCharge{ID: c.ID, Succeeded: c.Status == "succeeded"}
+	if !pc.Succeeded {
+		pc.FailureCode = cmpOr(c.FailureCode, "card_declined")
+		pc.FailureMessage = cmpOr(c.FailureMessage, "The card was declined.")
+	}
+	return pc
+}
+
+func cmpOr(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}
+
+// CreateCharge implements Provider.
+func (p *HTTPProvider) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+	fields := map[string]any{
+		"amount":         req.Amount,
+		"currency":       req.Currency,
+		"payment_method": req.PaymentMethod,
+		"metadata":       req.Metadata,
+	}
+	if req.Description != "" {
+		fields["description"] = req.Description
+	}
+	body, err := json.Marshal(fields)
+	if err != nil {
+		return ProviderCharge{}, err
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/v1/charges", bytes.NewReader(body))
+	if err != nil {
+		return ProviderCharge{}, err
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	resp, err := p.client.Do(httpReq)
+	if err != nil {
+		return ProviderCharge{}, fmt.Errorf("%w: %v", ErrOutcomeUnknown, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return ProviderCharge{}, fmt.Errorf("%w: read response: %v", ErrOutcomeUnknown, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		var c providerCharge
+		if err := json.Unmarshal(raw, &c); err != nil || c.ID == "" {
+			return ProviderCharge{}, fmt.Errorf("%w: unreadable charge (status 200)", ErrOutcomeUnknown)
+		}
+		return c.domain(), nil
+	case resp.StatusCode == http.StatusPaymentRequired || resp.StatusCode == http.StatusBadRequest:
+		// A decline (402) or a request the provider refuses as such (400, e.g.
+		// an unknown card token): definitive, nothing was charged, and sending
+		// it again would get the same answer.
+		var e providerError
+		if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" {
+			return ProviderCharge{}, fmt.Errorf("%w: unreadable error (status %d)", ErrOutcomeUnknown, resp.StatusCode)
+		}
+		return ProviderCharge{ID: e.Error.Charge, FailureCode: e.Error.Code, FailureMessage: e.Error.Message}, nil
+	default:
+		// 5xx, 429, 409 and anything unexpected: the charge may exist. Only the
+		// lookup by idempotency key can tell.
+		return ProviderCharge{}, fmt.Errorf("%w: provider answered %d", ErrOutcomeUnknown, resp.StatusCode)
+	}
+}
+
+// FindCharge implements Provider.
+func (p *HTTPProvider) FindCharge(ctx context.Context, idempotencyKey string) (*ProviderCharge, error) {
+	u := p.baseURL + "/v1/charges?" + url.Values{"idempotency_key": {idempotencyKey}}.Encode()
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(httpReq)
+	if err != nil {
+		return nil, fmt.Errorf("look up charge: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("look up charge: provider answered %d", resp.StatusCode)
+	}
+	var list struct {
+		Data []providerCharge `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
+		return nil, fmt.Errorf("look up charge: %w", err)
+	}
+	if len(list.Data) == 0 {
+		return nil, nil
+	}
+	c := list.Data[0].domain()
+	return &c, nil
+}

@@ -1,0 +1,101 @@
+package payment
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"regexp"
+	"unicode/utf8"
+
+	"golang.org/x/text/currency"
+)
+
+// Limits of a charge request, part of the API contract.
+const (
+	MaxKeyLength         = 255
+	MinAmount            = 1
+	MaxAmount            = 99_999_999
+	MaxOrderIDLength     = 100
+	MaxDescriptionLength = 500
+	maxPaymentMethodLen  = 255
+)
+
+var (
+	currencyPattern      = regexp.MustCompile(`^[A-Z]{3}$`)
+	paymentMethodPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+)
+
+// ValidateKey checks an idempotency key: 1 to 255 printable ASCII characters
+// without spaces.
+func ValidateKey(key string) error {
+	if key == "" {
+		return invalid("idempotencyKey", "idempotency key is empty: send one key per checkout attempt, e.g. a UUID")
+	}
+	if len(key) > MaxKeyLength {
+		return invalid("idempotencyKey", "idempotency key is %d characters long; at most %d are allowed", len(key), MaxKeyLength)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x21 || c > 0x7e {
+			return invalid("idempotencyKey", "idempotency key may hold only printable ASCII characters without spaces; found %q at position %d", rune(c), i)
+		}
+	}
+	return nil
+}
+
+// Validate checks a charge request against the API's limits.
+func (in ChargeInput) Validate() error {
+	if in.Amount < MinAmount || in.Amount > MaxAmount {
+		return invalid("input.amount", "amount must be between %d and %d minor units of the currency; got %d", MinAmount, MaxAmount, in.Amount)
+	}
+	if !currencyPattern.MatchString(in.Currency) {
+		return invalid("input.currency", "currency must be an ISO 4217 code of three upper-case letters, e.g. USD; got %q", in.Currency)
+	}
+	if _, err := currency.ParseISO(in.Currency); err != nil {
+		return invalid("input.currency", "currency %q is not an ISO 4217 currency code", in.Currency)
+	}
+	if in.PaymentMethod == "" {
+		return invalid("input.paymentMethod", "paymentMethod is empty: pass the provider's token for the card, e.g. pm_card_visa")
+	}
+	if len(in.PaymentMethod) > maxPaymentMethodLen || !paymentMethodPattern.MatchString(in.PaymentMethod) {
+		return invalid("input.paymentMethod", "paymentMethod must be a provider token of at most %d letters, digits and underscores, e.g. pm_card_visa", maxPaymentMethodLen)
+	}
+	if err := checkText("input.orderId", in.OrderID, MaxOrderIDLength); err != nil {
+		return err
+	}
+	return checkText("input.description", in.Description, MaxDescriptionLength)
+}
+
+func checkText(field, s string, max int) error {
+	if !utf8.ValidString(s) {
+		return invalid(field, "%s is not valid UTF-8", field)
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return invalid(field, "%s is %d characters long; at most %d are allowed", field, n, max)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return invalid(field, "%s must not contain control characters", field)
+		}
+	}
+	return nil
+}
+
+// Fingerprint identifies a request by its meaning, not its encoding: the
+// SHA-256 of a fixed-order encoding of the input, where an absent optional
+// field and an empty one are the same. The same key with another fingerprint
+// is refused.
+func Fingerprint(in ChargeInput) []byte {
+	canonical := struct {
+		Version       int    `json:"v"`
+		Amount        int64  `json:"amount"`
+		Currency      string `json:"currency"`
+		PaymentMethod string `json:"paymentMethod"`
+		OrderID       string `json:"orderId"`
+		Description   string `json:"description"`
+	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description}
+	b, err := json.Marshal(canonical)
+	if err != nil {
+		panic(err) // a struct of strings and ints always encodes
+	}
+	sum := sha256.Sum256(b)
+	return sum[:]
+}

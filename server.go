@@ -1,0 +1,180 @@
+// Command chargeonce is a GraphQL API that charges cards at most once per
+// idempotency key. `chargeonce` serves; `chargeonce apikey create NAME` makes
+// a merchant API key; `chargeonce localdb stop DIR` stops a project-local
+// PostgreSQL.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"chargeonce/db"
+	"chargeonce/graph"
+	"chargeonce/payment"
+	"chargeonce/payment/cardsim"
+	webdemo "chargeonce/web-demo"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "chargeonce:", err)
+		os.Exit(1)
+	}
+}
+
+// shutdownTimeout bounds how long in-flight requests may take to finish once
+// the server is told to stop. A charge in flight may wait for the provider.
+const shutdownTimeout = 30 * time.Second
+
+// providerTimeout bounds one call to the card provider.
+const providerTimeout = 10 * time.Second
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	if len(args) > 1 {
+		return runCommand(ctx, cfg, args[1:], stdout, log)
+	}
+
+	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+
+	ln, err := net.Listen("tcp", ":"+cfg.Port)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	providerURL := cfg.ProviderURL
+	if providerURL == "" {
+		providerURL = fmt.Sprintf("http://127.0.0.1:%d/provider", port)
+	}
+
+	merchants := payment.NewMerchants(pool, !cfg.Production)
+	if !cfg.Production {
+		if _, err := merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey); err != nil {
+			return fmt.Errorf("create demo merchant: %w", err)
+		}
+	}
+	resolver := &graph.Resolver{
+		Payments:  payment.NewService(pool, payment.NewHTTPProvider(providerURL, providerTimeout), payment.Config{Logger: log}),
+		Merchants: merchants,
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", graph.NewHandler(resolver, graph.HandlerConfig{Introspection: !cfg.Production, Logger: log}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", readyz(pool))
+	if !cfg.Production {
+		mux.Handle("GET /playground", playground.Handler("chargeonce", "/graphql",
+			playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer " + cfg.DemoAPIKey})))
+		mux.Handle("/provider/", http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log})))
+		mux.Handle("/", webdemo.Handler())
+	}
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A charge may wait for the provider, with inline retries.
+		WriteTimeout: 2 * time.Minute,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("chargeonce listening", "addr", fmt.Sprintf("http://127.0.0.1:%d", port),
+		"production", cfg.Production, "provider", providerURL)
+	if !cfg.Production {
+		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", port))
+	}
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests", "timeout", shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// openDatabase connects to DATABASE_URL, or in development to a project-local
+// PostgreSQL under DATA_DIR that it starts, and applies migrations.
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, func(), error) {
+	url := cfg.DatabaseURL
+	stopLocal := func() {}
+	if url == "" {
+		dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "postgres"))
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info("DATABASE_URL is not set: using the project-local PostgreSQL", "dir", dir)
+		local, err := db.StartLocal(ctx, db.LocalOptions{Dir: dir, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("start local PostgreSQL (or set DATABASE_URL): %w", err)
+		}
+		url = local.URL
+		if local.Started {
+			// Stop what we started; leave a server someone else started alone.
+			stopLocal = func() {
+				if err := local.Stop(context.Background()); err != nil {
+					log.Warn("stop local PostgreSQL", "err", err)
+				}
+			}
+		}
+	}
+	pool, err := db.Connect(ctx, url)
+	if err != nil {
+		stopLocal()
+		return nil, nil, err
+	}
+	if err := db.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		stopLocal()
+		return nil, nil, err
+	}
+	return pool, func() { pool.Close(); stopLocal() }, nil
+}
+
+func readyz(pool *pgxpool.Pool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := pool.Ping(ctx); err != nil {
+			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}
+}
+
+var errUsage = errors.New(`usage:
+  chargeonce                        serve (configuration from the environment; see README.md)
+  chargeonce apikey create NAME     create merchant NAME if needed and print a new API key for it
+  chargeonce localdb stop [DIR]     stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testServer is a real chargeonce server, started through run on a free port.
+type testServer struct {
+	URL    string
+	client *http.Client
+}
+
+// startServer runs chargeonce against dbURL until the test ends. env
+// overrides the environment.
+func startServer(t *testing.T, dbURL string, env map[string]string) *testServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	vars := map[string]string{
+		"PORT":           fmt.Sprint(port),
+		"DATABASE_URL":   dbURL,
+		"SIM_SLOW_DELAY": "300ms",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, &logs, &logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	s := &testServer{
+		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
+		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := s.client.Get(s.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("server exited before it was ready: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready after 30s\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type payload struct {
+	IdempotencyKey string  `json:"idempotencyKey"`
+	Status         string  `json:"status"`
+	Replayed       bool    `json:"replayed"`
+	RetryAfterMs   *int    `json:"retryAfterMs"`
+	ExpiresAt      *string `json:"expiresAt"`
+	Charge         *struct {
+		ID               string  `json:"id"`
+		Amount           int     `json:"amount"`
+		Currency         string  `json:"currency"`
+		OrderID          *string `json:"orderId"`
+		ProviderChargeID string  `json:"providerChargeId"`
+		CreatedAt        string  `json:"createdAt"`
+	} `json:"charge"`
+	Failure *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"failure"`
+}
+
+type gqlError struct {
+	Message    string         `json:"message"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+type gqlResponse struct {
+	Data struct {
+		ChargeCard   *payload `json:"chargeCard"`
+		ChargeStatus *payload `json:"chargeStatus"`
+	} `json:"data"`
+	Errors []gqlError `json:"errors"`
+}
+
+// code is the extensions.code of the only error.
+func (r gqlResponse) code(t *testing.T) string {
+	t.Helper()
+	require.Len(t, r.Errors, 1, "want exactly one error")
+	code, _ := r.Errors[0].Extensions["code"].(string)
+	return code
+}
+
+const payloadFields = `idempotencyKey status replayed retryAfterMs expiresAt
+	charge { id amount currency orderId providerChargeId createdAt } failure { code message }`
+
+const chargeCardMutation = `mutation Charge($key: String!, $input: ChargeCardInput!) {
+	chargeCard(idempotencyKey: $key, input: $input) { ` + payloadFields + ` } }`
+
+const chargeStatusQuery = `query Status($key: String!) { chargeStatus(idempotencyKey: $key) { ` + payloadFields + ` } }`
+
+// do posts a GraphQL operation with the given headers.
+func (s *testServer) do(t *testing.T, headers map[string]string, query string, vars map[string]any) gqlResponse {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/graphql", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out gqlResponse
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}
+
+func bearer(apiKey string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + apiKey}
+}
+
+func (s *testServer) chargeCard(t *testing.T, apiKey, key string, input map[string]any) gqlResponse {
+	t.Helper()
+	return s.do(t, bearer(apiKey), chargeCardMutation, map[string]any{"key": key, "input": input})
+}
+
+func (s *testServer) chargeStatus(t *testing.T, apiKey, key string) gqlResponse {
+	t.Helper()
+	return s.do(t, bearer(apiKey), chargeStatusQuery, map[string]any{"key": key})
+}
+
+type providerCharge struct {
+	ID       string            `json:"id"`
+	Amount   int64             `json:"amount"`
+	Currency string            `json:"currency"`
+	Status   string            `json:"status"`
+	Key      string            `json:"idempotency_key"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// providerCharges lists the charges the simulated provider made for a
+// client key of a merchant: the ground truth of how often money moved.
+func (s *testServer) providerCharges(t *testing.T, merchant, clientKey string) []providerCharge {
+	t.Helper()
+	q := url.Values{"merchant": {merchant}, "client_idempotency_key": {clientKey}}
+	resp, err := s.client.Get(s.URL + "/provider/v1/charges?" + q.Encode())
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var list struct {
+		Data []providerCharge `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	return list.Data
+}
+
+func visa(amount int) map[string]any {
+	return map[string]any{"amount": amount, "currency": "USD", "paymentMethod": "pm_card_visa"}
+}
+
+func withPaymentMethod(pm string) map[string]any {
+	in := visa(1999)
+	in["paymentMethod"] = pm
+	return in
+}
+
+// storm sends n identical chargeCard requests at once, spread over servers.
+func storm(t *testing.T, servers []*testServer, n int, key string, input map[string]any) []gqlResponse {
+	t.Helper()
+	responses := make([]gqlResponse, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			responses[i] = servers[i%len(servers)].chargeCard(t, "demo-key", key, input)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return responses
+}
+
+// requireOneCharge checks a storm's answers: never an error, only SUCCEEDED
+// with one charge id or PROCESSING, and exactly one charge at the provider.
+func requireOneCharge(t *testing.T, s *testServer, key string, input map[string]any, responses []gqlResponse) {
+	t.Helper()
+	chargeIDs := map[string]int{}
+	statuses := map[string]int{}
+	for i, r := range responses {
+		require.Empty(t, r.Errors, "response %d", i)
+		p := r.Data.ChargeCard
+		require.NotNil(t, p, "response %d", i)
+		statuses[p.Status]++
+		switch p.Status {
+		case "SUCCEEDED":
+			chargeIDs[p.Charge.ID]++
+		case "PROCESSING":
+			require.NotNil(t, p.RetryAfterMs)
+			require.Positive(t, *p.RetryAfterMs)
+		default:
+			t.Fatalf("response %d: status %s", i, p.Status)
+		}
+	}
+	t.Logf("statuses over %d requests: %v", len(responses), statuses)
+	require.Len(t, chargeIDs, 1, "all SUCCEEDED answers carry one charge id")
+	require.Len(t, s.providerCharges(t, "demo", key), 1, "exactly one charge at the provider")
+
+	// Once the first request is done, every retry is a replay of its charge.
+	var final *payload
+	require.Eventually(t, func() bool {
+		final = s.chargeCard(t, "demo-key", key, input).Data.ChargeCard
+		return final != nil && final.Status == "SUCCEEDED"
+	}, 10*time.Second, 50*time.Millisecond)
+	require.True(t, final.Replayed)
+	for id := range chargeIDs {
+		require.Equal(t, id, final.Charge.ID)
+	}
+}
