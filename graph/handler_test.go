@@ -1,0 +1,38 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/payment"
+)
+
+func TestErrorPresenter(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	present := errorPresenter(slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx := context.Background()
+
+	internal := present(ctx, fmt.Errorf("store: %w", errors.New(`dial tcp 10.1.2.3:5432: password "hunter2" rejected`)))
+	require.Equal(t, "internal server error", internal.Message)
+	require.Equal(t, "INTERNAL_SERVER_ERROR", internal.Extensions["code"])
+	require.NotContains(t, fmt.Sprint(internal), "hunter2", "internal details never reach the client")
+	require.Contains(t, logs.String(), "dial tcp", "but they are logged")
+
+	for code, want := range map[string]string{
+		payment.EINVALID:         "BAD_USER_INPUT",
+		payment.EKEYREUSED:       "IDEMPOTENCY_KEY_REUSED",
+		payment.EUNAUTHENTICATED: "UNAUTHENTICATED",
+	} {
+		e := present(ctx, fmt.Errorf("wrapped: %w", &payment.Error{Code: code, Message: "msg", Field: "input.amount"}))
+		require.Equal(t, want, e.Extensions["code"])
+		require.Equal(t, "msg", e.Message)
+		require.Equal(t, "input.amount", e.Extensions["field"])
+	}
+}

@@ -1,0 +1,61 @@
+package payment
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+	"chargeonce/sqlc"
+)
+
+func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	s := newStore(pool)
+	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "fence", "fence-key")
+	require.NoError(t, err)
+	id := uuid.New()
+	a, claimed, err := s.claim(ctx, sqlc.ClaimChargeAttemptParams{
+		ID: id, MerchantID: m.ID, IdempotencyKey: "k", Fingerprint: []byte{1}, ProviderKey: "p-" + id.String(),
+		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", RetentionMs: 60_000,
+	})
+	require.NoError(t, err)
+	require.True(t, claimed)
+
+	_, claimed, err = s.claim(ctx, sqlc.ClaimChargeAttemptParams{
+		ID: uuid.New(), MerchantID: m.ID, IdempotencyKey: "k", Fingerprint: []byte{2}, ProviderKey: "p-other",
+		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", RetentionMs: 60_000,
+	})
+	require.NoError(t, err)
+	require.False(t, claimed, "a second claim of the key gets nothing")
+
+	stale := a
+	stale.Attempt++
+	_, err = s.succeed(ctx, stale, "ch_stale", 60_000)
+	require.ErrorIs(t, err, errFenced, "a holder with another attempt number writes nothing")
+	_, err = s.fail(ctx, stale, "card_declined", "no", 60_000)
+	require.ErrorIs(t, err, errFenced)
+
+	row, err := s.succeed(ctx, a, "ch_real", 60_000)
+	require.NoError(t, err)
+	require.Equal(t, string(StatusSucceeded), row.ChargeAttempt.Status)
+	_, err = s.succeed(ctx, a, "ch_again", 60_000)
+	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
+	_, err = s.fail(ctx, a, "card_declined", "no", 60_000)
+	require.ErrorIs(t, err, errFenced)
+
+	var charges []string
+	rows, err := pool.Query(ctx, "SELECT provider_charge_id FROM charges ORDER BY created_at")
+	require.NoError(t, err)
+	for rows.Next() {
+		var c string
+		require.NoError(t, rows.Scan(&c))
+		charges = append(charges, c)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"ch_real"}, charges, "fenced writes left no charge behind")
+}

@@ -1,0 +1,89 @@
+package payment
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidateKey(t *testing.T) {
+	t.Parallel()
+	valid := []string{"a", "8e03978e-40d5-43e8-bc93-6894a57f9324", strings.Repeat("k", 255), "!~#$%&'*+-.^_`|"}
+	for _, key := range valid {
+		require.NoError(t, ValidateKey(key), key)
+	}
+	invalid := []string{"", " ", "a b", "tab\there", "new\nline", "clé", "\x00", "\x7f", strings.Repeat("k", 256)}
+	for _, key := range invalid {
+		err := ValidateKey(key)
+		require.Error(t, err, "%q", key)
+		require.Equal(t, EINVALID, ErrorCode(err))
+	}
+}
+
+func TestFingerprint_SameMeaning_SameFingerprint(t *testing.T) {
+	t.Parallel()
+	in := ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "o-1", Description: "socks"}
+	copied := in
+	require.Equal(t, Fingerprint(in), Fingerprint(copied))
+	require.Len(t, Fingerprint(in), 32)
+}
+
+func TestFingerprint_DifferentRequest_DifferentFingerprint(t *testing.T) {
+	t.Parallel()
+	base := ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "ab", Description: "c"}
+	variants := []ChargeInput{
+		{Amount: 2000, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "ab", Description: "c"},
+		{Amount: 1999, Currency: "EUR", PaymentMethod: "pm_card_visa", OrderID: "ab", Description: "c"},
+		{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_mastercard", OrderID: "ab", Description: "c"},
+		// Moving characters between fields must not collide.
+		{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "a", Description: "bc"},
+		{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "", Description: "abc"},
+		{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "abc", Description: ""},
+	}
+	seen := [][]byte{Fingerprint(base)}
+	for _, v := range variants {
+		fp := Fingerprint(v)
+		for _, other := range seen {
+			require.False(t, bytes.Equal(fp, other), "%+v collides", v)
+		}
+		seen = append(seen, fp)
+	}
+}
+
+func TestChargeInput_Validate(t *testing.T) {
+	t.Parallel()
+	ok := ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm_card_visa"}
+	require.NoError(t, ok.Validate())
+	tests := []struct {
+		name  string
+		edit  func(*ChargeInput)
+		field string
+	}{
+		{"zero amount", func(in *ChargeInput) { in.Amount = 0 }, "input.amount"},
+		{"amount over the limit", func(in *ChargeInput) { in.Amount = MaxAmount + 1 }, "input.amount"},
+		{"lower-case currency", func(in *ChargeInput) { in.Currency = "usd" }, "input.currency"},
+		{"not ISO 4217", func(in *ChargeInput) { in.Currency = "ABC" }, "input.currency"},
+		{"four letters", func(in *ChargeInput) { in.Currency = "USDX" }, "input.currency"},
+		{"no payment method", func(in *ChargeInput) { in.PaymentMethod = "" }, "input.paymentMethod"},
+		{"payment method with a dash", func(in *ChargeInput) { in.PaymentMethod = "pm-card" }, "input.paymentMethod"},
+		{"order id too long", func(in *ChargeInput) { in.OrderID = strings.Repeat("é", MaxOrderIDLength+1) }, "input.orderId"},
+		{"description not UTF-8", func(in *ChargeInput) { in.Description = "\xff" }, "input.description"},
+		{"description with a newline", func(in *ChargeInput) { in.Description = "a\nb" }, "input.description"},
+	}
+	for _, tt := range tests {
+		in := ok
+		tt.edit(&in)
+		err := in.Validate()
+		require.Error(t, err, tt.name)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, EINVALID, e.Code, tt.name)
+		require.Equal(t, tt.field, e.Field, tt.name)
+	}
+	// Lengths count characters, not bytes.
+	multibyte := ok
+	multibyte.OrderID = strings.Repeat("é", MaxOrderIDLength)
+	require.NoError(t, multibyte.Validate())
+}
