@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"text/tabwriter"
+	"time"
 
 	"chargeonce/db"
 	"chargeonce/payment"
@@ -26,6 +28,40 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		}
 		fmt.Fprintf(stdout, "API key for merchant %s (shown once; only its hash is stored):\n%s\n", m.Name, key)
 		return nil
+	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
+		pool, closeDB, err := openDatabase(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		stuck, err := newPaymentService(cfg, pool, cfg.ProviderURL, log).StuckAttempts(ctx, 1000)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tAMOUNT\tATTEMPT\tCREATED\tLEASE ENDED")
+		for _, a := range stuck {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.IdempotencyKey, a.ProviderKey,
+				a.Amount, a.Currency, a.Attempt, a.CreatedAt.UTC().Format(time.RFC3339), a.LeaseEnded.UTC().Format(time.RFC3339))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d stuck attempt(s)\n", len(stuck))
+		return nil
+	case len(args) == 2 && args[0] == "reconcile" && args[1] == "--once":
+		if cfg.ProviderURL == "" {
+			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server)")
+		}
+		pool, closeDB, err := openDatabase(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		svc := newPaymentService(cfg, pool, cfg.ProviderURL, log)
+		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{RedriveWindow: cfg.RedriveWindow}).RunOnce(ctx)
+		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
+		return err
 	case len(args) >= 2 && len(args) <= 3 && args[0] == "localdb" && args[1] == "stop":
 		dir := filepath.Join(cfg.DataDir, "postgres")
 		if len(args) == 3 {

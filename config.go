@@ -3,8 +3,12 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
+	"syscall"
 	"time"
+
+	"chargeonce/payment"
 )
 
 // config is chargeonce's configuration, read from the environment.
@@ -16,6 +20,15 @@ type config struct {
 	DemoAPIKey  string        // DEMO_API_KEY: the demo merchant's key in development, default demo-key
 	SlowDelay   time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default 3s
 	DataDir     string        // DATA_DIR: where the project-local PostgreSQL lives, default .data
+
+	Lease             time.Duration // PROCESSING_LEASE: how long a holder owns an attempt, default 30s
+	ReconcileInterval time.Duration // RECONCILE_INTERVAL: time between reconciler passes, default 5s
+	RedriveWindow     time.Duration // REDRIVE_WINDOW: how long an attempt the provider never saw is re-sent, default 10m
+	KeyRetention      time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
+	CleanupInterval   time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
+	// CrashAt (CHARGEONCE_CRASH_AT) kills the process with SIGKILL at a
+	// dangerous point of a charge. For crash tests; refused in production.
+	CrashAt payment.FaultPoint
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -36,9 +49,32 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		return cfg, fmt.Errorf("APP_ENV must be development or production, got %q", env)
 	}
-	var err error
-	if cfg.SlowDelay, err = duration(getenv, "SIM_SLOW_DELAY", 3*time.Second); err != nil {
-		return cfg, err
+	for _, d := range []struct {
+		dst  *time.Duration
+		name string
+		def  time.Duration
+	}{
+		{&cfg.SlowDelay, "SIM_SLOW_DELAY", 3 * time.Second},
+		{&cfg.Lease, "PROCESSING_LEASE", 30 * time.Second},
+		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", 5 * time.Second},
+		{&cfg.RedriveWindow, "REDRIVE_WINDOW", 10 * time.Minute},
+		{&cfg.KeyRetention, "KEY_RETENTION", 24 * time.Hour},
+		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", time.Minute},
+	} {
+		v, err := duration(getenv, d.name, d.def)
+		if err != nil {
+			return cfg, err
+		}
+		if v == 0 && d.name != "SIM_SLOW_DELAY" {
+			return cfg, fmt.Errorf("%s must be positive", d.name)
+		}
+		*d.dst = v
+	}
+	if crash := getenv("CHARGEONCE_CRASH_AT"); crash != "" {
+		if !slices.Contains(payment.FaultPoints, payment.FaultPoint(crash)) {
+			return cfg, fmt.Errorf("CHARGEONCE_CRASH_AT must be one of %v, got %q", payment.FaultPoints, crash)
+		}
+		cfg.CrashAt = payment.FaultPoint(crash)
 	}
 	if cfg.Production {
 		if cfg.DatabaseURL == "" {
@@ -46,6 +82,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		if cfg.ProviderURL == "" {
 			return cfg, fmt.Errorf("PROVIDER_URL is required when APP_ENV=production: the simulated provider is for development only")
+		}
+		if cfg.CrashAt != "" {
+			return cfg, fmt.Errorf("CHARGEONCE_CRASH_AT is a crash-test fault and is refused when APP_ENV=production")
 		}
 	}
 	return cfg, nil
@@ -62,4 +101,23 @@ func duration(getenv func(string) string, name string, def time.Duration) (time.
 		return 0, fmt.Errorf("%s must be a duration such as 500ms or 3s, got %q", name, v)
 	}
 	return d, nil
+}
+
+// paymentConfig is the payment service's share of the configuration.
+func (c config) paymentConfig() payment.Config {
+	pc := payment.Config{
+		Retention:         c.KeyRetention,
+		Lease:             c.Lease,
+		ReconcileInterval: c.ReconcileInterval,
+	}
+	if c.CrashAt != "" {
+		pc.Fault = func(p payment.FaultPoint) {
+			if p == c.CrashAt {
+				// A real, immediate death: no deferred function, no flush.
+				_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
+	return pc
 }

@@ -1,7 +1,7 @@
 // Command chargeonce is a GraphQL API that charges cards at most once per
-// idempotency key. `chargeonce` serves; `chargeonce apikey create NAME` makes
-// a merchant API key; `chargeonce localdb stop DIR` stops a project-local
-// PostgreSQL.
+// idempotency key. `chargeonce` serves; the other commands (apikey create,
+// charges stuck, reconcile --once, localdb stop) are for operators; see
+// errUsage.
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,9 +66,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen: %w", err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
+	var simulator http.Handler
+	if !cfg.Production {
+		simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log}))
+	}
 	providerURL := cfg.ProviderURL
 	if providerURL == "" {
-		providerURL = fmt.Sprintf("http://127.0.0.1:%d/provider", port)
+		// chargeonce reaches the simulator over HTTP like any provider, on a
+		// loopback listener of its own that closes only after the API has
+		// drained, so a charge in flight at shutdown still reaches it.
+		simLn, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("listen for the simulated provider: %w", err)
+		}
+		simSrv := &http.Server{Handler: simulator, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = simSrv.Serve(simLn) }()
+		defer simSrv.Shutdown(context.WithoutCancel(ctx))
+		providerURL = "http://" + simLn.Addr().String() + "/provider"
 	}
 
 	merchants := payment.NewMerchants(pool, !cfg.Production)
@@ -76,10 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("create demo merchant: %w", err)
 		}
 	}
-	resolver := &graph.Resolver{
-		Payments:  payment.NewService(pool, payment.NewHTTPProvider(providerURL, providerTimeout), payment.Config{Logger: log}),
-		Merchants: merchants,
-	}
+	payments := newPaymentService(cfg, pool, providerURL, log)
+	resolver := &graph.Resolver{Payments: payments, Merchants: merchants}
 
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(resolver, graph.HandlerConfig{Introspection: !cfg.Production, Logger: log}))
@@ -88,7 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if !cfg.Production {
 		mux.Handle("GET /playground", playground.Handler("chargeonce", "/graphql",
 			playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer " + cfg.DemoAPIKey})))
-		mux.Handle("/provider/", http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log})))
+		mux.Handle("/provider/", simulator)
 		mux.Handle("/", webdemo.Handler())
 	}
 
@@ -103,6 +116,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+
+	// The background loops run until the HTTP server has drained, so that
+	// in-flight charges finish first.
+	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	var loops sync.WaitGroup
+	loops.Go(func() {
+		payment.NewReconciler(payments, payment.ReconcilerConfig{Interval: cfg.ReconcileInterval, RedriveWindow: cfg.RedriveWindow}).Run(loopsCtx)
+	})
+	loops.Go(func() {
+		payment.NewCleaner(payments, payment.CleanerConfig{Interval: cfg.CleanupInterval}).Run(loopsCtx)
+	})
+	defer func() { stopLoops(); loops.Wait() }()
 	log.Info("chargeonce listening", "addr", fmt.Sprintf("http://127.0.0.1:%d", port),
 		"production", cfg.Production, "provider", providerURL)
 	if !cfg.Production {
@@ -117,11 +142,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("shutting down: finishing in-flight requests", "timeout", shutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	err = srv.Shutdown(shutdownCtx)
+	stopLoops()
+	loops.Wait()
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newPaymentService builds the payment service on pool, charging through the
+// provider at providerURL.
+func newPaymentService(cfg config, pool *pgxpool.Pool, providerURL string, log *slog.Logger) *payment.Service {
+	pc := cfg.paymentConfig()
+	pc.Logger = log
+	return payment.NewService(pool, payment.NewHTTPProvider(providerURL, providerTimeout), pc)
 }
 
 // openDatabase connects to DATABASE_URL, or in development to a project-local
@@ -177,4 +213,6 @@ func readyz(pool *pgxpool.Pool) http.HandlerFunc {
 var errUsage = errors.New(`usage:
   chargeonce                        serve (configuration from the environment; see README.md)
   chargeonce apikey create NAME     create merchant NAME if needed and print a new API key for it
+  chargeonce charges stuck          list PROCESSING attempts whose lease has expired
+  chargeonce reconcile --once       run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
   chargeonce localdb stop [DIR]     stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

@@ -58,6 +58,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 var errorCodes = map[string]string{
 	payment.EINVALID:         "BAD_USER_INPUT",
 	payment.EKEYREUSED:       "IDEMPOTENCY_KEY_REUSED",
+	payment.EORDERPAID:       "ORDER_ALREADY_PAID",
 	payment.EUNAUTHENTICATED: "UNAUTHENTICATED",
 	payment.ENOTFOUND:        "NOT_FOUND",
 }

@@ -10,6 +10,7 @@ import (
 const (
 	EINVALID         = "invalid"                // bad key or input; nothing was stored
 	EKEYREUSED       = "idempotency_key_reused" // same key, different request; nothing was charged
+	EORDERPAID       = "order_already_paid"     // another key paid, or is paying, this order; nothing was charged
 	EUNAUTHENTICATED = "unauthenticated"        // no or unknown API key
 	ENOTFOUND        = "not_found"
 	EINTERNAL        = "internal"

@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/sethvargo/go-retry"
+	goretry "github.com/sethvargo/go-retry"
 
 	"chargeonce/sqlc"
 )
@@ -18,21 +19,53 @@ import (
 type Config struct {
 	// Retention is how long the stored result of a key is kept (expiresAt).
 	Retention time.Duration // default 24h
-	// PollInterval is the retryAfter given with a PROCESSING answer.
+	// Lease is how long the holder of an attempt may work on it before the
+	// reconciler may take it over. The request's own provider phase ends at
+	// half of it.
+	Lease time.Duration // default 30s
+	// ReconcileInterval is how often the reconciler looks for abandoned
+	// attempts; a PROCESSING answer whose lease has ended says to come back then.
+	ReconcileInterval time.Duration // default 5s
+	// PollInterval is the longest retryAfter given while a holder is working.
 	PollInterval time.Duration // default 1s
 	// ProviderRetries is how many times an unknown provider outcome is retried
 	// inline, with the same provider key, before the request answers PROCESSING.
 	ProviderRetries uint64 // default 2
 	// ProviderRetryBudget bounds the time spent on those inline retries.
 	ProviderRetryBudget time.Duration // default 3s
-	Logger              *slog.Logger
+	// Now is the clock; tests move it.
+	Now func() time.Time
+	// Fault, when set, is called at each dangerous point of a charge. Only
+	// crash tests set it, to kill the process there.
+	Fault  func(FaultPoint)
+	Logger *slog.Logger
 }
+
+// FaultPoint names a point of a charge where a crash is most dangerous.
+type FaultPoint string
+
+const (
+	FaultAfterClaim    FaultPoint = "after-claim"    // claimed, provider not called yet
+	FaultAfterProvider FaultPoint = "after-provider" // provider charged, result not recorded
+	FaultAfterFinalize FaultPoint = "after-finalize" // result recorded, response not written
+)
+
+// FaultPoints lists every FaultPoint.
+var FaultPoints = []FaultPoint{FaultAfterClaim, FaultAfterProvider, FaultAfterFinalize}
 
 func (c Config) withDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.ReconcileInterval = cmp.Or(c.ReconcileInterval, 5*time.Second)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.ProviderRetries = cmp.Or(c.ProviderRetries, 2)
 	c.ProviderRetryBudget = cmp.Or(c.ProviderRetryBudget, 3*time.Second)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Fault == nil {
+		c.Fault = func(FaultPoint) {}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -53,10 +86,14 @@ func NewService(pool *pgxpool.Pool, provider Provider, cfg Config) *Service {
 	return &Service{store: newStore(pool), provider: provider, cfg: cfg, log: cfg.Logger}
 }
 
+// finalizeTimeout bounds the write of a provider's answer.
+const finalizeTimeout = 10 * time.Second
+
 // ChargeCard charges the card described by in, once per key: the first
 // request with a key claims it and calls the provider; every later one gets
-// the stored result (replayed), PROCESSING while the first is still running,
-// or EKEYREUSED when its input differs from the first's.
+// the stored result (replayed), PROCESSING while the attempt is open, or
+// EKEYREUSED when its input differs from the first's. A second payment of an
+// order under another key is EORDERPAID.
 func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in ChargeInput) (Result, error) {
 	if err := ValidateKey(key); err != nil {
 		return Result{}, err
@@ -65,82 +102,116 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 		return Result{}, err
 	}
 	fingerprint := Fingerprint(in)
-	id := uuid.New()
-	a, claimed, err := s.store.claim(ctx, sqlc.ClaimChargeAttemptParams{
-		ID:             id,
-		MerchantID:     m.ID,
-		IdempotencyKey: key,
-		Fingerprint:    fingerprint,
-		ProviderKey:    "chargeonce_" + id.String(),
-		Amount:         in.Amount,
-		Currency:       in.Currency,
-		PaymentMethod:  in.PaymentMethod,
-		OrderID:        optional(in.OrderID),
-		Description:    optional(in.Description),
-		RetentionMs:    s.cfg.Retention.Milliseconds(),
-	})
-	if err != nil {
-		return Result{}, err
+	// Twice at most: a key whose expired result is deleted between our claim
+	// and our read is free again, and the second claim takes it.
+	for range 2 {
+		now := s.cfg.Now()
+		id := uuid.New()
+		a, claimed, err := s.store.claim(ctx, sqlc.ClaimChargeAttemptParams{
+			ID:             id,
+			MerchantID:     m.ID,
+			IdempotencyKey: key,
+			Fingerprint:    fingerprint,
+			ProviderKey:    "chargeonce_" + id.String(),
+			Amount:         in.Amount,
+			Currency:       in.Currency,
+			PaymentMethod:  in.PaymentMethod,
+			OrderID:        optional(in.OrderID),
+			Description:    optional(in.Description),
+			LockedUntil:    now.Add(s.cfg.Lease),
+			ExpiresAt:      now.Add(s.cfg.Retention),
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		if claimed {
+			s.cfg.Fault(FaultAfterClaim)
+			// From here on the attempt is ours and must reach the provider and
+			// the database whatever the client does: a client that hangs up
+			// must not leave a charge unrecorded.
+			return s.charge(context.WithoutCancel(ctx), m, a), nil
+		}
+		row, err := s.store.get(ctx, m.ID, key)
+		if err == nil {
+			if string(row.ChargeAttempt.Fingerprint) != string(fingerprint) {
+				return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
+					Message: "this idempotency key was already used with a different request; nothing was charged. Use a new key for a new checkout attempt"}
+			}
+			return s.result(row, true), nil
+		}
+		if !errors.Is(err, errNotFound) {
+			return Result{}, err
+		}
+		// Not claimed and not stored: the order is paid, or the key was just freed.
+		if in.OrderID != "" {
+			paid, err := s.store.orderIsPaid(ctx, m.ID, in.OrderID)
+			if err != nil {
+				return Result{}, err
+			}
+			if paid {
+				return Result{}, errOrderPaid
+			}
+		}
 	}
-	if !claimed {
-		return s.replay(ctx, m, key, fingerprint)
-	}
-	// From here on the attempt is ours and must reach the provider and the
-	// database whatever the client does: a client that hangs up must not leave
-	// a charge unrecorded.
-	return s.charge(context.WithoutCancel(ctx), m, a), nil
-}
-
-// replay answers a request whose key was claimed before.
-func (s *Service) replay(ctx context.Context, m Merchant, key string, fingerprint []byte) (Result, error) {
-	row, err := s.store.get(ctx, m.ID, key)
-	if err != nil {
-		return Result{}, err
-	}
-	if string(row.ChargeAttempt.Fingerprint) != string(fingerprint) {
-		return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
-			Message: "this idempotency key was already used with a different request; nothing was charged. Use a new key for a new checkout attempt"}
-	}
-	return s.result(row, true), nil
+	return Result{}, fmt.Errorf("claim of key %q neither succeeded nor found a stored attempt", key)
 }
 
 // charge calls the provider for a freshly claimed attempt and records the outcome.
 func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) Result {
-	log := s.log.With("merchant", m.Name, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID)
-	pc, err := s.callProvider(ctx, m, a)
+	log := s.log.With("merchant", m.Name, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Attempt)
+	// Finish the provider phase well within the lease, so that the reconciler
+	// never takes over an attempt whose holder is still working.
+	providerCtx, cancel := context.WithTimeout(ctx, s.cfg.Lease/2)
+	pc, err := s.callProvider(providerCtx, m, a, true)
+	cancel()
 	if err != nil {
-		log.Warn("provider outcome unknown; attempt stays PROCESSING", "err", err)
+		// Nobody knows yet whether the card was charged. Hand the attempt to
+		// the reconciler now rather than when the lease runs out.
+		now := s.cfg.Now()
+		if err := s.store.release(ctx, a, now); err != nil {
+			log.Warn("could not release the lease; the reconciler takes over when it ends", "err", err)
+		} else {
+			a.LockedUntil = now
+		}
+		log.Warn("provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
 		return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 	}
-	var row sqlc.GetChargeAttemptRow
-	if pc.Succeeded {
-		row, err = s.store.succeed(ctx, a, pc.ID, s.cfg.Retention.Milliseconds())
-	} else {
-		row, err = s.store.fail(ctx, a, pc.FailureCode, pc.FailureMessage, s.cfg.Retention.Milliseconds())
-	}
+	s.cfg.Fault(FaultAfterProvider)
+	writeCtx, cancel := context.WithTimeout(ctx, finalizeTimeout)
+	defer cancel()
+	row, err := s.finalize(writeCtx, a, pc)
 	switch {
 	case errors.Is(err, errFenced):
 		// Someone else finalized the attempt first; theirs is the stored answer.
 		log.Info("attempt was finalized by another holder; answering with the stored result")
-		if row, err = s.store.get(ctx, m.ID, a.IdempotencyKey); err == nil {
+		if row, err = s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
 			return s.result(row, true)
 		}
 		fallthrough
 	case err != nil:
 		// The provider answered but the answer is not stored. The attempt stays
-		// PROCESSING; asking the provider by our key will tell the truth later.
+		// PROCESSING; the reconciler asks the provider by our key when the lease ends.
 		log.Error("could not record the provider's answer; attempt stays PROCESSING",
 			"provider_charge_id", pc.ID, "succeeded", pc.Succeeded, "err", err)
 		return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 	}
+	s.cfg.Fault(FaultAfterFinalize)
 	log.Info("charge attempt finalized", "status", row.ChargeAttempt.Status, "provider_charge_id", pc.ID)
 	return s.result(row, false)
 }
 
-// callProvider charges at the provider under our provider key, retrying an
-// unknown outcome a few times within the retry budget. Retrying is safe: the
-// provider deduplicates on the key.
-func (s *Service) callProvider(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) (ProviderCharge, error) {
+// finalize records the provider's definitive answer, fenced on a's attempt number.
+func (s *Service) finalize(ctx context.Context, a sqlc.ChargeAttempt, pc ProviderCharge) (sqlc.GetChargeAttemptRow, error) {
+	expiresAt := s.cfg.Now().Add(s.cfg.Retention)
+	if pc.Succeeded {
+		return s.store.succeed(ctx, a, pc.ID, expiresAt)
+	}
+	return s.store.fail(ctx, a, pc.FailureCode, pc.FailureMessage, expiresAt)
+}
+
+// providerRequest is the charge request for attempt a. It must be the same
+// on every send, or the provider refuses the repeat of our key.
+func providerRequest(m Merchant, a sqlc.ChargeAttempt) ProviderChargeRequest {
 	req := ProviderChargeRequest{
 		IdempotencyKey: a.ProviderKey,
 		Amount:         a.Amount,
@@ -152,18 +223,56 @@ func (s *Service) callProvider(ctx context.Context, m Merchant, a sqlc.ChargeAtt
 	if a.OrderID != nil {
 		req.Metadata["order_id"] = *a.OrderID
 	}
-	backoff := retry.WithMaxDuration(s.cfg.ProviderRetryBudget,
-		retry.WithMaxRetries(s.cfg.ProviderRetries, retry.NewExponential(200*time.Millisecond)))
+	return req
+}
+
+// callProvider charges at the provider under our provider key. With retry,
+// an unknown outcome is retried a few times within the retry budget; that is
+// safe because the provider deduplicates on the key.
+func (s *Service) callProvider(ctx context.Context, m Merchant, a sqlc.ChargeAttempt, retry bool) (ProviderCharge, error) {
+	req := providerRequest(m, a)
+	if !retry {
+		return s.provider.CreateCharge(ctx, req)
+	}
+	backoff := goretry.WithMaxDuration(s.cfg.ProviderRetryBudget,
+		goretry.WithMaxRetries(s.cfg.ProviderRetries, goretry.NewExponential(200*time.Millisecond)))
 	var pc ProviderCharge
-	err := retry.Do(ctx, backoff, func(ctx context.Context) error {
+	err := goretry.Do(ctx, backoff, func(ctx context.Context) error {
 		var err error
 		pc, err = s.provider.CreateCharge(ctx, req)
 		if errors.Is(err, ErrOutcomeUnknown) {
-			return retry.RetryableError(err)
+			return goretry.RetryableError(err)
 		}
 		return err
 	})
 	return pc, err
+}
+
+// StuckAttempt is a PROCESSING attempt whose lease has expired: its holder is
+// gone and the reconciler has not settled it yet.
+type StuckAttempt struct {
+	Merchant       string
+	IdempotencyKey string
+	ProviderKey    string
+	Amount         int64
+	Currency       string
+	Attempt        int
+	CreatedAt      time.Time
+	LeaseEnded     time.Time
+}
+
+// StuckAttempts lists up to max stuck attempts, oldest first.
+func (s *Service) StuckAttempts(ctx context.Context, max int) ([]StuckAttempt, error) {
+	rows, err := s.store.stuck(ctx, s.cfg.Now(), max)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StuckAttempt, len(rows))
+	for i, r := range rows {
+		out[i] = StuckAttempt{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: r.ProviderKey,
+			Amount: r.Amount, Currency: r.Currency, Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, LeaseEnded: r.LockedUntil}
+	}
+	return out, nil
 }
 
 // ChargeStatus returns the state of the attempt made with key, or nil when
@@ -198,9 +307,23 @@ func (s *Service) result(row sqlc.GetChargeAttemptRow, replayed bool) Result {
 		r.Replayed = replayed
 		r.Failure = &Failure{Code: deref(a.FailureCode), Message: deref(a.FailureMessage)}
 	default:
-		r.RetryAfter = s.cfg.PollInterval
+		r.RetryAfter = s.retryAfter(a.LockedUntil)
 	}
 	return r
+}
+
+// minRetryAfter keeps clients from polling in a tight loop.
+const minRetryAfter = 100 * time.Millisecond
+
+// retryAfter says when a PROCESSING attempt is worth asking about again:
+// soon while its holder works on it, and at the next reconcile once the
+// lease has ended.
+func (s *Service) retryAfter(lockedUntil time.Time) time.Duration {
+	d := s.cfg.ReconcileInterval
+	if left := lockedUntil.Sub(s.cfg.Now()); left > 0 {
+		d = min(s.cfg.PollInterval, left)
+	}
+	return max(d, minRetryAfter)
 }
 
 func optional(s string) *string {

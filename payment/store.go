@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -27,8 +28,10 @@ func newStore(pool *pgxpool.Pool) *store {
 // errNotFound is returned for a missing row; errFenced for a finalizing write
 // that found the attempt already finalized or taken over.
 var (
-	errNotFound = Errorf(ENOTFOUND, "not found")
-	errFenced   = errors.New("attempt was finalized or taken over by someone else")
+	errNotFound  = Errorf(ENOTFOUND, "not found")
+	errOrderPaid = &Error{Code: EORDERPAID, Field: "input.orderId",
+		Message: "this order is already paid, or being paid, under another idempotency key; nothing was charged"}
+	errFenced = errors.New("attempt was finalized or taken over by someone else")
 )
 
 // interpretError translates pgx errors into the domain's.
@@ -41,9 +44,17 @@ func interpretError(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		if pgErr.ConstraintName == "charge_attempts_order_idx" || pgErr.ConstraintName == "charges_order_idx" {
+			return errOrderPaid
+		}
 		return fmt.Errorf("unique violation on %s: %w", pgErr.ConstraintName, err)
 	}
 	return err
+}
+
+func isUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
 }
 
 // claim inserts the attempt; ok is false when the key was already claimed.
@@ -62,7 +73,7 @@ func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (sqlc
 
 // succeed records the charge and finalizes the attempt in one transaction,
 // fenced on the attempt number a was claimed with.
-func (s *store) succeed(ctx context.Context, a sqlc.ChargeAttempt, providerChargeID string, retentionMs int64) (sqlc.GetChargeAttemptRow, error) {
+func (s *store) succeed(ctx context.Context, a sqlc.ChargeAttempt, providerChargeID string, expiresAt time.Time) (sqlc.GetChargeAttemptRow, error) {
 	var row sqlc.GetChargeAttemptRow
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -70,11 +81,16 @@ func (s *store) succeed(ctx context.Context, a sqlc.ChargeAttempt, providerCharg
 			ID: uuid.New(), MerchantID: a.MerchantID, Amount: a.Amount, Currency: a.Currency,
 			OrderID: a.OrderID, Description: a.Description, ProviderChargeID: providerChargeID,
 		})
+		if isUniqueViolation(err, "charges_provider_charge_id_key") {
+			// This provider charge is recorded already: the provider key is
+			// the attempt's, so whoever recorded it finalized the attempt.
+			return errFenced
+		}
 		if err != nil {
 			return err
 		}
 		done, err := q.SucceedChargeAttempt(ctx, sqlc.SucceedChargeAttemptParams{
-			ChargeID: &c.ID, RetentionMs: retentionMs, ID: a.ID, Attempt: a.Attempt,
+			ChargeID: &c.ID, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Attempt,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errFenced // rolls the charge back: the record's owner writes it
@@ -89,12 +105,48 @@ func (s *store) succeed(ctx context.Context, a sqlc.ChargeAttempt, providerCharg
 }
 
 // fail finalizes the attempt as FAILED, fenced like succeed.
-func (s *store) fail(ctx context.Context, a sqlc.ChargeAttempt, code, message string, retentionMs int64) (sqlc.GetChargeAttemptRow, error) {
+func (s *store) fail(ctx context.Context, a sqlc.ChargeAttempt, code, message string, expiresAt time.Time) (sqlc.GetChargeAttemptRow, error) {
 	done, err := s.q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
-		FailureCode: code, FailureMessage: message, RetentionMs: retentionMs, ID: a.ID, Attempt: a.Attempt,
+		FailureCode: code, FailureMessage: message, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Attempt,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sqlc.GetChargeAttemptRow{}, errFenced
 	}
 	return sqlc.GetChargeAttemptRow{ChargeAttempt: done}, interpretError(err)
+}
+
+// release ends the holder's lease now, fenced on its attempt number.
+func (s *store) release(ctx context.Context, a sqlc.ChargeAttempt, now time.Time) error {
+	return interpretError(s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Attempt: a.Attempt}))
+}
+
+// takeAbandoned takes over up to max PROCESSING attempts whose lease expired
+// before now, giving each a lease until lockedUntil and a new attempt number.
+func (s *store) takeAbandoned(ctx context.Context, now, lockedUntil time.Time, max int) ([]sqlc.ChargeAttempt, error) {
+	as, err := s.q.TakeAbandonedChargeAttempts(ctx, sqlc.TakeAbandonedChargeAttemptsParams{
+		LockedUntil: lockedUntil, Now: now, MaxAttempts: int32(max),
+	})
+	return as, interpretError(err)
+}
+
+func (s *store) merchant(ctx context.Context, id uuid.UUID) (Merchant, error) {
+	m, err := s.q.GetMerchant(ctx, id)
+	return Merchant{ID: m.ID, Name: m.Name}, interpretError(err)
+}
+
+func (s *store) orderIsPaid(ctx context.Context, merchantID uuid.UUID, orderID string) (bool, error) {
+	paid, err := s.q.OrderIsPaid(ctx, sqlc.OrderIsPaidParams{MerchantID: merchantID, OrderID: &orderID})
+	return paid, interpretError(err)
+}
+
+// deleteExpired deletes up to max finished attempts that expired before now.
+func (s *store) deleteExpired(ctx context.Context, now time.Time, max int) (int, error) {
+	n, err := s.q.DeleteExpiredChargeAttempts(ctx, sqlc.DeleteExpiredChargeAttemptsParams{Now: now, MaxAttempts: int32(max)})
+	return int(n), interpretError(err)
+}
+
+// stuck lists up to max PROCESSING attempts whose lease expired before now.
+func (s *store) stuck(ctx context.Context, now time.Time, max int) ([]sqlc.ListStuckChargeAttemptsRow, error) {
+	rows, err := s.q.ListStuckChargeAttempts(ctx, sqlc.ListStuckChargeAttemptsParams{Now: now, MaxAttempts: int32(max)})
+	return rows, interpretError(err)
 }

@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -21,31 +22,31 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	id := uuid.New()
 	a, claimed, err := s.claim(ctx, sqlc.ClaimChargeAttemptParams{
 		ID: id, MerchantID: m.ID, IdempotencyKey: "k", Fingerprint: []byte{1}, ProviderKey: "p-" + id.String(),
-		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", RetentionMs: 60_000,
+		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", LockedUntil: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
 	require.True(t, claimed)
 
 	_, claimed, err = s.claim(ctx, sqlc.ClaimChargeAttemptParams{
 		ID: uuid.New(), MerchantID: m.ID, IdempotencyKey: "k", Fingerprint: []byte{2}, ProviderKey: "p-other",
-		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", RetentionMs: 60_000,
+		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", LockedUntil: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
 	require.False(t, claimed, "a second claim of the key gets nothing")
 
 	stale := a
 	stale.Attempt++
-	_, err = s.succeed(ctx, stale, "ch_stale", 60_000)
+	_, err = s.succeed(ctx, stale, "ch_stale", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a holder with another attempt number writes nothing")
-	_, err = s.fail(ctx, stale, "card_declined", "no", 60_000)
+	_, err = s.fail(ctx, stale, "card_declined", "no", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
-	row, err := s.succeed(ctx, a, "ch_real", 60_000)
+	row, err := s.succeed(ctx, a, "ch_real", time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, string(StatusSucceeded), row.ChargeAttempt.Status)
-	_, err = s.succeed(ctx, a, "ch_again", 60_000)
+	_, err = s.succeed(ctx, a, "ch_again", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
-	_, err = s.fail(ctx, a, "card_declined", "no", 60_000)
+	_, err = s.fail(ctx, a, "card_declined", "no", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
 	var charges []string

@@ -1,15 +1,20 @@
 -- name: ClaimChargeAttempt :one
--- The claim. Inserts the attempt unless this merchant already used the key.
--- A row back means this request owns the attempt and may call the provider;
--- no row means another request claimed the key first. The unique index on
--- (merchant_id, idempotency_key) makes this atomic across instances.
+-- The claim. Inserts the attempt, holding its lease, unless this merchant
+-- already used the key. A row back means this request owns the attempt and may
+-- call the provider; no row means the key was claimed first, or the order was
+-- already paid. The unique index on (merchant_id, idempotency_key) makes this
+-- atomic across instances; the one on (merchant_id, order_id) refuses a second
+-- live attempt for an order with a unique violation.
 INSERT INTO charge_attempts (
     id, merchant_id, idempotency_key, fingerprint, provider_key,
-    amount, currency, payment_method, order_id, description, expires_at
-) VALUES (
-    @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
-    @amount, @currency, @payment_method, @order_id, @description,
-    now() + sqlc.arg(retention_ms)::bigint * interval '1 millisecond'
+    amount, currency, payment_method, order_id, description, locked_until, expires_at
+)
+SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
+       @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
+       sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz
+WHERE NOT EXISTS (
+    SELECT 1 FROM charges c
+    WHERE c.merchant_id = @merchant_id AND c.order_id = sqlc.narg(order_id)
 )
 ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
 RETURNING *;
@@ -39,7 +44,7 @@ SET status = 'SUCCEEDED',
     charge_id = @charge_id,
     completed_at = now(),
     updated_at = now(),
-    expires_at = now() + sqlc.arg(retention_ms)::bigint * interval '1 millisecond'
+    expires_at = sqlc.arg(expires_at)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
 RETURNING *;
 
@@ -52,6 +57,60 @@ SET status = 'FAILED',
     failure_message = sqlc.arg(failure_message)::text,
     completed_at = now(),
     updated_at = now(),
-    expires_at = now() + sqlc.arg(retention_ms)::bigint * interval '1 millisecond'
+    expires_at = sqlc.arg(expires_at)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
 RETURNING *;
+
+-- name: ReleaseChargeAttempt :exec
+-- Ends the holder's lease early, when it gives up with an unknown outcome, so
+-- that the reconciler takes the attempt at its next pass instead of waiting
+-- for the lease to run out. Fenced like the finalizing writes.
+UPDATE charge_attempts
+SET locked_until = sqlc.arg(now)::timestamptz, updated_at = now()
+WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt;
+
+-- name: TakeAbandonedChargeAttempts :many
+-- The reconciler's takeover: PROCESSING attempts whose lease has expired get a
+-- new lease and a new attempt number, which fences off any earlier holder.
+-- SKIP LOCKED lets several reconcilers run at once without ever taking the
+-- same attempt.
+UPDATE charge_attempts
+SET attempt = attempt + 1,
+    locked_until = sqlc.arg(locked_until)::timestamptz,
+    updated_at = now()
+WHERE id IN (
+    SELECT id FROM charge_attempts
+    WHERE status = 'PROCESSING' AND charge_attempts.locked_until < sqlc.arg(now)::timestamptz
+    ORDER BY charge_attempts.locked_until
+    LIMIT sqlc.arg(max_attempts)::integer
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING *;
+
+-- name: ListStuckChargeAttempts :many
+-- For operators: PROCESSING attempts whose lease has expired, oldest first.
+SELECT a.*, m.name AS merchant_name
+FROM charge_attempts a
+JOIN merchants m ON m.id = a.merchant_id
+WHERE a.status = 'PROCESSING' AND a.locked_until < sqlc.arg(now)::timestamptz
+ORDER BY a.created_at
+LIMIT sqlc.arg(max_attempts)::integer;
+
+-- name: DeleteExpiredChargeAttempts :execrows
+-- Retention: forgets a small batch of finished attempts whose stored result
+-- has expired. Never a PROCESSING one. SKIP LOCKED keeps it from waiting on,
+-- or blocking, anything else; the charges stay.
+DELETE FROM charge_attempts
+WHERE id IN (
+    SELECT id FROM charge_attempts
+    WHERE status <> 'PROCESSING' AND expires_at < sqlc.arg(now)::timestamptz
+    ORDER BY expires_at
+    LIMIT sqlc.arg(max_attempts)::integer
+    FOR UPDATE SKIP LOCKED
+);
+
+-- name: OrderIsPaid :one
+-- Whether the merchant's order already has a charge.
+SELECT EXISTS (
+    SELECT 1 FROM charges WHERE merchant_id = @merchant_id AND order_id = @order_id
+);

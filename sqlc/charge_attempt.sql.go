@@ -15,14 +15,17 @@ import (
 const claimChargeAttempt = `-- name: ClaimChargeAttempt :one
 INSERT INTO charge_attempts (
     id, merchant_id, idempotency_key, fingerprint, provider_key,
-    amount, currency, payment_method, order_id, description, expires_at
-) VALUES (
-    $1, $2, $3, $4, $5,
-    $6, $7, $8, $9, $10,
-    now() + $11::bigint * interval '1 millisecond'
+    amount, currency, payment_method, order_id, description, locked_until, expires_at
+)
+SELECT $1, $2, $3, $4, $5,
+       $6, $7, $8, $9, $10,
+       $11::timestamptz, $12::timestamptz
+WHERE NOT EXISTS (
+    SELECT 1 FROM charges c
+    WHERE c.merchant_id = $2 AND c.order_id = $9
 )
 ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
 `
 
 type ClaimChargeAttemptParams struct {
@@ -36,13 +39,16 @@ type ClaimChargeAttemptParams struct {
 	PaymentMethod  string
 	OrderID        *string
 	Description    *string
-	RetentionMs    int64
+	LockedUntil    time.Time
+	ExpiresAt      time.Time
 }
 
-// The claim. Inserts the attempt unless this merchant already used the key.
-// A row back means this request owns the attempt and may call the provider;
-// no row means another request claimed the key first. The unique index on
-// (merchant_id, idempotency_key) makes this atomic across instances.
+// The claim. Inserts the attempt, holding its lease, unless this merchant
+// already used the key. A row back means this request owns the attempt and may
+// call the provider; no row means the key was claimed first, or the order was
+// already paid. The unique index on (merchant_id, idempotency_key) makes this
+// atomic across instances; the one on (merchant_id, order_id) refuses a second
+// live attempt for an order with a unique violation.
 func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, claimChargeAttempt,
 		arg.ID,
@@ -55,7 +61,8 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.PaymentMethod,
 		arg.OrderID,
 		arg.Description,
-		arg.RetentionMs,
+		arg.LockedUntil,
+		arg.ExpiresAt,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -78,8 +85,36 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
+		&i.LockedUntil,
 	)
 	return i, err
+}
+
+const deleteExpiredChargeAttempts = `-- name: DeleteExpiredChargeAttempts :execrows
+DELETE FROM charge_attempts
+WHERE id IN (
+    SELECT id FROM charge_attempts
+    WHERE status <> 'PROCESSING' AND expires_at < $1::timestamptz
+    ORDER BY expires_at
+    LIMIT $2::integer
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type DeleteExpiredChargeAttemptsParams struct {
+	Now         time.Time
+	MaxAttempts int32
+}
+
+// Retention: forgets a small batch of finished attempts whose stored result
+// has expired. Never a PROCESSING one. SKIP LOCKED keeps it from waiting on,
+// or blocking, anything else; the charges stay.
+func (q *Queries) DeleteExpiredChargeAttempts(ctx context.Context, arg DeleteExpiredChargeAttemptsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteExpiredChargeAttempts, arg.Now, arg.MaxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const failChargeAttempt = `-- name: FailChargeAttempt :one
@@ -89,15 +124,15 @@ SET status = 'FAILED',
     failure_message = $2::text,
     completed_at = now(),
     updated_at = now(),
-    expires_at = now() + $3::bigint * interval '1 millisecond'
+    expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
 `
 
 type FailChargeAttemptParams struct {
 	FailureCode    string
 	FailureMessage string
-	RetentionMs    int64
+	ExpiresAt      time.Time
 	ID             uuid.UUID
 	Attempt        int32
 }
@@ -108,7 +143,7 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 	row := q.db.QueryRow(ctx, failChargeAttempt,
 		arg.FailureCode,
 		arg.FailureMessage,
-		arg.RetentionMs,
+		arg.ExpiresAt,
 		arg.ID,
 		arg.Attempt,
 	)
@@ -133,12 +168,13 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
+		&i.LockedUntil,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.updated_at, a.completed_at, a.expires_at,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.updated_at, a.completed_at, a.expires_at, a.locked_until,
        c.provider_charge_id,
        c.created_at AS charge_created_at
 FROM charge_attempts a
@@ -182,6 +218,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.UpdatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
+		&i.ChargeAttempt.LockedUntil,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 	)
@@ -230,22 +267,142 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 	return i, err
 }
 
+const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.updated_at, a.completed_at, a.expires_at, a.locked_until, m.name AS merchant_name
+FROM charge_attempts a
+JOIN merchants m ON m.id = a.merchant_id
+WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz
+ORDER BY a.created_at
+LIMIT $2::integer
+`
+
+type ListStuckChargeAttemptsParams struct {
+	Now         time.Time
+	MaxAttempts int32
+}
+
+type ListStuckChargeAttemptsRow struct {
+	ID             uuid.UUID
+	MerchantID     uuid.UUID
+	IdempotencyKey string
+	Fingerprint    []byte
+	Status         string
+	ProviderKey    string
+	Amount         int64
+	Currency       string
+	PaymentMethod  string
+	OrderID        *string
+	Description    *string
+	ChargeID       *uuid.UUID
+	FailureCode    *string
+	FailureMessage *string
+	Attempt        int32
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	ExpiresAt      time.Time
+	LockedUntil    time.Time
+	MerchantName   string
+}
+
+// For operators: PROCESSING attempts whose lease has expired, oldest first.
+func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChargeAttemptsParams) ([]ListStuckChargeAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, listStuckChargeAttempts, arg.Now, arg.MaxAttempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListStuckChargeAttemptsRow
+	for rows.Next() {
+		var i ListStuckChargeAttemptsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantID,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.Status,
+			&i.ProviderKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.OrderID,
+			&i.Description,
+			&i.ChargeID,
+			&i.FailureCode,
+			&i.FailureMessage,
+			&i.Attempt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.LockedUntil,
+			&i.MerchantName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orderIsPaid = `-- name: OrderIsPaid :one
+SELECT EXISTS (
+    SELECT 1 FROM charges WHERE merchant_id = $1 AND order_id = $2
+)
+`
+
+type OrderIsPaidParams struct {
+	MerchantID uuid.UUID
+	OrderID    *string
+}
+
+// Whether the merchant's order already has a charge.
+func (q *Queries) OrderIsPaid(ctx context.Context, arg OrderIsPaidParams) (bool, error) {
+	row := q.db.QueryRow(ctx, orderIsPaid, arg.MerchantID, arg.OrderID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const releaseChargeAttempt = `-- name: ReleaseChargeAttempt :exec
+UPDATE charge_attempts
+SET locked_until = $1::timestamptz, updated_at = now()
+WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
+`
+
+type ReleaseChargeAttemptParams struct {
+	Now     time.Time
+	ID      uuid.UUID
+	Attempt int32
+}
+
+// Ends the holder's lease early, when it gives up with an unknown outcome, so
+// that the reconciler takes the attempt at its next pass instead of waiting
+// for the lease to run out. Fenced like the finalizing writes.
+func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) error {
+	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Attempt)
+	return err
+}
+
 const succeedChargeAttempt = `-- name: SucceedChargeAttempt :one
 UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     charge_id = $1,
     completed_at = now(),
     updated_at = now(),
-    expires_at = now() + $2::bigint * interval '1 millisecond'
+    expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
 `
 
 type SucceedChargeAttemptParams struct {
-	ChargeID    *uuid.UUID
-	RetentionMs int64
-	ID          uuid.UUID
-	Attempt     int32
+	ChargeID  *uuid.UUID
+	ExpiresAt time.Time
+	ID        uuid.UUID
+	Attempt   int32
 }
 
 // Finalizes an attempt as SUCCEEDED. Fenced on the attempt number the caller
@@ -253,7 +410,7 @@ type SucceedChargeAttemptParams struct {
 func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, succeedChargeAttempt,
 		arg.ChargeID,
-		arg.RetentionMs,
+		arg.ExpiresAt,
 		arg.ID,
 		arg.Attempt,
 	)
@@ -278,6 +435,73 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
+		&i.LockedUntil,
 	)
 	return i, err
+}
+
+const takeAbandonedChargeAttempts = `-- name: TakeAbandonedChargeAttempts :many
+UPDATE charge_attempts
+SET attempt = attempt + 1,
+    locked_until = $1::timestamptz,
+    updated_at = now()
+WHERE id IN (
+    SELECT id FROM charge_attempts
+    WHERE status = 'PROCESSING' AND charge_attempts.locked_until < $2::timestamptz
+    ORDER BY charge_attempts.locked_until
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
+`
+
+type TakeAbandonedChargeAttemptsParams struct {
+	LockedUntil time.Time
+	Now         time.Time
+	MaxAttempts int32
+}
+
+// The reconciler's takeover: PROCESSING attempts whose lease has expired get a
+// new lease and a new attempt number, which fences off any earlier holder.
+// SKIP LOCKED lets several reconcilers run at once without ever taking the
+// same attempt.
+func (q *Queries) TakeAbandonedChargeAttempts(ctx context.Context, arg TakeAbandonedChargeAttemptsParams) ([]ChargeAttempt, error) {
+	rows, err := q.db.Query(ctx, takeAbandonedChargeAttempts, arg.LockedUntil, arg.Now, arg.MaxAttempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ChargeAttempt
+	for rows.Next() {
+		var i ChargeAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantID,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.Status,
+			&i.ProviderKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.OrderID,
+			&i.Description,
+			&i.ChargeID,
+			&i.FailureCode,
+			&i.FailureMessage,
+			&i.Attempt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.LockedUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -20,3 +20,7 @@ JOIN merchants m ON m.id = k.merchant_id
 WHERE k.key_hash = @key_hash
   AND k.revoked_at IS NULL
   AND (NOT k.development_only OR @allow_development_only::boolean);
+
+-- name: GetMerchant :one
+-- Loads a merchant by id, for work that starts from a stored attempt.
+SELECT * FROM merchants WHERE id = @id;

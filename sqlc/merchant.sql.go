@@ -11,6 +11,18 @@ import (
 	"github.com/google/uuid"
 )
 
+const getMerchant = `-- name: GetMerchant :one
+SELECT id, name, created_at FROM merchants WHERE id = $1
+`
+
+// Loads a merchant by id, for work that starts from a stored attempt.
+func (q *Queries) GetMerchant(ctx context.Context, id uuid.UUID) (Merchant, error) {
+	row := q.db.QueryRow(ctx, getMerchant, id)
+	var i Merchant
+	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	return i, err
+}
+
 const getMerchantByAPIKey = `-- name: GetMerchantByAPIKey :one
 SELECT m.id, m.name, m.created_at
 FROM api_keys k

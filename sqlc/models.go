@@ -66,6 +66,7 @@ type ChargeAttempt struct {
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
 	ExpiresAt      time.Time
+	LockedUntil    time.Time
 }
 
 type Merchant struct {

@@ -1,0 +1,385 @@
+package payment
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+	"chargeonce/payment/cardsim"
+	"chargeonce/sqlc"
+)
+
+// testClock is a clock the test moves by hand.
+type testClock struct{ now atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.now.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.now.Load()) }
+func (c *testClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
+func (c *testClock) AdvancePast(t time.Time) { c.now.Store(t.Add(time.Millisecond).UnixNano()) }
+
+type bundle struct {
+	pool     *pgxpool.Pool
+	clock    *testClock
+	svc      *Service
+	merchant Merchant
+	provider *HTTPProvider
+}
+
+// setup gives a service on a fresh database, charging through the real
+// simulator over HTTP, with a clock the test controls.
+func setup(t *testing.T, cfg Config) *bundle {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: 50 * time.Millisecond}))
+	t.Cleanup(sim.Close)
+	clock := newTestClock()
+	cfg.Now = clock.Now
+	provider := NewHTTPProvider(sim.URL, 5*time.Second)
+	svc := NewService(pool, provider, cfg)
+	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key")
+	require.NoError(t, err)
+	return &bundle{pool: pool, clock: clock, svc: svc, merchant: m, provider: provider}
+}
+
+func visa(amount int64) ChargeInput {
+	return ChargeInput{Amount: amount, Currency: "USD", PaymentMethod: "pm_card_visa"}
+}
+
+func card(pm string) ChargeInput {
+	in := visa(1999)
+	in.PaymentMethod = pm
+	return in
+}
+
+// abandon claims an attempt as a request would, then "dies": the provider is
+// never called, and the lease runs until the clock passes it.
+func (b *bundle) abandon(t *testing.T, key string, in ChargeInput) sqlc.ChargeAttempt {
+	t.Helper()
+	id := uuid.New()
+	now := b.clock.Now()
+	a, claimed, err := b.svc.store.claim(context.Background(), sqlc.ClaimChargeAttemptParams{
+		ID: id, MerchantID: b.merchant.ID, IdempotencyKey: key, Fingerprint: Fingerprint(in),
+		ProviderKey: "chargeonce_" + id.String(), Amount: in.Amount, Currency: in.Currency,
+		PaymentMethod: in.PaymentMethod, LockedUntil: now.Add(b.svc.cfg.Lease), ExpiresAt: now.Add(b.svc.cfg.Retention),
+	})
+	require.NoError(t, err)
+	require.True(t, claimed)
+	return a
+}
+
+func (b *bundle) status(t *testing.T, key string) *Result {
+	t.Helper()
+	r, err := b.svc.ChargeStatus(context.Background(), b.merchant, key)
+	require.NoError(t, err)
+	require.NotNil(t, r)
+	return r
+}
+
+// providerCharges counts the simulator's charges for our provider key of key.
+func (b *bundle) providerCharges(t *testing.T, key string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM cardsim.charges WHERE metadata->>'client_idempotency_key' = $1 AND status = 'succeeded'`, key).Scan(&n))
+	return n
+}
+
+func TestReconciler_LostResponse_EndsSucceeded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	r, err := b.svc.ChargeCard(ctx, b.merchant, "k", card("pm_card_lostResponse"))
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, r.Status)
+	require.Equal(t, b.svc.cfg.ReconcileInterval, r.RetryAfter, "the request gave up: next news comes with the reconciler")
+
+	b.clock.Advance(time.Millisecond)
+	res, err := NewReconciler(b.svc, ReconcilerConfig{}).RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ReconcileResult{Taken: 1, Succeeded: 1}, res)
+
+	final := b.status(t, "k")
+	require.Equal(t, StatusSucceeded, final.Status)
+	found, err := b.provider.FindCharge(ctx, "chargeonce_"+attemptID(t, b, "k"))
+	require.NoError(t, err)
+	require.Equal(t, found.ID, final.Charge.ProviderChargeID, "the stored result is what the provider has")
+	require.Equal(t, 1, b.providerCharges(t, "k"))
+
+	replay, err := b.svc.ChargeCard(ctx, b.merchant, "k", card("pm_card_lostResponse"))
+	require.NoError(t, err)
+	require.True(t, replay.Replayed)
+	require.Equal(t, final.Charge.ID, replay.Charge.ID)
+}
+
+func TestReconciler_ProviderError_FailsAfterRedriveWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	rec := NewReconciler(b.svc, ReconcilerConfig{RedriveWindow: 10 * time.Minute})
+	r, err := b.svc.ChargeCard(ctx, b.merchant, "k", card("pm_card_providerError"))
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, r.Status)
+
+	b.clock.Advance(time.Minute)
+	res, err := rec.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ReconcileResult{Taken: 1, Open: 1}, res, "inside the window it is sent again and stays open")
+	require.Equal(t, StatusProcessing, b.status(t, "k").Status)
+
+	b.clock.Advance(10 * time.Minute)
+	res, err = rec.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ReconcileResult{Taken: 1, Failed: 1}, res)
+	final := b.status(t, "k")
+	require.Equal(t, StatusFailed, final.Status)
+	require.Equal(t, "provider_unavailable", final.Failure.Code)
+	require.Zero(t, b.providerCharges(t, "k"))
+}
+
+func TestReconciler_AbandonedBeforeTheProvider_IsSentAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	rec := NewReconciler(b.svc, ReconcilerConfig{})
+	a := b.abandon(t, "k", visa(500))
+
+	res, err := rec.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Taken, "a held lease is left alone")
+	r := b.status(t, "k")
+	require.Equal(t, StatusProcessing, r.Status)
+	require.Equal(t, b.svc.cfg.PollInterval, r.RetryAfter, "while the holder works, poll soon")
+
+	b.clock.AdvancePast(a.LockedUntil)
+	res, err = rec.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ReconcileResult{Taken: 1, Succeeded: 1}, res)
+	require.Equal(t, StatusSucceeded, b.status(t, "k").Status)
+	require.Equal(t, 1, b.providerCharges(t, "k"))
+}
+
+func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	const n = 60
+	var latest time.Time
+	for i := range n {
+		in := visa(int64(100 + i))
+		if i%3 == 0 {
+			in.PaymentMethod = "pm_card_slow"
+		}
+		latest = b.abandon(t, uuid.NewString(), in).LockedUntil
+	}
+	b.clock.AdvancePast(latest)
+
+	// Two instances, each with its own service and provider client on the
+	// same database, four workers each, small batches: they race for every row.
+	other := NewService(b.pool, NewHTTPProvider(b.provider.baseURL, 5*time.Second), Config{Now: b.clock.Now})
+	reconcilers := []*Reconciler{
+		NewReconciler(b.svc, ReconcilerConfig{BatchSize: 3}),
+		NewReconciler(other, ReconcilerConfig{BatchSize: 3}),
+	}
+	var taken, succeeded atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for {
+				res, err := reconcilers[w%2].RunOnce(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Taken == 0 {
+					return
+				}
+				taken.Add(int64(res.Taken))
+				succeeded.Add(int64(res.Succeeded))
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(n), taken.Load(), "every attempt taken exactly once")
+	require.Equal(t, int64(n), succeeded.Load())
+
+	var attempts []int32
+	rows, err := b.pool.Query(context.Background(), "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
+	require.NoError(t, err)
+	for rows.Next() {
+		var a int32
+		require.NoError(t, rows.Scan(&a))
+		attempts = append(attempts, a)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, attempts, n)
+	for _, a := range attempts {
+		require.Equal(t, int32(2), a, "one takeover per attempt")
+	}
+	var charges, distinctKeys int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		"SELECT count(*), count(DISTINCT idempotency_key) FROM cardsim.charges").Scan(&charges, &distinctKeys))
+	require.Equal(t, n, charges)
+	require.Equal(t, n, distinctKeys)
+}
+
+func TestReconciler_StaleHolderIsFencedOff(t *testing.T) {
+	t.Parallel()
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b := setup(t, Config{Fault: func(p FaultPoint) {
+		if p == FaultAfterClaim {
+			once.Do(func() { close(paused); <-resume }) // the holder stalls, e.g. a long GC pause
+		}
+	}})
+	ctx := context.Background()
+	holder := make(chan Result, 1)
+	go func() {
+		r, err := b.svc.ChargeCard(ctx, b.merchant, "k", visa(900))
+		if err != nil {
+			t.Error(err)
+		}
+		holder <- r
+	}()
+	<-paused
+
+	// The lease runs out; the reconciler takes over and settles the attempt.
+	b.clock.Advance(b.svc.cfg.Lease + time.Second)
+	res, err := NewReconciler(b.svc, ReconcilerConfig{}).RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ReconcileResult{Taken: 1, Succeeded: 1}, res)
+	settled := b.status(t, "k")
+
+	// The stale holder wakes up and finishes: its write is fenced off, and it
+	// answers with what the reconciler stored.
+	close(resume)
+	late := <-holder
+	require.Equal(t, StatusSucceeded, late.Status)
+	require.Equal(t, settled.Charge.ID, late.Charge.ID)
+	var charges int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM charges").Scan(&charges))
+	require.Equal(t, 1, charges, "the late write added no charge")
+	require.Equal(t, 1, b.providerCharges(t, "k"))
+}
+
+func TestCleaner_ForgetsExpiredResultsButNeverProcessing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Retention: time.Hour})
+	ctx := context.Background()
+	for _, k := range []string{"ok-1", "ok-2", "ok-3"} {
+		_, err := b.svc.ChargeCard(ctx, b.merchant, k, visa(100))
+		require.NoError(t, err)
+	}
+	_, err := b.svc.ChargeCard(ctx, b.merchant, "declined", card("pm_card_chargeDeclined"))
+	require.NoError(t, err)
+	b.abandon(t, "open", visa(100))
+	_, err = b.svc.ChargeCard(ctx, b.merchant, "lost", card("pm_card_providerError"))
+	require.NoError(t, err)
+
+	cleaner := NewCleaner(b.svc, CleanerConfig{BatchSize: 2})
+	n, err := cleaner.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing has expired yet")
+
+	b.clock.Advance(2 * time.Hour)
+	n, err = cleaner.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, n, "the three successes and the decline, in batches of two")
+
+	var open []string
+	rows, err := b.pool.Query(ctx, "SELECT idempotency_key FROM charge_attempts ORDER BY idempotency_key")
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		open = append(open, k)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"lost", "open"}, open, "PROCESSING attempts are never deleted")
+	var charges int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM charges").Scan(&charges))
+	require.Equal(t, 3, charges, "charges are the business record and stay")
+
+	gone, err := b.svc.ChargeStatus(ctx, b.merchant, "ok-1")
+	require.NoError(t, err)
+	require.Nil(t, gone, "an expired key's result is forgotten")
+	again, err := b.svc.ChargeCard(ctx, b.merchant, "ok-1", visa(100))
+	require.NoError(t, err)
+	require.False(t, again.Replayed, "a forgotten key starts a new attempt")
+}
+
+func TestChargeCard_OneOrderOnePayment(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Retention: time.Hour})
+	ctx := context.Background()
+	order := func(in ChargeInput, id string) ChargeInput { in.OrderID = id; return in }
+
+	paid, err := b.svc.ChargeCard(ctx, b.merchant, "first", order(visa(100), "o-1"))
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, paid.Status)
+	_, err = b.svc.ChargeCard(ctx, b.merchant, "reloaded-page", order(visa(100), "o-1"))
+	require.Equal(t, EORDERPAID, ErrorCode(err), "a fresh key cannot pay the same order again")
+	replay, err := b.svc.ChargeCard(ctx, b.merchant, "first", order(visa(100), "o-1"))
+	require.NoError(t, err)
+	require.True(t, replay.Replayed, "the original key still replays")
+
+	// A decline frees the order for another try.
+	declined, err := b.svc.ChargeCard(ctx, b.merchant, "try-1", order(card("pm_card_chargeDeclined"), "o-2"))
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, declined.Status)
+	second, err := b.svc.ChargeCard(ctx, b.merchant, "try-2", order(visa(100), "o-2"))
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, second.Status)
+
+	// Even after the key's result is forgotten, the order stays paid.
+	b.clock.Advance(2 * time.Hour)
+	_, err = NewCleaner(b.svc, CleanerConfig{}).RunOnce(ctx)
+	require.NoError(t, err)
+	_, err = b.svc.ChargeCard(ctx, b.merchant, "much-later", order(visa(100), "o-1"))
+	require.Equal(t, EORDERPAID, ErrorCode(err))
+	require.Equal(t, 1, b.providerCharges(t, "first"))
+	require.Zero(t, b.providerCharges(t, "much-later"))
+
+	// Many keys racing for one order: one payment.
+	var wg sync.WaitGroup
+	var succeeded, refused atomic.Int64
+	for range 20 {
+		wg.Go(func() {
+			r, err := b.svc.ChargeCard(ctx, b.merchant, uuid.NewString(), order(card("pm_card_slow"), "o-3"))
+			switch {
+			case err == nil && r.Status == StatusSucceeded:
+				succeeded.Add(1)
+			case ErrorCode(err) == EORDERPAID:
+				refused.Add(1)
+			default:
+				t.Errorf("unexpected answer %+v, %v", r, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(1), succeeded.Load())
+	require.Equal(t, int64(19), refused.Load())
+	var orderCharges int
+	require.NoError(t, b.pool.QueryRow(ctx,
+		"SELECT count(*) FROM cardsim.charges WHERE metadata->>'order_id' = 'o-3' AND status = 'succeeded'").Scan(&orderCharges))
+	require.Equal(t, 1, orderCharges)
+}
+
+func attemptID(t *testing.T, b *bundle, key string) string {
+	t.Helper()
+	var id uuid.UUID
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		"SELECT id FROM charge_attempts WHERE idempotency_key = $1", key).Scan(&id))
+	return id.String()
+}

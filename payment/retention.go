@@ -1,0 +1,71 @@
+package payment
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// CleanerConfig tunes a Cleaner. Zero values take the defaults.
+type CleanerConfig struct {
+	Interval  time.Duration // time between passes, default 1m
+	BatchSize int           // attempts deleted per statement, default 500
+	// MaxBatches bounds one pass, so that a large backlog is worked off over
+	// several passes instead of in one long burst.
+	MaxBatches int // default 20
+}
+
+func (c CleanerConfig) withDefaults() CleanerConfig {
+	c.Interval = cmp.Or(c.Interval, time.Minute)
+	c.BatchSize = cmp.Or(c.BatchSize, 500)
+	c.MaxBatches = cmp.Or(c.MaxBatches, 20)
+	return c
+}
+
+// Cleaner forgets stored results of idempotency keys once they expire
+// (Config.Retention after the outcome). It deletes finished attempts in small
+// batches through an index on expires_at, skipping rows locked by anyone
+// else, so it neither scans the table nor holds long locks nor blocks claims.
+// PROCESSING attempts are never deleted, and charges are kept: they are the
+// business record. A key used again after its result was forgotten starts a
+// new attempt; orders stay protected by the one-payment-per-order rule.
+type Cleaner struct {
+	svc *Service
+	cfg CleanerConfig
+	log *slog.Logger
+}
+
+// NewCleaner returns a Cleaner for svc's attempts, with svc's clock.
+func NewCleaner(svc *Service, cfg CleanerConfig) *Cleaner {
+	return &Cleaner{svc: svc, cfg: cfg.withDefaults(), log: svc.log.With("component", "retention")}
+}
+
+// Run runs a pass every Interval until ctx ends.
+func (c *Cleaner) Run(ctx context.Context) {
+	runEvery(ctx, c.cfg.Interval, func(ctx context.Context) {
+		n, err := c.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.log.Error("retention pass failed", "err", err)
+		} else if n > 0 {
+			c.log.Info("retention pass: forgot expired idempotency keys", "deleted", n)
+		}
+	})
+}
+
+// RunOnce deletes expired finished attempts, batch by batch, and says how many.
+func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
+	total := 0
+	for range c.cfg.MaxBatches {
+		n, err := c.svc.store.deleteExpired(ctx, c.svc.cfg.Now(), c.cfg.BatchSize)
+		if err != nil {
+			return total, fmt.Errorf("delete expired attempts: %w", err)
+		}
+		total += n
+		if n < c.cfg.BatchSize {
+			break
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The server binary, built once per test run for the tests that kill or
+// signal a real process.
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+func serverBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "chargeonce-bin-")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "chargeonce")
+		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, binaryErr)
+	return binaryPath
+}
+
+// serverProcess is chargeonce running as a real process.
+type serverProcess struct {
+	*testServer
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+	exited chan struct{}
+	state  *os.ProcessState
+}
+
+// startProcess starts the server binary with env (on top of a free PORT and
+// short test intervals) and waits until it is ready.
+func startProcess(t *testing.T, env map[string]string) *serverProcess {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+
+	vars := map[string]string{
+		"PORT":               fmt.Sprint(port),
+		"SIM_SLOW_DELAY":     "300ms",
+		"PROCESSING_LEASE":   "2s",
+		"RECONCILE_INTERVAL": "200ms",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cmd := exec.Command(serverBinary(t))
+	cmd.Env = append(os.Environ(), "APP_ENV=development")
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	p := &serverProcess{
+		testServer: &testServer{
+			URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
+			client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		},
+		cmd:    cmd,
+		logs:   &syncBuffer{},
+		exited: make(chan struct{}),
+	}
+	cmd.Stdout, cmd.Stderr = p.logs, p.logs
+	require.NoError(t, cmd.Start())
+	go func() {
+		_ = cmd.Wait()
+		p.state = cmd.ProcessState
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", p.URL, p.logs.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := p.client.Get(p.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("server exited before it was ready:\n%s", p.logs.String())
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "server not ready after 30s:\n%s", p.logs.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wait waits for the process to exit and returns how it ended.
+func (p *serverProcess) wait(t *testing.T, timeout time.Duration) *os.ProcessState {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.state
+	case <-time.After(timeout):
+		t.Fatalf("process did not exit within %s", timeout)
+		return nil
+	}
+}
+
+// killedBySIGKILL reports whether the process died of SIGKILL.
+func killedBySIGKILL(state *os.ProcessState) bool {
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// errTransport is what a client sees when the server dies mid-request.
+var errTransport = errors.New("transport error")
