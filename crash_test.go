@@ -135,3 +135,73 @@ func TestShutdown_SIGTERM_FinishesInFlightCharges(t *testing.T) {
 	require.True(t, state.Success(), "a clean exit: %v\n%s", state, s.logs.String())
 	require.Equal(t, "SUCCEEDED", attemptStatus(t, pool, key), "no PROCESSING record is left behind")
 }
+
+func TestChargeCard_ResponseLostOnTheWire_RetryIsAReplay(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, map[string]string{"SIM_SLOW_DELAY": "500ms"})
+	key := newKey()
+	// The client gives up before the answer arrives, as when a mobile
+	// connection drops; the server is fine and finishes the charge.
+	impatient := &testServer{URL: s.URL, client: &http.Client{Timeout: 100 * time.Millisecond}}
+	_, err := impatient.postCharge(t, key, withPaymentMethod("pm_card_slow"))
+	require.Error(t, err)
+
+	final := s.finalStatus(t, key, 10*time.Second)
+	require.Equal(t, "SUCCEEDED", final.Status)
+	retry := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_slow")).Data.ChargeCard
+	require.True(t, retry.Replayed)
+	require.Equal(t, final.Charge.ID, retry.Charge.ID)
+	require.Equal(t, 1, len(s.providerCharges(t, "demo", key)))
+}
+
+func TestReconciler_SettlesUnknownOutcomesThroughTheServer(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, map[string]string{
+		"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms", "REDRIVE_WINDOW": "1s",
+	})
+	lost, failing := newKey(), newKey()
+	for key, pm := range map[string]string{lost: "pm_card_lostResponse", failing: "pm_card_providerError"} {
+		r := s.chargeCard(t, "demo-key", key, withPaymentMethod(pm)).Data.ChargeCard
+		require.Equal(t, "PROCESSING", r.Status, pm)
+		require.Positive(t, *r.RetryAfterMs)
+	}
+
+	charged := s.finalStatus(t, lost, 10*time.Second)
+	require.Equal(t, "SUCCEEDED", charged.Status, "the provider charged; the reconciler learns it by our key")
+	ledger := s.providerCharges(t, "demo", lost)
+	require.Equal(t, 1, len(ledger))
+	require.Equal(t, ledger[0].ID, charged.Charge.ProviderChargeID)
+
+	failed := s.finalStatus(t, failing, 10*time.Second)
+	require.Equal(t, "FAILED", failed.Status, "never charged, and the redrive window has passed")
+	require.Equal(t, "provider_unavailable", failed.Failure.Code)
+	require.Empty(t, s.providerCharges(t, "demo", failing))
+}
+
+func TestOperatorCommands_StuckAndReconcileOnce(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	// A server whose own reconciler stays out of the way, so the operator's pass does the work.
+	s := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "PROCESSING_LEASE": "1s"})
+	key := newKey()
+	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
+
+	env := map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": s.URL + "/provider"}
+	getenv := func(k string) string { return env[k] }
+	var out syncBuffer
+	require.NoError(t, run(t.Context(), []string{"chargeonce", "charges", "stuck"}, getenv, &out, &out))
+	require.Contains(t, out.String(), key, "the abandoned attempt is listed")
+	require.Contains(t, out.String(), "1 stuck attempt(s)")
+
+	out = syncBuffer{}
+	require.NoError(t, run(t.Context(), []string{"chargeonce", "reconcile", "--once"}, getenv, &out, &out))
+	require.Contains(t, out.String(), "taken 1, succeeded 1, failed 0, still processing 0")
+	require.Equal(t, "SUCCEEDED", s.chargeStatus(t, "demo-key", key).Data.ChargeStatus.Status)
+
+	out = syncBuffer{}
+	require.NoError(t, run(t.Context(), []string{"chargeonce", "charges", "stuck"}, getenv, &out, &out))
+	require.Contains(t, out.String(), "0 stuck attempt(s)")
+	require.Equal(t, 1, len(s.providerCharges(t, "demo", key)))
+}

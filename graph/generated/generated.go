@@ -376,7 +376,8 @@ type Mutation {
   attempt (a UUID is ideal) and send the same key with every retry of that
   attempt: a retry returns the stored result with replayed: true instead of
   charging again. Reusing a key with a different input is refused with
-  IDEMPOTENCY_KEY_REUSED.
+  IDEMPOTENCY_KEY_REUSED; paying an orderId that is already paid, or being
+  paid, under another key is refused with ORDER_ALREADY_PAID.
   """
   chargeCard(idempotencyKey: String!, input: ChargeCardInput!): ChargeCardPayload!
 }
