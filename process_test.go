@@ -101,23 +101,8 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 			t.Logf("log of %s:\n%s", p.URL, p.logs.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := p.client.Get(p.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		select {
-		case <-p.exited:
-			t.Fatalf("server exited before it was ready:\n%s", p.logs.String())
-		default:
-		}
-		require.True(t, time.Now().Before(deadline), "server not ready after 30s:\n%s", p.logs.String())
-		time.Sleep(20 * time.Millisecond)
-	}
+	p.waitReady(t, p.exited, p.logs)
+	return p
 }
 
 // wait waits for the process to exit and returns how it ended.

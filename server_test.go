@@ -39,13 +39,16 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 	}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	var runErr error
+	exited := make(chan struct{})
 	go func() {
-		done <- run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, &logs, &logs)
+		defer close(exited)
+		runErr = run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, &logs, &logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
-		require.NoError(t, <-done)
+		<-exited
+		require.NoError(t, runErr)
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs.String())
 		}
@@ -54,23 +57,29 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
 	}
+	s.waitReady(t, exited, &logs)
+	return s
+}
+
+// waitReady waits until the server answers /readyz, failing the test if it
+// exits first or takes more than 30s.
+func (s *testServer) waitReady(t *testing.T, exited <-chan struct{}, logs *syncBuffer) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := s.client.Get(s.URL + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return
 			}
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("server exited before it was ready: %v\n%s", err, logs.String())
+		case <-exited:
+			t.Fatalf("server exited before it was ready:\n%s", logs.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not ready after 30s\n%s", logs.String())
-		}
+		require.True(t, time.Now().Before(deadline), "server not ready after 30s:\n%s", logs.String())
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -214,15 +214,7 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 	require.Equal(t, int64(n), taken.Load(), "every attempt taken exactly once")
 	require.Equal(t, int64(n), succeeded.Load())
 
-	var attempts []int32
-	rows, err := b.pool.Query(context.Background(), "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
-	require.NoError(t, err)
-	for rows.Next() {
-		var a int32
-		require.NoError(t, rows.Scan(&a))
-		attempts = append(attempts, a)
-	}
-	require.NoError(t, rows.Err())
+	attempts := queryAll[int32](t, b.pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
 	require.Len(t, attempts, n)
 	for _, a := range attempts {
 		require.Equal(t, int32(2), a, "one takeover per attempt")
@@ -297,15 +289,7 @@ func TestCleaner_ForgetsExpiredResultsButNeverProcessing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "the three successes and the decline, in batches of two")
 
-	var open []string
-	rows, err := b.pool.Query(ctx, "SELECT idempotency_key FROM charge_attempts ORDER BY idempotency_key")
-	require.NoError(t, err)
-	for rows.Next() {
-		var k string
-		require.NoError(t, rows.Scan(&k))
-		open = append(open, k)
-	}
-	require.NoError(t, rows.Err())
+	open := queryAll[string](t, b.pool, "SELECT idempotency_key FROM charge_attempts ORDER BY idempotency_key")
 	require.Equal(t, []string{"lost", "open"}, open, "PROCESSING attempts are never deleted")
 	var charges int
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM charges").Scan(&charges))

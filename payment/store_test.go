@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
@@ -49,14 +51,16 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	_, err = s.fail(ctx, a, "card_declined", "no", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
-	var charges []string
-	rows, err := pool.Query(ctx, "SELECT provider_charge_id FROM charges ORDER BY created_at")
-	require.NoError(t, err)
-	for rows.Next() {
-		var c string
-		require.NoError(t, rows.Scan(&c))
-		charges = append(charges, c)
-	}
-	require.NoError(t, rows.Err())
+	charges := queryAll[string](t, pool, "SELECT provider_charge_id FROM charges ORDER BY created_at")
 	require.Equal(t, []string{"ch_real"}, charges, "fenced writes left no charge behind")
+}
+
+// queryAll runs a one-column query and returns its values.
+func queryAll[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []T {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), sql, args...)
+	require.NoError(t, err)
+	values, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	require.NoError(t, err)
+	return values
 }
