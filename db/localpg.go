@@ -49,6 +49,7 @@ type LocalServer struct {
 	Started bool
 
 	port int
+	fast bool
 	inst *instance
 }
 
@@ -78,7 +79,7 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalServer, error) {
 	defer unlock()
 
 	if port, ok := inst.running(ctx); ok {
-		s := inst.server(port, false)
+		s := inst.server(port, false, opts.Fast)
 		if err := inst.ensureDatabase(ctx, s.AdminURL); err != nil {
 			return nil, err
 		}
@@ -92,11 +93,11 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalServer, error) {
 	if err := inst.removeStalePID(); err != nil {
 		return nil, err
 	}
-	port, err := inst.start(ctx, opts.Fast)
+	port, err := inst.start(ctx, opts.Fast, 0)
 	if err != nil {
 		return nil, err
 	}
-	s := inst.server(port, true)
+	s := inst.server(port, true, opts.Fast)
 	if err := inst.ensureDatabase(ctx, s.AdminURL); err != nil {
 		return nil, err
 	}
@@ -107,6 +108,29 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalServer, error) {
 // Stop stops the server (pg_ctl stop -m fast), whoever started it.
 func (s *LocalServer) Stop(ctx context.Context) error {
 	return s.inst.stop(ctx)
+}
+
+// Restart stops the server if it runs (pg_ctl stop -m fast, which ends every
+// session) and starts it again on the same port, with the Fast setting of the
+// StartLocal call that returned s. URL and AdminURL stay valid, so clients
+// and their pools can reconnect: this is for tests of what happens when the
+// database goes away and comes back. Called after Stop, it only starts the
+// server. It fails, rather than move to another port, if another program
+// took the port meanwhile.
+func (s *LocalServer) Restart(ctx context.Context) error {
+	unlock, err := s.inst.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.inst.stopLocked(ctx); err != nil {
+		return err
+	}
+	if err := s.inst.removeStalePID(); err != nil {
+		return err
+	}
+	_, err = s.inst.start(ctx, s.fast, s.port)
+	return err
 }
 
 // StopLocal stops a server running in dir; it is a no-op if none runs there.
@@ -346,13 +370,14 @@ func (in *instance) lock(ctx context.Context) (func(), error) {
 
 func (in *instance) logPath() string { return filepath.Join(in.dir, logName) }
 
-func (in *instance) server(port int, started bool) *LocalServer {
+func (in *instance) server(port int, started, fast bool) *LocalServer {
 	base := "postgres://" + localUser + "@127.0.0.1:" + strconv.Itoa(port) + "/"
 	return &LocalServer{
 		URL:      base + localDatabase + "?sslmode=disable",
 		AdminURL: base + "postgres?sslmode=disable",
 		Started:  started,
 		port:     port,
+		fast:     fast,
 		inst:     in,
 	}
 }
@@ -388,7 +413,7 @@ func (in *instance) running(ctx context.Context) (int, bool) {
 	if err != nil || pf.port == 0 || !alive(pf.pid) {
 		return 0, false
 	}
-	cfg, err := pgx.ParseConfig(in.server(pf.port, false).AdminURL)
+	cfg, err := pgx.ParseConfig(in.server(pf.port, false, false).AdminURL)
 	if err != nil {
 		return 0, false
 	}
@@ -545,17 +570,20 @@ func syncDir(dir string) {
 	}
 }
 
-// start starts the server on a free loopback port and waits until it accepts
-// connections. The port is chosen anew at each start so the server never
-// collides with a system PostgreSQL on 5432 or with another checkout's; the
-// rare loss of the port to another program between choosing and binding it
-// is retried.
-func (in *instance) start(ctx context.Context, fast bool) (int, error) {
+// start starts the server on a loopback port and waits until it accepts
+// connections. With port 0 the port is chosen anew at each start so the
+// server never collides with a system PostgreSQL on 5432 or with another
+// checkout's; the rare loss of the port to another program between choosing
+// and binding it is retried. A given port (Restart's) is tried once.
+func (in *instance) start(ctx context.Context, fast bool, port int) (int, error) {
+	fixed := port != 0
 	var lastErr error
 	for range 3 {
-		port, err := freePort()
-		if err != nil {
-			return 0, fmt.Errorf("local PostgreSQL: pick a port: %w", err)
+		if !fixed {
+			var err error
+			if port, err = freePort(); err != nil {
+				return 0, fmt.Errorf("local PostgreSQL: pick a port: %w", err)
+			}
 		}
 		settings := []string{
 			"listen_addresses=127.0.0.1",
@@ -576,7 +604,7 @@ func (in *instance) start(ctx context.Context, fast bool) (int, error) {
 			return port, nil
 		}
 		lastErr = fmt.Errorf("local PostgreSQL: pg_ctl start: %w\n%s%s", err, tail(out, 20), in.logTail())
-		if !strings.Contains(in.logTail(), "could not bind") {
+		if fixed || !strings.Contains(in.logTail(), "could not bind") {
 			break
 		}
 	}
@@ -621,6 +649,11 @@ func (in *instance) stop(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	return in.stopLocked(ctx)
+}
+
+// stopLocked is stop for a caller that holds the lock.
+func (in *instance) stopLocked(ctx context.Context) error {
 	pf, err := in.readPIDFile()
 	if os.IsNotExist(err) {
 		return nil

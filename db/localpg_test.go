@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +252,53 @@ func TestStopAndRestart(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "postmaster.pid")); !os.IsNotExist(err) {
 		t.Errorf("postmaster.pid after StopLocal: %v", err)
+	}
+}
+
+func TestRestartKeepsPortAndData(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	s := start(t, dir, true)
+	exec1(t, s.URL, "CREATE TABLE kept (id int); INSERT INTO kept VALUES (42)")
+	url := s.URL
+
+	if err := s.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s.URL != url {
+		t.Errorf("URL changed to %s, want %s", s.URL, url)
+	}
+	if got := query[int](t, url, "SELECT id FROM kept"); got != 42 {
+		t.Errorf("after Restart: kept holds %d, want 42", got)
+	}
+	if got := query[string](t, s.AdminURL, "SHOW fsync"); got != "off" {
+		t.Errorf("after Restart: fsync = %s, want Fast kept", got)
+	}
+
+	// After Stop, Restart starts the server again, on the same port.
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := query[int](t, url, "SELECT id FROM kept"); got != 42 {
+		t.Errorf("after Stop and Restart: kept holds %d, want 42", got)
+	}
+
+	// A port taken meanwhile is an error, not a move to another port.
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(s.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := s.Restart(context.Background()); err == nil {
+		t.Error("Restart succeeded although the port was taken")
+	}
+	if port, ok := s.inst.running(context.Background()); ok {
+		t.Errorf("a server runs on port %d after the failed Restart", port)
 	}
 }
 

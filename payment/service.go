@@ -177,9 +177,23 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 		return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 	}
 	s.cfg.Fault(FaultAfterProvider)
-	writeCtx, cancel := context.WithTimeout(ctx, finalizeTimeout)
+	// The provider has answered, and losing that answer now would leave the
+	// attempt to the reconciler for the rest of the lease. A write that fails
+	// for a passing reason (a database restart or failover) is retried while
+	// the lease holds; that is safe, as the write is fenced on the attempt and
+	// a provider charge is recorded at most once.
+	writeCtx, cancel := context.WithTimeout(ctx, max(a.LockedUntil.Sub(s.cfg.Now()), finalizeTimeout))
 	defer cancel()
-	row, err := s.finalize(writeCtx, a, pc)
+	var row sqlc.GetChargeAttemptRow
+	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
+		func(ctx context.Context) error {
+			row, err = s.finalize(ctx, a, pc)
+			if err != nil && !errors.Is(err, errFenced) && ErrorCode(err) == EINTERNAL {
+				log.Warn("could not record the provider's answer yet; retrying", "err", err)
+				return goretry.RetryableError(err)
+			}
+			return err
+		})
 	switch {
 	case errors.Is(err, errFenced):
 		// Someone else finalized the attempt first; theirs is the stored answer.
