@@ -1,0 +1,53 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestLoadConfig_Defaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "8080", cfg.Port)
+	require.False(t, cfg.Production)
+	require.Equal(t, "demo-key", cfg.DemoAPIKey)
+	require.Equal(t, 30*time.Second, cfg.Lease)
+	require.Equal(t, 5*time.Second, cfg.ReconcileInterval)
+	require.Equal(t, 10*time.Minute, cfg.RedriveWindow)
+	require.Equal(t, 24*time.Hour, cfg.KeyRetention)
+	require.Equal(t, 3*time.Second, cfg.SlowDelay)
+	require.Empty(t, cfg.CrashAt)
+}
+
+func TestLoadConfig_RefusesBadValues(t *testing.T) {
+	t.Parallel()
+	prod := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider"}
+	_, err := loadConfig(env(prod))
+	require.NoError(t, err, "a complete production configuration")
+
+	tests := map[string]map[string]string{
+		"port not a number":         {"PORT": "http"},
+		"unknown environment":       {"APP_ENV": "staging"},
+		"lease not a duration":      {"PROCESSING_LEASE": "30"},
+		"negative interval":         {"RECONCILE_INTERVAL": "-1s"},
+		"zero retention":            {"KEY_RETENTION": "0s"},
+		"unknown crash point":       {"CHARGEONCE_CRASH_AT": "somewhere"},
+		"production without db":     {"APP_ENV": "production", "PROVIDER_URL": "https://provider"},
+		"production, no provider":   {"APP_ENV": "production", "DATABASE_URL": "postgres://db"},
+		"crash fault in production": {"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "CHARGEONCE_CRASH_AT": "after-claim"},
+	}
+	for name, vars := range tests {
+		_, err := loadConfig(env(vars))
+		require.Error(t, err, name)
+	}
+	cfg, err := loadConfig(env(map[string]string{"CHARGEONCE_CRASH_AT": "after-provider"}))
+	require.NoError(t, err, "crash faults are for development and tests")
+	require.EqualValues(t, "after-provider", cfg.CrashAt)
+}
