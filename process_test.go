@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -122,6 +121,3 @@ func killedBySIGKILL(state *os.ProcessState) bool {
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
-
-// errTransport is what a client sees when the server dies mid-request.
-var errTransport = errors.New("transport error")
