@@ -4,6 +4,13 @@ SHELL := /bin/bash
 GO ?= go
 # The test PostgreSQL that db/dbtest starts when TEST_DATABASE_URL is unset.
 TEST_PG_DIR := .data/test-postgres
+NPM ?= npm
+# The demo checkout (web-demo/): its npm packages, its sources, and the build
+# that the server embeds.
+WEB := web-demo
+WEB_DEPS := $(WEB)/node_modules/.installed
+WEB_SRC := $(shell find $(WEB)/src -type f 2>/dev/null) $(WEB)/index.html $(WEB)/package.json \
+	$(WEB)/package-lock.json $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 
 .DEFAULT_GOAL := help
 
@@ -12,42 +19,63 @@ help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: run
-run: ## Run the server on :8080 (a project-local PostgreSQL under .data/ unless DATABASE_URL is set)
+run: web ## Run the server and the demo checkout on :8080 (a project-local PostgreSQL under .data/ unless DATABASE_URL is set)
 	$(GO) run .
 
 .PHONY: build
-build: ## Build the server binary into bin/chargeonce
+build: web ## Build the server binary, with the demo checkout, into bin/chargeonce
 	$(GO) build -o bin/chargeonce .
 
+.PHONY: web
+web: $(WEB)/dist/index.html ## Build the demo checkout into web-demo/dist when missing or stale (needs Node 20+)
+
+$(WEB_DEPS): $(WEB)/package.json $(WEB)/package-lock.json
+	cd $(WEB) && $(NPM) ci --no-audit --no-fund
+	@touch $@
+
+$(WEB)/dist/index.html: $(WEB_DEPS) $(WEB_SRC)
+	cd $(WEB) && $(NPM) run build
+
 .PHONY: test
-test: ## Run every test with -race against a real PostgreSQL (its own, unless TEST_DATABASE_URL is set)
+test: ## Run every test: Go with -race against a real PostgreSQL (its own, unless TEST_DATABASE_URL is set), then test-web
 	@status=0; $(GO) test -race -count=1 ./... || status=$$?; \
 	if [ -z "$$TEST_DATABASE_URL" ]; then $(GO) run . localdb stop $(TEST_PG_DIR) || true; fi; \
 	exit $$status
+	@$(MAKE) --no-print-directory test-web
+
+.PHONY: test-web
+test-web: web ## The demo's Vitest unit tests, then its browser tests (headless Chromium; skipped without it, except under CI=true)
+	cd $(WEB) && $(NPM) test
+	cd $(WEB) && $(NPM) run test:e2e
 
 .PHONY: generate
-generate: ## Rebuild generated code (gqlgen, sqlc)
+generate: $(WEB_DEPS) ## Rebuild generated code (gqlgen, sqlc, the demo's typed GraphQL operations)
 	$(GO) tool gqlgen generate
 	CGO_ENABLED=0 $(GO) tool sqlc generate
+	cd $(WEB) && $(NPM) run codegen
+
+GENERATED := graph sqlc $(WEB)/src/generated
 
 .PHONY: check-generated
 check-generated: generate ## Fail when committed generated code is stale
-	@if [ -n "$$(git status --porcelain -- graph sqlc)" ]; then \
-		echo "generated code is stale; run 'make generate' and commit:"; git status --porcelain -- graph sqlc; git --no-pager diff --stat -- graph sqlc; exit 1; \
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+		echo "generated code is stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED); git --no-pager diff --stat -- $(GENERATED); exit 1; \
 	fi
 
 .PHONY: lint
-lint: ## go vet, gofmt, and staticcheck when installed
+lint: ## go vet, gofmt and staticcheck
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed; skipped"; fi
+	$(GO) tool staticcheck ./...
 
 .PHONY: bench
 bench: ## Run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: clean
-clean: ## Stop the project-local PostgreSQL servers and delete .data/
+clean: ## Stop the project-local PostgreSQL servers and delete .data/, bin/ and the demo's build
 	-$(GO) run . localdb stop .data/postgres
 	-$(GO) run . localdb stop $(TEST_PG_DIR)
+	-$(GO) run . localdb stop .data/web-e2e/postgres
 	rm -rf .data bin
+	find $(WEB)/dist -mindepth 1 ! -name .gitkeep -delete

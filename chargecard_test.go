@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -315,6 +316,19 @@ func TestAuth(t *testing.T) {
 	prod := startServer(t, dbURL, map[string]string{"APP_ENV": "production", "PROVIDER_URL": s.URL + "/provider"})
 	require.Equal(t, "UNAUTHENTICATED", prod.chargeCard(t, "demo-key", newKey(), visa(100)).code(t))
 	require.Equal(t, "SUCCEEDED", prod.chargeCard(t, apiKey, newKey(), visa(100)).Data.ChargeCard.Status)
+
+	// Development aids do not exist in production: the fault switch is
+	// ignored, and there is no playground, simulator or demo page.
+	dropped := prod.do(t, map[string]string{"Authorization": "Bearer " + apiKey, "X-Chargeonce-Fault": "drop-response"},
+		chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)})
+	require.Empty(t, dropped.Errors)
+	require.Equal(t, "SUCCEEDED", dropped.Data.ChargeCard.Status, "the answer arrives whole")
+	for _, path := range []string{"/playground", "/provider/v1/charges", "/"} {
+		resp, err := prod.client.Get(prod.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+	}
 }
 
 func TestChargeCard_IdempotencyKeyHeader(t *testing.T) {

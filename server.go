@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
+	"chargeonce/devfault"
 	"chargeonce/graph"
 	"chargeonce/payment"
 	"chargeonce/payment/cardsim"
@@ -95,7 +96,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	resolver := &graph.Resolver{Payments: payments, Merchants: merchants}
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(resolver, graph.HandlerConfig{Introspection: !cfg.Production, Logger: log}))
+	api := graph.NewHandler(resolver, graph.HandlerConfig{Introspection: !cfg.Production, Logger: log})
+	if !cfg.Production {
+		// The web demo's "lose the next response" switch: never in production.
+		api = devfault.Inject(api, log)
+	}
+	mux.Handle("/graphql", api)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", readyz(pool))
 	if !cfg.Production {

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { Timeline } from './timeline';
+import { faultHeader, recordingFetch, type TransportHooks } from './transport';
+
+class MemoryStorage {
+  readonly items = new Map<string, string>();
+  getItem = (k: string) => this.items.get(k) ?? null;
+  setItem = (k: string, v: string) => void this.items.set(k, v);
+  removeItem = (k: string) => void this.items.delete(k);
+}
+
+function hooksFor(timeline: Timeline, fault: string | null = null): TransportHooks {
+  return { faultFor: () => fault, sent: (r) => timeline.add(r), update: (r) => timeline.update(r) };
+}
+
+const request = (key: string) => ({
+  method: 'POST',
+  body: JSON.stringify({ operationName: 'ChargeCard', query: 'mutation…', variables: { idempotencyKey: key } }),
+});
+
+const answer = (data: unknown) => new Response(JSON.stringify(data), { headers: { 'Content-Type': 'application/json' } });
+
+describe('recordingFetch', () => {
+  it('records an answered request with its key, status and replayed', async () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    const f = recordingFetch(hooksFor(t), async () => answer({ data: { chargeCard: { status: 'SUCCEEDED', replayed: true } } }));
+    const res = await f('/graphql', request('k1'));
+    expect(await res.json()).toEqual({ data: { chargeCard: { status: 'SUCCEEDED', replayed: true } } });
+    expect(t.all()).toMatchObject([
+      { n: 1, operation: 'ChargeCard', idempotencyKey: 'k1', outcome: 'answered', status: 'SUCCEEDED', replayed: true, httpStatus: 200 },
+    ]);
+  });
+
+  it('adds the fault header when asked, and records a cut body as a network error', async () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    let sentFault: string | null = null;
+    const cut = async (_: RequestInfo | URL, init?: RequestInit) => {
+      sentFault = new Headers(init?.headers).get(faultHeader);
+      const body = new ReadableStream({
+        start(c) {
+          c.error(new TypeError('network error'));
+        },
+      });
+      return new Response(body, { status: 200 });
+    };
+    const f = recordingFetch(hooksFor(t, 'drop-response'), cut);
+    await expect(f('/graphql', request('k1'))).rejects.toThrow(TypeError);
+    expect(sentFault).toBe('drop-response');
+    expect(t.all()).toMatchObject([{ n: 1, fault: 'drop-response', outcome: 'network-error' }]);
+  });
+
+  it('records a GraphQL error by its code', async () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    const f = recordingFetch(hooksFor(t), async () =>
+      answer({ errors: [{ message: 'reused', extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }] }),
+    );
+    await f('/graphql', request('k1'));
+    expect(t.all()[0]).toMatchObject({ outcome: 'graphql-error', detail: 'IDEMPOTENCY_KEY_REUSED' });
+  });
+});
+
+describe('Timeline', () => {
+  it('survives a reload, marking requests whose answers were never read', () => {
+    const storage = new MemoryStorage();
+    const before = new Timeline(storage);
+    before.load('k1');
+    before.add({ operation: 'ChargeCard', idempotencyKey: 'k1', sentAt: '', outcome: 'pending' });
+
+    const after = new Timeline(storage);
+    after.load('k1');
+    expect(after.all()).toMatchObject([{ n: 1, outcome: 'abandoned' }]);
+    after.add({ operation: 'ChargeStatus', idempotencyKey: 'k1', sentAt: '', outcome: 'pending' });
+    expect(after.all().map((r) => r.n)).toEqual([1, 2]);
+  });
+
+  it("starts empty for another attempt's key and lists each key once", () => {
+    const storage = new MemoryStorage();
+    const t = new Timeline(storage);
+    t.load('k1');
+    t.add({ operation: 'ChargeCard', idempotencyKey: 'k1', sentAt: '', outcome: 'network-error' });
+    t.add({ operation: 'ChargeCard', idempotencyKey: 'k2', sentAt: '', outcome: 'answered' });
+    t.add({ operation: 'ChargeStatus', idempotencyKey: 'k2', sentAt: '', outcome: 'answered' });
+    expect(t.keys()).toEqual(['k1', 'k2']);
+
+    const other = new Timeline(storage);
+    other.load('k9');
+    expect(other.all()).toEqual([]);
+  });
+});

@@ -1,0 +1,135 @@
+// The fetch that the GraphQL client uses: it records every request the page
+// sends, for the timeline, and adds the development fault header to the
+// requests that the "lose the next response" switch picks.
+import type { ChargeStatus } from './generated/graphql';
+
+/** The request header that asks the development server for a fault. */
+export const faultHeader = 'X-Chargeonce-Fault';
+export const dropResponse = 'drop-response';
+
+export type Outcome =
+  | 'pending' // sent, no answer yet
+  | 'network-error' // no usable answer: the outcome is unknown
+  | 'answered' // a GraphQL answer with data
+  | 'graphql-error' // a GraphQL answer with errors
+  | 'abandoned'; // the page went away before the answer
+
+export interface RequestRecord {
+  /** 1 for the first request of the checkout attempt, 2 for the next… */
+  n: number;
+  operation: string;
+  idempotencyKey: string;
+  sentAt: string;
+  fault?: string;
+  outcome: Outcome;
+  httpStatus?: number;
+  /** From the answer: null when chargeStatus knows no such key. */
+  status?: ChargeStatus | null;
+  replayed?: boolean;
+  /** The error's message, or its code. */
+  detail?: string;
+}
+
+export interface TransportHooks {
+  /** The fault to ask for on this request, if any. */
+  faultFor(operation: string): string | null;
+  /** A request was sent; returns its record, which update later changes. */
+  sent(r: Omit<RequestRecord, 'n'>): RequestRecord;
+  update(r: RequestRecord): void;
+}
+
+interface GraphQLBody {
+  operationName?: string;
+  variables?: { idempotencyKey?: unknown };
+}
+
+interface Payload {
+  status?: ChargeStatus;
+  replayed?: boolean;
+}
+
+interface GraphQLAnswer {
+  data?: Record<string, Payload | null> | null;
+  errors?: { message: string; extensions?: { code?: string } }[];
+}
+
+/**
+ * A fetch for the GraphQL client that records each request through hooks.
+ * It reads the whole body before it hands the response on, so that a
+ * response cut short is seen here, and reported to the client, as the
+ * network error it is.
+ */
+export function recordingFetch(hooks: TransportHooks, base: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const body = parseBody(init?.body);
+    const operation = body.operationName ?? 'unknown';
+    const key = typeof body.variables?.idempotencyKey === 'string' ? body.variables.idempotencyKey : '';
+    const headers = new Headers(init?.headers);
+    const fault = hooks.faultFor(operation);
+    if (fault) headers.set(faultHeader, fault);
+
+    const rec = hooks.sent({
+      operation,
+      idempotencyKey: key,
+      sentAt: new Date().toISOString(),
+      outcome: 'pending',
+      ...(fault ? { fault } : {}),
+    });
+    let res: Response;
+    let text: string;
+    try {
+      res = await base(input, { ...init, headers });
+      text = await res.text();
+    } catch (err) {
+      if (isAbort(err)) {
+        hooks.update({ ...rec, outcome: 'abandoned' });
+      } else {
+        hooks.update({ ...rec, outcome: 'network-error', detail: errorMessage(err) });
+      }
+      throw err;
+    }
+    hooks.update(describeAnswer(rec, res.status, text));
+    return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
+function describeAnswer(rec: RequestRecord, httpStatus: number, text: string): RequestRecord {
+  let answer: GraphQLAnswer;
+  try {
+    answer = JSON.parse(text) as GraphQLAnswer;
+  } catch {
+    return { ...rec, outcome: 'network-error', httpStatus, detail: `HTTP ${httpStatus}: not a GraphQL answer` };
+  }
+  if (answer.errors?.length) {
+    const e = answer.errors[0];
+    return { ...rec, outcome: 'graphql-error', httpStatus, detail: e.extensions?.code ?? e.message };
+  }
+  const payload = answer.data ? Object.values(answer.data)[0] : undefined;
+  if (payload === undefined) {
+    return { ...rec, outcome: 'network-error', httpStatus, detail: `HTTP ${httpStatus}: no data` };
+  }
+  return {
+    ...rec,
+    outcome: 'answered',
+    httpStatus,
+    status: payload?.status ?? null,
+    ...(payload ? { replayed: payload.replayed } : {}),
+  };
+}
+
+function parseBody(body: BodyInit | null | undefined): GraphQLBody {
+  if (typeof body !== 'string') return {};
+  try {
+    return JSON.parse(body) as GraphQLBody;
+  } catch {
+    return {};
+  }
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof DOMException && err.name === 'AbortError';
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
