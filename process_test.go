@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,11 +53,7 @@ type serverProcess struct {
 // short test intervals) and waits until it is ready.
 func startProcess(t *testing.T, env map[string]string) *serverProcess {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-
+	port := freePort(t)
 	vars := map[string]string{
 		"PORT":               fmt.Sprint(port),
 		"SIM_SLOW_DELAY":     "300ms",

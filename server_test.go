@@ -25,10 +25,7 @@ type testServer struct {
 // overrides the environment.
 func startServer(t *testing.T, dbURL string, env map[string]string) *testServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := freePort(t)
 	vars := map[string]string{
 		"PORT":           fmt.Sprint(port),
 		"DATABASE_URL":   dbURL,
@@ -82,6 +79,15 @@ func (s *testServer) waitReady(t *testing.T, exited <-chan struct{}, logs *syncB
 		require.True(t, time.Now().Before(deadline), "server not ready after 30s:\n%s", logs.String())
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 type syncBuffer struct {
