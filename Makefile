@@ -69,8 +69,10 @@ lint: ## go vet, gofmt and staticcheck
 	$(GO) tool staticcheck ./...
 
 .PHONY: bench
-bench: ## Run the benchmarks
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: ## Run the benchmarks (a first charge against a replay, on a real PostgreSQL)
+	@status=0; $(GO) test -run '^$$' -bench . -benchmem ./... || status=$$?; \
+	if [ -z "$$TEST_DATABASE_URL" ]; then $(GO) run . localdb stop $(TEST_PG_DIR) || true; fi; \
+	exit $$status
 
 .PHONY: clean
 clean: ## Stop the project-local PostgreSQL servers and delete .data/, bin/ and the demo's build

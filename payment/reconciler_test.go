@@ -40,7 +40,7 @@ type bundle struct {
 
 // setup gives a service on a fresh database, charging through the real
 // simulator over HTTP, with a clock the test controls.
-func setup(t *testing.T, cfg Config) *bundle {
+func setup(t testing.TB, cfg Config) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: 50 * time.Millisecond}))
