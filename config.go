@@ -50,22 +50,23 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("APP_ENV must be development or production, got %q", env)
 	}
 	for _, d := range []struct {
-		dst  *time.Duration
-		name string
-		def  time.Duration
+		dst       *time.Duration
+		name      string
+		def       time.Duration
+		allowZero bool
 	}{
-		{&cfg.SlowDelay, "SIM_SLOW_DELAY", 3 * time.Second},
-		{&cfg.Lease, "PROCESSING_LEASE", 30 * time.Second},
-		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", 5 * time.Second},
-		{&cfg.RedriveWindow, "REDRIVE_WINDOW", 10 * time.Minute},
-		{&cfg.KeyRetention, "KEY_RETENTION", 24 * time.Hour},
-		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", time.Minute},
+		{&cfg.SlowDelay, "SIM_SLOW_DELAY", 3 * time.Second, true},
+		{&cfg.Lease, "PROCESSING_LEASE", 30 * time.Second, false},
+		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", 5 * time.Second, false},
+		{&cfg.RedriveWindow, "REDRIVE_WINDOW", 10 * time.Minute, false},
+		{&cfg.KeyRetention, "KEY_RETENTION", 24 * time.Hour, false},
+		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", time.Minute, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {
 			return cfg, err
 		}
-		if v == 0 && d.name != "SIM_SLOW_DELAY" {
+		if v == 0 && !d.allowZero {
 			return cfg, fmt.Errorf("%s must be positive", d.name)
 		}
 		*d.dst = v

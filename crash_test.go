@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"syscall"
 	"testing"
@@ -17,22 +15,7 @@ import (
 // instead of failing: the server may die under it.
 func (s *testServer) postCharge(t *testing.T, key string, input map[string]any) (gqlResponse, error) {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"query": chargeCardMutation, "variables": map[string]any{"key": key, "input": input}})
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, s.URL+"/graphql", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer demo-key")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return gqlResponse{}, err
-	}
-	defer resp.Body.Close()
-	var out gqlResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return gqlResponse{}, err
-	}
-	return out, nil
+	return s.tryDo(t, bearer("demo-key"), chargeCardMutation, map[string]any{"key": key, "input": input})
 }
 
 // finalStatus polls chargeStatus until the attempt leaves PROCESSING.

@@ -159,6 +159,15 @@ const chargeStatusQuery = `query Status($key: String!) { chargeStatus(idempotenc
 // do posts a GraphQL operation with the given headers.
 func (s *testServer) do(t *testing.T, headers map[string]string, query string, vars map[string]any) gqlResponse {
 	t.Helper()
+	out, err := s.tryDo(t, headers, query, vars)
+	require.NoError(t, err)
+	return out
+}
+
+// tryDo is do for a server that may fail under the request: it returns the
+// transport error instead of failing the test.
+func (s *testServer) tryDo(t *testing.T, headers map[string]string, query string, vars map[string]any) (gqlResponse, error) {
+	t.Helper()
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, s.URL+"/graphql", bytes.NewReader(body))
@@ -168,11 +177,13 @@ func (s *testServer) do(t *testing.T, headers map[string]string, query string, v
 		req.Header.Set(k, v)
 	}
 	resp, err := s.client.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return gqlResponse{}, err
+	}
 	defer resp.Body.Close()
 	var out gqlResponse
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out, err
 }
 
 func bearer(apiKey string) map[string]string {

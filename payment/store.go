@@ -42,19 +42,23 @@ func interpretError(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotFound
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		if pgErr.ConstraintName == "charge_attempts_order_idx" || pgErr.ConstraintName == "charges_order_idx" {
+	if constraint, ok := uniqueViolation(err); ok {
+		if constraint == "charge_attempts_order_idx" || constraint == "charges_order_idx" {
 			return errOrderPaid
 		}
-		return fmt.Errorf("unique violation on %s: %w", pgErr.ConstraintName, err)
+		return fmt.Errorf("unique violation on %s: %w", constraint, err)
 	}
 	return err
 }
 
-func isUniqueViolation(err error, constraint string) bool {
+// uniqueViolation reports whether err is a unique violation (SQLSTATE
+// 23505), and of which constraint.
+func uniqueViolation(err error) (constraint string, ok bool) {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return pgErr.ConstraintName, true
+	}
+	return "", false
 }
 
 // claim inserts the attempt; ok is false when the key was already claimed.
@@ -81,7 +85,7 @@ func (s *store) succeed(ctx context.Context, a sqlc.ChargeAttempt, providerCharg
 			ID: uuid.New(), MerchantID: a.MerchantID, Amount: a.Amount, Currency: a.Currency,
 			OrderID: a.OrderID, Description: a.Description, ProviderChargeID: providerChargeID,
 		})
-		if isUniqueViolation(err, "charges_provider_charge_id_key") {
+		if constraint, _ := uniqueViolation(err); constraint == "charges_provider_charge_id_key" {
 			// This provider charge is recorded already: the provider key is
 			// the attempt's, so whoever recorded it finalized the attempt.
 			return errFenced
