@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"chargeonce/db"
+	"chargeonce/metrics"
 	"chargeonce/payment"
 )
 
@@ -34,7 +35,7 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 			return err
 		}
 		defer closeDB()
-		stuck, err := newPaymentService(cfg, pool, cfg.ProviderURL, log).StuckAttempts(ctx, 1000)
+		stuck, err := newPaymentService(cfg, pool, cfg.ProviderURL, log, metrics.Discard()).StuckAttempts(ctx, 1000)
 		if err != nil {
 			return err
 		}
@@ -58,8 +59,8 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 			return err
 		}
 		defer closeDB()
-		svc := newPaymentService(cfg, pool, cfg.ProviderURL, log)
-		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{RedriveWindow: cfg.RedriveWindow}).RunOnce(ctx)
+		svc := newPaymentService(cfg, pool, cfg.ProviderURL, log, metrics.Discard())
+		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
 		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 		return err
 	case len(args) >= 2 && len(args) <= 3 && args[0] == "localdb" && args[1] == "stop":

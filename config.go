@@ -3,16 +3,19 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
+	"chargeonce/graph"
 	"chargeonce/payment"
 )
 
 // config is chargeonce's configuration, read from the environment.
 type config struct {
+	Host        string        // HOST: listen address, default 127.0.0.1 in development, every interface in production
 	Port        string        // PORT: listen port, default 8080 (0 picks a free one)
 	DatabaseURL string        // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
 	Production  bool          // APP_ENV=production: no demo merchant, no playground, no simulator
@@ -26,6 +29,20 @@ type config struct {
 	RedriveWindow     time.Duration // REDRIVE_WINDOW: how long an attempt the provider never saw is re-sent, default 10m
 	KeyRetention      time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
 	CleanupInterval   time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
+	DBTimeout         time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
+
+	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
+	MaxChargesPerRequest int   // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
+	// RATE_LIMIT_MERCHANT(_BURST): requests a second per merchant, and the
+	// burst; RATE_LIMIT_IP(_BURST): unauthenticated requests (and failed
+	// authentications) a second per client IP. 0 turns a limit off.
+	RateLimitMerchant      float64
+	RateLimitMerchantBurst int
+	RateLimitIP            float64
+	RateLimitIPBurst       int
+
+	MetricsAddr string // METRICS_ADDR: a separate listener for /metrics; in development /metrics is also on the main port
+	LogFormat   string // LOG_FORMAT: json or text, default json in production and text in development
 	// CrashAt (CHARGEONCE_CRASH_AT) kills the process with SIGKILL at a
 	// dangerous point of a charge. For crash tests; refused in production.
 	CrashAt payment.FaultPoint
@@ -49,6 +66,50 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		return cfg, fmt.Errorf("APP_ENV must be development or production, got %q", env)
 	}
+	// Development serves the unauthenticated simulator and a page holding
+	// the demo key: only to this machine, unless HOST says otherwise.
+	cfg.Host = getenv("HOST")
+	if cfg.Host == "" && !cfg.Production {
+		cfg.Host = "127.0.0.1"
+	}
+	cfg.MetricsAddr = getenv("METRICS_ADDR")
+	cfg.LogFormat = getenv("LOG_FORMAT")
+	switch cfg.LogFormat {
+	case "":
+		cfg.LogFormat = "text"
+		if cfg.Production {
+			cfg.LogFormat = "json"
+		}
+	case "json", "text":
+	default:
+		return cfg, fmt.Errorf("LOG_FORMAT must be json or text, got %q", cfg.LogFormat)
+	}
+	for _, n := range []struct {
+		dst  any
+		name string
+		def  float64
+		min  float64
+	}{
+		{&cfg.MaxBodyBytes, "MAX_BODY_BYTES", graph.MaxBodyBytesDefault, 1024},
+		{&cfg.MaxChargesPerRequest, "MAX_CHARGES_PER_REQUEST", graph.MaxChargesPerRequestDefault, 1},
+		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", rateLimitMerchantDefault, 0},
+		{&cfg.RateLimitMerchantBurst, "RATE_LIMIT_MERCHANT_BURST", rateLimitMerchantBurstDefault, 1},
+		{&cfg.RateLimitIP, "RATE_LIMIT_IP", rateLimitIPDefault, 0},
+		{&cfg.RateLimitIPBurst, "RATE_LIMIT_IP_BURST", rateLimitIPBurstDefault, 1},
+	} {
+		v, err := number(getenv, n.name, n.def, n.min)
+		if err != nil {
+			return cfg, err
+		}
+		switch dst := n.dst.(type) {
+		case *int64:
+			*dst = int64(v)
+		case *int:
+			*dst = int(v)
+		case *float64:
+			*dst = v
+		}
+	}
 	for _, d := range []struct {
 		dst       *time.Duration
 		name      string
@@ -61,6 +122,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{&cfg.RedriveWindow, "REDRIVE_WINDOW", 10 * time.Minute, false},
 		{&cfg.KeyRetention, "KEY_RETENTION", 24 * time.Hour, false},
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", time.Minute, false},
+		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {
@@ -91,6 +153,31 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return cfg, nil
 }
 
+// Rate limits by default: a merchant may average 100 requests a second with
+// bursts of 200 (per instance), as card APIs commonly allow; a client
+// address without a valid API key, 10 a second with bursts of 20, which no
+// checkout needs and key guessing cannot live with.
+const (
+	rateLimitMerchantDefault      = 100
+	rateLimitMerchantBurstDefault = 200
+	rateLimitIPDefault            = 10
+	rateLimitIPBurstDefault       = 20
+)
+
+// number reads a non-negative number of at least min from the environment;
+// integers only where the default is one.
+func number(getenv func(string) string, name string, def, min float64) (float64, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < min || math.IsInf(n, 0) || (def == math.Trunc(def) && n != math.Trunc(n) && min >= 1) {
+		return 0, fmt.Errorf("%s must be a number of at least %g, got %q", name, min, v)
+	}
+	return n, nil
+}
+
 // duration reads a Go duration (e.g. 500ms, 3s) from the environment.
 func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
 	v := getenv(name)
@@ -110,6 +197,8 @@ func (c config) paymentConfig() payment.Config {
 		Retention:         c.KeyRetention,
 		Lease:             c.Lease,
 		ReconcileInterval: c.ReconcileInterval,
+		RedriveWindow:     c.RedriveWindow,
+		StoreTimeout:      c.DBTimeout,
 	}
 	if c.CrashAt != "" {
 		pc.Fault = func(p payment.FaultPoint) {

@@ -152,7 +152,7 @@ func TestPostgresRestartMidLoad_NoDoubleChargeAndRecovers(t *testing.T) {
 		}
 	}
 	for code := range codes {
-		require.Equal(t, "INTERNAL_SERVER_ERROR", code, "the only error a client may see while the database is down")
+		require.Equal(t, "SERVICE_UNAVAILABLE", code, "the only error a client may see while the database is down")
 	}
 	require.NotZero(t, transportErrs+len(codes)+processing, "no checkout noticed the outage: the restart missed the load")
 

@@ -21,12 +21,16 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"chargeonce/db"
 	"chargeonce/devfault"
 	"chargeonce/graph"
+	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/payment/cardsim"
+	"chargeonce/ratelimit"
 	webdemo "chargeonce/web-demo"
 )
 
@@ -47,11 +51,11 @@ const providerTimeout = 10 * time.Second
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
 	}
+	log := newLogger(cfg, stderr)
 	if len(args) > 1 {
 		return runCommand(ctx, cfg, args[1:], stdout, log)
 	}
@@ -62,11 +66,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer closeDB()
 
-	ln, err := net.Listen("tcp", ":"+cfg.Port)
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	m.WatchPool(pool)
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, cfg.Port))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
+	addr := ln.Addr().(*net.TCPAddr)
 	var simulator http.Handler
 	if !cfg.Production {
 		simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log}))
@@ -92,11 +100,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("create demo merchant: %w", err)
 		}
 	}
-	payments := newPaymentService(cfg, pool, providerURL, log)
+	payments := newPaymentService(cfg, pool, providerURL, log, m)
+	m.WatchStuck(func() (int, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return payments.CountStuck(ctx)
+	})
 	resolver := &graph.Resolver{Payments: payments, Merchants: merchants}
 
 	mux := http.NewServeMux()
-	api := graph.NewHandler(resolver, graph.HandlerConfig{Introspection: !cfg.Production, Logger: log})
+	api := graph.NewHandler(resolver, graph.HandlerConfig{
+		Production:           cfg.Production,
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		MaxChargesPerRequest: cfg.MaxChargesPerRequest,
+		MerchantLimit:        ratelimit.New(cfg.RateLimitMerchant, cfg.RateLimitMerchantBurst, 0),
+		IPLimit:              ratelimit.New(cfg.RateLimitIP, cfg.RateLimitIPBurst, 0),
+		AuthTimeout:          cfg.DBTimeout,
+		Logger:               log,
+		Metrics:              m,
+	})
 	if !cfg.Production {
 		// The web demo's "lose the next response" switch: never in production.
 		api = devfault.Inject(api, log)
@@ -104,7 +126,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	mux.Handle("/graphql", api)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", readyz(pool))
+	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	if !cfg.Production {
+		mux.Handle("GET /metrics", metricsHandler)
 		mux.Handle("GET /playground", playground.Handler("chargeonce", "/graphql",
 			playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer " + cfg.DemoAPIKey})))
 		mux.Handle("/provider/", simulator)
@@ -120,24 +144,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if cfg.MetricsAddr != "" {
+		// Metrics on a listener of their own, which operators can keep off the internet.
+		metricsMux := http.NewServeMux()
+		metricsMux.Handle("GET /metrics", metricsHandler)
+		metricsLn, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen for metrics on METRICS_ADDR: %w", err)
+		}
+		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { serveErr <- metricsSrv.Serve(metricsLn) }()
+		defer metricsSrv.Close()
+		log.Info("metrics listening", "addr", "http://"+metricsLn.Addr().String()+"/metrics")
+	}
 
 	// The background loops run until the HTTP server has drained, so that
 	// in-flight charges finish first.
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var loops sync.WaitGroup
 	loops.Go(func() {
-		payment.NewReconciler(payments, payment.ReconcilerConfig{Interval: cfg.ReconcileInterval, RedriveWindow: cfg.RedriveWindow}).Run(loopsCtx)
+		payment.NewReconciler(payments, payment.ReconcilerConfig{}).Run(loopsCtx)
 	})
 	loops.Go(func() {
 		payment.NewCleaner(payments, payment.CleanerConfig{Interval: cfg.CleanupInterval}).Run(loopsCtx)
 	})
 	defer func() { stopLoops(); loops.Wait() }()
-	log.Info("chargeonce listening", "addr", fmt.Sprintf("http://127.0.0.1:%d", port),
+	log.Info("chargeonce listening", "addr", "http://"+addr.String(),
 		"production", cfg.Production, "provider", providerURL)
 	if !cfg.Production {
-		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", port))
+		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", addr.Port))
 	}
 
 	select {
@@ -160,10 +197,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // newPaymentService builds the payment service on pool, charging through the
 // provider at providerURL.
-func newPaymentService(cfg config, pool *pgxpool.Pool, providerURL string, log *slog.Logger) *payment.Service {
+func newPaymentService(cfg config, pool *pgxpool.Pool, providerURL string, log *slog.Logger, m *metrics.Metrics) *payment.Service {
 	pc := cfg.paymentConfig()
 	pc.Logger = log
+	pc.Metrics = m
 	return payment.NewService(pool, payment.NewHTTPProvider(providerURL, providerTimeout), pc)
+}
+
+// newLogger logs to w as LOG_FORMAT says: JSON for machines in production,
+// text for people in development.
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
 }
 
 // openDatabase connects to DATABASE_URL, or in development to a project-local

@@ -5,11 +5,7 @@
 // into extensions.code. The code under generated/ and model/ is gqlgen's.
 package graph
 
-import (
-	"context"
-
-	"chargeonce/payment"
-)
+import "chargeonce/payment"
 
 //go:generate go tool gqlgen generate
 
@@ -17,13 +13,4 @@ import (
 type Resolver struct {
 	Payments  *payment.Service
 	Merchants *payment.Merchants
-}
-
-// merchant authenticates the request's API key.
-func (r *Resolver) merchant(ctx context.Context) (payment.Merchant, error) {
-	req := requestFrom(ctx)
-	if req.badAuth {
-		return payment.Merchant{}, payment.Errorf(payment.EUNAUTHENTICATED, "the Authorization header must be: Bearer <api key>")
-	}
-	return r.Merchants.Authenticate(ctx, req.apiKey)
 }

@@ -3,6 +3,7 @@ package payment
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes of the domain. The GraphQL layer maps each to an
@@ -13,7 +14,10 @@ const (
 	EORDERPAID       = "order_already_paid"     // another key paid, or is paying, this order; nothing was charged
 	EUNAUTHENTICATED = "unauthenticated"        // no or unknown API key
 	ENOTFOUND        = "not_found"
-	EINTERNAL        = "internal"
+	// EUNAVAILABLE: the database cannot be reached or is saturated; nothing
+	// was charged, and the same request may be retried after RetryAfter.
+	EUNAVAILABLE = "unavailable"
+	EINTERNAL    = "internal"
 )
 
 // Error is an error the caller may see. Message is written for the API's
@@ -22,13 +26,23 @@ type Error struct {
 	Code    string
 	Message string
 	Field   string
+	// RetryAfter says when a retry may succeed (EUNAVAILABLE).
+	RetryAfter time.Duration
+	// Err is the cause, for the log; it is never shown to the API's user.
+	Err error
 }
 
+func (e *Error) Unwrap() error { return e.Err }
+
 func (e *Error) Error() string {
+	msg := fmt.Sprintf("payment: %s: %s", e.Code, e.Message)
 	if e.Field != "" {
-		return fmt.Sprintf("payment: %s: %s (%s)", e.Code, e.Message, e.Field)
+		msg += " (" + e.Field + ")"
 	}
-	return fmt.Sprintf("payment: %s: %s", e.Code, e.Message)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
 }
 
 // Errorf returns an *Error with a formatted message.

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"chargeonce/metrics"
 )
 
 // ErrOutcomeUnknown means the provider may or may not have charged: the
@@ -180,4 +182,49 @@ func (p *HTTPProvider) FindCharge(ctx context.Context, idempotencyKey string) (*
 	}
 	c := list.Data[0].domain()
 	return &c, nil
+}
+
+// instrumented is a Provider that times and counts every call.
+type instrumented struct {
+	Provider
+	m *metrics.Metrics
+}
+
+func instrument(p Provider, m *metrics.Metrics) Provider { return instrumented{Provider: p, m: m} }
+
+func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+	start := time.Now()
+	pc, err := p.Provider.CreateCharge(ctx, req)
+	result := "ok"
+	switch {
+	case err != nil && errors.Is(err, ErrOutcomeUnknown):
+		result = "unknown"
+	case err != nil:
+		result = "error"
+	case !pc.Succeeded:
+		result = "declined"
+	}
+	p.observe("create_charge", result, start)
+	return pc, err
+}
+
+func (p instrumented) FindCharge(ctx context.Context, idempotencyKey string) (*ProviderCharge, error) {
+	start := time.Now()
+	pc, err := p.Provider.FindCharge(ctx, idempotencyKey)
+	result := "ok"
+	switch {
+	case err != nil:
+		result = "error"
+	case pc == nil:
+		result = "not_found"
+	}
+	p.observe("find_charge", result, start)
+	return pc, err
+}
+
+func (p instrumented) observe(operation, result string, start time.Time) {
+	p.m.ProviderDuration.WithLabelValues(operation, result).Observe(time.Since(start).Seconds())
+	if result == "unknown" || result == "error" {
+		p.m.ProviderErrors.WithLabelValues(operation).Inc()
+	}
 }

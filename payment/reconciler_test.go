@@ -126,9 +126,9 @@ func TestReconciler_LostResponse_EndsSucceeded(t *testing.T) {
 
 func TestReconciler_ProviderError_FailsAfterRedriveWindow(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
+	b := setup(t, Config{RedriveWindow: 10 * time.Minute})
 	ctx := context.Background()
-	rec := NewReconciler(b.svc, ReconcilerConfig{RedriveWindow: 10 * time.Minute})
+	rec := NewReconciler(b.svc, ReconcilerConfig{})
 	r, err := b.svc.ChargeCard(ctx, b.merchant, "k", card("pm_card_providerError"))
 	require.NoError(t, err)
 	require.Equal(t, StatusProcessing, r.Status)

@@ -63,6 +63,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
 			return total, fmt.Errorf("delete expired attempts: %w", err)
 		}
 		total += n
+		c.svc.metrics.RetentionDeleted.Add(float64(n))
 		if n < c.cfg.BatchSize {
 			break
 		}

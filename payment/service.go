@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goretry "github.com/sethvargo/go-retry"
 
+	"chargeonce/metrics"
 	"chargeonce/sqlc"
 )
 
@@ -20,12 +21,16 @@ type Config struct {
 	// Retention is how long the stored result of a key is kept (expiresAt).
 	Retention time.Duration // default 24h
 	// Lease is how long the holder of an attempt may work on it before the
-	// reconciler may take it over. The request's own provider phase ends at
-	// half of it.
+	// reconciler, or a retry, may take it over. The request's own provider
+	// phase ends at half of it.
 	Lease time.Duration // default 30s
 	// ReconcileInterval is how often the reconciler looks for abandoned
 	// attempts; a PROCESSING answer whose lease has ended says to come back then.
 	ReconcileInterval time.Duration // default 5s
+	// RedriveWindow is how long after its claim an attempt the provider has
+	// never seen is sent again (by the reconciler or a retry that took it
+	// over); after it, the attempt fails with provider_unavailable.
+	RedriveWindow time.Duration // default 10m
 	// PollInterval is the longest retryAfter given while a holder is working.
 	PollInterval time.Duration // default 1s
 	// ProviderRetries is how many times an unknown provider outcome is retried
@@ -33,13 +38,27 @@ type Config struct {
 	ProviderRetries uint64 // default 2
 	// ProviderRetryBudget bounds the time spent on those inline retries.
 	ProviderRetryBudget time.Duration // default 3s
+	// StoreTimeout bounds how long a request waits for the database before
+	// its claim (a connection from the pool included); past it the request
+	// answers EUNAVAILABLE instead of piling up behind a saturated pool.
+	StoreTimeout time.Duration // default 5s
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Fault, when set, is called at each dangerous point of a charge. Only
 	// crash tests set it, to kill the process there.
-	Fault  func(FaultPoint)
-	Logger *slog.Logger
+	Fault   func(FaultPoint)
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics // default: instruments nobody scrapes
 }
+
+// Defaults of Config, the one place they are written.
+const (
+	RetentionDefault         = 24 * time.Hour
+	LeaseDefault             = 30 * time.Second
+	ReconcileIntervalDefault = 5 * time.Second
+	RedriveWindowDefault     = 10 * time.Minute
+	StoreTimeoutDefault      = 5 * time.Second
+)
 
 // FaultPoint names a point of a charge where a crash is most dangerous.
 type FaultPoint string
@@ -54,9 +73,11 @@ const (
 var FaultPoints = []FaultPoint{FaultAfterClaim, FaultAfterProvider, FaultAfterFinalize}
 
 func (c Config) withDefaults() Config {
-	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
-	c.Lease = cmp.Or(c.Lease, 30*time.Second)
-	c.ReconcileInterval = cmp.Or(c.ReconcileInterval, 5*time.Second)
+	c.Retention = cmp.Or(c.Retention, RetentionDefault)
+	c.Lease = cmp.Or(c.Lease, LeaseDefault)
+	c.ReconcileInterval = cmp.Or(c.ReconcileInterval, ReconcileIntervalDefault)
+	c.RedriveWindow = cmp.Or(c.RedriveWindow, RedriveWindowDefault)
+	c.StoreTimeout = cmp.Or(c.StoreTimeout, StoreTimeoutDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.ProviderRetries = cmp.Or(c.ProviderRetries, 2)
 	c.ProviderRetryBudget = cmp.Or(c.ProviderRetryBudget, 3*time.Second)
@@ -69,6 +90,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.Discard()
+	}
 	return c
 }
 
@@ -78,12 +102,13 @@ type Service struct {
 	provider Provider
 	cfg      Config
 	log      *slog.Logger
+	metrics  *metrics.Metrics
 }
 
 // NewService returns a Service on pool that charges through provider.
 func NewService(pool *pgxpool.Pool, provider Provider, cfg Config) *Service {
 	cfg = cfg.withDefaults()
-	return &Service{store: newStore(pool), provider: provider, cfg: cfg, log: cfg.Logger}
+	return &Service{store: newStore(pool), provider: instrument(provider, cfg.Metrics), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
 }
 
 // finalizeTimeout bounds the write of a provider's answer.
@@ -93,7 +118,10 @@ const finalizeTimeout = 10 * time.Second
 // request with a key claims it and calls the provider; every later one gets
 // the stored result (replayed), PROCESSING while the attempt is open, or
 // EKEYREUSED when its input differs from the first's. A second payment of an
-// order under another key is EORDERPAID.
+// order under another key is EORDERPAID. A retry that finds the attempt held
+// by nobody (its holder died, gave up, or never learned that its claim
+// committed) takes it over and settles it at once. While the database cannot
+// be reached the answer is EUNAVAILABLE, and nothing is charged.
 func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in ChargeInput) (Result, error) {
 	if err := ValidateKey(key); err != nil {
 		return Result{}, err
@@ -102,12 +130,14 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 		return Result{}, err
 	}
 	fingerprint := Fingerprint(in)
+	dbCtx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
 	// Twice at most: a key whose expired result is deleted between our claim
 	// and our read is free again, and the second claim takes it.
 	for range 2 {
 		now := s.cfg.Now()
 		id := uuid.New()
-		a, claimed, err := s.store.claim(ctx, sqlc.ClaimChargeAttemptParams{
+		a, claimed, err := s.store.claim(dbCtx, sqlc.ClaimChargeAttemptParams{
 			ID:             id,
 			MerchantID:     m.ID,
 			IdempotencyKey: key,
@@ -122,6 +152,9 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			ExpiresAt:      now.Add(s.cfg.Retention),
 		})
 		if err != nil {
+			if ErrorCode(err) == EUNAVAILABLE {
+				s.releaseLostClaim(ctx, m, key, id)
+			}
 			return Result{}, err
 		}
 		if claimed {
@@ -131,24 +164,21 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			// must not leave a charge unrecorded.
 			return s.charge(context.WithoutCancel(ctx), m, a), nil
 		}
-		row, err := s.store.get(ctx, m.ID, key)
+		row, err := s.store.get(dbCtx, m.ID, key)
 		if err == nil {
-			if string(row.ChargeAttempt.Fingerprint) != string(fingerprint) {
-				return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
-					Message: "this idempotency key was already used with a different request; nothing was charged. Use a new key for a new checkout attempt"}
-			}
-			return s.result(row, true), nil
+			return s.answerRetry(ctx, dbCtx, m, row, fingerprint)
 		}
 		if !errors.Is(err, errNotFound) {
 			return Result{}, err
 		}
 		// Not claimed and not stored: the order is paid, or the key was just freed.
 		if in.OrderID != "" {
-			paid, err := s.store.orderIsPaid(ctx, m.ID, in.OrderID)
+			paid, err := s.store.orderIsPaid(dbCtx, m.ID, in.OrderID)
 			if err != nil {
 				return Result{}, err
 			}
 			if paid {
+				s.metrics.OrderPaid.Inc()
 				return Result{}, errOrderPaid
 			}
 		}
@@ -156,13 +186,78 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	return Result{}, fmt.Errorf("claim of key %q neither succeeded nor found a stored attempt", key)
 }
 
+// answerRetry answers a request whose key is already claimed, from the stored
+// attempt row.
+func (s *Service) answerRetry(ctx, dbCtx context.Context, m Merchant, row sqlc.GetChargeAttemptRow, fingerprint []byte) (Result, error) {
+	a := row.ChargeAttempt
+	if string(a.Fingerprint) != string(fingerprint) {
+		s.metrics.KeyReused.Inc()
+		return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
+			Message: "this idempotency key was already used with a different request; nothing was charged. Use a new key for a new checkout attempt"}
+	}
+	if Status(a.Status) != StatusProcessing {
+		s.metrics.Replays.Inc()
+		return s.result(row, true), nil
+	}
+	if now := s.cfg.Now(); a.LockedUntil.Before(now) {
+		// Nobody holds the attempt. Take it over rather than make the client
+		// wait for the reconciler; of several retries, one wins the takeover.
+		taken, ok, err := s.store.takeOver(dbCtx, a, now, now.Add(s.cfg.Lease))
+		if err != nil {
+			return Result{}, err
+		}
+		if ok {
+			s.metrics.RetryTakeovers.Inc()
+			log := s.log.With("merchant", m.Name, "idempotency_key", taken.IdempotencyKey, "attempt_id", taken.ID, "attempt", taken.Attempt)
+			log.Info("retry took over an attempt nobody held")
+			return s.resume(context.WithoutCancel(ctx), log, m, taken), nil
+		}
+		// Another retry or the reconciler took it a moment ago: report theirs.
+		if row, err = s.store.get(dbCtx, m.ID, a.IdempotencyKey); err != nil {
+			return Result{}, err
+		}
+		if Status(row.ChargeAttempt.Status) != StatusProcessing {
+			s.metrics.Replays.Inc()
+			return s.result(row, true), nil
+		}
+	}
+	s.metrics.InFlight.Inc()
+	return s.result(row, true), nil
+}
+
+// releaseLostClaim handles a claim whose outcome is unknown: the database
+// may have committed it and lost only the reply. If it did, the attempt's
+// lease belongs to this request, which is about to answer an error; giving
+// the lease back at once lets the client's retry take the attempt over
+// instead of waiting for the lease to run out. The release is fenced on the
+// claim's own id and first attempt number, so it changes nothing if the
+// claim never happened or someone has taken the attempt since.
+func (s *Service) releaseLostClaim(ctx context.Context, m Merchant, key string, id uuid.UUID) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lostClaimReleaseBudget)
+	defer cancel()
+	err := goretry.Do(ctx, goretry.NewConstant(50*time.Millisecond), func(ctx context.Context) error {
+		err := s.store.release(ctx, sqlc.ChargeAttempt{ID: id, Attempt: 1}, s.cfg.Now())
+		if ErrorCode(err) == EUNAVAILABLE {
+			return goretry.RetryableError(err)
+		}
+		return err
+	})
+	if err != nil {
+		s.log.Warn("claim outcome unknown and its lease could not be released; a retry waits for the lease to end",
+			"merchant", m.Name, "idempotency_key", key, "attempt_id", id, "err", err)
+	}
+}
+
+// lostClaimReleaseBudget bounds releaseLostClaim, which delays an error answer.
+const lostClaimReleaseBudget = time.Second
+
 // charge calls the provider for a freshly claimed attempt and records the outcome.
 func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) Result {
 	log := s.log.With("merchant", m.Name, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Attempt)
 	// Finish the provider phase well within the lease, so that the reconciler
 	// never takes over an attempt whose holder is still working.
 	providerCtx, cancel := context.WithTimeout(ctx, s.cfg.Lease/2)
-	pc, err := s.callProvider(providerCtx, m, a, true)
+	pc, err := s.callProvider(providerCtx, m, a)
 	cancel()
 	if err != nil {
 		// Nobody knows yet whether the card was charged. Hand the attempt to
@@ -174,6 +269,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 			a.LockedUntil = now
 		}
 		log.Warn("provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
+		s.metrics.OutcomeUnknown.Inc()
 		return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 	}
 	s.cfg.Fault(FaultAfterProvider)
@@ -187,7 +283,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 	var row sqlc.GetChargeAttemptRow
 	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
 		func(ctx context.Context) error {
-			row, err = s.finalize(ctx, a, pc)
+			row, err = s.finalize(ctx, a, pc, metrics.ByRequest)
 			if err != nil && !errors.Is(err, errFenced) && ErrorCode(err) == EINTERNAL {
 				log.Warn("could not record the provider's answer yet; retrying", "err", err)
 				return goretry.RetryableError(err)
@@ -214,13 +310,111 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 	return s.result(row, false)
 }
 
-// finalize records the provider's definitive answer, fenced on a's attempt number.
-func (s *Service) finalize(ctx context.Context, a sqlc.ChargeAttempt, pc ProviderCharge) (sqlc.GetChargeAttemptRow, error) {
+// finalize records the provider's definitive answer, fenced on a's attempt
+// number; by says who finalizes (metrics.ByRequest or ByReconciler).
+func (s *Service) finalize(ctx context.Context, a sqlc.ChargeAttempt, pc ProviderCharge, by string) (sqlc.GetChargeAttemptRow, error) {
 	expiresAt := s.cfg.Now().Add(s.cfg.Retention)
+	var row sqlc.GetChargeAttemptRow
+	var err error
+	outcome := metrics.BySucceeded
 	if pc.Succeeded {
-		return s.store.succeed(ctx, a, pc.ID, expiresAt)
+		row, err = s.store.succeed(ctx, a, pc.ID, expiresAt)
+	} else {
+		outcome = metrics.ByFailed
+		row, err = s.store.fail(ctx, a, pc.FailureCode, pc.FailureMessage, expiresAt)
 	}
-	return s.store.fail(ctx, a, pc.FailureCode, pc.FailureMessage, expiresAt)
+	if err == nil {
+		s.metrics.Charges.WithLabelValues(outcome, by).Inc()
+	}
+	return row, err
+}
+
+// settlement is how settle left an attempt.
+type settlement struct {
+	row    sqlc.GetChargeAttemptRow // the stored attempt, when finalized
+	final  bool                     // finalized by this holder
+	fenced bool                     // finalized by another holder first
+}
+
+// settle drives an attempt that this holder has just taken over (the
+// reconciler, or a retry) to a final status: it asks the provider by our
+// provider key and records what the provider knows; an attempt the provider
+// never saw is sent again under the same key (the provider deduplicates)
+// until RedriveWindow after its claim, and fails as provider_unavailable
+// after that. When the outcome stays unknown, the attempt stays PROCESSING
+// and its lease is given back for the next pass.
+func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a sqlc.ChargeAttempt, by string) settlement {
+	pc, err := s.provider.FindCharge(ctx, a.ProviderKey)
+	if err != nil {
+		s.leaveOpen(ctx, log, a, "the provider lookup failed", err)
+		return settlement{}
+	}
+	reason := "the provider has the charge"
+	switch {
+	case pc != nil:
+	case s.cfg.Now().Sub(a.CreatedAt) >= s.cfg.RedriveWindow:
+		reason = "the provider never saw the charge and the redrive window has passed"
+		if by == metrics.ByReconciler {
+			s.metrics.ReconcilerGiveUps.Inc()
+		}
+		pc = &ProviderCharge{FailureCode: "provider_unavailable",
+			FailureMessage: "The card provider could not be reached; the card was not charged."}
+	default:
+		reason = "the provider never saw the charge; sent it again under the same provider key"
+		if by == metrics.ByReconciler {
+			s.metrics.ReconcilerRedrives.Inc()
+		}
+		got, err := s.provider.CreateCharge(ctx, providerRequest(m, a))
+		if err != nil {
+			s.leaveOpen(ctx, log, a, "re-sent the charge, outcome still unknown", err)
+			return settlement{}
+		}
+		pc = &got
+	}
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	defer cancel()
+	row, err := s.finalize(writeCtx, a, *pc, by)
+	if errors.Is(err, errFenced) {
+		log.Info("attempt was finalized by another holder; nothing to do")
+		return settlement{fenced: true}
+	}
+	if err != nil {
+		s.leaveOpen(ctx, log, a, "could not record the provider's answer", err)
+		return settlement{}
+	}
+	msg := "reconcile: attempt finalized"
+	if by == metrics.ByRequest {
+		msg = "retry takeover: attempt finalized"
+	}
+	log.Info(msg, "status", row.ChargeAttempt.Status, "reason", reason,
+		"provider_charge_id", pc.ID, "failure_code", pc.FailureCode)
+	return settlement{row: row, final: true}
+}
+
+// leaveOpen logs why the attempt stays PROCESSING and gives its lease back,
+// so that the next pass or retry takes it at once rather than when the
+// lease ends.
+func (s *Service) leaveOpen(ctx context.Context, log *slog.Logger, a sqlc.ChargeAttempt, reason string, err error) {
+	log.Warn("attempt stays PROCESSING", "reason", reason, "err", err)
+	if err := s.store.release(context.WithoutCancel(ctx), a, s.cfg.Now()); err != nil {
+		log.Warn("could not release the lease", "err", err)
+	}
+}
+
+// resume settles an attempt a retry has taken over and answers the retry.
+func (s *Service) resume(ctx context.Context, log *slog.Logger, m Merchant, a sqlc.ChargeAttempt) Result {
+	st := s.settle(ctx, log, m, a, metrics.ByRequest)
+	switch {
+	case st.final:
+		return s.result(st.row, false)
+	case st.fenced:
+		if row, err := s.store.get(ctx, m.ID, a.IdempotencyKey); err == nil {
+			return s.result(row, true)
+		}
+	}
+	// Left open, its lease released: the reconciler's next pass, or the next retry.
+	a.LockedUntil = s.cfg.Now()
+	return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 }
 
 // providerRequest is the charge request for attempt a. It must be the same
@@ -240,14 +434,11 @@ func providerRequest(m Merchant, a sqlc.ChargeAttempt) ProviderChargeRequest {
 	return req
 }
 
-// callProvider charges at the provider under our provider key. With retry,
-// an unknown outcome is retried a few times within the retry budget; that is
-// safe because the provider deduplicates on the key.
-func (s *Service) callProvider(ctx context.Context, m Merchant, a sqlc.ChargeAttempt, retry bool) (ProviderCharge, error) {
+// callProvider charges at the provider under our provider key. An unknown
+// outcome is retried a few times within the retry budget; that is safe
+// because the provider deduplicates on the key.
+func (s *Service) callProvider(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) (ProviderCharge, error) {
 	req := providerRequest(m, a)
-	if !retry {
-		return s.provider.CreateCharge(ctx, req)
-	}
 	backoff := goretry.WithMaxDuration(s.cfg.ProviderRetryBudget,
 		goretry.WithMaxRetries(s.cfg.ProviderRetries, goretry.NewExponential(200*time.Millisecond)))
 	var pc ProviderCharge
@@ -289,12 +480,19 @@ func (s *Service) StuckAttempts(ctx context.Context, max int) ([]StuckAttempt, e
 	return out, nil
 }
 
+// CountStuck counts the PROCESSING attempts whose lease has expired.
+func (s *Service) CountStuck(ctx context.Context) (int, error) {
+	return s.store.countStuck(ctx, s.cfg.Now())
+}
+
 // ChargeStatus returns the state of the attempt made with key, or nil when
 // this merchant never used the key.
 func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
 	row, err := s.store.get(ctx, m.ID, key)
 	if errors.Is(err, errNotFound) {
 		return nil, nil

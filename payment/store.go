@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,6 +46,10 @@ func interpretError(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotFound
 	}
+	if unavailable(err) {
+		return &Error{Code: EUNAVAILABLE, RetryAfter: UnavailableRetryAfter, Err: err,
+			Message: "the payment database is unavailable; nothing was charged. Retry the same request with the same idempotency key"}
+	}
 	if constraint, ok := uniqueViolation(err); ok {
 		if constraint == "charge_attempts_order_idx" || constraint == "charges_order_idx" {
 			return errOrderPaid
@@ -49,6 +57,34 @@ func interpretError(err error) error {
 		return fmt.Errorf("unique violation on %s: %w", constraint, err)
 	}
 	return err
+}
+
+// UnavailableRetryAfter is the retry hint of an EUNAVAILABLE answer.
+const UnavailableRetryAfter = time.Second
+
+// unavailable reports whether err says that the database could not be used
+// (unreachable, restarting, out of connections, read-only after a failover,
+// too slow to answer), as opposed to having refused the statement: the same
+// statement may well succeed once it is back.
+func unavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "53300", // too_many_connections
+			"57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
+			"25006": // read_only_sql_transaction: a standby, e.g. mid-failover
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08") // connection_exception
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		// Our own StoreTimeout: the pool had no connection for us in time.
+		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
 
 // uniqueViolation reports whether err is a unique violation (SQLSTATE
@@ -131,6 +167,22 @@ func (s *store) takeAbandoned(ctx context.Context, now, lockedUntil time.Time, m
 		LockedUntil: lockedUntil, Now: now, MaxAttempts: int32(max),
 	})
 	return as, interpretError(err)
+}
+
+// takeOver takes over a, if nobody holds it at now, with a lease until
+// lockedUntil and a new attempt number; ok is false when a is final or held.
+func (s *store) takeOver(ctx context.Context, a sqlc.ChargeAttempt, now, lockedUntil time.Time) (taken sqlc.ChargeAttempt, ok bool, err error) {
+	taken, err = s.q.TakeOverChargeAttempt(ctx, sqlc.TakeOverChargeAttemptParams{ID: a.ID, Now: now, LockedUntil: lockedUntil})
+	if err = interpretError(err); err == errNotFound {
+		return taken, false, nil
+	}
+	return taken, err == nil, err
+}
+
+// countStuck counts PROCESSING attempts whose lease expired before now.
+func (s *store) countStuck(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.q.CountStuckChargeAttempts(ctx, now)
+	return int(n), interpretError(err)
 }
 
 func (s *store) merchant(ctx context.Context, id uuid.UUID) (Merchant, error) {

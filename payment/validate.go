@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"regexp"
 	"unicode/utf8"
-
-	"golang.org/x/text/currency"
 )
 
 // Limits of a charge request, part of the API contract.
@@ -49,8 +47,8 @@ func (in ChargeInput) Validate() error {
 	if !currencyPattern.MatchString(in.Currency) {
 		return invalid("input.currency", "currency must be an ISO 4217 code of three upper-case letters, e.g. USD; got %q", in.Currency)
 	}
-	if _, err := currency.ParseISO(in.Currency); err != nil {
-		return invalid("input.currency", "currency %q is not an ISO 4217 currency code", in.Currency)
+	if _, ok := MinorUnits(in.Currency); !ok {
+		return invalid("input.currency", "currency %q is not an active ISO 4217 currency that can be charged (test, fund and precious-metal codes such as XTS, XXX, USN or XAU are not)", in.Currency)
 	}
 	if in.PaymentMethod == "" {
 		return invalid("input.paymentMethod", "paymentMethod is empty: pass the provider's token for the card, e.g. pm_card_visa")

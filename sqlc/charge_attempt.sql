@@ -87,6 +87,24 @@ WHERE id IN (
 )
 RETURNING *;
 
+-- name: TakeOverChargeAttempt :one
+-- A retry's takeover of one attempt that nobody holds: PROCESSING with its
+-- lease ended or given back (its holder died, gave up on an unknown outcome,
+-- or never learned that its claim committed). Like the reconciler's takeover
+-- it bumps the attempt number, which fences off any earlier holder, and of
+-- several concurrent retries exactly one gets the row.
+UPDATE charge_attempts
+SET attempt = attempt + 1,
+    locked_until = sqlc.arg(locked_until)::timestamptz,
+    updated_at = now()
+WHERE id = @id AND status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz
+RETURNING *;
+
+-- name: CountStuckChargeAttempts :one
+-- For the stuck-attempts gauge: PROCESSING attempts whose lease has expired.
+SELECT count(*) FROM charge_attempts
+WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz;
+
 -- name: ListStuckChargeAttempts :many
 -- For operators: PROCESSING attempts whose lease has expired, oldest first.
 SELECT a.*, m.name AS merchant_name

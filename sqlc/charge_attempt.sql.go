@@ -90,6 +90,19 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 	return i, err
 }
 
+const countStuckChargeAttempts = `-- name: CountStuckChargeAttempts :one
+SELECT count(*) FROM charge_attempts
+WHERE status = 'PROCESSING' AND locked_until < $1::timestamptz
+`
+
+// For the stuck-attempts gauge: PROCESSING attempts whose lease has expired.
+func (q *Queries) CountStuckChargeAttempts(ctx context.Context, now time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, countStuckChargeAttempts, now)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deleteExpiredChargeAttempts = `-- name: DeleteExpiredChargeAttempts :execrows
 DELETE FROM charge_attempts
 WHERE id IN (
@@ -504,4 +517,52 @@ func (q *Queries) TakeAbandonedChargeAttempts(ctx context.Context, arg TakeAband
 		return nil, err
 	}
 	return items, nil
+}
+
+const takeOverChargeAttempt = `-- name: TakeOverChargeAttempt :one
+UPDATE charge_attempts
+SET attempt = attempt + 1,
+    locked_until = $1::timestamptz,
+    updated_at = now()
+WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
+`
+
+type TakeOverChargeAttemptParams struct {
+	LockedUntil time.Time
+	ID          uuid.UUID
+	Now         time.Time
+}
+
+// A retry's takeover of one attempt that nobody holds: PROCESSING with its
+// lease ended or given back (its holder died, gave up on an unknown outcome,
+// or never learned that its claim committed). Like the reconciler's takeover
+// it bumps the attempt number, which fences off any earlier holder, and of
+// several concurrent retries exactly one gets the row.
+func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeAttemptParams) (ChargeAttempt, error) {
+	row := q.db.QueryRow(ctx, takeOverChargeAttempt, arg.LockedUntil, arg.ID, arg.Now)
+	var i ChargeAttempt
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.IdempotencyKey,
+		&i.Fingerprint,
+		&i.Status,
+		&i.ProviderKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.OrderID,
+		&i.Description,
+		&i.ChargeID,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Attempt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.LockedUntil,
+	)
+	return i, err
 }

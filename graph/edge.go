@@ -1,0 +1,234 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"chargeonce/metrics"
+	"chargeonce/payment"
+	"chargeonce/ratelimit"
+)
+
+// edge is the HTTP front of /graphql. Before any GraphQL work, and before
+// it allocates anything in proportion to the input, it refuses what is not a
+// GraphQL request chargeonce serves (method, media type, a body over the
+// limit, ambiguous headers), rations callers (per merchant, and per client IP
+// for unauthenticated traffic), and authenticates the API key once. Every
+// request gets an id (X-Request-Id) and one access log line.
+type edge struct {
+	next          http.Handler
+	merchants     authenticator
+	maxBody       int64
+	merchantLimit *ratelimit.Limiter
+	ipLimit       *ratelimit.Limiter
+	authTimeout   time.Duration
+	log           *slog.Logger
+	metrics       *metrics.Metrics
+}
+
+type authenticator interface {
+	Authenticate(ctx context.Context, apiKey string) (payment.Merchant, error)
+}
+
+func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := &requestState{id: requestID(r)}
+	w.Header().Set("X-Request-Id", st.id)
+	sw := &statusWriter{ResponseWriter: w, st: st}
+	defer e.logRequest(r, sw, st, start)
+	r = r.WithContext(withState(r.Context(), st))
+	if status, err := e.admit(r, st); err != nil {
+		writeError(sw, status, err)
+		return
+	}
+	e.next.ServeHTTP(sw, r)
+}
+
+// admit checks the request and reads what the GraphQL layer needs into st
+// (and the body into r's context). A refusal comes with its HTTP status.
+func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
+	if r.Header.Get("Upgrade") != "" {
+		return http.StatusBadRequest, badRequest(codeBadRequest, "", "protocol upgrades (websockets) are not supported; use POST")
+	}
+	switch r.Method {
+	case http.MethodOptions:
+		return 0, nil // answered by the Options transport; runs nothing
+	case http.MethodGet:
+	case http.MethodPost:
+		if !isJSON(r.Header.Get("Content-Type")) {
+			return http.StatusUnsupportedMediaType, badRequest(codeBadRequest, "Content-Type", "send the request as Content-Type: application/json")
+		}
+	default:
+		return http.StatusMethodNotAllowed, badRequest(codeBadRequest, "", "use POST (or GET for queries)")
+	}
+	switch keys := r.Header.Values("Idempotency-Key"); len(keys) {
+	case 0:
+	case 1:
+		st.hasHeaderKey, st.headerKey = true, unquote(strings.TrimSpace(keys[0]))
+	default:
+		return http.StatusBadRequest, badRequest(codeBadUserInput, "Idempotency-Key",
+			"send at most one Idempotency-Key header; this request has "+strconv.Itoa(len(keys)))
+	}
+	if r.ContentLength > e.maxBody {
+		return http.StatusRequestEntityTooLarge, tooLarge(e.maxBody)
+	}
+
+	ip := clientIP(r)
+	apiKey, hasKey := bearerKey(r, st)
+	if !hasKey {
+		// Unauthenticated traffic is rationed per client IP, before the body is read.
+		e.metrics.Unauthenticated.Inc()
+		if ok, wait := e.ipLimit.Allow(ip); !ok {
+			return e.limited("ip", wait)
+		}
+		if st.authErr == errBadAuthHeader {
+			e.log.WarnContext(r.Context(), "authentication failed", "request_id", st.id, "remote", ip, "reason", "malformed Authorization header")
+		}
+	} else if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
+		// This IP has used up its failures: no more key lookups for now.
+		return e.limited("ip", wait)
+	}
+
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, e.maxBody))
+		if err != nil {
+			return bodyError(err, e.maxBody)
+		}
+		*r = *r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+	}
+
+	if hasKey {
+		ctx, cancel := context.WithTimeout(r.Context(), e.authTimeout)
+		m, err := e.merchants.Authenticate(ctx, apiKey)
+		cancel()
+		switch {
+		case err == nil:
+			st.merchant = &m
+			if ok, wait := e.merchantLimit.Allow(m.ID.String()); !ok {
+				return e.limited("merchant", wait)
+			}
+		case payment.ErrorCode(err) == payment.EUNAUTHENTICATED:
+			st.authErr = err
+			e.metrics.Unauthenticated.Inc()
+			e.ipLimit.Allow(ip) // a failure spends one of the IP's tokens
+			e.log.WarnContext(r.Context(), "authentication failed", "request_id", st.id, "remote", ip, "reason", "unknown or revoked API key")
+		default:
+			// The database is away or failing: the resolvers answer with it.
+			st.authErr = err
+		}
+	}
+	return 0, nil
+}
+
+func (e *edge) limited(scope string, wait time.Duration) (int, *RequestError) {
+	e.metrics.RateLimited.WithLabelValues(scope).Inc()
+	msg := "too many requests for this merchant"
+	if scope == "ip" {
+		msg = "too many unauthenticated requests from this address"
+	}
+	return http.StatusTooManyRequests, &RequestError{Code: codeRateLimited, RetryAfter: wait,
+		Message: msg + "; nothing was run. Retry after retryAfterMs, with the same idempotency key"}
+}
+
+// bearerKey reads the API key of "Authorization: Bearer <key>". A header of
+// another form, or several, leaves st.authErr set.
+func bearerKey(r *http.Request, st *requestState) (string, bool) {
+	values := r.Header.Values("Authorization")
+	if len(values) == 0 {
+		st.authErr = errNoCredentials
+		return "", false
+	}
+	scheme, key, ok := strings.Cut(values[0], " ")
+	key = strings.TrimSpace(key)
+	if len(values) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+		st.authErr = errBadAuthHeader
+		return "", false
+	}
+	return key, true
+}
+
+func tooLarge(limit int64) *RequestError {
+	return badRequest(codeRequestTooLarge, "", "the request body is larger than "+strconv.FormatInt(limit, 10)+" bytes; nothing was run")
+}
+
+// bodyError answers a body that could not be read, without saying more than
+// which of the limits it broke.
+func bodyError(err error, limit int64) (int, *RequestError) {
+	var tooBig *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, tooLarge(limit)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return http.StatusRequestTimeout, badRequest(codeRequestTimeout, "", "the request body did not arrive in time; nothing was run")
+	default:
+		return http.StatusBadRequest, badRequest(codeBadUserInput, "", "the request body could not be read; nothing was run")
+	}
+}
+
+// requestIDPattern is what a client's X-Request-Id may be; anything else is
+// replaced, so the id is safe to log and to echo.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); requestIDPattern.MatchString(id) {
+		return id
+	}
+	return uuid.NewString()
+}
+
+// clientIP is the peer's address; an IPv6 peer counts as its /64, which one
+// host usually owns whole.
+func clientIP(r *http.Request) string {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	addr := ap.Addr().Unmap()
+	if addr.Is6() {
+		if p, err := addr.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return addr.String()
+}
+
+// logRequest writes the access log line and times the request.
+func (e *edge) logRequest(r *http.Request, sw *statusWriter, st *requestState, start time.Time) {
+	elapsed := time.Since(start)
+	status := cmp.Or(sw.status, http.StatusOK)
+	operation, field, _, _ := st.snapshot()
+	e.metrics.HTTPDuration.WithLabelValues(cmp.Or(field, "none"), strconv.Itoa(status)).Observe(elapsed.Seconds())
+	attrs := []slog.Attr{
+		slog.String("request_id", st.id),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+		slog.Int("bytes", sw.bytes),
+		slog.String("remote", clientIP(r)),
+	}
+	if st.merchant != nil {
+		attrs = append(attrs, slog.String("merchant", st.merchant.Name))
+	}
+	if field != "" {
+		attrs = append(attrs, slog.String("operation", cmp.Or(operation, "(anonymous)")), slog.String("field", field))
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	e.log.LogAttrs(r.Context(), level, "http request", attrs...)
+}

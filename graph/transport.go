@@ -1,0 +1,247 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// The transports of /graphql: POST with a JSON body and GET with the query
+// in the URL, after the GraphQL-over-HTTP spec. They replace gqlgen's own so
+// that every answer, a malformed request's included, is a GraphQL error with
+// an extensions.code and a fixed message: gqlgen's echo the request body and
+// name Go types.
+
+// bodyKey carries the request body, read and bounded by the edge.
+type bodyKey struct{}
+
+// postTransport serves POST /graphql with Content-Type application/json.
+type postTransport struct{}
+
+func (postTransport) Supports(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.Header.Get("Upgrade") == "" && isJSON(r.Header.Get("Content-Type"))
+}
+
+func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	ctx := r.Context()
+	start := graphql.Now()
+	body, _ := ctx.Value(bodyKey{}).([]byte)
+	params, err := DecodeRequest(body)
+	if err != nil {
+		var rerr *RequestError
+		errors.As(err, &rerr)
+		writeError(w, http.StatusBadRequest, rerr)
+		return
+	}
+	params.Headers = r.Header
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	execute(w, r, exec, params, false)
+}
+
+// getTransport serves GET /graphql?query=…: queries only, never mutations.
+type getTransport struct{}
+
+func (getTransport) Supports(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.Header.Get("Upgrade") == ""
+}
+
+func (getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	start := graphql.Now()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, badRequest(codeBadUserInput, "", "the query string of the URL is malformed"))
+		return
+	}
+	params := &graphql.RawParams{Query: q.Get("query"), OperationName: q.Get("operationName"), Headers: r.Header}
+	for _, p := range []struct {
+		name string
+		dst  *map[string]any
+	}{{"variables", &params.Variables}, {"extensions", &params.Extensions}} {
+		if v := q.Get(p.name); v != "" {
+			if err := decodeObject([]byte(v), p.dst); err != nil {
+				writeError(w, http.StatusBadRequest, badRequest(codeBadUserInput, p.name,
+					"the "+p.name+" parameter must be a JSON object"))
+				return
+			}
+		}
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	execute(w, r, exec, params, true)
+}
+
+// execute parses, validates and runs one operation and writes its answer.
+func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, params *graphql.RawParams, queryOnly bool) {
+	ctx := r.Context()
+	w.Header().Set("Content-Type", "application/json")
+	oc, errs := exec.CreateOperationContext(ctx, params)
+	if oc != nil && oc.Operation != nil {
+		stateFrom(ctx).setOperation(oc.Operation.Name, rootField(oc))
+	}
+	if errs != nil {
+		resp := exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs)
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		writeJSON(w, resp)
+		return
+	}
+	if queryOnly && oc.Operation.Operation != ast.Query {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, badRequest(codeBadRequest, "",
+			"GET requests may run queries only; send mutations with POST"))
+		return
+	}
+	responses, ctx := exec.DispatchOperation(ctx, oc)
+	writeJSON(w, responses(ctx))
+}
+
+// rootField names what an operation runs, for metrics: its one root field,
+// "multiple", or "introspection"; a closed set, whatever the client sends.
+func rootField(oc *graphql.OperationContext) string {
+	name := ""
+	for _, sel := range oc.Operation.SelectionSet {
+		f, ok := sel.(*ast.Field)
+		if !ok {
+			return "multiple"
+		}
+		n := f.Name
+		switch n {
+		case "chargeCard", "chargeStatus":
+		case "__schema", "__type", "__typename":
+			n = "introspection"
+		default:
+			n = "other"
+		}
+		if name != "" && name != n {
+			return "multiple"
+		}
+		name = n
+	}
+	return name
+}
+
+// decodeMessage is the one answer to a body that is not a GraphQL request.
+const decodeMessage = `the request body is not a GraphQL request: send a JSON object {"query": "...", "variables": {...}}`
+
+// DecodeRequest reads a POST body: a JSON object with a string "query", and
+// optional "operationName" (string), "variables" and "extensions" (objects);
+// other members are ignored. Numbers stay json.Number, so that an Int input
+// can tell 100 from 1e2 or 100.0. An error is a *RequestError that quotes
+// none of the input and names the offending member.
+func DecodeRequest(body []byte) (*graphql.RawParams, error) {
+	var raw map[string]json.RawMessage
+	if err := decodeObject(body, &raw); err != nil || raw == nil {
+		return nil, badRequest(codeBadUserInput, "", decodeMessage)
+	}
+	params := &graphql.RawParams{}
+	for name, dst := range map[string]*string{"query": &params.Query, "operationName": &params.OperationName} {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return nil, badRequest(codeBadUserInput, name, name+" must be a string")
+		}
+	}
+	for name, dst := range map[string]*map[string]any{"variables": &params.Variables, "extensions": &params.Extensions} {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		if err := decodeObject(v, dst); err != nil {
+			return nil, badRequest(codeBadUserInput, name, name+" must be a JSON object")
+		}
+	}
+	return params, nil
+}
+
+// decodeObject decodes exactly one JSON value into dst, with numbers as
+// json.Number, and refuses anything after it.
+func decodeObject(b []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	if _, err := dec.Token(); err == nil {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// Codes of errors raised at the HTTP edge, before any resolver runs.
+const (
+	codeBadUserInput       = "BAD_USER_INPUT"
+	codeBadRequest         = "BAD_REQUEST"
+	codeRequestTooLarge    = "REQUEST_TOO_LARGE"
+	codeRequestTimeout     = "REQUEST_TIMEOUT"
+	codeRateLimited        = "RATE_LIMITED"
+	codeServiceUnavailable = "SERVICE_UNAVAILABLE"
+)
+
+// RequestError is an error about the HTTP request itself, answered before
+// any resolver runs.
+type RequestError struct {
+	Code       string
+	Field      string // the offending member or header, when there is one
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *RequestError) Error() string { return e.Code + ": " + e.Message }
+
+func badRequest(code, field, message string) *RequestError {
+	return &RequestError{Code: code, Field: field, Message: message}
+}
+
+// writeError answers the request with one error, as a GraphQL response.
+func writeError(w http.ResponseWriter, status int, err *RequestError) {
+	ext := map[string]any{"code": err.Code}
+	if err.Field != "" {
+		ext["field"] = err.Field
+	}
+	if err.RetryAfter > 0 {
+		ext["retryAfterMs"] = retryAfterMs(err.RetryAfter)
+		w.Header().Set("Retry-After", retryAfterSeconds(err.RetryAfter))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	writeJSON(w, &graphql.Response{Errors: gqlerror.List{{Message: err.Message, Extensions: ext}}})
+}
+
+func writeJSON(w http.ResponseWriter, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		// A response is data the resolvers built from the schema's types;
+		// it always encodes.
+		panic(err)
+	}
+	_, _ = w.Write(b)
+}
+
+// retryAfterMs is d in milliseconds, rounded up, at least 1.
+func retryAfterMs(d time.Duration) int {
+	return int(max((d+time.Millisecond-1)/time.Millisecond, 1))
+}
+
+// isJSON reports whether a Content-Type is application/json.
+func isJSON(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mediaType == "application/json"
+}
+
+// retryAfterSeconds is d for the Retry-After header, which counts whole
+// seconds: rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(int(max((d+time.Second-1)/time.Second, 1)))
+}

@@ -1,0 +1,151 @@
+// Package metrics holds chargeonce's Prometheus instruments: what the payment
+// flow, the reconciler, the retention cleaner and the HTTP edge count and
+// time. It is the one package that knows Prometheus; the others record into
+// the fields of a *Metrics. A Metrics built without a registry records into
+// instruments nobody scrapes, which is what tests and commands use.
+package metrics
+
+import (
+	"math"
+
+	"github.com/IBM/pgxpoolprometheus"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+const namespace = "chargeonce"
+
+// Labels of Charges.
+const (
+	BySucceeded = "succeeded"
+	ByFailed    = "failed"
+
+	ByRequest    = "request"    // the request that claimed the key, or a retry that took it over
+	ByReconciler = "reconciler" // a reconciler pass
+)
+
+// Metrics are chargeonce's instruments.
+type Metrics struct {
+	// Charges counts finalized attempts by outcome (succeeded, failed) and
+	// by whom (request, reconciler).
+	Charges *prometheus.CounterVec
+	// OutcomeUnknown counts requests that answered PROCESSING because the
+	// provider's outcome was unknown, handing the attempt to the reconciler.
+	OutcomeUnknown prometheus.Counter
+	// Replays counts stored results returned to a retry (replayed: true).
+	Replays prometheus.Counter
+	// InFlight counts PROCESSING answers to a request whose key another
+	// request is still working on.
+	InFlight prometheus.Counter
+	// KeyReused counts IDEMPOTENCY_KEY_REUSED refusals.
+	KeyReused prometheus.Counter
+	// OrderPaid counts ORDER_ALREADY_PAID refusals.
+	OrderPaid prometheus.Counter
+	// RetryTakeovers counts retries that took over an attempt nobody held.
+	RetryTakeovers prometheus.Counter
+
+	// ProviderDuration times calls to the card provider by operation
+	// (create_charge, find_charge) and result (ok, declined, unknown, error).
+	ProviderDuration *prometheus.HistogramVec
+	// ProviderErrors counts provider calls without a definitive answer.
+	ProviderErrors *prometheus.CounterVec
+
+	// Reconciler: attempts taken over, charges sent again under the same
+	// provider key, and attempts given up as provider_unavailable.
+	ReconcilerTakeovers prometheus.Counter
+	ReconcilerRedrives  prometheus.Counter
+	ReconcilerGiveUps   prometheus.Counter
+
+	// RetentionDeleted counts expired attempts the cleaner forgot.
+	RetentionDeleted prometheus.Counter
+
+	// RateLimited counts requests refused with RATE_LIMITED, by scope
+	// (merchant, ip).
+	RateLimited *prometheus.CounterVec
+	// Unauthenticated counts requests with a missing, malformed, unknown or
+	// revoked API key.
+	Unauthenticated prometheus.Counter
+	// HTTPDuration times /graphql requests by operation (the root field) and
+	// HTTP status code.
+	HTTPDuration *prometheus.HistogramVec
+
+	reg prometheus.Registerer
+}
+
+// New returns chargeonce's instruments, registered with reg when it is not
+// nil, together with the Go runtime's and the process's collectors.
+func New(reg prometheus.Registerer) *Metrics {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+	}
+	m := &Metrics{
+		Charges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "charges_total",
+			Help: "Charge attempts finalized, by outcome (succeeded, failed) and by whom (request, reconciler)."},
+			[]string{"outcome", "by"}),
+		OutcomeUnknown: counter("charge_outcome_unknown_total",
+			"Requests answered PROCESSING because the provider's outcome was unknown; the reconciler settles them."),
+		Replays:  counter("charge_replays_total", "Stored results returned to a retry (replayed: true)."),
+		InFlight: counter("charge_in_flight_total", "PROCESSING answers to a request whose key another request is working on."),
+		KeyReused: counter("charge_idempotency_key_reused_total",
+			"Requests refused with IDEMPOTENCY_KEY_REUSED: the same key with a different request."),
+		OrderPaid: counter("charge_order_already_paid_total", "Requests refused with ORDER_ALREADY_PAID."),
+		RetryTakeovers: counter("charge_retry_takeovers_total",
+			"Retries that took over an attempt no request held (its holder died, gave up, or lost its claim's reply)."),
+		ProviderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
+			Name: "provider_request_duration_seconds", Help: "Calls to the card provider, by operation and result.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
+			[]string{"operation", "result"}),
+		ProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "provider_errors_total",
+			Help: "Calls to the card provider without a definitive answer (timeouts, lost connections, 5xx), by operation."},
+			[]string{"operation"}),
+		ReconcilerTakeovers: counter("reconciler_takeovers_total", "Abandoned attempts the reconciler took over."),
+		ReconcilerRedrives:  counter("reconciler_redrives_total", "Charges the reconciler sent again under the same provider key."),
+		ReconcilerGiveUps: counter("reconciler_give_ups_total",
+			"Attempts failed as provider_unavailable after the redrive window."),
+		RetentionDeleted: counter("retention_deleted_total", "Expired idempotency keys (finished attempts) forgotten."),
+		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "rate_limited_total",
+			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip)."}, []string{"scope"}),
+		Unauthenticated: counter("unauthenticated_requests_total",
+			"Requests with a missing, malformed, unknown or revoked API key."),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
+			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",
+			Buckets: prometheus.DefBuckets}, []string{"operation", "code"}),
+		reg: reg,
+	}
+	if reg != nil {
+		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
+			m.ProviderDuration, m.ProviderErrors, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
+			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration,
+			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	return m
+}
+
+// Discard returns instruments that are not registered anywhere.
+func Discard() *Metrics { return New(nil) }
+
+// WatchPool exports the connection pool's statistics (pgxpool_*).
+func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
+	if m.reg != nil {
+		m.reg.MustRegister(pgxpoolprometheus.NewCollector(pool, map[string]string{"db": "chargeonce"}))
+	}
+}
+
+// WatchStuck exports the number of PROCESSING attempts whose lease has
+// expired, read by count at each scrape; a failed count reads as NaN.
+func (m *Metrics) WatchStuck(count func() (int, error)) {
+	if m.reg == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace,
+		Name: "stuck_processing_attempts",
+		Help: "PROCESSING attempts whose lease has expired: their holder is gone and the reconciler has not settled them yet."},
+		func() float64 {
+			n, err := count()
+			if err != nil {
+				return math.NaN()
+			}
+			return float64(n)
+		}))
+}

@@ -1,0 +1,84 @@
+// Package ratelimit keeps a token bucket per key, such as a merchant or a
+// client IP, so that one noisy caller cannot starve the others. Buckets are
+// golang.org/x/time/rate limiters kept in a bounded LRU cache: memory stays
+// bounded however many keys callers invent, and a key forgotten for lack of
+// room starts again with a full bucket. Limits are per process; with several
+// instances behind a load balancer each enforces its own.
+package ratelimit
+
+import (
+	"math"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+)
+
+// MaxKeysDefault is how many keys a Limiter remembers.
+const MaxKeysDefault = 100_000
+
+// Limiter rations requests per key. A nil *Limiter allows everything.
+type Limiter struct {
+	rate    rate.Limit
+	burst   int
+	buckets *lru.Cache[string, *rate.Limiter]
+	now     func() time.Time
+}
+
+// New returns a Limiter that allows perSecond requests a second per key on
+// average, and bursts of up to burst; nil (no limit) when perSecond is 0.
+// maxKeys bounds the keys remembered (MaxKeysDefault when 0).
+func New(perSecond float64, burst, maxKeys int) *Limiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	if maxKeys <= 0 {
+		maxKeys = MaxKeysDefault
+	}
+	buckets, err := lru.New[string, *rate.Limiter](maxKeys)
+	if err != nil {
+		panic(err) // only for a non-positive size, excluded above
+	}
+	return &Limiter{rate: rate.Limit(perSecond), burst: max(burst, 1), buckets: buckets, now: time.Now}
+}
+
+func (l *Limiter) bucket(key string) *rate.Limiter {
+	fresh := rate.NewLimiter(l.rate, l.burst)
+	if prev, found, _ := l.buckets.PeekOrAdd(key, fresh); found {
+		l.buckets.Get(key) // mark it recently used
+		return prev
+	}
+	return fresh
+}
+
+// Allow takes a token from key's bucket. When there is none it takes
+// nothing and says how long until there will be one.
+func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	now := l.now()
+	r := l.bucket(key).ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// Exhausted reports, without taking a token, whether key's bucket is empty,
+// and how long until it holds one again.
+func (l *Limiter) Exhausted(key string) (bool, time.Duration) {
+	if l == nil {
+		return false, 0
+	}
+	b, found := l.buckets.Peek(key)
+	if !found {
+		return false, 0
+	}
+	tokens := b.TokensAt(l.now())
+	if tokens >= 1 {
+		return false, 0
+	}
+	return true, time.Duration(math.Ceil((1 - tokens) / float64(l.rate) * float64(time.Second)))
+}
