@@ -17,18 +17,8 @@ import (
 // runCommand runs an operator command instead of the server.
 func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer, log *slog.Logger) error {
 	switch {
-	case len(args) == 3 && args[0] == "apikey" && args[1] == "create":
-		pool, closeDB, err := openDatabase(ctx, cfg, log)
-		if err != nil {
-			return err
-		}
-		defer closeDB()
-		m, key, err := payment.NewMerchants(pool, false).CreateAPIKey(ctx, args[2])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "API key for merchant %s (shown once; only its hash is stored):\n%s\n", m.Name, key)
-		return nil
+	case len(args) >= 1 && args[0] == "apikey":
+		return runAPIKeyCommand(ctx, cfg, args[1:], stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
 		pool, closeDB, err := openDatabase(ctx, cfg, log)
 		if err != nil {
@@ -75,5 +65,86 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		return db.StopLocal(ctx, abs)
 	default:
 		return errUsage
+	}
+}
+
+// runAPIKeyCommand runs `apikey create|rotate|list|revoke`. A whole key is
+// printed only when it is new, once, and never logged.
+func runAPIKeyCommand(ctx context.Context, cfg config, args []string, stdout io.Writer, log *slog.Logger) error {
+	switch {
+	case len(args) == 2 && (args[0] == "create" || args[0] == "rotate" || args[0] == "revoke"):
+	case len(args) == 1 && args[0] == "list":
+	default:
+		return errUsage
+	}
+	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	merchants := payment.NewMerchants(pool, false)
+	switch args[0] {
+	case "create":
+		m, key, err := merchants.CreateAPIKey(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "API key for merchant %s (shown once; only its hash is stored):\n%s\n", m.Name, key)
+		return nil
+	case "rotate":
+		m, key, stillValid, err := merchants.RotateAPIKey(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "New API key for merchant %s (shown once; only its hash is stored):\n%s\n", m.Name, key)
+		if len(stillValid) == 0 {
+			fmt.Fprintln(stdout, "The merchant has no other live key.")
+			return nil
+		}
+		fmt.Fprintln(stdout, "These keys stay valid until you revoke them:")
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  PREFIX\tID\tCREATED")
+		for _, k := range stillValid {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", k.Prefix, k.ID, k.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "Once their clients use the new key, retire each with: chargeonce apikey revoke <prefix> (or <id>)")
+		return nil
+	case "list":
+		keys, err := merchants.ListAPIKeys(ctx)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tMERCHANT\tPREFIX\tCREATED\tREVOKED\tDEV")
+		live := 0
+		for _, k := range keys {
+			revoked := "-"
+			if k.RevokedAt != nil {
+				revoked = k.RevokedAt.UTC().Format(time.RFC3339)
+			} else {
+				live++
+			}
+			dev := "-"
+			if k.DevelopmentOnly {
+				dev = "yes"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Merchant, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked, dev)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d API key(s), %d live\n", len(keys), live)
+		return nil
+	default: // "revoke"
+		k, err := merchants.RevokeAPIKey(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Revoked API key %s (id %s) of merchant %s at %s; requests with it are refused from now on.\n",
+			k.Prefix, k.ID, k.Merchant, k.RevokedAt.UTC().Format(time.RFC3339))
+		return nil
 	}
 }

@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	merchants := payment.NewMerchants(pool, !cfg.Production)
 	if !cfg.Production {
 		if _, err := merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey); err != nil {
-			return fmt.Errorf("create demo merchant: %w", err)
+			return fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)
 		}
 	}
 	payments := newPaymentService(cfg, pool, providerURL, log, m)
@@ -264,8 +264,11 @@ func readyz(pool *pgxpool.Pool) http.HandlerFunc {
 }
 
 var errUsage = errors.New(`usage:
-  chargeonce                        serve (configuration from the environment; see README.md)
-  chargeonce apikey create NAME     create merchant NAME if needed and print a new API key for it
-  chargeonce charges stuck          list PROCESSING attempts whose lease has expired
-  chargeonce reconcile --once       run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
-  chargeonce localdb stop [DIR]     stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)
+  chargeonce                          serve (configuration from the environment; see README.md)
+  chargeonce apikey create NAME       create merchant NAME if needed and print a new API key for it
+  chargeonce apikey rotate NAME       print a new API key for merchant NAME; its other keys stay valid until revoked
+  chargeonce apikey list              list every merchant's API keys (id, prefix, created, revoked; never the key)
+  chargeonce apikey revoke PREFIX|ID  revoke one API key, by its id or the prefix of exactly one live key
+  chargeonce charges stuck            list PROCESSING attempts whose lease has expired
+  chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
+  chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

@@ -4,15 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"chargeonce/sqlc"
 )
 
 // apiKeyPrefix marks chargeonce secret keys, so a leaked one is recognizable.
@@ -33,60 +31,117 @@ func NewMerchants(pool *pgxpool.Pool, allowDevelopmentKeys bool) *Merchants {
 	return &Merchants{store: newStore(pool), allowDevelopmentKeys: allowDevelopmentKeys}
 }
 
-// Authenticate returns the merchant that owns apiKey.
+// Authenticate returns the merchant that owns apiKey. It looks up the live
+// keys under apiKey's prefix and compares hashes in constant time, every
+// candidate to the end, so that neither the comparison nor which candidate
+// matched shows in the response time.
 func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant, error) {
 	if apiKey == "" {
 		return Merchant{}, Errorf(EUNAUTHENTICATED, "missing API key: send the header Authorization: Bearer <api key>")
 	}
-	m, err := ms.store.q.GetMerchantByAPIKey(ctx, sqlc.GetMerchantByAPIKeyParams{
-		KeyHash: hashAPIKey(apiKey), AllowDevelopmentOnly: ms.allowDevelopmentKeys,
-	})
-	if err = interpretError(err); errors.Is(err, errNotFound) {
-		return Merchant{}, Errorf(EUNAUTHENTICATED, "unknown or revoked API key")
+	unknown := Errorf(EUNAUTHENTICATED, "unknown or revoked API key")
+	if !isKeyText(apiKey) {
+		// No stored key looks like this, and PostgreSQL would refuse a
+		// prefix that is not valid text.
+		return Merchant{}, unknown
 	}
+	candidates, err := ms.store.apiKeyCandidates(ctx, keyPrefix(apiKey), ms.allowDevelopmentKeys)
 	if err != nil {
 		return Merchant{}, err
 	}
-	return Merchant{ID: m.ID, Name: m.Name}, nil
+	hash := hashAPIKey(apiKey)
+	var found Merchant
+	matched := false
+	for _, c := range candidates {
+		if subtle.ConstantTimeCompare(c.hash, hash) == 1 {
+			found, matched = c.merchant, true
+		}
+	}
+	if !matched {
+		return Merchant{}, unknown
+	}
+	return found, nil
 }
 
 // CreateAPIKey creates the merchant name if needed and a new API key for it.
-// The key is returned once; only its hash is stored.
+// The key is returned once; only its hash and prefix are stored.
 func (ms *Merchants) CreateAPIKey(ctx context.Context, name string) (Merchant, string, error) {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
+	key, err := newAPIKey()
+	if err != nil {
 		return Merchant{}, "", err
 	}
-	key := apiKeyPrefix + base64.RawURLEncoding.EncodeToString(secret)
 	m, err := ms.addKey(ctx, name, key, false)
 	return m, key, err
 }
 
+// minDevelopmentKeyLength is the shortest development key accepted. A key's
+// prefix is at most half of it, so even the shortest keeps most of it secret.
+const minDevelopmentKeyLength = 8
+
 // EnsureDevelopmentKey makes sure the merchant name exists and key
-// authenticates it while development keys are allowed. Safe to repeat.
+// authenticates it while development keys are allowed. Safe to repeat: a key
+// that is stored already only gets its prefix corrected (older versions
+// stored short keys whole), and stays revoked if an operator revoked it.
+// key must be at least 8 printable ASCII characters without spaces.
 func (ms *Merchants) EnsureDevelopmentKey(ctx context.Context, name, key string) (Merchant, error) {
+	if len(key) < minDevelopmentKeyLength || !isKeyText(key) {
+		return Merchant{}, invalid("key", "a development API key must be at least %d printable ASCII characters without spaces", minDevelopmentKeyLength)
+	}
 	return ms.addKey(ctx, name, key, true)
 }
 
 func (ms *Merchants) addKey(ctx context.Context, name, key string, developmentOnly bool) (Merchant, error) {
-	if !merchantNamePattern.MatchString(name) {
-		return Merchant{}, invalid("name", "merchant name must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit; got %q", name)
+	if err := checkMerchantName(name); err != nil {
+		return Merchant{}, err
 	}
 	if key == "" {
 		return Merchant{}, invalid("key", "API key is empty")
 	}
-	m, err := ms.store.q.UpsertMerchant(ctx, sqlc.UpsertMerchantParams{ID: uuid.New(), Name: name})
+	m, err := ms.store.upsertMerchant(ctx, name)
 	if err != nil {
-		return Merchant{}, fmt.Errorf("store merchant: %w", interpretError(err))
+		return Merchant{}, fmt.Errorf("store merchant: %w", err)
 	}
-	err = ms.store.q.InsertAPIKey(ctx, sqlc.InsertAPIKeyParams{
-		ID: uuid.New(), MerchantID: m.ID, KeyHash: hashAPIKey(key),
-		KeyPrefix: key[:min(len(key), len(apiKeyPrefix)+4)], DevelopmentOnly: developmentOnly,
-	})
-	if err != nil {
-		return Merchant{}, fmt.Errorf("store API key: %w", interpretError(err))
+	if err := ms.store.insertAPIKey(ctx, uuid.New(), m.ID, hashAPIKey(key), keyPrefix(key), developmentOnly); err != nil {
+		return Merchant{}, fmt.Errorf("store API key: %w", err)
 	}
-	return Merchant{ID: m.ID, Name: m.Name}, nil
+	return m, nil
+}
+
+func checkMerchantName(name string) error {
+	if !merchantNamePattern.MatchString(name) {
+		return invalid("name", "merchant name must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit; got %q", name)
+	}
+	return nil
+}
+
+// newAPIKey returns a new secret key: apiKeyPrefix and 256 random bits.
+func newAPIKey() (string, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return "", err
+	}
+	return apiKeyPrefix + base64.RawURLEncoding.EncodeToString(secret), nil
+}
+
+// keyPrefix returns a key's public identifier, stored beside its hash: the
+// first min(10, len(key)/2) bytes. For a generated key that is "co_sk_" and 4
+// more characters; for the demo key "demo-key", "demo". It is never the whole
+// key, and for the keys we accept (generated ones, development ones of at
+// least 8 characters) it leaves at least half of the key secret.
+// Authentication looks keys up by it, and operators name keys by it.
+func keyPrefix(key string) string {
+	return key[:min(10, len(key)/2)]
+}
+
+// isKeyText reports whether key consists of printable ASCII characters
+// without spaces, as every key we store does.
+func isKeyText(key string) bool {
+	for i := range len(key) {
+		if key[i] <= ' ' || key[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // hashAPIKey hashes a key for storage and lookup. Keys are 256-bit random

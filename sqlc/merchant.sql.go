@@ -7,9 +7,41 @@ package sqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
+
+const getAPIKey = `-- name: GetAPIKey :one
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+FROM api_keys k
+JOIN merchants m ON m.id = k.merchant_id
+WHERE k.id = $1
+`
+
+type GetAPIKeyRow struct {
+	ID              uuid.UUID
+	MerchantName    string
+	KeyPrefix       string
+	DevelopmentOnly bool
+	CreatedAt       time.Time
+	RevokedAt       *time.Time
+}
+
+// Loads a key by id, to tell an unknown id from an already revoked key.
+func (q *Queries) GetAPIKey(ctx context.Context, id uuid.UUID) (GetAPIKeyRow, error) {
+	row := q.db.QueryRow(ctx, getAPIKey, id)
+	var i GetAPIKeyRow
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantName,
+		&i.KeyPrefix,
+		&i.DevelopmentOnly,
+		&i.CreatedAt,
+		&i.RevokedAt,
+	)
+	return i, err
+}
 
 const getMerchant = `-- name: GetMerchant :one
 SELECT id, name, created_at FROM merchants WHERE id = $1
@@ -23,24 +55,14 @@ func (q *Queries) GetMerchant(ctx context.Context, id uuid.UUID) (Merchant, erro
 	return i, err
 }
 
-const getMerchantByAPIKey = `-- name: GetMerchantByAPIKey :one
-SELECT m.id, m.name, m.created_at
-FROM api_keys k
-JOIN merchants m ON m.id = k.merchant_id
-WHERE k.key_hash = $1
-  AND k.revoked_at IS NULL
-  AND (NOT k.development_only OR $2::boolean)
+const getMerchantByName = `-- name: GetMerchantByName :one
+SELECT id, name, created_at FROM merchants WHERE name = $1
 `
 
-type GetMerchantByAPIKeyParams struct {
-	KeyHash              []byte
-	AllowDevelopmentOnly bool
-}
-
-// Authenticates a request: the merchant whose live key has this hash.
-// Development-only keys (the seeded demo key) count only where allowed.
-func (q *Queries) GetMerchantByAPIKey(ctx context.Context, arg GetMerchantByAPIKeyParams) (Merchant, error) {
-	row := q.db.QueryRow(ctx, getMerchantByAPIKey, arg.KeyHash, arg.AllowDevelopmentOnly)
+// Finds the merchant an operator names, for `apikey rotate`, which must not
+// create a merchant by a typo.
+func (q *Queries) GetMerchantByName(ctx context.Context, name string) (Merchant, error) {
+	row := q.db.QueryRow(ctx, getMerchantByName, name)
 	var i Merchant
 	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
 	return i, err
@@ -49,7 +71,7 @@ func (q *Queries) GetMerchantByAPIKey(ctx context.Context, arg GetMerchantByAPIK
 const insertAPIKey = `-- name: InsertAPIKey :exec
 INSERT INTO api_keys (id, merchant_id, key_hash, key_prefix, development_only)
 VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (key_hash) DO NOTHING
+ON CONFLICT (key_hash) DO UPDATE SET key_prefix = EXCLUDED.key_prefix
 `
 
 type InsertAPIKeyParams struct {
@@ -60,7 +82,10 @@ type InsertAPIKeyParams struct {
 	DevelopmentOnly bool
 }
 
-// Stores a key's hash. A key that is already stored is left as it is.
+// Stores a key's hash and prefix. Storing a key that is already stored (the
+// development key, at every development start) only corrects its prefix, which
+// older versions stored whole for short keys; its merchant and revocation stay
+// as they are, so a revoked development key stays revoked.
 func (q *Queries) InsertAPIKey(ctx context.Context, arg InsertAPIKeyParams) error {
 	_, err := q.db.Exec(ctx, insertAPIKey,
 		arg.ID,
@@ -70,6 +95,218 @@ func (q *Queries) InsertAPIKey(ctx context.Context, arg InsertAPIKeyParams) erro
 		arg.DevelopmentOnly,
 	)
 	return err
+}
+
+const listAPIKeyCandidates = `-- name: ListAPIKeyCandidates :many
+SELECT k.key_hash, m.id AS merchant_id, m.name AS merchant_name
+FROM api_keys k
+JOIN merchants m ON m.id = k.merchant_id
+WHERE k.key_prefix = $1
+  AND k.revoked_at IS NULL
+  AND (NOT k.development_only OR $2::boolean)
+`
+
+type ListAPIKeyCandidatesParams struct {
+	KeyPrefix            string
+	AllowDevelopmentOnly bool
+}
+
+type ListAPIKeyCandidatesRow struct {
+	KeyHash      []byte
+	MerchantID   uuid.UUID
+	MerchantName string
+}
+
+// Authenticates a request: the live keys under the presented key's prefix,
+// whose hashes the caller compares in constant time. Development-only keys
+// (the seeded demo key) count only where allowed.
+func (q *Queries) ListAPIKeyCandidates(ctx context.Context, arg ListAPIKeyCandidatesParams) ([]ListAPIKeyCandidatesRow, error) {
+	rows, err := q.db.Query(ctx, listAPIKeyCandidates, arg.KeyPrefix, arg.AllowDevelopmentOnly)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListAPIKeyCandidatesRow
+	for rows.Next() {
+		var i ListAPIKeyCandidatesRow
+		if err := rows.Scan(&i.KeyHash, &i.MerchantID, &i.MerchantName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listAPIKeys = `-- name: ListAPIKeys :many
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+FROM api_keys k
+JOIN merchants m ON m.id = k.merchant_id
+ORDER BY m.name, k.created_at, k.id
+`
+
+type ListAPIKeysRow struct {
+	ID              uuid.UUID
+	MerchantName    string
+	KeyPrefix       string
+	DevelopmentOnly bool
+	CreatedAt       time.Time
+	RevokedAt       *time.Time
+}
+
+// Every key of every merchant, for `apikey list`. Never the hash.
+func (q *Queries) ListAPIKeys(ctx context.Context) ([]ListAPIKeysRow, error) {
+	rows, err := q.db.Query(ctx, listAPIKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListAPIKeysRow
+	for rows.Next() {
+		var i ListAPIKeysRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantName,
+			&i.KeyPrefix,
+			&i.DevelopmentOnly,
+			&i.CreatedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listLiveAPIKeysByPrefix = `-- name: ListLiveAPIKeysByPrefix :many
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+FROM api_keys k
+JOIN merchants m ON m.id = k.merchant_id
+WHERE k.key_prefix = $1 AND k.revoked_at IS NULL
+ORDER BY k.created_at, k.id
+`
+
+type ListLiveAPIKeysByPrefixRow struct {
+	ID              uuid.UUID
+	MerchantName    string
+	KeyPrefix       string
+	DevelopmentOnly bool
+	CreatedAt       time.Time
+	RevokedAt       *time.Time
+}
+
+// The live keys an operator means by a prefix, for `apikey revoke PREFIX`,
+// which revokes only when exactly one matches.
+func (q *Queries) ListLiveAPIKeysByPrefix(ctx context.Context, keyPrefix string) ([]ListLiveAPIKeysByPrefixRow, error) {
+	rows, err := q.db.Query(ctx, listLiveAPIKeysByPrefix, keyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListLiveAPIKeysByPrefixRow
+	for rows.Next() {
+		var i ListLiveAPIKeysByPrefixRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantName,
+			&i.KeyPrefix,
+			&i.DevelopmentOnly,
+			&i.CreatedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listLiveAPIKeysOfMerchant = `-- name: ListLiveAPIKeysOfMerchant :many
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+FROM api_keys k
+JOIN merchants m ON m.id = k.merchant_id
+WHERE k.merchant_id = $1 AND k.revoked_at IS NULL
+ORDER BY k.created_at, k.id
+`
+
+type ListLiveAPIKeysOfMerchantRow struct {
+	ID              uuid.UUID
+	MerchantName    string
+	KeyPrefix       string
+	DevelopmentOnly bool
+	CreatedAt       time.Time
+	RevokedAt       *time.Time
+}
+
+// A merchant's keys that still authenticate, for `apikey rotate` to show what
+// remains valid until the operator revokes it.
+func (q *Queries) ListLiveAPIKeysOfMerchant(ctx context.Context, merchantID uuid.UUID) ([]ListLiveAPIKeysOfMerchantRow, error) {
+	rows, err := q.db.Query(ctx, listLiveAPIKeysOfMerchant, merchantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListLiveAPIKeysOfMerchantRow
+	for rows.Next() {
+		var i ListLiveAPIKeysOfMerchantRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantName,
+			&i.KeyPrefix,
+			&i.DevelopmentOnly,
+			&i.CreatedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const revokeAPIKey = `-- name: RevokeAPIKey :one
+UPDATE api_keys k
+SET revoked_at = now()
+FROM merchants m
+WHERE m.id = k.merchant_id AND k.id = $1 AND k.revoked_at IS NULL
+RETURNING k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+`
+
+type RevokeAPIKeyRow struct {
+	ID              uuid.UUID
+	MerchantName    string
+	KeyPrefix       string
+	DevelopmentOnly bool
+	CreatedAt       time.Time
+	RevokedAt       *time.Time
+}
+
+// Revokes a live key. Authentication reads revoked_at on every request, so the
+// key stops working at once. No row: the key is unknown or already revoked.
+func (q *Queries) RevokeAPIKey(ctx context.Context, id uuid.UUID) (RevokeAPIKeyRow, error) {
+	row := q.db.QueryRow(ctx, revokeAPIKey, id)
+	var i RevokeAPIKeyRow
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantName,
+		&i.KeyPrefix,
+		&i.DevelopmentOnly,
+		&i.CreatedAt,
+		&i.RevokedAt,
+	)
+	return i, err
 }
 
 const upsertMerchant = `-- name: UpsertMerchant :one
