@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -186,6 +187,49 @@ func (s *testServer) tryDo(t *testing.T, headers map[string]string, query string
 	var out gqlResponse
 	err = json.NewDecoder(resp.Body).Decode(&out)
 	return out, err
+}
+
+// rawResponse is an HTTP answer, read whole.
+type rawResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes one HTTP request to the server, with every header in headers
+// (a key may repeat), and reads the answer whole.
+func (s *testServer) send(t *testing.T, method, path string, headers http.Header, body io.Reader) rawResponse {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+path, body)
+	require.NoError(t, err)
+	for k, vs := range headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return rawResponse{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// gql decodes the answer as a GraphQL response.
+func (r rawResponse) gql(t *testing.T) gqlResponse {
+	t.Helper()
+	var out gqlResponse
+	require.NoError(t, json.Unmarshal(r.body, &out), "not a GraphQL response: %s", r.body)
+	return out
+}
+
+// jsonHeaders are the headers of a JSON request, with more key/value pairs.
+func jsonHeaders(kv ...string) http.Header {
+	h := http.Header{"Content-Type": {"application/json"}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
 }
 
 func bearer(apiKey string) map[string]string {

@@ -85,7 +85,8 @@ func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
 
 // reconcile settles one attempt that this pass holds, and says where it stands.
 func (r *Reconciler) reconcile(ctx context.Context, a sqlc.ChargeAttempt) Status {
-	log := r.log.With("idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Attempt)
+	// An idempotency key means something only within its merchant's scope.
+	log := r.log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Attempt)
 	m, err := r.svc.store.merchant(ctx, a.MerchantID)
 	if err != nil {
 		r.svc.leaveOpen(ctx, log, a, "could not load the merchant", err)
