@@ -70,13 +70,15 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	logs := &syncBuffer{}
 	p := &serverProcess{
 		testServer: &testServer{
 			URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
 			client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+			log:    logs,
 		},
 		cmd:    cmd,
-		logs:   &syncBuffer{},
+		logs:   logs,
 		exited: make(chan struct{}),
 	}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs

@@ -20,7 +20,11 @@ import (
 type testServer struct {
 	URL    string
 	client *http.Client
+	log    *syncBuffer // what the server logged
 }
+
+// logText is what the server has logged so far.
+func (s *testServer) logText() string { return s.log.String() }
 
 // startServer runs chargeonce against dbURL until the test ends. env
 // overrides the environment.
@@ -56,6 +60,7 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 	s := &testServer{
 		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
+		log:    &logs,
 	}
 	s.waitReady(t, exited, &logs)
 	return s

@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	"chargeonce/graph/scalar"
 	"chargeonce/payment"
@@ -35,7 +36,7 @@ var errorCodes = map[string]string{
 // logged and shown only as INTERNAL_SERVER_ERROR, so no internal detail
 // leaks. Only that last kind is logged as an ERROR: a client's mistake is
 // not the server's.
-func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
+func errorPresenter(log *slog.Logger, production bool) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		presented := graphql.DefaultErrorPresenter(ctx, err)
 		var domain *payment.Error
@@ -51,7 +52,7 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		var gqlErr *gqlerror.Error
 		if errors.As(err, &gqlErr) && gqlErr.Err == nil {
 			// Raised by gqlgen itself: the message is about the request.
-			return presentRequestError(ctx, presented)
+			return presentRequestError(ctx, presented, production)
 		}
 		if errors.Is(err, context.Canceled) {
 			log.InfoContext(ctx, "request canceled by the client", "request_id", RequestID(ctx), "path", fmt.Sprint(presented.Path))
@@ -84,7 +85,14 @@ func presentDomain(ctx context.Context, log *slog.Logger, presented *gqlerror.Er
 // presentRequestError gives gqlgen's errors about the request a code. A bad
 // value for an input (a variable, or a literal of the wrong type) is
 // BAD_USER_INPUT naming the input, like the domain's own input errors.
-func presentRequestError(ctx context.Context, e *gqlerror.Error) *gqlerror.Error {
+func presentRequestError(ctx context.Context, e *gqlerror.Error, production bool) *gqlerror.Error {
+	if production {
+		// No hints at the schema: gqlgen turns off field suggestions, and
+		// this cuts those of the other rules (arguments, types, enum values).
+		if i := strings.Index(e.Message, " Did you mean"); i >= 0 {
+			e.Message = e.Message[:i]
+		}
+	}
 	if e.Extensions == nil {
 		e.Extensions = map[string]any{}
 	}
@@ -99,11 +107,16 @@ func presentRequestError(ctx context.Context, e *gqlerror.Error) *gqlerror.Error
 		e.Path = nil
 		e.Extensions = map[string]any{"code": codeBadUserInput, "field": field}
 	case e.Rule == "ValuesOfCorrectType" && len(e.Locations) > 0:
-		field, v := literalAt(op, e.Locations[0])
+		// A literal of the wrong type, found by validation, before the
+		// document was kept: find it again in the raw query.
 		e.Extensions = map[string]any{"code": codeBadUserInput}
-		if v != nil {
-			e.Message = field + " " + expected(v.ExpectedType)
+		if field := literalAt(graphql.GetOperationContext(ctx).RawQuery, e.Locations[0]); field != "" {
 			e.Extensions["field"] = field
+			if m := cannotRepresent.FindStringSubmatch(e.Message); m != nil {
+				e.Message = field + " " + expected(&ast.Type{NamedType: m[1]})
+			} else {
+				e.Message = field + ": " + e.Message
+			}
 		}
 	case e.Message == "introspection disabled":
 		e.Extensions["code"] = "GRAPHQL_VALIDATION_FAILED"
@@ -114,7 +127,10 @@ func presentRequestError(ctx context.Context, e *gqlerror.Error) *gqlerror.Error
 	return e
 }
 
-var cannotUse = regexp.MustCompile(`^cannot use (?:value )?\S+ as (\w+)$`)
+var (
+	cannotUse       = regexp.MustCompile(`^cannot use (?:value )?\S+ as (\w+)$`)
+	cannotRepresent = regexp.MustCompile(`^(\w+) cannot represent`)
+)
 
 // rewordCoercion says what a variable's value must be, without the Go terms
 // of gqlparser's "cannot use string as Int".
@@ -187,20 +203,30 @@ func variableField(op *ast.OperationDefinition, path ast.Path) string {
 	return pathString(append(append(ast.Path{}, prefix...), path[1:]...))
 }
 
-// literalAt finds the literal argument value at loc, and names it.
-func literalAt(op *ast.OperationDefinition, loc gqlerror.Location) (string, *ast.Value) {
-	var found *ast.Value
+// literalAt names the argument value written at loc in query.
+func literalAt(query string, loc gqlerror.Location) string {
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		return ""
+	}
+	sets := make([]ast.SelectionSet, 0, len(doc.Operations)+len(doc.Fragments))
+	for _, op := range doc.Operations {
+		sets = append(sets, op.SelectionSet)
+	}
+	for _, f := range doc.Fragments {
+		sets = append(sets, f.SelectionSet)
+	}
 	var field string
-	if op != nil {
-		walkArguments(op.SelectionSet, func(at ast.Path, v *ast.Value) bool {
+	for _, set := range sets {
+		walkArguments(set, func(at ast.Path, v *ast.Value) bool {
 			if v.Position != nil && v.Position.Line == loc.Line && v.Position.Column == loc.Column {
-				found, field = v, pathString(at)
+				field = pathString(at)
 				return true
 			}
 			return false
 		})
 	}
-	return field, found
+	return field
 }
 
 // walkArguments calls fn with every argument value in set, and the values

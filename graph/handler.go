@@ -76,9 +76,11 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	}
 	srv.SetDisableSuggestion(cfg.Production)
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
-	srv.Use(extension.FixedComplexityLimit(complexityLimit))
+	// Before the complexity limit, so that a flood of chargeCard aliases is
+	// refused for what it is.
 	srv.Use(operationLimits{maxCharges: cfg.MaxChargesPerRequest, maxDepth: depthLimit, introspection: !cfg.Production})
-	srv.SetErrorPresenter(errorPresenter(log))
+	srv.Use(extension.FixedComplexityLimit(complexityLimit))
+	srv.SetErrorPresenter(errorPresenter(log, cfg.Production))
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		log.ErrorContext(ctx, "panic in resolver", "request_id", RequestID(ctx), "panic", p)
 		return errors.New("internal server error")

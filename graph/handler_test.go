@@ -16,7 +16,7 @@ import (
 func TestErrorPresenter(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
-	present := errorPresenter(slog.New(slog.NewTextHandler(&logs, nil)))
+	present := errorPresenter(slog.New(slog.NewTextHandler(&logs, nil)), false)
 	ctx := context.Background()
 
 	internal := present(ctx, fmt.Errorf("store: %w", errors.New(`dial tcp 10.1.2.3:5432: password "hunter2" rejected`)))

@@ -87,9 +87,9 @@ func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor,
 		stateFrom(ctx).setOperation(oc.Operation.Name, rootField(oc))
 	}
 	if errs != nil {
-		resp := exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs)
-		w.WriteHeader(http.StatusUnprocessableEntity)
-		writeJSON(w, resp)
+		// A well-formed request whose document or variables are refused: as
+		// the GraphQL-over-HTTP spec asks of application/json, status 200.
+		writeJSON(w, exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs))
 		return
 	}
 	if queryOnly && oc.Operation.Operation != ast.Query {

@@ -152,7 +152,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			ExpiresAt:      now.Add(s.cfg.Retention),
 		})
 		if err != nil {
-			if ErrorCode(err) == EUNAVAILABLE {
+			if ErrorCode(err) == EUNAVAILABLE && mayHaveRun(err) {
 				s.releaseLostClaim(ctx, m, key, id)
 			}
 			return Result{}, err

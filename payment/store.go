@@ -98,12 +98,30 @@ func uniqueViolation(err error) (constraint string, ok bool) {
 }
 
 // claim inserts the attempt; ok is false when the key was already claimed.
+// The claim takes its connection first, so that a failure to get one (the
+// database is away, or the pool is exhausted) is known to have sent nothing.
 func (s *store) claim(ctx context.Context, p sqlc.ClaimChargeAttemptParams) (a sqlc.ChargeAttempt, ok bool, err error) {
-	a, err = s.q.ClaimChargeAttempt(ctx, p)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return a, false, interpretError(fmt.Errorf("%w: %w", errNotSent, err))
+	}
+	defer conn.Release()
+	a, err = sqlc.New(conn).ClaimChargeAttempt(ctx, p)
 	if err = interpretError(err); err == errNotFound {
 		return a, false, nil
 	}
 	return a, err == nil, err
+}
+
+// errNotSent marks a statement that never reached the database.
+var errNotSent = errors.New("no database connection")
+
+// mayHaveRun reports whether a failed statement may nevertheless have run:
+// the connection broke or timed out after it was sent, and only its reply is
+// missing.
+func mayHaveRun(err error) bool {
+	var connectErr *pgconn.ConnectError
+	return !errors.Is(err, errNotSent) && !errors.As(err, &connectErr) && !pgconn.SafeToRetry(err)
 }
 
 func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (sqlc.GetChargeAttemptRow, error) {

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+)
+
+// chargeBody is a chargeCard request body whose input is the raw JSON given,
+// so that a test can send what no JSON encoder would.
+func chargeBody(key, rawInput string) string {
+	return `{"query":` + strconv.Quote(chargeCardMutation) + `,"variables":{"key":` + strconv.Quote(key) + `,"input":` + rawInput + `}}`
+}
+
+// inputWithAmount is a valid input but for the raw JSON amount.
+func inputWithAmount(rawAmount string) string {
+	return `{"amount":` + rawAmount + `,"currency":"USD","paymentMethod":"pm_card_visa"}`
+}
+
+func inputWithCurrency(currency string) string {
+	return `{"amount":100,"currency":` + strconv.Quote(currency) + `,"paymentMethod":"pm_card_visa"}`
+}
+
+// literalCharge is a chargeCard document with the input written in the query.
+func literalCharge(key, input string) string {
+	q := `mutation { chargeCard(idempotencyKey: ` + strconv.Quote(key) + `, input: ` + input + `) { status } }`
+	return `{"query":` + strconv.Quote(q) + `}`
+}
+
+// TestHostileInput_IsRefusedAndNothingIsStoredOrCharged sends every hostile
+// or malformed request the hardening issue lists to the real HTTP endpoint.
+// Each gets its answer as a GraphQL error with an extensions.code, in a
+// short body that quotes none of the input and names no Go type; none of
+// them stores an attempt or reaches the card provider.
+func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, map[string]string{"MAX_BODY_BYTES": "4096"})
+	pool := openPool(t, dbURL)
+	auth := func(kv ...string) http.Header { return jsonHeaders(append([]string{"Authorization", "Bearer demo-key"}, kv...)...) }
+	key := "hostile-key" // every charge below uses it: none may claim it
+	big := `{"query":"` + strings.Repeat("x", 5000) + `"}`
+	twoCharges := `{"query":"mutation { a: chargeCard(idempotencyKey: \"k1\", input: {amount: 100, currency: \"USD\", paymentMethod: \"pm_card_visa\"}) { status } b: chargeCard(idempotencyKey: \"k2\", input: {amount: 100, currency: \"USD\", paymentMethod: \"pm_card_visa\"}) { status } }"}`
+	deep := "{ __schema { types { fields { type { " + strings.Repeat("ofType { ", 14) + "name" + strings.Repeat(" }", 14+5)
+
+	tests := []struct {
+		name    string
+		method  string
+		headers http.Header
+		body    string
+		status  int
+		code    string
+		field   string
+	}{
+		// The body: size and shape.
+		{"body over MAX_BODY_BYTES", "POST", auth(), big, 413, "REQUEST_TOO_LARGE", ""},
+		{"empty body", "POST", auth(), "", 400, "BAD_USER_INPUT", ""},
+		{"malformed JSON", "POST", auth(), `{"query":"mutation { chargeCard`, 400, "BAD_USER_INPUT", ""},
+		{"body is a list", "POST", auth(), `[]`, 400, "BAD_USER_INPUT", ""},
+		{"body is null", "POST", auth(), `null`, 400, "BAD_USER_INPUT", ""},
+		{"data after the JSON object", "POST", auth(), chargeBody(key, inputWithAmount("100")) + ` {"query":"x"}`, 400, "BAD_USER_INPUT", ""},
+		{"query is a number", "POST", auth(), `{"query":5}`, 400, "BAD_USER_INPUT", "query"},
+		{"variables is a list", "POST", auth(), `{"query":"{__typename}","variables":[1]}`, 400, "BAD_USER_INPUT", "variables"},
+		{"document does not parse", "POST", auth(), `{"query":"mutation {"}`, 200, "GRAPHQL_PARSE_FAILED", ""},
+		{"unknown operation name", "POST", auth(), `{"query":"query A { __typename }","operationName":"B"}`, 200, "GRAPHQL_VALIDATION_FAILED", ""},
+		{"nested too deep", "POST", auth(), `{"query":` + strconv.Quote(deep) + `}`, 200, "GRAPHQL_VALIDATION_FAILED", ""},
+
+		// amount: a JSON integer only.
+		{"amount as a string", "POST", auth(), chargeBody(key, inputWithAmount(`"100"`)), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount with a fraction", "POST", auth(), chargeBody(key, inputWithAmount("1.5")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount as 100.0", "POST", auth(), chargeBody(key, inputWithAmount("100.0")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount in exponent form", "POST", auth(), chargeBody(key, inputWithAmount("1e3")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount of 2^63", "POST", auth(), chargeBody(key, inputWithAmount("9223372036854775808")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount of 2^62", "POST", auth(), chargeBody(key, inputWithAmount("4611686018427387904")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount true", "POST", auth(), chargeBody(key, inputWithAmount("true")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount null", "POST", auth(), chargeBody(key, inputWithAmount("null")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount as a string literal", "POST", auth(), literalCharge(key, `{amount: "100", currency: "USD", paymentMethod: "pm_card_visa"}`), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount as a float literal", "POST", auth(), literalCharge(key, `{amount: 1.5, currency: "USD", paymentMethod: "pm_card_visa"}`), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount as a string, variable named otherwise", "POST", auth(), `{"query":"mutation($k: String!, $in: ChargeCardInput!) { chargeCard(idempotencyKey: $k, input: $in) { status } }","variables":{"k":"` + key + `","in":` + inputWithAmount(`"100"`) + `}}`, 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount 1.5, variable named otherwise", "POST", auth(), `{"query":"mutation($k: String!, $in: ChargeCardInput!) { chargeCard(idempotencyKey: $k, input: $in) { status } }","variables":{"k":"` + key + `","in":` + inputWithAmount("1.5") + `}}`, 200, "BAD_USER_INPUT", "input.amount"},
+
+		// currency: active ISO 4217 codes only.
+		{"currency XXX (no currency)", "POST", auth(), chargeBody(key, inputWithCurrency("XXX")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency XTS (testing)", "POST", auth(), chargeBody(key, inputWithCurrency("XTS")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency USN (funds code)", "POST", auth(), chargeBody(key, inputWithCurrency("USN")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency XAU (gold)", "POST", auth(), chargeBody(key, inputWithCurrency("XAU")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency HRK (withdrawn)", "POST", auth(), chargeBody(key, inputWithCurrency("HRK")), 200, "BAD_USER_INPUT", "input.currency"},
+
+		// Headers.
+		{"two Idempotency-Key headers", "POST", auth("Idempotency-Key", key, "Idempotency-Key", "other"), chargeBody(key, inputWithAmount("100")), 400, "BAD_USER_INPUT", "Idempotency-Key"},
+		{"Idempotency-Key header differs from the argument", "POST", auth("Idempotency-Key", "other"), chargeBody(key, inputWithAmount("100")), 200, "BAD_USER_INPUT", "idempotencyKey"},
+		{"two Authorization headers", "POST", jsonHeaders("Authorization", "Bearer demo-key", "Authorization", "Bearer other"), chargeBody(key, inputWithAmount("100")), 200, "UNAUTHENTICATED", ""},
+
+		// Abuse: one charge per request.
+		{"two chargeCard fields in one document", "POST", auth(), twoCharges, 200, "BAD_USER_INPUT", ""},
+
+		// Transport: every refusal is a GraphQL error with a code.
+		{"mutation over GET", "GET", http.Header{"Authorization": {"Bearer demo-key"}}, "", 405, "BAD_REQUEST", ""},
+		{"text/plain body (a cross-site form)", "POST", http.Header{"Content-Type": {"text/plain"}, "Authorization": {"Bearer demo-key"}}, chargeBody(key, inputWithAmount("100")), 415, "BAD_REQUEST", "Content-Type"},
+		{"form-encoded body", "POST", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "query=" + url.QueryEscape(chargeCardMutation), 415, "BAD_REQUEST", "Content-Type"},
+		{"PUT", "PUT", auth(), chargeBody(key, inputWithAmount("100")), 405, "BAD_REQUEST", ""},
+		{"websocket upgrade", "GET", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, "", 400, "BAD_REQUEST", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := "/graphql"
+			if tt.name == "mutation over GET" {
+				path += "?query=" + url.QueryEscape(`mutation { chargeCard(idempotencyKey: "`+key+`", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } }`)
+			}
+			r := s.send(t, tt.method, path, tt.headers, strings.NewReader(tt.body))
+			require.Equal(t, tt.status, r.status, "%s", r.body)
+			require.Equal(t, "application/json", r.header.Get("Content-Type"))
+			require.NotEmpty(t, r.header.Get("X-Request-Id"))
+			require.Less(t, len(r.body), 4096, "a short answer")
+			for _, leak := range []string{"RawParams", "graphql.", "json:", "Go ", "tcp ", strings.Repeat("x", 64)} {
+				require.NotContains(t, string(r.body), leak, "no internals, no echo")
+			}
+			g := r.gql(t)
+			require.NotEmpty(t, g.Errors)
+			require.Nil(t, g.Data.ChargeCard)
+			require.Equal(t, tt.code, g.Errors[0].Extensions["code"], "%s", r.body)
+			require.NotEmpty(t, g.Errors[0].Message)
+			if tt.field != "" {
+				require.Equal(t, tt.field, g.Errors[0].Extensions["field"], "%s", r.body)
+				if _, name, ok := strings.Cut(tt.field, "."); ok {
+					require.Contains(t, g.Errors[0].Message, name, "the message names the field")
+				}
+			}
+		})
+	}
+
+	var attempts, charges int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT (SELECT count(*) FROM charge_attempts), (SELECT count(*) FROM cardsim.charges)").Scan(&attempts, &charges))
+	require.Zero(t, attempts, "nothing was claimed")
+	require.Zero(t, charges, "nothing reached the card provider")
+	require.NotContains(t, s.logText(), "level=ERROR", "a client's mistakes are not the server's errors")
+
+	// The same server still charges a good request, JPY (no minor units) included.
+	ok := s.send(t, "POST", "/graphql", auth(), strings.NewReader(chargeBody(key, `{"amount":500,"currency":"JPY","paymentMethod":"pm_card_visa"}`))).gql(t)
+	require.Empty(t, ok.Errors)
+	require.Equal(t, "SUCCEEDED", ok.Data.ChargeCard.Status)
+}
+
+// TestHugeBody_IsRefusedWithoutGrowingTheServer sends the issue's 64 MB
+// body, once with a Content-Length and once chunked, to the real server
+// binary: each is refused with 413 in a short answer, and the server's
+// resident memory stays about where it was.
+func TestHugeBody_IsRefusedWithoutGrowingTheServer(t *testing.T) {
+	t.Parallel()
+	p := startProcess(t, map[string]string{"DATABASE_URL": dbtest.NewDatabase(t)})
+	before := residentBytes(t, p.cmd.Process.Pid)
+	huge := make([]byte, 64<<20)
+	copy(huge, `{"query":"`)
+	for i := len(`{"query":"`); i < len(huge); i++ {
+		huge[i] = 'x'
+	}
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = bytes.NewReader(huge)
+		if chunked {
+			body = io.MultiReader(bytes.NewReader(huge)) // no length known: sent chunked
+		}
+		req, err := http.NewRequest(http.MethodPost, p.URL+"/graphql", body)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := p.client.Do(req)
+		require.NoError(t, err, "chunked=%v", chunked)
+		answer, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "chunked=%v: %s", chunked, answer)
+		require.Less(t, len(answer), 4096)
+		require.Contains(t, string(answer), `"code":"REQUEST_TOO_LARGE"`)
+		require.NotContains(t, string(answer), "xxxxxxxx")
+	}
+	after := residentBytes(t, p.cmd.Process.Pid)
+	t.Logf("server RSS %d MiB before, %d MiB after two 64 MiB bodies", before>>20, after>>20)
+	require.Less(t, after-before, int64(16<<20), "the server did not take the body into memory")
+}
+
+// residentBytes is a process's resident set size.
+func residentBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestAliasFlood_OneRequestChargesAtMostOnce sends the issue's document of
+// 100 aliased chargeCard fields, each with its own key, and the same through
+// fragments: it is refused as a whole, and nothing is claimed or charged.
+func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, nil)
+	pool := openPool(t, dbURL)
+	var doc strings.Builder
+	doc.WriteString("mutation {")
+	for i := range 100 {
+		fmt.Fprintf(&doc, ` c%d: chargeCard(idempotencyKey: "flood-%d", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status }`, i, i)
+	}
+	doc.WriteString(" }")
+	viaFragments := `mutation { ...A ...B } fragment A on Mutation { a: chargeCard(idempotencyKey: "frag-a", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } } fragment B on Mutation { b: chargeCard(idempotencyKey: "frag-b", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } }`
+	for name, query := range map[string]string{"100 aliases": doc.String(), "two fragments": viaFragments} {
+		body, err := json.Marshal(map[string]string{"query": query})
+		require.NoError(t, err)
+		g := s.send(t, "POST", "/graphql", jsonHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).gql(t)
+		require.Len(t, g.Errors, 1, name)
+		require.Equal(t, "BAD_USER_INPUT", g.Errors[0].Extensions["code"], name)
+		require.Contains(t, g.Errors[0].Message, "at most 1", name)
+	}
+	// A skipped second field does not run, so it does not count.
+	skipped := `mutation { a: chargeCard(idempotencyKey: "skip-a", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } b: chargeCard(idempotencyKey: "skip-b", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) @skip(if: true) { status } }`
+	body, err := json.Marshal(map[string]string{"query": skipped})
+	require.NoError(t, err)
+	g := s.send(t, "POST", "/graphql", jsonHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).gql(t)
+	require.Empty(t, g.Errors)
+
+	var attempts, charges int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT (SELECT count(*) FROM charge_attempts WHERE idempotency_key <> 'skip-a'), (SELECT count(*) FROM cardsim.charges)").Scan(&attempts, &charges))
+	require.Zero(t, attempts, "no key of a refused document was claimed")
+	require.Equal(t, 1, charges, "only the one charge that ran")
+}
