@@ -50,7 +50,9 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	s := startServer(t, dbURL, map[string]string{"MAX_BODY_BYTES": "4096"})
 	pool := openPool(t, dbURL)
-	auth := func(kv ...string) http.Header { return jsonHeaders(append([]string{"Authorization", "Bearer demo-key"}, kv...)...) }
+	auth := func(kv ...string) http.Header {
+		return jsonHeaders(append([]string{"Authorization", "Bearer demo-key"}, kv...)...)
+	}
 	key := "hostile-key" // every charge below uses it: none may claim it
 	big := `{"query":"` + strings.Repeat("x", 5000) + `"}`
 	twoCharges := `{"query":"mutation { a: chargeCard(idempotencyKey: \"k1\", input: {amount: 100, currency: \"USD\", paymentMethod: \"pm_card_visa\"}) { status } b: chargeCard(idempotencyKey: \"k2\", input: {amount: 100, currency: \"USD\", paymentMethod: \"pm_card_visa\"}) { status } }"}`
