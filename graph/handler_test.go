@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -35,4 +36,11 @@ func TestErrorPresenter(t *testing.T) {
 		require.Equal(t, "msg", e.Message)
 		require.Equal(t, "input.amount", e.Extensions["field"])
 	}
+
+	unavailable := present(ctx, &payment.Error{Code: payment.EUNAVAILABLE, Message: "the payment database is unavailable",
+		RetryAfter: 1500 * time.Millisecond, Err: errors.New("dial tcp 10.1.2.3:5432: connection refused")})
+	require.Equal(t, "SERVICE_UNAVAILABLE", unavailable.Extensions["code"])
+	require.Equal(t, 1500, unavailable.Extensions["retryAfterMs"])
+	require.NotContains(t, unavailable.Message, "10.1.2.3")
+	require.NotContains(t, logs.String(), "level=ERROR msg=\"database unavailable", "an outage is a warning, not an error")
 }

@@ -1,0 +1,76 @@
+package ratelimit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func withClock(l *Limiter) func(time.Duration) {
+	now := time.Unix(1_700_000_000, 0)
+	l.now = func() time.Time { return now }
+	return func(d time.Duration) { now = now.Add(d) }
+}
+
+func TestLimiter_BurstThenRate(t *testing.T) {
+	t.Parallel()
+	l := New(2, 3, 0) // 2 a second, bursts of 3
+	advance := withClock(l)
+	for i := range 3 {
+		ok, _ := l.Allow("m")
+		require.True(t, ok, "burst request %d", i)
+	}
+	ok, wait := l.Allow("m")
+	require.False(t, ok)
+	require.Equal(t, 500*time.Millisecond, wait, "one token every 500ms")
+	ok, _ = l.Allow("other")
+	require.True(t, ok, "keys have buckets of their own")
+
+	advance(499 * time.Millisecond)
+	ok, _ = l.Allow("m")
+	require.False(t, ok, "a refusal takes no token, and the next is not there yet")
+	advance(time.Millisecond)
+	ok, _ = l.Allow("m")
+	require.True(t, ok)
+}
+
+func TestLimiter_ExhaustedPeeksWithoutTaking(t *testing.T) {
+	t.Parallel()
+	l := New(1, 2, 0)
+	advance := withClock(l)
+	exhausted, _ := l.Exhausted("ip")
+	require.False(t, exhausted, "an unknown key has a full bucket")
+	for range 2 {
+		exhausted, _ = l.Exhausted("ip")
+		require.False(t, exhausted)
+		l.Allow("ip")
+	}
+	exhausted, wait := l.Exhausted("ip")
+	require.True(t, exhausted)
+	require.Equal(t, time.Second, wait)
+	advance(time.Second)
+	exhausted, _ = l.Exhausted("ip")
+	require.False(t, exhausted)
+}
+
+func TestLimiter_RemembersBoundedKeys(t *testing.T) {
+	t.Parallel()
+	l := New(1, 1, 10)
+	withClock(l)
+	for i := range 1000 {
+		l.Allow(fmt.Sprint(i))
+	}
+	require.Equal(t, 10, l.buckets.Len(), "memory stays bounded whatever keys callers invent")
+}
+
+func TestLimiter_NilAndZeroAllowEverything(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, New(0, 10, 0))
+	var l *Limiter
+	ok, _ := l.Allow("x")
+	require.True(t, ok)
+	exhausted, _ := l.Exhausted("x")
+	require.False(t, exhausted)
+}
