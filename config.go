@@ -32,14 +32,14 @@ type config struct {
 	DBTimeout         time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
 
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
-	MaxChargesPerRequest int   // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
+	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
 	// RATE_LIMIT_MERCHANT(_BURST): requests a second per merchant, and the
 	// burst; RATE_LIMIT_IP(_BURST): unauthenticated requests (and failed
 	// authentications) a second per client IP. 0 turns a limit off.
 	RateLimitMerchant      float64
-	RateLimitMerchantBurst int
+	RateLimitMerchantBurst int64
 	RateLimitIP            float64
-	RateLimitIPBurst       int
+	RateLimitIPBurst       int64
 
 	MetricsAddr string // METRICS_ADDR: a separate listener for /metrics; in development /metrics is also on the main port
 	LogFormat   string // LOG_FORMAT: json or text, default json in production and text in development
@@ -85,30 +85,34 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("LOG_FORMAT must be json or text, got %q", cfg.LogFormat)
 	}
 	for _, n := range []struct {
-		dst  any
-		name string
-		def  float64
-		min  float64
+		dst      *int64
+		name     string
+		def, min int64
 	}{
 		{&cfg.MaxBodyBytes, "MAX_BODY_BYTES", graph.MaxBodyBytesDefault, 1024},
 		{&cfg.MaxChargesPerRequest, "MAX_CHARGES_PER_REQUEST", graph.MaxChargesPerRequestDefault, 1},
-		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", rateLimitMerchantDefault, 0},
 		{&cfg.RateLimitMerchantBurst, "RATE_LIMIT_MERCHANT_BURST", rateLimitMerchantBurstDefault, 1},
-		{&cfg.RateLimitIP, "RATE_LIMIT_IP", rateLimitIPDefault, 0},
 		{&cfg.RateLimitIPBurst, "RATE_LIMIT_IP_BURST", rateLimitIPBurstDefault, 1},
 	} {
-		v, err := number(getenv, n.name, n.def, n.min)
+		v, err := integer(getenv, n.name, n.def, n.min)
 		if err != nil {
 			return cfg, err
 		}
-		switch dst := n.dst.(type) {
-		case *int64:
-			*dst = int64(v)
-		case *int:
-			*dst = int(v)
-		case *float64:
-			*dst = v
+		*n.dst = v
+	}
+	for _, r := range []struct {
+		dst  *float64
+		name string
+		def  float64
+	}{
+		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", rateLimitMerchantDefault},
+		{&cfg.RateLimitIP, "RATE_LIMIT_IP", rateLimitIPDefault},
+	} {
+		v, err := perSecond(getenv, r.name, r.def)
+		if err != nil {
+			return cfg, err
 		}
+		*r.dst = v
 	}
 	for _, d := range []struct {
 		dst       *time.Duration
@@ -164,16 +168,28 @@ const (
 	rateLimitIPBurstDefault       = 20
 )
 
-// number reads a non-negative number of at least min from the environment;
-// integers only where the default is one.
-func number(getenv func(string) string, name string, def, min float64) (float64, error) {
+// integer reads a whole number of at least min from the environment.
+func integer(getenv func(string) string, name string, def, min int64) (int64, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min {
+		return 0, fmt.Errorf("%s must be a whole number of at least %d, got %q", name, min, v)
+	}
+	return n, nil
+}
+
+// perSecond reads a rate (requests a second, 0 for no limit) from the environment.
+func perSecond(getenv func(string) string, name string, def float64) (float64, error) {
 	v := getenv(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || n < min || math.IsInf(n, 0) || (def == math.Trunc(def) && n != math.Trunc(n) && min >= 1) {
-		return 0, fmt.Errorf("%s must be a number of at least %g, got %q", name, min, v)
+	if err != nil || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+		return 0, fmt.Errorf("%s must be a number of requests a second (0 for no limit), got %q", name, v)
 	}
 	return n, nil
 }

@@ -24,6 +24,21 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, 24*time.Hour, cfg.KeyRetention)
 	require.Equal(t, 3*time.Second, cfg.SlowDelay)
 	require.Empty(t, cfg.CrashAt)
+	require.Equal(t, "127.0.0.1", cfg.Host, "development answers only this machine")
+	require.Equal(t, int64(64<<10), cfg.MaxBodyBytes)
+	require.Equal(t, int64(1), cfg.MaxChargesPerRequest)
+	require.Equal(t, 100.0, cfg.RateLimitMerchant)
+	require.Equal(t, int64(200), cfg.RateLimitMerchantBurst)
+	require.Equal(t, 10.0, cfg.RateLimitIP)
+	require.Equal(t, int64(20), cfg.RateLimitIPBurst)
+	require.Equal(t, 5*time.Second, cfg.DBTimeout)
+	require.Equal(t, "text", cfg.LogFormat)
+	require.Empty(t, cfg.MetricsAddr)
+
+	prod, err := loadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider"}))
+	require.NoError(t, err)
+	require.Empty(t, prod.Host, "production listens on every interface")
+	require.Equal(t, "json", prod.LogFormat)
 }
 
 func TestLoadConfig_RefusesBadValues(t *testing.T) {
@@ -42,11 +57,23 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		"production without db":     {"APP_ENV": "production", "PROVIDER_URL": "https://provider"},
 		"production, no provider":   {"APP_ENV": "production", "DATABASE_URL": "postgres://db"},
 		"crash fault in production": {"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "CHARGEONCE_CRASH_AT": "after-claim"},
+		"tiny body limit":           {"MAX_BODY_BYTES": "10"},
+		"body limit not a number":   {"MAX_BODY_BYTES": "64k"},
+		"zero charges per request":  {"MAX_CHARGES_PER_REQUEST": "0"},
+		"negative rate":             {"RATE_LIMIT_MERCHANT": "-1"},
+		"rate not a number":         {"RATE_LIMIT_IP": "lots"},
+		"fractional burst":          {"RATE_LIMIT_IP_BURST": "1.5"},
+		"unknown log format":        {"LOG_FORMAT": "xml"},
+		"zero database timeout":     {"DB_TIMEOUT": "0s"},
 	}
 	for name, vars := range tests {
 		_, err := loadConfig(env(vars))
 		require.Error(t, err, name)
 	}
+	limits, err := loadConfig(env(map[string]string{"RATE_LIMIT_MERCHANT": "0", "RATE_LIMIT_IP": "0.5"}))
+	require.NoError(t, err, "0 turns a limit off; rates may be fractions")
+	require.Zero(t, limits.RateLimitMerchant)
+	require.Equal(t, 0.5, limits.RateLimitIP)
 	cfg, err := loadConfig(env(map[string]string{"CHARGEONCE_CRASH_AT": "after-provider"}))
 	require.NoError(t, err, "crash faults are for development and tests")
 	require.EqualValues(t, "after-provider", cfg.CrashAt)

@@ -247,3 +247,24 @@ func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 	require.Zero(t, attempts, "no key of a refused document was claimed")
 	require.Equal(t, 1, charges, "only the one charge that ran")
 }
+
+// TestCrossOrigin_BrowsersGetNoAccess: chargeonce sends no CORS headers, so
+// a page on another origin can neither pass a preflight (needed for the
+// Authorization header and a JSON body) nor read an answer; the
+// cross-site forms a browser sends without a preflight are refused (see
+// the text/plain and form-encoded cases above).
+func TestCrossOrigin_BrowsersGetNoAccess(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, dbtest.NewDatabase(t), nil)
+	preflight := s.send(t, "OPTIONS", "/graphql", http.Header{
+		"Origin": {"https://evil.example"}, "Access-Control-Request-Method": {"POST"},
+		"Access-Control-Request-Headers": {"authorization, content-type"},
+	}, nil)
+	post := s.send(t, "POST", "/graphql", jsonHeaders("Origin", "https://evil.example", "Authorization", "Bearer demo-key"),
+		strings.NewReader(`{"query":"{ __typename }"}`))
+	for name, r := range map[string]rawResponse{"preflight": preflight, "POST": post} {
+		for h := range r.header {
+			require.False(t, strings.HasPrefix(strings.ToLower(h), "access-control-allow"), "%s: %s", name, h)
+		}
+	}
+}
