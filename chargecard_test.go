@@ -184,6 +184,13 @@ func TestChargeCard_UnknownOutcome_StaysProcessing(t *testing.T) {
 		require.Equal(t, want.afterRetry, retry.Status, pm)
 		require.Len(t, s.providerCharges(t, "demo", key), want.providerCharges, "%s: a retry does not charge again", pm)
 	}
+	// The service's own lines about a request carry its request id.
+	for _, line := range strings.Split(s.logText(), "\n") {
+		if strings.Contains(line, "provider outcome unknown") {
+			require.Contains(t, line, "request_id=", line)
+		}
+	}
+	require.Contains(t, s.logText(), "provider outcome unknown")
 }
 
 func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {

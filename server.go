@@ -204,15 +204,6 @@ func newPaymentService(cfg config, pool *pgxpool.Pool, providerURL string, log *
 	return payment.NewService(pool, payment.NewHTTPProvider(providerURL, providerTimeout), pc)
 }
 
-// newLogger logs to w as LOG_FORMAT says: JSON for machines in production,
-// text for people in development.
-func newLogger(cfg config, w io.Writer) *slog.Logger {
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, nil))
-	}
-	return slog.New(slog.NewTextHandler(w, nil))
-}
-
 // openDatabase connects to DATABASE_URL, or in development to a project-local
 // PostgreSQL under DATA_DIR that it starts, and applies migrations.
 func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, func(), error) {

@@ -209,7 +209,7 @@ func (s *Service) answerRetry(ctx, dbCtx context.Context, m Merchant, row sqlc.G
 		if ok {
 			s.metrics.RetryTakeovers.Inc()
 			log := s.log.With("merchant", m.Name, "idempotency_key", taken.IdempotencyKey, "attempt_id", taken.ID, "attempt", taken.Attempt)
-			log.Info("retry took over an attempt nobody held")
+			log.InfoContext(ctx, "retry took over an attempt nobody held")
 			return s.resume(context.WithoutCancel(ctx), log, m, taken), nil
 		}
 		// Another retry or the reconciler took it a moment ago: report theirs.
@@ -243,7 +243,7 @@ func (s *Service) releaseLostClaim(ctx context.Context, m Merchant, key string, 
 		return err
 	})
 	if err != nil {
-		s.log.Warn("claim outcome unknown and its lease could not be released; a retry waits for the lease to end",
+		s.log.WarnContext(ctx, "claim outcome unknown and its lease could not be released; a retry waits for the lease to end",
 			"merchant", m.Name, "idempotency_key", key, "attempt_id", id, "err", err)
 	}
 }
@@ -264,11 +264,11 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 		// the reconciler now rather than when the lease runs out.
 		now := s.cfg.Now()
 		if err := s.store.release(ctx, a, now); err != nil {
-			log.Warn("could not release the lease; the reconciler takes over when it ends", "err", err)
+			log.WarnContext(ctx, "could not release the lease; the reconciler takes over when it ends", "err", err)
 		} else {
 			a.LockedUntil = now
 		}
-		log.Warn("provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
+		log.WarnContext(ctx, "provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
 		s.metrics.OutcomeUnknown.Inc()
 		return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 	}
@@ -284,8 +284,8 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
 		func(ctx context.Context) error {
 			row, err = s.finalize(ctx, a, pc, metrics.ByRequest)
-			if err != nil && !errors.Is(err, errFenced) && ErrorCode(err) == EINTERNAL {
-				log.Warn("could not record the provider's answer yet; retrying", "err", err)
+			if code := ErrorCode(err); err != nil && !errors.Is(err, errFenced) && (code == EUNAVAILABLE || code == EINTERNAL) {
+				log.WarnContext(ctx, "could not record the provider's answer yet; retrying", "err", err)
 				return goretry.RetryableError(err)
 			}
 			return err
@@ -293,7 +293,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 	switch {
 	case errors.Is(err, errFenced):
 		// Someone else finalized the attempt first; theirs is the stored answer.
-		log.Info("attempt was finalized by another holder; answering with the stored result")
+		log.InfoContext(ctx, "attempt was finalized by another holder; answering with the stored result")
 		if row, err = s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
 			return s.result(row, true)
 		}
@@ -301,12 +301,12 @@ func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) 
 	case err != nil:
 		// The provider answered but the answer is not stored. The attempt stays
 		// PROCESSING; the reconciler asks the provider by our key when the lease ends.
-		log.Error("could not record the provider's answer; attempt stays PROCESSING",
+		log.ErrorContext(ctx, "could not record the provider's answer; attempt stays PROCESSING",
 			"provider_charge_id", pc.ID, "succeeded", pc.Succeeded, "err", err)
 		return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 	}
 	s.cfg.Fault(FaultAfterFinalize)
-	log.Info("charge attempt finalized", "status", row.ChargeAttempt.Status, "provider_charge_id", pc.ID)
+	log.InfoContext(ctx, "charge attempt finalized", "status", row.ChargeAttempt.Status, "provider_charge_id", pc.ID)
 	return s.result(row, false)
 }
 
@@ -375,7 +375,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a sq
 	defer cancel()
 	row, err := s.finalize(writeCtx, a, *pc, by)
 	if errors.Is(err, errFenced) {
-		log.Info("attempt was finalized by another holder; nothing to do")
+		log.InfoContext(ctx, "attempt was finalized by another holder; nothing to do")
 		return settlement{fenced: true}
 	}
 	if err != nil {
@@ -386,7 +386,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a sq
 	if by == metrics.ByRequest {
 		msg = "retry takeover: attempt finalized"
 	}
-	log.Info(msg, "status", row.ChargeAttempt.Status, "reason", reason,
+	log.InfoContext(ctx, msg, "status", row.ChargeAttempt.Status, "reason", reason,
 		"provider_charge_id", pc.ID, "failure_code", pc.FailureCode)
 	return settlement{row: row, final: true}
 }
@@ -395,9 +395,9 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a sq
 // so that the next pass or retry takes it at once rather than when the
 // lease ends.
 func (s *Service) leaveOpen(ctx context.Context, log *slog.Logger, a sqlc.ChargeAttempt, reason string, err error) {
-	log.Warn("attempt stays PROCESSING", "reason", reason, "err", err)
+	log.WarnContext(ctx, "attempt stays PROCESSING", "reason", reason, "err", err)
 	if err := s.store.release(context.WithoutCancel(ctx), a, s.cfg.Now()); err != nil {
-		log.Warn("could not release the lease", "err", err)
+		log.WarnContext(ctx, "could not release the lease", "err", err)
 	}
 }
 
