@@ -84,7 +84,7 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesWithinASecond(t *testing.T) {
 	pool := openPool(t, dbURL) // around the proxy
 
 	key := newKey()
-	proxy.cutNextInsertReply()
+	proxy.cutInsertReply(0) // the claim is the charge's first INSERT
 	first := s.do(t, bearer("demo-key"), chargeCardMutation, map[string]any{"key": key, "input": visa(1999)})
 	require.Equal(t, int32(1), proxy.cuts.Load(), "the claim's reply was cut")
 	require.Equal(t, "SERVICE_UNAVAILABLE", first.code(t))
@@ -111,6 +111,31 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesWithinASecond(t *testing.T) {
 	require.Equal(t, retry.Data.ChargeCard.Charge.ID, replay.Charge.ID)
 }
 
+// TestChargeCard_RecordingCutOff_IsWrittenAgain cuts the connection that
+// records a provider's answer (the charge's INSERT, inside the finalizing
+// transaction, which dies with it): the request writes the answer again on a
+// new connection and answers SUCCEEDED itself, rather than leaving the
+// attempt to the reconciler.
+func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	proxy := startPGProxy(t, dbURL)
+	s := startServer(t, proxy.url, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	pool := openPool(t, dbURL)
+
+	key := newKey()
+	proxy.cutInsertReply(2) // the claim, the simulator's own charge, then ours
+	p := s.chargeCard(t, "demo-key", key, visa(1999)).Data.ChargeCard
+	require.Equal(t, int32(1), proxy.cuts.Load(), "the recording was cut")
+	require.Equal(t, "SUCCEEDED", p.Status)
+	require.False(t, p.Replayed)
+	require.Len(t, s.providerCharges(t, "demo", key), 1)
+	var recorded int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM charges").Scan(&recorded))
+	require.Equal(t, 1, recorded)
+	require.Contains(t, s.logText(), "could not record the provider's answer yet; retrying")
+}
+
 func jsonBody(t *testing.T, v any) io.Reader {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -119,14 +144,19 @@ func jsonBody(t *testing.T, v any) io.Reader {
 }
 
 // pgProxy forwards TCP between chargeonce and PostgreSQL and, when armed,
-// cuts the connection that carries the next successful INSERT after
-// PostgreSQL has committed it (its ReadyForQuery) and before the client has
-// any of the statement's completion: the commit happens, its reply is lost.
+// cuts the connection that carries a chosen successful INSERT once
+// PostgreSQL is done with it (its ReadyForQuery), before the client hears
+// that it completed. Outside a transaction the INSERT has then committed and
+// only its reply is lost; inside one, the transaction dies with the
+// connection.
 type pgProxy struct {
 	url      string // dbURL, through the proxy
 	upstream string
-	armed    atomic.Bool
 	cuts     atomic.Int32
+
+	mu     sync.Mutex
+	armed  bool
+	toPass int // INSERTs still to let through before the cut
 }
 
 func startPGProxy(t *testing.T, dbURL string) *pgProxy {
@@ -156,7 +186,27 @@ func startPGProxy(t *testing.T, dbURL string) *pgProxy {
 	return p
 }
 
-func (p *pgProxy) cutNextInsertReply() { p.armed.Store(true) }
+// cutInsertReply cuts the reply of the INSERT that comes after pass others.
+func (p *pgProxy) cutInsertReply(pass int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed, p.toPass = true, pass
+}
+
+// cutThis reports whether the INSERT just completed is the one to cut.
+func (p *pgProxy) cutThis() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.armed {
+		return false
+	}
+	if p.toPass > 0 {
+		p.toPass--
+		return false
+	}
+	p.armed = false
+	return true
+}
 
 func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 	server, err := net.Dial("tcp", p.upstream)
@@ -181,18 +231,13 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 			return
 		}
 		switch {
-		case held == nil && msg[0] == 'C' && strings.HasPrefix(string(msg[5:]), "INSERT 0 1") && p.armed.Load():
+		case held == nil && msg[0] == 'C' && strings.HasPrefix(string(msg[5:]), "INSERT 0 1") && p.cutThis():
 			held = msg
 			continue
 		case held != nil && msg[0] == 'Z':
-			if p.armed.CompareAndSwap(true, false) {
-				p.cuts.Add(1)
-				return // committed; the client hears nothing more
-			}
-			msg = append(held, msg...) // another connection took the cut
-			held = nil
+			p.cuts.Add(1)
+			return // the client hears nothing more
 		case held != nil:
-			held = append(held, msg...)
 			continue
 		}
 		if _, err := client.Write(msg); err != nil {

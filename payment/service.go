@@ -122,7 +122,16 @@ const finalizeTimeout = 10 * time.Second
 // by nobody (its holder died, gave up, or never learned that its claim
 // committed) takes it over and settles it at once. While the database cannot
 // be reached the answer is EUNAVAILABLE, and nothing is charged.
-func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in ChargeInput) (Result, error) {
+func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in ChargeInput) (_ Result, err error) {
+	// Every error is answered before the provider is called: say so.
+	defer func() {
+		var e *Error
+		if errors.As(err, &e) && e.Code == EUNAVAILABLE {
+			unavailable := *e
+			unavailable.Message = "the payment database is unavailable; nothing was charged. Retry the same request with the same idempotency key after retryAfterMs"
+			err = &unavailable
+		}
+	}()
 	if err := ValidateKey(key); err != nil {
 		return Result{}, err
 	}

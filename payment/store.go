@@ -48,7 +48,7 @@ func interpretError(err error) error {
 	}
 	if unavailable(err) {
 		return &Error{Code: EUNAVAILABLE, RetryAfter: UnavailableRetryAfter, Err: err,
-			Message: "the payment database is unavailable; nothing was charged. Retry the same request with the same idempotency key"}
+			Message: "the payment database is unavailable; retry the same request with the same idempotency key after retryAfterMs"}
 	}
 	if constraint, ok := uniqueViolation(err); ok {
 		if constraint == "charge_attempts_order_idx" || constraint == "charges_order_idx" {
