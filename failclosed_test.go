@@ -70,13 +70,15 @@ func TestDatabaseDown_ChargesNothingAndRecoversByItself(t *testing.T) {
 	require.NotContains(t, s.logText(), "level=ERROR", "an outage is not a bug")
 }
 
-// TestChargeCard_ClaimReplyLost_RetryFinishesWithinASecond cuts chargeonce's
+// TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce cuts chargeonce's
 // connection to PostgreSQL right after the claim has committed and before its
 // reply arrives: the request cannot know it holds the attempt, answers
-// SERVICE_UNAVAILABLE, and gives the lease back. The client's retry then
-// finds the attempt nobody holds, takes it over and charges at once, instead
-// of waiting a whole lease (30 s here, with the reconciler off).
-func TestChargeCard_ClaimReplyLost_RetryFinishesWithinASecond(t *testing.T) {
+// SERVICE_UNAVAILABLE, and gives the lease back. The client's one retry then
+// finds the attempt nobody holds, takes it over and charges, instead of
+// waiting a whole lease (30 s here, with the reconciler off). It takes
+// milliseconds; the bound below is loose only because this machine runs many
+// tests at once, some of them starting PostgreSQL servers.
+func TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	proxy := startPGProxy(t, dbURL)
@@ -102,7 +104,8 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesWithinASecond(t *testing.T) {
 	took := time.Since(start)
 	require.Empty(t, retry.Errors)
 	require.Equal(t, "SUCCEEDED", retry.Data.ChargeCard.Status)
-	require.Less(t, took, time.Second, "the retry finished the attempt at once")
+	t.Logf("the retry settled the attempt in %s", took.Round(time.Millisecond))
+	require.Less(t, took, 5*time.Second, "the retry finished the attempt at once, not after the 30 s lease")
 	charges := s.providerCharges(t, "demo", key)
 	require.Len(t, charges, 1)
 	require.Equal(t, charges[0].ID, retry.Data.ChargeCard.Charge.ProviderChargeID)

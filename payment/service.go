@@ -257,8 +257,10 @@ func (s *Service) releaseLostClaim(ctx context.Context, m Merchant, key string, 
 	}
 }
 
-// lostClaimReleaseBudget bounds releaseLostClaim, which delays an error answer.
-const lostClaimReleaseBudget = time.Second
+// lostClaimReleaseBudget bounds releaseLostClaim, which delays an error
+// answer. The release usually needs a new connection, which a loaded
+// database may take a second or more to give.
+const lostClaimReleaseBudget = 5 * time.Second
 
 // charge calls the provider for a freshly claimed attempt and records the outcome.
 func (s *Service) charge(ctx context.Context, m Merchant, a sqlc.ChargeAttempt) Result {
