@@ -137,6 +137,71 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     await expectLedgerPanel(page, 1);
   });
 
+  it('server busy: SERVICE_UNAVAILABLE is retried with the same key after retryAfterMs, one charge', async () => {
+    // The first chargeCard gets chargeonce's answer for a database outage
+    // (the Go tests prove the server gives it); the rest reach the server.
+    const retryAfterMs = 2_000;
+    const sent: { key: string; at: number }[] = [];
+    await page.route('**/graphql', async (route) => {
+      const body = route.request().postDataJSON() as { operationName?: string; variables?: { idempotencyKey?: string } };
+      if (body.operationName !== 'ChargeCard') return route.continue();
+      sent.push({ key: body.variables?.idempotencyKey ?? '', at: Date.now() });
+      if (sent.length > 1) return route.continue();
+      const message = 'the payment database is unavailable; nothing was charged. Retry the same request with the same idempotency key';
+      return route.fulfill({
+        status: 503,
+        headers: { 'Retry-After': '2' },
+        contentType: 'application/json',
+        body: JSON.stringify({ errors: [{ message, extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs } }] }),
+      });
+    });
+    await page.getByTestId('pay').click();
+
+    await expectFinal(page, 'SUCCEEDED');
+    // The busy answer ran nothing, so the retry is the first charge, not a replay.
+    await expect(page.getByTestId('replayed').textContent()).resolves.toBe('false');
+    const key = await storedKey(page);
+    expect(await timeline(page)).toEqual([
+      { operation: 'chargeCard', outcome: 'graphql-error', key, status: '', replayed: '' },
+      { operation: 'chargeCard', outcome: 'answered', key, status: 'SUCCEEDED', replayed: 'false' },
+    ]);
+    await expect(page.getByTestId('timeline').textContent()).resolves.toContain('SERVICE_UNAVAILABLE, retry after 2000 ms');
+    expect(sent.map((s) => s.key)).toEqual([key, key]);
+    expect(sent[1].at - sent[0].at).toBeGreaterThanOrEqual(retryAfterMs);
+
+    expect((await ledger(key!)).map((c) => c.status)).toEqual(['succeeded']);
+    await expectLedgerPanel(page, 1);
+  });
+
+  it('rate limited on every try: the page says so, and Pay sends the same key again', async () => {
+    const tries: string[] = [];
+    await page.route('**/graphql', async (route) => {
+      const body = route.request().postDataJSON() as { operationName?: string; variables?: { idempotencyKey?: string } };
+      if (body.operationName !== 'ChargeCard') return route.continue();
+      tries.push(body.variables?.idempotencyKey ?? '');
+      if (tries.length > 4) return route.continue();
+      return route.fulfill({
+        status: 429,
+        headers: { 'Retry-After': '1' },
+        contentType: 'application/json',
+        body: JSON.stringify({ errors: [{ message: 'too many requests for this merchant', extensions: { code: 'RATE_LIMITED', retryAfterMs: 100 } }] }),
+      });
+    });
+    await page.getByTestId('pay').click();
+
+    const pay = page.getByRole('button', { name: /same attempt/ });
+    await pay.waitFor({ timeout: 20_000 });
+    await expect(page.getByTestId('outcome').textContent()).resolves.toContain('The payment service is busy');
+    await expect(pay.isDisabled()).resolves.toBe(false);
+    await pay.click();
+
+    await expectFinal(page, 'SUCCEEDED');
+    const key = await storedKey(page);
+    expect(tries).toEqual([key, key, key, key, key]);
+    expect((await timeline(page)).map((r) => r.outcome)).toEqual([...Array(4).fill('graphql-error'), 'answered']);
+    expect((await ledger(key!)).map((c) => c.status)).toEqual(['succeeded']);
+  });
+
   it('double click: one charge', async () => {
     await page.getByTestId('pay').dblclick();
 

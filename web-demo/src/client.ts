@@ -1,8 +1,7 @@
-// The demo's GraphQL client: urql with the retry exchange in front of fetch.
+// The demo's GraphQL client: urql with the retry exchanges in front of fetch.
 // No cache exchange: every chargeStatus poll must reach the server.
 import { Client, fetchExchange } from '@urql/core';
-import { retryExchange } from '@urql/exchange-retry';
-import { retryOptions, type RetryModeOptions } from './retry';
+import { retryExchanges, type RetryModeOptions } from './retry';
 import { recordingFetch, type TransportHooks } from './transport';
 
 export interface ClientOptions extends RetryModeOptions {
@@ -19,7 +18,7 @@ export interface ClientOptions extends RetryModeOptions {
 export function createClient({ url = '/graphql', apiKey, hooks, unsafe, mintKey }: ClientOptions): Client {
   return new Client({
     url,
-    exchanges: [retryExchange(retryOptions({ unsafe, mintKey })), fetchExchange],
+    exchanges: [...retryExchanges({ unsafe, mintKey }), fetchExchange],
     fetch: recordingFetch(hooks),
     fetchOptions: { headers: { Authorization: `Bearer ${apiKey}` } },
     // POST for queries too: one request shape for the timeline to read.

@@ -12,7 +12,7 @@ import {
   type ChargeResultFragment,
 } from './generated/graphql';
 import { fetchLedger, type Ledger } from './ledger';
-import { isRetryable, pollDelayMs, retryPolicy } from './retry';
+import { isRetryable, isRetryableCode, pollDelayMs, retryPolicy } from './retry';
 import { Timeline } from './timeline';
 import { dropResponse, type RequestRecord } from './transport';
 
@@ -58,16 +58,18 @@ function h<K extends keyof HTMLElementTagNameMap>(
   return e;
 }
 
+const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
 const shortKey = (k: string) => (k.length > 13 ? `${k.slice(0, 8)}…${k.slice(-4)}` : k);
 
 // ---- state -----------------------------------------------------------------
 
 type View =
   | { kind: 'ready'; note?: string }
-  | { kind: 'paying'; lost?: boolean }
+  | { kind: 'paying'; retrying?: string } // why the client sends the request again
   | { kind: 'resuming' }
   | { kind: 'processing'; polls: number; nextPollMs: number }
-  | { kind: 'unknown' }
+  | { kind: 'unknown'; code?: string } // every try failed: no answer, or a retryable error
   | { kind: 'final'; payload: ChargeResultFragment }
   | { kind: 'error'; message: string; code?: string };
 
@@ -99,7 +101,8 @@ const client = createClient({
     update(r) {
       timeline.update(r);
       renderTimeline();
-      if (r.outcome === 'network-error' && view.kind === 'paying') setView({ kind: 'paying', lost: true });
+      const why = retryReason(r);
+      if (why && view.kind === 'paying') setView({ kind: 'paying', retrying: why });
       if (r.outcome !== 'pending') void refreshLedger();
     },
   },
@@ -138,7 +141,10 @@ async function pay(): Promise<void> {
     if (gen !== generation) return;
     await handleAnswer(attempt, res.data?.chargeCard, res.error, gen);
   } finally {
-    if (gen === generation) paying = false;
+    if (gen === generation) {
+      paying = false;
+      renderControls(); // the view was drawn while paying: Pay is usable again
+    }
   }
 }
 
@@ -150,7 +156,7 @@ async function handleAnswer(
 ): Promise<void> {
   if (error) {
     if (isRetryable(error)) {
-      setView({ kind: 'unknown' });
+      setView({ kind: 'unknown', code: error.graphQLErrors[0]?.extensions?.code as string | undefined });
     } else {
       const first = error.graphQLErrors[0];
       setView({ kind: 'error', message: first?.message ?? error.message, code: first?.extensions?.code as string | undefined });
@@ -184,7 +190,7 @@ async function poll(attempt: Attempt, answer: ChargeResultFragment, gen: number)
     if (gen !== generation) return;
     const res = await client.query(ChargeStatusDocument, { idempotencyKey: answer.idempotencyKey }).toPromise();
     if (gen !== generation) return;
-    if (res.error && isRetryable(res.error)) continue; // the network again: keep asking
+    if (res.error && isRetryable(res.error)) continue; // no answer, or a busy server: keep asking
     const p = res.data?.chargeStatus;
     if (res.error || !p || p.status !== 'PROCESSING') {
       await handleAnswer(attempt, p, res.error, gen);
@@ -233,6 +239,15 @@ async function refreshLedger(): Promise<void> {
   }
   renderLedger();
   if (view.kind === 'final') renderOutcome();
+}
+
+/** Why the client sends a request again after the answer r, or null. */
+function retryReason(r: RequestRecord): string | null {
+  if (r.outcome === 'network-error') return 'The response was lost.';
+  if (r.outcome !== 'graphql-error' || !isRetryableCode(r.detail)) return null;
+  return r.retryAfterMs
+    ? `The server answered ${r.detail} and asked to wait ${seconds(r.retryAfterMs)}.`
+    : `The server answered ${r.detail}.`;
 }
 
 // ---- rendering ---------------------------------------------------------------
@@ -315,10 +330,10 @@ function renderOutcome(): void {
       out.classList.add('is-pending');
       out.append(
         spinnerLine(
-          v.lost
+          v.retrying
             ? unsafe.checked
-              ? 'The response was lost. Retrying with a NEW key (unsafe mode)…'
-              : 'The response was lost. Retrying automatically with the same key…'
+              ? `${v.retrying} Retrying with a NEW key (unsafe mode)…`
+              : `${v.retrying} Retrying automatically with the same key…`
             : 'Contacting your bank…',
         ),
       );
@@ -333,23 +348,32 @@ function renderOutcome(): void {
           v.polls < 3
             ? 'Your bank has not confirmed the payment yet. This page checks again in '
             : 'Still waiting for the card provider to confirm. The attempt stays open, and paying again could not charge twice. Next check in ',
-          h('span', { 'data-testid': 'next-poll' }, `${(v.nextPollMs / 1000).toFixed(v.nextPollMs < 10_000 ? 1 : 0)} s`),
+          h('span', { 'data-testid': 'next-poll' }, seconds(v.nextPollMs)),
           '.',
         ),
       );
       return;
-    case 'unknown':
+    case 'unknown': {
       out.classList.add('is-warning');
+      const tries = retryPolicy.maxNumberAttempts;
+      const busy = v.code === 'SERVICE_UNAVAILABLE' || v.code === 'RATE_LIMITED';
       out.append(
-        statusHead(null, 'We could not reach the server'),
+        statusHead(null, !v.code ? 'We could not reach the server' : busy ? 'The payment service is busy' : 'The server had a problem'),
         h(
           'p',
           {},
-          `No answer after ${retryPolicy.maxNumberAttempts} tries. Your card may or may not have been charged. ` +
-            'Pay again: it sends the same key, so it cannot charge twice.',
+          !v.code
+            ? `No answer after ${tries} tries. Your card may or may not have been charged. `
+            : busy
+              ? `It answered ${v.code} to the last of ${tries} tries, and ran nothing then. `
+              : `It answered ${v.code} to the last of ${tries} tries. Your card may or may not have been charged. `,
+          busy ? 'Pay again in a moment: ' : 'Pay again: ',
+          'it sends the same key, so it cannot charge twice.',
         ),
       );
+      if (v.code) out.append(h('p', { class: 'code' }, v.code));
       return;
+    }
     case 'error':
       out.classList.add('is-error');
       out.append(statusHead(null, 'The payment was refused'), h('p', {}, v.message));
@@ -428,7 +452,11 @@ function describe(r: RequestRecord): { text: string; tone: string } {
         tone: 'error',
       };
     case 'graphql-error':
-      return { text: `error ${r.detail ?? ''}`.trim(), tone: 'error' };
+      return {
+        text: `error ${r.detail ?? ''}${r.retryAfterMs ? `, retry after ${r.retryAfterMs} ms` : ''}`.trim(),
+        // A code worth a retry is a busy or failing server, not a refusal.
+        tone: isRetryableCode(r.detail) ? 'warn' : 'error',
+      };
     case 'answered':
       if (r.status === null) return { text: 'unknown key: the server never got this attempt', tone: 'warn' };
       return { text: `${r.status}${r.replayed ? ' · replayed: true' : ''}`, tone: r.status === 'FAILED' ? 'error' : r.status === 'SUCCEEDED' ? 'ok' : 'pending' };

@@ -1,28 +1,66 @@
-// The retry policy of the demo's GraphQL client, for @urql/exchange-retry,
-// and the polling policy for PROCESSING answers.
+// The retry policy of the demo's GraphQL client, and the polling policy for
+// PROCESSING answers.
 //
-// Only network errors are retried: the request may or may not have reached
-// the server, and sending it again with the same idempotency key is safe
-// because chargeonce answers a repeat with the stored result (replayed: true)
-// instead of charging again. A GraphQL error is an answer (a bad input, a key
-// reused with another input) and retrying it would get the same answer.
-import type { CombinedError, Operation } from '@urql/core';
-import { makeOperation } from '@urql/core';
-import type { RetryExchangeOptions } from '@urql/exchange-retry';
+// A request is sent again, with the same idempotency key, when its outcome is
+// unknown or when the server ran nothing and asked for another try:
+//   - a network error: the request may or may not have reached the server,
+//     and chargeonce answers a repeat with the stored result (replayed: true)
+//     instead of charging again;
+//   - SERVICE_UNAVAILABLE (503) and RATE_LIMITED (429): nothing was run, and
+//     extensions.retryAfterMs says when to come back;
+//   - INTERNAL_SERVER_ERROR: a retry with the same key is always safe.
+// Any other GraphQL error is an answer (a bad input, a key reused with another
+// input, an order already paid, a request too large), and sending the same
+// request again would get the same answer.
+//
+// urql's fetchExchange parses a JSON body whatever the HTTP status, so a 503
+// or 429 from chargeonce arrives as error.graphQLErrors, with no networkError
+// (error.response is the HTTP response). The policy therefore goes by
+// extensions.code. A non-JSON error page (a proxy's 502) is a network error.
+import type { CombinedError, Exchange, Operation } from '@urql/core';
+import { makeOperation, mapExchange } from '@urql/core';
+import { retryExchange, type RetryExchangeOptions } from '@urql/exchange-retry';
 
-/** How the client retries a request that got no answer. */
-export const retryPolicy = {
+export interface RetryPolicy {
   /** The first retry waits 1.5 to 2.5 times this (randomDelay), later ones grow. */
+  initialDelayMs: number;
+  /** The longest wait before a retry, the server's retryAfterMs included. */
+  maxDelayMs: number;
+  randomDelay: boolean;
+  /** Attempts in all, the first one included, whatever the errors were. */
+  maxNumberAttempts: number;
+}
+
+/** How the client retries a request. */
+export const retryPolicy: Readonly<RetryPolicy> = {
   initialDelayMs: 400,
   maxDelayMs: 4_000,
   randomDelay: true,
-  /** Attempts in all, the first one included. */
   maxNumberAttempts: 4,
-} as const;
+};
 
-/** Whether an error leaves the outcome unknown, so that a retry may help. */
+/** The GraphQL error codes after which the same request may be sent again. */
+export const retryableCodes: ReadonlySet<string> = new Set(['SERVICE_UNAVAILABLE', 'RATE_LIMITED', 'INTERNAL_SERVER_ERROR']);
+
+export function isRetryableCode(code: unknown): boolean {
+  return typeof code === 'string' && retryableCodes.has(code);
+}
+
+/** Whether a retry with the same key may help: see the top of this file. */
 export function isRetryable(error: CombinedError | undefined | null): boolean {
-  return !!error && !!error.networkError && error.graphQLErrors.length === 0;
+  if (!error) return false;
+  if (error.graphQLErrors.length === 0) return !!error.networkError;
+  return error.graphQLErrors.every((e) => isRetryableCode(e.extensions?.code));
+}
+
+/** The longest extensions.retryAfterMs among the error's GraphQL errors, or 0. */
+export function serverRetryAfterMs(error: CombinedError | undefined | null): number {
+  let ms = 0;
+  for (const e of error?.graphQLErrors ?? []) {
+    const v = e.extensions?.retryAfterMs;
+    if (typeof v === 'number' && Number.isFinite(v) && v > ms) ms = v;
+  }
+  return ms;
 }
 
 export interface RetryModeOptions {
@@ -35,16 +73,53 @@ export interface RetryModeOptions {
   mintKey: () => string;
 }
 
-/** The options for retryExchange. */
-export function retryOptions({ unsafe, mintKey }: RetryModeOptions): RetryExchangeOptions {
+/**
+ * The operation context field that says when a retry may be sent (epoch ms),
+ * set by retryWith from the server's retryAfterMs.
+ */
+const notBeforeField = 'retryNotBefore';
+
+/**
+ * The retry exchanges, to put in front of fetchExchange. retryExchange waits
+ * its own backoff, the same for every error, and its retryWith hook cannot
+ * wait. So retryWith stamps the retried operation with the time the server
+ * asked for, and retryAfterExchange, next in the chain, holds it until then:
+ * a retry waits the longer of the backoff and retryAfterMs (capped at
+ * maxDelayMs).
+ */
+export function retryExchanges(mode: RetryModeOptions, policy: Readonly<RetryPolicy> = retryPolicy): Exchange[] {
+  return [retryExchange(retryOptions(mode, policy)), retryAfterExchange()];
+}
+
+/** The options for retryExchange; they honour retryAfterMs only with retryAfterExchange after it. */
+function retryOptions(
+  { unsafe, mintKey }: RetryModeOptions,
+  policy: Readonly<RetryPolicy> = retryPolicy,
+): RetryExchangeOptions {
   return {
-    ...retryPolicy,
+    ...policy,
     retryIf: (error) => isRetryable(error),
     retryWith: (error, operation) => {
       if (!isRetryable(error)) return null;
-      return unsafe() ? withNewKey(operation, mintKey()) : operation;
+      const op = unsafe() ? withNewKey(operation, mintKey()) : operation;
+      const waitMs = Math.min(serverRetryAfterMs(error), policy.maxDelayMs);
+      // Always set, so that a hint does not outlive the error that gave it.
+      return makeOperation(op.kind, op, { [notBeforeField]: waitMs > 0 ? Date.now() + waitMs : 0 });
     },
   };
+}
+
+/** Holds an operation until its retryNotBefore; passes the others on at once. */
+export function retryAfterExchange(): Exchange {
+  return mapExchange({
+    onOperation(operation) {
+      const notBefore: unknown = operation.context[notBeforeField];
+      const waitMs = typeof notBefore === 'number' ? notBefore - Date.now() : 0;
+      if (waitMs <= 0) return;
+      // mapExchange drops the operation if it is torn down meanwhile.
+      return new Promise<Operation>((resolve) => setTimeout(() => resolve(operation), waitMs));
+    },
+  });
 }
 
 /**

@@ -59,6 +59,24 @@ describe('recordingFetch', () => {
     );
     await f('/graphql', request('k1'));
     expect(t.all()[0]).toMatchObject({ outcome: 'graphql-error', detail: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(t.all()[0].retryAfterMs).toBeUndefined();
+  });
+
+  it.each([
+    [503, 'SERVICE_UNAVAILABLE'],
+    [429, 'RATE_LIMITED'],
+  ])('records HTTP %i %s with its code and retry hint, and hands the status on', async (status, code) => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    const body = { errors: [{ message: 'busy', extensions: { code, retryAfterMs: 1000 } }] };
+    const f = recordingFetch(hooksFor(t), async () =>
+      new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', 'Retry-After': '1' } }),
+    );
+    const res = await f('/graphql', request('k1'));
+    expect(res.status).toBe(status);
+    expect(res.headers.get('Retry-After')).toBe('1');
+    expect(await res.json()).toEqual(body);
+    expect(t.all()[0]).toMatchObject({ outcome: 'graphql-error', httpStatus: status, detail: code, retryAfterMs: 1000 });
   });
 });
 

@@ -28,6 +28,8 @@ export interface RequestRecord {
   replayed?: boolean;
   /** The error's message, or its code. */
   detail?: string;
+  /** A GraphQL error's extensions.retryAfterMs (SERVICE_UNAVAILABLE, RATE_LIMITED). */
+  retryAfterMs?: number;
 }
 
 export interface TransportHooks {
@@ -50,7 +52,7 @@ interface Payload {
 
 interface GraphQLAnswer {
   data?: Record<string, Payload | null> | null;
-  errors?: { message: string; extensions?: { code?: string } }[];
+  errors?: { message: string; extensions?: { code?: string; retryAfterMs?: unknown } }[];
 }
 
 /**
@@ -102,7 +104,14 @@ function describeAnswer(rec: RequestRecord, httpStatus: number, text: string): R
   }
   if (answer.errors?.length) {
     const e = answer.errors[0];
-    return { ...rec, outcome: 'graphql-error', httpStatus, detail: e.extensions?.code ?? e.message };
+    const retryAfterMs = e.extensions?.retryAfterMs;
+    return {
+      ...rec,
+      outcome: 'graphql-error',
+      httpStatus,
+      detail: e.extensions?.code ?? e.message,
+      ...(typeof retryAfterMs === 'number' && retryAfterMs > 0 ? { retryAfterMs } : {}),
+    };
   }
   const payload = answer.data ? Object.values(answer.data)[0] : undefined;
   if (payload === undefined) {
