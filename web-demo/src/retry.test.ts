@@ -29,7 +29,7 @@ describe('isRetryable', () => {
     ['UNAUTHENTICATED', false],
     ['REQUEST_TOO_LARGE', false],
     ['BAD_REQUEST', false],
-    ['REQUEST_TIMEOUT', false],
+    ['REQUEST_TIMEOUT', true],
     ['SOMETHING_NEW', false],
   ])('GraphQL error %s: retryable %s', (code, retryable) => {
     expect(isRetryable(graphQLError({ code }))).toBe(retryable);

@@ -40,7 +40,12 @@ export const retryPolicy: Readonly<RetryPolicy> = {
 };
 
 /** The GraphQL error codes after which the same request may be sent again. */
-export const retryableCodes: ReadonlySet<string> = new Set(['SERVICE_UNAVAILABLE', 'RATE_LIMITED', 'INTERNAL_SERVER_ERROR']);
+export const retryableCodes: ReadonlySet<string> = new Set([
+  'SERVICE_UNAVAILABLE',
+  'RATE_LIMITED',
+  'REQUEST_TIMEOUT',
+  'INTERNAL_SERVER_ERROR',
+]);
 
 export function isRetryableCode(code: unknown): boolean {
   return typeof code === 'string' && retryableCodes.has(code);
