@@ -74,6 +74,26 @@ bench: ## Run the benchmarks (a first charge against a replay, on a real Postgre
 	if [ -z "$$TEST_DATABASE_URL" ]; then $(GO) run . localdb stop $(TEST_PG_DIR) || true; fi; \
 	exit $$status
 
+# The fuzz targets, as package:Target, and how long `make fuzz` runs each.
+FUZZ_TARGETS := ./payment:FuzzValidateKey ./payment:FuzzChargeInputValidate ./payment:FuzzFingerprint \
+	./graph:FuzzDecodeRequest ./graph:FuzzChargeCard
+FUZZTIME ?= 1m
+# Go minimizes every new interesting input for up to 60s by default, which
+# stalls the database-backed FuzzChargeCard for most of a minute's run.
+FUZZMINIMIZETIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 1m), one after another; failing inputs land in testdata/fuzz/
+	@status=0; for target in $(FUZZ_TARGETS); do \
+		pkg=$${target%%:*}; name=$${target##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg \
+			|| { status=1; failed="$$failed $$name"; }; \
+	done; \
+	if [ -z "$$TEST_DATABASE_URL" ]; then $(GO) run . localdb stop $(TEST_PG_DIR) || true; fi; \
+	if [ $$status -ne 0 ]; then echo "fuzz: failed:$$failed"; fi; \
+	exit $$status
+
 .PHONY: clean
 clean: ## Stop the project-local PostgreSQL servers and delete .data/, bin/ and the demo's build
 	-$(GO) run . localdb stop .data/postgres

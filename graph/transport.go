@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -141,22 +142,30 @@ func DecodeRequest(body []byte) (*graphql.RawParams, error) {
 		return nil, badRequest(codeBadUserInput, "", decodeMessage)
 	}
 	params := &graphql.RawParams{}
-	for name, dst := range map[string]*string{"query": &params.Query, "operationName": &params.OperationName} {
-		v, ok := raw[name]
+	// In a fixed order (slices, not maps), so that a body with several bad
+	// members always gets the same answer.
+	for _, m := range []struct {
+		name string
+		dst  *string
+	}{{"query", &params.Query}, {"operationName", &params.OperationName}} {
+		v, ok := raw[m.name]
 		if !ok || string(v) == "null" {
 			continue
 		}
-		if err := json.Unmarshal(v, dst); err != nil {
-			return nil, badRequest(codeBadUserInput, name, name+" must be a string")
+		if err := json.Unmarshal(v, m.dst); err != nil {
+			return nil, badRequest(codeBadUserInput, m.name, m.name+" must be a string")
 		}
 	}
-	for name, dst := range map[string]*map[string]any{"variables": &params.Variables, "extensions": &params.Extensions} {
-		v, ok := raw[name]
+	for _, m := range []struct {
+		name string
+		dst  *map[string]any
+	}{{"variables", &params.Variables}, {"extensions", &params.Extensions}} {
+		v, ok := raw[m.name]
 		if !ok || string(v) == "null" {
 			continue
 		}
-		if err := decodeObject(v, dst); err != nil {
-			return nil, badRequest(codeBadUserInput, name, name+" must be a JSON object")
+		if err := decodeObject(v, m.dst); err != nil {
+			return nil, badRequest(codeBadUserInput, m.name, m.name+" must be a JSON object")
 		}
 	}
 	return params, nil
@@ -170,10 +179,9 @@ func decodeObject(b []byte, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return err
 	}
-	if dec.More() {
-		return errors.New("data after the JSON value")
-	}
-	if _, err := dec.Token(); err == nil {
+	// Only white space may follow. Token says io.EOF then; More alone would
+	// let a stray '}' or ']' through.
+	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("data after the JSON value")
 	}
 	return nil

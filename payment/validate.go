@@ -80,9 +80,9 @@ func checkText(field, s string, max int) error {
 // Fingerprint identifies a request by its meaning, not its encoding: the
 // SHA-256 of a fixed-order encoding of the input, where an absent optional
 // field and an empty one are the same. The same key with another fingerprint
-// is refused.
+// is refused. Two different inputs never share a fingerprint.
 func Fingerprint(in ChargeInput) []byte {
-	canonical := struct {
+	var canonical any = struct {
 		Version       int    `json:"v"`
 		Amount        int64  `json:"amount"`
 		Currency      string `json:"currency"`
@@ -90,9 +90,24 @@ func Fingerprint(in ChargeInput) []byte {
 		OrderID       string `json:"orderId"`
 		Description   string `json:"description"`
 	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description}
+	if !utf8.ValidString(in.Currency) || !utf8.ValidString(in.PaymentMethod) ||
+		!utf8.ValidString(in.OrderID) || !utf8.ValidString(in.Description) {
+		// encoding/json writes every byte that is not UTF-8 as U+FFFD, which
+		// would give "\xfe" and "\xff" one fingerprint: encode such input's
+		// bytes instead (base64). Valid input, the only kind Validate lets
+		// through, keeps version 1, so stored fingerprints still match.
+		canonical = struct {
+			Version       int    `json:"v"`
+			Amount        int64  `json:"amount"`
+			Currency      []byte `json:"currency"`
+			PaymentMethod []byte `json:"paymentMethod"`
+			OrderID       []byte `json:"orderId"`
+			Description   []byte `json:"description"`
+		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description)}
+	}
 	b, err := json.Marshal(canonical)
 	if err != nil {
-		panic(err) // a struct of strings and ints always encodes
+		panic(err) // a struct of strings, bytes and ints always encodes
 	}
 	sum := sha256.Sum256(b)
 	return sum[:]

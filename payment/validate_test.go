@@ -2,6 +2,7 @@ package payment
 
 import (
 	"bytes"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -86,4 +87,39 @@ func TestChargeInput_Validate(t *testing.T) {
 	multibyte := ok
 	multibyte.OrderID = strings.Repeat("é", MaxOrderIDLength)
 	require.NoError(t, multibyte.Validate())
+}
+
+func TestFingerprint_OfValidInput_IsUnchanged(t *testing.T) {
+	t.Parallel()
+	// Attempts stored by earlier versions keep matching their retries: the
+	// fingerprint of a valid request is the same SHA-256 it always was.
+	tests := []struct {
+		in   ChargeInput
+		want string
+	}{
+		{ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"},
+			"24d6cc6e56d7c65f25a4625aa38c5f01ce357fbf16fe65d07b412e287d209227"},
+		{ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "order-1001", Description: "Socks <3 & \"more\" é"},
+			"35745a14727b9dfcbccb998e7034026b8c5c732928e23c5ab7efebac4e8a0105"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, hex.EncodeToString(Fingerprint(tt.in)), "%+v", tt.in)
+	}
+}
+
+func TestFingerprint_BytesThatAreNotUTF8_DoNotCollide(t *testing.T) {
+	t.Parallel()
+	// encoding/json reads each of these as U+FFFD.
+	inputs := []ChargeInput{
+		{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "\xfe"},
+		{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "\xff"},
+		{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "\ufffd"},
+		{Amount: 1, Currency: "\xc3", PaymentMethod: "\xa9"},
+		{Amount: 1, Currency: "\xc3", PaymentMethod: "\xaa"},
+	}
+	for i, x := range inputs {
+		for _, y := range inputs[i+1:] {
+			require.NotEqual(t, Fingerprint(x), Fingerprint(y), "%#v and %#v", x, y)
+		}
+	}
 }
