@@ -220,6 +220,8 @@ func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 		{"order id too long", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "orderId": long(101)}, "input.orderId"},
 		{"description too long", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": long(501)}, "input.description"},
 		{"description with control characters", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": "a\x00b"}, "input.description"},
+		{"description with a C1 control", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": "a\u0085b"}, "input.description"},
+		{"order id with a line separator", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "orderId": "a\u2028b"}, "input.orderId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

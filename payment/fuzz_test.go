@@ -122,12 +122,15 @@ func isPaymentToken(s string) bool {
 	return true
 }
 
-// isText: valid UTF-8, at most max characters, no C0 control or DEL.
+// isText: valid UTF-8, at most max characters, no C0 or C1 control, DEL,
+// or line or paragraph separator.
 func isText(s string, max int) bool {
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
 		return false
 	}
-	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029
+	})
 }
 
 func requireField(t *testing.T, in ChargeInput, err error, got, want string) {

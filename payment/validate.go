@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"regexp"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -33,7 +34,7 @@ func ValidateKey(key string) error {
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x21 || c > 0x7e {
-			return invalid("idempotencyKey", "idempotency key may hold only printable ASCII characters without spaces; found %q at position %d", rune(c), i)
+			return invalid("idempotencyKey", "idempotency key may hold only printable ASCII characters without spaces; found byte 0x%02x at position %d", c, i)
 		}
 	}
 	return nil
@@ -70,7 +71,9 @@ func checkText(field, s string, max int) error {
 		return invalid(field, "%s is %d characters long; at most %d are allowed", field, n, max)
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		// C0 and C1 controls, and the line and paragraph separators: nothing
+		// that could break a line of a log or a provider's dashboard.
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return invalid(field, "%s must not contain control characters", field)
 		}
 	}
