@@ -20,6 +20,7 @@ import (
 type testServer struct {
 	URL    string
 	client *http.Client
+	logs   *syncBuffer // what the server logged (startServer; a serverProcess keeps its own)
 }
 
 // startServer runs chargeonce against dbURL until the test ends. env
@@ -37,13 +38,13 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 	for k, v := range env {
 		vars[k] = v
 	}
-	var logs syncBuffer
+	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var runErr error
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		runErr = run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, &logs, &logs)
+		runErr = run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, logs, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -56,8 +57,9 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 	s := &testServer{
 		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
+		logs:   logs,
 	}
-	s.waitReady(t, exited, &logs)
+	s.waitReady(t, exited, logs)
 	return s
 }
 
