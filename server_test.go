@@ -41,13 +41,13 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 	for k, v := range env {
 		vars[k] = v
 	}
-	var logs syncBuffer
+	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var runErr error
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		runErr = run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, &logs, &logs)
+		runErr = run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, logs, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -60,9 +60,9 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 	s := &testServer{
 		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
-		log:    &logs,
+		log:    logs,
 	}
-	s.waitReady(t, exited, &logs)
+	s.waitReady(t, exited, logs)
 	return s
 }
 

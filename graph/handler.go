@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"chargeonce/graph/generated"
 	"chargeonce/metrics"
@@ -75,6 +76,9 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.SetDisableSuggestion(cfg.Production)
+	if cfg.Production {
+		srv.SetValidationRulesFn(rulesWithoutSuggestions)
+	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
 	// Before the complexity limit, so that a flood of chargeCard aliases is
 	// refused for what it is.
@@ -95,4 +99,17 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		log:           log,
 		metrics:       cfg.Metrics,
 	}
+}
+
+// rulesWithoutSuggestions are the validation rules with none that answers
+// "Did you mean …". SetDisableSuggestion only covers fields and selections;
+// misspelled arguments, input fields and fragment types would still be
+// answered with the names that introspection hides. The rules keep their
+// names, which the error presenter reads (ValuesOfCorrectType).
+func rulesWithoutSuggestions() *rules.Rules {
+	r := rules.NewDefaultRules()
+	r.ReplaceRule(rules.KnownArgumentNamesRule.Name, rules.KnownArgumentNamesRuleWithoutSuggestions.RuleFunc)
+	r.ReplaceRule(rules.KnownTypeNamesRule.Name, rules.KnownTypeNamesRuleWithoutSuggestions.RuleFunc)
+	r.ReplaceRule(rules.ValuesOfCorrectTypeRule.Name, rules.ValuesOfCorrectTypeRuleWithoutSuggestions.RuleFunc)
+	return r
 }

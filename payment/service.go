@@ -161,8 +161,13 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			ExpiresAt:      now.Add(s.cfg.Retention),
 		})
 		if err != nil {
-			if ErrorCode(err) == EUNAVAILABLE && mayHaveRun(err) {
+			switch code := ErrorCode(err); {
+			case code == EUNAVAILABLE && mayHaveRun(err):
 				s.releaseLostClaim(ctx, m, key, id)
+			case code == EORDERPAID:
+				// Another key holds a live attempt for this order (the unique
+				// index refused ours); counted like an order already paid.
+				s.metrics.OrderPaid.Inc()
 			}
 			return Result{}, err
 		}
