@@ -75,6 +75,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen: %w", err)
 	}
 	addr := ln.Addr().(*net.TCPAddr)
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen for metrics on METRICS_ADDR: %w", err)
+		}
+	}
 	var simulator http.Handler
 	if !cfg.Production {
 		simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log}))
@@ -146,20 +153,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
-	if cfg.MetricsAddr != "" {
+	if metricsLn != nil {
 		// Metrics on a listener of their own, which operators can keep off the internet.
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("GET /metrics", metricsHandler)
-		metricsLn, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("listen for metrics on METRICS_ADDR: %w", err)
-		}
-		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second}
+		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 		go func() { serveErr <- metricsSrv.Serve(metricsLn) }()
 		defer metricsSrv.Close()
 		log.Info("metrics listening", "addr", "http://"+metricsLn.Addr().String()+"/metrics")
 	}
-
 	// The background loops run until the HTTP server has drained, so that
 	// in-flight charges finish first.
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))

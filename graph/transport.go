@@ -106,12 +106,12 @@ func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor,
 // rootField names what an operation runs, for metrics: its one root field,
 // "multiple", or "introspection"; a closed set, whatever the client sends.
 func rootField(oc *graphql.OperationContext) string {
+	root := "Query"
+	if oc.Operation.Operation == ast.Mutation {
+		root = "Mutation"
+	}
 	name := ""
-	for _, sel := range oc.Operation.SelectionSet {
-		f, ok := sel.(*ast.Field)
-		if !ok {
-			return "multiple"
-		}
+	for _, f := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{root}) {
 		n := f.Name
 		switch n {
 		case "chargeCard", "chargeStatus":

@@ -429,6 +429,7 @@ func (s *Service) resume(ctx context.Context, log *slog.Logger, m Merchant, a sq
 		}
 	}
 	// Left open, its lease released: the reconciler's next pass, or the next retry.
+	s.metrics.OutcomeUnknown.Inc()
 	a.LockedUntil = s.cfg.Now()
 	return s.result(sqlc.GetChargeAttemptRow{ChargeAttempt: a}, false)
 }

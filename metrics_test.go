@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+)
+
+// Metrics that move as charges happen: exact deltas of what the hardening
+// issue asks chargeonce to count, scraped from a real server.
+
+func TestMetrics_MoveAsChargesHappen(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	// No reconciler pass: every count here is the requests' own. A slow card
+	// takes two seconds, time enough to send a second request while it works.
+	s := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "SIM_SLOW_DELAY": "2s"})
+	before := scrape(t, s.client, s.URL+"/metrics")
+	require.Contains(t, before, "chargeonce_stuck_processing_attempts")
+	require.Zero(t, before.value("chargeonce_stuck_processing_attempts"))
+	chargeCards := 0
+	charge := func(apiKey, key string, input map[string]any) gqlResponse {
+		chargeCards++
+		return s.chargeCard(t, apiKey, key, input)
+	}
+
+	// A charge, its replay, a decline, the key reused, the order paid again.
+	paid := visa(1999)
+	paid["orderId"] = "order-paid"
+	keyA := newKey()
+	require.Equal(t, "SUCCEEDED", charge("demo-key", keyA, paid).Data.ChargeCard.Status)
+	require.True(t, charge("demo-key", keyA, paid).Data.ChargeCard.Replayed)
+	require.Equal(t, "FAILED", charge("demo-key", newKey(), withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
+	otherAmount := maps.Clone(paid)
+	otherAmount["amount"] = 2000
+	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", charge("demo-key", keyA, otherAmount).code(t))
+	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", newKey(), paid).code(t))
+
+	// An outcome nobody knows: the provider fails every call, the inline
+	// retries included. Its order is being paid, so another key is refused;
+	// a retry takes the released attempt over and asks the provider again.
+	unknown := withPaymentMethod("pm_card_providerError")
+	unknown["orderId"] = "order-pending"
+	keyD := newKey()
+	require.Equal(t, "PROCESSING", charge("demo-key", keyD, unknown).Data.ChargeCard.Status)
+	pending := visa(500)
+	pending["orderId"] = "order-pending"
+	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", newKey(), pending).code(t))
+	require.Equal(t, "PROCESSING", charge("demo-key", keyD, unknown).Data.ChargeCard.Status)
+
+	// A second request while the first still works on the key.
+	keyE, slow := newKey(), withPaymentMethod("pm_card_slow")
+	type answer struct {
+		r   gqlResponse
+		err error
+	}
+	first := make(chan answer, 1)
+	chargeCards++
+	go func() {
+		r, err := s.tryDo(t, bearer("demo-key"), chargeCardMutation, map[string]any{"key": keyE, "input": slow})
+		first <- answer{r, err}
+	}()
+	require.Eventually(t, func() bool {
+		st := s.chargeStatus(t, "demo-key", keyE).Data.ChargeStatus
+		return st != nil && st.Status == "PROCESSING"
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, "PROCESSING", charge("demo-key", keyE, slow).Data.ChargeCard.Status)
+	got := <-first
+	require.NoError(t, got.err)
+	require.Equal(t, "SUCCEEDED", got.r.Data.ChargeCard.Status)
+
+	// Callers without a valid API key.
+	require.Equal(t, "UNAUTHENTICATED", charge("co_sk_NotAKeyAnyoneHas", newKey(), visa(100)).code(t))
+	chargeCards++
+	require.Equal(t, "UNAUTHENTICATED", s.do(t, nil, chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)}).code(t))
+
+	after := scrape(t, s.client, s.URL+"/metrics")
+	requireDeltas(t, before, after, []metricDelta{
+		{"chargeonce_charges_total", []string{"outcome", "succeeded", "by", "request"}, 2},
+		{"chargeonce_charges_total", []string{"outcome", "failed", "by", "request"}, 1},
+		{"chargeonce_charges_total", []string{"by", "reconciler"}, 0},
+		{"chargeonce_charge_replays_total", nil, 1},
+		{"chargeonce_charge_in_flight_total", nil, 1},
+		{"chargeonce_charge_idempotency_key_reused_total", nil, 1},
+		// One order paid, one being paid under another key.
+		{"chargeonce_charge_order_already_paid_total", nil, 2},
+		// The first request for keyD, and its retry, which took the attempt
+		// over and still could not learn the outcome.
+		{"chargeonce_charge_outcome_unknown_total", nil, 2},
+		{"chargeonce_charge_retry_takeovers_total", nil, 1},
+		{"chargeonce_unauthenticated_requests_total", nil, 2},
+		{"chargeonce_rate_limited_total", nil, 0},
+		// Two charges went through, one was declined; the unknown outcome
+		// was sent three times inline (the first call and two retries) and
+		// once more by the retry that took it over, after looking it up.
+		{"chargeonce_provider_request_duration_seconds_count", []string{"operation", "create_charge", "result", "ok"}, 2},
+		{"chargeonce_provider_request_duration_seconds_count", []string{"operation", "create_charge", "result", "declined"}, 1},
+		{"chargeonce_provider_request_duration_seconds_count", []string{"operation", "create_charge", "result", "unknown"}, 4},
+		{"chargeonce_provider_request_duration_seconds_count", []string{"operation", "find_charge", "result", "not_found"}, 1},
+		{"chargeonce_provider_errors_total", []string{"operation", "create_charge"}, 4},
+		{"chargeonce_provider_errors_total", []string{"operation", "find_charge"}, 0},
+		// GraphQL errors are answers, not HTTP failures.
+		{"chargeonce_http_request_duration_seconds_count", []string{"operation", "chargeCard"}, float64(chargeCards)},
+		{"chargeonce_http_request_duration_seconds_count", []string{"operation", "chargeCard", "code", "200"}, float64(chargeCards)},
+		{"chargeonce_reconciler_takeovers_total", nil, 0},
+		{"chargeonce_retention_deleted_total", nil, 0},
+	})
+	require.Equal(t, 1.0, after.value("chargeonce_stuck_processing_attempts"), "keyD waits for the reconciler")
+	require.Positive(t, after.value("chargeonce_provider_request_duration_seconds_sum", "operation", "create_charge", "result", "ok"))
+	for _, name := range []string{"pgxpool_acquired_conns", "pgxpool_total_conns", "pgxpool_max_conns", "pgxpool_acquire_count"} {
+		require.Contains(t, after, name)
+		require.Equal(t, "chargeonce", after[name][0].labels["db"], name)
+	}
+	require.Positive(t, after.value("pgxpool_acquire_count"))
+	require.Contains(t, after, "go_goroutines")
+}
+
+func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	// The request gives the attempt up after half the lease; the window
+	// leaves the reconciler seconds of passes to send it again, even on a
+	// busy machine.
+	s := startServer(t, dbURL, map[string]string{
+		"PROCESSING_LEASE":   "1s",
+		"RECONCILE_INTERVAL": "100ms",
+		"REDRIVE_WINDOW":     "3s",
+	})
+	before := scrape(t, s.client, s.URL+"/metrics")
+
+	// The provider never answers keyP: sent again on every pass within the
+	// redrive window, then given up. keyL was charged but its answer lost:
+	// the reconciler finds the charge by our key.
+	keyP, keyL := newKey(), newKey()
+	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyP, withPaymentMethod("pm_card_providerError")).Data.ChargeCard.Status)
+	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyL, withPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
+
+	var after metricSamples
+	require.Eventually(t, func() bool {
+		after = scrape(t, s.client, s.URL+"/metrics")
+		return after.value("chargeonce_charges_total", "by", "reconciler") == 2
+	}, 20*time.Second, 50*time.Millisecond, "the reconciler settles both attempts")
+	require.Equal(t, "FAILED", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Status)
+	require.Equal(t, "provider_unavailable", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Failure.Code)
+	require.Equal(t, "SUCCEEDED", s.chargeStatus(t, "demo-key", keyL).Data.ChargeStatus.Status)
+	require.Len(t, s.providerCharges(t, "demo", keyL), 1)
+
+	delta := func(name string, labels ...string) float64 {
+		return after.value(name, labels...) - before.value(name, labels...)
+	}
+	redrives := delta("chargeonce_reconciler_redrives_total")
+	require.GreaterOrEqual(t, redrives, 1.0, "keyP was sent again within the window")
+	requireDeltas(t, before, after, []metricDelta{
+		{"chargeonce_charges_total", []string{"outcome", "failed", "by", "reconciler"}, 1},
+		{"chargeonce_charges_total", []string{"outcome", "succeeded", "by", "reconciler"}, 1},
+		{"chargeonce_charges_total", []string{"by", "request"}, 0},
+		{"chargeonce_charge_outcome_unknown_total", nil, 2},
+		{"chargeonce_reconciler_give_ups_total", nil, 1},
+		// Every pass that took keyP over sent it again or gave it up; keyL
+		// was taken over once.
+		{"chargeonce_reconciler_takeovers_total", nil, redrives + 2},
+		{"chargeonce_provider_request_duration_seconds_count", []string{"operation", "find_charge", "result", "not_found"}, redrives + 1},
+		{"chargeonce_provider_request_duration_seconds_count", []string{"operation", "find_charge", "result", "ok"}, 1},
+		{"chargeonce_charge_retry_takeovers_total", nil, 0},
+	})
+	require.Equal(t,
+		delta("chargeonce_provider_request_duration_seconds_count", "operation", "create_charge", "result", "unknown"),
+		delta("chargeonce_provider_errors_total", "operation", "create_charge"),
+		"every unknown outcome is a provider error")
+	require.Zero(t, after.value("chargeonce_stuck_processing_attempts"))
+}
+
+func TestMetrics_RetentionCountsForgottenKeys(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, map[string]string{
+		"KEY_RETENTION":      "1ms",
+		"CLEANUP_INTERVAL":   "100ms",
+		"RECONCILE_INTERVAL": "1h",
+	})
+	pool := openPool(t, dbURL)
+	before := scrape(t, s.client, s.URL+"/metrics")
+
+	// The PROCESSING attempt expires first, yet is never forgotten; the
+	// succeeded and the failed one are.
+	keyP, keyS, keyF := newKey(), newKey(), newKey()
+	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyP, withPaymentMethod("pm_card_providerError")).Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", keyS, visa(100)).Data.ChargeCard.Status)
+	require.Equal(t, "FAILED", s.chargeCard(t, "demo-key", keyF, withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
+
+	var after metricSamples
+	require.Eventually(t, func() bool {
+		after = scrape(t, s.client, s.URL+"/metrics")
+		return after.value("chargeonce_retention_deleted_total")-before.value("chargeonce_retention_deleted_total") >= 2
+	}, 5*time.Second, 50*time.Millisecond)
+	require.Equal(t, 2.0, after.value("chargeonce_retention_deleted_total")-before.value("chargeonce_retention_deleted_total"))
+	require.Nil(t, s.chargeStatus(t, "demo-key", keyS).Data.ChargeStatus, "keyS is forgotten")
+	require.Nil(t, s.chargeStatus(t, "demo-key", keyF).Data.ChargeStatus, "keyF is forgotten")
+	require.Equal(t, "PROCESSING", attemptStatus(t, pool, keyP))
+	var charges int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM charges").Scan(&charges))
+	require.Equal(t, 1, charges, "the charge itself is kept")
+}
+
+func TestMetrics_CountRateLimitedAndUnauthenticatedRequests(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	// Bursts of one, refilled once in 100 s: the second request is refused
+	// however slowly the first one runs.
+	s := startServer(t, dbURL, map[string]string{
+		"RATE_LIMIT_MERCHANT": "0.01", "RATE_LIMIT_MERCHANT_BURST": "1",
+		"RATE_LIMIT_IP": "0.01", "RATE_LIMIT_IP_BURST": "1",
+	})
+	before := scrape(t, s.client, s.URL+"/metrics")
+	post := func(headers http.Header, query string, vars map[string]any) rawResponse {
+		body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+		require.NoError(t, err)
+		return s.send(t, http.MethodPost, "/graphql", headers, bytes.NewReader(body))
+	}
+
+	// The merchant's burst is one request; the next is refused.
+	withKey := jsonHeaders("Authorization", "Bearer demo-key")
+	vars := map[string]any{"key": newKey(), "input": visa(100)}
+	require.Equal(t, "SUCCEEDED", post(withKey, chargeCardMutation, vars).gql(t).Data.ChargeCard.Status)
+	limited := post(withKey, chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)})
+	require.Equal(t, http.StatusTooManyRequests, limited.status)
+	require.Equal(t, "RATE_LIMITED", limited.gql(t).code(t))
+
+	// So is an address's unauthenticated traffic.
+	require.Equal(t, "UNAUTHENTICATED", post(jsonHeaders(), chargeStatusQuery, map[string]any{"key": newKey()}).gql(t).code(t))
+	limited = post(jsonHeaders(), chargeStatusQuery, map[string]any{"key": newKey()})
+	require.Equal(t, http.StatusTooManyRequests, limited.status)
+	require.Equal(t, "RATE_LIMITED", limited.gql(t).code(t))
+
+	after := scrape(t, s.client, s.URL+"/metrics")
+	requireDeltas(t, before, after, []metricDelta{
+		{"chargeonce_rate_limited_total", []string{"scope", "merchant"}, 1},
+		{"chargeonce_rate_limited_total", []string{"scope", "ip"}, 1},
+		{"chargeonce_unauthenticated_requests_total", nil, 2},
+		{"chargeonce_charges_total", nil, 1},
+		// Refused before GraphQL: no operation is known.
+		{"chargeonce_http_request_duration_seconds_count", []string{"operation", "none", "code", "429"}, 2},
+		{"chargeonce_http_request_duration_seconds_count", []string{"operation", "chargeCard", "code", "200"}, 1},
+		{"chargeonce_http_request_duration_seconds_count", []string{"operation", "chargeStatus", "code", "200"}, 1},
+	})
+}
+
+// metricSamples is one scrape: every sample of every metric, by name.
+type metricSamples map[string][]metricSample
+
+type metricSample struct {
+	labels map[string]string
+	value  float64
+}
+
+var (
+	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
+	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+)
+
+// scrape reads a /metrics endpoint in Prometheus' text format.
+func scrape(t *testing.T, client *http.Client, url string) metricSamples {
+	t.Helper()
+	resp, err := client.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, url)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	samples := metricSamples{}
+	for line := range strings.Lines(string(body)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		m := sampleLine.FindStringSubmatch(line)
+		require.NotNil(t, m, "not a sample: %q", line)
+		v, err := strconv.ParseFloat(m[3], 64)
+		require.NoError(t, err, line)
+		labels := map[string]string{}
+		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
+			labels[p[1]] = p[2]
+		}
+		samples[m[1]] = append(samples[m[1]], metricSample{labels: labels, value: v})
+	}
+	return samples
+}
+
+// value sums the samples of name that carry the given label pairs; 0 when
+// there are none (a labelled counter appears only once it moves).
+func (s metricSamples) value(name string, labels ...string) float64 {
+	sum := 0.0
+next:
+	for _, sample := range s[name] {
+		for i := 0; i+1 < len(labels); i += 2 {
+			if sample.labels[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		sum += sample.value
+	}
+	return sum
+}
+
+type metricDelta struct {
+	name   string
+	labels []string
+	want   float64
+}
+
+// requireDeltas checks how much each metric moved between two scrapes.
+func requireDeltas(t *testing.T, before, after metricSamples, deltas []metricDelta) {
+	t.Helper()
+	for _, d := range deltas {
+		got := after.value(d.name, d.labels...) - before.value(d.name, d.labels...)
+		require.Equal(t, d.want, got, "%s%v moved by %v, want %v", d.name, d.labels, got, d.want)
+	}
+}
