@@ -121,10 +121,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		allowZero bool
 	}{
 		{&cfg.SlowDelay, "SIM_SLOW_DELAY", 3 * time.Second, true},
-		{&cfg.Lease, "PROCESSING_LEASE", 30 * time.Second, false},
-		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", 5 * time.Second, false},
-		{&cfg.RedriveWindow, "REDRIVE_WINDOW", 10 * time.Minute, false},
-		{&cfg.KeyRetention, "KEY_RETENTION", 24 * time.Hour, false},
+		{&cfg.Lease, "PROCESSING_LEASE", payment.LeaseDefault, false},
+		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", payment.ReconcileIntervalDefault, false},
+		{&cfg.RedriveWindow, "REDRIVE_WINDOW", payment.RedriveWindowDefault, false},
+		{&cfg.KeyRetention, "KEY_RETENTION", payment.RetentionDefault, false},
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", time.Minute, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
 	} {
