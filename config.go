@@ -157,13 +157,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return cfg, nil
 }
 
-// Rate limits by default: a merchant may average 100 requests a second with
-// bursts of 200 (per instance), as card APIs commonly allow; a client
-// address without a valid API key, 10 a second with bursts of 20, which no
-// checkout needs and key guessing cannot live with.
+// Rate limits by default: a merchant may average 500 requests a second with
+// bursts of 1000 on each instance, which is more than one instance serves
+// of fresh charges on a small machine, so the limit only stops a runaway
+// client or a stolen key from starving everyone else (set it to what a
+// merchant is meant to send); a client address without a valid API key, 10
+// a second with bursts of 20, which no checkout needs and key guessing
+// cannot live with.
 const (
-	rateLimitMerchantDefault      = 100
-	rateLimitMerchantBurstDefault = 200
+	rateLimitMerchantDefault      = 500
+	rateLimitMerchantBurstDefault = 1000
 	rateLimitIPDefault            = 10
 	rateLimitIPBurstDefault       = 20
 )

@@ -59,8 +59,6 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 		"SIM_SLOW_DELAY":     "300ms",
 		"PROCESSING_LEASE":   "2s",
 		"RECONCILE_INTERVAL": "200ms",
-		// Limits have tests of their own; storms here are about idempotency.
-		"RATE_LIMIT_MERCHANT": "0",
 	}
 	for k, v := range env {
 		vars[k] = v

@@ -35,8 +35,6 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 		"PORT":           fmt.Sprint(port),
 		"DATABASE_URL":   dbURL,
 		"SIM_SLOW_DELAY": "300ms",
-		// Limits have tests of their own; storms here are about idempotency.
-		"RATE_LIMIT_MERCHANT": "0",
 	}
 	for k, v := range env {
 		vars[k] = v
