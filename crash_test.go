@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"syscall"
 	"testing"
@@ -124,11 +125,29 @@ func TestChargeCard_ResponseLostOnTheWire_RetryIsAReplay(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	s := startServer(t, dbURL, map[string]string{"SIM_SLOW_DELAY": "500ms"})
 	key := newKey()
-	// The client gives up before the answer arrives, as when a mobile
-	// connection drops; the server is fine and finishes the charge.
-	impatient := &testServer{URL: s.URL, client: &http.Client{Timeout: 100 * time.Millisecond}}
-	_, err := impatient.postCharge(t, key, withPaymentMethod("pm_card_slow"))
-	require.Error(t, err)
+	// The client gives up once its charge is under way and before the answer
+	// arrives, as when a mobile connection drops; the server is fine and
+	// finishes the charge.
+	ctx, hangUp := context.WithCancel(context.Background())
+	lost := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql",
+			jsonBody(t, map[string]any{"query": chargeCardMutation, "variables": map[string]any{"key": key, "input": withPaymentMethod("pm_card_slow")}}))
+		if err == nil {
+			req.Header = jsonHeaders("Authorization", "Bearer demo-key")
+			var resp *http.Response
+			if resp, err = s.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		lost <- err
+	}()
+	require.Eventually(t, func() bool {
+		p := s.chargeStatus(t, "demo-key", key).Data.ChargeStatus
+		return p != nil && p.Status == "PROCESSING"
+	}, 10*time.Second, 10*time.Millisecond, "the charge is under way")
+	hangUp()
+	require.Error(t, <-lost, "the client never got its answer")
 
 	final := s.finalStatus(t, key, 10*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status)

@@ -25,7 +25,6 @@ var errorCodes = map[string]string{
 	payment.EKEYREUSED:       "IDEMPOTENCY_KEY_REUSED",
 	payment.EORDERPAID:       "ORDER_ALREADY_PAID",
 	payment.EUNAUTHENTICATED: "UNAUTHENTICATED",
-	payment.ENOTFOUND:        "NOT_FOUND",
 	payment.EUNAVAILABLE:     codeServiceUnavailable,
 }
 

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,17 +91,10 @@ type providerError struct {
 func (c providerCharge) domain() ProviderCharge {
 	pc := ProviderCharge{ID: c.ID, Succeeded: c.Status == "succeeded"}
 	if !pc.Succeeded {
-		pc.FailureCode = cmpOr(c.FailureCode, "card_declined")
-		pc.FailureMessage = cmpOr(c.FailureMessage, "The card was declined.")
+		pc.FailureCode = cmp.Or(deref(c.FailureCode), "card_declined")
+		pc.FailureMessage = cmp.Or(deref(c.FailureMessage), "The card was declined.")
 	}
 	return pc
-}
-
-func cmpOr(s *string, def string) string {
-	if s == nil || *s == "" {
-		return def
-	}
-	return *s
 }
 
 // CreateCharge implements Provider.

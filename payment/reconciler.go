@@ -5,20 +5,22 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
+	"sync"
 
 	"chargeonce/metrics"
-	"chargeonce/sqlc"
 )
 
 // ReconcilerConfig tunes a Reconciler. Zero values take the defaults. The
-// lease, the redrive window and the clock are the Service's.
+// interval, the lease, the redrive window and the clock are the Service's.
 type ReconcilerConfig struct {
-	// Interval is the time between passes.
-	Interval time.Duration // default: the Service's ReconcileInterval
-	// BatchSize is the most attempts one pass takes over.
-	BatchSize int // default 100
+	// BatchSize is the most attempts one pass takes over. They are worked on
+	// at once, each within what is left of its lease, so that no lease taken
+	// by a pass runs out before the pass has worked its attempt.
+	BatchSize int // default ReconcilerBatchSizeDefault
 }
+
+// ReconcilerBatchSizeDefault is how many attempts a pass takes over.
+const ReconcilerBatchSizeDefault = 16
 
 // Reconciler drives abandoned attempts to a final status: PROCESSING
 // attempts whose lease has expired, because their holder died, or the
@@ -34,10 +36,9 @@ type Reconciler struct {
 }
 
 // NewReconciler returns a Reconciler for svc's attempts, with svc's clock,
-// lease and provider.
+// lease, interval and provider.
 func NewReconciler(svc *Service, cfg ReconcilerConfig) *Reconciler {
-	cfg.Interval = cmp.Or(cfg.Interval, svc.cfg.ReconcileInterval)
-	cfg.BatchSize = cmp.Or(cfg.BatchSize, 100)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, ReconcilerBatchSizeDefault)
 	return &Reconciler{svc: svc, cfg: cfg, log: svc.log.With("component", "reconciler")}
 }
 
@@ -49,9 +50,9 @@ type ReconcileResult struct {
 	Open      int // still PROCESSING: outcome still unknown, for a later pass
 }
 
-// Run runs a pass every Interval until ctx ends.
+// Run runs a pass at once and then every ReconcileInterval until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) {
-	runEvery(ctx, r.cfg.Interval, func(ctx context.Context) {
+	every(ctx, r.svc.cfg.ReconcileInterval, func(ctx context.Context) {
 		res, err := r.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("reconcile pass failed", "err", err)
@@ -61,55 +62,61 @@ func (r *Reconciler) Run(ctx context.Context) {
 	})
 }
 
-// RunOnce takes over the attempts whose lease has expired and reconciles each.
+// RunOnce takes over a batch of attempts whose lease has expired and
+// reconciles them side by side.
 func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
-	now := r.svc.cfg.Now()
-	attempts, err := r.svc.store.takeAbandoned(ctx, now, now.Add(r.svc.cfg.Lease), r.cfg.BatchSize)
+	attempts, err := r.svc.takeAbandoned(ctx, r.cfg.BatchSize)
 	if err != nil {
 		return ReconcileResult{}, fmt.Errorf("take abandoned attempts: %w", err)
 	}
-	r.svc.metrics.ReconcilerTakeovers.Add(float64(len(attempts)))
 	res := ReconcileResult{Taken: len(attempts)}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for _, a := range attempts {
-		switch r.reconcile(ctx, a) {
-		case StatusSucceeded:
-			res.Succeeded++
-		case StatusFailed:
-			res.Failed++
-		default:
-			res.Open++
-		}
+		wg.Go(func() {
+			status := r.svc.reconcile(ctx, r.log, a)
+			mu.Lock()
+			defer mu.Unlock()
+			switch status {
+			case StatusSucceeded:
+				res.Succeeded++
+			case StatusFailed:
+				res.Failed++
+			default:
+				res.Open++
+			}
+		})
 	}
+	wg.Wait()
 	return res, ctx.Err()
 }
 
-// reconcile settles one attempt that this pass holds, and says where it stands.
-func (r *Reconciler) reconcile(ctx context.Context, a sqlc.ChargeAttempt) Status {
+// takeAbandoned takes over up to limit attempts whose lease has expired,
+// with a lease of this holder's.
+func (s *Service) takeAbandoned(ctx context.Context, limit int) ([]Attempt, error) {
+	now := s.cfg.Now()
+	attempts, err := s.store.takeAbandoned(ctx, now, now.Add(s.cfg.Lease), limit)
+	s.metrics.ReconcilerTakeovers.Add(float64(len(attempts)))
+	return attempts, err
+}
+
+// reconcile settles one attempt that the reconciler holds, within what is
+// left of its lease, and says where it stands.
+func (s *Service) reconcile(ctx context.Context, log *slog.Logger, a Attempt) Status {
+	// The last tenth of the lease is kept free of work, for the write that
+	// gives the lease back when the work ran out of time.
+	ctx, cancel := context.WithTimeout(ctx, a.LockedUntil.Sub(s.cfg.Now())*9/10)
+	defer cancel()
 	// An idempotency key means something only within its merchant's scope.
-	log := r.log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Attempt)
-	m, err := r.svc.store.merchant(ctx, a.MerchantID)
+	log = log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Number)
+	m, err := s.store.merchant(ctx, a.MerchantID)
 	if err != nil {
-		r.svc.leaveOpen(ctx, log, a, "could not load the merchant", err)
+		s.leaveOpen(ctx, log, a, "could not load the merchant", err)
 		return StatusProcessing
 	}
-	st := r.svc.settle(ctx, log.With("merchant", m.Name), m, a, metrics.ByReconciler)
+	st := s.settle(ctx, log.With("merchant", m.Name), m, a, metrics.ByReconciler)
 	if !st.final {
 		return StatusProcessing
 	}
-	return Status(st.row.ChargeAttempt.Status)
-}
-
-// runEvery calls fn every interval until ctx ends. A pass that runs long
-// delays the next one rather than overlapping it.
-func runEvery(ctx context.Context, interval time.Duration, fn func(context.Context)) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			fn(ctx)
-		}
-	}
+	return st.done.Status
 }

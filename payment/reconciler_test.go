@@ -14,7 +14,6 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/payment/cardsim"
-	"chargeonce/sqlc"
 )
 
 // testClock is a clock the test moves by hand.
@@ -66,15 +65,10 @@ func card(pm string) ChargeInput {
 
 // abandon claims an attempt as a request would, then "dies": the provider is
 // never called, and the lease runs until the clock passes it.
-func (b *bundle) abandon(t *testing.T, key string, in ChargeInput) sqlc.ChargeAttempt {
+func (b *bundle) abandon(t *testing.T, key string, in ChargeInput) Attempt {
 	t.Helper()
-	id := uuid.New()
-	now := b.clock.Now()
-	a, claimed, err := b.svc.store.claim(context.Background(), sqlc.ClaimChargeAttemptParams{
-		ID: id, MerchantID: b.merchant.ID, IdempotencyKey: key, Fingerprint: Fingerprint(in),
-		ProviderKey: "chargeonce_" + id.String(), Amount: in.Amount, Currency: in.Currency,
-		PaymentMethod: in.PaymentMethod, LockedUntil: now.Add(b.svc.cfg.Lease), ExpiresAt: now.Add(b.svc.cfg.Retention),
-	})
+	a, claimed, err := b.svc.store.claim(context.Background(),
+		newAttempt(b.merchant, key, in, b.clock.Now(), b.svc.cfg.Lease, b.svc.cfg.Retention))
 	require.NoError(t, err)
 	require.True(t, claimed)
 	return a
@@ -366,4 +360,90 @@ func attemptID(t *testing.T, b *bundle, key string) string {
 	require.NoError(t, b.pool.QueryRow(context.Background(),
 		"SELECT id FROM charge_attempts WHERE idempotency_key = $1", key).Scan(&id))
 	return id.String()
+}
+
+// slowProvider answers every call after delay, as a provider under load does.
+type slowProvider struct {
+	Provider
+	delay time.Duration
+}
+
+func (p slowProvider) wait(ctx context.Context) error {
+	select {
+	case <-time.After(p.delay):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p slowProvider) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+	if err := p.wait(ctx); err != nil {
+		return ProviderCharge{}, err
+	}
+	return p.Provider.CreateCharge(ctx, req)
+}
+
+func (p slowProvider) FindCharge(ctx context.Context, key string) (*ProviderCharge, error) {
+	if err := p.wait(ctx); err != nil {
+		return nil, err
+	}
+	return p.Provider.FindCharge(ctx, key)
+}
+
+// TestReconciler_SlowProvider_NoLeaseExpiresMidBatch gives two reconcilers
+// a backlog of abandoned attempts and a provider that takes 250 ms a call,
+// so that working a pass's batch one attempt after another would outlast
+// the 1 s lease many times over: every attempt must still be taken over
+// exactly once, which it would not be if a lease ran out while its pass was
+// busy with others.
+func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
+	t.Cleanup(sim.Close)
+	newService := func() *Service {
+		return NewService(pool, slowProvider{NewHTTPProvider(sim.URL, 5*time.Second), 250 * time.Millisecond}, Config{Lease: time.Second})
+	}
+	a, b := newService(), newService()
+	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	require.NoError(t, err)
+	const n = 12
+	for i := range n {
+		_, claimed, err := a.store.claim(ctx, newAttempt(m, uuid.NewString(), visa(int64(100+i)), time.Now().Add(-time.Minute), time.Second, time.Hour))
+		require.NoError(t, err)
+		require.True(t, claimed)
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	var taken atomic.Int64
+	for _, svc := range []*Service{a, b} {
+		rec := NewReconciler(svc, ReconcilerConfig{})
+		wg.Go(func() {
+			for time.Since(start) < 20*time.Second {
+				res, err := rec.RunOnce(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				taken.Add(int64(res.Taken))
+				if res.Taken == 0 && time.Since(start) > 3*time.Second {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d takeovers in %s", taken.Load(), time.Since(start).Round(time.Millisecond))
+	numbers := queryAll[int32](t, pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
+	require.Len(t, numbers, n, "every attempt settled")
+	for _, number := range numbers {
+		require.Equal(t, int32(2), number, "taken over once: no lease ran out while its pass worked on others")
+	}
+	require.Equal(t, int64(n), taken.Load())
+	var charges int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM cardsim.charges").Scan(&charges))
+	require.Equal(t, n, charges)
 }

@@ -10,15 +10,18 @@ import (
 
 // CleanerConfig tunes a Cleaner. Zero values take the defaults.
 type CleanerConfig struct {
-	Interval  time.Duration // time between passes, default 1m
+	Interval  time.Duration // time between passes, default CleanupIntervalDefault
 	BatchSize int           // attempts deleted per statement, default 500
 	// MaxBatches bounds one pass, so that a large backlog is worked off over
 	// several passes instead of in one long burst.
 	MaxBatches int // default 20
 }
 
+// CleanupIntervalDefault is the time between retention passes.
+const CleanupIntervalDefault = time.Minute
+
 func (c CleanerConfig) withDefaults() CleanerConfig {
-	c.Interval = cmp.Or(c.Interval, time.Minute)
+	c.Interval = cmp.Or(c.Interval, CleanupIntervalDefault)
 	c.BatchSize = cmp.Or(c.BatchSize, 500)
 	c.MaxBatches = cmp.Or(c.MaxBatches, 20)
 	return c
@@ -42,9 +45,9 @@ func NewCleaner(svc *Service, cfg CleanerConfig) *Cleaner {
 	return &Cleaner{svc: svc, cfg: cfg.withDefaults(), log: svc.log.With("component", "retention")}
 }
 
-// Run runs a pass every Interval until ctx ends.
+// Run runs a pass at once and then every Interval until ctx ends.
 func (c *Cleaner) Run(ctx context.Context) {
-	runEvery(ctx, c.cfg.Interval, func(ctx context.Context) {
+	every(ctx, c.cfg.Interval, func(ctx context.Context) {
 		n, err := c.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			c.log.Error("retention pass failed", "err", err)
@@ -58,15 +61,21 @@ func (c *Cleaner) Run(ctx context.Context) {
 func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
 	total := 0
 	for range c.cfg.MaxBatches {
-		n, err := c.svc.store.deleteExpired(ctx, c.svc.cfg.Now(), c.cfg.BatchSize)
+		n, err := c.svc.deleteExpired(ctx, c.cfg.BatchSize)
 		if err != nil {
 			return total, fmt.Errorf("delete expired attempts: %w", err)
 		}
 		total += n
-		c.svc.metrics.RetentionDeleted.Add(float64(n))
 		if n < c.cfg.BatchSize {
 			break
 		}
 	}
 	return total, nil
+}
+
+// deleteExpired forgets up to limit finished attempts whose result has expired.
+func (s *Service) deleteExpired(ctx context.Context, limit int) (int, error) {
+	n, err := s.store.deleteExpired(ctx, s.cfg.Now(), limit)
+	s.metrics.RetentionDeleted.Add(float64(n))
+	return n, err
 }

@@ -29,6 +29,13 @@ func newStore(pool *pgxpool.Pool) *store {
 	return &store{pool: pool, q: sqlc.New(pool)}
 }
 
+// Constraints the store tells apart, by the names the migrations give them.
+const (
+	constraintProviderChargeID = "charges_provider_charge_id_unique" // one charge row per provider charge
+	constraintAttemptOrder     = "charge_attempts_order_idx"         // one live attempt per order
+	constraintChargeOrder      = "charges_order_idx"                 // one charge per order
+)
+
 // errNotFound is returned for a missing row; errFenced for a finalizing write
 // that found the attempt already finalized or taken over.
 var (
@@ -51,7 +58,7 @@ func interpretError(err error) error {
 			Message: "the payment database is unavailable; retry the same request with the same idempotency key after retryAfterMs"}
 	}
 	if constraint, ok := uniqueViolation(err); ok {
-		if constraint == "charge_attempts_order_idx" || constraint == "charges_order_idx" {
+		if constraint == constraintAttemptOrder || constraint == constraintChargeOrder {
 			return errOrderPaid
 		}
 		return fmt.Errorf("unique violation on %s: %w", constraint, err)
@@ -95,112 +102,6 @@ func uniqueViolation(err error) (constraint string, ok bool) {
 		return pgErr.ConstraintName, true
 	}
 	return "", false
-}
-
-// claim inserts the attempt; ok is false when the key was already claimed.
-// The claim takes its connection first, so that a failure to get one (the
-// database is away, or the pool is exhausted) is known to have sent nothing.
-func (s *store) claim(ctx context.Context, p sqlc.ClaimChargeAttemptParams) (a sqlc.ChargeAttempt, ok bool, err error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return a, false, interpretError(fmt.Errorf("%w: %w", errNotSent, err))
-	}
-	defer conn.Release()
-	a, err = sqlc.New(conn).ClaimChargeAttempt(ctx, p)
-	if err = interpretError(err); err == errNotFound {
-		return a, false, nil
-	}
-	return a, err == nil, err
-}
-
-// errNotSent marks a statement that never reached the database.
-var errNotSent = errors.New("no database connection")
-
-// mayHaveRun reports whether a failed statement may nevertheless have run:
-// the connection broke or timed out after it was sent, and only its reply is
-// missing.
-func mayHaveRun(err error) bool {
-	var connectErr *pgconn.ConnectError
-	return !errors.Is(err, errNotSent) && !errors.As(err, &connectErr) && !pgconn.SafeToRetry(err)
-}
-
-func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (sqlc.GetChargeAttemptRow, error) {
-	row, err := s.q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: merchantID, IdempotencyKey: key})
-	return row, interpretError(err)
-}
-
-// succeed records the charge and finalizes the attempt in one transaction,
-// fenced on the attempt number a was claimed with.
-func (s *store) succeed(ctx context.Context, a sqlc.ChargeAttempt, providerChargeID string, expiresAt time.Time) (sqlc.GetChargeAttemptRow, error) {
-	var row sqlc.GetChargeAttemptRow
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
-			ID: uuid.New(), MerchantID: a.MerchantID, Amount: a.Amount, Currency: a.Currency,
-			OrderID: a.OrderID, Description: a.Description, ProviderChargeID: providerChargeID,
-		})
-		if constraint, _ := uniqueViolation(err); constraint == "charges_provider_charge_id_key" {
-			// This provider charge is recorded already: the provider key is
-			// the attempt's, so whoever recorded it finalized the attempt.
-			return errFenced
-		}
-		if err != nil {
-			return err
-		}
-		done, err := q.SucceedChargeAttempt(ctx, sqlc.SucceedChargeAttemptParams{
-			ChargeID: &c.ID, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Attempt,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errFenced // rolls the charge back: the record's owner writes it
-		}
-		row = sqlc.GetChargeAttemptRow{ChargeAttempt: done, ProviderChargeID: &c.ProviderChargeID, ChargeCreatedAt: &c.CreatedAt}
-		return err
-	})
-	if errors.Is(err, errFenced) {
-		return row, errFenced
-	}
-	return row, interpretError(err)
-}
-
-// fail finalizes the attempt as FAILED, fenced like succeed.
-func (s *store) fail(ctx context.Context, a sqlc.ChargeAttempt, code, message string, expiresAt time.Time) (sqlc.GetChargeAttemptRow, error) {
-	done, err := s.q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
-		FailureCode: code, FailureMessage: message, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Attempt,
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sqlc.GetChargeAttemptRow{}, errFenced
-	}
-	return sqlc.GetChargeAttemptRow{ChargeAttempt: done}, interpretError(err)
-}
-
-// release ends the holder's lease now, fenced on its attempt number.
-func (s *store) release(ctx context.Context, a sqlc.ChargeAttempt, now time.Time) error {
-	return interpretError(s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Attempt: a.Attempt}))
-}
-
-// takeAbandoned takes over up to max PROCESSING attempts whose lease expired
-// before now, giving each a lease until lockedUntil and a new attempt number.
-func (s *store) takeAbandoned(ctx context.Context, now, lockedUntil time.Time, max int) ([]sqlc.ChargeAttempt, error) {
-	as, err := s.q.TakeAbandonedChargeAttempts(ctx, sqlc.TakeAbandonedChargeAttemptsParams{
-		LockedUntil: lockedUntil, Now: now, MaxAttempts: int32(max),
-	})
-	return as, interpretError(err)
-}
-
-// takeOver takes over a, if nobody holds it at now, with a lease until
-// lockedUntil and a new attempt number; ok is false when a is final or held.
-func (s *store) takeOver(ctx context.Context, a sqlc.ChargeAttempt, now, lockedUntil time.Time) (taken sqlc.ChargeAttempt, ok bool, err error) {
-	taken, err = s.q.TakeOverChargeAttempt(ctx, sqlc.TakeOverChargeAttemptParams{ID: a.ID, Now: now, LockedUntil: lockedUntil})
-	if err = interpretError(err); err == errNotFound {
-		return taken, false, nil
-	}
-	return taken, err == nil, err
-}
-
-// countStuck counts PROCESSING attempts whose lease expired before now.
-func (s *store) countStuck(ctx context.Context, now time.Time) (int, error) {
-	n, err := s.q.CountStuckChargeAttempts(ctx, now)
-	return int(n), interpretError(err)
 }
 
 func (s *store) merchant(ctx context.Context, id uuid.UUID) (Merchant, error) {
@@ -297,21 +198,4 @@ func apiKeysFromRows[R apiKeyRow](rows []R) []APIKey {
 		keys[i] = apiKeyFromRow(r)
 	}
 	return keys
-}
-
-func (s *store) orderIsPaid(ctx context.Context, merchantID uuid.UUID, orderID string) (bool, error) {
-	paid, err := s.q.OrderIsPaid(ctx, sqlc.OrderIsPaidParams{MerchantID: merchantID, OrderID: &orderID})
-	return paid, interpretError(err)
-}
-
-// deleteExpired deletes up to max finished attempts that expired before now.
-func (s *store) deleteExpired(ctx context.Context, now time.Time, max int) (int, error) {
-	n, err := s.q.DeleteExpiredChargeAttempts(ctx, sqlc.DeleteExpiredChargeAttemptsParams{Now: now, MaxAttempts: int32(max)})
-	return int(n), interpretError(err)
-}
-
-// stuck lists up to max PROCESSING attempts whose lease expired before now.
-func (s *store) stuck(ctx context.Context, now time.Time, max int) ([]sqlc.ListStuckChargeAttemptsRow, error) {
-	rows, err := s.q.ListStuckChargeAttempts(ctx, sqlc.ListStuckChargeAttemptsParams{Now: now, MaxAttempts: int32(max)})
-	return rows, interpretError(err)
 }

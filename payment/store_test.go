@@ -5,13 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
-	"chargeonce/sqlc"
 )
 
 func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
@@ -21,34 +19,32 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	s := newStore(pool)
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "fence", "fence-key")
 	require.NoError(t, err)
-	id := uuid.New()
-	a, claimed, err := s.claim(ctx, sqlc.ClaimChargeAttemptParams{
-		ID: id, MerchantID: m.ID, IdempotencyKey: "k", Fingerprint: []byte{1}, ProviderKey: "p-" + id.String(),
-		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", LockedUntil: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(time.Hour),
-	})
+	in := ChargeInput{Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"}
+	a, claimed, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
 	require.NoError(t, err)
 	require.True(t, claimed)
+	require.Equal(t, int32(1), a.Number)
 
-	_, claimed, err = s.claim(ctx, sqlc.ClaimChargeAttemptParams{
-		ID: uuid.New(), MerchantID: m.ID, IdempotencyKey: "k", Fingerprint: []byte{2}, ProviderKey: "p-other",
-		Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa", LockedUntil: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(time.Hour),
-	})
+	other := in
+	other.Amount = 200
+	_, claimed, err = s.claim(ctx, newAttempt(m, "k", other, time.Now(), time.Minute, time.Hour))
 	require.NoError(t, err)
 	require.False(t, claimed, "a second claim of the key gets nothing")
 
 	stale := a
-	stale.Attempt++
+	stale.Number++
 	_, err = s.succeed(ctx, stale, "ch_stale", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a holder with another attempt number writes nothing")
-	_, err = s.fail(ctx, stale, "card_declined", "no", time.Now().Add(time.Hour))
+	_, err = s.fail(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
-	row, err := s.succeed(ctx, a, "ch_real", time.Now().Add(time.Hour))
+	done, err := s.succeed(ctx, a, "ch_real", time.Now().Add(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, string(StatusSucceeded), row.ChargeAttempt.Status)
+	require.Equal(t, StatusSucceeded, done.Status)
+	require.Equal(t, "ch_real", done.Charge.ProviderChargeID)
 	_, err = s.succeed(ctx, a, "ch_again", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
-	_, err = s.fail(ctx, a, "card_declined", "no", time.Now().Add(time.Hour))
+	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
 	charges := queryAll[string](t, pool, "SELECT provider_charge_id FROM charges ORDER BY created_at")

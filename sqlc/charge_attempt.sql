@@ -43,7 +43,6 @@ UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     charge_id = @charge_id,
     completed_at = now(),
-    updated_at = now(),
     expires_at = sqlc.arg(expires_at)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
 RETURNING *;
@@ -56,17 +55,17 @@ SET status = 'FAILED',
     failure_code = sqlc.arg(failure_code)::text,
     failure_message = sqlc.arg(failure_message)::text,
     completed_at = now(),
-    updated_at = now(),
     expires_at = sqlc.arg(expires_at)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
 RETURNING *;
 
 -- name: ReleaseChargeAttempt :exec
--- Ends the holder's lease early, when it gives up with an unknown outcome, so
--- that the reconciler takes the attempt at its next pass instead of waiting
--- for the lease to run out. Fenced like the finalizing writes.
+-- Ends the holder's lease early, when it gives up with an unknown outcome or
+-- cannot know whether its claim committed, so that the reconciler or the
+-- client's retry takes the attempt at once instead of waiting for the lease
+-- to run out. Fenced like the finalizing writes.
 UPDATE charge_attempts
-SET locked_until = sqlc.arg(now)::timestamptz, updated_at = now()
+SET locked_until = sqlc.arg(now)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt;
 
 -- name: TakeAbandonedChargeAttempts :many
@@ -76,8 +75,7 @@ WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt;
 -- same attempt.
 UPDATE charge_attempts
 SET attempt = attempt + 1,
-    locked_until = sqlc.arg(locked_until)::timestamptz,
-    updated_at = now()
+    locked_until = sqlc.arg(locked_until)::timestamptz
 WHERE id IN (
     SELECT id FROM charge_attempts
     WHERE status = 'PROCESSING' AND charge_attempts.locked_until < sqlc.arg(now)::timestamptz
@@ -95,8 +93,7 @@ RETURNING *;
 -- several concurrent retries exactly one gets the row.
 UPDATE charge_attempts
 SET attempt = attempt + 1,
-    locked_until = sqlc.arg(locked_until)::timestamptz,
-    updated_at = now()
+    locked_until = sqlc.arg(locked_until)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz
 RETURNING *;
 

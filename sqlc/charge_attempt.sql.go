@@ -25,7 +25,7 @@ WHERE NOT EXISTS (
     WHERE c.merchant_id = $2 AND c.order_id = $9
 )
 ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
 `
 
 type ClaimChargeAttemptParams struct {
@@ -82,7 +82,6 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.FailureMessage,
 		&i.Attempt,
 		&i.CreatedAt,
-		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,
@@ -136,10 +135,9 @@ SET status = 'FAILED',
     failure_code = $1::text,
     failure_message = $2::text,
     completed_at = now(),
-    updated_at = now(),
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
 `
 
 type FailChargeAttemptParams struct {
@@ -178,7 +176,6 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.FailureMessage,
 		&i.Attempt,
 		&i.CreatedAt,
-		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,
@@ -187,7 +184,7 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.updated_at, a.completed_at, a.expires_at, a.locked_until,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until,
        c.provider_charge_id,
        c.created_at AS charge_created_at
 FROM charge_attempts a
@@ -228,7 +225,6 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.FailureMessage,
 		&i.ChargeAttempt.Attempt,
 		&i.ChargeAttempt.CreatedAt,
-		&i.ChargeAttempt.UpdatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
 		&i.ChargeAttempt.LockedUntil,
@@ -281,7 +277,7 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.updated_at, a.completed_at, a.expires_at, a.locked_until, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz
@@ -311,7 +307,6 @@ type ListStuckChargeAttemptsRow struct {
 	FailureMessage *string
 	Attempt        int32
 	CreatedAt      time.Time
-	UpdatedAt      time.Time
 	CompletedAt    *time.Time
 	ExpiresAt      time.Time
 	LockedUntil    time.Time
@@ -345,7 +340,6 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.FailureMessage,
 			&i.Attempt,
 			&i.CreatedAt,
-			&i.UpdatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.LockedUntil,
@@ -382,7 +376,7 @@ func (q *Queries) OrderIsPaid(ctx context.Context, arg OrderIsPaidParams) (bool,
 
 const releaseChargeAttempt = `-- name: ReleaseChargeAttempt :exec
 UPDATE charge_attempts
-SET locked_until = $1::timestamptz, updated_at = now()
+SET locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
 `
 
@@ -392,9 +386,10 @@ type ReleaseChargeAttemptParams struct {
 	Attempt int32
 }
 
-// Ends the holder's lease early, when it gives up with an unknown outcome, so
-// that the reconciler takes the attempt at its next pass instead of waiting
-// for the lease to run out. Fenced like the finalizing writes.
+// Ends the holder's lease early, when it gives up with an unknown outcome or
+// cannot know whether its claim committed, so that the reconciler or the
+// client's retry takes the attempt at once instead of waiting for the lease
+// to run out. Fenced like the finalizing writes.
 func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) error {
 	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Attempt)
 	return err
@@ -405,10 +400,9 @@ UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     charge_id = $1,
     completed_at = now(),
-    updated_at = now(),
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
 `
 
 type SucceedChargeAttemptParams struct {
@@ -445,7 +439,6 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 		&i.FailureMessage,
 		&i.Attempt,
 		&i.CreatedAt,
-		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,
@@ -456,8 +449,7 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 const takeAbandonedChargeAttempts = `-- name: TakeAbandonedChargeAttempts :many
 UPDATE charge_attempts
 SET attempt = attempt + 1,
-    locked_until = $1::timestamptz,
-    updated_at = now()
+    locked_until = $1::timestamptz
 WHERE id IN (
     SELECT id FROM charge_attempts
     WHERE status = 'PROCESSING' AND charge_attempts.locked_until < $2::timestamptz
@@ -465,7 +457,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
 `
 
 type TakeAbandonedChargeAttemptsParams struct {
@@ -504,7 +496,6 @@ func (q *Queries) TakeAbandonedChargeAttempts(ctx context.Context, arg TakeAband
 			&i.FailureMessage,
 			&i.Attempt,
 			&i.CreatedAt,
-			&i.UpdatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.LockedUntil,
@@ -522,10 +513,9 @@ func (q *Queries) TakeAbandonedChargeAttempts(ctx context.Context, arg TakeAband
 const takeOverChargeAttempt = `-- name: TakeOverChargeAttempt :one
 UPDATE charge_attempts
 SET attempt = attempt + 1,
-    locked_until = $1::timestamptz,
-    updated_at = now()
+    locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, updated_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -559,7 +549,6 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.FailureMessage,
 		&i.Attempt,
 		&i.CreatedAt,
-		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,

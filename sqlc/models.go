@@ -63,7 +63,6 @@ type ChargeAttempt struct {
 	FailureMessage *string
 	Attempt        int32
 	CreatedAt      time.Time
-	UpdatedAt      time.Time
 	CompletedAt    *time.Time
 	ExpiresAt      time.Time
 	LockedUntil    time.Time

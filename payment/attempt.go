@@ -1,0 +1,65 @@
+package payment
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Attempt is one charge attempt: a merchant's claim of an idempotency key,
+// the request it was claimed for, who holds it, and where it stands. The
+// store alone converts it to and from database rows.
+type Attempt struct {
+	ID             uuid.UUID
+	MerchantID     uuid.UUID
+	IdempotencyKey string
+	Input          ChargeInput
+	// Fingerprint identifies Input (see Fingerprint): the same key with
+	// another request is refused.
+	Fingerprint []byte
+	Status      Status
+	// ProviderKey is our idempotency key at the card provider, the same on
+	// every send for the life of the attempt.
+	ProviderKey string
+	// Number counts the attempt's holders: 1 for the request that claimed
+	// it, one more for each takeover. Finalizing writes are fenced on it, so
+	// a holder that lost the attempt writes nothing.
+	Number int32
+	// LockedUntil is when the holder's lease ends; after it the attempt is
+	// abandoned and may be taken over.
+	LockedUntil time.Time
+	CreatedAt   time.Time
+	// ExpiresAt is when the stored result may be forgotten.
+	ExpiresAt time.Time
+	Charge    *Charge  // set when SUCCEEDED
+	Failure   *Failure // set when FAILED
+}
+
+// providerKeyPrefix starts every provider key, so that a charge at the
+// provider can be traced to chargeonce.
+const providerKeyPrefix = "chargeonce_"
+
+// newAttempt is the attempt a request claims for key and in at now: held by
+// the request for lease, its result kept for retention. It is the one place
+// where an attempt's id and provider key are made.
+func newAttempt(m Merchant, key string, in ChargeInput, now time.Time, lease, retention time.Duration) Attempt {
+	id := uuid.New()
+	return Attempt{
+		ID:             id,
+		MerchantID:     m.ID,
+		IdempotencyKey: key,
+		Input:          in,
+		Fingerprint:    Fingerprint(in),
+		Status:         StatusProcessing,
+		ProviderKey:    providerKeyPrefix + id.String(),
+		Number:         1,
+		LockedUntil:    now.Add(lease),
+		CreatedAt:      now,
+		ExpiresAt:      now.Add(retention),
+	}
+}
+
+// abandoned reports whether nobody holds the attempt at now.
+func (a Attempt) abandoned(now time.Time) bool {
+	return a.Status == StatusProcessing && a.LockedUntil.Before(now)
+}

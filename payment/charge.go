@@ -1,0 +1,128 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	goretry "github.com/sethvargo/go-retry"
+
+	"chargeonce/metrics"
+)
+
+// finalizeTimeout bounds the write of a provider's answer.
+const finalizeTimeout = 10 * time.Second
+
+// charge calls the provider for a freshly claimed attempt and records the outcome.
+func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
+	log := s.attemptLog(m, a)
+	// Finish the provider phase well within the lease, so that the reconciler
+	// never takes over an attempt whose holder is still working.
+	providerCtx, cancel := context.WithTimeout(ctx, s.cfg.Lease/2)
+	pc, err := s.callProvider(providerCtx, m, a)
+	cancel()
+	if err != nil {
+		// Nobody knows yet whether the card was charged. Hand the attempt to
+		// the reconciler (or the client's retry) now, not when the lease ends.
+		now := s.cfg.Now()
+		if err := s.store.release(ctx, a, now); err != nil {
+			log.WarnContext(ctx, "could not release the lease; the reconciler takes over when it ends", "err", err)
+		} else {
+			a.LockedUntil = now
+		}
+		log.WarnContext(ctx, "provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
+		s.metrics.OutcomeUnknown.Inc()
+		return s.result(a, false)
+	}
+	s.cfg.Fault(FaultAfterProvider)
+	// The provider has answered, and losing that answer now would leave the
+	// attempt to the reconciler for the rest of the lease. A write that fails
+	// for a passing reason (a database restart or failover) is retried while
+	// the lease holds, and for finalizeTimeout at least; that is safe, as the
+	// write is fenced on the attempt and a provider charge is recorded once.
+	writeCtx, cancel := context.WithTimeout(ctx, max(a.LockedUntil.Sub(s.cfg.Now()), finalizeTimeout))
+	defer cancel()
+	var done Attempt
+	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
+		func(ctx context.Context) error {
+			done, err = s.finalize(ctx, a, pc, metrics.ByRequest)
+			if code := ErrorCode(err); err != nil && !errors.Is(err, errFenced) && (code == EUNAVAILABLE || code == EINTERNAL) {
+				log.WarnContext(ctx, "could not record the provider's answer yet; retrying", "err", err)
+				return goretry.RetryableError(err)
+			}
+			return err
+		})
+	switch {
+	case errors.Is(err, errFenced):
+		// Someone else finalized the attempt first; theirs is the stored answer.
+		log.InfoContext(ctx, "attempt was finalized by another holder; answering with the stored result")
+		if done, err = s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
+			return s.result(done, true)
+		}
+		fallthrough
+	case err != nil:
+		// The provider answered but the answer is not stored. The attempt stays
+		// PROCESSING; the reconciler asks the provider by our key when the lease ends.
+		log.ErrorContext(ctx, "could not record the provider's answer; attempt stays PROCESSING",
+			"provider_charge_id", pc.ID, "succeeded", pc.Succeeded, "err", err)
+		return s.result(a, false)
+	}
+	s.cfg.Fault(FaultAfterFinalize)
+	log.InfoContext(ctx, "charge attempt finalized", "status", done.Status, "provider_charge_id", pc.ID)
+	return s.result(done, false)
+}
+
+// finalize records the provider's definitive answer, fenced on a's attempt
+// number; by says who finalizes (metrics.ByRequest or ByReconciler).
+func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by string) (Attempt, error) {
+	expiresAt := s.cfg.Now().Add(s.cfg.Retention)
+	var done Attempt
+	var err error
+	outcome := metrics.BySucceeded
+	if pc.Succeeded {
+		done, err = s.store.succeed(ctx, a, pc.ID, expiresAt)
+	} else {
+		outcome = metrics.ByFailed
+		done, err = s.store.fail(ctx, a, Failure{Code: pc.FailureCode, Message: pc.FailureMessage}, expiresAt)
+	}
+	if err == nil {
+		s.metrics.Charges.WithLabelValues(outcome, by).Inc()
+	}
+	return done, err
+}
+
+// providerRequest is the charge request for attempt a. It must be the same
+// on every send, or the provider refuses the repeat of our key.
+func providerRequest(m Merchant, a Attempt) ProviderChargeRequest {
+	req := ProviderChargeRequest{
+		IdempotencyKey: a.ProviderKey,
+		Amount:         a.Input.Amount,
+		Currency:       a.Input.Currency,
+		PaymentMethod:  a.Input.PaymentMethod,
+		Description:    a.Input.Description,
+		Metadata:       map[string]string{"client_idempotency_key": a.IdempotencyKey, "merchant": m.Name},
+	}
+	if a.Input.OrderID != "" {
+		req.Metadata["order_id"] = a.Input.OrderID
+	}
+	return req
+}
+
+// callProvider charges at the provider under our provider key. An unknown
+// outcome is retried a few times within the retry budget; that is safe
+// because the provider deduplicates on the key.
+func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (ProviderCharge, error) {
+	req := providerRequest(m, a)
+	backoff := goretry.WithMaxDuration(s.cfg.ProviderRetryBudget,
+		goretry.WithMaxRetries(s.cfg.ProviderRetries, goretry.NewExponential(200*time.Millisecond)))
+	var pc ProviderCharge
+	err := goretry.Do(ctx, backoff, func(ctx context.Context) error {
+		var err error
+		pc, err = s.provider.CreateCharge(ctx, req)
+		if errors.Is(err, ErrOutcomeUnknown) {
+			return goretry.RetryableError(err)
+		}
+		return err
+	})
+	return pc, err
+}

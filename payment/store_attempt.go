@@ -1,0 +1,228 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"chargeonce/sqlc"
+)
+
+// The store's charge attempts: the claim, its lookup, the fenced writes that
+// finalize it, and the takeovers. Every row is converted to an Attempt here.
+
+// claim inserts a; ok is false when the merchant's key was already claimed.
+// The claim takes its connection first, so that a failure to get one (the
+// database is away, or the pool is exhausted) is known to have sent nothing.
+func (s *store) claim(ctx context.Context, a Attempt) (claimed Attempt, ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return Attempt{}, false, interpretError(fmt.Errorf("%w: %w", errNotSent, err))
+	}
+	defer conn.Release()
+	row, err := sqlc.New(conn).ClaimChargeAttempt(ctx, sqlc.ClaimChargeAttemptParams{
+		ID:             a.ID,
+		MerchantID:     a.MerchantID,
+		IdempotencyKey: a.IdempotencyKey,
+		Fingerprint:    a.Fingerprint,
+		ProviderKey:    a.ProviderKey,
+		Amount:         a.Input.Amount,
+		Currency:       a.Input.Currency,
+		PaymentMethod:  a.Input.PaymentMethod,
+		OrderID:        optional(a.Input.OrderID),
+		Description:    optional(a.Input.Description),
+		LockedUntil:    a.LockedUntil,
+		ExpiresAt:      a.ExpiresAt,
+	})
+	if err = interpretError(err); err == errNotFound {
+		return Attempt{}, false, nil
+	}
+	return attemptFromRow(row), err == nil, err
+}
+
+// errNotSent marks a statement that never reached the database.
+var errNotSent = errors.New("no database connection")
+
+// mayHaveRun reports whether a failed statement may nevertheless have run:
+// the connection broke or timed out after it was sent, and only its reply is
+// missing.
+func mayHaveRun(err error) bool {
+	var connectErr *pgconn.ConnectError
+	return !errors.Is(err, errNotSent) && !errors.As(err, &connectErr) && !pgconn.SafeToRetry(err)
+}
+
+// get loads the merchant's attempt for key, with its charge or failure.
+func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Attempt, error) {
+	row, err := s.q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: merchantID, IdempotencyKey: key})
+	if err != nil {
+		return Attempt{}, interpretError(err)
+	}
+	a := attemptFromRow(row.ChargeAttempt)
+	if a.Status == StatusSucceeded {
+		a.Charge = chargeOf(a, row.ChargeAttempt.ChargeID, deref(row.ProviderChargeID), row.ChargeCreatedAt)
+	}
+	return a, nil
+}
+
+// succeed records the charge and finalizes the attempt in one transaction,
+// fenced on a's attempt number.
+func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string, expiresAt time.Time) (Attempt, error) {
+	var done Attempt
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
+			ID: uuid.New(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
+			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: providerChargeID,
+		})
+		if constraint, _ := uniqueViolation(err); constraint == constraintProviderChargeID {
+			// This provider charge is recorded already: the provider key is
+			// the attempt's, so whoever recorded it finalized the attempt.
+			return errFenced
+		}
+		if err != nil {
+			return err
+		}
+		row, err := q.SucceedChargeAttempt(ctx, sqlc.SucceedChargeAttemptParams{
+			ChargeID: &c.ID, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errFenced // rolls the charge back: the record's owner writes it
+		}
+		done = attemptFromRow(row)
+		done.Charge = chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt)
+		return err
+	})
+	if errors.Is(err, errFenced) {
+		return Attempt{}, errFenced
+	}
+	return done, interpretError(err)
+}
+
+// fail finalizes the attempt as FAILED, fenced like succeed.
+func (s *store) fail(ctx context.Context, a Attempt, f Failure, expiresAt time.Time) (Attempt, error) {
+	row, err := s.q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
+		FailureCode: f.Code, FailureMessage: f.Message, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Attempt{}, errFenced
+	}
+	return attemptFromRow(row), interpretError(err)
+}
+
+// release ends the holder's lease now, fenced on its attempt number.
+func (s *store) release(ctx context.Context, a Attempt, now time.Time) error {
+	return interpretError(s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Attempt: a.Number}))
+}
+
+// takeAbandoned takes over up to limit PROCESSING attempts whose lease expired
+// before now, giving each a lease until lockedUntil and a new attempt number.
+func (s *store) takeAbandoned(ctx context.Context, now, lockedUntil time.Time, limit int) ([]Attempt, error) {
+	rows, err := s.q.TakeAbandonedChargeAttempts(ctx, sqlc.TakeAbandonedChargeAttemptsParams{
+		LockedUntil: lockedUntil, Now: now, MaxAttempts: int32(limit),
+	})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	as := make([]Attempt, len(rows))
+	for i, r := range rows {
+		as[i] = attemptFromRow(r)
+	}
+	return as, nil
+}
+
+// takeOver takes over a, if nobody holds it at now, with a lease until
+// lockedUntil and a new attempt number; ok is false when a is final or held.
+func (s *store) takeOver(ctx context.Context, a Attempt, now, lockedUntil time.Time) (taken Attempt, ok bool, err error) {
+	row, err := s.q.TakeOverChargeAttempt(ctx, sqlc.TakeOverChargeAttemptParams{ID: a.ID, Now: now, LockedUntil: lockedUntil})
+	if err = interpretError(err); err == errNotFound {
+		return Attempt{}, false, nil
+	}
+	return attemptFromRow(row), err == nil, err
+}
+
+// countStuck counts PROCESSING attempts whose lease expired before now.
+func (s *store) countStuck(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.q.CountStuckChargeAttempts(ctx, now)
+	return int(n), interpretError(err)
+}
+
+func (s *store) orderIsPaid(ctx context.Context, merchantID uuid.UUID, orderID string) (bool, error) {
+	paid, err := s.q.OrderIsPaid(ctx, sqlc.OrderIsPaidParams{MerchantID: merchantID, OrderID: &orderID})
+	return paid, interpretError(err)
+}
+
+// deleteExpired deletes up to limit finished attempts that expired before now.
+func (s *store) deleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	n, err := s.q.DeleteExpiredChargeAttempts(ctx, sqlc.DeleteExpiredChargeAttemptsParams{Now: now, MaxAttempts: int32(limit)})
+	return int(n), interpretError(err)
+}
+
+// stuck lists up to limit PROCESSING attempts whose lease expired before now.
+func (s *store) stuck(ctx context.Context, now time.Time, limit int) ([]StuckAttempt, error) {
+	rows, err := s.q.ListStuckChargeAttempts(ctx, sqlc.ListStuckChargeAttemptsParams{Now: now, MaxAttempts: int32(limit)})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]StuckAttempt, len(rows))
+	for i, r := range rows {
+		out[i] = StuckAttempt{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: r.ProviderKey,
+			Amount: r.Amount, Currency: r.Currency, Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, LeaseEnded: r.LockedUntil}
+	}
+	return out, nil
+}
+
+// attemptFromRow converts a charge_attempts row; its charge, when it has
+// one, is the caller's to attach.
+func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
+	a := Attempt{
+		ID:             r.ID,
+		MerchantID:     r.MerchantID,
+		IdempotencyKey: r.IdempotencyKey,
+		Input: ChargeInput{
+			Amount: r.Amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,
+			OrderID: deref(r.OrderID), Description: deref(r.Description),
+		},
+		Fingerprint: r.Fingerprint,
+		Status:      Status(r.Status),
+		ProviderKey: r.ProviderKey,
+		Number:      r.Attempt,
+		LockedUntil: r.LockedUntil,
+		CreatedAt:   r.CreatedAt,
+		ExpiresAt:   r.ExpiresAt,
+	}
+	if a.Status == StatusFailed {
+		a.Failure = &Failure{Code: deref(r.FailureCode), Message: deref(r.FailureMessage)}
+	}
+	return a
+}
+
+// chargeOf is the charge that a's success recorded.
+func chargeOf(a Attempt, id *uuid.UUID, providerChargeID string, createdAt *time.Time) *Charge {
+	c := &Charge{Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID, ProviderChargeID: providerChargeID}
+	if id != nil {
+		c.ID = *id
+	}
+	if createdAt != nil {
+		c.CreatedAt = *createdAt
+	}
+	return c
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
