@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,7 +26,7 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 			return err
 		}
 		defer closeDB()
-		stuck, err := newPaymentService(cfg, pool, cfg.ProviderURL, log, metrics.Discard()).StuckAttempts(ctx, 1000)
+		stuck, err := newPaymentService(cfg, pool, payment.NewHTTPProvider(cfg.ProviderURL, providerTimeout, nil), log, metrics.Discard()).StuckAttempts(ctx, 1000)
 		if err != nil {
 			return err
 		}
@@ -49,7 +50,7 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 			return err
 		}
 		defer closeDB()
-		svc := newPaymentService(cfg, pool, cfg.ProviderURL, log, metrics.Discard())
+		svc := newPaymentService(cfg, pool, payment.NewHTTPProvider(cfg.ProviderURL, providerTimeout, nil), log, metrics.Discard())
 		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
 		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 		return err
@@ -148,3 +149,13 @@ func runAPIKeyCommand(ctx context.Context, cfg config, args []string, stdout io.
 		return nil
 	}
 }
+
+var errUsage = errors.New(`usage:
+  chargeonce                          serve (configuration from the environment; see README.md)
+  chargeonce apikey create NAME       create merchant NAME if needed and print a new API key for it
+  chargeonce apikey rotate NAME       print a new API key for merchant NAME; its other keys stay valid until revoked
+  chargeonce apikey list              list every merchant's API keys (id, prefix, created, revoked; never the key)
+  chargeonce apikey revoke PREFIX|ID  revoke one API key, by its id or the prefix of exactly one live key
+  chargeonce charges stuck            list PROCESSING attempts whose lease has expired
+  chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
+  chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

@@ -186,7 +186,8 @@ func TestOperatorCommands_StuckAndReconcileOnce(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	// A server whose own reconciler stays out of the way, so the operator's pass does the work.
-	s := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "PROCESSING_LEASE": "1s"})
+	// Listening for real: the commands reach its simulator over the network.
+	s := startListening(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "PROCESSING_LEASE": "1s"})
 	key := newKey()
 	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
 

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -134,18 +134,19 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 func TestProduction_AnswersLikeProduction(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	devMetrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	dev := startServer(t, dbURL, map[string]string{"METRICS_ADDR": devMetrics})
+	// Listening for real: the production process charges through its simulator.
+	dev := startListening(t, dbURL, map[string]string{"METRICS_ADDR": "127.0.0.1:0"})
+	devMetrics := metricsAddr(t, dev)
 	_, apiKey, err := payment.NewMerchants(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
 	require.NoError(t, err)
-	prodMetrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	// The real binary, so that everything it writes counts.
 	prod := startProcess(t, map[string]string{
 		"APP_ENV":      "production",
 		"DATABASE_URL": dbURL,
 		"PROVIDER_URL": dev.URL + "/provider",
-		"METRICS_ADDR": prodMetrics,
+		"METRICS_ADDR": "127.0.0.1:0",
 	})
+	prodMetrics := metricsAddr(t, prod.testServer)
 	post := func(s *testServer, apiKey, query string) rawResponse {
 		body, err := json.Marshal(map[string]any{"query": query})
 		require.NoError(t, err)
@@ -246,11 +247,11 @@ func TestDevelopment_ListensOnLoopbackOnly(t *testing.T) {
 	other := nonLoopbackIPv4(t)
 	dbURL := dbtest.NewDatabase(t)
 
-	dev := startServer(t, dbURL, nil)
+	dev := startListening(t, dbURL, nil)
 	require.True(t, reachable(dev.URL), "loopback")
 	require.False(t, reachable(atAddress(t, dev, other)), "development listens on loopback only, not on %s", other)
 
-	everywhere := startServer(t, dbURL, map[string]string{"HOST": "0.0.0.0"})
+	everywhere := startListening(t, dbURL, map[string]string{"HOST": "0.0.0.0"})
 	require.True(t, reachable(everywhere.URL))
 	require.True(t, reachable(atAddress(t, everywhere, other)), "HOST=0.0.0.0 listens on %s too", other)
 }
@@ -260,9 +261,26 @@ func TestProduction_ListensOnAllInterfaces(t *testing.T) {
 	other := nonLoopbackIPv4(t)
 	dbURL := dbtest.NewDatabase(t)
 	dev := startServer(t, dbURL, nil)
-	prod := startServer(t, dbURL, map[string]string{"APP_ENV": "production", "PROVIDER_URL": dev.URL + "/provider"})
+	prod := startListening(t, dbURL, map[string]string{"APP_ENV": "production", "PROVIDER_URL": dev.URL + "/provider"})
 	require.True(t, reachable(prod.URL))
 	require.True(t, reachable(atAddress(t, prod, other)), "production listens on %s", other)
+}
+
+// metricsLine finds where a server serves its metrics, in a text or JSON log.
+var metricsLine = regexp.MustCompile(`metrics listening"?,?\s*"?addr"?[=:]"?http://([^ "/]+)/metrics`)
+
+// metricsAddr is the address of s's metrics listener, from its log.
+func metricsAddr(t *testing.T, s *testServer) string {
+	t.Helper()
+	var addr string
+	require.Eventually(t, func() bool {
+		m := metricsLine.FindStringSubmatch(s.logText())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 30*time.Second, 10*time.Millisecond, "no metrics listener in the log:\n%s", s.logText())
+	return addr
 }
 
 // logLines parses a JSON log and returns the lines keep selects; a line
@@ -301,7 +319,7 @@ func accessLine(t *testing.T, s *testServer, id string) map[string]any {
 // requireTextLog checks that a log is slog's text format, not JSON.
 func requireTextLog(t *testing.T, log string) {
 	t.Helper()
-	require.Contains(t, log, `level=INFO msg="chargeonce listening"`)
+	require.Contains(t, log, `level=INFO msg="http request"`)
 	for line := range strings.Lines(log) {
 		require.True(t, strings.HasPrefix(line, "time="), "not a text log line: %q", line)
 		require.False(t, json.Valid([]byte(line)), "a JSON line in a text log: %q", line)

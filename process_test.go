@@ -49,13 +49,12 @@ type serverProcess struct {
 	state  *os.ProcessState
 }
 
-// startProcess starts the server binary with env (on top of a free PORT and
-// short test intervals) and waits until it is ready.
+// startProcess starts the server binary with env (on top of short test
+// intervals), on a port of its own choosing, and waits until it is ready.
 func startProcess(t *testing.T, env map[string]string) *serverProcess {
 	t.Helper()
-	port := freePort(t)
 	vars := map[string]string{
-		"PORT":               fmt.Sprint(port),
+		"PORT":               "0",
 		"SIM_SLOW_DELAY":     "300ms",
 		"PROCESSING_LEASE":   "2s",
 		"RECONCILE_INTERVAL": "200ms",
@@ -71,7 +70,6 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 	logs := &syncBuffer{}
 	p := &serverProcess{
 		testServer: &testServer{
-			URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
 			client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 			log:    logs,
 		},
@@ -97,6 +95,7 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 			t.Logf("log of %s:\n%s", p.URL, p.logs.String())
 		}
 	})
+	p.URL = listeningURL(t, p.exited, p.logs)
 	p.waitReady(t, p.exited, p.logs)
 	return p
 }

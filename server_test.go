@@ -2,21 +2,25 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// testServer is a real chargeonce server, started through run on a free port.
+// testServer is a chargeonce server under test, with a client that reaches it.
 type testServer struct {
 	URL    string
 	client *http.Client
@@ -26,19 +30,98 @@ type testServer struct {
 // logText is what the server has logged so far.
 func (s *testServer) logText() string { return s.log.String() }
 
-// startServer runs chargeonce against dbURL until the test ends. env
-// overrides the environment.
+// testEnv is the environment of every test server, under the test's own.
+func testEnv(dbURL string, env map[string]string) map[string]string {
+	vars := map[string]string{"DATABASE_URL": dbURL, "SIM_SLOW_DELAY": "300ms"}
+	maps.Copy(vars, env)
+	return vars
+}
+
+// startServer builds chargeonce against dbURL as run would, from env on top
+// of the test defaults, and serves it in process until the test ends: no
+// port and no network. Its client, and the server's own provider client,
+// reach every in-process server by its host name, and anything else over the
+// network (a server process, say).
 func startServer(t *testing.T, dbURL string, env map[string]string) *testServer {
 	t.Helper()
-	port := freePort(t)
-	vars := map[string]string{
-		"PORT":           fmt.Sprint(port),
-		"DATABASE_URL":   dbURL,
-		"SIM_SLOW_DELAY": "300ms",
+	vars := testEnv(dbURL, env)
+	cfg, err := loadConfig(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	host := fmt.Sprintf("chargeonce-%d.test", serverSeq.Add(1))
+	providerURL := cmp.Or(cfg.ProviderURL, "http://"+host+"/provider")
+	a, err := newApp(context.Background(), cfg, newLogger(cfg, logs), providerURL, testNet)
+	require.NoError(t, err)
+	srv := &inProcessServer{handler: newHandler(a)}
+	inProcess.Store(host, srv)
+	stopLoops := a.startLoops()
+	t.Cleanup(func() {
+		inProcess.Delete(host)
+		srv.inFlight.Wait() // as a server drains at shutdown
+		stopLoops()
+		a.close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return &testServer{URL: "http://" + host, client: &http.Client{Timeout: time.Minute, Transport: testNet}, log: logs}
+}
+
+var (
+	serverSeq atomic.Int64
+	inProcess sync.Map // host name → *inProcessServer
+)
+
+type inProcessServer struct {
+	handler  http.Handler
+	inFlight sync.WaitGroup
+}
+
+// testNet carries a request to the in-process server named by its host, or
+// over the network when there is none.
+var testNet http.RoundTripper = inProcessTransport{network: &http.Transport{MaxIdleConnsPerHost: 256}}
+
+type inProcessTransport struct{ network http.RoundTripper }
+
+func (t inProcessTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
+	found, ok := inProcess.Load(req.URL.Host)
+	if !ok {
+		return t.network.RoundTrip(req)
 	}
-	for k, v := range env {
-		vars[k] = v
+	srv := found.(*inProcessServer)
+	srv.inFlight.Add(1)
+	defer srv.inFlight.Done()
+	r := req.Clone(req.Context())
+	r.RemoteAddr = "127.0.0.1:41234"
+	r.RequestURI = req.URL.RequestURI()
+	if r.Body == nil {
+		r.Body = http.NoBody
 	}
+	rec := httptest.NewRecorder()
+	defer func() {
+		// A handler that aborts its response (http.ErrAbortHandler, as the
+		// development fault and the simulator's lost response do) is a
+		// connection the client sees break.
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("in-process server %s: connection broken: %v", req.URL.Host, p)
+		}
+	}()
+	srv.handler.ServeHTTP(rec, r)
+	if err := req.Context().Err(); err != nil {
+		return nil, err // the client hung up before the answer
+	}
+	resp = rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// startListening runs chargeonce through run, on a port of its own choosing,
+// until the test ends: for what needs a real listener (its address, a
+// metrics listener, a server process that charges through it).
+func startListening(t *testing.T, dbURL string, env map[string]string) *testServer {
+	t.Helper()
+	vars := testEnv(dbURL, env)
+	vars["PORT"] = "0"
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var runErr error
@@ -55,13 +138,32 @@ func startServer(t *testing.T, dbURL string, env map[string]string) *testServer 
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	s := &testServer{
-		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
-		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
-		log:    logs,
-	}
+	s := &testServer{client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: logs}
+	s.URL = listeningURL(t, exited, logs)
 	s.waitReady(t, exited, logs)
 	return s
+}
+
+// listenLine finds the address of "chargeonce listening" in a text or JSON log.
+var listenLine = regexp.MustCompile(`chargeonce listening"?,?\s*"?addr"?[=:]"?http://[^ "]*:(\d+)`)
+
+// listeningURL waits for the server to log where it listens, and returns
+// its loopback URL.
+func listeningURL(t *testing.T, exited <-chan struct{}, logs *syncBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if m := listenLine.FindStringSubmatch(logs.String()); m != nil {
+			return "http://127.0.0.1:" + m[1]
+		}
+		select {
+		case <-exited:
+			t.Fatalf("server exited before it listened:\n%s", logs.String())
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "server not listening after 60s:\n%s", logs.String())
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitReady waits until the server answers /readyz, failing the test if it
@@ -85,15 +187,6 @@ func (s *testServer) waitReady(t *testing.T, exited <-chan struct{}, logs *syncB
 		require.True(t, time.Now().Before(deadline), "server not ready after 30s:\n%s", logs.String())
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 type syncBuffer struct {

@@ -60,12 +60,17 @@ type HTTPProvider struct {
 }
 
 // NewHTTPProvider returns a client for the provider at baseURL (e.g.
-// http://127.0.0.1:8080/provider). timeout bounds each call.
-func NewHTTPProvider(baseURL string, timeout time.Duration) *HTTPProvider {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	// Every charge goes to the same host; keep enough idle connections for
-	// bursts of checkouts instead of opening one per request.
-	transport.MaxIdleConnsPerHost = 64
+// http://127.0.0.1:8080/provider). timeout bounds each call; transport
+// carries the requests (nil: the network, with connections kept for bursts
+// of checkouts).
+func NewHTTPProvider(baseURL string, timeout time.Duration, transport http.RoundTripper) *HTTPProvider {
+	if transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Every charge goes to the same host; keep enough idle connections for
+		// bursts of checkouts instead of opening one per request.
+		t.MaxIdleConnsPerHost = 64
+		transport = t
+	}
 	return &HTTPProvider{
 		baseURL: strings.TrimRight(baseURL, "/"),
 		client:  &http.Client{Timeout: timeout, Transport: transport},

@@ -46,7 +46,7 @@ func setup(t testing.TB, cfg Config) *bundle {
 	t.Cleanup(sim.Close)
 	clock := newTestClock()
 	cfg.Now = clock.Now
-	provider := NewHTTPProvider(sim.URL, 5*time.Second)
+	provider := NewHTTPProvider(sim.URL, 5*time.Second, nil)
 	svc := NewService(pool, provider, cfg)
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key")
 	require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 
 	// Two instances, each with its own service and provider client on the
 	// same database, four workers each, small batches: they race for every row.
-	other := NewService(b.pool, NewHTTPProvider(b.provider.baseURL, 5*time.Second), Config{Now: b.clock.Now})
+	other := NewService(b.pool, NewHTTPProvider(b.provider.baseURL, 5*time.Second, nil), Config{Now: b.clock.Now})
 	reconcilers := []*Reconciler{
 		NewReconciler(b.svc, ReconcilerConfig{BatchSize: 3}),
 		NewReconciler(other, ReconcilerConfig{BatchSize: 3}),
@@ -404,7 +404,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
 	t.Cleanup(sim.Close)
 	newService := func() *Service {
-		return NewService(pool, slowProvider{NewHTTPProvider(sim.URL, 5*time.Second), 250 * time.Millisecond}, Config{Lease: time.Second})
+		return NewService(pool, slowProvider{NewHTTPProvider(sim.URL, 5*time.Second, nil), 250 * time.Millisecond}, Config{Lease: time.Second})
 	}
 	a, b := newService(), newService()
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")

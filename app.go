@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"chargeonce/db"
+	"chargeonce/metrics"
+	"chargeonce/payment"
+	"chargeonce/payment/cardsim"
+)
+
+// app is what a chargeonce server is made of: its database, its metrics,
+// the merchants and the payment service, and in development the simulated
+// card provider. run builds one per process around real listeners; tests
+// build one per test and serve it in process.
+type app struct {
+	cfg       config
+	log       *slog.Logger
+	pool      *pgxpool.Pool
+	registry  *prometheus.Registry
+	metrics   *metrics.Metrics
+	merchants *payment.Merchants
+	payments  *payment.Service
+	// simulator is the simulated card provider's API (paths from /v1), in
+	// development only.
+	simulator http.Handler
+	closeDB   func()
+}
+
+// providerTimeout bounds one call to the card provider.
+const providerTimeout = 10 * time.Second
+
+// newApp opens the database (applying migrations) and builds the app. Its
+// payment service charges through the provider at providerURL; in
+// development an empty providerURL means the simulator, which the caller
+// then serves there (see run). providerTransport carries the provider's
+// requests (nil: the network).
+func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL string, providerTransport http.RoundTripper) (*app, error) {
+	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
+	a.metrics = metrics.New(a.registry)
+	a.metrics.WatchPool(pool)
+	a.merchants = payment.NewMerchants(pool, !cfg.Production)
+	if !cfg.Production {
+		a.simulator = cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log})
+		if _, err := a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey); err != nil {
+			closeDB()
+			return nil, fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)
+		}
+	}
+	a.payments = newPaymentService(cfg, pool, payment.NewHTTPProvider(providerURL, providerTimeout, providerTransport), log, a.metrics)
+	a.metrics.WatchStuck(func() (int, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return a.payments.CountStuck(ctx)
+	})
+	return a, nil
+}
+
+// close closes the database, and stops the project-local PostgreSQL if the
+// app started it.
+func (a *app) close() { a.closeDB() }
+
+// startLoops runs the reconciler and the retention cleaner until stop is
+// called; stop waits for them.
+func (a *app) startLoops() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var loops sync.WaitGroup
+	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
+	loops.Go(func() {
+		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
+	})
+	return sync.OnceFunc(func() { cancel(); loops.Wait() })
+}
+
+// newPaymentService builds the payment service on pool, charging through provider.
+func newPaymentService(cfg config, pool *pgxpool.Pool, provider payment.Provider, log *slog.Logger, m *metrics.Metrics) *payment.Service {
+	pc := cfg.paymentConfig()
+	pc.Logger = log
+	pc.Metrics = m
+	return payment.NewService(pool, provider, pc)
+}
+
+// openDatabase connects to DATABASE_URL, or in development to a project-local
+// PostgreSQL under DATA_DIR that it starts, and applies migrations.
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, func(), error) {
+	url := cfg.DatabaseURL
+	stopLocal := func() {}
+	if url == "" {
+		dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "postgres"))
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info("DATABASE_URL is not set: using the project-local PostgreSQL", "dir", dir)
+		local, err := db.StartLocal(ctx, db.LocalOptions{Dir: dir, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("start local PostgreSQL (or set DATABASE_URL): %w", err)
+		}
+		url = local.URL
+		if local.Started {
+			// Stop what we started; leave a server someone else started alone.
+			stopLocal = func() {
+				if err := local.Stop(context.Background()); err != nil {
+					log.Warn("stop local PostgreSQL", "err", err)
+				}
+			}
+		}
+	}
+	pool, err := db.Connect(ctx, url)
+	if err != nil {
+		stopLocal()
+		return nil, nil, err
+	}
+	if err := db.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		stopLocal()
+		return nil, nil, err
+	}
+	return pool, func() { pool.Close(); stopLocal() }, nil
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"chargeonce/devfault"
+	"chargeonce/graph"
+	"chargeonce/ratelimit"
+	webdemo "chargeonce/web-demo"
+)
+
+// newHandler is the server's HTTP API: /graphql, the health and readiness
+// probes, and in development the metrics, the playground, the simulated
+// provider and the demo checkout. It needs no listener: tests serve it in
+// process.
+func newHandler(a *app) http.Handler {
+	cfg := a.cfg
+	mux := http.NewServeMux()
+	api := graph.NewHandler(&graph.Resolver{Payments: a.payments, Merchants: a.merchants}, graph.HandlerConfig{
+		Production:           cfg.Production,
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		MaxChargesPerRequest: int(cfg.MaxChargesPerRequest),
+		MerchantLimit:        ratelimit.New(cfg.RateLimitMerchant, int(cfg.RateLimitMerchantBurst), 0),
+		IPLimit:              ratelimit.New(cfg.RateLimitIP, int(cfg.RateLimitIPBurst), 0),
+		AuthTimeout:          cfg.DBTimeout,
+		Logger:               a.log,
+		Metrics:              a.metrics,
+	})
+	if !cfg.Production {
+		// The web demo's "lose the next response" switch: never in production.
+		api = devfault.Inject(api, a.log)
+	}
+	mux.Handle("/graphql", api)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", a.readyz)
+	if !cfg.Production {
+		mux.Handle("GET /metrics", a.metricsHandler())
+		mux.Handle("GET /playground", playground.Handler("chargeonce", "/graphql",
+			playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer " + cfg.DemoAPIKey})))
+		mux.Handle("/provider/", http.StripPrefix("/provider", a.simulator))
+		mux.Handle("/", webdemo.Handler())
+	}
+	return mux
+}
+
+// metricsHandler serves the app's metrics.
+func (a *app) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry})
+}
+
+// readyz answers 200 while the database answers, 503 otherwise.
+func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := a.pool.Ping(ctx); err != nil {
+		http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
