@@ -47,28 +47,34 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 	_, err := loadConfig(env(prod))
 	require.NoError(t, err, "a complete production configuration")
 
-	tests := map[string]map[string]string{
-		"port not a number":         {"PORT": "http"},
-		"unknown environment":       {"APP_ENV": "staging"},
-		"lease not a duration":      {"PROCESSING_LEASE": "30"},
-		"negative interval":         {"RECONCILE_INTERVAL": "-1s"},
-		"zero retention":            {"KEY_RETENTION": "0s"},
-		"unknown crash point":       {"CHARGEONCE_CRASH_AT": "somewhere"},
-		"production without db":     {"APP_ENV": "production", "PROVIDER_URL": "https://provider"},
-		"production, no provider":   {"APP_ENV": "production", "DATABASE_URL": "postgres://db"},
-		"crash fault in production": {"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "CHARGEONCE_CRASH_AT": "after-claim"},
-		"tiny body limit":           {"MAX_BODY_BYTES": "10"},
-		"body limit not a number":   {"MAX_BODY_BYTES": "64k"},
-		"zero charges per request":  {"MAX_CHARGES_PER_REQUEST": "0"},
-		"negative rate":             {"RATE_LIMIT_MERCHANT": "-1"},
-		"rate not a number":         {"RATE_LIMIT_IP": "lots"},
-		"fractional burst":          {"RATE_LIMIT_IP_BURST": "1.5"},
-		"unknown log format":        {"LOG_FORMAT": "xml"},
-		"zero database timeout":     {"DB_TIMEOUT": "0s"},
+	// Each refusal names the variable at fault, so that an operator knows what to fix.
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"port not a number", map[string]string{"PORT": "http"}, "PORT"},
+		{"unknown environment", map[string]string{"APP_ENV": "staging"}, "APP_ENV"},
+		{"lease not a duration", map[string]string{"PROCESSING_LEASE": "30"}, "PROCESSING_LEASE"},
+		{"negative interval", map[string]string{"RECONCILE_INTERVAL": "-1s"}, "RECONCILE_INTERVAL"},
+		{"zero retention", map[string]string{"KEY_RETENTION": "0s"}, "KEY_RETENTION"},
+		{"unknown crash point", map[string]string{"CHARGEONCE_CRASH_AT": "somewhere"}, "CHARGEONCE_CRASH_AT"},
+		{"production without db", map[string]string{"APP_ENV": "production", "PROVIDER_URL": "https://provider"}, "DATABASE_URL"},
+		{"production, no provider", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db"}, "PROVIDER_URL"},
+		{"crash fault in production", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "CHARGEONCE_CRASH_AT": "after-claim"}, "CHARGEONCE_CRASH_AT"},
+		{"tiny body limit", map[string]string{"MAX_BODY_BYTES": "10"}, "MAX_BODY_BYTES"},
+		{"body limit not a number", map[string]string{"MAX_BODY_BYTES": "64k"}, "MAX_BODY_BYTES"},
+		{"zero charges per request", map[string]string{"MAX_CHARGES_PER_REQUEST": "0"}, "MAX_CHARGES_PER_REQUEST"},
+		{"negative rate", map[string]string{"RATE_LIMIT_MERCHANT": "-1"}, "RATE_LIMIT_MERCHANT"},
+		{"rate not a number", map[string]string{"RATE_LIMIT_IP": "lots"}, "RATE_LIMIT_IP"},
+		{"fractional burst", map[string]string{"RATE_LIMIT_IP_BURST": "1.5"}, "RATE_LIMIT_IP_BURST"},
+		{"unknown log format", map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
+		{"zero database timeout", map[string]string{"DB_TIMEOUT": "0s"}, "DB_TIMEOUT"},
+		{"negative simulator delay", map[string]string{"SIM_SLOW_DELAY": "-1s"}, "SIM_SLOW_DELAY"},
 	}
-	for name, vars := range tests {
-		_, err := loadConfig(env(vars))
-		require.Error(t, err, name)
+	for _, tt := range tests {
+		_, err := loadConfig(env(tt.vars))
+		require.ErrorContains(t, err, tt.want, tt.name)
 	}
 	limits, err := loadConfig(env(map[string]string{"RATE_LIMIT_MERCHANT": "0", "RATE_LIMIT_IP": "0.5"}))
 	require.NoError(t, err, "0 turns a limit off; rates may be fractions")

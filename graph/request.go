@@ -97,9 +97,9 @@ func (r *Resolver) merchant(ctx context.Context) (payment.Merchant, error) {
 	return *st.merchant, nil
 }
 
-// reconcileKey reconciles the mutation argument with the Idempotency-Key
-// header: both may be sent, but they must agree.
-func reconcileKey(ctx context.Context, arg string) (string, error) {
+// headerKeyAgrees checks the mutation's idempotencyKey argument against the
+// Idempotency-Key header: both may be sent, but they must agree.
+func headerKeyAgrees(ctx context.Context, arg string) (string, error) {
 	st := stateFrom(ctx)
 	if st.hasHeaderKey && st.headerKey != arg {
 		return "", &payment.Error{Code: payment.EINVALID, Field: "idempotencyKey",

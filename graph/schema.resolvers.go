@@ -18,7 +18,7 @@ func (r *mutationResolver) ChargeCard(ctx context.Context, idempotencyKey string
 	if err != nil {
 		return nil, err
 	}
-	key, err := reconcileKey(ctx, idempotencyKey)
+	key, err := headerKeyAgrees(ctx, idempotencyKey)
 	if err != nil {
 		return nil, err
 	}

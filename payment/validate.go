@@ -63,12 +63,12 @@ func (in ChargeInput) Validate() error {
 	return checkText("input.description", in.Description, MaxDescriptionLength)
 }
 
-func checkText(field, s string, max int) error {
+func checkText(field, s string, limit int) error {
 	if !utf8.ValidString(s) {
 		return invalid(field, "%s is not valid UTF-8", field)
 	}
-	if n := utf8.RuneCountInString(s); n > max {
-		return invalid(field, "%s is %d characters long; at most %d are allowed", field, n, max)
+	if n := utf8.RuneCountInString(s); n > limit {
+		return invalid(field, "%s is %d characters long; at most %d are allowed", field, n, limit)
 	}
 	for _, r := range s {
 		// C0 and C1 controls, and the line and paragraph separators: nothing

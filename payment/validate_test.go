@@ -23,14 +23,6 @@ func TestValidateKey(t *testing.T) {
 	}
 }
 
-func TestFingerprint_SameMeaning_SameFingerprint(t *testing.T) {
-	t.Parallel()
-	in := ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "o-1", Description: "socks"}
-	copied := in
-	require.Equal(t, Fingerprint(in), Fingerprint(copied))
-	require.Len(t, Fingerprint(in), 32)
-}
-
 func TestFingerprint_DifferentRequest_DifferentFingerprint(t *testing.T) {
 	t.Parallel()
 	base := ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "ab", Description: "c"}
