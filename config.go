@@ -125,7 +125,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", payment.ReconcileIntervalDefault, false},
 		{&cfg.RedriveWindow, "REDRIVE_WINDOW", payment.RedriveWindowDefault, false},
 		{&cfg.KeyRetention, "KEY_RETENTION", payment.RetentionDefault, false},
-		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", time.Minute, false},
+		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", payment.CleanupIntervalDefault, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
