@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"chargeonce/db"
+	"chargeonce/db/localpg"
 	"chargeonce/devfault"
 	"chargeonce/graph"
 	"chargeonce/metrics"
@@ -218,7 +219,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 			return nil, nil, err
 		}
 		log.Info("DATABASE_URL is not set: using the project-local PostgreSQL", "dir", dir)
-		local, err := db.StartLocal(ctx, db.LocalOptions{Dir: dir, Logger: log})
+		local, err := localpg.Start(ctx, localpg.Options{Dir: dir, Logger: log})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start local PostgreSQL (or set DATABASE_URL): %w", err)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
+	"chargeonce/db/localpg"
 )
 
 // EnvURL names the variable that points tests at an existing server. Its user
@@ -50,7 +51,7 @@ var server = sync.OnceValues(func() (*admin, error) {
 		if err != nil {
 			return nil, err
 		}
-		srv, err := db.StartLocal(ctx, db.LocalOptions{
+		srv, err := localpg.Start(ctx, localpg.Options{
 			Dir:  filepath.Join(root, ".data", "test-postgres"),
 			Fast: true,
 		})

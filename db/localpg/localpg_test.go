@@ -1,4 +1,4 @@
-package db
+package localpg
 
 import (
 	"context"
@@ -35,11 +35,11 @@ func reachableDir(t *testing.T) string {
 	return dir
 }
 
-// start calls StartLocal and arranges for the server to be stopped and a
+// start calls Start and arranges for the server to be stopped and a
 // fallback directory (outside t.TempDir) removed when the test ends.
-func start(t *testing.T, dir string, fast bool) *LocalServer {
+func start(t *testing.T, dir string, fast bool) *Server {
 	t.Helper()
-	s, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: fast})
+	s, err := Start(context.Background(), Options{Dir: dir, Fast: fast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func cleanupServer(t *testing.T, dir, dataDir string) {
 		return
 	}
 	t.Cleanup(func() {
-		if err := StopLocal(context.Background(), dir); err != nil {
-			t.Errorf("StopLocal: %v", err)
+		if err := Stop(context.Background(), dir); err != nil {
+			t.Errorf("Stop: %v", err)
 		}
 		if !strings.HasPrefix(dataDir, filepath.Dir(dir)) {
 			os.RemoveAll(dataDir)
@@ -91,15 +91,15 @@ func exec1(t *testing.T, url, sql string) {
 	}
 }
 
-func TestStartLocalConcurrentCallsShareOneServer(t *testing.T) {
+func TestStartConcurrentCallsShareOneServer(t *testing.T) {
 	dir := filepath.Join(reachableDir(t), "pg")
 	const n = 8
-	servers := make([]*LocalServer, n)
+	servers := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			servers[i], errs[i] = StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+			servers[i], errs[i] = Start(context.Background(), Options{Dir: dir, Fast: true})
 		})
 	}
 	wg.Wait()
@@ -164,21 +164,21 @@ func TestStartLocalConcurrentCallsShareOneServer(t *testing.T) {
 	}
 }
 
-// TestHelperStartLocal is run as a child process by
-// TestStartLocalConcurrentProcesses; it does nothing in a normal run.
-func TestHelperStartLocal(t *testing.T) {
+// TestHelperStart is run as a child process by
+// TestStartConcurrentProcesses; it does nothing in a normal run.
+func TestHelperStart(t *testing.T) {
 	dir := os.Getenv("CHARGEONCE_TEST_PG_DIR")
 	if dir == "" {
 		t.Skip("helper process only")
 	}
-	s, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+	s, err := Start(context.Background(), Options{Dir: dir, Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("RESULT %s %v\n", s.URL, s.Started)
 }
 
-func TestStartLocalConcurrentProcesses(t *testing.T) {
+func TestStartConcurrentProcesses(t *testing.T) {
 	dir := filepath.Join(reachableDir(t), "pg")
 	const n = 4
 	outs := make([][]byte, n)
@@ -186,7 +186,7 @@ func TestStartLocalConcurrentProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStartLocal$", "-test.v")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStart$", "-test.v")
 			cmd.Env = append(os.Environ(), "CHARGEONCE_TEST_PG_DIR="+dir)
 			outs[i], errs[i] = cmd.CombinedOutput()
 		})
@@ -235,8 +235,8 @@ func TestStopAndRestart(t *testing.T) {
 	if _, err := pgx.Connect(context.Background(), s.AdminURL); err == nil {
 		t.Fatal("server still answers after Stop")
 	}
-	if err := StopLocal(context.Background(), dir); err != nil {
-		t.Errorf("StopLocal on a stopped server: %v", err)
+	if err := Stop(context.Background(), dir); err != nil {
+		t.Errorf("Stop on a stopped server: %v", err)
 	}
 
 	restarted := start(t, dir, false)
@@ -247,11 +247,11 @@ func TestStopAndRestart(t *testing.T) {
 		t.Error("table created before the restart is gone")
 	}
 
-	if err := StopLocal(context.Background(), dir); err != nil {
+	if err := Stop(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "postmaster.pid")); !os.IsNotExist(err) {
-		t.Errorf("postmaster.pid after StopLocal: %v", err)
+		t.Errorf("postmaster.pid after Stop: %v", err)
 	}
 }
 
@@ -302,9 +302,9 @@ func TestRestartKeepsPortAndData(t *testing.T) {
 	}
 }
 
-func TestStopLocalWithoutServer(t *testing.T) {
+func TestStopWithoutServer(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "never-created")
-	if err := StopLocal(context.Background(), dir); err != nil {
+	if err := Stop(context.Background(), dir); err != nil {
 		t.Error(err)
 	}
 	inst, err := resolve(dir, slog.New(slog.DiscardHandler))
@@ -313,7 +313,7 @@ func TestStopLocalWithoutServer(t *testing.T) {
 	}
 	for _, p := range []string{inst.dir, inst.dir + ".lock"} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("StopLocal without a server created %s", p)
+			t.Errorf("Stop without a server created %s", p)
 		}
 	}
 }
@@ -357,11 +357,11 @@ func TestFallbackWhenUserCannotReachDir(t *testing.T) {
 	if again.Started || again.URL != s.URL {
 		t.Errorf("second call: Started=%v URL=%s, want reuse of %s", again.Started, again.URL, s.URL)
 	}
-	if err := StopLocal(context.Background(), dir); err != nil {
+	if err := Stop(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(want, "postmaster.pid")); !os.IsNotExist(err) {
-		t.Errorf("postmaster.pid after StopLocal: %v", err)
+		t.Errorf("postmaster.pid after Stop: %v", err)
 	}
 }
 
@@ -400,10 +400,10 @@ func TestStalePIDFileDoesNotBlockStart(t *testing.T) {
 		writePIDFile(t, dir, pid, s.port)
 		// Must be a no-op: in particular it must not signal the process
 		// that now has the pid (this test, in the second case).
-		if err := StopLocal(context.Background(), dir); err != nil {
-			t.Errorf("%s: StopLocal: %v", name, err)
+		if err := Stop(context.Background(), dir); err != nil {
+			t.Errorf("%s: Stop: %v", name, err)
 		}
-		s2, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+		s2, err := Start(context.Background(), Options{Dir: dir, Fast: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -484,7 +484,7 @@ func TestFailedStartReportsLogTail(t *testing.T) {
 	fmt.Fprintln(f, "shared_buffers = 'not a size'")
 	f.Close()
 
-	_, err = StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+	_, err = Start(context.Background(), Options{Dir: dir, Fast: true})
 	if err == nil {
 		t.Fatal("start with a broken postgresql.conf succeeded")
 	}

@@ -1,4 +1,13 @@
-package db
+// Package localpg runs the project-local PostgreSQL server that chargeonce
+// uses in development and tests when no database is given: a cluster in a
+// data directory of the project (.data/postgres, .data/test-postgres), made
+// with the server binaries installed on the machine and served on 127.0.0.1
+// and a free port, as an unprivileged user when chargeonce runs as root.
+// Processes that start or stop the server of one data directory take turns
+// on a lock file beside it, so exactly one server results, and it outlives
+// them until it is stopped. The package knows nothing of chargeonce's
+// schema: package db migrates the database.
+package localpg
 
 import (
 	"bufio"
@@ -24,8 +33,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// LocalOptions configures StartLocal.
-type LocalOptions struct {
+// Options configures Start.
+type Options struct {
 	// Dir is the data directory, e.g. "<repo>/.data/postgres"; created if
 	// missing.
 	Dir string
@@ -36,15 +45,15 @@ type LocalOptions struct {
 	Logger *slog.Logger
 }
 
-// LocalServer is a PostgreSQL server that chargeonce runs from the server
+// Server is a PostgreSQL server that chargeonce runs from the server
 // binaries on the machine, listening on 127.0.0.1 only.
-type LocalServer struct {
+type Server struct {
 	// URL is the chargeonce database, e.g.
 	// postgres://chargeonce@127.0.0.1:PORT/chargeonce?sslmode=disable.
 	URL string
 	// AdminURL is the same server's "postgres" database, for CREATE DATABASE.
 	AdminURL string
-	// Started is true when StartLocal started the server, false when it found
+	// Started is true when Start started the server, false when it found
 	// it already running and reused it.
 	Started bool
 
@@ -59,11 +68,11 @@ const (
 	logName       = "postgres.log"
 )
 
-// StartLocal returns the PostgreSQL server running in opts.Dir, starting it
+// Start returns the PostgreSQL server running in opts.Dir, starting it
 // (and creating the cluster) if needed. Callers in several processes may race
 // on one Dir: they serialize on a lock file, and exactly one server results.
-// The server outlives the calling process; Stop or StopLocal ends it.
-func StartLocal(ctx context.Context, opts LocalOptions) (*LocalServer, error) {
+// The server outlives the calling process; Server.Stop or Stop ends it.
+func Start(ctx context.Context, opts Options) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -106,18 +115,18 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalServer, error) {
 }
 
 // Stop stops the server (pg_ctl stop -m fast), whoever started it.
-func (s *LocalServer) Stop(ctx context.Context) error {
+func (s *Server) Stop(ctx context.Context) error {
 	return s.inst.stop(ctx)
 }
 
 // Restart stops the server if it runs (pg_ctl stop -m fast, which ends every
 // session) and starts it again on the same port, with the Fast setting of the
-// StartLocal call that returned s. URL and AdminURL stay valid, so clients
+// Start call that returned s. URL and AdminURL stay valid, so clients
 // and their pools can reconnect: this is for tests of what happens when the
 // database goes away and comes back. Called after Stop, it only starts the
 // server. It fails, rather than move to another port, if another program
 // took the port meanwhile.
-func (s *LocalServer) Restart(ctx context.Context) error {
+func (s *Server) Restart(ctx context.Context) error {
 	unlock, err := s.inst.lock(ctx)
 	if err != nil {
 		return err
@@ -133,8 +142,8 @@ func (s *LocalServer) Restart(ctx context.Context) error {
 	return err
 }
 
-// StopLocal stops a server running in dir; it is a no-op if none runs there.
-func StopLocal(ctx context.Context, dir string) error {
+// Stop stops a server running in dir; it is a no-op if none runs there.
+func Stop(ctx context.Context, dir string) error {
 	inst, err := resolve(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		var nb *noBinariesError
@@ -370,9 +379,9 @@ func (in *instance) lock(ctx context.Context) (func(), error) {
 
 func (in *instance) logPath() string { return filepath.Join(in.dir, logName) }
 
-func (in *instance) server(port int, started, fast bool) *LocalServer {
+func (in *instance) server(port int, started, fast bool) *Server {
 	base := "postgres://" + localUser + "@127.0.0.1:" + strconv.Itoa(port) + "/"
-	return &LocalServer{
+	return &Server{
 		URL:      base + localDatabase + "?sslmode=disable",
 		AdminURL: base + "postgres?sslmode=disable",
 		Started:  started,
@@ -662,7 +671,7 @@ func (in *instance) stopLocked(ctx context.Context) error {
 		return fmt.Errorf("local PostgreSQL: %w", err)
 	}
 	if !alive(pf.pid) || !isPostgres(pf.pid, in.dir) {
-		// A stale pid file (StartLocal clears it): pg_ctl would signal
+		// A stale pid file (Start clears it): pg_ctl would signal
 		// whatever process now has that pid.
 		return nil
 	}
