@@ -24,13 +24,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"chargeonce/cardsim"
 	"chargeonce/db"
 	"chargeonce/db/localpg"
 	"chargeonce/devfault"
 	"chargeonce/graph"
 	"chargeonce/metrics"
 	"chargeonce/payment"
-	"chargeonce/payment/cardsim"
 	"chargeonce/ratelimit"
 	webdemo "chargeonce/web-demo"
 )

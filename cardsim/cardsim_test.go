@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
-	"chargeonce/payment/cardsim"
 )
 
 // charge mirrors the wire form, with json.RawMessage where null must be told
