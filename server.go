@@ -66,6 +66,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer closeDB()
+	if !cfg.Production {
+		// The simulator is mounted below, and its schema exists only where
+		// it is: never in production.
+		if err := cardsim.Migrate(ctx, pool); err != nil {
+			return err
+		}
+	}
 
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)

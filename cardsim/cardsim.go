@@ -2,11 +2,12 @@
 // development and tests: a real HTTP API with its own idempotency keys, whose
 // behaviour is chosen by the payment method token (success, declines, a slow
 // charge, provider errors, a lost response). It keeps its state in its own
-// PostgreSQL schema, cardsim, and chargeonce reaches it only over HTTP, so that
-// chargeonce can neither read the provider's tables nor share its transactions:
-// timeouts, dropped connections and retries between the two are as real as
-// with a remote provider, and its charges are the ground truth that tests and
-// the demo count.
+// PostgreSQL schema, cardsim, which its own migrations (Migrate) create only
+// where it is mounted, never in production. chargeonce reaches it only over
+// HTTP, so that chargeonce can neither read the provider's tables nor share
+// its transactions: timeouts, dropped connections and retries between the
+// two are as real as with a remote provider, and its charges are the ground
+// truth that tests and the demo count.
 package cardsim
 
 import (

@@ -60,7 +60,12 @@ type sim struct {
 
 func newSim(t *testing.T, cfg cardsim.Config) *sim {
 	t.Helper()
-	pool := dbtest.NewPool(t)
+	return newSimOn(t, dbtest.NewPool(t), cfg)
+}
+
+// newSimOn serves the simulator on pool, whose cardsim schema must exist.
+func newSimOn(t *testing.T, pool *pgxpool.Pool, cfg cardsim.Config) *sim {
+	t.Helper()
 	srv := httptest.NewServer(cardsim.NewHandler(pool, cfg))
 	t.Cleanup(srv.Close)
 	return &sim{t: t, srv: srv, pool: pool}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"chargeonce/sqlc"
+	"chargeonce/cardsim/internal/sqlc"
 )
 
 type handler struct {
@@ -23,7 +23,7 @@ type handler struct {
 
 // NewHandler returns the simulator's HTTP API, with paths starting at /v1
 // (chargeonce mounts it under /provider with http.StripPrefix). The tables of
-// the cardsim schema must exist (db.Migrate creates them).
+// the cardsim schema must exist (Migrate creates them).
 func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	h := &handler{
 		queries:   sqlc.New(pool),
@@ -119,7 +119,7 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
 
 // answerCharge answers a stored charge; a replay answers exactly as the first
 // time, lost response included.
-func (h *handler) answerCharge(w http.ResponseWriter, charge sqlc.CardsimCharge, replayed bool) {
+func (h *handler) answerCharge(w http.ResponseWriter, charge sqlc.Charge, replayed bool) {
 	if charge.PaymentMethod == tokenLostResponse {
 		dropConnection(w)
 		return
@@ -157,7 +157,7 @@ func dropConnection(w http.ResponseWriter) {
 
 func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
 	query := r.URL.Query()
-	params := sqlc.CardsimListChargesParams{RowLimit: defaultListLimit}
+	params := sqlc.ListChargesParams{RowLimit: defaultListLimit}
 	if query.Has("limit") {
 		limit, err := strconv.Atoi(query.Get("limit"))
 		if err != nil || limit < 1 || limit > maxListLimit {
@@ -181,7 +181,7 @@ func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
 	params.ClientIdempotencyKey = filter("client_idempotency_key")
 	params.Merchant = filter("merchant")
 
-	charges, err := h.queries.CardsimListCharges(r.Context(), params)
+	charges, err := h.queries.ListCharges(r.Context(), params)
 	if err != nil {
 		h.log.Error("cardsim: list charges", "err", err)
 		writeError(w, http.StatusInternalServerError, internalError)
@@ -202,7 +202,7 @@ func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) getCharge(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	charge, err := h.queries.CardsimGetCharge(r.Context(), id)
+	charge, err := h.queries.GetCharge(r.Context(), id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		writeError(w, http.StatusNotFound, invalidRequest("resource_missing", fmt.Sprintf("No such charge: %q.", id)))
 		return

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"chargeonce/sqlc"
+	"chargeonce/cardsim/internal/sqlc"
 )
 
 // The stored statuses of a charge.
@@ -24,13 +24,13 @@ var errKeyReused = errors.New("idempotency key reused with other parameters")
 // storeCharge stores the charge of key, or finds the one stored by an earlier
 // request with that key (replayed is then true). The insert alone decides who
 // wins a key, so concurrent requests cannot store two charges.
-func (h *handler) storeCharge(ctx context.Context, key string, req createRequest, spec tokenSpec) (charge sqlc.CardsimCharge, replayed bool, err error) {
+func (h *handler) storeCharge(ctx context.Context, key string, req createRequest, spec tokenSpec) (charge sqlc.Charge, replayed bool, err error) {
 	metadata, err := json.Marshal(req.Metadata)
 	if err != nil {
 		return charge, false, err
 	}
 	hash := requestHash(req)
-	params := sqlc.CardsimInsertChargeParams{
+	params := sqlc.InsertChargeParams{
 		ID:             newChargeID(),
 		IdempotencyKey: key,
 		RequestHash:    hash,
@@ -46,7 +46,7 @@ func (h *handler) storeCharge(ctx context.Context, key string, req createRequest
 		params.FailureCode = &spec.failureCode
 		params.FailureMessage = &spec.failureMessage
 	}
-	charge, err = h.queries.CardsimInsertCharge(ctx, params)
+	charge, err = h.queries.InsertCharge(ctx, params)
 	if err == nil {
 		return charge, false, nil
 	}
@@ -54,7 +54,7 @@ func (h *handler) storeCharge(ctx context.Context, key string, req createRequest
 		return charge, false, fmt.Errorf("insert charge: %w", err)
 	}
 	// No row: the key is taken. Charges are never deleted, so it is there.
-	charge, err = h.queries.CardsimGetChargeByIdempotencyKey(ctx, key)
+	charge, err = h.queries.GetChargeByIdempotencyKey(ctx, key)
 	if err != nil {
 		return charge, false, fmt.Errorf("load charge of reused key: %w", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"chargeonce/sqlc"
+	"chargeonce/cardsim/internal/sqlc"
 )
 
 // chargeObject is the wire form of a charge, in every response.
@@ -42,7 +42,7 @@ func invalidRequest(code, message string) apiError {
 
 var internalError = apiError{Type: "api_error", Code: "internal_error", Message: "The card simulator failed to process the request."}
 
-func toChargeObject(c sqlc.CardsimCharge) (chargeObject, error) {
+func toChargeObject(c sqlc.Charge) (chargeObject, error) {
 	metadata := map[string]string{}
 	if err := json.Unmarshal(c.Metadata, &metadata); err != nil {
 		return chargeObject{}, err
