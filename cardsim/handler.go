@@ -6,17 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"chargeonce/cardsim/internal/sqlc"
 )
 
 type handler struct {
-	queries   *sqlc.Queries
+	store     *store
 	slowDelay time.Duration
 	log       *slog.Logger
 }
@@ -26,7 +22,7 @@ type handler struct {
 // the cardsim schema must exist (Migrate creates them).
 func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	h := &handler{
-		queries:   sqlc.New(pool),
+		store:     newStore(pool),
 		slowDelay: cfg.SlowDelay,
 		log:       cfg.Logger,
 	}
@@ -99,7 +95,7 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	charge, replayed, err := h.storeCharge(ctx, key, req, spec)
+	c, replayed, err := h.store.create(ctx, key, req, spec)
 	if errors.Is(err, errKeyReused) {
 		writeError(w, http.StatusConflict, apiError{
 			Type: "idempotency_error", Code: "idempotency_key_reused",
@@ -112,34 +108,28 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, internalError)
 		return
 	}
-	h.log.Info("cardsim: charge", "id", charge.ID, "status", charge.Status,
-		"payment_method", redactToken(charge.PaymentMethod), "replayed", replayed)
-	h.answerCharge(w, charge, replayed)
+	h.log.Info("cardsim: charge", "id", c.ID, "status", c.Status,
+		"payment_method", redactToken(c.PaymentMethod), "replayed", replayed)
+	h.answerCharge(w, c, replayed)
 }
 
 // answerCharge answers a stored charge; a replay answers exactly as the first
 // time, lost response included.
-func (h *handler) answerCharge(w http.ResponseWriter, charge sqlc.Charge, replayed bool) {
-	if charge.PaymentMethod == tokenLostResponse {
+func (h *handler) answerCharge(w http.ResponseWriter, c charge, replayed bool) {
+	if c.PaymentMethod == tokenLostResponse {
 		dropConnection(w)
-		return
-	}
-	obj, err := toChargeObject(charge)
-	if err != nil {
-		h.log.Error("cardsim: decode stored charge", "id", charge.ID, "err", err)
-		writeError(w, http.StatusInternalServerError, internalError)
 		return
 	}
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	if charge.Status == statusFailed {
+	if c.Status == statusFailed {
 		writeError(w, http.StatusPaymentRequired, apiError{
-			Type: "card_error", Code: deref(charge.FailureCode), Message: deref(charge.FailureMessage), Charge: charge.ID,
+			Type: "card_error", Code: deref(c.FailureCode), Message: deref(c.FailureMessage), Charge: c.ID,
 		})
 		return
 	}
-	writeJSON(w, http.StatusOK, obj)
+	writeJSON(w, http.StatusOK, toChargeObject(c))
 }
 
 // dropConnection closes the connection without writing a response: the
@@ -156,32 +146,12 @@ func dropConnection(w http.ResponseWriter) {
 }
 
 func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
-	query := r.URL.Query()
-	params := sqlc.ListChargesParams{RowLimit: defaultListLimit}
-	if query.Has("limit") {
-		limit, err := strconv.Atoi(query.Get("limit"))
-		if err != nil || limit < 1 || limit > maxListLimit {
-			writeError(w, http.StatusBadRequest, invalidRequest("limit_invalid",
-				fmt.Sprintf("limit must be an integer from 1 to %d.", maxListLimit)))
-			return
-		}
-		params.RowLimit = int32(limit)
+	filter, reqErr := parseListQuery(r)
+	if reqErr != nil {
+		writeError(w, http.StatusBadRequest, *reqErr)
+		return
 	}
-	// A filter that is given applies as given, even empty: an empty key
-	// matches nothing rather than everything, so a caller's bug cannot make
-	// another charge look like its own.
-	filter := func(name string) *string {
-		if !query.Has(name) {
-			return nil
-		}
-		v := query.Get(name)
-		return &v
-	}
-	params.IdempotencyKey = filter("idempotency_key")
-	params.ClientIdempotencyKey = filter("client_idempotency_key")
-	params.Merchant = filter("merchant")
-
-	charges, err := h.queries.ListCharges(r.Context(), params)
+	charges, err := h.store.list(r.Context(), filter)
 	if err != nil {
 		h.log.Error("cardsim: list charges", "err", err)
 		writeError(w, http.StatusInternalServerError, internalError)
@@ -189,21 +159,15 @@ func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
 	}
 	list := listObject{Object: "list", Data: make([]chargeObject, 0, len(charges))}
 	for _, c := range charges {
-		obj, err := toChargeObject(c)
-		if err != nil {
-			h.log.Error("cardsim: decode stored charge", "id", c.ID, "err", err)
-			writeError(w, http.StatusInternalServerError, internalError)
-			return
-		}
-		list.Data = append(list.Data, obj)
+		list.Data = append(list.Data, toChargeObject(c))
 	}
 	writeJSON(w, http.StatusOK, list)
 }
 
 func (h *handler) getCharge(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	charge, err := h.queries.GetCharge(r.Context(), id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	c, err := h.store.get(r.Context(), id)
+	if errors.Is(err, errNoCharge) {
 		writeError(w, http.StatusNotFound, invalidRequest("resource_missing", fmt.Sprintf("No such charge: %q.", id)))
 		return
 	}
@@ -212,13 +176,7 @@ func (h *handler) getCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, internalError)
 		return
 	}
-	obj, err := toChargeObject(charge)
-	if err != nil {
-		h.log.Error("cardsim: decode stored charge", "id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, internalError)
-		return
-	}
-	writeJSON(w, http.StatusOK, obj)
+	writeJSON(w, http.StatusOK, toChargeObject(c))
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

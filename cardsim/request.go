@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -125,6 +126,43 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		Description:   body.Description,
 		Metadata:      metadata,
 	}, nil
+}
+
+// listFilter is the validated query of GET /v1/charges. A nil filter was not
+// given.
+type listFilter struct {
+	IdempotencyKey       *string
+	ClientIdempotencyKey *string
+	Merchant             *string
+	Limit                int32
+}
+
+// parseListQuery reads and validates the query of GET /v1/charges.
+func parseListQuery(r *http.Request) (listFilter, *apiError) {
+	query := r.URL.Query()
+	f := listFilter{Limit: defaultListLimit}
+	if query.Has("limit") {
+		limit, err := strconv.Atoi(query.Get("limit"))
+		if err != nil || limit < 1 || limit > maxListLimit {
+			e := invalidRequest("limit_invalid", fmt.Sprintf("limit must be an integer from 1 to %d.", maxListLimit))
+			return listFilter{}, &e
+		}
+		f.Limit = int32(limit)
+	}
+	// A filter that is given applies as given, even empty: an empty key
+	// matches nothing rather than everything, so a caller's bug cannot make
+	// another charge look like its own.
+	filter := func(name string) *string {
+		if !query.Has(name) {
+			return nil
+		}
+		v := query.Get(name)
+		return &v
+	}
+	f.IdempotencyKey = filter("idempotency_key")
+	f.ClientIdempotencyKey = filter("client_idempotency_key")
+	f.Merchant = filter("merchant")
+	return f, nil
 }
 
 // requestHash is the SHA-256 of a canonical encoding of the charge's

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,15 +20,43 @@ const (
 	statusFailed    = "failed"
 )
 
-var errKeyReused = errors.New("idempotency key reused with other parameters")
+var (
+	errKeyReused = errors.New("idempotency key reused with other parameters")
+	errNoCharge  = errors.New("no such charge")
+)
 
-// storeCharge stores the charge of key, or finds the one stored by an earlier
+// charge is a stored charge, as the handlers see it.
+type charge struct {
+	ID             string
+	IdempotencyKey string
+	Amount         int64
+	Currency       string
+	Status         string
+	PaymentMethod  string
+	Description    *string
+	FailureCode    *string
+	FailureMessage *string
+	Metadata       map[string]string
+	Created        time.Time
+}
+
+// store keeps the simulator's charges in the cardsim schema. It is the only
+// code that knows the generated queries and their rows.
+type store struct {
+	queries *sqlc.Queries
+}
+
+func newStore(db sqlc.DBTX) *store {
+	return &store{queries: sqlc.New(db)}
+}
+
+// create stores the charge of key, or finds the one stored by an earlier
 // request with that key (replayed is then true). The insert alone decides who
 // wins a key, so concurrent requests cannot store two charges.
-func (h *handler) storeCharge(ctx context.Context, key string, req createRequest, spec tokenSpec) (charge sqlc.Charge, replayed bool, err error) {
+func (s *store) create(ctx context.Context, key string, req createRequest, spec tokenSpec) (c charge, replayed bool, err error) {
 	metadata, err := json.Marshal(req.Metadata)
 	if err != nil {
-		return charge, false, err
+		return c, false, err
 	}
 	hash := requestHash(req)
 	params := sqlc.InsertChargeParams{
@@ -46,22 +75,78 @@ func (h *handler) storeCharge(ctx context.Context, key string, req createRequest
 		params.FailureCode = &spec.failureCode
 		params.FailureMessage = &spec.failureMessage
 	}
-	charge, err = h.queries.InsertCharge(ctx, params)
+	row, err := s.queries.InsertCharge(ctx, params)
 	if err == nil {
-		return charge, false, nil
+		c, err = chargeFromRow(row)
+		return c, false, err
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return charge, false, fmt.Errorf("insert charge: %w", err)
+		return c, false, fmt.Errorf("insert charge: %w", err)
 	}
 	// No row: the key is taken. Charges are never deleted, so it is there.
-	charge, err = h.queries.GetChargeByIdempotencyKey(ctx, key)
+	row, err = s.queries.GetChargeByIdempotencyKey(ctx, key)
 	if err != nil {
-		return charge, false, fmt.Errorf("load charge of reused key: %w", err)
+		return c, false, fmt.Errorf("load charge of reused key: %w", err)
 	}
-	if !bytes.Equal(charge.RequestHash, hash) {
-		return charge, false, errKeyReused
+	if !bytes.Equal(row.RequestHash, hash) {
+		return c, false, errKeyReused
 	}
-	return charge, true, nil
+	c, err = chargeFromRow(row)
+	return c, true, err
+}
+
+// get returns the charge with id, or errNoCharge.
+func (s *store) get(ctx context.Context, id string) (charge, error) {
+	row, err := s.queries.GetCharge(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return charge{}, errNoCharge
+	}
+	if err != nil {
+		return charge{}, err
+	}
+	return chargeFromRow(row)
+}
+
+// list returns the charges that f selects, newest first.
+func (s *store) list(ctx context.Context, f listFilter) ([]charge, error) {
+	rows, err := s.queries.ListCharges(ctx, sqlc.ListChargesParams{
+		IdempotencyKey:       f.IdempotencyKey,
+		ClientIdempotencyKey: f.ClientIdempotencyKey,
+		Merchant:             f.Merchant,
+		RowLimit:             f.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	charges := make([]charge, 0, len(rows))
+	for _, row := range rows {
+		c, err := chargeFromRow(row)
+		if err != nil {
+			return nil, err
+		}
+		charges = append(charges, c)
+	}
+	return charges, nil
+}
+
+func chargeFromRow(row sqlc.Charge) (charge, error) {
+	metadata := map[string]string{}
+	if err := json.Unmarshal(row.Metadata, &metadata); err != nil {
+		return charge{}, fmt.Errorf("decode metadata of charge %s: %w", row.ID, err)
+	}
+	return charge{
+		ID:             row.ID,
+		IdempotencyKey: row.IdempotencyKey,
+		Amount:         row.Amount,
+		Currency:       row.Currency,
+		Status:         row.Status,
+		PaymentMethod:  row.PaymentMethod,
+		Description:    row.Description,
+		FailureCode:    row.FailureCode,
+		FailureMessage: row.FailureMessage,
+		Metadata:       metadata,
+		Created:        row.CreatedAt,
+	}, nil
 }
 
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

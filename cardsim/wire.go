@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-
-	"chargeonce/cardsim/internal/sqlc"
 )
 
 // chargeObject is the wire form of a charge, in every response.
@@ -42,11 +40,7 @@ func invalidRequest(code, message string) apiError {
 
 var internalError = apiError{Type: "api_error", Code: "internal_error", Message: "The card simulator failed to process the request."}
 
-func toChargeObject(c sqlc.Charge) (chargeObject, error) {
-	metadata := map[string]string{}
-	if err := json.Unmarshal(c.Metadata, &metadata); err != nil {
-		return chargeObject{}, err
-	}
+func toChargeObject(c charge) chargeObject {
 	return chargeObject{
 		ID:             c.ID,
 		Object:         "charge",
@@ -58,9 +52,9 @@ func toChargeObject(c sqlc.Charge) (chargeObject, error) {
 		FailureCode:    c.FailureCode,
 		FailureMessage: c.FailureMessage,
 		IdempotencyKey: c.IdempotencyKey,
-		Metadata:       metadata,
-		Created:        c.CreatedAt.Unix(),
-	}, nil
+		Metadata:       c.Metadata,
+		Created:        c.Created.Unix(),
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
