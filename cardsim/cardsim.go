@@ -15,10 +15,13 @@ import (
 	"time"
 )
 
-// Config tunes the simulator. The zero value is ready to use.
+// SlowDelayDefault is how long pm_card_slow takes in a development server
+// unless configured (chargeonce's SIM_SLOW_DELAY): long enough to watch a
+// retry meet a charge in flight.
+const SlowDelayDefault = 3 * time.Second
+
+// Config tunes the simulator. The zero value is ready to use, with no delay.
 type Config struct {
-	SlowDelay time.Duration // how long pm_card_slow takes; 3s when zero
+	SlowDelay time.Duration // how long pm_card_slow takes; zero (or less) is no delay
 	Logger    *slog.Logger  // may be nil: nothing is logged
 }
-
-const defaultSlowDelay = 3 * time.Second

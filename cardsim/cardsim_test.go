@@ -265,6 +265,17 @@ func TestCreateCharge_SlowCard_WaitsSlowDelayThenSucceeds(t *testing.T) {
 	require.GreaterOrEqual(t, elapsed, delay)
 }
 
+func TestCreateCharge_SlowCardWithoutDelay_SucceedsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, cardsim.Config{SlowDelay: 0})
+	start := time.Now()
+	resp, raw := s.mustPost(uniqueKey(t), chargeBody("pm_card_slow"))
+	elapsed := time.Since(start)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	require.Equal(t, "succeeded", decode[charge](t, raw).Status)
+	require.Less(t, elapsed, cardsim.SlowDelayDefault/2, "zero is no delay, not the default")
+}
+
 func TestCreateCharge_SlowCardClientGivesUp_ChargeStillStored(t *testing.T) {
 	t.Parallel()
 	s := newSim(t, cardsim.Config{SlowDelay: 300 * time.Millisecond})

@@ -23,11 +23,8 @@ type handler struct {
 func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	h := &handler{
 		store:     newStore(pool),
-		slowDelay: cfg.SlowDelay,
+		slowDelay: max(cfg.SlowDelay, 0),
 		log:       cfg.Logger,
-	}
-	if h.slowDelay <= 0 {
-		h.slowDelay = defaultSlowDelay
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -86,7 +83,7 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
 	// storeTimeout instead, so a shutdown waits at most that long for it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.slowDelay+storeTimeout)
 	defer cancel()
-	if spec.behaviour == slow {
+	if spec.behaviour == slow && h.slowDelay > 0 {
 		timer := time.NewTimer(h.slowDelay)
 		select {
 		case <-timer.C:
