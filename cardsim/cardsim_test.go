@@ -21,8 +21,8 @@ import (
 	"chargeonce/db/dbtest"
 )
 
-// charge mirrors the wire form, with json.RawMessage where null must be told
-// apart from a missing field.
+// charge mirrors the wire form. It cannot tell a null field from a missing
+// one: the tests that must decode the body into map[string]json.RawMessage.
 type charge struct {
 	ID             string            `json:"id"`
 	Object         string            `json:"object"`
