@@ -54,7 +54,7 @@ generate: $(WEB_DEPS) ## Rebuild generated code (gqlgen, sqlc, the demo's typed 
 	CGO_ENABLED=0 $(GO) tool sqlc generate
 	cd $(WEB) && $(NPM) run codegen
 
-GENERATED := graph sqlc $(WEB)/src/generated
+GENERATED := graph sqlc cardsim/internal/sqlc $(WEB)/src/generated
 
 .PHONY: check-generated
 check-generated: generate ## Fail when committed generated code is stale

@@ -12,10 +12,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"chargeonce/cardsim"
 	"chargeonce/db"
+	"chargeonce/db/localpg"
 	"chargeonce/metrics"
 	"chargeonce/payment"
-	"chargeonce/payment/cardsim"
 )
 
 // app is what a chargeonce server is made of: its database, its metrics,
@@ -54,6 +55,12 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 	a.metrics.WatchPool(pool)
 	a.merchants = payment.NewMerchants(pool, !cfg.Production)
 	if !cfg.Production {
+		// The simulator's schema exists only where it is mounted: never in
+		// production.
+		if err := cardsim.Migrate(ctx, pool); err != nil {
+			closeDB()
+			return nil, err
+		}
 		a.simulator = cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log})
 		if _, err := a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey); err != nil {
 			closeDB()
@@ -104,7 +111,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 			return nil, nil, err
 		}
 		log.Info("DATABASE_URL is not set: using the project-local PostgreSQL", "dir", dir)
-		local, err := db.StartLocal(ctx, db.LocalOptions{Dir: dir, Logger: log})
+		local, err := localpg.Start(ctx, localpg.Options{Dir: dir, Logger: log})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start local PostgreSQL (or set DATABASE_URL): %w", err)
 		}

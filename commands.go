@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"chargeonce/db"
+	"chargeonce/db/localpg"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 )
@@ -63,7 +63,7 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		if err != nil {
 			return err
 		}
-		return db.StopLocal(ctx, abs)
+		return localpg.Stop(ctx, abs)
 	default:
 		return errUsage
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"chargeonce/cardsim"
 	"chargeonce/graph"
 	"chargeonce/payment"
 )
@@ -21,7 +22,7 @@ type config struct {
 	Production  bool          // APP_ENV=production: no demo merchant, no playground, no simulator
 	ProviderURL string        // PROVIDER_URL: card provider base URL; empty uses the in-process simulator
 	DemoAPIKey  string        // DEMO_API_KEY: the demo merchant's key in development, default demo-key
-	SlowDelay   time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default 3s
+	SlowDelay   time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default cardsim.SlowDelayDefault (3s); 0 is no delay
 	DataDir     string        // DATA_DIR: where the project-local PostgreSQL lives, default .data
 
 	Lease             time.Duration // PROCESSING_LEASE: how long a holder owns an attempt, default 30s
@@ -120,7 +121,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		def       time.Duration
 		allowZero bool
 	}{
-		{&cfg.SlowDelay, "SIM_SLOW_DELAY", 3 * time.Second, true},
+		{&cfg.SlowDelay, "SIM_SLOW_DELAY", cardsim.SlowDelayDefault, true},
 		{&cfg.Lease, "PROCESSING_LEASE", payment.LeaseDefault, false},
 		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", payment.ReconcileIntervalDefault, false},
 		{&cfg.RedriveWindow, "REDRIVE_WINDOW", payment.RedriveWindowDefault, false},

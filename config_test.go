@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/cardsim"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -83,4 +85,17 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 	cfg, err := loadConfig(env(map[string]string{"CHARGEONCE_CRASH_AT": "after-provider"}))
 	require.NoError(t, err, "crash faults are for development and tests")
 	require.EqualValues(t, "after-provider", cfg.CrashAt)
+}
+
+func TestLoadConfig_SimSlowDelay_ZeroIsNoDelay(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, cardsim.SlowDelayDefault, cfg.SlowDelay, "unset is the simulator's default")
+	cfg, err = loadConfig(env(map[string]string{"SIM_SLOW_DELAY": "0"}))
+	require.NoError(t, err)
+	require.Zero(t, cfg.SlowDelay, "0 is passed on as no delay, not turned into the default")
+	cfg, err = loadConfig(env(map[string]string{"SIM_SLOW_DELAY": "250ms"}))
+	require.NoError(t, err)
+	require.Equal(t, 250*time.Millisecond, cfg.SlowDelay)
 }

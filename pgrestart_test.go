@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db"
+	"chargeonce/db/localpg"
 )
 
 // TestPostgresRestartMidLoad_NoDoubleChargeAndRecovers restarts chargeonce's
@@ -230,7 +231,7 @@ func (c *checkout) status() string {
 // restarted without disturbing the tests on the shared one (db/dbtest's), and
 // returns it with the URL of its migrated database. It is stopped when the
 // test ends.
-func startOwnPostgres(t *testing.T) (*db.LocalServer, string) {
+func startOwnPostgres(t *testing.T) (*localpg.Server, string) {
 	t.Helper()
 	dir := t.TempDir()
 	// t.TempDir is 0700; as root, PostgreSQL runs as an unprivileged user,
@@ -241,7 +242,7 @@ func startOwnPostgres(t *testing.T) (*db.LocalServer, string) {
 	dataDir := filepath.Join(dir, "pg")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pg, err := db.StartLocal(ctx, db.LocalOptions{Dir: dataDir, Fast: true})
+	pg, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Fast: true})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := pg.Stop(context.Background()); err != nil {

@@ -1,7 +1,7 @@
 // Package db owns chargeonce's PostgreSQL schema and connections: the numbered
-// migrations (embedded and applied at startup), the connection pool, the
-// project-local PostgreSQL server used when no DATABASE_URL is given, and (in
-// db/dbtest) the helper that hands tests a fresh, migrated database.
+// migrations (embedded and applied at startup) and the connection pool. The
+// project-local PostgreSQL server used when no DATABASE_URL is given is
+// db/localpg's, and db/dbtest hands tests a fresh, migrated database.
 package db
 
 import (

@@ -17,9 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
 	"chargeonce/payment"
-	"chargeonce/payment/cardsim"
 )
 
 // requestMembers are the members of a POST body that DecodeRequest reads, in

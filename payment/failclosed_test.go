@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
-	"chargeonce/payment/cardsim"
 )
 
 // TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing takes the

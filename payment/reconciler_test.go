@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
-	"chargeonce/payment/cardsim"
 )
 
 // testClock is a clock the test moves by hand.

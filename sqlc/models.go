@@ -20,21 +20,6 @@ type ApiKey struct {
 	RevokedAt       *time.Time
 }
 
-type CardsimCharge struct {
-	ID             string
-	IdempotencyKey string
-	RequestHash    []byte
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	Description    *string
-	Status         string
-	FailureCode    *string
-	FailureMessage *string
-	Metadata       []byte
-	CreatedAt      time.Time
-}
-
 type Charge struct {
 	ID               uuid.UUID
 	MerchantID       uuid.UUID

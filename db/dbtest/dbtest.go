@@ -6,6 +6,10 @@
 // template database named after a hash of the migration files; each test then
 // gets a cheap copy of it (CREATE DATABASE ... TEMPLATE) that is dropped when
 // the test ends.
+//
+// A database holds chargeonce's schema and the card simulator's, since most
+// tests mount the simulator on the database they charge with. AppOnly gives
+// chargeonce's schema alone, as in production, and Empty no schema at all.
 package dbtest
 
 import (
@@ -28,7 +32,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"chargeonce/cardsim"
 	"chargeonce/db"
+	"chargeonce/db/localpg"
 )
 
 // EnvURL names the variable that points tests at an existing server. Its user
@@ -50,7 +56,7 @@ var server = sync.OnceValues(func() (*admin, error) {
 		if err != nil {
 			return nil, err
 		}
-		srv, err := db.StartLocal(ctx, db.LocalOptions{
+		srv, err := localpg.Start(ctx, localpg.Options{
 			Dir:  filepath.Join(root, ".data", "test-postgres"),
 			Fast: true,
 		})
@@ -76,16 +82,51 @@ var server = sync.OnceValues(func() (*admin, error) {
 	return &admin{url: adminURL, pool: pool}, nil
 })
 
-// template is the migrated template database's name, built once per process.
-var template = sync.OnceValues(func() (string, error) {
-	a, err := server()
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	return a.ensureTemplate(ctx)
-})
+// Option chooses another content for a new database than the default:
+// chargeonce's migrations and the card simulator's.
+type Option int
+
+const (
+	// AppOnly is chargeonce's migrations alone (db.Migrate), as a production
+	// database has them: no cardsim schema.
+	AppOnly Option = iota + 1
+	// Empty is a database without any migration, for tests of the
+	// migrations themselves.
+	Empty
+)
+
+// migrationSet is one owner's migrations: the files, which key the template,
+// and how to apply them.
+type migrationSet struct {
+	name    string
+	files   func() fs.FS
+	migrate func(context.Context, *pgxpool.Pool) error
+}
+
+var (
+	appMigrations     = migrationSet{"db", db.MigrationsFS, db.Migrate}
+	cardsimMigrations = migrationSet{"cardsim", cardsim.MigrationsFS, cardsim.Migrate}
+)
+
+// templates builds each template database once per process and returns its
+// name: every schema the tests mount (the default, Option 0), or chargeonce's
+// alone (AppOnly).
+var templates = map[Option]func() (string, error){
+	0:       templateOnce("chargeonce_tmpl_", appMigrations, cardsimMigrations),
+	AppOnly: templateOnce("chargeonce_app_tmpl_", appMigrations),
+}
+
+func templateOnce(prefix string, sets ...migrationSet) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		a, err := server()
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		return a.ensureTemplate(ctx, prefix, sets)
+	})
+}
 
 type admin struct {
 	url  string
@@ -102,17 +143,33 @@ func AdminURL(t testing.TB) string {
 	return a.url
 }
 
-// NewDatabase creates a fresh, migrated database and returns its URL; it is
-// dropped when the test ends.
-func NewDatabase(t testing.TB) string {
+// NewDatabase creates a fresh database, migrated by chargeonce's and the card
+// simulator's migrations unless an Option says otherwise, and returns its
+// URL; it is dropped when the test ends.
+func NewDatabase(t testing.TB, opts ...Option) string {
 	t.Helper()
+	if len(opts) > 1 {
+		t.Fatalf("dbtest: at most one Option, got %v", opts)
+	}
+	var opt Option
+	if len(opts) == 1 {
+		opt = opts[0]
+	}
 	a, err := server()
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
-	tmpl, err := template()
-	if err != nil {
-		t.Fatalf("dbtest: %v", err)
+	// template0 is PostgreSQL's own pristine database; template1 may hold
+	// what an administrator of TEST_DATABASE_URL's server put there.
+	tmpl := "template0"
+	if opt != Empty {
+		build, ok := templates[opt]
+		if !ok {
+			t.Fatalf("dbtest: unknown Option %d", opt)
+		}
+		if tmpl, err = build(); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
 	}
 	name := "test_" + randomHex(8)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
@@ -136,10 +193,10 @@ func NewDatabase(t testing.TB) string {
 	return u
 }
 
-// NewPool returns a pool on NewDatabase(t), closed when the test ends.
-func NewPool(t testing.TB) *pgxpool.Pool {
+// NewPool returns a pool on NewDatabase(t, opts...), closed when the test ends.
+func NewPool(t testing.TB, opts ...Option) *pgxpool.Pool {
 	t.Helper()
-	u := NewDatabase(t)
+	u := NewDatabase(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := db.Connect(ctx, u)
@@ -150,15 +207,15 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-// ensureTemplate makes sure the migrated template exists and is ready to copy.
-// Concurrent test processes serialize on an advisory lock held on one admin
-// connection while they check, create and migrate it.
-func (a *admin) ensureTemplate(ctx context.Context) (string, error) {
-	sum, err := migrationsHash()
+// ensureTemplate makes sure the template migrated by sets exists and is ready
+// to copy. Concurrent test processes serialize on an advisory lock held on
+// one admin connection while they check, create and migrate it.
+func (a *admin) ensureTemplate(ctx context.Context, prefix string, sets []migrationSet) (string, error) {
+	sum, err := migrationsHash(sets...)
 	if err != nil {
 		return "", err
 	}
-	name := "chargeonce_tmpl_" + sum[:12]
+	name := prefix + sum[:12]
 
 	pc, err := a.pool.Acquire(ctx)
 	if err != nil {
@@ -198,7 +255,11 @@ func (a *admin) ensureTemplate(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("connect to template %s: %w", name, err)
 	}
-	err = db.Migrate(ctx, pool)
+	for _, set := range sets {
+		if err = set.migrate(ctx, pool); err != nil {
+			break
+		}
+	}
 	pool.Close()
 	if err != nil {
 		return "", fmt.Errorf("migrate template %s: %w", name, err)
@@ -240,25 +301,27 @@ func terminateConnections(ctx context.Context, conn *pgx.Conn, name string) erro
 }
 
 // migrationsHash is the hex SHA-256 over the names and contents of the
-// migrations that db.Migrate applies.
-func migrationsHash() (string, error) {
-	fsys := db.MigrationsFS()
+// migrations of sets, each under its set's name.
+func migrationsHash(sets ...migrationSet) (string, error) {
 	h := sha256.New()
-	// WalkDir visits in lexical order, so the hash is stable.
-	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(fsys, path)
+	for _, set := range sets {
+		fsys := set.files()
+		// WalkDir visits in lexical order, so the hash is stable.
+		err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := fs.ReadFile(fsys, path)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%s/%s\x00%d\x00", set.name, path, len(b))
+			h.Write(b)
+			return nil
+		})
 		if err != nil {
-			return err
+			return "", fmt.Errorf("hash %s migrations: %w", set.name, err)
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
-		h.Write(b)
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("hash migrations: %w", err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -121,27 +121,83 @@ func TestManyParallelDatabases(t *testing.T) {
 }
 
 func TestTemplateIsSealed(t *testing.T) {
-	NewDatabase(t) // builds the template if needed
-	name, err := template()
+	for _, tt := range []struct {
+		opt    Option
+		prefix string
+		sets   []migrationSet
+	}{
+		{0, "chargeonce_tmpl_", []migrationSet{appMigrations, cardsimMigrations}},
+		{AppOnly, "chargeonce_app_tmpl_", []migrationSet{appMigrations}},
+	} {
+		NewDatabase(t, tt.opt) // builds the template if needed
+		name, err := templates[tt.opt]()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := migrationsHash(tt.sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := tt.prefix + sum[:12]; name != want {
+			t.Errorf("template %q, want %q", name, want)
+		}
+		var isTemplate, allowConn bool
+		err = adminConn(t).QueryRow(context.Background(),
+			"SELECT datistemplate, datallowconn FROM pg_database WHERE datname = $1", name).
+			Scan(&isTemplate, &allowConn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !isTemplate || allowConn {
+			t.Errorf("template %s: datistemplate=%v datallowconn=%v, want true, false", name, isTemplate, allowConn)
+		}
+	}
+}
+
+// schemaExists reports whether the database of pool has a schema of that name.
+func schemaExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
+	t.Helper()
+	var ok bool
+	err := pool.QueryRow(context.Background(),
+		"SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", name).Scan(&ok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := migrationsHash()
+	return ok
+}
+
+func TestNewDatabase_AppOnly_HasChargeoncesSchemaWithoutCardsim(t *testing.T) {
+	pool := NewPool(t, AppOnly)
+	for _, table := range []string{"merchants", "api_keys", "charges", "charge_attempts", "goose_db_version"} {
+		if !tableExists(t, pool, table) {
+			t.Errorf("table %s missing", table)
+		}
+	}
+	if schemaExists(t, pool, "cardsim") {
+		t.Error("an AppOnly database has the cardsim schema")
+	}
+	if tableExists(t, pool, "cardsim_goose_db_version") {
+		t.Error("an AppOnly database has the simulator's migrations table")
+	}
+	if !strings.HasPrefix(currentDatabase(t, pool), "test_") {
+		t.Errorf("database %q: want a test_ database", currentDatabase(t, pool))
+	}
+}
+
+func TestNewDatabase_Empty_HasNoSchemaOfOurs(t *testing.T) {
+	pool := NewPool(t, Empty)
+	var tables int
+	err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')`).Scan(&tables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "chargeonce_tmpl_" + sum[:12]; name != want {
-		t.Errorf("template %q, want %q", name, want)
+	if tables != 0 {
+		t.Errorf("an Empty database has %d tables", tables)
 	}
-	var isTemplate, allowConn bool
-	err = adminConn(t).QueryRow(context.Background(),
-		"SELECT datistemplate, datallowconn FROM pg_database WHERE datname = $1", name).
-		Scan(&isTemplate, &allowConn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !isTemplate || allowConn {
-		t.Errorf("template: datistemplate=%v datallowconn=%v, want true, false", isTemplate, allowConn)
+	if schemaExists(t, pool, "cardsim") {
+		t.Error("an Empty database has the cardsim schema")
 	}
 }
 

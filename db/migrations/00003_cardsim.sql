@@ -1,26 +1,16 @@
 -- +goose Up
--- The simulated card provider keeps its own state in its own schema, as a real
--- provider would keep it in its own database. chargeonce's code never reads it
--- directly: it only talks to the simulator over HTTP.
-CREATE SCHEMA cardsim;
-
-CREATE TABLE cardsim.charges (
-    id               text PRIMARY KEY,
-    -- The caller's idempotency key (chargeonce's provider key): one charge per key.
-    idempotency_key  text NOT NULL UNIQUE,
-    -- SHA-256 of the request parameters, to refuse a reused key with other parameters.
-    request_hash     bytea NOT NULL,
-    amount           bigint NOT NULL,
-    currency         text NOT NULL,
-    payment_method   text NOT NULL,
-    description      text,
-    status           text NOT NULL CHECK (status IN ('succeeded', 'failed')),
-    failure_code     text,
-    failure_message  text,
-    metadata         jsonb NOT NULL DEFAULT '{}'::jsonb,
-    created_at       timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX cardsim_charges_created_at_idx ON cardsim.charges (created_at);
+-- This migration created the card simulator's schema, cardsim, in every
+-- database, production included. The schema is the simulator's own now:
+-- cardsim/migrations creates it, and only where the simulator is mounted
+-- (development, tests, benchmarks). The migration stays, empty, so that the
+-- versions that databases migrated before have recorded keep their meaning.
+--
+-- A development database migrated before keeps its cardsim schema and its
+-- charges, which the simulator's first migration adopts. A production
+-- database migrated before keeps an empty cardsim schema that nothing uses.
+-- It is not dropped here: this migration runs on development databases too,
+-- where the schema holds the provider's side of every charge, which the
+-- reconciler asks about. An operator may drop it by hand once
+-- (DROP SCHEMA cardsim CASCADE, on a production database only).
 
 -- +goose Down
-DROP SCHEMA cardsim CASCADE;

@@ -17,12 +17,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
-	"chargeonce/payment/cardsim"
 )
 
-// charge mirrors the wire form, with json.RawMessage where null must be told
-// apart from a missing field.
+// charge mirrors the wire form. It cannot tell a null field from a missing
+// one: the tests that must decode the body into map[string]json.RawMessage.
 type charge struct {
 	ID             string            `json:"id"`
 	Object         string            `json:"object"`
@@ -60,7 +60,12 @@ type sim struct {
 
 func newSim(t *testing.T, cfg cardsim.Config) *sim {
 	t.Helper()
-	pool := dbtest.NewPool(t)
+	return newSimOn(t, dbtest.NewPool(t), cfg)
+}
+
+// newSimOn serves the simulator on pool, whose cardsim schema must exist.
+func newSimOn(t *testing.T, pool *pgxpool.Pool, cfg cardsim.Config) *sim {
+	t.Helper()
 	srv := httptest.NewServer(cardsim.NewHandler(pool, cfg))
 	t.Cleanup(srv.Close)
 	return &sim{t: t, srv: srv, pool: pool}
@@ -258,6 +263,17 @@ func TestCreateCharge_SlowCard_WaitsSlowDelayThenSucceeds(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
 	require.Equal(t, "succeeded", decode[charge](t, raw).Status)
 	require.GreaterOrEqual(t, elapsed, delay)
+}
+
+func TestCreateCharge_SlowCardWithoutDelay_SucceedsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, cardsim.Config{SlowDelay: 0})
+	start := time.Now()
+	resp, raw := s.mustPost(uniqueKey(t), chargeBody("pm_card_slow"))
+	elapsed := time.Since(start)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	require.Equal(t, "succeeded", decode[charge](t, raw).Status)
+	require.Less(t, elapsed, cardsim.SlowDelayDefault/2, "zero is no delay, not the default")
 }
 
 func TestCreateCharge_SlowCardClientGivesUp_ChargeStillStored(t *testing.T) {

@@ -1,4 +1,4 @@
-package db
+package localpg
 
 import (
 	"context"
@@ -10,13 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -35,11 +33,11 @@ func reachableDir(t *testing.T) string {
 	return dir
 }
 
-// start calls StartLocal and arranges for the server to be stopped and a
+// start calls Start and arranges for the server to be stopped and a
 // fallback directory (outside t.TempDir) removed when the test ends.
-func start(t *testing.T, dir string, fast bool) *LocalServer {
+func start(t *testing.T, dir string, fast bool) *Server {
 	t.Helper()
-	s, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: fast})
+	s, err := Start(context.Background(), Options{Dir: dir, Fast: fast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +52,8 @@ func cleanupServer(t *testing.T, dir, dataDir string) {
 		return
 	}
 	t.Cleanup(func() {
-		if err := StopLocal(context.Background(), dir); err != nil {
-			t.Errorf("StopLocal: %v", err)
+		if err := Stop(context.Background(), dir); err != nil {
+			t.Errorf("Stop: %v", err)
 		}
 		if !strings.HasPrefix(dataDir, filepath.Dir(dir)) {
 			os.RemoveAll(dataDir)
@@ -91,15 +89,15 @@ func exec1(t *testing.T, url, sql string) {
 	}
 }
 
-func TestStartLocalConcurrentCallsShareOneServer(t *testing.T) {
+func TestStartConcurrentCallsShareOneServer(t *testing.T) {
 	dir := filepath.Join(reachableDir(t), "pg")
 	const n = 8
-	servers := make([]*LocalServer, n)
+	servers := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			servers[i], errs[i] = StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+			servers[i], errs[i] = Start(context.Background(), Options{Dir: dir, Fast: true})
 		})
 	}
 	wg.Wait()
@@ -164,21 +162,21 @@ func TestStartLocalConcurrentCallsShareOneServer(t *testing.T) {
 	}
 }
 
-// TestHelperStartLocal is run as a child process by
-// TestStartLocalConcurrentProcesses; it does nothing in a normal run.
-func TestHelperStartLocal(t *testing.T) {
+// TestHelperStart is run as a child process by
+// TestStartConcurrentProcesses; it does nothing in a normal run.
+func TestHelperStart(t *testing.T) {
 	dir := os.Getenv("CHARGEONCE_TEST_PG_DIR")
 	if dir == "" {
 		t.Skip("helper process only")
 	}
-	s, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+	s, err := Start(context.Background(), Options{Dir: dir, Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("RESULT %s %v\n", s.URL, s.Started)
 }
 
-func TestStartLocalConcurrentProcesses(t *testing.T) {
+func TestStartConcurrentProcesses(t *testing.T) {
 	dir := filepath.Join(reachableDir(t), "pg")
 	const n = 4
 	outs := make([][]byte, n)
@@ -186,7 +184,7 @@ func TestStartLocalConcurrentProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStartLocal$", "-test.v")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStart$", "-test.v")
 			cmd.Env = append(os.Environ(), "CHARGEONCE_TEST_PG_DIR="+dir)
 			outs[i], errs[i] = cmd.CombinedOutput()
 		})
@@ -235,8 +233,8 @@ func TestStopAndRestart(t *testing.T) {
 	if _, err := pgx.Connect(context.Background(), s.AdminURL); err == nil {
 		t.Fatal("server still answers after Stop")
 	}
-	if err := StopLocal(context.Background(), dir); err != nil {
-		t.Errorf("StopLocal on a stopped server: %v", err)
+	if err := Stop(context.Background(), dir); err != nil {
+		t.Errorf("Stop on a stopped server: %v", err)
 	}
 
 	restarted := start(t, dir, false)
@@ -247,11 +245,11 @@ func TestStopAndRestart(t *testing.T) {
 		t.Error("table created before the restart is gone")
 	}
 
-	if err := StopLocal(context.Background(), dir); err != nil {
+	if err := Stop(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "postmaster.pid")); !os.IsNotExist(err) {
-		t.Errorf("postmaster.pid after StopLocal: %v", err)
+		t.Errorf("postmaster.pid after Stop: %v", err)
 	}
 }
 
@@ -302,9 +300,9 @@ func TestRestartKeepsPortAndData(t *testing.T) {
 	}
 }
 
-func TestStopLocalWithoutServer(t *testing.T) {
+func TestStopWithoutServer(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "never-created")
-	if err := StopLocal(context.Background(), dir); err != nil {
+	if err := Stop(context.Background(), dir); err != nil {
 		t.Error(err)
 	}
 	inst, err := resolve(dir, slog.New(slog.DiscardHandler))
@@ -313,7 +311,7 @@ func TestStopLocalWithoutServer(t *testing.T) {
 	}
 	for _, p := range []string{inst.dir, inst.dir + ".lock"} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("StopLocal without a server created %s", p)
+			t.Errorf("Stop without a server created %s", p)
 		}
 	}
 }
@@ -357,117 +355,12 @@ func TestFallbackWhenUserCannotReachDir(t *testing.T) {
 	if again.Started || again.URL != s.URL {
 		t.Errorf("second call: Started=%v URL=%s, want reuse of %s", again.Started, again.URL, s.URL)
 	}
-	if err := StopLocal(context.Background(), dir); err != nil {
+	if err := Stop(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(want, "postmaster.pid")); !os.IsNotExist(err) {
-		t.Errorf("postmaster.pid after StopLocal: %v", err)
+		t.Errorf("postmaster.pid after Stop: %v", err)
 	}
-}
-
-func deadPID(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid
-}
-
-func writePIDFile(t *testing.T, dataDir string, pid, port int) {
-	t.Helper()
-	// The layout postgres writes: pid, data dir, start time, port, socket
-	// dir, listen address, shared memory key, status.
-	content := fmt.Sprintf("%d\n%s\n%d\n%d\n\n127.0.0.1\n  5432001     32768\nready   \n",
-		pid, dataDir, time.Now().Unix(), port)
-	if err := os.WriteFile(filepath.Join(dataDir, "postmaster.pid"), []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestStalePIDFileDoesNotBlockStart(t *testing.T) {
-	dir := filepath.Join(reachableDir(t), "pg")
-	s := start(t, dir, true)
-	if err := s.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-
-	for name, pid := range map[string]int{
-		"dead process": deadPID(t),
-		// A pid reused by a live process that is no postgres, as after a reboot.
-		"reused pid": os.Getpid(),
-	} {
-		writePIDFile(t, dir, pid, s.port)
-		// Must be a no-op: in particular it must not signal the process
-		// that now has the pid (this test, in the second case).
-		if err := StopLocal(context.Background(), dir); err != nil {
-			t.Errorf("%s: StopLocal: %v", name, err)
-		}
-		s2, err := StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !s2.Started {
-			t.Errorf("%s: want Started", name)
-		}
-		if query[int](t, s2.URL, "SELECT 1") != 1 {
-			t.Errorf("%s: server does not answer", name)
-		}
-		if err := s2.Stop(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestStartAfterServerKilled(t *testing.T) {
-	dir := filepath.Join(reachableDir(t), "pg")
-	s := start(t, dir, true)
-	pf, err := s.inst.readPIDFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	children := childPIDs(pf.pid)
-	if err := syscall.Kill(pf.pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// The backends exit once they notice; until then they hold the shared
-	// memory and postgres rightly refuses to start.
-	deadline := time.Now().Add(30 * time.Second)
-	for _, pid := range append(children, pf.pid) {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-
-	s2 := start(t, dir, true)
-	if !s2.Started {
-		t.Error("want Started after the server was killed")
-	}
-	if query[int](t, s2.URL, "SELECT 1") != 1 {
-		t.Error("server does not answer")
-	}
-}
-
-// childPIDs lists the processes whose parent is pid.
-func childPIDs(pid int) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may contain spaces.
-		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
-		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			pids = append(pids, p)
-		}
-	}
-	return pids
 }
 
 func TestFailedStartReportsLogTail(t *testing.T) {
@@ -484,45 +377,12 @@ func TestFailedStartReportsLogTail(t *testing.T) {
 	fmt.Fprintln(f, "shared_buffers = 'not a size'")
 	f.Close()
 
-	_, err = StartLocal(context.Background(), LocalOptions{Dir: dir, Fast: true})
+	_, err = Start(context.Background(), Options{Dir: dir, Fast: true})
 	if err == nil {
 		t.Fatal("start with a broken postgresql.conf succeeded")
 	}
 	t.Logf("error as reported:\n%v", err)
 	if !strings.Contains(err.Error(), "shared_buffers") || !strings.Contains(err.Error(), "postgres.log") {
 		t.Errorf("error lacks the log tail: %v", err)
-	}
-}
-
-func TestFindBinaries(t *testing.T) {
-	dir, err := findBinaries()
-	if err != nil {
-		t.Skip(err) // no PostgreSQL server installed: nothing to find
-	}
-	if !hasBinaries(dir) {
-		t.Errorf("%s lacks initdb, pg_ctl or postgres", dir)
-	}
-
-	t.Setenv("PATH", t.TempDir())
-	if _, err := findBinaries(); err == nil {
-		// Only possible where /usr/lib/postgresql or /usr/local/pgsql exist.
-		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
-		if _, statErr := os.Stat("/usr/local/pgsql/bin/pg_ctl"); len(matches) == 0 && statErr != nil {
-			t.Error("found binaries outside the places searched")
-		}
-	}
-	e := (&noBinariesError{tried: []string{"/x"}}).Error()
-	for _, want := range []string{"apt-get install postgresql", "DATABASE_URL"} {
-		if !strings.Contains(e, want) {
-			t.Errorf("error %q lacks %q", e, want)
-		}
-	}
-}
-
-func TestCompareVersions(t *testing.T) {
-	dirs := []string{"/usr/lib/postgresql/9.6/bin", "/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/10/bin"}
-	slices.SortFunc(dirs, func(a, b string) int { return compareVersions(b, a) })
-	if dirs[0] != "/usr/lib/postgresql/17/bin" || dirs[2] != "/usr/lib/postgresql/9.6/bin" {
-		t.Errorf("newest first: %v", dirs)
 	}
 }

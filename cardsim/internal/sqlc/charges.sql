@@ -1,4 +1,4 @@
--- name: CardsimInsertCharge :one
+-- name: InsertCharge :one
 -- Stores a charge atomically per idempotency key: under concurrent identical
 -- requests exactly one insert wins, the others get no row and replay it.
 INSERT INTO cardsim.charges (
@@ -11,18 +11,18 @@ INSERT INTO cardsim.charges (
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *;
 
--- name: CardsimGetChargeByIdempotencyKey :one
+-- name: GetChargeByIdempotencyKey :one
 -- Loads the charge that won the key after an insert found a conflict, to
 -- compare request hashes and replay the first answer.
 SELECT * FROM cardsim.charges
 WHERE idempotency_key = @idempotency_key;
 
--- name: CardsimGetCharge :one
+-- name: GetCharge :one
 -- Serves GET /v1/charges/{id}.
 SELECT * FROM cardsim.charges
 WHERE id = @id;
 
--- name: CardsimListCharges :many
+-- name: ListCharges :many
 -- Serves GET /v1/charges: tests, the demo and the reconciler count and find
 -- real charges here. A NULL filter means "not given".
 SELECT * FROM cardsim.charges

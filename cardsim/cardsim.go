@@ -1,0 +1,27 @@
+// Package cardsim is the simulated card provider that chargeonce charges in
+// development and tests: a real HTTP API with its own idempotency keys, whose
+// behaviour is chosen by the payment method token (success, declines, a slow
+// charge, provider errors, a lost response). It keeps its state in its own
+// PostgreSQL schema, cardsim, which its own migrations (Migrate) create only
+// where it is mounted, never in production. chargeonce reaches it only over
+// HTTP, so that chargeonce can neither read the provider's tables nor share
+// its transactions: timeouts, dropped connections and retries between the
+// two are as real as with a remote provider, and its charges are the ground
+// truth that tests and the demo count.
+package cardsim
+
+import (
+	"log/slog"
+	"time"
+)
+
+// SlowDelayDefault is how long pm_card_slow takes in a development server
+// unless configured (chargeonce's SIM_SLOW_DELAY): long enough to watch a
+// retry meet a charge in flight.
+const SlowDelayDefault = 3 * time.Second
+
+// Config tunes the simulator. The zero value is ready to use, with no delay.
+type Config struct {
+	SlowDelay time.Duration // how long pm_card_slow takes; zero (or less) is no delay
+	Logger    *slog.Logger  // may be nil: nothing is logged
+}

@@ -1,0 +1,185 @@
+package cardsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+type handler struct {
+	store     *store
+	slowDelay time.Duration
+	log       *slog.Logger
+}
+
+// NewHandler returns the simulator's HTTP API, with paths starting at /v1
+// (chargeonce mounts it under /provider with http.StripPrefix). The tables of
+// the cardsim schema must exist (Migrate creates them).
+func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
+	h := &handler{
+		store:     newStore(pool),
+		slowDelay: max(cfg.SlowDelay, 0),
+		log:       cfg.Logger,
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/charges", h.createCharge)
+	mux.HandleFunc("GET /v1/charges", h.listCharges)
+	mux.HandleFunc("GET /v1/charges/{id}", h.getCharge)
+	// Catch-alls, less specific than the patterns above, so that every answer
+	// is JSON: ServeMux's own 404 and 405 answers are plain text.
+	mux.HandleFunc("/v1/charges", methodNotAllowed("GET, HEAD, POST"))
+	mux.HandleFunc("/v1/charges/{id}", methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, apiError{
+			Type: "invalid_request_error", Code: "resource_missing",
+			Message: fmt.Sprintf("Unrecognized request URL (%s %s).", r.Method, r.URL.Path),
+		})
+	})
+	return mux
+}
+
+// storeTimeout bounds the database work of one charge, which runs detached
+// from the client's connection (see createCharge).
+const storeTimeout = 15 * time.Second
+
+func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
+	key, keyErr := idempotencyKey(r)
+	if keyErr != nil {
+		writeError(w, http.StatusBadRequest, *keyErr)
+		return
+	}
+	req, reqErr := decodeCreateRequest(w, r)
+	if reqErr != nil {
+		writeError(w, http.StatusBadRequest, *reqErr)
+		return
+	}
+	spec, known := tokens[req.PaymentMethod]
+	if !known {
+		writeError(w, http.StatusBadRequest, invalidRequest("payment_method_unknown",
+			fmt.Sprintf("No such payment method: %q.", req.PaymentMethod)))
+		return
+	}
+	if spec.behaviour == providerError {
+		// Before any storage, so that every call fails alike, repeats included.
+		h.log.Info("cardsim: simulated provider error", "idempotency_key", key)
+		writeError(w, http.StatusInternalServerError, apiError{
+			Type: "api_error", Code: "provider_error", Message: "The card provider failed to process the charge.",
+		})
+		return
+	}
+
+	// From here on the charge goes through even if the client goes away, as at
+	// a real provider: a client that timed out must find its charge later. The
+	// context keeps the request's values but none of its cancellation, not
+	// even the server's shutdown: the work is bounded by the slow timer and
+	// storeTimeout instead, so a shutdown waits at most that long for it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.slowDelay+storeTimeout)
+	defer cancel()
+	if spec.behaviour == slow && h.slowDelay > 0 {
+		timer := time.NewTimer(h.slowDelay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
+
+	c, replayed, err := h.store.create(ctx, key, req, spec)
+	if errors.Is(err, errKeyReused) {
+		writeError(w, http.StatusConflict, apiError{
+			Type: "idempotency_error", Code: "idempotency_key_reused",
+			Message: "This idempotency key was already used with other request parameters.",
+		})
+		return
+	}
+	if err != nil {
+		h.log.Error("cardsim: store charge", "idempotency_key", key, "err", err)
+		writeError(w, http.StatusInternalServerError, internalError)
+		return
+	}
+	h.log.Info("cardsim: charge", "id", c.ID, "status", c.Status,
+		"payment_method", redactToken(c.PaymentMethod), "replayed", replayed)
+	h.answerCharge(w, c, replayed)
+}
+
+// answerCharge answers a stored charge; a replay answers exactly as the first
+// time, lost response included.
+func (h *handler) answerCharge(w http.ResponseWriter, c charge, replayed bool) {
+	if c.PaymentMethod == tokenLostResponse {
+		dropConnection(w)
+		return
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if c.Status == statusFailed {
+		writeError(w, http.StatusPaymentRequired, apiError{
+			Type: "card_error", Code: deref(c.FailureCode), Message: deref(c.FailureMessage), Charge: c.ID,
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, toChargeObject(c))
+}
+
+// dropConnection closes the connection without writing a response: the
+// charge is stored but the client cannot know it, as when a network fails
+// after the provider charged the card.
+func dropConnection(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// HTTP/2 connections cannot be hijacked: abort the stream instead,
+		// which the server does without writing a response.
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
+	filter, reqErr := parseListQuery(r)
+	if reqErr != nil {
+		writeError(w, http.StatusBadRequest, *reqErr)
+		return
+	}
+	charges, err := h.store.list(r.Context(), filter)
+	if err != nil {
+		h.log.Error("cardsim: list charges", "err", err)
+		writeError(w, http.StatusInternalServerError, internalError)
+		return
+	}
+	list := listObject{Object: "list", Data: make([]chargeObject, 0, len(charges))}
+	for _, c := range charges {
+		list.Data = append(list.Data, toChargeObject(c))
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (h *handler) getCharge(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	c, err := h.store.get(r.Context(), id)
+	if errors.Is(err, errNoCharge) {
+		writeError(w, http.StatusNotFound, invalidRequest("resource_missing", fmt.Sprintf("No such charge: %q.", id)))
+		return
+	}
+	if err != nil {
+		h.log.Error("cardsim: get charge", "id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, internalError)
+		return
+	}
+	writeJSON(w, http.StatusOK, toChargeObject(c))
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, invalidRequest("method_not_allowed",
+			fmt.Sprintf("Method %s is not allowed here; allowed: %s.", r.Method, allow)))
+	}
+}

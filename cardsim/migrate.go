@@ -1,0 +1,60 @@
+package cardsim
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// MigrationsTable is where goose records the simulator's migrations, apart
+// from chargeonce's own (goose_db_version): the two are numbered apart, and
+// each applies where it belongs.
+const MigrationsTable = "cardsim_goose_db_version"
+
+// MigrationsFS returns the simulator's embedded migration files (at its root)
+// exactly as Migrate applies them, so db/dbtest can key its template database
+// on them.
+func MigrationsFS() fs.FS {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // a constant, valid path: cannot happen
+	}
+	return dir
+}
+
+// Migrate creates or updates the simulator's schema, cardsim, in the database
+// of pool. Call it where the simulator is mounted, and only there, before
+// NewHandler serves: a production database never gets the schema. goose
+// takes a session advisory lock, so several instances starting at once
+// migrate once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, MigrationsFS(),
+		goose.WithTableName(MigrationsTable),
+		goose.WithSessionLocker(locker),
+		goose.WithLogger(log.New(io.Discard, "", 0)),
+	)
+	if err != nil {
+		return fmt.Errorf("cardsim: prepare migrations: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("cardsim: apply migrations: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package cardsim_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/cardsim"
+	"chargeonce/db/dbtest"
+)
+
+// shape describes the cardsim schema of pool's database: its tables'
+// columns, their constraints by name and definition, and their indexes.
+func shape(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+		 FROM information_schema.columns WHERE table_schema = 'cardsim' ORDER BY table_name, ordinal_position`,
+		`SELECT c.conrelid::regclass::text || ' ' || c.conname || ' ' || pg_get_constraintdef(c.oid)
+		 FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+		 WHERE n.nspname = 'cardsim' ORDER BY 1`,
+		`SELECT indexdef FROM pg_indexes WHERE schemaname = 'cardsim' ORDER BY indexname`,
+	} {
+		rows, err := pool.Query(context.Background(), q)
+		require.NoError(t, err)
+		for rows.Next() {
+			var line string
+			require.NoError(t, rows.Scan(&line))
+			fmt.Fprintln(&b, line)
+		}
+		require.NoError(t, rows.Err())
+	}
+	return b.String()
+}
+
+func versions(t *testing.T, pool *pgxpool.Pool, table string) []int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		"SELECT version_id FROM "+table+" WHERE version_id > 0 ORDER BY version_id")
+	require.NoError(t, err)
+	var vs []int64
+	for rows.Next() {
+		var v int64
+		require.NoError(t, rows.Scan(&v))
+		vs = append(vs, v)
+	}
+	require.NoError(t, rows.Err())
+	return vs
+}
+
+func exists(t *testing.T, pool *pgxpool.Pool, relation string) bool {
+	t.Helper()
+	var ok bool
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", relation).Scan(&ok))
+	return ok
+}
+
+func TestMigrate_FreshDatabase_CreatesTheSchemaWithNamedConstraints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t, dbtest.Empty)
+	require.NoError(t, cardsim.Migrate(ctx, pool))
+	require.NoError(t, cardsim.Migrate(ctx, pool), "a second run is a no-op")
+
+	got := shape(t, pool)
+	for _, want := range []string{
+		"cardsim.charges charges_pkey PRIMARY KEY (id)",
+		"cardsim.charges charges_idempotency_key_key UNIQUE (idempotency_key)",
+		"cardsim.charges charges_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))",
+		"CREATE INDEX cardsim_charges_created_at_idx ON cardsim.charges USING btree (created_at)",
+	} {
+		require.Contains(t, got, want)
+	}
+	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+	require.False(t, exists(t, pool, "goose_db_version"), "chargeonce's migrations table is not the simulator's")
+}
+
+// TestMigrate_AfterChargeoncesMigrations_SimulatorCharges: a database that
+// chargeonce migrated (as every server does) takes the simulator's
+// migrations beside its own, and the simulator then works on it.
+func TestMigrate_AfterChargeoncesMigrations_SimulatorCharges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t, dbtest.AppOnly)
+	appVersions := versions(t, pool, "goose_db_version")
+	require.False(t, exists(t, pool, "cardsim.charges"))
+	require.NoError(t, cardsim.Migrate(ctx, pool))
+	require.Equal(t, appVersions, versions(t, pool, "goose_db_version"), "chargeonce's migrations are untouched")
+	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+
+	s := newSimOn(t, pool, cardsim.Config{})
+	key := uniqueKey(t)
+	resp, raw := s.mustPost(key, chargeBody("pm_card_visa"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	require.Equal(t, 1, s.rowsWithKey(key))
+}
+
+// TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges: a development
+// database that chargeonce's old migration 00003 gave the cardsim schema
+// keeps it, and its charges, when the simulator's own migrations arrive; the
+// result is the schema a fresh database gets, constraint names included.
+func TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, err := os.ReadFile("testdata/app_00003_cardsim.sql")
+	require.NoError(t, err)
+	pool := dbtest.NewPool(t, dbtest.AppOnly)
+	_, err = pool.Exec(ctx, string(old))
+	require.NoError(t, err)
+
+	// A charge made by the simulator of then.
+	s := newSimOn(t, pool, cardsim.Config{})
+	key := uniqueKey(t)
+	resp, first := s.mustPost(key, chargeBody("pm_card_visa"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(first))
+
+	require.NoError(t, cardsim.Migrate(ctx, pool))
+	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+
+	// The charge is still there, and its key still replays it.
+	replay, again := s.mustPost(key, chargeBody("pm_card_visa"))
+	require.Equal(t, http.StatusOK, replay.StatusCode, string(again))
+	require.Equal(t, "true", replay.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, first, again)
+	require.Equal(t, 1, s.rowsWithKey(key))
+
+	fresh := dbtest.NewPool(t, dbtest.AppOnly)
+	require.NoError(t, cardsim.Migrate(ctx, fresh))
+	require.Equal(t, shape(t, fresh), shape(t, pool), "the adopted schema is the one a fresh database gets")
+}
+
+func TestMigrate_Concurrently_MigratesOnce(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t, dbtest.Empty)
+	const n = 4
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = cardsim.Migrate(context.Background(), pool) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+	require.True(t, exists(t, pool, "cardsim.charges"))
+}

@@ -1,0 +1,200 @@
+package cardsim
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of a request.
+const (
+	maxBodyBytes     = 1 << 20
+	maxKeyLen        = 255
+	maxAmount        = 99_999_999
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// createRequest is the validated body of POST /v1/charges.
+type createRequest struct {
+	Amount        int64
+	Currency      string
+	PaymentMethod string
+	Description   *string
+	Metadata      map[string]string
+}
+
+// idempotencyKey returns the request's Idempotency-Key header: exactly one,
+// 1 to 255 characters of valid UTF-8 without control characters (it is
+// stored as PostgreSQL text).
+func idempotencyKey(r *http.Request) (string, *apiError) {
+	values := r.Header.Values("Idempotency-Key")
+	if len(values) == 0 {
+		e := invalidRequest("idempotency_key_missing", "The Idempotency-Key header is required.")
+		return "", &e
+	}
+	key := values[0]
+	n := utf8.RuneCountInString(key)
+	if len(values) > 1 || n < 1 || n > maxKeyLen || !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
+		e := invalidRequest("idempotency_key_invalid",
+			fmt.Sprintf("The Idempotency-Key header must be given once, with 1 to %d printable characters.", maxKeyLen))
+		return "", &e
+	}
+	return key, nil
+}
+
+// decodeCreateRequest reads and validates the body of POST /v1/charges.
+func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest, *apiError) {
+	var body struct {
+		Amount        int64              `json:"amount"`
+		Currency      string             `json:"currency"`
+		PaymentMethod string             `json:"payment_method"`
+		Description   *string            `json:"description"`
+		Metadata      map[string]*string `json:"metadata"` // pointers, to refuse null values
+	}
+	fail := func(code, message string) (createRequest, *apiError) {
+		e := invalidRequest(code, message)
+		return createRequest{}, &e
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err := dec.Decode(&body); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var sizeErr *http.MaxBytesError
+		switch {
+		case errors.As(err, &sizeErr):
+			return fail("body_invalid", fmt.Sprintf("The request body is larger than %d bytes.", maxBodyBytes))
+		case errors.As(err, &typeErr):
+			switch field, _, _ := strings.Cut(typeErr.Field, "."); field {
+			case "amount":
+				return fail("amount_invalid", fmt.Sprintf("amount must be an integer from 1 to %d.", maxAmount))
+			case "currency":
+				return fail("currency_invalid", "currency must be a three-letter ISO 4217 code.")
+			case "payment_method":
+				return fail("payment_method_invalid", "payment_method must be a string.")
+			case "description":
+				return fail("description_invalid", "description must be a string or null.")
+			case "metadata":
+				return fail("metadata_invalid", "metadata must be an object of string values.")
+			}
+			return fail("body_invalid", "The request body must be a JSON object.")
+		case errors.Is(err, io.EOF):
+			return fail("body_invalid", "The request body is empty.")
+		default:
+			return fail("body_invalid", "The request body is not valid JSON: "+err.Error())
+		}
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return fail("body_invalid", "The request body must hold a single JSON object.")
+	}
+
+	if body.Amount < 1 || body.Amount > maxAmount {
+		return fail("amount_invalid", fmt.Sprintf("amount must be an integer from 1 to %d.", maxAmount))
+	}
+	if len(body.Currency) != 3 || strings.ContainsFunc(body.Currency, func(c rune) bool {
+		return (c < 'A' || c > 'Z') && (c < 'a' || c > 'z')
+	}) {
+		return fail("currency_invalid", "currency must be a three-letter ISO 4217 code.")
+	}
+	if body.PaymentMethod == "" {
+		return fail("payment_method_missing", "payment_method is required.")
+	}
+	// PostgreSQL text and jsonb cannot hold NUL: refuse it here rather than fail later.
+	if body.Description != nil && strings.ContainsRune(*body.Description, 0) {
+		return fail("description_invalid", "description must not contain NUL characters.")
+	}
+	metadata := make(map[string]string, len(body.Metadata))
+	for k, v := range body.Metadata {
+		if v == nil || strings.ContainsRune(k, 0) || strings.ContainsRune(*v, 0) {
+			return fail("metadata_invalid", "metadata must be an object of string values.")
+		}
+		metadata[k] = *v
+	}
+	return createRequest{
+		Amount: body.Amount,
+		// One spelling per currency, so that "usd" and "USD" are one request.
+		Currency:      strings.ToUpper(body.Currency),
+		PaymentMethod: body.PaymentMethod,
+		Description:   body.Description,
+		Metadata:      metadata,
+	}, nil
+}
+
+// listFilter is the validated query of GET /v1/charges. A nil filter was not
+// given.
+type listFilter struct {
+	IdempotencyKey       *string
+	ClientIdempotencyKey *string
+	Merchant             *string
+	Limit                int32
+}
+
+// parseListQuery reads and validates the query of GET /v1/charges.
+func parseListQuery(r *http.Request) (listFilter, *apiError) {
+	query := r.URL.Query()
+	f := listFilter{Limit: defaultListLimit}
+	if query.Has("limit") {
+		limit, err := strconv.Atoi(query.Get("limit"))
+		if err != nil || limit < 1 || limit > maxListLimit {
+			e := invalidRequest("limit_invalid", fmt.Sprintf("limit must be an integer from 1 to %d.", maxListLimit))
+			return listFilter{}, &e
+		}
+		f.Limit = int32(limit)
+	}
+	// A filter that is given applies as given, even empty: an empty key
+	// matches nothing rather than everything, so a caller's bug cannot make
+	// another charge look like its own.
+	filter := func(name string) *string {
+		if !query.Has(name) {
+			return nil
+		}
+		v := query.Get(name)
+		return &v
+	}
+	f.IdempotencyKey = filter("idempotency_key")
+	f.ClientIdempotencyKey = filter("client_idempotency_key")
+	f.Merchant = filter("merchant")
+	return f, nil
+}
+
+// requestHash is the SHA-256 of a canonical encoding of the charge's
+// parameters: a version tag, then each field length-prefixed (so no two
+// requests encode alike), metadata sorted by key, and null description told
+// apart from an empty one.
+func requestHash(req createRequest) []byte {
+	var buf []byte
+	putString := func(s string) {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	putString("cardsim.charge.v1")
+	buf = binary.BigEndian.AppendUint64(buf, uint64(req.Amount))
+	putString(req.Currency)
+	putString(req.PaymentMethod)
+	if req.Description == nil {
+		buf = append(buf, 0)
+	} else {
+		buf = append(buf, 1)
+		putString(*req.Description)
+	}
+	keys := make([]string, 0, len(req.Metadata))
+	for k := range req.Metadata {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(keys)))
+	for _, k := range keys {
+		putString(k)
+		putString(req.Metadata[k])
+	}
+	sum := sha256.Sum256(buf)
+	return sum[:]
+}

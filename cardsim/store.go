@@ -1,0 +1,171 @@
+package cardsim
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"chargeonce/cardsim/internal/sqlc"
+)
+
+// The stored statuses of a charge.
+const (
+	statusSucceeded = "succeeded"
+	statusFailed    = "failed"
+)
+
+var (
+	errKeyReused = errors.New("idempotency key reused with other parameters")
+	errNoCharge  = errors.New("no such charge")
+)
+
+// charge is a stored charge, as the handlers see it.
+type charge struct {
+	ID             string
+	IdempotencyKey string
+	Amount         int64
+	Currency       string
+	Status         string
+	PaymentMethod  string
+	Description    *string
+	FailureCode    *string
+	FailureMessage *string
+	Metadata       map[string]string
+	Created        time.Time
+}
+
+// store keeps the simulator's charges in the cardsim schema. It is the only
+// code that knows the generated queries and their rows.
+type store struct {
+	queries *sqlc.Queries
+}
+
+func newStore(db sqlc.DBTX) *store {
+	return &store{queries: sqlc.New(db)}
+}
+
+// create stores the charge of key, or finds the one stored by an earlier
+// request with that key (replayed is then true). The insert alone decides who
+// wins a key, so concurrent requests cannot store two charges.
+func (s *store) create(ctx context.Context, key string, req createRequest, spec tokenSpec) (c charge, replayed bool, err error) {
+	metadata, err := json.Marshal(req.Metadata)
+	if err != nil {
+		return c, false, err
+	}
+	hash := requestHash(req)
+	params := sqlc.InsertChargeParams{
+		ID:             newChargeID(),
+		IdempotencyKey: key,
+		RequestHash:    hash,
+		Amount:         req.Amount,
+		Currency:       req.Currency,
+		PaymentMethod:  req.PaymentMethod,
+		Description:    req.Description,
+		Status:         statusSucceeded,
+		Metadata:       metadata,
+	}
+	if spec.behaviour == decline {
+		params.Status = statusFailed
+		params.FailureCode = &spec.failureCode
+		params.FailureMessage = &spec.failureMessage
+	}
+	row, err := s.queries.InsertCharge(ctx, params)
+	if err == nil {
+		c, err = chargeFromRow(row)
+		return c, false, err
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return c, false, fmt.Errorf("insert charge: %w", err)
+	}
+	// No row: the key is taken. Charges are never deleted, so it is there.
+	row, err = s.queries.GetChargeByIdempotencyKey(ctx, key)
+	if err != nil {
+		return c, false, fmt.Errorf("load charge of reused key: %w", err)
+	}
+	if !bytes.Equal(row.RequestHash, hash) {
+		return c, false, errKeyReused
+	}
+	c, err = chargeFromRow(row)
+	return c, true, err
+}
+
+// get returns the charge with id, or errNoCharge.
+func (s *store) get(ctx context.Context, id string) (charge, error) {
+	row, err := s.queries.GetCharge(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return charge{}, errNoCharge
+	}
+	if err != nil {
+		return charge{}, err
+	}
+	return chargeFromRow(row)
+}
+
+// list returns the charges that f selects, newest first.
+func (s *store) list(ctx context.Context, f listFilter) ([]charge, error) {
+	rows, err := s.queries.ListCharges(ctx, sqlc.ListChargesParams{
+		IdempotencyKey:       f.IdempotencyKey,
+		ClientIdempotencyKey: f.ClientIdempotencyKey,
+		Merchant:             f.Merchant,
+		RowLimit:             f.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	charges := make([]charge, 0, len(rows))
+	for _, row := range rows {
+		c, err := chargeFromRow(row)
+		if err != nil {
+			return nil, err
+		}
+		charges = append(charges, c)
+	}
+	return charges, nil
+}
+
+func chargeFromRow(row sqlc.Charge) (charge, error) {
+	metadata := map[string]string{}
+	if err := json.Unmarshal(row.Metadata, &metadata); err != nil {
+		return charge{}, fmt.Errorf("decode metadata of charge %s: %w", row.ID, err)
+	}
+	return charge{
+		ID:             row.ID,
+		IdempotencyKey: row.IdempotencyKey,
+		Amount:         row.Amount,
+		Currency:       row.Currency,
+		Status:         row.Status,
+		PaymentMethod:  row.PaymentMethod,
+		Description:    row.Description,
+		FailureCode:    row.FailureCode,
+		FailureMessage: row.FailureMessage,
+		Metadata:       metadata,
+		Created:        row.CreatedAt,
+	}, nil
+}
+
+const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newChargeID returns "ch_" and 24 random alphanumerics, drawn without modulo
+// bias from crypto/rand so that ids cannot be guessed.
+func newChargeID() string {
+	const n = 24
+	id := make([]byte, 0, 3+n)
+	id = append(id, "ch_"...)
+	var random [32]byte
+	for len(id) < cap(id) {
+		_, _ = rand.Read(random[:]) // never fails (crypto/rand since Go 1.24)
+		for _, b := range random {
+			// 248 is the largest multiple of 62 within a byte.
+			if b < 248 && len(id) < cap(id) {
+				id = append(id, idAlphabet[int(b)%len(idAlphabet)])
+			}
+		}
+	}
+	return string(id)
+}

@@ -1,0 +1,52 @@
+package db_test
+
+import (
+	"context"
+	"io/fs"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db"
+	"chargeonce/db/dbtest"
+)
+
+// TestMigrate_FreshDatabase_CreatesNoCardsimSchema: chargeonce's migrations
+// alone, as a production server applies them, make chargeonce's tables and
+// no cardsim schema; the simulator's schema is the simulator's to create,
+// where it is mounted. Migration 00003, which used to create it, is still
+// recorded, so that versions keep their meaning.
+func TestMigrate_FreshDatabase_CreatesNoCardsimSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t, dbtest.Empty)
+	require.NoError(t, db.Migrate(ctx, pool))
+	require.NoError(t, db.Migrate(ctx, pool), "a second run is a no-op")
+
+	for _, table := range []string{"merchants", "api_keys", "charges", "charge_attempts"} {
+		var exists bool
+		require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists))
+		require.True(t, exists, table)
+	}
+	var schemas, cardsimRelations int
+	require.NoError(t, pool.QueryRow(ctx,
+		"SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'cardsim'").Scan(&schemas))
+	require.Zero(t, schemas, "no cardsim schema")
+	require.NoError(t, pool.QueryRow(ctx,
+		"SELECT count(*) FROM pg_class WHERE relname LIKE 'cardsim%'").Scan(&cardsimRelations))
+	require.Zero(t, cardsimRelations, "no cardsim table anywhere, its migrations table included")
+
+	var versions []int64
+	rows, err := pool.Query(ctx, "SELECT version_id FROM goose_db_version WHERE version_id > 0 ORDER BY version_id")
+	require.NoError(t, err)
+	for rows.Next() {
+		var v int64
+		require.NoError(t, rows.Scan(&v))
+		versions = append(versions, v)
+	}
+	require.NoError(t, rows.Err())
+	files, err := fs.Glob(db.MigrationsFS(), "*.sql")
+	require.NoError(t, err)
+	require.Len(t, versions, len(files), "every migration is applied")
+	require.Contains(t, versions, int64(3), "00003 is applied, and does nothing")
+}

@@ -1,0 +1,201 @@
+// Package localpg runs the project-local PostgreSQL server that chargeonce
+// uses in development and tests when no database is given: a cluster in a
+// data directory of the project (.data/postgres, .data/test-postgres), made
+// with the server binaries installed on the machine and served on 127.0.0.1
+// and a free port, as an unprivileged user when chargeonce runs as root.
+// Processes that start or stop the server of one data directory take turns
+// on a lock file beside it, so exactly one server results, and it outlives
+// them until it is stopped. The package knows nothing of chargeonce's
+// schema: package db migrates the database.
+package localpg
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Options configures Start.
+type Options struct {
+	// Dir is the data directory, e.g. "<repo>/.data/postgres"; created if
+	// missing.
+	Dir string
+	// Fast trades durability for speed (fsync, synchronous_commit and
+	// full_page_writes off): for test servers, whose data is disposable.
+	Fast bool
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// Server is a PostgreSQL server that chargeonce runs from the server
+// binaries on the machine, listening on 127.0.0.1 only.
+type Server struct {
+	// URL is the chargeonce database, e.g.
+	// postgres://chargeonce@127.0.0.1:PORT/chargeonce?sslmode=disable.
+	URL string
+	// AdminURL is the same server's "postgres" database, for CREATE DATABASE.
+	AdminURL string
+	// Started is true when Start started the server, false when it found
+	// it already running and reused it.
+	Started bool
+
+	port int
+	fast bool
+	inst *instance
+}
+
+// The role and database that Start provides on every server.
+const (
+	localUser     = "chargeonce"
+	localDatabase = "chargeonce"
+	logName       = "postgres.log"
+)
+
+// Start returns the PostgreSQL server running in opts.Dir, starting it
+// (and creating the cluster) if needed. Callers in several processes may race
+// on one Dir: they serialize on a lock file, and exactly one server results.
+// The server outlives the calling process; Server.Stop or Stop ends it.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	inst, err := resolve(opts.Dir, log)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := inst.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if port, ok := inst.running(ctx); ok {
+		s := inst.server(port, false, opts.Fast)
+		if err := inst.ensureDatabase(ctx, s.AdminURL); err != nil {
+			return nil, err
+		}
+		log.Debug("reusing local PostgreSQL", "dir", inst.dir, "port", port)
+		return s, nil
+	}
+
+	if err := inst.ensureCluster(ctx, log); err != nil {
+		return nil, err
+	}
+	if err := inst.removeStalePID(); err != nil {
+		return nil, err
+	}
+	port, err := inst.start(ctx, opts.Fast, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := inst.server(port, true, opts.Fast)
+	if err := inst.ensureDatabase(ctx, s.AdminURL); err != nil {
+		return nil, err
+	}
+	log.Info("started local PostgreSQL", "dir", inst.dir, "port", port, "log", inst.logPath())
+	return s, nil
+}
+
+// Stop stops the server (pg_ctl stop -m fast), whoever started it.
+func (s *Server) Stop(ctx context.Context) error {
+	return s.inst.stop(ctx)
+}
+
+// Restart stops the server if it runs (pg_ctl stop -m fast, which ends every
+// session) and starts it again on the same port, with the Fast setting of the
+// Start call that returned s. URL and AdminURL stay valid, so clients
+// and their pools can reconnect: this is for tests of what happens when the
+// database goes away and comes back. Called after Stop, it only starts the
+// server. It fails, rather than move to another port, if another program
+// took the port meanwhile.
+func (s *Server) Restart(ctx context.Context) error {
+	unlock, err := s.inst.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.inst.stopLocked(ctx); err != nil {
+		return err
+	}
+	if err := s.inst.removeStalePID(); err != nil {
+		return err
+	}
+	_, err = s.inst.start(ctx, s.fast, s.port)
+	return err
+}
+
+// Stop stops a server running in dir; it is a no-op if none runs there.
+func Stop(ctx context.Context, dir string) error {
+	inst, err := resolve(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		var nb *noBinariesError
+		if errors.As(err, &nb) {
+			if _, statErr := os.Stat(filepath.Join(dir, "postmaster.pid")); os.IsNotExist(statErr) {
+				return nil // nothing could be running anyway
+			}
+		}
+		return err
+	}
+	return inst.stop(ctx)
+}
+
+// instance is a data directory together with how to run its server.
+type instance struct {
+	dir  string // the data directory actually used (may be the fallback)
+	bins string // directory holding initdb, pg_ctl and postgres
+	// cred runs the binaries as an unprivileged user when we are root, which
+	// initdb and postgres refuse to run as; nil otherwise.
+	cred *syscall.Credential
+}
+
+// resolve finds the binaries and, when running as root, the user to run them
+// as and a data directory that user can reach.
+func resolve(dir string, log *slog.Logger) (*instance, error) {
+	if dir == "" {
+		return nil, errors.New("local PostgreSQL: no data directory given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	bins, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	inst := &instance{dir: abs, bins: bins}
+	if os.Geteuid() != 0 {
+		return inst, nil
+	}
+
+	inst.cred, err = unprivilegedUser(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !canTraverse(inst.cred, filepath.Dir(abs)) {
+		// Making the user's directories (a clone under /root, say) world
+		// searchable is not ours to do, so keep the cluster elsewhere, at a
+		// path that is stable for this Dir.
+		sum := sha256.Sum256([]byte(abs))
+		fallback := filepath.Join(os.TempDir(), "chargeonce-pg-"+hex.EncodeToString(sum[:6]))
+		log.Info("local PostgreSQL: the server's user cannot reach the data directory; using a directory under the temp dir",
+			"dir", abs, "uid", inst.cred.Uid, "using", fallback)
+		inst.dir = fallback
+		// An existing cluster there may belong to another user than the
+		// default; it must be run as its owner.
+		if inst.cred, err = unprivilegedUser(fallback); err != nil {
+			return nil, err
+		}
+		if !canTraverse(inst.cred, filepath.Dir(fallback)) {
+			return nil, fmt.Errorf("local PostgreSQL: user %d can reach neither %s nor %s",
+				inst.cred.Uid, abs, fallback)
+		}
+	}
+	return inst, nil
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/cardsim"
+	"chargeonce/db/dbtest"
+)
+
+// hasCardsim reports whether the database of pool holds anything of the
+// card simulator's: its schema, or its migrations table.
+func hasCardsim(t *testing.T, pool *pgxpool.Pool) bool {
+	t.Helper()
+	var found bool
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT
+		EXISTS (SELECT 1 FROM information_schema.schemata WHERE schema_name = 'cardsim')
+		OR to_regclass($1) IS NOT NULL`, cardsim.MigrationsTable).Scan(&found))
+	return found
+}
+
+// TestProductionServer_FreshDatabase_HasNoCardsimSchema: the simulator's
+// schema exists only where the simulator is mounted. A development server
+// creates it in its database; a production server never does, nor do the
+// operator commands, and it charges through its provider all the same.
+func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
+	t.Parallel()
+	// Both databases are empty: each server's own migrations make them.
+	devURL := dbtest.NewDatabase(t, dbtest.Empty)
+	dev := startServer(t, devURL, nil)
+	require.True(t, hasCardsim(t, openPool(t, devURL)), "a development server creates the simulator's schema")
+
+	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
+	prodEnv := map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "PROVIDER_URL": dev.URL + "/provider"}
+	var out syncBuffer
+	require.NoError(t, run(context.Background(), []string{"chargeonce", "apikey", "create", "shop"},
+		func(k string) string { return prodEnv[k] }, &out, &out))
+	fields := strings.Fields(out.String())
+	apiKey := fields[len(fields)-1]
+	prodPool := openPool(t, prodURL)
+	require.False(t, hasCardsim(t, prodPool), "an operator command leaves no cardsim schema")
+
+	prod := startServer(t, prodURL, prodEnv)
+	key := newKey()
+	r := prod.chargeCard(t, apiKey, key, visa(100))
+	require.Empty(t, r.Errors)
+	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
+	require.Len(t, dev.providerCharges(t, "shop", key), 1, "the charge went to the provider")
+	require.False(t, hasCardsim(t, prodPool), "a production server leaves no cardsim schema")
+}
