@@ -11,9 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The tests use the standard library only: testify's assert needs a module
-// (go-difflib) that go.mod does not list yet.
-
 func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
 	t.Helper()
 	var ok bool
