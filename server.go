@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -136,8 +135,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	if !cfg.Production {
 		mux.Handle("GET /metrics", metricsHandler)
-		mux.Handle("GET /playground", playground.Handler("chargeonce", "/graphql",
-			playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer " + cfg.DemoAPIKey})))
+		mux.Handle("GET /playground", webdemo.Playground("/graphql", cfg.DemoAPIKey))
 		mux.Handle("/provider/", simulator)
 		mux.Handle("/", webdemo.Handler())
 	}
