@@ -9,8 +9,8 @@ NPM ?= npm
 # that the server embeds.
 WEB := web-demo
 WEB_DEPS := $(WEB)/node_modules/.installed
-WEB_SRC := $(shell find $(WEB)/src -type f 2>/dev/null) $(WEB)/index.html $(WEB)/package.json \
-	$(WEB)/package-lock.json $(WEB)/vite.config.ts $(WEB)/tsconfig.json
+WEB_SRC := $(shell find $(WEB)/src -type f 2>/dev/null) $(WEB)/index.html $(WEB)/playground.html \
+	$(WEB)/package.json $(WEB)/package-lock.json $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 
 .DEFAULT_GOAL := help
 

@@ -42,14 +42,36 @@ export default defineConfig({
   build: {
     outDir: 'dist',
     emptyOutDir: false,
+    // Two pages: the checkout, and the GraphQL playground that the server
+    // serves at /playground (webdemo.go fills in its config).
+    rolldownOptions: {
+      input: {
+        checkout: join(import.meta.dirname, 'index.html'),
+        playground: join(import.meta.dirname, 'playground.html'),
+      },
+      // GraphiQL's React modules start with "use client" or "use no memo",
+      // directives for server rendering and the React compiler that mean
+      // nothing in a browser bundle: a hundred warnings of no use.
+      onwarn(warning, warn) {
+        if (warning.code === 'MODULE_LEVEL_DIRECTIVE') return;
+        warn(warning);
+      },
+    },
+    // The playground's editor (Monaco) is one chunk of about 2.8 MB, loaded
+    // by /playground only and served from the binary: no CDN, no size budget.
+    chunkSizeWarningLimit: 3_000,
   },
+  // Monaco's workers (the playground's editors) import ES modules.
+  worker: { format: 'es' },
   server: {
     port: 5173,
     strictPort: true,
     proxy: {
       '/graphql': toBackend,
       '/provider': toBackend,
+      // The Go server's playground page, and the built assets it loads.
       '/playground': toBackend,
+      '/assets': toBackend,
     },
   },
   test: {

@@ -1,8 +1,10 @@
-// Package webdemo serves chargeonce's demo checkout at / in development. The
-// page is a Vite + TypeScript app (web-demo/src) that `make web` builds into
-// web-demo/dist, which is embedded here. dist is not committed, only its
+// Package webdemo serves chargeonce's development pages: the demo checkout at
+// / (Handler) and the GraphQL playground, GraphiQL bundled from npm, at
+// /playground (Playground). Both are one Vite + TypeScript build (web-demo/src)
+// that `make web` writes into web-demo/dist, which is embedded here, so the
+// pages need nothing from the internet. dist is not committed, only its
 // .gitkeep, so that a fresh clone compiles without Node: until the demo is
-// built, / answers with a page that says how to build it.
+// built, each page says how to build it.
 package webdemo
 
 import (
@@ -31,7 +33,8 @@ func handler(site fs.FS) http.Handler {
 	}
 	files := http.FileServerFS(site)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hidden(r.URL.Path) {
+		// The playground's page is served, with its config, by Playground.
+		if hidden(r.URL.Path) || path.Clean(r.URL.Path) == "/"+playgroundPage {
 			http.NotFound(w, r)
 			return
 		}

@@ -5,73 +5,10 @@
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { chromiumArgs, chromiumPath } from './env';
+import { chargeStatus, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline } from './page';
 
 const baseURL = inject('baseURL');
 const skip = inject('skipReason');
-
-interface ProviderCharge {
-  id: string;
-  status: 'succeeded' | 'failed';
-  amount: number;
-  metadata: Record<string, string>;
-}
-
-/** The provider's charges for one of chargeonce's idempotency keys. */
-async function ledger(key: string): Promise<ProviderCharge[]> {
-  const q = new URLSearchParams({ merchant: 'demo', client_idempotency_key: key });
-  const res = await fetch(`${baseURL}/provider/v1/charges?${q}`);
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { data: ProviderCharge[] }).data;
-}
-
-async function chargeStatus(key: string): Promise<string | null> {
-  const res = await fetch(`${baseURL}/graphql`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer demo-key' },
-    body: JSON.stringify({ query: 'query($k:String!){chargeStatus(idempotencyKey:$k){status}}', variables: { k: key } }),
-  });
-  const body = (await res.json()) as { data: { chargeStatus: { status: string } | null } };
-  return body.data.chargeStatus?.status ?? null;
-}
-
-async function storedKey(page: Page): Promise<string | null> {
-  return page.evaluate(() => {
-    const raw = sessionStorage.getItem('chargeonce-demo:attempt');
-    return raw ? (JSON.parse(raw) as { key: string }).key : null;
-  });
-}
-
-interface Row {
-  operation: string;
-  outcome: string;
-  key: string;
-  status: string;
-  replayed: string;
-}
-
-async function timeline(page: Page): Promise<Row[]> {
-  return page.getByTestId('request').evaluateAll((lis) =>
-    lis.map((li) => {
-      const d = (li as HTMLElement).dataset;
-      return {
-        operation: d.operation ?? '',
-        outcome: d.outcome ?? '',
-        key: d.key ?? '',
-        status: d.status ?? '',
-        replayed: d.replayed ?? '',
-      };
-    }),
-  );
-}
-
-async function expectFinal(page: Page, status: 'SUCCEEDED' | 'FAILED', timeout = 15_000) {
-  await page.getByTestId('result-status').filter({ hasText: status }).waitFor({ timeout });
-}
-
-/** Waits until the page's ledger panel shows n charges that took money. */
-async function expectLedgerPanel(page: Page, succeeded: number) {
-  await page.locator(`[data-testid="ledger-summary"][data-succeeded="${succeeded}"]`).waitFor({ timeout: 10_000 });
-}
 
 describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
   let browser: Browser;
@@ -93,16 +30,28 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     await context?.close();
   });
 
-  it('happy path, from the keyboard: pays once', async () => {
+  it('happy path, from the keyboard: pays once, and the focus moves to the outcome', async () => {
     const visa = page.getByRole('radio', { name: /4242/ });
     await expect(visa.isChecked()).resolves.toBe(true);
     await visa.focus();
+    // The switches sit between the card and Pay.
+    await page.keyboard.press('Tab');
+    await expect(focused(page)).resolves.toBe('drop-next');
+    await page.keyboard.press('Tab');
+    await expect(focused(page)).resolves.toBe('unsafe');
     await page.keyboard.press('Tab');
     await expect(page.getByRole('button', { name: /^Pay \$113\.00$/ }).evaluate((b) => b === document.activeElement)).resolves.toBe(true);
     await page.keyboard.press('Enter');
 
     await expectFinal(page, 'SUCCEEDED');
     await expect(page.getByTestId('replayed').textContent()).resolves.toBe('false');
+    // Pay is gone; the focus is on the outcome's heading, not lost to <body>.
+    await expect(page.getByTestId('pay').isHidden()).resolves.toBe(true);
+    await expect(focused(page)).resolves.toBe('outcome-title');
+    await expect(page.getByTestId('outcome-title').textContent()).resolves.toBe('Payment received: $113.00');
+    // The live region says it in a few words, not the whole list of facts.
+    await expect(page.getByTestId('announce').textContent()).resolves.toBe('Payment received.');
+    await expect(page.getByRole('status').count()).resolves.toBe(1);
     const key = await storedKey(page);
     expect(key).toMatch(/^[0-9a-f-]{36}$/);
     await expect(page.getByTestId('attempt-key').textContent()).resolves.toBe(key);
@@ -202,6 +151,81 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     expect((await ledger(key!)).map((c) => c.status)).toEqual(['succeeded']);
   });
 
+  it('network fails for good: Pay comes back, not stranded on "Paying…", and sends the same key', async () => {
+    await page.route('**/graphql', (route) => route.abort('internetdisconnected'));
+    await page.getByTestId('pay').click();
+
+    await page.getByTestId('outcome-title').filter({ hasText: 'We could not reach the server' }).waitFor({ timeout: 30_000 });
+    await expect(page.getByTestId('outcome').textContent()).resolves.toContain('Pay again: it sends the same key');
+    const pay = page.getByTestId('pay');
+    await expect(pay.isDisabled()).resolves.toBe(false);
+    await expect(pay.textContent()).resolves.toBe('Pay $113.00 (same attempt)');
+    await expect(pay.getAttribute('aria-busy')).resolves.toBe('false');
+    await expect(focused(page)).resolves.toBe('outcome-title');
+    const key = await storedKey(page);
+    const failed = await timeline(page);
+    expect(failed.map((r) => [r.operation, r.outcome, r.key])).toEqual(Array(4).fill(['chargeCard', 'network-error', key]));
+
+    // The network is back: Pay sends the same attempt again.
+    await page.unroute('**/graphql');
+    await pay.click();
+    await expectFinal(page, 'SUCCEEDED');
+    expect(await storedKey(page)).toBe(key);
+    expect((await timeline(page)).at(-1)).toMatchObject({ operation: 'chargeCard', outcome: 'answered', key, status: 'SUCCEEDED' });
+    expect((await ledger(key!)).map((c) => c.status)).toEqual(['succeeded']);
+  });
+
+  it('slow card: PROCESSING while its chargeCard is open, from chargeStatus with the same key, then SUCCEEDED', async () => {
+    await page.getByRole('radio', { name: /Slow bank/ }).check();
+    await page.getByTestId('pay').click();
+
+    // The bank takes 2 s (SIM_SLOW_DELAY): after a second the page asks, and shows what the server says.
+    await page.locator('[data-testid="outcome"] .pill-processing').waitFor({ timeout: 5_000 });
+    await expect(page.getByTestId('outcome-title').textContent()).resolves.toBe('Payment processing');
+    await expect(page.getByTestId('pay').textContent()).resolves.toBe('Processing…');
+    const key = await storedKey(page);
+    const meanwhile = await timeline(page);
+    expect(meanwhile[0]).toMatchObject({ operation: 'chargeCard', outcome: 'pending', key });
+    expect(meanwhile).toContainEqual({ operation: 'chargeStatus', outcome: 'answered', key, status: 'PROCESSING', replayed: 'false' });
+
+    await expectFinal(page, 'SUCCEEDED');
+    const rows = await timeline(page);
+    // One chargeCard; the questions are reads, with the same key.
+    expect(rows.filter((r) => r.operation === 'chargeCard')).toHaveLength(1);
+    expect(rows.every((r) => r.key === key)).toBe(true);
+    expect(rows.filter((r) => r.operation === 'chargeStatus').length).toBeGreaterThanOrEqual(1);
+    expect(await ledger(key!)).toHaveLength(1);
+    await expectLedgerPanel(page, 1);
+  });
+
+  it('the provider loses its answer: PROCESSING counts down to the next question, second by second', async () => {
+    await page.getByRole('radio', { name: /0005/ }).check();
+    await page.getByTestId('pay').click();
+
+    const next = page.getByTestId('next-poll');
+    await next.waitFor({ timeout: 15_000 });
+    const asked = async () => (await timeline(page)).filter((r) => r.operation === 'chargeStatus').length;
+    const before = await asked();
+    // Read the countdown until the page asks chargeStatus.
+    const seen: { text: string; at: number }[] = [];
+    const deadline = Date.now() + 20_000;
+    while ((await asked()) === before && Date.now() < deadline) {
+      const text = await next.textContent({ timeout: 200 }).catch(() => null);
+      if (text && text !== seen.at(-1)?.text) seen.push({ text, at: Date.now() });
+      await page.waitForTimeout(50);
+    }
+    const askedAt = Date.now();
+    expect(await asked()).toBeGreaterThan(before);
+    const seconds = seen.map((s) => Number.parseInt(s.text, 10));
+    // Whole seconds, one after the other, down to 1 s, then the question.
+    expect(seconds.length).toBeGreaterThanOrEqual(2);
+    expect(seconds.at(-1)).toBe(1);
+    seconds.forEach((n, i) => i > 0 && expect(n).toBe(seconds[i - 1] - 1));
+    // Each second lasts a second, and the question waits for the end of the last.
+    for (let i = 2; i < seen.length; i++) expect(seen[i].at - seen[i - 1].at).toBeGreaterThanOrEqual(800);
+    expect(askedAt - seen.at(-1)!.at).toBeGreaterThanOrEqual(700);
+  });
+
   it('double click: one charge', async () => {
     await page.getByTestId('pay').dblclick();
 
@@ -274,5 +298,10 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     expect(charges.map((c) => c.status)).toEqual(['succeeded', 'succeeded']);
     await expectLedgerPanel(page, 2);
     await page.getByTestId('charged-twice').waitFor();
+    // Charged twice is a stark red state, not a green "Payment received".
+    await page.locator('[data-testid="outcome"].is-alarm').waitFor();
+    await expect(page.getByTestId('outcome-title').textContent()).resolves.toBe('Charged 2 times for one order');
+    await expect(page.getByTestId('outcome').getAttribute('class')).resolves.not.toContain('is-success');
+    await expect(page.getByTestId('announce').textContent()).resolves.toBe('Payment received, but the card was charged 2 times.');
   });
 });

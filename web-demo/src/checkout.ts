@@ -1,0 +1,427 @@
+// The checkout as a state machine: which state the page is in, what moves it
+// on, and when it asks the server again. Rendering only draws a state
+// (render.ts); the network, the clock and the storage are injected, so the
+// unit tests drive every transition with fakes.
+//
+//   idle ──pay──▶ paying ──SUCCEEDED/FAILED──▶ final ──startNew──▶ idle
+//                  │  ▲ │
+//                  │  │ └──PROCESSING──▶ processing ──countdown──▶ chargeStatus
+//                  │  │                   (its answer: final, processing again, …)
+//                  │  └── a request lost or refused busy: the client retries (retry.ts)
+//                  ├── every try failed (network, busy server) ──▶ unknown ──pay──▶ paying (same key)
+//                  └── an error that is an answer ──▶ refused ──pay──▶ paying (same key)
+//   (reload) ──▶ resuming ──chargeStatus──▶ final | processing | notReached | unknown | refused
+//
+// While a chargeCard request is on the wire for longer than patienceMs (the
+// slow card), the page asks chargeStatus with the same key, at the pace the
+// server asks for, and shows PROCESSING when the server says so. chargeStatus
+// is a read: it never charges, and it does not compete with the request that
+// is doing the work. Whichever answer is final first settles the attempt.
+import { CombinedError } from '@urql/core';
+import { AttemptStore, type Attempt, type KeyValueStorage } from './attempt';
+import type { ChargeCardInput, ChargeResultFragment } from './generated/graphql';
+import { isRetryable, isRetryableCode, pollDelayMs } from './retry';
+import type { RequestRecord } from './transport';
+
+/** What a request ended with, after the client's retries. */
+export interface Answer {
+  payload?: ChargeResultFragment | null;
+  error?: CombinedError;
+}
+
+/** The network, as the checkout needs it. The GraphQL client in main.ts, a fake in tests. */
+export interface CheckoutTransport {
+  /**
+   * Sends chargeCard, retried by the client's policy (retry.ts) with the same
+   * key, and resolves with the last answer. signal aborts it when the page
+   * no longer needs the answer.
+   */
+  chargeCard(key: string, input: ChargeCardInput, signal: AbortSignal): Promise<Answer>;
+  /** Asks chargeStatus for key: a read, which never charges. */
+  chargeStatus(key: string): Promise<Answer>;
+}
+
+/** Time, as the checkout needs it: window's in the page, a fake in tests. */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** Why the client is sending chargeCard again. */
+export type RetryNote = { kind: 'lost' } | { kind: 'busy'; code: string; retryAfterMs: number | null };
+
+export type Phase =
+  /** No attempt yet. Pay starts one. */
+  | { kind: 'idle' }
+  /** After a reload: asking chargeStatus about the stored attempt. */
+  | { kind: 'resuming' }
+  /** chargeCard is on its way. retry says why it is being sent again, if it is. */
+  | { kind: 'paying'; retry: RetryNote | null }
+  /**
+   * The server said PROCESSING; the page asks chargeStatus when the countdown
+   * ends. charging: the chargeCard request is still open too (a slow bank).
+   */
+  | {
+      kind: 'processing';
+      /** The key that the server answered PROCESSING for (in unsafe mode, maybe not the attempt's). */
+      key: string;
+      /** chargeStatus questions asked so far, for the back-off (pollDelayMs). */
+      checks: number;
+      retryAfterMs: number | null;
+      /** When the next question goes out (clock time). */
+      nextCheckAt: number;
+      /** Until then: the countdown, updated every second. */
+      remainingMs: number;
+      /** The question is on its way. */
+      checking: boolean;
+      charging: boolean;
+    }
+  /** Every try failed without an answer (network, busy server): the outcome is unknown; Pay sends the same key. */
+  | { kind: 'unknown'; code: string | null }
+  /** An error that is an answer (the same request gets it again). */
+  | { kind: 'refused'; message: string; code: string | null }
+  /** chargeStatus knows no such key: the attempt never reached the server. Pay sends it. */
+  | { kind: 'notReached' }
+  /** SUCCEEDED or FAILED. */
+  | { kind: 'final'; payload: ChargeResultFragment };
+
+export interface CheckoutState {
+  /** The current attempt: open while its outcome is unknown, then SUCCEEDED or FAILED. */
+  attempt: Attempt | null;
+  phase: Phase;
+}
+
+export type Listener = (next: CheckoutState, prev: CheckoutState) => void;
+
+export interface CheckoutOptions {
+  transport: CheckoutTransport;
+  clock: Clock;
+  /** Where the attempt (its key) survives a reload: sessionStorage in the page. */
+  storage: KeyValueStorage;
+  mintKey?: () => string;
+  /** How long a chargeCard request may be open before the page asks chargeStatus. */
+  patienceMs?: number;
+}
+
+/** A normal card answers well within this; a slower one gets asked about. */
+export const patienceMsDefault = 1_000;
+
+/** Whether Pay may be pressed in this state. */
+export function canPay(s: CheckoutState): boolean {
+  const k = s.phase.kind;
+  return (k === 'idle' || k === 'unknown' || k === 'refused' || k === 'notReached') && (s.attempt === null || s.attempt.state === 'open');
+}
+
+/** Whether the page is waiting for the server (Pay is busy). */
+export function isBusy(s: CheckoutState): boolean {
+  const k = s.phase.kind;
+  return k === 'paying' || k === 'processing' || k === 'resuming';
+}
+
+/**
+ * Whether a result arrived with this transition: the page was waiting and
+ * now has something to say (a final status, or why it has none). The page
+ * moves the focus to the outcome then.
+ */
+export function resultArrived(prev: CheckoutState, next: CheckoutState): boolean {
+  const settled = ['final', 'unknown', 'refused', 'notReached'];
+  return isBusy(prev) && settled.includes(next.phase.kind);
+}
+
+/** Why the client sends a chargeCard again after the answer r, or null when it does not. */
+export function retryNote(r: RequestRecord): RetryNote | null {
+  if (r.outcome === 'network-error') return { kind: 'lost' };
+  if (r.outcome === 'graphql-error' && isRetryableCode(r.detail)) {
+    return { kind: 'busy', code: r.detail!, retryAfterMs: r.retryAfterMs ?? null };
+  }
+  return null;
+}
+
+export class Checkout {
+  private readonly transport: CheckoutTransport;
+  private readonly clock: Clock;
+  private readonly store: AttemptStore;
+  private readonly patienceMs: number;
+  private readonly listeners = new Set<Listener>();
+  private current: CheckoutState = { attempt: null, phase: { kind: 'idle' } };
+  /** Bumped whenever pending work stops mattering: a new payment, a new attempt, dispose. */
+  private flow = 0;
+  /** The flow's chargeCard call has not resolved yet. */
+  private charging = false;
+  /** The key of the chargeCard request on the wire, if one is. */
+  private wireKey: string | null = null;
+  /** A chargeStatus question is on its way. */
+  private asking = false;
+  /** Bumped when the answer to the question on its way stops mattering. */
+  private question = 0;
+  /** The one timer: the countdown, or the patience with a slow request. */
+  private timer: unknown = null;
+  private abort: AbortController | null = null;
+
+  constructor(opts: CheckoutOptions) {
+    this.transport = opts.transport;
+    this.clock = opts.clock;
+    this.patienceMs = opts.patienceMs ?? patienceMsDefault;
+    this.store = new AttemptStore(opts.storage, opts.mintKey, () => new Date(opts.clock.now()));
+  }
+
+  get state(): CheckoutState {
+    return this.current;
+  }
+
+  subscribe(fn: Listener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /**
+   * Starts the page: idle, or, with an attempt stored by an earlier page in
+   * this tab, resuming it by its key.
+   */
+  start(): void {
+    const attempt = this.store.current();
+    if (!attempt) {
+      this.set({ attempt: null, phase: { kind: 'idle' } });
+      return;
+    }
+    const flow = this.newFlow();
+    this.set({ attempt, phase: { kind: 'resuming' } });
+    void this.transport.chargeStatus(attempt.key).then(
+      (answer) => this.resumed(flow, attempt, answer),
+      (err: unknown) => this.resumed(flow, attempt, { error: networkError(err) }),
+    );
+  }
+
+  /**
+   * Pays: starts an attempt with a new key for input, or sends the open
+   * attempt again with its own key and input. Ignored while the page waits
+   * for an answer (a double click) and once the attempt is final.
+   */
+  pay(input: ChargeCardInput): void {
+    if (!canPay(this.current)) return;
+    const attempt = this.store.begin(input);
+    const flow = this.newFlow();
+    this.charging = true;
+    this.set({ attempt, phase: { kind: 'paying', retry: null } });
+    this.abort = new AbortController();
+    void this.transport.chargeCard(attempt.key, attempt.input, this.abort.signal).then(
+      (answer) => this.charged(flow, attempt, answer),
+      (err: unknown) => this.charged(flow, attempt, { error: networkError(err) }),
+    );
+  }
+
+  /**
+   * Puts a final attempt away, so that the next payment gets a new key.
+   * Refused (false) while the outcome is unknown.
+   */
+  startNew(): boolean {
+    if (this.current.phase.kind !== 'final' || !this.store.startNew()) return false;
+    this.newFlow(); // a chargeCard still open for the old attempt is dropped
+    this.set({ attempt: null, phase: { kind: 'idle' } });
+    return true;
+  }
+
+  /**
+   * Takes note of a request the client sent or got an answer to (the
+   * transport's record, see transport.ts): a chargeCard request open too
+   * long gets asked about, and one that failed is being retried.
+   */
+  observe(r: RequestRecord): void {
+    if (r.operation !== 'ChargeCard' || !this.charging) return;
+    const phase = this.current.phase;
+    if (phase.kind !== 'paying' && phase.kind !== 'processing') return;
+    if (r.outcome === 'pending') {
+      this.wireKey = r.idempotencyKey;
+      if (phase.kind === 'paying') this.waitPatiently();
+      return;
+    }
+    this.wireKey = null;
+    const retry = retryNote(r);
+    if (retry) {
+      // The client sends it again: whatever the countdown said, the page is paying again.
+      this.clearTimer();
+      this.set({ ...this.current, phase: { kind: 'paying', retry } });
+    } else if (phase.kind === 'paying') {
+      this.clearTimer();
+    }
+  }
+
+  /** Stops every timer and ignores every answer still on its way. */
+  dispose(): void {
+    this.newFlow();
+    this.listeners.clear();
+  }
+
+  // ---- transitions ---------------------------------------------------------
+
+  private resumed(flow: number, attempt: Attempt, answer: Answer): void {
+    if (flow !== this.flow) return;
+    if (attempt.state !== 'open' && !answer.error && !answer.payload) {
+      // A finished attempt whose stored result the server has forgotten.
+      this.store.startNew();
+      this.set({ attempt: null, phase: { kind: 'idle' } });
+      return;
+    }
+    this.settle(attempt, answer, 0);
+  }
+
+  /** The chargeCard call resolved: the client has no retry left, or got an answer. */
+  private charged(flow: number, attempt: Attempt, answer: Answer): void {
+    if (flow !== this.flow) return;
+    this.charging = false;
+    this.wireKey = null;
+    this.forgetQuestion(); // chargeCard's answer decides
+    const k = this.current.phase.kind;
+    if (k !== 'paying' && k !== 'processing') return; // a chargeStatus answer settled it first
+    this.clearTimer();
+    this.settle(attempt, answer, 0);
+  }
+
+  /** Moves to what answer says: final, PROCESSING (the countdown), or why there is no outcome. */
+  private settle(attempt: Attempt, answer: Answer, checks: number): void {
+    if (answer.error) {
+      const first = answer.error.graphQLErrors[0];
+      const code = typeof first?.extensions?.code === 'string' ? first.extensions.code : null;
+      this.set({
+        ...this.current,
+        phase: isRetryable(answer.error)
+          ? { kind: 'unknown', code }
+          : { kind: 'refused', message: first?.message ?? answer.error.message, code },
+      });
+      return;
+    }
+    const p = answer.payload;
+    if (!p) {
+      this.set({ ...this.current, phase: { kind: 'notReached' } });
+      return;
+    }
+    if (p.status === 'PROCESSING') {
+      this.countdown(p.idempotencyKey, p.retryAfterMs ?? null, checks);
+      return;
+    }
+    this.store.settle(attempt.key, p.status);
+    this.set({ attempt: this.store.current() ?? { ...attempt, state: p.status }, phase: { kind: 'final', payload: p } });
+  }
+
+  /** PROCESSING: count down to the next chargeStatus question, one second at a time. */
+  private countdown(key: string, retryAfterMs: number | null, checks: number): void {
+    this.clearTimer();
+    const wait = pollDelayMs(retryAfterMs, checks);
+    this.set({
+      ...this.current,
+      phase: {
+        kind: 'processing',
+        key,
+        checks,
+        retryAfterMs,
+        nextCheckAt: this.clock.now() + wait,
+        remainingMs: wait,
+        checking: false,
+        charging: this.charging,
+      },
+    });
+    this.tick();
+  }
+
+  private tick(): void {
+    const phase = this.current.phase;
+    if (phase.kind !== 'processing') return;
+    const remainingMs = Math.max(0, phase.nextCheckAt - this.clock.now());
+    if (remainingMs === 0) {
+      this.ask(phase.key, phase.checks, phase.retryAfterMs);
+      return;
+    }
+    if (remainingMs !== phase.remainingMs) this.set({ ...this.current, phase: { ...phase, remainingMs } });
+    // Wake up when the displayed second changes, or when the wait is over.
+    const step = remainingMs % 1000 || 1000;
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = null;
+      this.tick();
+    }, step);
+  }
+
+  /** A chargeCard request is on the wire: if it is still open after patienceMs, ask about it. */
+  private waitPatiently(): void {
+    if (this.asking) return; // the answer to the question on its way decides
+    this.clearTimer();
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = null;
+      if (this.wireKey !== null && this.current.phase.kind === 'paying') this.ask(this.wireKey, 0, null);
+    }, this.patienceMs);
+  }
+
+  /** Asks chargeStatus about key, and moves on with its answer. */
+  private ask(key: string, checks: number, retryAfterMs: number | null): void {
+    const question = ++this.question;
+    const phase = this.current.phase;
+    if (phase.kind === 'processing') this.set({ ...this.current, phase: { ...phase, checking: true, remainingMs: 0 } });
+    this.asking = true;
+    const done = (answer: Answer) => {
+      if (question !== this.question) return;
+      this.asking = false;
+      this.answered(key, checks, retryAfterMs, answer);
+    };
+    void this.transport.chargeStatus(key).then(done, (err: unknown) => done({ error: networkError(err) }));
+  }
+
+  private answered(key: string, checks: number, retryAfterMs: number | null, answer: Answer): void {
+    const phase = this.current.phase;
+    if (phase.kind !== 'paying' && phase.kind !== 'processing') return; // settled meanwhile
+    const attempt = this.current.attempt!;
+    const p = answer.payload;
+    if (this.charging) {
+      // The question is about an open chargeCard request: only a status
+      // moves the page; no answer, or an unknown key (not claimed yet),
+      // leaves it waiting for the request, and asking again.
+      if (p && p.status !== 'PROCESSING') {
+        this.clearTimer();
+        this.settle(attempt, answer, checks + 1);
+      } else if (p) {
+        this.countdown(p.idempotencyKey, p.retryAfterMs ?? null, checks + 1);
+      } else if (phase.kind === 'processing') {
+        this.countdown(key, retryAfterMs, checks + 1);
+      } else if (this.wireKey !== null) {
+        this.waitPatiently();
+      }
+      return;
+    }
+    if (answer.error && isRetryable(answer.error)) {
+      this.countdown(key, retryAfterMs, checks + 1); // no answer, or a busy server: keep asking
+      return;
+    }
+    this.settle(attempt, answer, checks + 1);
+  }
+
+  // ---- plumbing ------------------------------------------------------------
+
+  private newFlow(): number {
+    this.clearTimer();
+    this.abort?.abort();
+    this.abort = null;
+    this.charging = false;
+    this.wireKey = null;
+    this.forgetQuestion();
+    return ++this.flow;
+  }
+
+  private forgetQuestion(): void {
+    this.question++;
+    this.asking = false;
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) this.clock.clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private set(next: CheckoutState): void {
+    const prev = this.current;
+    this.current = next;
+    for (const fn of [...this.listeners]) fn(next, prev);
+  }
+}
+
+function networkError(err: unknown): CombinedError {
+  return new CombinedError({ networkError: err instanceof Error ? err : new Error(String(err)) });
+}

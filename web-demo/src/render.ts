@@ -1,0 +1,241 @@
+// Draws a checkout state (checkout.ts) into index.html. It decides nothing:
+// what to show comes from view.ts, and this file puts it into the DOM.
+import type { CheckoutState } from './checkout';
+import type { Ledger } from './ledger';
+import { cards, money } from './shop';
+import type { RequestRecord } from './transport';
+import {
+  announcement,
+  describeRequest,
+  lockedNote,
+  newAttemptLabel,
+  operationNames,
+  outcomeView,
+  payButtonView,
+  shortKey,
+  type OutcomeView,
+  type RenderContext,
+} from './view';
+
+/** The elements of index.html that the page draws into. */
+export interface Elements {
+  form: HTMLFormElement;
+  cards: HTMLFieldSetElement;
+  lockedNote: HTMLParagraphElement;
+  dropNext: HTMLInputElement;
+  unsafe: HTMLInputElement;
+  pay: HTMLButtonElement;
+  outcome: HTMLElement;
+  outcomeSpinner: HTMLElement;
+  outcomePill: HTMLElement;
+  outcomeTitle: HTMLHeadingElement;
+  outcomeBody: HTMLElement;
+  newAttempt: HTMLButtonElement;
+  announce: HTMLElement;
+  attemptKey: HTMLElement;
+  timeline: HTMLOListElement;
+  ledger: HTMLUListElement;
+  ledgerSummary: HTMLParagraphElement;
+}
+
+export function elements(doc: Document): Elements {
+  const el = <T extends HTMLElement>(id: string): T => {
+    const e = doc.getElementById(id);
+    if (!e) throw new Error(`#${id} is missing from index.html`);
+    return e as T;
+  };
+  return {
+    form: el('pay-form'),
+    cards: el('cards'),
+    lockedNote: el('locked-note'),
+    dropNext: el('drop-next'),
+    unsafe: el('unsafe'),
+    pay: el('pay'),
+    outcome: el('outcome'),
+    outcomeSpinner: el('outcome-spinner'),
+    outcomePill: el('outcome-pill'),
+    outcomeTitle: el('outcome-title'),
+    outcomeBody: el('outcome-body'),
+    newAttempt: el('new-attempt'),
+    announce: el('announce'),
+    attemptKey: el('attempt-key'),
+    timeline: el('timeline'),
+    ledger: el('ledger'),
+    ledgerSummary: el('ledger-summary'),
+  };
+}
+
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Partial<Record<string, string>> = {},
+  ...children: (Node | string | null | false)[]
+): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) if (v !== undefined) e.setAttribute(k, v);
+  for (const c of children) if (c !== null && c !== false) e.append(c);
+  return e;
+}
+
+/** The card choice, once. */
+export function paintCards(el: Elements): void {
+  cards.forEach((c, i) => {
+    const id = `card-${c.token}`;
+    el.cards.append(
+      h(
+        'label',
+        { class: 'card-option', for: id },
+        h('input', { type: 'radio', name: 'card', id, value: c.token, ...(i === 0 ? { checked: '' } : {}) }),
+        h('span', { class: `card-brand card-brand-${c.brand.toLowerCase()}`, 'aria-hidden': 'true' }, c.mark),
+        h('span', { class: 'card-text' }, h('span', { class: 'card-number' }, `${c.brand} •••• ${c.last4}`), h('small', {}, c.behaviour)),
+      ),
+    );
+  });
+}
+
+/** The card the shopper picked. */
+export function chosenCard(el: Elements): string {
+  return el.cards.querySelector<HTMLInputElement>('input[name="card"]:checked')?.value ?? cards[0].token;
+}
+
+/** Draws the state: the controls, the attempt's key, the outcome and the live region. */
+export function paint(el: Elements, s: CheckoutState, ctx: RenderContext): void {
+  const pay = payButtonView(s);
+  el.pay.hidden = pay.hidden;
+  el.pay.disabled = pay.disabled;
+  el.pay.setAttribute('aria-busy', String(pay.busy));
+  if (el.pay.textContent !== pay.label) el.pay.textContent = pay.label;
+
+  // The card of an attempt is fixed until the attempt is over.
+  for (const r of el.cards.querySelectorAll<HTMLInputElement>('input[name="card"]')) {
+    r.disabled = s.attempt !== null;
+    if (s.attempt) r.checked = r.value === s.attempt.input.paymentMethod;
+  }
+  const note = lockedNote(s, ctx);
+  el.lockedNote.hidden = note === null;
+  el.lockedNote.textContent = note ?? '';
+
+  const again = newAttemptLabel(s);
+  el.newAttempt.hidden = again === null;
+  if (again) el.newAttempt.textContent = again;
+
+  el.attemptKey.textContent = s.attempt ? s.attempt.key : 'none yet: minted when you pay';
+  el.attemptKey.classList.toggle('muted', !s.attempt);
+
+  paintOutcome(el, outcomeView(s, ctx));
+  const say = announcement(s, ctx);
+  // Only news is written: rewriting the same words would read them again.
+  if (el.announce.textContent !== say) el.announce.textContent = say;
+}
+
+function paintOutcome(el: Elements, v: OutcomeView | null): void {
+  el.outcome.hidden = v === null;
+  el.outcome.className = v ? `outcome is-${v.tone}` : 'outcome';
+  // The heading stays the same element, so that the focus on it survives a redraw.
+  if (el.outcomeTitle.textContent !== (v?.title ?? '')) el.outcomeTitle.textContent = v?.title ?? '';
+  el.outcomeSpinner.hidden = !v?.spinner;
+  el.outcomePill.hidden = !v?.pill;
+  el.outcomePill.className = v?.pill ? `pill pill-${v.pill.toLowerCase()}` : 'pill';
+  el.outcomePill.textContent = v?.pill ?? '';
+  if (!v) {
+    el.outcomeBody.replaceChildren();
+    return;
+  }
+  const body: Node[] = [];
+  for (const line of v.lines) {
+    body.push(
+      h(
+        'p',
+        { class: line.className, 'data-testid': line.testid },
+        ...line.parts.map((part) =>
+          typeof part === 'string'
+            ? part
+            : h(part.code ? 'code' : 'span', { class: part.className, 'data-testid': part.testid }, part.text),
+        ),
+      ),
+    );
+  }
+  if (v.facts.length) {
+    body.push(
+      h(
+        'dl',
+        { class: 'facts' },
+        ...v.facts.map((f) =>
+          h('div', { class: f.wide ? 'wide' : undefined }, h('dt', {}, f.term), h('dd', {}, h('code', { 'data-testid': f.testid }, f.value))),
+        ),
+      ),
+    );
+  }
+  el.outcomeBody.replaceChildren(...body);
+}
+
+/** Moves the focus to the outcome's heading, where a screen reader reads the result. */
+export function focusOutcome(el: Elements): void {
+  el.outcomeTitle.focus();
+}
+
+export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): void {
+  if (rows.length === 0) {
+    el.timeline.replaceChildren(h('li', { class: 'empty' }, 'No request yet.'));
+    return;
+  }
+  const firstKey = rows[0].idempotencyKey;
+  el.timeline.replaceChildren(
+    ...rows.map((r) => {
+      const d = describeRequest(r);
+      return h(
+        'li',
+        {
+          class: `tl tl-${d.tone}`,
+          'data-testid': 'request',
+          'data-operation': operationNames[r.operation] ?? r.operation,
+          'data-outcome': r.outcome,
+          'data-key': r.idempotencyKey,
+          'data-status': r.status ?? '',
+          'data-replayed': r.replayed === undefined ? '' : String(r.replayed),
+        },
+        h('span', { class: 'tl-n' }, `#${r.n}`),
+        h(
+          'span',
+          { class: 'tl-body' },
+          h('span', { class: 'tl-op' }, operationNames[r.operation] ?? r.operation, r.fault ? h('span', { class: 'tag tag-fault' }, 'response dropped') : null),
+          h(
+            'span',
+            { class: 'tl-key' },
+            'key ',
+            h('code', { title: r.idempotencyKey }, shortKey(r.idempotencyKey)),
+            r.idempotencyKey !== firstKey ? h('span', { class: 'tag tag-danger' }, 'new key') : null,
+          ),
+          h('span', { class: 'tl-result' }, d.text),
+        ),
+      );
+    }),
+  );
+}
+
+export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: number): void {
+  const summary = el.ledgerSummary;
+  summary.className = 'ledger-summary';
+  if (!ledger || ledger.charges.length === 0) {
+    el.ledger.replaceChildren();
+    summary.textContent = keysSent ? 'No charge at the provider for this attempt.' : 'Nothing charged yet.';
+    summary.dataset.succeeded = '0';
+    return;
+  }
+  const n = ledger.succeeded;
+  summary.dataset.succeeded = String(n);
+  summary.textContent =
+    n === 0 ? 'No money moved: the provider declined the charge.' : n === 1 ? 'The card was charged once.' : `The card was charged ${n} times for one order.`;
+  summary.classList.add(n > 1 ? 'is-alarm' : n === 1 ? 'is-ok' : 'is-neutral');
+  el.ledger.replaceChildren(
+    ...ledger.charges.map((c) =>
+      h(
+        'li',
+        { 'data-testid': 'provider-charge', 'data-status': c.status },
+        h('code', {}, c.id),
+        h('span', { class: `pill pill-${c.status === 'succeeded' ? 'succeeded' : 'failed'}` }, c.status),
+        h('span', { class: 'ledger-amount' }, money(c.amount, c.currency)),
+        h('span', { class: 'ledger-key' }, 'key ', h('code', { title: c.metadata.client_idempotency_key ?? '' }, shortKey(c.metadata.client_idempotency_key ?? ''))),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,228 @@
+// What the page shows and says for each state: the views that render.ts
+// paints, computed without a DOM.
+import { describe, expect, it } from 'vitest';
+import type { Attempt } from './attempt';
+import type { CheckoutState, Phase } from './checkout';
+import type { ChargeResultFragment } from './generated/graphql';
+import type { Ledger } from './ledger';
+import {
+  announcement,
+  countdownText,
+  describeRequest,
+  lockedNote,
+  newAttemptLabel,
+  outcomeView,
+  payButtonView,
+  type OutcomeView,
+  type RenderContext,
+} from './view';
+
+const attempt = (state: Attempt['state'] = 'open'): Attempt => ({
+  key: 'key-1',
+  input: { amount: 11300, currency: 'USD', paymentMethod: 'pm_card_visa' },
+  state,
+  startedAt: '2026-11-29T12:00:00Z',
+});
+
+const succeeded = (over: Partial<ChargeResultFragment> = {}): ChargeResultFragment => ({
+  idempotencyKey: 'key-1',
+  status: 'SUCCEEDED',
+  replayed: false,
+  retryAfterMs: null,
+  expiresAt: '2026-11-30T12:00:00Z',
+  charge: { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-11-29T12:00:00Z' },
+  failure: null,
+  ...over,
+});
+
+const declined: ChargeResultFragment = {
+  ...succeeded(),
+  status: 'FAILED',
+  charge: null,
+  failure: { code: 'card_declined', message: 'Your card was declined.' },
+};
+
+const state = (phase: Phase, a: Attempt | null = attempt()): CheckoutState => ({ attempt: a, phase });
+const safe: RenderContext = { unsafe: false, ledger: null, keysSent: 1, responseLost: false };
+const unsafe: RenderContext = { ...safe, unsafe: true };
+const ledgerOf = (succeededCharges: number): Ledger => ({ charges: [], succeeded: succeededCharges });
+
+/** All the words of an outcome view. */
+const words = (v: OutcomeView | null) =>
+  v ? [v.title, ...v.lines.flatMap((l) => l.parts.map((p) => (typeof p === 'string' ? p : p.text)))].join(' ') : '';
+
+const processing = (over: Partial<Extract<Phase, { kind: 'processing' }>> = {}): Phase => ({
+  kind: 'processing',
+  key: 'key-1',
+  checks: 0,
+  retryAfterMs: 3000,
+  nextCheckAt: 0,
+  remainingMs: 3000,
+  checking: false,
+  charging: false,
+  ...over,
+});
+
+describe('the Pay button', () => {
+  it.each([
+    ['idle', state({ kind: 'idle' }, null), { label: 'Pay $113.00', disabled: false, busy: false, hidden: false }],
+    ['paying', state({ kind: 'paying', retry: null }), { label: 'Paying…', disabled: true, busy: true, hidden: false }],
+    ['resuming', state({ kind: 'resuming' }), { label: 'Paying…', disabled: true, busy: true, hidden: false }],
+    ['processing', state(processing()), { label: 'Processing…', disabled: true, busy: true, hidden: false }],
+    // The network failed for good: Pay is usable again, and says it repeats the attempt.
+    ['unknown', state({ kind: 'unknown', code: null }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
+    ['refused', state({ kind: 'refused', message: 'no', code: 'X' }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
+    ['notReached', state({ kind: 'notReached' }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
+    ['final', state({ kind: 'final', payload: succeeded() }, attempt('SUCCEEDED')), { label: 'Pay $113.00', disabled: true, busy: false, hidden: true }],
+  ])('%s', (_, s, want) => {
+    expect(payButtonView(s)).toEqual(want);
+  });
+});
+
+describe('the words in unsafe mode are honest about the key', () => {
+  it('the locked note says the same key in safe mode only', () => {
+    expect(lockedNote(state({ kind: 'paying', retry: null }), safe)).toContain('under the same key');
+    const note = lockedNote(state({ kind: 'paying', retry: null }), unsafe)!;
+    expect(note).not.toContain('same key');
+    expect(note).toContain('new key');
+    expect(lockedNote(state({ kind: 'idle' }, null), safe)).toBeNull();
+  });
+
+  it('a retry after a lost response: the same key, or a NEW one', () => {
+    const s = state({ kind: 'paying', retry: { kind: 'lost' } });
+    expect(words(outcomeView(s, safe))).toContain('same key');
+    expect(words(outcomeView(s, unsafe))).toContain('NEW key');
+    expect(words(outcomeView(s, unsafe))).not.toContain('same key');
+    expect(announcement(s, safe)).toBe('The response was lost. Retrying with the same key.');
+    expect(announcement(s, unsafe)).toBe('The response was lost. Retrying with a new key.');
+  });
+
+  it('no answer for good: only safe mode promises that Pay cannot charge twice', () => {
+    const s = state({ kind: 'unknown', code: null });
+    expect(words(outcomeView(s, safe))).toContain('it sends the same key, so it cannot charge twice');
+    expect(words(outcomeView(s, unsafe))).not.toContain('cannot charge twice');
+    expect(words(outcomeView(s, unsafe))).toContain('a new key can charge again');
+    expect(outcomeView(s, safe)?.title).toBe('We could not reach the server');
+  });
+
+  it('a busy server for good says it ran nothing', () => {
+    const v = outcomeView(state({ kind: 'unknown', code: 'RATE_LIMITED' }), safe)!;
+    expect(v.title).toBe('The payment service is busy');
+    expect(words(v)).toContain('ran nothing');
+  });
+});
+
+describe('the outcome of a payment', () => {
+  it('SUCCEEDED is green, with the facts', () => {
+    const v = outcomeView(state({ kind: 'final', payload: succeeded() }, attempt('SUCCEEDED')), { ...safe, ledger: ledgerOf(1) })!;
+    expect(v).toMatchObject({ tone: 'success', pill: 'SUCCEEDED', title: 'Payment received: $113.00' });
+    expect(v.facts.map((f) => [f.term, f.value])).toEqual([
+      ['status', 'SUCCEEDED'],
+      ['replayed', 'false'],
+      ['provider charge', 'ch_1'],
+    ]);
+  });
+
+  it('charged twice is a red alarm, not a green "Payment received"', () => {
+    const v = outcomeView(state({ kind: 'final', payload: succeeded() }, attempt('SUCCEEDED')), { ...unsafe, keysSent: 2, ledger: ledgerOf(2) })!;
+    expect(v.tone).toBe('alarm');
+    expect(v.title).toBe('Charged 2 times for one order');
+    expect(v.title).not.toContain('Payment received');
+    expect(v.lines.find((l) => l.testid === 'charged-twice')).toBeDefined();
+    expect(words(v)).toContain('$226.00 for a $113.00 order');
+  });
+
+  it('a success under a second key, before the ledger is read, is a warning', () => {
+    const v = outcomeView(state({ kind: 'final', payload: succeeded() }, attempt('SUCCEEDED')), { ...unsafe, keysSent: 2 })!;
+    expect(v.tone).toBe('warning');
+  });
+
+  it('FAILED is red, with the reason and the way on', () => {
+    const s = state({ kind: 'final', payload: declined }, attempt('FAILED'));
+    const v = outcomeView(s, safe)!;
+    expect(v).toMatchObject({ tone: 'error', pill: 'FAILED', title: 'Payment declined' });
+    expect(v.lines[0]).toMatchObject({ testid: 'failure-reason', parts: ['Your card was declined.'] });
+    expect(newAttemptLabel(s)).toBe('Try another card');
+    expect(newAttemptLabel(state({ kind: 'final', payload: succeeded() }))).toBe('Start a new checkout');
+    expect(newAttemptLabel(state({ kind: 'unknown', code: null }))).toBeNull();
+  });
+
+  it('replayed: true is explained, after a lost response or not', () => {
+    const s = state({ kind: 'final', payload: succeeded({ replayed: true }) }, attempt('SUCCEEDED'));
+    expect(words(outcomeView(s, { ...safe, responseLost: true }))).toContain('whose answer was lost');
+    expect(words(outcomeView(s, safe))).toContain('an earlier request with the same key');
+  });
+
+  it('shows nothing while idle', () => {
+    expect(outcomeView(state({ kind: 'idle' }, null), safe)).toBeNull();
+  });
+});
+
+describe('PROCESSING', () => {
+  it('shows a countdown in whole seconds, then that it checks now', () => {
+    const v = outcomeView(state(processing({ remainingMs: 2400 })), safe)!;
+    expect(v).toMatchObject({ tone: 'pending', pill: 'PROCESSING', title: 'Payment processing' });
+    const countdown = v.lines[1].parts.find((p) => typeof p !== 'string');
+    expect(countdown).toEqual({ text: '3 s', testid: 'next-poll', className: 'countdown' });
+    expect(words(outcomeView(state(processing({ checking: true, remainingMs: 0 })), safe))).toContain('Checking now…');
+  });
+
+  it.each([
+    [5000, '5 s'],
+    [4001, '5 s'],
+    [4000, '4 s'],
+    [999, '1 s'],
+    [1, '1 s'],
+  ])('countdownText(%i) = %s', (ms, text) => {
+    expect(countdownText(ms)).toBe(text);
+  });
+
+  it('says the request is still open for a slow bank', () => {
+    expect(words(outcomeView(state(processing({ charging: true })), safe))).toContain('the request is still open');
+  });
+
+  it('the live region does not tick with the countdown', () => {
+    const a = announcement(state(processing({ remainingMs: 3000 })), safe);
+    const b = announcement(state(processing({ remainingMs: 1000, checks: 4 })), safe);
+    expect(a).toBe('Payment processing.');
+    expect(b).toBe(a);
+  });
+});
+
+describe('the live region', () => {
+  it('is one short sentence, never the facts', () => {
+    const ctx = { ...safe, ledger: ledgerOf(1) };
+    expect(announcement(state({ kind: 'final', payload: succeeded() }, attempt('SUCCEEDED')), ctx)).toBe('Payment received.');
+    expect(announcement(state({ kind: 'final', payload: declined }, attempt('FAILED')), ctx)).toBe('Payment declined: Your card was declined.');
+    expect(announcement(state({ kind: 'final', payload: succeeded() }, attempt('SUCCEEDED')), { ...unsafe, ledger: ledgerOf(2) })).toBe(
+      'Payment received, but the card was charged 2 times.',
+    );
+    expect(announcement(state({ kind: 'idle' }, null), ctx)).toBe('');
+    for (const phase of [
+      { kind: 'paying', retry: { kind: 'busy', code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000 } },
+      { kind: 'unknown', code: null },
+      { kind: 'refused', message: 'the same key with another input', code: 'IDEMPOTENCY_KEY_REUSED' },
+      { kind: 'notReached' },
+      { kind: 'resuming' },
+    ] as Phase[]) {
+      const text = announcement(state(phase), ctx);
+      expect(text.length).toBeGreaterThan(0);
+      expect(text.length).toBeLessThanOrEqual(80);
+      expect(text).not.toMatch(/ch_|provider charge|replayed/);
+    }
+  });
+});
+
+describe('a timeline row', () => {
+  it.each([
+    [{ outcome: 'pending' }, 'waiting for the answer…', 'pending'],
+    [{ outcome: 'network-error', fault: 'drop-response' }, 'network error: the response was lost after the server acted', 'error'],
+    [{ outcome: 'graphql-error', detail: 'SERVICE_UNAVAILABLE', retryAfterMs: 2000 }, 'error SERVICE_UNAVAILABLE, retry after 2000 ms', 'warn'],
+    [{ outcome: 'graphql-error', detail: 'IDEMPOTENCY_KEY_REUSED' }, 'error IDEMPOTENCY_KEY_REUSED', 'error'],
+    [{ outcome: 'answered', status: 'PROCESSING' }, 'PROCESSING', 'pending'],
+    [{ outcome: 'answered', status: 'SUCCEEDED', replayed: true }, 'SUCCEEDED · replayed: true', 'ok'],
+    [{ outcome: 'answered', status: null }, 'unknown key: the server has no attempt with it (yet)', 'warn'],
+  ] as const)('%j: %s', (r, text, tone) => {
+    expect(describeRequest({ n: 1, operation: 'ChargeCard', idempotencyKey: 'k', sentAt: '', ...r })).toEqual({ text, tone });
+  });
+});

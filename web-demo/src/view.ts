@@ -1,0 +1,321 @@
+// What the page shows and says for a checkout state: plain data, computed
+// without a DOM, that render.ts paints. Unit-tested in view.test.ts.
+import { canPay, isBusy, type CheckoutState, type RetryNote } from './checkout';
+import type { ChargeResultFragment } from './generated/graphql';
+import type { Ledger } from './ledger';
+import { isRetryableCode, retryPolicy } from './retry';
+import { cart, money } from './shop';
+import type { RequestRecord } from './transport';
+
+/** What the page knows besides the state: the switches, the ledger, the timeline. */
+export interface RenderContext {
+  /** Unsafe mode: a retry carries a new key. */
+  unsafe: boolean;
+  /** The provider's charges for the attempt's keys, once read. */
+  ledger: Ledger | null;
+  /** How many idempotency keys this attempt sent (more than one only in unsafe mode). */
+  keysSent: number;
+  /** Whether a response of this attempt was lost, or abandoned by a reload. */
+  responseLost: boolean;
+}
+
+export interface PayButtonView {
+  label: string;
+  disabled: boolean;
+  busy: boolean;
+  hidden: boolean;
+}
+
+export function payButtonView(s: CheckoutState): PayButtonView {
+  const total = money(cart.amount, cart.currency);
+  const final = s.phase.kind === 'final';
+  const busy = isBusy(s);
+  return {
+    hidden: final,
+    busy,
+    disabled: !canPay(s),
+    label: busy
+      ? s.phase.kind === 'processing'
+        ? 'Processing…'
+        : 'Paying…'
+      : s.attempt?.state === 'open'
+        ? `Pay ${total} (same attempt)`
+        : `Pay ${total}`,
+  };
+}
+
+/** The note under the cards while an attempt is open, or null. */
+export function lockedNote(s: CheckoutState, ctx: Pick<RenderContext, 'unsafe'>): string | null {
+  if (s.attempt?.state !== 'open') return null;
+  return ctx.unsafe
+    ? 'This attempt is not finished: its card and amount stay as they were sent. Unsafe mode gives each retry a new key, so a retry can charge again.'
+    : 'This attempt is not finished: its card and amount stay as they were sent, under the same key.';
+}
+
+/** The label of the button that starts the next attempt, or null while there is none to start. */
+export function newAttemptLabel(s: CheckoutState): string | null {
+  if (s.phase.kind !== 'final') return null;
+  return s.phase.payload.status === 'FAILED' ? 'Try another card' : 'Start a new checkout';
+}
+
+export type Tone = 'pending' | 'success' | 'warning' | 'error' | 'alarm';
+
+/** A piece of text; a span when it has a test id or a class, code when code is set. */
+export type Inline = string | { text: string; testid?: string; className?: string; code?: boolean };
+
+export interface Line {
+  parts: Inline[];
+  className?: string;
+  testid?: string;
+}
+
+export interface Fact {
+  term: string;
+  value: string;
+  testid?: string;
+  wide?: boolean;
+}
+
+export interface OutcomeView {
+  tone: Tone;
+  /** The status pill beside the title. */
+  pill: 'SUCCEEDED' | 'FAILED' | 'PROCESSING' | null;
+  /** The outcome's heading, which gets the focus when a result arrives. */
+  title: string;
+  spinner: boolean;
+  lines: Line[];
+  facts: Fact[];
+}
+
+const secondsText = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
+/** The countdown to the next question: whole seconds, rounded up. */
+export const countdownText = (ms: number) => `${Math.max(1, Math.ceil(ms / 1000))} s`;
+
+/** How many times the provider charged for this attempt, when more than once. */
+function chargedTimes(ctx: RenderContext): number {
+  return ctx.ledger && ctx.ledger.succeeded > 1 ? ctx.ledger.succeeded : 0;
+}
+
+function retryingLine(retry: RetryNote, unsafe: boolean): { title: string; line: string } {
+  const how = unsafe ? 'Retrying with a NEW key (unsafe mode)…' : 'Retrying automatically with the same key…';
+  if (retry.kind === 'lost') return { title: 'The response was lost', line: how };
+  const asked = retry.retryAfterMs ? ` and asked to wait ${secondsText(retry.retryAfterMs)}` : '';
+  const busy = retry.code !== 'INTERNAL_SERVER_ERROR';
+  return { title: busy ? 'The payment service is busy' : 'The server had a problem', line: `It answered ${retry.code}${asked}. ${how}` };
+}
+
+/** What the outcome box shows for s, or null when it shows nothing. */
+export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView | null {
+  const p = s.phase;
+  switch (p.kind) {
+    case 'idle':
+      return null;
+    case 'resuming':
+      return { tone: 'pending', pill: null, title: 'Picking up your payment where it was…', spinner: true, lines: [], facts: [] };
+    case 'paying': {
+      if (!p.retry) return { tone: 'pending', pill: null, title: 'Contacting your bank…', spinner: true, lines: [], facts: [] };
+      const r = retryingLine(p.retry, ctx.unsafe);
+      return { tone: 'pending', pill: null, title: r.title, spinner: true, lines: [{ parts: [r.line] }], facts: [] };
+    }
+    case 'processing': {
+      const lines: Line[] = [
+        {
+          parts: [
+            p.charging
+              ? 'Your bank has not confirmed the payment yet: the request is still open, and the server says PROCESSING for its key.'
+              : p.checks < 3
+                ? 'Your bank has not confirmed the payment yet.'
+                : 'Still waiting for the card provider to confirm. The attempt stays open under its key.',
+          ],
+        },
+        {
+          parts: p.checking
+            ? ['Checking now…']
+            : ['Checking again in ', { text: countdownText(p.remainingMs), testid: 'next-poll', className: 'countdown' }, '.'],
+          className: 'countdown-line',
+        },
+      ];
+      return { tone: 'pending', pill: 'PROCESSING', title: 'Payment processing', spinner: true, lines, facts: [] };
+    }
+    case 'unknown': {
+      const tries = retryPolicy.maxNumberAttempts;
+      const busy = p.code === 'SERVICE_UNAVAILABLE' || p.code === 'RATE_LIMITED';
+      const again = ctx.unsafe
+        ? "Pay sends this attempt's key again, but unsafe mode gives each retry a new key, and a new key can charge again."
+        : 'it sends the same key, so it cannot charge twice.';
+      const lines: Line[] = [
+        {
+          parts: [
+            !p.code
+              ? `No answer after ${tries} tries. Your card may or may not have been charged. `
+              : busy
+                ? `It answered ${p.code} to the last of ${tries} tries, and ran nothing then. `
+                : `It answered ${p.code} to the last of ${tries} tries. Your card may or may not have been charged. `,
+            ctx.unsafe ? '' : busy ? 'Pay again in a moment: ' : 'Pay again: ',
+            again,
+          ],
+        },
+      ];
+      if (p.code) lines.push({ parts: [p.code], className: 'code' });
+      return {
+        tone: 'warning',
+        pill: null,
+        title: !p.code ? 'We could not reach the server' : busy ? 'The payment service is busy' : 'The server had a problem',
+        spinner: false,
+        lines,
+        facts: [],
+      };
+    }
+    case 'refused': {
+      const lines: Line[] = [{ parts: [p.message] }];
+      if (p.code) lines.push({ parts: [p.code], className: 'code' });
+      return { tone: 'error', pill: null, title: 'The payment was refused', spinner: false, lines, facts: [] };
+    }
+    case 'notReached':
+      return {
+        tone: 'warning',
+        pill: null,
+        title: 'Not sent yet',
+        spinner: false,
+        lines: [{ parts: ['This attempt has not reached the server. Pay sends it, with the same key.'] }],
+        facts: [],
+      };
+    case 'final':
+      return finalView(p.payload, ctx);
+  }
+}
+
+function finalView(p: ChargeResultFragment, ctx: RenderContext): OutcomeView {
+  const facts: Fact[] = [
+    { term: 'status', value: p.status, testid: 'result-status' },
+    { term: 'replayed', value: String(p.replayed), testid: 'replayed' },
+  ];
+  if (p.failure) facts.push({ term: 'failure code', value: p.failure.code });
+  if (p.charge) facts.push({ term: 'provider charge', value: p.charge.providerChargeId, wide: true });
+  const lines: Line[] = [];
+  if (p.replayed) {
+    lines.push({
+      className: 'note',
+      parts: [
+        ctx.responseLost
+          ? 'replayed: true means this is the stored result of the first request, whose answer was lost: the retry did not charge the card again.'
+          : 'replayed: true means this is the stored result of an earlier request with the same key.',
+      ],
+    });
+  }
+  if (p.status === 'FAILED') {
+    return {
+      tone: 'error',
+      pill: 'FAILED',
+      title: 'Payment declined',
+      spinner: false,
+      lines: [
+        { parts: [p.failure?.message ?? 'The card was not charged.'], className: 'reason', testid: 'failure-reason' },
+        { parts: ['Nothing was charged. Try another card: it starts a new attempt, with a new key.'] },
+        ...lines,
+      ],
+      facts,
+    };
+  }
+  const amount = money(p.charge?.amount ?? cart.amount, p.charge?.currency ?? cart.currency);
+  const times = chargedTimes(ctx);
+  if (times > 1) {
+    // Unsafe mode did what it does: the stark, honest state is red.
+    return {
+      tone: 'alarm',
+      pill: 'SUCCEEDED',
+      title: `Charged ${times} times for one order`,
+      spinner: false,
+      lines: [
+        {
+          parts: [`The card was charged ${times} times for one order. That is what a new key per retry does.`],
+          className: 'alarm',
+          testid: 'charged-twice',
+        },
+        {
+          parts: [
+            `chargeonce answered SUCCEEDED to a retry that carried a new key: to chargeonce, a new key is a new payment. The shopper paid ${money(
+              (p.charge?.amount ?? cart.amount) * times,
+              p.charge?.currency ?? cart.currency,
+            )} for a ${amount} order.`,
+          ],
+        },
+        ...lines,
+      ],
+      facts,
+    };
+  }
+  if (ctx.keysSent > 1 && !ctx.ledger) {
+    return {
+      tone: 'warning',
+      pill: 'SUCCEEDED',
+      title: `Paid ${amount}, under a new key`,
+      spinner: false,
+      lines: [{ parts: ["A retry carried a new key, so the card may have been charged more than once. Reading the provider's ledger…"] }, ...lines],
+      facts,
+    };
+  }
+  return { tone: 'success', pill: 'SUCCEEDED', title: `Payment received: ${amount}`, spinner: false, lines, facts };
+}
+
+/**
+ * The live region's text for s: short, one sentence, and the same for as
+ * long as the state means the same (a countdown tick is not news).
+ */
+export function announcement(s: CheckoutState, ctx: RenderContext): string {
+  const p = s.phase;
+  switch (p.kind) {
+    case 'idle':
+      return '';
+    case 'resuming':
+      return 'Picking up your payment.';
+    case 'paying':
+      if (!p.retry) return 'Paying.';
+      return `${p.retry.kind === 'lost' ? 'The response was lost' : 'The server is busy'}. Retrying with ${ctx.unsafe ? 'a new key' : 'the same key'}.`;
+    case 'processing':
+      return 'Payment processing.';
+    case 'unknown':
+      return ctx.unsafe ? 'Payment not confirmed.' : 'Payment not confirmed. Pay again sends the same key.';
+    case 'refused':
+      return `Payment refused: ${p.code ?? p.message}.`;
+    case 'notReached':
+      return 'The payment has not reached the server. Pay sends it.';
+    case 'final': {
+      if (p.payload.status === 'FAILED') return `Payment declined: ${p.payload.failure?.message ?? 'nothing was charged.'}`;
+      const times = chargedTimes(ctx);
+      return times > 1 ? `Payment received, but the card was charged ${times} times.` : 'Payment received.';
+    }
+  }
+}
+
+export const operationNames: Record<string, string> = { ChargeCard: 'chargeCard', ChargeStatus: 'chargeStatus' };
+
+export const shortKey = (k: string) => (k.length > 13 ? `${k.slice(0, 8)}…${k.slice(-4)}` : k);
+
+/** What a timeline row says about a request, and its colour. */
+export function describeRequest(r: RequestRecord): { text: string; tone: 'pending' | 'warn' | 'error' | 'ok' } {
+  switch (r.outcome) {
+    case 'pending':
+      return { text: 'waiting for the answer…', tone: 'pending' };
+    case 'abandoned':
+      return { text: `no answer read: ${r.detail ?? 'abandoned'}`, tone: 'warn' };
+    case 'network-error':
+      return {
+        text: r.fault ? 'network error: the response was lost after the server acted' : `network error${r.detail ? `: ${r.detail}` : ''}`,
+        tone: 'error',
+      };
+    case 'graphql-error':
+      return {
+        text: `error ${r.detail ?? ''}${r.retryAfterMs ? `, retry after ${r.retryAfterMs} ms` : ''}`.trim(),
+        // A code worth a retry is a busy or failing server, not a refusal.
+        tone: isRetryableCode(r.detail) ? 'warn' : 'error',
+      };
+    case 'answered':
+      if (r.status === null) return { text: 'unknown key: the server has no attempt with it (yet)', tone: 'warn' };
+      return {
+        text: `${r.status}${r.replayed ? ' · replayed: true' : ''}`,
+        tone: r.status === 'FAILED' ? 'error' : r.status === 'SUCCEEDED' ? 'ok' : 'pending',
+      };
+  }
+}
