@@ -37,7 +37,7 @@ $(WEB)/dist/index.html: $(WEB_DEPS) $(WEB_SRC)
 	cd $(WEB) && $(NPM) run build
 
 .PHONY: test
-test: ## Run every test: Go with -race against a real PostgreSQL (its own, unless TEST_DATABASE_URL is set), then test-web
+test: web ## Build the demo, then run every test: Go with -race against a real PostgreSQL (its own, unless TEST_DATABASE_URL is set), then test-web
 	@status=0; $(GO) test -race -count=1 ./... || status=$$?; \
 	if [ -z "$$TEST_DATABASE_URL" ]; then $(GO) run . localdb stop $(TEST_PG_DIR) || true; fi; \
 	exit $$status

@@ -124,8 +124,8 @@ func isPaymentToken(s string) bool {
 
 // isText: valid UTF-8, at most max characters, no C0 or C1 control, DEL,
 // or line or paragraph separator.
-func isText(s string, max int) bool {
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
+func isText(s string, limit int) bool {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > limit {
 		return false
 	}
 	return !strings.ContainsFunc(s, func(r rune) bool {
