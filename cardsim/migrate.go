@@ -4,14 +4,11 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io"
 	"io/fs"
-	"log"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
+
+	"chargeonce/db"
 )
 
 //go:embed migrations/*.sql
@@ -39,22 +36,8 @@ func MigrationsFS() fs.FS {
 // takes a session advisory lock, so several instances starting at once
 // migrate once.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return err
-	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, MigrationsFS(),
-		goose.WithTableName(MigrationsTable),
-		goose.WithSessionLocker(locker),
-		goose.WithLogger(log.New(io.Discard, "", 0)),
-	)
-	if err != nil {
-		return fmt.Errorf("cardsim: prepare migrations: %w", err)
-	}
-	if _, err := provider.Up(ctx); err != nil {
-		return fmt.Errorf("cardsim: apply migrations: %w", err)
+	if err := db.ApplyMigrations(ctx, pool, MigrationsFS(), MigrationsTable); err != nil {
+		return fmt.Errorf("cardsim: %w", err)
 	}
 	return nil
 }

@@ -48,20 +48,29 @@ func MigrationsFS() fs.FS {
 	return dir
 }
 
-// Migrate applies every migration that the database lacks. goose takes a
-// session advisory lock, so several instances starting at once migrate once.
+// Migrate applies every migration of chargeonce's schema that the database
+// lacks.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return ApplyMigrations(ctx, pool, MigrationsFS(), "")
+}
+
+// ApplyMigrations applies the goose migrations in fsys (at its root) that
+// the database lacks, recording them in table (goose's own when empty), so
+// that a schema of another owner, such as the simulated provider's, keeps
+// its own numbering. goose takes a session advisory lock, so several
+// instances starting at once migrate once.
+func ApplyMigrations(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, table string) error {
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
-	dir := MigrationsFS()
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return err
 	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir,
-		goose.WithSessionLocker(locker),
-		goose.WithLogger(log.New(io.Discard, "", 0)),
-	)
+	opts := []goose.ProviderOption{goose.WithSessionLocker(locker), goose.WithLogger(log.New(io.Discard, "", 0))}
+	if table != "" {
+		opts = append(opts, goose.WithTableName(table))
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys, opts...)
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
