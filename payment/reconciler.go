@@ -55,7 +55,12 @@ func (r *Reconciler) Run(ctx context.Context) {
 	every(ctx, r.svc.cfg.ReconcileInterval, func(ctx context.Context) {
 		res, err := r.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
-			r.log.Error("reconcile pass failed", "err", err)
+			// An outage passes; the next pass tries again. Anything else is a bug.
+			level := slog.LevelError
+			if ErrorCode(err) == EUNAVAILABLE {
+				level = slog.LevelWarn
+			}
+			r.log.Log(ctx, level, "reconcile pass failed", "err", err)
 		} else if res.Taken > 0 {
 			r.log.Info("reconcile pass", "taken", res.Taken, "succeeded", res.Succeeded, "failed", res.Failed, "open", res.Open)
 		}

@@ -50,7 +50,12 @@ func (c *Cleaner) Run(ctx context.Context) {
 	every(ctx, c.cfg.Interval, func(ctx context.Context) {
 		n, err := c.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
-			c.log.Error("retention pass failed", "err", err)
+			// An outage passes; the next pass tries again. Anything else is a bug.
+			level := slog.LevelError
+			if ErrorCode(err) == EUNAVAILABLE {
+				level = slog.LevelWarn
+			}
+			c.log.Log(ctx, level, "retention pass failed", "err", err)
 		} else if n > 0 {
 			c.log.Info("retention pass: forgot expired idempotency keys", "deleted", n)
 		}
