@@ -52,18 +52,25 @@ func (l *Limiter) bucket(key string) *rate.Limiter {
 }
 
 // Allow takes a token from key's bucket. When there is none it takes
-// nothing and says how long until there will be one.
+// nothing and says how long until there will be one. (It never reserves a
+// token it then gives back: under many concurrent refusals, cancelled
+// reservations can hand back more than they took.)
 func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	if l == nil {
 		return true, 0
 	}
 	now := l.now()
-	r := l.bucket(key).ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
+	b := l.bucket(key)
+	if b.AllowN(now, 1) {
+		return true, 0
 	}
-	return true, 0
+	return false, l.untilToken(b, now)
+}
+
+// untilToken is how long until b holds a whole token again.
+func (l *Limiter) untilToken(b *rate.Limiter, now time.Time) time.Duration {
+	missing := 1 - b.TokensAt(now)
+	return max(time.Duration(math.Ceil(missing/float64(l.rate)*float64(time.Second))), time.Millisecond)
 }
 
 // Exhausted reports, without taking a token, whether key's bucket is empty,
@@ -76,9 +83,9 @@ func (l *Limiter) Exhausted(key string) (bool, time.Duration) {
 	if !found {
 		return false, 0
 	}
-	tokens := b.TokensAt(l.now())
-	if tokens >= 1 {
+	now := l.now()
+	if b.TokensAt(now) >= 1 {
 		return false, 0
 	}
-	return true, time.Duration(math.Ceil((1 - tokens) / float64(l.rate) * float64(time.Second)))
+	return true, l.untilToken(b, now)
 }

@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,4 +75,34 @@ func TestLimiter_NilAndZeroAllowEverything(t *testing.T) {
 	require.True(t, ok)
 	exhausted, _ := l.Exhausted("x")
 	require.False(t, exhausted)
+}
+
+// TestLimiter_ConcurrentRefusals_NeverAdmitMoreThanTheBucket hammers one
+// key from many goroutines while the clock moves: the admitted count stays
+// within burst + rate × elapsed. (A limiter that reserves and then cancels
+// the refused reservations hands back more tokens than it took, and admits
+// too many.)
+func TestLimiter_ConcurrentRefusals_NeverAdmitMoreThanTheBucket(t *testing.T) {
+	t.Parallel()
+	l := New(100, 10, 0)
+	start := time.Unix(1_700_000_000, 0)
+	var ticks atomic.Int64
+	l.now = func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * 10 * time.Microsecond) }
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 5000 {
+				if ok, _ := l.Allow("m"); ok {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Duration(ticks.Load()) * 10 * time.Microsecond
+	ceiling := 10 + int64(elapsed.Seconds()*100) + 1
+	t.Logf("%d admitted over %s of clock (ceiling %d)", admitted.Load(), elapsed, ceiling)
+	require.LessOrEqual(t, admitted.Load(), ceiling)
+	require.GreaterOrEqual(t, admitted.Load(), ceiling-5, "and it does not refuse what the bucket holds")
 }
