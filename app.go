@@ -31,7 +31,7 @@ type app struct {
 	metrics   *metrics.Metrics
 	merchants *payment.Merchants
 	payments  *payment.Service
-	// simulator is the simulated card provider's API (paths from /v1), in
+	// simulator is the simulated card provider's API under /provider/, in
 	// development only.
 	simulator http.Handler
 	closeDB   func()
@@ -61,7 +61,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 			closeDB()
 			return nil, err
 		}
-		a.simulator = cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log})
+		a.simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log}))
 		if _, err := a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey); err != nil {
 			closeDB()
 			return nil, fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)

@@ -42,7 +42,7 @@ func newHandler(a *app) http.Handler {
 		mux.Handle("GET /metrics", a.metricsHandler())
 		// GraphiQL, bundled by the web build: it works with no network beyond this server.
 		mux.Handle("GET /playground", webdemo.Playground("/graphql", cfg.DemoAPIKey))
-		mux.Handle("/provider/", http.StripPrefix("/provider", a.simulator))
+		mux.Handle("/provider/", a.simulator)
 		mux.Handle("/", webdemo.Handler())
 	}
 	return mux

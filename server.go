@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer a.close()
 	serveErr := make(chan error, 2)
 	if simLn != nil {
-		simSrv := &http.Server{Handler: http.StripPrefix("/provider", a.simulator), ReadHeaderTimeout: 5 * time.Second}
+		simSrv := &http.Server{Handler: a.simulator, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = simSrv.Serve(simLn) }()
 		defer simSrv.Shutdown(context.WithoutCancel(ctx))
 	}

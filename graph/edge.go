@@ -44,7 +44,7 @@ type authenticator interface {
 
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	st := &requestState{id: requestID(r)}
+	st := &requestState{id: requestID(r), remote: clientIP(r)}
 	w.Header().Set("X-Request-Id", st.id)
 	sw := &statusWriter{ResponseWriter: w, st: st}
 	defer e.logRequest(r, sw, st, start)
@@ -85,7 +85,7 @@ func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
 		return http.StatusRequestEntityTooLarge, tooLarge(e.maxBody)
 	}
 
-	ip := clientIP(r)
+	ip := st.remote
 	apiKey, hasKey := bearerKey(r, st)
 	if !hasKey {
 		// Unauthenticated traffic is rationed per client IP, before the body is read.
@@ -218,7 +218,7 @@ func (e *edge) logRequest(r *http.Request, sw *statusWriter, st *requestState, s
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 		slog.Int("bytes", sw.bytes),
-		slog.String("remote", clientIP(r)),
+		slog.String("remote", st.remote),
 	}
 	if st.merchant != nil {
 		attrs = append(attrs, slog.String("merchant", st.merchant.Name))

@@ -15,7 +15,8 @@ type stateKey struct{}
 // the resolvers, the transports and the error presenter share: who is
 // calling, the Idempotency-Key header, and how the answer should be sent.
 type requestState struct {
-	id string // X-Request-Id, the client's or minted
+	id     string // X-Request-Id, the client's or minted
+	remote string // the client's address, as the rate limits count it
 
 	// Authentication, done once by the edge: the merchant, or why not.
 	merchant *payment.Merchant

@@ -191,10 +191,6 @@ func (s *Service) answerRetry(ctx, dbCtx context.Context, m Merchant, a Attempt,
 		return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
 			Message: "this idempotency key was already used with a different request; nothing was charged. Use a new key for a new checkout attempt"}
 	}
-	if a.Status != StatusProcessing {
-		s.metrics.Replays.Inc()
-		return s.result(a, true), nil
-	}
 	if now := s.cfg.Now(); a.abandoned(now) {
 		// Nobody holds the attempt. Take it over rather than make the client
 		// wait for the reconciler; of several retries, one wins the takeover.
@@ -212,13 +208,19 @@ func (s *Service) answerRetry(ctx, dbCtx context.Context, m Merchant, a Attempt,
 		if a, err = s.store.get(dbCtx, m.ID, a.IdempotencyKey); err != nil {
 			return Result{}, err
 		}
-		if a.Status != StatusProcessing {
-			s.metrics.Replays.Inc()
-			return s.result(a, true), nil
-		}
 	}
-	s.metrics.InFlight.Inc()
-	return s.result(a, true), nil
+	return s.stored(a), nil
+}
+
+// stored answers a retry with the stored attempt a: a replay of its result,
+// or PROCESSING while another holder works on it.
+func (s *Service) stored(a Attempt) Result {
+	if a.Status == StatusProcessing {
+		s.metrics.InFlight.Inc()
+	} else {
+		s.metrics.Replays.Inc()
+	}
+	return s.result(a, true)
 }
 
 // releaseLostClaim handles a claim whose outcome is unknown: the database
