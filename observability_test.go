@@ -272,15 +272,7 @@ var metricsLine = regexp.MustCompile(`metrics listening"?,?\s*"?addr"?[=:]"?http
 // metricsAddr is the address of s's metrics listener, from its log.
 func metricsAddr(t *testing.T, s *testServer) string {
 	t.Helper()
-	var addr string
-	require.Eventually(t, func() bool {
-		m := metricsLine.FindStringSubmatch(s.logText())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, 30*time.Second, 10*time.Millisecond, "no metrics listener in the log:\n%s", s.logText())
-	return addr
+	return waitLogged(t, nil, s.log, metricsLine, 30*time.Second)
 }
 
 // logLines parses a JSON log and returns the lines keep selects; a line

@@ -151,17 +151,25 @@ var listenLine = regexp.MustCompile(`chargeonce listening"?,?\s*"?addr"?[=:]"?ht
 // its loopback URL.
 func listeningURL(t *testing.T, exited <-chan struct{}, logs *syncBuffer) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	return "http://127.0.0.1:" + waitLogged(t, exited, logs, listenLine, 60*time.Second)
+}
+
+// waitLogged waits until logs hold a line that re matches, and returns the
+// first group; it fails the test if the server exits first (exited may be
+// nil) or nothing matches within the time given.
+func waitLogged(t *testing.T, exited <-chan struct{}, logs *syncBuffer, re *regexp.Regexp, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
-		if m := listenLine.FindStringSubmatch(logs.String()); m != nil {
-			return "http://127.0.0.1:" + m[1]
+		if m := re.FindStringSubmatch(logs.String()); m != nil {
+			return m[1]
 		}
 		select {
 		case <-exited:
-			t.Fatalf("server exited before it listened:\n%s", logs.String())
+			t.Fatalf("server exited before logging %s:\n%s", re, logs.String())
 		default:
 		}
-		require.True(t, time.Now().Before(deadline), "server not listening after 60s:\n%s", logs.String())
+		require.True(t, time.Now().Before(deadline), "nothing logged matches %s after %s:\n%s", re, within, logs.String())
 		time.Sleep(10 * time.Millisecond)
 	}
 }
