@@ -75,15 +75,16 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 // finalize records the provider's definitive answer, fenced on a's attempt
 // number; by says who finalizes (metrics.ByRequest or ByReconciler).
 func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by string) (Attempt, error) {
-	expiresAt := s.cfg.Now().Add(s.cfg.Retention)
+	now := s.cfg.Now()
+	expiresAt := now.Add(s.cfg.Retention)
 	var done Attempt
 	var err error
 	outcome := metrics.BySucceeded
 	if pc.Succeeded {
-		done, err = s.store.succeed(ctx, a, pc.ID, expiresAt)
+		done, err = s.store.succeed(ctx, a, pc.ID, now, expiresAt)
 	} else {
 		outcome = metrics.ByFailed
-		done, err = s.store.fail(ctx, a, Failure{Code: pc.FailureCode, Message: pc.FailureMessage}, expiresAt)
+		done, err = s.store.fail(ctx, a, Failure{Code: pc.FailureCode, Message: pc.FailureMessage}, now, expiresAt)
 	}
 	if err == nil {
 		s.metrics.Charges.WithLabelValues(outcome, by).Inc()

@@ -273,6 +273,11 @@ func TestCleaner_ForgetsExpiredResultsButNeverProcessing(t *testing.T) {
 	_, err = b.svc.ChargeCard(ctx, b.merchant, "lost", card("pm_card_providerError"))
 	require.NoError(t, err)
 
+	// Two of the four events have gone out to the broker; two wait.
+	_, err = b.pool.Exec(ctx, `UPDATE charge_events SET sent_at = $1
+		WHERE idempotency_key IN ('ok-1', 'declined')`, b.clock.Now())
+	require.NoError(t, err)
+
 	cleaner := NewCleaner(b.svc, CleanerConfig{BatchSize: 2})
 	n, err := cleaner.RunOnce(ctx)
 	require.NoError(t, err)
@@ -288,6 +293,8 @@ func TestCleaner_ForgetsExpiredResultsButNeverProcessing(t *testing.T) {
 	var charges int
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM charges").Scan(&charges))
 	require.Equal(t, 3, charges, "charges are the business record and stay")
+	unsent := queryAll[string](t, b.pool, "SELECT idempotency_key FROM charge_events ORDER BY idempotency_key")
+	require.Equal(t, []string{"ok-2", "ok-3"}, unsent, "sent events are forgotten after the retention; unsent ones never")
 
 	gone, err := b.svc.ChargeStatus(ctx, b.merchant, "ok-1")
 	require.NoError(t, err)

@@ -62,17 +62,32 @@ func (c *Cleaner) Run(ctx context.Context) {
 	})
 }
 
-// RunOnce deletes expired finished attempts, batch by batch, and says how many.
+// RunOnce deletes expired finished attempts, and outbox events sent more
+// than Retention ago, batch by batch; it says how many attempts it deleted.
 func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
+	attempts, err := c.batches(ctx, c.svc.deleteExpired)
+	if err != nil {
+		return attempts, fmt.Errorf("delete expired attempts: %w", err)
+	}
+	events, err := c.batches(ctx, c.svc.deleteSentEvents)
+	if err != nil {
+		return attempts, fmt.Errorf("delete sent events: %w", err)
+	}
+	if events > 0 {
+		c.log.Info("retention pass: forgot sent events", "deleted", events)
+	}
+	return attempts, nil
+}
+
+// batches runs del batch by batch, up to MaxBatches, until a batch comes
+// back short, and says how many rows it deleted.
+func (c *Cleaner) batches(ctx context.Context, del func(context.Context, int) (int, error)) (int, error) {
 	total := 0
 	for range c.cfg.MaxBatches {
-		n, err := c.svc.deleteExpired(ctx, c.cfg.BatchSize)
-		if err != nil {
-			return total, fmt.Errorf("delete expired attempts: %w", err)
-		}
+		n, err := del(ctx, c.cfg.BatchSize)
 		total += n
-		if n < c.cfg.BatchSize {
-			break
+		if err != nil || n < c.cfg.BatchSize {
+			return total, err
 		}
 	}
 	return total, nil
@@ -83,4 +98,10 @@ func (s *Service) deleteExpired(ctx context.Context, limit int) (int, error) {
 	n, err := s.store.deleteExpired(ctx, s.cfg.Now(), limit)
 	s.metrics.RetentionDeleted.Add(float64(n))
 	return n, err
+}
+
+// deleteSentEvents forgets up to limit outbox events sent more than
+// Retention ago: they are on the broker, which keeps its own copy.
+func (s *Service) deleteSentEvents(ctx context.Context, limit int) (int, error) {
+	return s.store.deleteSentEvents(ctx, s.cfg.Now().Add(-s.cfg.Retention), limit)
 }

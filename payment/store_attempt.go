@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -69,9 +70,10 @@ func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Atte
 	return a, nil
 }
 
-// succeed records the charge and finalizes the attempt in one transaction,
-// fenced on a's attempt number.
-func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string, expiresAt time.Time) (Attempt, error) {
+// succeed records the charge, finalizes the attempt and writes its
+// charge.succeeded event to the outbox in one transaction, fenced on a's
+// attempt number; now is when the event occurred.
+func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string, now, expiresAt time.Time) (Attempt, error) {
 	var done Attempt
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -93,9 +95,12 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errFenced // rolls the charge back: the record's owner writes it
 		}
+		if err != nil {
+			return err
+		}
 		done = attemptFromRow(row)
 		done.Charge = chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt)
-		return err
+		return insertEvent(ctx, q, eventOf(done, now))
 	})
 	if errors.Is(err, errFenced) {
 		return Attempt{}, errFenced
@@ -103,15 +108,40 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	return done, interpretError(err)
 }
 
-// fail finalizes the attempt as FAILED, fenced like succeed.
-func (s *store) fail(ctx context.Context, a Attempt, f Failure, expiresAt time.Time) (Attempt, error) {
-	row, err := s.q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
-		FailureCode: f.Code, FailureMessage: f.Message, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
+// fail finalizes the attempt as FAILED and writes its charge.failed event,
+// in one transaction fenced like succeed.
+func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time) (Attempt, error) {
+	var done Attempt
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
+			FailureCode: f.Code, FailureMessage: f.Message, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errFenced
+		}
+		if err != nil {
+			return err
+		}
+		done = attemptFromRow(row)
+		return insertEvent(ctx, q, eventOf(done, now))
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, errFenced) {
 		return Attempt{}, errFenced
 	}
-	return attemptFromRow(row), interpretError(err)
+	return done, interpretError(err)
+}
+
+// insertEvent writes e to the outbox, in the caller's transaction.
+func insertEvent(ctx context.Context, q *sqlc.Queries, e Event) error {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return q.InsertChargeEvent(ctx, sqlc.InsertChargeEventParams{
+		ID: e.ID, Type: e.Type, MerchantID: e.MerchantID, IdempotencyKey: e.IdempotencyKey,
+		AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt,
+	})
 }
 
 // release ends the holder's lease now, fenced on its attempt number.
@@ -159,6 +189,12 @@ func (s *store) orderIsPaid(ctx context.Context, merchantID uuid.UUID, orderID s
 // deleteExpired deletes up to limit finished attempts that expired before now.
 func (s *store) deleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	n, err := s.q.DeleteExpiredChargeAttempts(ctx, sqlc.DeleteExpiredChargeAttemptsParams{Now: now, MaxAttempts: int32(limit)})
+	return int(n), interpretError(err)
+}
+
+// deleteSentEvents deletes up to limit outbox events sent before cutoff.
+func (s *store) deleteSentEvents(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	n, err := s.q.DeleteSentChargeEvents(ctx, sqlc.DeleteSentChargeEventsParams{Before: cutoff, MaxEvents: int32(limit)})
 	return int(n), interpretError(err)
 }
 

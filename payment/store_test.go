@@ -33,22 +33,77 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 
 	stale := a
 	stale.Number++
-	_, err = s.succeed(ctx, stale, "ch_stale", time.Now().Add(time.Hour))
+	_, err = s.succeed(ctx, stale, "ch_stale", time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a holder with another attempt number writes nothing")
-	_, err = s.fail(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now().Add(time.Hour))
+	_, err = s.fail(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
-	done, err := s.succeed(ctx, a, "ch_real", time.Now().Add(time.Hour))
+	done, err := s.succeed(ctx, a, "ch_real", time.Now(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, done.Status)
 	require.Equal(t, "ch_real", done.Charge.ProviderChargeID)
-	_, err = s.succeed(ctx, a, "ch_again", time.Now().Add(time.Hour))
+	_, err = s.succeed(ctx, a, "ch_again", time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
-	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now().Add(time.Hour))
+	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
 	charges := queryAll[string](t, pool, "SELECT provider_charge_id FROM charges ORDER BY created_at")
 	require.Equal(t, []string{"ch_real"}, charges, "fenced writes left no charge behind")
+
+	// The outbox: one event, the successful finalization's; the fenced
+	// writes rolled theirs back with them.
+	bodies := queryAll[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1", a.ID)
+	require.Len(t, bodies, 1, "one finalization, one event; fenced ones wrote none")
+	e, err := ParseEvent(bodies[0])
+	require.NoError(t, err)
+	require.Equal(t, EventChargeSucceeded, e.Type)
+	require.Equal(t, "ch_real", e.Charge.ProviderChargeID)
+	require.Equal(t, done.Charge.ID, e.Charge.ID)
+	require.Equal(t, m.ID, e.MerchantID)
+	require.Equal(t, "k", e.IdempotencyKey)
+	require.Equal(t, int64(100), e.Amount)
+}
+
+func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	s := newStore(pool)
+	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "fail-event", "fail-event-key")
+	require.NoError(t, err)
+	in := ChargeInput{Amount: 250, Currency: "EUR", PaymentMethod: "pm_card_declined", OrderID: "o-1"}
+	a, _, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
+	require.NoError(t, err)
+
+	// A finalization whose transaction rolls back after the status change
+	// leaves neither the change nor an event: another session holds the
+	// outbox locked, so the fail blocks on its event insert after its update
+	// ran, and its deadline then aborts the whole transaction.
+	locker, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = locker.Exec(ctx, "LOCK TABLE charge_events IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = s.fail(short, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour))
+	cancel()
+	require.Error(t, err)
+	require.NoError(t, locker.Rollback(ctx))
+	require.Equal(t, []string{"PROCESSING"}, queryAll[string](t, pool, "SELECT status FROM charge_attempts WHERE id = $1", a.ID),
+		"the status change rolled back with the event")
+	require.Empty(t, queryAll[[]byte](t, pool, "SELECT body FROM charge_events"), "a rolled-back finalization wrote an event")
+
+	done, err := s.fail(ctx, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, done.Status)
+	bodies := queryAll[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1 AND sent_at IS NULL", a.ID)
+	require.Len(t, bodies, 1)
+	e, err := ParseEvent(bodies[0])
+	require.NoError(t, err)
+	require.Equal(t, EventChargeFailed, e.Type)
+	require.Equal(t, &EventFailure{Code: "card_declined", Message: "declined"}, e.Failure)
+	require.Nil(t, e.Charge)
+	require.Equal(t, "o-1", e.OrderID)
+	require.Equal(t, "EUR", e.Currency)
 }
 
 // queryAll runs a one-column query and returns its values.

@@ -53,8 +53,32 @@ type ChargeAttempt struct {
 	LockedUntil    time.Time
 }
 
+type ChargeEvent struct {
+	ID             uuid.UUID
+	Type           string
+	MerchantID     uuid.UUID
+	IdempotencyKey string
+	AttemptID      uuid.UUID
+	Body           []byte
+	OccurredAt     time.Time
+	SentAt         *time.Time
+}
+
 type Merchant struct {
 	ID        uuid.UUID
 	Name      string
 	CreatedAt time.Time
+}
+
+type Receipt struct {
+	EventID          uuid.UUID
+	MerchantID       uuid.UUID
+	ChargeID         uuid.UUID
+	IdempotencyKey   string
+	Amount           int64
+	Currency         string
+	OrderID          *string
+	ProviderChargeID string
+	ChargedAt        time.Time
+	IssuedAt         time.Time
 }
