@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"chargeonce/cardsim"
 	"chargeonce/db"
 	"chargeonce/db/localpg"
+	"chargeonce/events"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 )
@@ -34,7 +36,9 @@ type app struct {
 	// simulator is the simulated card provider's API under /provider/, in
 	// development only.
 	simulator http.Handler
-	closeDB   func()
+	// broker carries the outbox's events (NATS with JetStream).
+	broker  *events.Broker
+	closeDB func()
 }
 
 // providerTimeout bounds one call to the card provider.
@@ -68,6 +72,15 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 		}
 	}
 	a.payments = newPaymentService(cfg, pool, payment.NewHTTPProvider(providerURL, providerTimeout, providerTransport), log, a.metrics)
+	if a.broker, err = openBroker(ctx, cfg, log); err != nil {
+		closeDB()
+		return nil, err
+	}
+	a.metrics.WatchOutbox(func() (int, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return events.CountUnsent(ctx, pool)
+	})
 	a.metrics.WatchStuck(func() (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -78,7 +91,10 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 
 // close closes the database, and stops the project-local PostgreSQL if the
 // app started it.
-func (a *app) close() { a.closeDB() }
+func (a *app) close() {
+	a.broker.Close()
+	a.closeDB()
+}
 
 // startLoops runs the reconciler and the retention cleaner until stop is
 // called; stop waits for them.
@@ -86,6 +102,12 @@ func (a *app) startLoops() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
 	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
+	loops.Go(func() {
+		events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
+			Replicas: a.cfg.NATSReplicas, Logger: a.log, Fault: a.cfg.fault,
+			Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
+		}).Run(ctx)
+	})
 	loops.Go(func() {
 		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
 	})
@@ -98,6 +120,15 @@ func newPaymentService(cfg config, pool *pgxpool.Pool, provider payment.Provider
 	pc.Logger = log
 	pc.Metrics = m
 	return payment.NewService(pool, provider, pc)
+}
+
+// openBroker connects to the event broker at NATS_URL, or in development to
+// the embedded one under DATA_DIR/nats, which it starts unless another local
+// chargeonce process runs it.
+func openBroker(ctx context.Context, cfg config, log *slog.Logger) (*events.Broker, error) {
+	return events.Open(ctx, events.BrokerConfig{
+		URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "nats"), Port: cfg.NATSPort, Name: "chargeonce", Logger: log,
+	})
 }
 
 // openDatabase connects to DATABASE_URL, or in development to a project-local

@@ -10,7 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"chargeonce/db/localpg"
+	"chargeonce/events"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 )
@@ -54,6 +57,10 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
 		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 		return err
+	case len(args) == 2 && args[0] == "consume" && args[1] == "receipts":
+		return consume(ctx, cfg, log, func(pool *pgxpool.Pool) events.Consumer {
+			return events.Receipts(pool, cfg.NATSReplicas, log, cfg.fault)
+		})
 	case len(args) >= 2 && len(args) <= 3 && args[0] == "localdb" && args[1] == "stop":
 		dir := filepath.Join(cfg.DataDir, "postgres")
 		if len(args) == 3 {
@@ -67,6 +74,22 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 	default:
 		return errUsage
 	}
+}
+
+// consume runs a durable consumer of the event stream until ctx ends (SIGINT
+// or SIGTERM), against the database and the broker the server uses.
+func consume(ctx context.Context, cfg config, log *slog.Logger, consumer func(*pgxpool.Pool) events.Consumer) error {
+	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	broker, err := openBroker(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	return consumer(pool).Run(ctx, broker.JS)
 }
 
 // runAPIKeyCommand runs `apikey create|rotate|list|revoke`. A whole key is
@@ -158,4 +181,5 @@ var errUsage = errors.New(`usage:
   chargeonce apikey revoke PREFIX|ID  revoke one API key, by its id or the prefix of exactly one live key
   chargeonce charges stuck            list PROCESSING attempts whose lease has expired
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
+  chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

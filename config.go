@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"chargeonce/cardsim"
+	"chargeonce/events"
 	"chargeonce/graph"
 	"chargeonce/payment"
 )
@@ -45,8 +46,20 @@ type config struct {
 	MetricsAddr string // METRICS_ADDR: a separate listener for /metrics; in development /metrics is also on the main port
 	LogFormat   string // LOG_FORMAT: json or text, default json in production and text in development
 	// CrashAt (CHARGEONCE_CRASH_AT) kills the process with SIGKILL at a
-	// dangerous point of a charge. For crash tests; refused in production.
-	CrashAt payment.FaultPoint
+	// dangerous point of a charge or of its event. For crash tests; refused
+	// in production.
+	CrashAt string
+
+	NATSURL      string // NATS_URL: the event broker; empty embeds one (development only)
+	NATSPort     int    // EMBEDDED_NATS_PORT: the embedded broker's loopback port, default 4223 (0 picks a free one)
+	NATSReplicas int    // NATS_REPLICAS: copies of each event in the CHARGES stream, default 1 (3 on a NATS cluster)
+}
+
+// faultPoints are the values CHARGEONCE_CRASH_AT takes: the charge's and
+// its event's.
+var faultPoints = []string{
+	string(payment.FaultAfterClaim), string(payment.FaultAfterProvider), string(payment.FaultAfterFinalize),
+	events.FaultAfterPublish, events.FaultAfterReceipt,
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -139,10 +152,28 @@ func loadConfig(getenv func(string) string) (config, error) {
 		*d.dst = v
 	}
 	if crash := getenv("CHARGEONCE_CRASH_AT"); crash != "" {
-		if !slices.Contains(payment.FaultPoints, payment.FaultPoint(crash)) {
-			return cfg, fmt.Errorf("CHARGEONCE_CRASH_AT must be one of %v, got %q", payment.FaultPoints, crash)
+		if !slices.Contains(faultPoints, crash) {
+			return cfg, fmt.Errorf("CHARGEONCE_CRASH_AT must be one of %v, got %q", faultPoints, crash)
 		}
-		cfg.CrashAt = payment.FaultPoint(crash)
+		cfg.CrashAt = crash
+	}
+	cfg.NATSURL = getenv("NATS_URL")
+	for _, n := range []struct {
+		dst           *int
+		name          string
+		def, min, max int64
+	}{
+		{&cfg.NATSPort, "EMBEDDED_NATS_PORT", events.EmbeddedPortDefault, 0, 65535},
+		{&cfg.NATSReplicas, "NATS_REPLICAS", 1, 1, 5},
+	} {
+		v, err := integer(getenv, n.name, n.def, n.min)
+		if err == nil && v > n.max {
+			err = fmt.Errorf("%s must be at most %d, got %d", n.name, n.max, v)
+		}
+		if err != nil {
+			return cfg, err
+		}
+		*n.dst = int(v)
 	}
 	if cfg.Production {
 		if cfg.DatabaseURL == "" {
@@ -150,6 +181,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		if cfg.ProviderURL == "" {
 			return cfg, fmt.Errorf("PROVIDER_URL is required when APP_ENV=production: the simulated provider is for development only")
+		}
+		if cfg.NATSURL == "" {
+			return cfg, fmt.Errorf("NATS_URL is required when APP_ENV=production: the embedded event broker is for development only")
 		}
 		if cfg.CrashAt != "" {
 			return cfg, fmt.Errorf("CHARGEONCE_CRASH_AT is a crash-test fault and is refused when APP_ENV=production")
@@ -221,13 +255,16 @@ func (c config) paymentConfig() payment.Config {
 		StoreTimeout:      c.DBTimeout,
 	}
 	if c.CrashAt != "" {
-		pc.Fault = func(p payment.FaultPoint) {
-			if p == c.CrashAt {
-				// A real, immediate death: no deferred function, no flush.
-				_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
-				select {}
-			}
-		}
+		pc.Fault = func(p payment.FaultPoint) { c.fault(string(p)) }
 	}
 	return pc
+}
+
+// fault kills the process at point when CHARGEONCE_CRASH_AT names it.
+func (c config) fault(point string) {
+	if point == c.CrashAt {
+		// A real, immediate death: no deferred function, no flush.
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+		select {}
+	}
 }

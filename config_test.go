@@ -36,8 +36,11 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, 5*time.Second, cfg.DBTimeout)
 	require.Equal(t, "text", cfg.LogFormat)
 	require.Empty(t, cfg.MetricsAddr)
+	require.Empty(t, cfg.NATSURL, "development embeds the event broker")
+	require.Equal(t, 4223, cfg.NATSPort)
+	require.Equal(t, 1, cfg.NATSReplicas)
 
-	prod, err := loadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider"}))
+	prod, err := loadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222"}))
 	require.NoError(t, err)
 	require.Empty(t, prod.Host, "production listens on every interface")
 	require.Equal(t, "json", prod.LogFormat)
@@ -45,7 +48,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 
 func TestLoadConfig_RefusesBadValues(t *testing.T) {
 	t.Parallel()
-	prod := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider"}
+	prod := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222"}
 	_, err := loadConfig(env(prod))
 	require.NoError(t, err, "a complete production configuration")
 
@@ -63,7 +66,10 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"unknown crash point", map[string]string{"CHARGEONCE_CRASH_AT": "somewhere"}, "CHARGEONCE_CRASH_AT"},
 		{"production without db", map[string]string{"APP_ENV": "production", "PROVIDER_URL": "https://provider"}, "DATABASE_URL"},
 		{"production, no provider", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db"}, "PROVIDER_URL"},
-		{"crash fault in production", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "CHARGEONCE_CRASH_AT": "after-claim"}, "CHARGEONCE_CRASH_AT"},
+		{"crash fault in production", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222", "CHARGEONCE_CRASH_AT": "after-claim"}, "CHARGEONCE_CRASH_AT"},
+		{"production, no event broker", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider"}, "NATS_URL"},
+		{"embedded broker port out of range", map[string]string{"EMBEDDED_NATS_PORT": "70000"}, "EMBEDDED_NATS_PORT"},
+		{"zero stream replicas", map[string]string{"NATS_REPLICAS": "0"}, "NATS_REPLICAS"},
 		{"tiny body limit", map[string]string{"MAX_BODY_BYTES": "10"}, "MAX_BODY_BYTES"},
 		{"body limit not a number", map[string]string{"MAX_BODY_BYTES": "64k"}, "MAX_BODY_BYTES"},
 		{"zero charges per request", map[string]string{"MAX_CHARGES_PER_REQUEST": "0"}, "MAX_CHARGES_PER_REQUEST"},

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/events/eventstest"
 )
 
 // The server binary, built once per test run for the tests that kill or
@@ -58,11 +60,23 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 		"SIM_SLOW_DELAY":     "300ms",
 		"PROCESSING_LEASE":   "2s",
 		"RECONCILE_INTERVAL": "200ms",
+		"NATS_URL":           eventstest.Shared(t).URL(),
 	}
 	for k, v := range env {
 		vars[k] = v
 	}
-	cmd := exec.Command(serverBinary(t))
+	p := spawn(t, vars)
+	p.URL = listeningURL(t, p.exited, p.logs)
+	p.waitReady(t, p.exited, p.logs)
+	return p
+}
+
+// spawn starts the chargeonce binary with args (none: the server) and
+// exactly vars on top of the test process's environment, and kills it when
+// the test ends if it is still running.
+func spawn(t *testing.T, vars map[string]string, args ...string) *serverProcess {
+	t.Helper()
+	cmd := exec.Command(serverBinary(t), args...)
 	cmd.Env = append(os.Environ(), "APP_ENV=development")
 	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -92,11 +106,9 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 			<-p.exited
 		}
 		if t.Failed() {
-			t.Logf("log of %s:\n%s", p.URL, p.logs.String())
+			t.Logf("log of chargeonce %v %s:\n%s", args, p.URL, p.logs.String())
 		}
 	})
-	p.URL = listeningURL(t, p.exited, p.logs)
-	p.waitReady(t, p.exited, p.logs)
 	return p
 }
 

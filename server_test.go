@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/events/eventstest"
 )
 
 // testServer is a chargeonce server under test, with a client that reaches it.
@@ -31,8 +33,8 @@ type testServer struct {
 func (s *testServer) logText() string { return s.log.String() }
 
 // testEnv is the environment of every test server, under the test's own.
-func testEnv(dbURL string, env map[string]string) map[string]string {
-	vars := map[string]string{"DATABASE_URL": dbURL, "SIM_SLOW_DELAY": "300ms"}
+func testEnv(t *testing.T, dbURL string, env map[string]string) map[string]string {
+	vars := map[string]string{"DATABASE_URL": dbURL, "SIM_SLOW_DELAY": "300ms", "NATS_URL": eventstest.Shared(t).URL()}
 	maps.Copy(vars, env)
 	return vars
 }
@@ -44,7 +46,7 @@ func testEnv(dbURL string, env map[string]string) map[string]string {
 // network (a server process, say).
 func startServer(t *testing.T, dbURL string, env map[string]string) *testServer {
 	t.Helper()
-	vars := testEnv(dbURL, env)
+	vars := testEnv(t, dbURL, env)
 	cfg, err := loadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	logs := &syncBuffer{}
@@ -120,7 +122,7 @@ func (t inProcessTransport) RoundTrip(req *http.Request) (resp *http.Response, e
 // metrics listener, a server process that charges through it).
 func startListening(t *testing.T, dbURL string, env map[string]string) *testServer {
 	t.Helper()
-	vars := testEnv(dbURL, env)
+	vars := testEnv(t, dbURL, env)
 	vars["PORT"] = "0"
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())

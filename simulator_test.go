@@ -10,6 +10,7 @@ import (
 
 	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
+	"chargeonce/events/eventstest"
 )
 
 // hasCardsim reports whether the database of pool holds anything of the
@@ -35,7 +36,8 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	require.True(t, hasCardsim(t, openPool(t, devURL)), "a development server creates the simulator's schema")
 
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
-	prodEnv := map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "PROVIDER_URL": dev.URL + "/provider"}
+	prodEnv := map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "PROVIDER_URL": dev.URL + "/provider",
+		"NATS_URL": eventstest.Shared(t).URL()}
 	var out syncBuffer
 	require.NoError(t, run(context.Background(), []string{"chargeonce", "apikey", "create", "shop"},
 		func(k string) string { return prodEnv[k] }, &out, &out))

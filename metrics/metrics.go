@@ -70,6 +70,11 @@ type Metrics struct {
 	// HTTP status code.
 	HTTPDuration *prometheus.HistogramVec
 
+	// EventsPublished counts outbox events the broker acknowledged, by
+	// whether the stream already had them (duplicate: true after a relay
+	// published an event again).
+	EventsPublished *prometheus.CounterVec
+
 	reg prometheus.Registerer
 }
 
@@ -111,12 +116,15 @@ func New(reg prometheus.Registerer) *Metrics {
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",
 			Buckets: prometheus.DefBuckets}, []string{"operation", "code"}),
+		EventsPublished: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_published_total",
+			Help: "Outbox events the broker acknowledged, by whether its stream already had them (duplicate)."},
+			[]string{"duplicate"}),
 		reg: reg,
 	}
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.ProviderDuration, m.ProviderErrors, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
-			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration,
+			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration, m.EventsPublished,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
@@ -135,12 +143,22 @@ func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
 // WatchStuck exports the number of PROCESSING attempts whose lease has
 // expired, read by count at each scrape; a failed count reads as NaN.
 func (m *Metrics) WatchStuck(count func() (int, error)) {
+	m.watch("stuck_processing_attempts",
+		"PROCESSING attempts whose lease has expired: their holder is gone and the reconciler has not settled them yet.", count)
+}
+
+// WatchOutbox exports the number of outbox events the broker has not
+// acknowledged yet, read by count at each scrape.
+func (m *Metrics) WatchOutbox(count func() (int, error)) {
+	m.watch("outbox_unsent_events", "Outbox events not yet acknowledged by the event broker.", count)
+}
+
+// watch exports a gauge read by count at each scrape; a failed count reads as NaN.
+func (m *Metrics) watch(name, help string, count func() (int, error)) {
 	if m.reg == nil {
 		return
 	}
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace,
-		Name: "stuck_processing_attempts",
-		Help: "PROCESSING attempts whose lease has expired: their holder is gone and the reconciler has not settled them yet."},
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help},
 		func() float64 {
 			n, err := count()
 			if err != nil {

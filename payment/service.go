@@ -71,9 +71,6 @@ const (
 	FaultAfterFinalize FaultPoint = "after-finalize" // result recorded, response not written
 )
 
-// FaultPoints lists every FaultPoint.
-var FaultPoints = []FaultPoint{FaultAfterClaim, FaultAfterProvider, FaultAfterFinalize}
-
 func (c Config) withDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, RetentionDefault)
 	c.Lease = cmp.Or(c.Lease, LeaseDefault)

@@ -1,0 +1,199 @@
+package events
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"chargeonce/payment"
+	"chargeonce/sqlc"
+)
+
+// RelayConfig tunes a Relay. Zero values take the defaults.
+type RelayConfig struct {
+	// Replicas of the stream, which the relay creates when missing.
+	Replicas int
+	// Batch is how many events one transaction publishes, default 256.
+	Batch int
+	// Poll is the fallback: how often the relay looks for unsent events
+	// when no NOTIFY woke it, default 1s.
+	Poll time.Duration
+	// AckTimeout bounds the wait for the broker's acks, default 5s.
+	AckTimeout time.Duration
+	// MaxBackoff bounds the wait between tries while the broker or the
+	// database is away, default 5s.
+	MaxBackoff time.Duration
+	Logger     *slog.Logger
+	// Fault is called at FaultAfterPublish, for crash tests.
+	Fault func(point string)
+	// Published counts events by whether the stream already had them.
+	Published func(duplicate bool)
+}
+
+func (c RelayConfig) withDefaults() RelayConfig {
+	c.Batch = cmp.Or(c.Batch, 256)
+	c.Poll = cmp.Or(c.Poll, time.Second)
+	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, 5*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Fault == nil {
+		c.Fault = func(string) {}
+	}
+	if c.Published == nil {
+		c.Published = func(bool) {}
+	}
+	return c
+}
+
+// Relay publishes the outbox to the CHARGES stream. It takes the oldest
+// unsent events with FOR UPDATE SKIP LOCKED, publishes them with the event
+// id as Nats-Msg-Id, waits for the broker's acks, and marks the acked ones
+// sent in the same transaction; so several relays (one per instance) share
+// the outbox without publishing an event twice, and a relay that dies
+// before its commit leaves the events unsent, to be published again (the
+// stream's duplicate window, then the consumers' deduplication, absorb the
+// repeat). A NOTIFY on each outbox insert wakes it within milliseconds; a
+// poll is the fallback.
+type Relay struct {
+	pool   *pgxpool.Pool
+	js     jetstream.JetStream
+	cfg    RelayConfig
+	log    *slog.Logger
+	stream bool // the stream is known to exist
+}
+
+// NewRelay returns a relay from pool's outbox to js.
+func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) *Relay {
+	cfg = cfg.withDefaults()
+	return &Relay{pool: pool, js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
+}
+
+// Run relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) {
+	wake := make(chan struct{}, 1)
+	go listen(ctx, r.pool, r.log, wake)
+	poll := time.NewTicker(r.cfg.Poll)
+	defer poll.Stop()
+	backoff := time.Duration(0)
+	for {
+		err := r.drain(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			backoff = min(max(2*backoff, 100*time.Millisecond), r.cfg.MaxBackoff)
+			r.log.Warn("relay: events wait in the outbox", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			continue
+		}
+		backoff = 0
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// drain relays batches until the outbox has no unsent event that another
+// relay does not hold.
+func (r *Relay) drain(ctx context.Context) error {
+	for {
+		n, err := r.RelayOnce(ctx)
+		if err != nil || n < r.cfg.Batch {
+			return err
+		}
+	}
+}
+
+// RelayOnce publishes one batch and says how many events the broker took.
+func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	if !r.stream {
+		if _, err := EnsureStream(ctx, r.js, r.cfg.Replicas); err != nil {
+			return 0, fmt.Errorf("%w: %w", errNoBroker, err)
+		}
+		r.stream = true
+	}
+	sent := 0
+	var pubErr error
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		rows, err := q.LockUnsentChargeEvents(ctx, int32(r.cfg.Batch))
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		var acked []uuid.UUID
+		acked, pubErr = r.publish(ctx, rows)
+		if len(acked) == 0 {
+			return nil
+		}
+		r.cfg.Fault(FaultAfterPublish)
+		sent = len(acked)
+		// What the broker acked is marked; the rest stays unsent for the
+		// next try.
+		return q.MarkChargeEventsSent(ctx, sqlc.MarkChargeEventsSentParams{Now: time.Now(), Ids: acked})
+	})
+	if err != nil {
+		return 0, err
+	}
+	if pubErr != nil {
+		r.stream = false // it may have been deleted: make sure on the next try
+	}
+	return sent, pubErr
+}
+
+// publish publishes rows asynchronously and waits for their acks; it
+// returns the ids the broker acknowledged.
+func (r *Relay) publish(ctx context.Context, rows []sqlc.LockUnsentChargeEventsRow) ([]uuid.UUID, error) {
+	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	var firstErr error
+	for _, row := range rows {
+		msg := &nats.Msg{Subject: subjectOf(row.Type), Data: row.Body, Header: nats.Header{}}
+		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.ID.String()), jetstream.WithExpectStream(Stream))
+		if err != nil {
+			firstErr = fmt.Errorf("%w: publish: %w", errNoBroker, err)
+			break
+		}
+		futures = append(futures, f)
+	}
+	timeout := time.NewTimer(r.cfg.AckTimeout)
+	defer timeout.Stop()
+	acked := make([]uuid.UUID, 0, len(futures))
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			acked = append(acked, rows[i].ID)
+			r.cfg.Published(ack.Duplicate)
+		case err := <-f.Err():
+			firstErr = cmp.Or(firstErr, fmt.Errorf("%w: %w", errNoBroker, err))
+		case <-timeout.C:
+			return acked, cmp.Or(firstErr, fmt.Errorf("%w: no ack within %s", errNoBroker, r.cfg.AckTimeout))
+		case <-ctx.Done():
+			return acked, ctx.Err()
+		}
+	}
+	return acked, firstErr
+}
+
+func subjectOf(eventType string) string { return payment.SubjectPrefix + eventType }
+
+// CountUnsent counts the outbox events the broker has not acknowledged.
+func CountUnsent(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	n, err := sqlc.New(pool).CountUnsentChargeEvents(ctx)
+	return int(n), err
+}

@@ -1,0 +1,14 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"chargeonce/events/eventstest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	eventstest.StopShared()
+	os.Exit(code)
+}
