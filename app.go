@@ -126,9 +126,11 @@ func newPaymentService(cfg config, pool *pgxpool.Pool, provider payment.Provider
 // the embedded one under DATA_DIR/nats, which it starts unless another local
 // chargeonce process runs it.
 func openBroker(ctx context.Context, cfg config, log *slog.Logger) (*events.Broker, error) {
-	return events.Open(ctx, events.BrokerConfig{
-		URL: cfg.NATSURL, StoreDir: filepath.Join(cfg.DataDir, "nats"), Port: cfg.NATSPort, Name: "chargeonce", Logger: log,
-	})
+	dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "nats"))
+	if err != nil {
+		return nil, err
+	}
+	return events.Open(ctx, events.BrokerConfig{URL: cfg.NATSURL, StoreDir: dir, Port: cfg.NATSPort, Name: "chargeonce", Logger: log})
 }
 
 // openDatabase connects to DATABASE_URL, or in development to a project-local

@@ -174,5 +174,10 @@ func (b *Broker) Ping(ctx context.Context) error {
 	if b.Conn.Status() != nats.CONNECTED {
 		return fmt.Errorf("%w: %s", errNoBroker, b.Conn.Status())
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
 	return b.Conn.FlushWithContext(ctx)
 }

@@ -64,6 +64,7 @@ func (c Consumer) Run(ctx context.Context, js jetstream.JetStream) error {
 	for {
 		msg, err := it.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+			log.Info("stopped consuming events")
 			return nil
 		}
 		if err != nil {

@@ -1,0 +1,94 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+	"chargeonce/events/eventstest"
+	"chargeonce/payment"
+	"chargeonce/sqlc"
+)
+
+func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	m, err := payment.NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "relay", "relay-key")
+	require.NoError(t, err)
+	js := eventstest.New(t).JetStream(t)
+
+	// The poll is an hour: only the outbox's NOTIFY can get an event out
+	// within the test's deadline.
+	relay := NewRelay(pool, js, RelayConfig{Poll: time.Hour})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); relay.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	var stream jetstream.Stream
+	require.Eventually(t, func() bool { stream, err = js.Stream(ctx, Stream); return err == nil },
+		30*time.Second, 20*time.Millisecond, "the relay creates the stream at its first pass")
+
+	e := payment.Event{ID: uuid.New(), Type: payment.EventChargeFailed, OccurredAt: time.Now().UTC(), MerchantID: m.ID,
+		IdempotencyKey: "k", AttemptID: uuid.New(), Amount: 100, Currency: "USD",
+		Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
+	body, err := json.Marshal(e)
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return sqlc.New(tx).InsertChargeEvent(ctx, sqlc.InsertChargeEventParams{ID: e.ID, Type: e.Type, MerchantID: m.ID,
+			IdempotencyKey: e.IdempotencyKey, AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt})
+	}))
+
+	require.Eventually(t, func() bool {
+		info, err := stream.Info(ctx)
+		return err == nil && info.State.Msgs == 1
+	}, 30*time.Second, 10*time.Millisecond, "the NOTIFY woke the relay")
+	msg, err := stream.GetLastMsgForSubject(ctx, "chargeonce.charge.failed")
+	require.NoError(t, err)
+	require.Equal(t, e.ID.String(), msg.Header.Get(jetstream.MsgIDHeader))
+	require.JSONEq(t, string(body), string(msg.Data), "the body is published as the outbox holds it")
+	require.Eventually(t, func() bool {
+		n, err := CountUnsent(ctx, pool)
+		return err == nil && n == 0
+	}, 30*time.Second, 10*time.Millisecond, "the relay marked the event sent")
+}
+
+func TestOpen_EmbedsABrokerOnLoopback_AndASecondProcessSharesIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	first, err := Open(ctx, BrokerConfig{StoreDir: t.TempDir(), Name: "first"})
+	require.NoError(t, err)
+	t.Cleanup(first.Close)
+	require.NotNil(t, first.embedded)
+	u, err := url.Parse(first.URL)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1", u.Hostname(), "the embedded broker listens on loopback only")
+	_, err = EnsureStream(ctx, first.JS, 1)
+	require.NoError(t, err)
+
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	second, err := Open(ctx, BrokerConfig{StoreDir: t.TempDir(), Port: port, Name: "second"})
+	require.NoError(t, err)
+	t.Cleanup(second.Close)
+	require.Nil(t, second.embedded, "a broker already on the port is used, not started again")
+	_, err = second.JS.Stream(ctx, Stream)
+	require.NoError(t, err, "the second process sees the first's stream")
+	require.NoError(t, second.Ping(ctx))
+}
+
+func TestRedact_HidesCredentials(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "nats://REDACTED@a:4222,nats://b:4222", redact("nats://user:s3cret@a:4222, nats://b:4222"))
+	require.Equal(t, "nats://REDACTED@a:4222", redact("nats://t0ken@a:4222"))
+	require.NotContains(t, redact("nats://user:s3cret@a:4222"), "s3cret")
+}
