@@ -88,7 +88,7 @@ type WebhookAttempt struct {
 	EndpointID uuid.UUID
 	Attempt    int32
 	StartedAt  time.Time
-	DurationMs int32
+	DurationUs int64
 	HttpStatus *int32
 	Error      *string
 }

@@ -81,8 +81,8 @@ RETURNING d.event_id, d.endpoint_id, d.event_type, d.body, d.attempts, d.created
 -- name: InsertWebhookAttempt :exec
 -- The attempt log: one row per attempt, written with the delivery's new
 -- state in one transaction.
-INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_ms, http_status, error)
-VALUES (@event_id, @endpoint_id, @attempt, @started_at, @duration_ms, sqlc.narg(http_status), sqlc.narg(error))
+INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_us, http_status, error)
+VALUES (@event_id, @endpoint_id, @attempt, @started_at, @duration_us, sqlc.narg(http_status), sqlc.narg(error))
 ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING;
 
 -- name: FinishWebhookDelivery :execrows
@@ -105,7 +105,7 @@ WHERE event_id = @event_id AND endpoint_id = @endpoint_id AND state = 'pending' 
 -- of their delivery; a delivery not yet attempted shows as one row without
 -- an attempt.
 SELECT d.event_id, d.event_type, d.state, d.next_attempt_at, d.created_at,
-       a.attempt, a.started_at, a.duration_ms, a.http_status, a.error
+       a.attempt, a.started_at, a.duration_us, a.http_status, a.error
 FROM webhook_deliveries d
 LEFT JOIN webhook_attempts a ON a.event_id = d.event_id AND a.endpoint_id = d.endpoint_id
 WHERE d.endpoint_id = @endpoint_id

@@ -136,7 +136,7 @@ func (q *Queries) GetWebhookEndpointOfMerchant(ctx context.Context, merchantID u
 }
 
 const insertWebhookAttempt = `-- name: InsertWebhookAttempt :exec
-INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_ms, http_status, error)
+INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_us, http_status, error)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING
 `
@@ -146,7 +146,7 @@ type InsertWebhookAttemptParams struct {
 	EndpointID uuid.UUID
 	Attempt    int32
 	StartedAt  time.Time
-	DurationMs int32
+	DurationUs int64
 	HttpStatus *int32
 	Error      *string
 }
@@ -159,7 +159,7 @@ func (q *Queries) InsertWebhookAttempt(ctx context.Context, arg InsertWebhookAtt
 		arg.EndpointID,
 		arg.Attempt,
 		arg.StartedAt,
-		arg.DurationMs,
+		arg.DurationUs,
 		arg.HttpStatus,
 		arg.Error,
 	)
@@ -202,7 +202,7 @@ func (q *Queries) InsertWebhookDelivery(ctx context.Context, arg InsertWebhookDe
 
 const listWebhookDeliveryLog = `-- name: ListWebhookDeliveryLog :many
 SELECT d.event_id, d.event_type, d.state, d.next_attempt_at, d.created_at,
-       a.attempt, a.started_at, a.duration_ms, a.http_status, a.error
+       a.attempt, a.started_at, a.duration_us, a.http_status, a.error
 FROM webhook_deliveries d
 LEFT JOIN webhook_attempts a ON a.event_id = d.event_id AND a.endpoint_id = d.endpoint_id
 WHERE d.endpoint_id = $1
@@ -223,7 +223,7 @@ type ListWebhookDeliveryLogRow struct {
 	CreatedAt     time.Time
 	Attempt       *int32
 	StartedAt     *time.Time
-	DurationMs    *int32
+	DurationUs    *int64
 	HttpStatus    *int32
 	Error         *string
 }
@@ -248,7 +248,7 @@ func (q *Queries) ListWebhookDeliveryLog(ctx context.Context, arg ListWebhookDel
 			&i.CreatedAt,
 			&i.Attempt,
 			&i.StartedAt,
-			&i.DurationMs,
+			&i.DurationUs,
 			&i.HttpStatus,
 			&i.Error,
 		); err != nil {

@@ -139,7 +139,7 @@ func (s *store) record(ctx context.Context, d delivery, o outcome) (bool, error)
 		q := s.q.WithTx(tx)
 		p := sqlc.InsertWebhookAttemptParams{
 			EventID: d.eventID, EndpointID: d.endpointID, Attempt: int32(d.attempt),
-			StartedAt: o.startedAt, DurationMs: int32(min(o.duration.Milliseconds(), 1<<31-1)),
+			StartedAt: o.startedAt, DurationUs: o.duration.Microseconds(),
 		}
 		if o.httpStatus != 0 {
 			p.HttpStatus = new(int32(o.httpStatus))
@@ -178,7 +178,7 @@ func (s *store) deliveryLog(ctx context.Context, endpointID uuid.UUID, limit int
 		if r.Attempt != nil {
 			e.Attempt = int(*r.Attempt)
 			e.StartedAt = *r.StartedAt
-			e.Duration = time.Duration(*r.DurationMs) * time.Millisecond
+			e.Duration = time.Duration(*r.DurationUs) * time.Microsecond
 		}
 		if r.HttpStatus != nil {
 			e.HTTPStatus = int(*r.HttpStatus)

@@ -55,7 +55,7 @@ CREATE TABLE webhook_attempts (
     endpoint_id uuid NOT NULL,
     attempt     integer NOT NULL,
     started_at  timestamptz NOT NULL,
-    duration_ms integer NOT NULL,
+    duration_us bigint NOT NULL, -- microseconds
     -- The HTTP status when an answer came, else the error (truncated).
     http_status integer,
     error       text,
