@@ -20,6 +20,8 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 	switch {
 	case len(args) >= 1 && args[0] == "apikey":
 		return runAPIKeyCommand(ctx, cfg, args[1:], stdout, log)
+	case len(args) >= 1 && args[0] == "webhook":
+		return runWebhookCommand(ctx, cfg, args[1:], stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
 		pool, closeDB, err := openDatabase(ctx, cfg, log)
 		if err != nil {
@@ -156,6 +158,11 @@ var errUsage = errors.New(`usage:
   chargeonce apikey rotate NAME       print a new API key for merchant NAME; its other keys stay valid until revoked
   chargeonce apikey list              list every merchant's API keys (id, prefix, created, revoked; never the key)
   chargeonce apikey revoke PREFIX|ID  revoke one API key, by its id or the prefix of exactly one live key
+  chargeonce webhook set NAME URL     register (or replace) merchant NAME's webhook endpoint and print its new signing secret
+  chargeonce webhook list             list the webhook endpoints (merchant, URL, created; never the secret)
+  chargeonce webhook remove NAME      remove merchant NAME's webhook endpoint; its pending deliveries are not sent
+  chargeonce webhook deliveries NAME [--limit N]
+                                      merchant NAME's webhook attempts, newest first (default 50)
   chargeonce charges stuck            list PROCESSING attempts whose lease has expired
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)
