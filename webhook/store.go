@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/payment"
@@ -24,15 +25,27 @@ func newStore(pool *pgxpool.Pool) *store {
 	return &store{pool: pool, q: sqlc.New(pool)}
 }
 
-// errNotFound is a missing row.
-var errNotFound = errors.New("not found")
+// errNotFound is a missing row; errDeliveryGone an attempt whose delivery
+// was deleted while it was sent (its endpoint was removed).
+var (
+	errNotFound     = errors.New("not found")
+	errDeliveryGone = errors.New("the delivery was deleted: its endpoint was removed")
+)
 
 func interpretError(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotFound
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.ConstraintName == constraintAttemptDelivery {
+		return errDeliveryGone
+	}
 	return err
 }
+
+// constraintAttemptDelivery ties an attempt to its delivery; the store tells
+// a removed endpoint's attempt by it.
+const constraintAttemptDelivery = "webhook_attempts_delivery_fkey"
 
 // States of a delivery.
 const (

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -121,6 +122,10 @@ func (s *Service) attempt(ctx context.Context, d delivery) {
 	dbCtx, cancel := context.WithTimeout(ctx, dbTimeout)
 	current, err := s.store.record(dbCtx, d, o)
 	cancel()
+	if errors.Is(err, errDeliveryGone) {
+		log.Info("webhook attempt not recorded: the endpoint was removed while it was sent", "status", res.status, "error", res.err)
+		return
+	}
 	if err != nil {
 		log.Warn("webhook attempt could not be recorded; the delivery is taken again when its lease ends",
 			"err", err, "status", res.status, "error", res.err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,4 +209,31 @@ func TestConfig_Validation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, TimeoutDefault+time.Minute, c.Lease)
 	require.Equal(t, 72*time.Hour, c.MaxAge)
+}
+
+func TestWorker_EndpointRemovedDuringASend_NothingIsRecordedOrSentAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	shop := b.merchant(t, "shop")
+	arrived, release := make(chan struct{}), make(chan struct{})
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		close(arrived)
+		<-release
+		w.WriteHeader(http.StatusOK)
+	})
+	b.set(t, "shop", rc.URL)
+	b.start(t, testConfig())
+	webhooktest.Publish(t, b.js, newEvent(shop))
+	<-arrived
+	_, pending, err := b.endpoints.Remove(context.Background(), "shop")
+	require.NoError(t, err)
+	require.Equal(t, 1, pending)
+	close(release)
+	waitFor(t, eventually, "the worker notices", func() bool {
+		return strings.Contains(b.log.String(), "webhook attempt not recorded: the endpoint was removed while it was sent")
+	})
+	require.Zero(t, b.count(t, "SELECT count(*) FROM webhook_deliveries"))
+	require.Zero(t, b.count(t, "SELECT count(*) FROM webhook_attempts"))
+	require.NotContains(t, b.log.String(), "level=WARN")
+	require.Len(t, rc.got(), 1)
 }

@@ -60,8 +60,10 @@ CREATE TABLE webhook_attempts (
     http_status integer,
     error       text,
     CONSTRAINT webhook_attempts_pkey PRIMARY KEY (event_id, endpoint_id, attempt),
-    -- Forgotten with its delivery (retention, or `webhook remove`).
-    FOREIGN KEY (event_id, endpoint_id) REFERENCES webhook_deliveries (event_id, endpoint_id) ON DELETE CASCADE
+    -- Forgotten with its delivery (retention, or `webhook remove`). The
+    -- worker tells an attempt whose endpoint was removed meanwhile by this name.
+    CONSTRAINT webhook_attempts_delivery_fkey FOREIGN KEY (event_id, endpoint_id)
+        REFERENCES webhook_deliveries (event_id, endpoint_id) ON DELETE CASCADE
 );
 
 -- +goose Down
