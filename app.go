@@ -19,6 +19,7 @@ import (
 	"chargeonce/events"
 	"chargeonce/metrics"
 	"chargeonce/payment"
+	"chargeonce/webhook"
 )
 
 // app is what a chargeonce server is made of: its database, its metrics,
@@ -37,8 +38,10 @@ type app struct {
 	// development only.
 	simulator http.Handler
 	// broker carries the outbox's events (NATS with JetStream).
-	broker  *events.Broker
-	closeDB func()
+	broker *events.Broker
+	// webhooks delivers the events to the merchants' endpoints.
+	webhooks *webhook.Service
+	closeDB  func()
 }
 
 // providerTimeout bounds one call to the card provider.
@@ -76,6 +79,10 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 		closeDB()
 		return nil, err
 	}
+	if a.webhooks, err = webhook.New(pool, a.broker.JS, log, cfg.webhookConfig(a.metrics)); err != nil {
+		a.close()
+		return nil, err
+	}
 	a.metrics.WatchOutbox(func() (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -108,6 +115,7 @@ func (a *app) startLoops() (stop func()) {
 			Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
 		}).Run(ctx)
 	})
+	loops.Go(func() { a.webhooks.Run(ctx) })
 	loops.Go(func() {
 		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
 	})

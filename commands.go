@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"chargeonce/db/localpg"
 	"chargeonce/events"
 	"chargeonce/metrics"
 	"chargeonce/payment"
+	"chargeonce/webhook"
 )
 
 // runCommand runs an operator command instead of the server.
@@ -23,6 +25,8 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 	switch {
 	case len(args) >= 1 && args[0] == "apikey":
 		return runAPIKeyCommand(ctx, cfg, args[1:], stdout, log)
+	case len(args) >= 1 && args[0] == "webhook":
+		return runWebhookCommand(ctx, cfg, args[1:], stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
 		pool, closeDB, err := openDatabase(ctx, cfg, log)
 		if err != nil {
@@ -58,8 +62,19 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 		return err
 	case len(args) == 2 && args[0] == "consume" && args[1] == "receipts":
-		return consume(ctx, cfg, log, func(pool *pgxpool.Pool) events.Consumer {
-			return events.Receipts(pool, cfg.NATSReplicas, log, cfg.fault)
+		return consume(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream) error {
+			events.Receipts(pool, log, cfg.fault).Run(ctx, js)
+			return nil
+		})
+	case len(args) == 2 && args[0] == "consume" && args[1] == "webhooks":
+		// What a server runs in process, without the HTTP server.
+		return consume(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream) error {
+			svc, err := webhook.New(pool, js, log, cfg.webhookConfig(nil))
+			if err != nil {
+				return err
+			}
+			svc.Run(ctx)
+			return nil
 		})
 	case len(args) >= 2 && len(args) <= 3 && args[0] == "localdb" && args[1] == "stop":
 		dir := filepath.Join(cfg.DataDir, "postgres")
@@ -76,9 +91,9 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 	}
 }
 
-// consume runs a durable consumer of the event stream until ctx ends (SIGINT
-// or SIGTERM), against the database and the broker the server uses.
-func consume(ctx context.Context, cfg config, log *slog.Logger, consumer func(*pgxpool.Pool) events.Consumer) error {
+// consume runs a consumer of the event stream until ctx ends (SIGINT or
+// SIGTERM), against the database and the broker the server uses.
+func consume(ctx context.Context, cfg config, log *slog.Logger, run func(context.Context, *pgxpool.Pool, jetstream.JetStream) error) error {
 	pool, closeDB, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -89,7 +104,7 @@ func consume(ctx context.Context, cfg config, log *slog.Logger, consumer func(*p
 		return err
 	}
 	defer broker.Close()
-	return consumer(pool).Run(ctx, broker.JS)
+	return run(ctx, pool, broker.JS)
 }
 
 // runAPIKeyCommand runs `apikey create|rotate|list|revoke`. A whole key is
@@ -179,7 +194,13 @@ var errUsage = errors.New(`usage:
   chargeonce apikey rotate NAME       print a new API key for merchant NAME; its other keys stay valid until revoked
   chargeonce apikey list              list every merchant's API keys (id, prefix, created, revoked; never the key)
   chargeonce apikey revoke PREFIX|ID  revoke one API key, by its id or the prefix of exactly one live key
+  chargeonce webhook set NAME URL     register (or replace) merchant NAME's webhook endpoint and print its new signing secret
+  chargeonce webhook list             list the webhook endpoints (merchant, URL, created; never the secret)
+  chargeonce webhook remove NAME      remove merchant NAME's webhook endpoint; its pending deliveries are not sent
+  chargeonce webhook deliveries NAME [--limit N]
+                                      merchant NAME's webhook attempts, newest first (default 50)
   chargeonce charges stuck            list PROCESSING attempts whose lease has expired
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
+  chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

@@ -12,7 +12,9 @@ import (
 	"chargeonce/cardsim"
 	"chargeonce/events"
 	"chargeonce/graph"
+	"chargeonce/metrics"
 	"chargeonce/payment"
+	"chargeonce/webhook"
 )
 
 // config is chargeonce's configuration, read from the environment.
@@ -32,6 +34,7 @@ type config struct {
 	KeyRetention      time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
 	CleanupInterval   time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
 	DBTimeout         time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
+	WebhookRetention  time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
 
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
@@ -141,6 +144,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{&cfg.KeyRetention, "KEY_RETENTION", payment.RetentionDefault, false},
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", payment.CleanupIntervalDefault, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
+		{&cfg.WebhookRetention, "WEBHOOK_RETENTION", webhook.RetentionDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {
@@ -267,4 +271,10 @@ func (c config) fault(point string) {
 		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
 		select {}
 	}
+}
+
+// webhookConfig is the webhook service's share of the configuration; m
+// records its metrics (nil: nowhere).
+func (c config) webhookConfig(m *metrics.Metrics) webhook.Config {
+	return webhook.Config{Production: c.Production, Retention: c.WebhookRetention, CleanupInterval: c.CleanupInterval, Metrics: m}
 }

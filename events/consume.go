@@ -22,115 +22,124 @@ import (
 type Consumer struct {
 	// Durable is the consumer's name on the stream; every process running
 	// it shares its position and its messages.
-	Durable string
+	Durable     string
+	Description string
 	// Subjects filters the stream; empty takes every event.
 	Subjects []string
-	// Handle applies one event. It returns ErrMalformed (wrapped) for an
-	// event it can never apply, which is then dropped; any other error is
-	// retried after a delay.
-	Handle func(ctx context.Context, e payment.Event) error
-	// Replicas of the stream, which the consumer creates when missing.
-	Replicas int
+	// Handle applies one event, given with its body as published. It
+	// returns ErrMalformed (wrapped) for an event it can never apply, which
+	// is then dropped; any other error is retried after NakDelay.
+	Handle func(ctx context.Context, e payment.Event, body []byte) error
 	// AckWait is how long the broker waits for an ack before it delivers
 	// the message again, default 30s.
 	AckWait time.Duration
-	Logger  *slog.Logger
-	// Fault is called at FaultAfterReceipt, after a commit and before the
-	// ack, for crash tests.
+	// NakDelay is how long a message that Handle could not apply waits
+	// before it is delivered again, default 1s.
+	NakDelay time.Duration
+	Logger   *slog.Logger
+	// Fault is called at FaultAfterReceipt, after Handle's commit and
+	// before the ack, for crash tests.
 	Fault func(point string)
 }
 
 // ErrMalformed marks an event that a handler can never apply.
 var ErrMalformed = errors.New("malformed event")
 
-// Run consumes until ctx ends, waiting for the broker while it is away.
-func (c Consumer) Run(ctx context.Context, js jetstream.JetStream) error {
-	log := cmp.Or(c.Logger, slog.New(slog.DiscardHandler)).With("consumer", c.Durable)
-	fault := c.Fault
-	if fault == nil {
-		fault = func(string) {}
-	}
-	cons, err := c.open(ctx, js, log)
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	log.Info("consuming events", "stream", Stream)
-	for {
-		msg, err := it.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-			log.Info("stopped consuming events")
-			return nil
-		}
-		if err != nil {
-			log.Warn("waiting for events", "err", err)
-			continue
-		}
-		c.handle(ctx, log, msg, fault)
-	}
-}
-
-// open creates or joins the durable consumer, retrying while the broker is away.
-func (c Consumer) open(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (jetstream.Consumer, error) {
-	backoff := time.Duration(0)
-	for {
-		cons, err := c.create(ctx, js)
-		if err == nil {
-			return cons, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-		log.Warn("cannot reach the event stream; trying again", "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-	}
-}
-
-func (c Consumer) create(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
-	if _, err := EnsureStream(ctx, js, c.Replicas); err != nil {
-		return nil, err
-	}
-	return js.CreateOrUpdateConsumer(ctx, Stream, jetstream.ConsumerConfig{
+// Config is the durable consumer's configuration: explicit acks after the
+// handler's commit, and no limit on redeliveries, since an event is never
+// given up while the database is away.
+func (c Consumer) Config() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
 		Durable:        c.Durable,
-		Description:    "chargeonce " + c.Durable,
+		Description:    cmp.Or(c.Description, "chargeonce "+c.Durable),
 		FilterSubjects: c.Subjects,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        cmp.Or(c.AckWait, 30*time.Second),
 		MaxDeliver:     -1,
 		MaxAckPending:  1000,
-	})
+	}
 }
 
-// handle applies one message and acks it after the handler's commit.
-func (c Consumer) handle(ctx context.Context, log *slog.Logger, msg jetstream.Msg, fault func(string)) {
+func (c Consumer) log() *slog.Logger {
+	return cmp.Or(c.Logger, slog.New(slog.DiscardHandler)).With("consumer", c.Durable)
+}
+
+// Run consumes until ctx ends. The stream may not exist yet (the server's
+// relay creates it), the broker may be away, the consumer may be deleted:
+// each time it waits, with a backoff, and starts over.
+func (c Consumer) Run(ctx context.Context, js jetstream.JetStream) {
+	log := c.log()
+	backoff := time.Duration(0)
+	for {
+		handled, err := c.runOnce(ctx, js, log)
+		if ctx.Err() != nil {
+			log.Info("stopped consuming events")
+			return
+		}
+		if handled {
+			backoff = 0
+		}
+		backoff = min(max(2*backoff, 250*time.Millisecond), 30*time.Second)
+		log.Warn("cannot consume the event stream; starting again", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			log.Info("stopped consuming events")
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// runOnce creates or joins the durable consumer and applies its messages one
+// by one until an error; handled says whether any came.
+func (c Consumer) runOnce(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (handled bool, err error) {
+	cons, err := js.CreateOrUpdateConsumer(ctx, Stream, c.Config())
+	if err != nil {
+		return false, err
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(100))
+	if err != nil {
+		return false, err
+	}
+	defer msgs.Stop()
+	log.Info("consuming events", "stream", Stream)
+	for {
+		msg, err := msgs.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return handled, err
+		}
+		c.Apply(ctx, msg)
+		handled = true
+	}
+}
+
+// Apply applies one message, and acks it after the handler's commit.
+func (c Consumer) Apply(ctx context.Context, msg jetstream.Msg) {
+	log := c.log()
 	e, err := payment.ParseEvent(msg.Data())
 	if err == nil {
-		err = c.Handle(ctx, e)
+		err = c.Handle(ctx, e, msg.Data())
 	} else {
 		err = fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if errors.Is(err, ErrMalformed) {
+		// No redelivery will make it apply.
 		log.Error("dropping an event that can never be applied", "subject", msg.Subject(), "err", err)
-		_ = msg.Term()
+		_ = msg.TermWithReason("not a chargeonce event")
 		return
 	}
 	if err != nil {
-		log.Warn("event not applied; it will be delivered again", "event_id", e.ID, "err", err)
-		_ = msg.NakWithDelay(time.Second)
+		delay := cmp.Or(c.NakDelay, time.Second)
+		if ctx.Err() == nil {
+			log.Warn("event not applied; it will be delivered again", "event_id", e.ID, "err", err, "in", delay)
+		}
+		_ = msg.NakWithDelay(delay) // if this is lost too, AckWait redelivers it
 		return
 	}
-	fault(FaultAfterReceipt)
+	if c.Fault != nil {
+		c.Fault(FaultAfterReceipt)
+	}
 	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := msg.DoubleAck(ackCtx); err != nil {

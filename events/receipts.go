@@ -20,14 +20,14 @@ const ReceiptsConsumer = "receipts"
 // one transaction; a redelivered event inserts nothing and is done.
 // A consumer whose effect lives elsewhere records the event id in a table
 // of its own in the same transaction as its effect, the same way.
-func Receipts(pool *pgxpool.Pool, replicas int, log *slog.Logger, fault func(string)) Consumer {
+func Receipts(pool *pgxpool.Pool, log *slog.Logger, fault func(string)) Consumer {
 	return Consumer{
-		Durable:  ReceiptsConsumer,
-		Subjects: []string{payment.SubjectPrefix + payment.EventChargeSucceeded},
-		Replicas: replicas,
-		Logger:   log,
-		Fault:    fault,
-		Handle: func(ctx context.Context, e payment.Event) error {
+		Durable:     ReceiptsConsumer,
+		Description: "chargeonce receipts: one receipt per successful charge",
+		Subjects:    []string{payment.SubjectPrefix + payment.EventChargeSucceeded},
+		Logger:      log,
+		Fault:       fault,
+		Handle: func(ctx context.Context, e payment.Event, _ []byte) error {
 			if e.Type != payment.EventChargeSucceeded {
 				return nil // the subject filter takes successes only
 			}

@@ -1,6 +1,6 @@
 // Package metrics holds chargeonce's Prometheus instruments: what the payment
-// flow, the reconciler, the retention cleaner and the HTTP edge count and
-// time. It is the one package that knows Prometheus; the others record into
+// flow, the reconciler, the retention cleaner, the HTTP edge and the webhook
+// deliveries count and time. It is the one package that knows Prometheus; the others record into
 // the fields of a *Metrics. A Metrics built without a registry records into
 // instruments nobody scrapes, which is what tests and commands use.
 package metrics
@@ -74,6 +74,12 @@ type Metrics struct {
 	// whether the stream already had them (duplicate: true after a relay
 	// published an event again).
 	EventsPublished *prometheus.CounterVec
+	// WebhookDeliveries counts webhook deliveries that ended, by outcome
+	// (delivered, failed: given up after the maximum age).
+	WebhookDeliveries *prometheus.CounterVec
+	// WebhookAttemptDuration times attempts to send a webhook, by result
+	// (delivered, http_error, network_error, refused).
+	WebhookAttemptDuration *prometheus.HistogramVec
 
 	reg prometheus.Registerer
 }
@@ -119,12 +125,20 @@ func New(reg prometheus.Registerer) *Metrics {
 		EventsPublished: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_published_total",
 			Help: "Outbox events the broker acknowledged, by whether its stream already had them (duplicate)."},
 			[]string{"duplicate"}),
+		WebhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "webhook_deliveries_total",
+			Help: "Webhook deliveries that ended, by outcome (delivered, failed: given up after the maximum age)."},
+			[]string{"outcome"}),
+		WebhookAttemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
+			Name:    "webhook_attempt_duration_seconds",
+			Help:    "Attempts to send a webhook, by result (delivered, http_error, network_error, refused).",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"result"}),
 		reg: reg,
 	}
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.ProviderDuration, m.ProviderErrors, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration, m.EventsPublished,
+			m.WebhookDeliveries, m.WebhookAttemptDuration,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
@@ -159,6 +173,25 @@ func (m *Metrics) watch(name, help string, count func() (int, error)) {
 		return
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help},
+		func() float64 {
+			n, err := count()
+			if err != nil {
+				return math.NaN()
+			}
+			return float64(n)
+		}))
+}
+
+// WatchWebhooksPending exports the number of webhook deliveries not yet
+// delivered nor given up, read by count at each scrape; a failed count reads
+// as NaN.
+func (m *Metrics) WatchWebhooksPending(count func() (int, error)) {
+	if m.reg == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace,
+		Name: "webhook_pending_deliveries",
+		Help: "Webhook deliveries waiting for their first attempt or a retry."},
 		func() float64 {
 			n, err := count()
 			if err != nil {

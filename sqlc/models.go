@@ -82,3 +82,35 @@ type Receipt struct {
 	ChargedAt        time.Time
 	IssuedAt         time.Time
 }
+
+type WebhookAttempt struct {
+	EventID    uuid.UUID
+	EndpointID uuid.UUID
+	Attempt    int32
+	StartedAt  time.Time
+	DurationUs int64
+	HttpStatus *int32
+	Error      *string
+}
+
+type WebhookDelivery struct {
+	EventID       uuid.UUID
+	EndpointID    uuid.UUID
+	EventType     string
+	Body          []byte
+	State         string
+	Attempts      int32
+	CreatedAt     time.Time
+	NextAttemptAt time.Time
+	LockedUntil   *time.Time
+	CompletedAt   *time.Time
+}
+
+type WebhookEndpoint struct {
+	ID         uuid.UUID
+	MerchantID uuid.UUID
+	Url        string
+	Secret     string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
