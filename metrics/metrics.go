@@ -69,6 +69,9 @@ type Metrics struct {
 	// HTTPDuration times /graphql requests by operation (the root field) and
 	// HTTP status code.
 	HTTPDuration *prometheus.HistogramVec
+	// Subscriptions is how many live status subscriptions (chargeUpdated)
+	// are open on this instance.
+	Subscriptions prometheus.Gauge
 
 	reg prometheus.Registerer
 }
@@ -111,12 +114,14 @@ func New(reg prometheus.Registerer) *Metrics {
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",
 			Buckets: prometheus.DefBuckets}, []string{"operation", "code"}),
+		Subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "subscriptions_open",
+			Help: "Live status subscriptions (chargeUpdated, over websocket or server-sent events) open on this instance."}),
 		reg: reg,
 	}
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.ProviderDuration, m.ProviderErrors, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
-			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration,
+			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration, m.Subscriptions,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
