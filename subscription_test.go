@@ -509,6 +509,14 @@ func TestChargeUpdated_StreamsCarrySubscriptionsOnly(t *testing.T) {
 	require.Equal(t, "BAD_REQUEST", s.do(t, bearer("demo-key"), chargeUpdatedSubscription, map[string]any{"key": key}).code(t))
 	require.Empty(t, s.providerCharges(t, "demo", key))
 	require.Nil(t, s.chargeStatus(t, "demo-key", key).Data.ChargeStatus, "nothing was claimed")
+
+	// A client that lists the event stream beside JSON on every request
+	// (urql does) gets JSON: a charge is never taken for a stream.
+	urqlAccept := jsonHeaders("Authorization", "Bearer demo-key",
+		"Accept", "application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed")
+	charged := s.send(t, http.MethodPost, "/graphql", urqlAccept, strings.NewReader(chargeBody(newKey(), `{"amount":100,"currency":"USD","paymentMethod":"pm_card_visa"}`)))
+	require.Equal(t, "application/json", charged.header.Get("Content-Type"))
+	require.Equal(t, "SUCCEEDED", charged.gql(t).Data.ChargeCard.Status)
 }
 
 func TestChargeUpdated_ClientGoesAway_WatcherIsCleanedUp(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -71,10 +72,33 @@ func streamOf(r *http.Request) streamKind {
 	switch {
 	case r.Header.Get("Upgrade") != "":
 		return streamWebsocket
-	case r.Method == http.MethodPost && strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
+	case r.Method == http.MethodPost && wantsEventStream(r.Header.Values("Accept")):
 		return streamSSE
 	}
 	return notStream
+}
+
+// wantsEventStream reports whether an Accept header asks for an event
+// stream rather than a JSON answer: it names text/event-stream and no JSON
+// type. Clients such as urql list text/event-stream beside JSON on every
+// request, queries and mutations too, which must keep getting JSON.
+func wantsEventStream(accept []string) bool {
+	stream := false
+	for _, v := range accept {
+		for part := range strings.SplitSeq(v, ",") {
+			mediaType, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch mediaType {
+			case "text/event-stream":
+				stream = true
+			case "application/json", "application/graphql-response+json", "application/graphql+json":
+				return false
+			}
+		}
+	}
+	return stream
 }
 
 // checkWebsocket refuses an upgrade that is not a same-origin websocket
