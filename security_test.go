@@ -22,9 +22,10 @@ import (
 // websocketHeaders are a graphql-transport-ws handshake's, with more
 // key/value pairs that replace them.
 func websocketHeaders(kv ...string) http.Header {
-	h := http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}, "Sec-WebSocket-Version": {"13"},
-		"Sec-WebSocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "Sec-WebSocket-Protocol": {"graphql-transport-ws"},
-		"Authorization": {"Bearer demo-key"}}
+	h := http.Header{}
+	kv = append([]string{"Upgrade", "websocket", "Connection", "Upgrade", "Sec-WebSocket-Version", "13",
+		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol", "graphql-transport-ws",
+		"Authorization", "Bearer demo-key"}, kv...)
 	for i := 0; i+1 < len(kv); i += 2 {
 		h.Set(kv[i], kv[i+1])
 	}
