@@ -98,22 +98,39 @@ func (c *wsClient) send(t *testing.T, m wsMessage) {
 }
 
 // read returns the next message that is not a ping (which it answers), or
-// the error that ended the connection.
+// the error that ended the connection; it fails the test after liveWithin.
+// (A read's context does not cut a read that waits for a frame: closing the
+// connection does.)
 func (c *wsClient) read(t *testing.T) (wsMessage, error) {
 	t.Helper()
+	type result struct {
+		m   wsMessage
+		err error
+	}
+	// One deadline for the call: the server's pings must not keep it waiting.
+	deadline := time.After(liveWithin)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), liveWithin)
-		var m wsMessage
-		err := wsjson.Read(ctx, c.conn, &m)
-		cancel()
-		if err != nil {
-			return wsMessage{}, err
+		got := make(chan result, 1)
+		go func() {
+			var m wsMessage
+			err := wsjson.Read(context.Background(), c.conn, &m)
+			got <- result{m, err}
+		}()
+		var r result
+		select {
+		case r = <-got:
+		case <-deadline:
+			_ = c.conn.CloseNow()
+			t.Fatalf("no websocket message within %s", liveWithin)
 		}
-		if m.Type == "ping" {
+		if r.err != nil {
+			return wsMessage{}, r.err
+		}
+		if r.m.Type == "ping" {
 			c.send(t, wsMessage{Type: "pong"})
 			continue
 		}
-		return m, nil
+		return r.m, nil
 	}
 }
 
