@@ -142,8 +142,13 @@ func (h *Hub) follow(ctx context.Context, m Merchant, key string, last Result, w
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			// An outage passes: the next wake or poll reads again.
-			h.log.WarnContext(ctx, "live status: could not read the attempt; reading again at the next poll",
+			// An outage passes: the next wake or poll reads again. It is
+			// logged once by the LISTEN loop, not once per watcher.
+			level := slog.LevelWarn
+			if ErrorCode(err) == EUNAVAILABLE {
+				level = slog.LevelDebug
+			}
+			h.log.Log(ctx, level, "live status: could not read the attempt; reading again at the next poll",
 				"merchant", m.Name, "idempotency_key", key, "err", err)
 			continue
 		case r == nil:
