@@ -34,6 +34,8 @@ type app struct {
 	metrics   *metrics.Metrics
 	merchants *payment.Merchants
 	payments  *payment.Service
+	// live tells chargeUpdated subscribers when an attempt changes.
+	live *payment.Hub
 	// simulator is the simulated card provider's API under /provider/, in
 	// development only.
 	simulator http.Handler
@@ -88,6 +90,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 		defer cancel()
 		return events.CountUnsent(ctx, pool)
 	})
+	a.live = payment.NewHub(a.payments, payment.HubConfig{PollInterval: cfg.LivePollInterval})
 	a.metrics.WatchStuck(func() (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -103,11 +106,13 @@ func (a *app) close() {
 	a.closeDB()
 }
 
-// startLoops runs the reconciler and the retention cleaner until stop is
-// called; stop waits for them.
+// startLoops runs the reconciler, the retention cleaner and the live status
+// listener until stop is called; stop ends the subscriptions left and waits
+// for them all.
 func (a *app) startLoops() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
+	loops.Go(func() { a.live.Run(ctx) })
 	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
 	loops.Go(func() {
 		events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
@@ -119,7 +124,7 @@ func (a *app) startLoops() (stop func()) {
 	loops.Go(func() {
 		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
 	})
-	return sync.OnceFunc(func() { cancel(); loops.Wait() })
+	return sync.OnceFunc(func() { a.live.Close(); cancel(); loops.Wait() })
 }
 
 // newPaymentService builds the payment service on pool, charging through provider.

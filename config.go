@@ -35,6 +35,7 @@ type config struct {
 	CleanupInterval   time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
 	DBTimeout         time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
 	WebhookRetention  time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
+	LivePollInterval  time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
 
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
@@ -145,6 +146,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", payment.CleanupIntervalDefault, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
 		{&cfg.WebhookRetention, "WEBHOOK_RETENTION", webhook.RetentionDefault, false},
+		{&cfg.LivePollInterval, "LIVE_POLL_INTERVAL", payment.WatchPollIntervalDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {

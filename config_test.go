@@ -34,6 +34,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, 10.0, cfg.RateLimitIP)
 	require.Equal(t, int64(20), cfg.RateLimitIPBurst)
 	require.Equal(t, 5*time.Second, cfg.DBTimeout)
+	require.Equal(t, 5*time.Second, cfg.LivePollInterval)
 	require.Equal(t, "text", cfg.LogFormat)
 	require.Empty(t, cfg.MetricsAddr)
 	require.Empty(t, cfg.NATSURL, "development embeds the event broker")

@@ -21,7 +21,7 @@ import (
 func newHandler(a *app) http.Handler {
 	cfg := a.cfg
 	mux := http.NewServeMux()
-	api := graph.NewHandler(&graph.Resolver{Payments: a.payments, Merchants: a.merchants}, graph.HandlerConfig{
+	api := graph.NewHandler(&graph.Resolver{Payments: a.payments, Merchants: a.merchants, Live: a.live}, graph.HandlerConfig{
 		Production:           cfg.Production,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxChargesPerRequest: int(cfg.MaxChargesPerRequest),

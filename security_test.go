@@ -19,6 +19,19 @@ import (
 	"chargeonce/db/dbtest"
 )
 
+// websocketHeaders are a graphql-transport-ws handshake's, with more
+// key/value pairs that replace them.
+func websocketHeaders(kv ...string) http.Header {
+	h := http.Header{}
+	kv = append([]string{"Upgrade", "websocket", "Connection", "Upgrade", "Sec-WebSocket-Version", "13",
+		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol", "graphql-transport-ws",
+		"Authorization", "Bearer demo-key"}, kv...)
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
 // chargeBody is a chargeCard request body whose input is the raw JSON given,
 // so that a test can send what no JSON encoder would.
 func chargeBody(key, rawInput string) string {
@@ -114,7 +127,10 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 		{"text/plain body (a cross-site form)", "POST", http.Header{"Content-Type": {"text/plain"}, "Authorization": {"Bearer demo-key"}}, chargeBody(key, inputWithAmount("100")), 415, "BAD_REQUEST", "Content-Type"},
 		{"form-encoded body", "POST", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "query=" + url.QueryEscape(chargeCardMutation), 415, "BAD_REQUEST", "Content-Type"},
 		{"PUT", "PUT", auth(), chargeBody(key, inputWithAmount("100")), 405, "BAD_REQUEST", ""},
-		{"websocket upgrade", "GET", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, "", 400, "BAD_REQUEST", ""},
+		{"websocket without graphql-transport-ws", "GET", websocketHeaders("Sec-WebSocket-Protocol", "graphql-ws"), "", 400, "BAD_REQUEST", "Sec-WebSocket-Protocol"},
+		{"websocket from another site", "GET", websocketHeaders("Origin", "https://evil.example"), "", 403, "BAD_REQUEST", "Origin"},
+		{"websocket over POST", "POST", websocketHeaders(), "", 405, "BAD_REQUEST", ""},
+		{"another protocol upgrade (h2c)", "GET", http.Header{"Upgrade": {"h2c"}, "Connection": {"Upgrade"}}, "", 400, "BAD_REQUEST", "Upgrade"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,6 +27,15 @@ type testServer struct {
 	URL    string
 	client *http.Client
 	log    *syncBuffer // what the server logged
+	// shutdown stops a server that startListening runs, as SIGTERM would.
+	shutdown func()
+}
+
+// stop shuts a listening server down now and waits until run has returned.
+func (s *testServer) stop(t *testing.T) {
+	t.Helper()
+	require.NotNil(t, s.shutdown, "only a server of startListening stops")
+	s.shutdown()
 }
 
 // logText is what the server has logged so far.
@@ -132,15 +141,16 @@ func startListening(t *testing.T, dbURL string, env map[string]string) *testServ
 		defer close(exited)
 		runErr = run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, logs, logs)
 	}()
+	shutdown := sync.OnceFunc(func() { cancel(); <-exited })
 	t.Cleanup(func() {
-		cancel()
-		<-exited
+		shutdown()
 		require.NoError(t, runErr)
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	s := &testServer{client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: logs}
+	s := &testServer{client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: logs,
+		shutdown: shutdown}
 	s.URL = listeningURL(t, exited, logs)
 	s.waitReady(t, exited, logs)
 	return s

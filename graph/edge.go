@@ -26,7 +26,9 @@ import (
 // GraphQL request chargeonce serves (method, media type, a body over the
 // limit, ambiguous headers), rations callers (per merchant, and per client IP
 // for unauthenticated traffic), and authenticates the API key once. Every
-// request gets an id (X-Request-Id) and one access log line.
+// request gets an id (X-Request-Id) and one access log line. A websocket
+// (graphql-transport-ws) is one request, logged when it closes; its key may
+// come in connection_init instead of a header (stream.go).
 type edge struct {
 	next          http.Handler
 	merchants     authenticator
@@ -34,6 +36,7 @@ type edge struct {
 	merchantLimit *ratelimit.Limiter
 	ipLimit       *ratelimit.Limiter
 	authTimeout   time.Duration
+	live          binder // ends the streams when the server shuts down; may be nil
 	log           *slog.Logger
 	metrics       *metrics.Metrics
 }
@@ -50,6 +53,9 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer e.logRequest(r, sw, st, start)
 	r = r.WithContext(withState(r.Context(), st))
 	if status, err := e.admit(r, st); err != nil {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+		}
 		writeError(sw, status, err)
 		return
 	}
@@ -59,8 +65,11 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // admit checks the request and reads what the GraphQL layer needs into st
 // (and the body into r's context). A refusal comes with its HTTP status.
 func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
-	if r.Header.Get("Upgrade") != "" {
-		return http.StatusBadRequest, badRequest(codeBadRequest, "", "protocol upgrades (websockets) are not supported; use POST")
+	st.stream = streamOf(r)
+	if st.stream == streamWebsocket {
+		if status, err := checkWebsocket(r); err != nil {
+			return status, err
+		}
 	}
 	switch r.Method {
 	case http.MethodOptions:
@@ -87,7 +96,14 @@ func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
 
 	ip := st.remote
 	apiKey, hasKey := bearerKey(r, st)
-	if !hasKey {
+	switch {
+	case !hasKey && st.stream == streamWebsocket && st.authErr == errNoCredentials:
+		// Browsers cannot set headers on a websocket: its key may come in
+		// connection_init, where it is checked and counted (websocketInit).
+		if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
+			return e.limited("ip", wait)
+		}
+	case !hasKey:
 		// Unauthenticated traffic is rationed per client IP, before the body is read.
 		e.metrics.Unauthenticated.Inc()
 		if ok, wait := e.ipLimit.Allow(ip); !ok {
@@ -96,9 +112,11 @@ func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
 		if st.authErr == errBadAuthHeader {
 			e.log.WarnContext(r.Context(), "authentication failed", "request_id", st.id, "remote", ip, "reason", "malformed Authorization header")
 		}
-	} else if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
-		// This IP has used up its failures: no more key lookups for now.
-		return e.limited("ip", wait)
+	default:
+		if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
+			// This IP has used up its failures: no more key lookups for now.
+			return e.limited("ip", wait)
+		}
 	}
 
 	if r.Method == http.MethodPost {
@@ -110,24 +128,39 @@ func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
 	}
 
 	if hasKey {
-		ctx, cancel := context.WithTimeout(r.Context(), e.authTimeout)
-		m, err := e.merchants.Authenticate(ctx, apiKey)
-		cancel()
-		switch {
-		case err == nil:
-			st.merchant = &m
-			if ok, wait := e.merchantLimit.Allow(m.ID.String()); !ok {
-				return e.limited("merchant", wait)
-			}
-		case payment.ErrorCode(err) == payment.EUNAUTHENTICATED:
-			st.authErr = err
-			e.metrics.Unauthenticated.Inc()
-			e.ipLimit.Allow(ip) // a failure spends one of the IP's tokens
-			e.log.WarnContext(r.Context(), "authentication failed", "request_id", st.id, "remote", ip, "reason", "unknown or revoked API key")
-		default:
-			// The database is away or failing: the resolvers answer with it.
-			st.authErr = err
+		if status, err := e.authenticate(r.Context(), st, apiKey); err != nil {
+			return status, err
 		}
+	}
+	if st.stream == streamSSE && st.authErr != nil {
+		// An event stream starts with 200 and its headers: a refusal must
+		// come before, as an HTTP status a client can act on.
+		return refuseStream(st.authErr)
+	}
+	return 0, nil
+}
+
+// authenticate looks apiKey up, and records in st the merchant or why not.
+// A failure spends one of the client address's tokens; a merchant over its
+// rate limit is refused.
+func (e *edge) authenticate(ctx context.Context, st *requestState, apiKey string) (int, *RequestError) {
+	lookupCtx, cancel := context.WithTimeout(ctx, e.authTimeout)
+	m, err := e.merchants.Authenticate(lookupCtx, apiKey)
+	cancel()
+	switch {
+	case err == nil:
+		st.merchant, st.authErr = &m, nil
+		if ok, wait := e.merchantLimit.Allow(m.ID.String()); !ok {
+			return e.limited("merchant", wait)
+		}
+	case payment.ErrorCode(err) == payment.EUNAUTHENTICATED:
+		st.authErr = err
+		e.metrics.Unauthenticated.Inc()
+		e.ipLimit.Allow(st.remote) // a failure spends one of the IP's tokens
+		e.log.WarnContext(ctx, "authentication failed", "request_id", st.id, "remote", st.remote, "reason", "unknown or revoked API key")
+	default:
+		// The database is away or failing: the resolvers answer with it.
+		st.authErr = err
 	}
 	return 0, nil
 }
@@ -150,13 +183,19 @@ func bearerKey(r *http.Request, st *requestState) (string, bool) {
 		st.authErr = errNoCredentials
 		return "", false
 	}
-	scheme, key, ok := strings.Cut(values[0], " ")
-	key = strings.TrimSpace(key)
-	if len(values) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+	key, ok := parseBearer(values[0])
+	if len(values) > 1 || !ok {
 		st.authErr = errBadAuthHeader
 		return "", false
 	}
 	return key, true
+}
+
+// parseBearer reads the key of "Bearer <key>".
+func parseBearer(value string) (string, bool) {
+	scheme, key, ok := strings.Cut(value, " ")
+	key = strings.TrimSpace(key)
+	return key, ok && strings.EqualFold(scheme, "Bearer") && key != ""
 }
 
 func tooLarge(limit int64) *RequestError {

@@ -26,6 +26,8 @@ var errorCodes = map[string]string{
 	payment.EORDERPAID:       "ORDER_ALREADY_PAID",
 	payment.EUNAUTHENTICATED: "UNAUTHENTICATED",
 	payment.EUNAVAILABLE:     codeServiceUnavailable,
+	payment.ENOTFOUND:        "NOT_FOUND",
+	payment.ELIMITED:         codeRateLimited,
 }
 
 // errorPresenter is the one place where errors become GraphQL errors: domain
@@ -71,6 +73,9 @@ func presentDomain(ctx context.Context, log *slog.Logger, presented *gqlerror.Er
 	presented.Extensions = map[string]any{"code": errorCodes[domain.Code]}
 	if domain.Field != "" {
 		presented.Extensions["field"] = domain.Field
+	}
+	if domain.Code == payment.ELIMITED {
+		presented.Extensions["retryAfterMs"] = retryAfterMs(domain.RetryAfter)
 	}
 	if domain.Code == payment.EUNAVAILABLE {
 		presented.Extensions["retryAfterMs"] = retryAfterMs(domain.RetryAfter)

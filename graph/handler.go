@@ -55,7 +55,8 @@ const (
 )
 
 // NewHandler returns the /graphql endpoint: the HTTP edge in front of
-// gqlgen's executor.
+// gqlgen's executor, with its transports: POST and GET for queries and
+// mutations, websockets and server-sent events for the subscription.
 func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, MaxBodyBytesDefault)
 	cfg.MaxChargesPerRequest = cmp.Or(cfg.MaxChargesPerRequest, MaxChargesPerRequestDefault)
@@ -67,8 +68,24 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		cfg.Metrics = metrics.Discard()
 	}
 	log := cfg.Logger
+	e := &edge{
+		merchants:     r.Merchants,
+		maxBody:       cfg.MaxBodyBytes,
+		merchantLimit: cfg.MerchantLimit,
+		ipLimit:       cfg.IPLimit,
+		authTimeout:   cfg.AuthTimeout,
+		log:           log,
+		metrics:       cfg.Metrics,
+	}
+	if r.Live != nil {
+		e.live = r.Live
+	}
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
 	srv.AddTransport(transport.Options{})
+	// The streams first: gqlgen serves a request with the first transport
+	// that supports it, and an event stream is a POST too.
+	srv.AddTransport(e.websocketTransport())
+	srv.AddTransport(sseTransport{sse: transport.SSE{KeepAlivePingInterval: sseKeepAlive}, live: e.live})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(postTransport{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -89,16 +106,8 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		log.ErrorContext(ctx, "panic in resolver", "request_id", RequestID(ctx), "panic", p)
 		return errors.New("internal server error")
 	})
-	return &edge{
-		next:          srv,
-		merchants:     r.Merchants,
-		maxBody:       cfg.MaxBodyBytes,
-		merchantLimit: cfg.MerchantLimit,
-		ipLimit:       cfg.IPLimit,
-		authTimeout:   cfg.AuthTimeout,
-		log:           log,
-		metrics:       cfg.Metrics,
-	}
+	e.next = srv
+	return e
 }
 
 // rulesWithoutSuggestions are the validation rules with none that answers

@@ -10,8 +10,9 @@ import (
 )
 
 // operationLimits refuses, as a whole and before anything runs, an operation
-// that would charge more than maxCharges times, nest deeper than maxDepth,
-// or (when introspection is off) ask for the schema.
+// sent over a transport that does not carry its kind, one that would charge
+// more than maxCharges times, nest deeper than maxDepth, or (when
+// introspection is off) ask for the schema.
 type operationLimits struct {
 	maxCharges    int
 	maxDepth      int
@@ -28,6 +29,22 @@ func (operationLimits) Validate(schema graphql.ExecutableSchema) error { return 
 
 func (l operationLimits) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
 	op := oc.Operation
+	// Each kind of operation has its transports. Charges go over POST only,
+	// where the edge reads the Idempotency-Key header and rations each
+	// request; a stream carries the subscription, which POST cannot.
+	st := stateFrom(ctx)
+	streaming := st.stream != notStream
+	if streaming {
+		st.setOperation(op.Name, rootField(oc))
+	}
+	switch {
+	case streaming && op.Operation != ast.Subscription:
+		return limitError(codeBadRequest,
+			"websockets and event streams carry subscriptions only; send queries and mutations (chargeCard) with POST")
+	case !streaming && op.Operation == ast.Subscription:
+		return limitError(codeBadRequest,
+			"subscribe over a websocket (graphql-transport-ws) or an event stream (POST with Accept: text/event-stream)")
+	}
 	if op.Operation == ast.Mutation {
 		// The fields that would run, after fragments, @skip and @include; two
 		// fields under one response name run once.

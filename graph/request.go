@@ -17,8 +17,10 @@ type stateKey struct{}
 type requestState struct {
 	id     string // X-Request-Id, the client's or minted
 	remote string // the client's address, as the rate limits count it
+	stream streamKind
 
-	// Authentication, done once by the edge: the merchant, or why not.
+	// Authentication, done once by the edge (or, for a websocket, at its
+	// connection_init, before any operation): the merchant, or why not.
 	merchant *payment.Merchant
 	authErr  error
 

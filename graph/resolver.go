@@ -13,4 +13,7 @@ import "chargeonce/payment"
 type Resolver struct {
 	Payments  *payment.Service
 	Merchants *payment.Merchants
+	// Live tells chargeUpdated subscribers when an attempt changes; nil
+	// refuses subscriptions.
+	Live *payment.Hub
 }

@@ -48,13 +48,44 @@ func (r *queryResolver) ChargeStatus(ctx context.Context, idempotencyKey string)
 	return toPayload(*res), nil
 }
 
+// ChargeUpdated is the resolver for the chargeUpdated field.
+func (r *subscriptionResolver) ChargeUpdated(ctx context.Context, idempotencyKey string) (<-chan *model.ChargeCardPayload, error) {
+	m, err := r.merchant(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.Live == nil {
+		return nil, errNoLiveStatus
+	}
+	states, err := r.Live.Watch(ctx, m, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	payloads := make(chan *model.ChargeCardPayload, 1)
+	go func() {
+		defer close(payloads)
+		for s := range states {
+			select {
+			case payloads <- toPayload(s):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return payloads, nil
+}
+
 // Mutation returns generated.MutationResolver implementation.
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
+// Subscription returns generated.SubscriptionResolver implementation.
+func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
+
 type (
-	mutationResolver struct{ *Resolver }
-	queryResolver    struct{ *Resolver }
+	mutationResolver     struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
 )

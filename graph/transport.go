@@ -107,14 +107,17 @@ func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor,
 // "multiple", or "introspection"; a closed set, whatever the client sends.
 func rootField(oc *graphql.OperationContext) string {
 	root := "Query"
-	if oc.Operation.Operation == ast.Mutation {
+	switch oc.Operation.Operation {
+	case ast.Mutation:
 		root = "Mutation"
+	case ast.Subscription:
+		root = "Subscription"
 	}
 	name := ""
 	for _, f := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{root}) {
 		n := f.Name
 		switch n {
-		case "chargeCard", "chargeStatus":
+		case "chargeCard", "chargeStatus", "chargeUpdated":
 		case "__schema", "__type", "__typename":
 			n = "introspection"
 		default:

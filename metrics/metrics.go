@@ -69,6 +69,9 @@ type Metrics struct {
 	// HTTPDuration times /graphql requests by operation (the root field) and
 	// HTTP status code.
 	HTTPDuration *prometheus.HistogramVec
+	// Subscriptions is how many live status subscriptions (chargeUpdated)
+	// are open on this instance.
+	Subscriptions prometheus.Gauge
 
 	// EventsPublished counts outbox events the broker acknowledged, by
 	// whether the stream already had them (duplicate: true after a relay
@@ -132,13 +135,15 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name:    "webhook_attempt_duration_seconds",
 			Help:    "Attempts to send a webhook, by result (delivered, http_error, network_error, refused).",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"result"}),
+		Subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "subscriptions_open",
+			Help: "Live status subscriptions (chargeUpdated, over websocket or server-sent events) open on this instance."}),
 		reg: reg,
 	}
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.ProviderDuration, m.ProviderErrors, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration, m.EventsPublished,
-			m.WebhookDeliveries, m.WebhookAttemptDuration,
+			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m

@@ -17,7 +17,10 @@ const (
 	// EUNAVAILABLE: the database cannot be reached or is saturated; nothing
 	// was charged, and the same request may be retried after RetryAfter.
 	EUNAVAILABLE = "unavailable"
-	EINTERNAL    = "internal"
+	// ELIMITED: a bound was reached (live status subscriptions); nothing was
+	// started, and the same request may be retried after RetryAfter.
+	ELIMITED  = "limited"
+	EINTERNAL = "internal"
 )
 
 // Error is an error the caller may see. Message is written for the API's

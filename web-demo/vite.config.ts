@@ -67,7 +67,8 @@ export default defineConfig({
     port: 5173,
     strictPort: true,
     proxy: {
-      '/graphql': toBackend,
+      // ws: the live status subscription (chargeUpdated) is a websocket on /graphql.
+      '/graphql': { ...toBackend, ws: true },
       '/provider': toBackend,
       // The Go server's playground page, and the built assets it loads.
       '/playground': toBackend,

@@ -31,6 +31,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 }
 
 type DirectiveRoot struct {
@@ -68,6 +69,10 @@ type ComplexityRoot struct {
 	Query struct {
 		ChargeStatus func(childComplexity int, idempotencyKey string) int
 	}
+
+	Subscription struct {
+		ChargeUpdated func(childComplexity int, idempotencyKey string) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -79,6 +84,9 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	ChargeStatus(ctx context.Context, idempotencyKey string) (*model.ChargeCardPayload, error)
+}
+type SubscriptionResolver interface {
+	ChargeUpdated(ctx context.Context, idempotencyKey string) (<-chan *model.ChargeCardPayload, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -216,6 +224,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.ChargeStatus(childComplexity, args["idempotencyKey"].(string)), true
 
+	case "Subscription.chargeUpdated":
+		if e.ComplexityRoot.Subscription.ChargeUpdated == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_chargeUpdated_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ChargeUpdated(childComplexity, args["idempotencyKey"].(string)), true
+
 	}
 	return 0, false
 }
@@ -270,6 +290,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -381,6 +418,17 @@ type Mutation {
   paid, under another key is refused with ORDER_ALREADY_PAID.
   """
   chargeCard(idempotencyKey: String!, input: ChargeCardInput!): ChargeCardPayload!
+}
+
+type Subscription {
+  """
+  The live status of the charge attempt made with this idempotency key: its
+  current state at once, then every change, whichever instance makes it;
+  completes after a final state (SUCCEEDED or FAILED). A key this merchant
+  never used is a NOT_FOUND error. Served over websockets (graphql-transport-ws)
+  and server-sent events only; queries and mutations go over POST.
+  """
+  chargeUpdated(idempotencyKey: String!): ChargeCardPayload!
 }
 `, BuiltIn: false},
 }
@@ -591,6 +639,20 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 }
 
 func (ec *executionContext) field_Query_chargeStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_chargeUpdated_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
@@ -1201,6 +1263,50 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_chargeUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_chargeUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().ChargeUpdated(ctx, fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ChargeCardPayload) graphql.Marshaler {
+			return ec.marshalNChargeCardPayload2ᚖchargeonceᚋgraphᚋmodelᚐChargeCardPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_chargeUpdated(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ChargeCardPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_chargeUpdated_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -2612,6 +2718,26 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	}
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "chargeUpdated":
+		return ec._Subscription_chargeUpdated(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var __DirectiveImplementors = []string{"__Directive"}

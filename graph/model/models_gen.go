@@ -65,6 +65,9 @@ type Mutation struct {
 type Query struct {
 }
 
+type Subscription struct {
+}
+
 // Where a charge attempt stands.
 type ChargeStatus string
 

@@ -198,12 +198,21 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     await expectLedgerPanel(page, 1);
   });
 
-  it('the provider loses its answer: PROCESSING counts down to the next question, second by second', async () => {
+  it('live status unavailable (the websocket is refused): PROCESSING falls back to the countdown, second by second', async () => {
+    // The page's websocket is closed before it says anything: live status
+    // cannot connect, and the page polls chargeStatus as before.
+    const sockets: string[] = [];
+    await page.routeWebSocket('**/graphql', (ws) => {
+      sockets.push(ws.url());
+      ws.close({ code: 1011, reason: 'refused by the test' });
+    });
+    await page.reload(); // the route takes hold in a page loaded after it
     await page.getByRole('radio', { name: /0005/ }).check();
     await page.getByTestId('pay').click();
 
     const next = page.getByTestId('next-poll');
     await next.waitFor({ timeout: 15_000 });
+    const countdownLine = await page.getByTestId('outcome').textContent();
     const asked = async () => (await timeline(page)).filter((r) => r.operation === 'chargeStatus').length;
     const before = await asked();
     // Read the countdown until the page asks chargeStatus.
@@ -224,6 +233,34 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     // Each second lasts a second, and the question waits for the end of the last.
     for (let i = 2; i < seen.length; i++) expect(seen[i].at - seen[i - 1].at).toBeGreaterThanOrEqual(800);
     expect(askedAt - seen.at(-1)!.at).toBeGreaterThanOrEqual(700);
+
+    // The page tried the live status first, and says why it polls.
+    expect(sockets.length).toBeGreaterThanOrEqual(1);
+    const key = await storedKey(page);
+    expect(await timeline(page)).toContainEqual({ operation: 'chargeUpdated', outcome: 'unavailable', key, status: '', replayed: '' });
+    await expect(page.getByTestId('timeline').textContent()).resolves.toContain('live status unavailable: polling');
+    expect(countdownLine).toContain('Live status unavailable.');
+  });
+
+  it('live status: PROCESSING follows the subscription, and the final state arrives by it, not by polling', async () => {
+    // The provider loses its answer: chargeonce answers PROCESSING, and its
+    // reconciler finalizes the attempt a few seconds later. The page learns
+    // it from chargeUpdated (NOTIFY at the commit), not from a question.
+    await page.getByRole('radio', { name: /0005/ }).check();
+    await page.getByTestId('pay').click();
+
+    // (The subscribed state may last a moment only: the reconciler's pass
+    // can come right after the PROCESSING answer.)
+    await expectFinal(page, 'SUCCEEDED', 30_000);
+    const key = await storedKey(page);
+    const rows = await timeline(page);
+    expect(rows.at(-1)).toEqual({ operation: 'chargeUpdated', outcome: 'answered', key, status: 'SUCCEEDED', replayed: 'true' });
+    // Whatever chargeStatus was asked (while chargeCard was still open) said PROCESSING.
+    expect(rows.filter((r) => r.operation === 'chargeStatus').every((r) => r.status === 'PROCESSING')).toBe(true);
+    expect(rows.filter((r) => r.operation === 'chargeUpdated')).toHaveLength(1);
+    await expect(page.getByTestId('timeline').textContent()).resolves.toContain('live status: subscribed · SUCCEEDED');
+    expect((await ledger(key!)).map((c) => c.status)).toEqual(['succeeded']);
+    await expectLedgerPanel(page, 1);
   });
 
   it('double click: one charge', async () => {
@@ -254,7 +291,8 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     await expect(page.getByRole('radio', { name: /Slow bank/ }).isChecked()).resolves.toBe(true);
     const rows = await timeline(page);
     expect(rows[0]).toMatchObject({ operation: 'chargeCard', outcome: 'abandoned', key });
-    expect(rows.slice(1).every((r) => r.operation === 'chargeStatus' && r.key === key)).toBe(true);
+    // Reads only since: chargeStatus, and the live status subscription.
+    expect(rows.slice(1).every((r) => ['chargeStatus', 'chargeUpdated'].includes(r.operation) && r.key === key)).toBe(true);
     expect(rows.at(-1)).toMatchObject({ status: 'SUCCEEDED' });
     expect(await ledger(key!)).toHaveLength(1);
     await expectLedgerPanel(page, 1);

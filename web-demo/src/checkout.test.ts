@@ -8,6 +8,8 @@ import {
   Checkout,
   canPay,
   isBusy,
+  liveConnectMsDefault,
+  liveRecheckMsDefault,
   patienceMsDefault,
   resultArrived,
   retryNote,
@@ -15,6 +17,7 @@ import {
   type CheckoutState,
   type CheckoutTransport,
   type Clock,
+  type LiveHandlers,
   type Phase,
 } from './checkout';
 import type { ChargeCardInput, ChargeResultFragment, ChargeStatus } from './generated/graphql';
@@ -80,6 +83,37 @@ class FakeTransport implements CheckoutTransport {
   }
 }
 
+/** A subscription the fake transport opened: the test sends its states, or fails it. */
+interface Watch {
+  key: string;
+  stopped: boolean;
+  next(p: ChargeResultFragment): Promise<void>;
+  failed(reason: string): Promise<void>;
+}
+
+/** The fake transport, with live status. */
+class LiveTransport extends FakeTransport {
+  readonly watches: Watch[] = [];
+  watch(key: string, handlers: LiveHandlers): () => void {
+    const w: Watch = {
+      key,
+      stopped: false,
+      next: async (p) => {
+        handlers.next(p);
+        await settled();
+      },
+      failed: async (reason) => {
+        handlers.failed(reason);
+        await settled();
+      },
+    };
+    this.watches.push(w);
+    return () => {
+      w.stopped = true;
+    };
+  }
+}
+
 const release = (resolve: (a: Answer) => void) => async (a: Answer) => {
   resolve(a);
   await settled();
@@ -118,10 +152,10 @@ function record(outcome: RequestRecord['outcome'], over: Partial<RequestRecord> 
   return { n: 1, operation: 'ChargeCard', idempotencyKey: 'key-1', sentAt: '', outcome, ...over };
 }
 
-function setup(opts: { storage?: MemoryStorage } = {}) {
+function setup<T extends FakeTransport = FakeTransport>(opts: { storage?: MemoryStorage; transport?: T } = {}) {
   const storage = opts.storage ?? new MemoryStorage();
   const clock = new FakeClock();
-  const transport = new FakeTransport();
+  const transport = opts.transport ?? (new FakeTransport() as T);
   let minted = 0;
   const checkout = new Checkout({ transport, clock, storage, mintKey: () => `key-${++minted}` });
   const history: CheckoutState[] = [];
@@ -547,6 +581,163 @@ describe('Checkout: a reload', () => {
     await transport.statuses[0].answer(lostForGood);
     expect(phase()).toEqual({ kind: 'unknown', code: null });
     expect(canPay(checkout.state)).toBe(true);
+  });
+});
+
+describe('Checkout: live status (chargeUpdated)', () => {
+  const live = (storage?: MemoryStorage) => setup({ transport: new LiveTransport(), storage });
+
+  it('processing → subscribed, no countdown, and the final state from the subscription settles the attempt', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING', { retryAfterMs: 1000 }));
+    expect(as(phase(), 'processing')).toMatchObject({ key: 'key-1', live: 'connecting' });
+    expect(transport.watches.map((w) => w.key)).toEqual(['key-1']);
+
+    await transport.watches[0].next(result('PROCESSING'));
+    expect(as(phase(), 'processing').live).toBe('subscribed');
+    // No question while the server pushes: well past retryAfterMs.
+    await clock.advance(10_000);
+    expect(transport.statuses).toHaveLength(0);
+
+    await transport.watches[0].next(result('SUCCEEDED', { replayed: true }));
+    expect(as(phase(), 'final').payload.status).toBe('SUCCEEDED');
+    expect(checkout.state.attempt?.state).toBe('SUCCEEDED');
+    expect(transport.watches[0].stopped).toBe(true);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('a slow bank: the subscription settles first, and the late chargeCard answer is ignored', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(slow);
+    checkout.observe(record('pending'));
+    await clock.advance(patienceMsDefault);
+    await transport.statuses[0].answer(answer('PROCESSING'));
+    expect(as(phase(), 'processing')).toMatchObject({ charging: true, live: 'connecting' });
+    await transport.watches[0].next(result('PROCESSING'));
+    await transport.watches[0].next(result('FAILED'));
+    expect(as(phase(), 'final').payload.status).toBe('FAILED');
+
+    await transport.charges[0].answer(answer('SUCCEEDED'));
+    expect(as(phase(), 'final').payload.status).toBe('FAILED');
+    expect(transport.watches).toHaveLength(1);
+  });
+
+  it('chargeCard answering first closes the subscription', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(slow);
+    checkout.observe(record('pending'));
+    await clock.advance(patienceMsDefault);
+    await transport.statuses[0].answer(answer('PROCESSING'));
+    await transport.watches[0].next(result('PROCESSING'));
+    await transport.charges[0].answer(answer('SUCCEEDED'));
+    expect(as(phase(), 'final').payload.status).toBe('SUCCEEDED');
+    expect(transport.watches[0].stopped).toBe(true);
+    await transport.watches[0].next(result('FAILED')); // too late, and from a closed subscription
+    expect(as(phase(), 'final').payload.status).toBe('SUCCEEDED');
+  });
+
+  it('cannot connect → polls with the countdown, and says live status is unavailable', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING', { retryAfterMs: 2000 }));
+    await transport.watches[0].failed('closed 1006');
+    expect(as(phase(), 'processing')).toMatchObject({ live: 'unavailable', remainingMs: 2000, checking: false });
+    await clock.advance(2000);
+    expect(transport.statuses.map((s) => s.key)).toEqual(['key-1']);
+    await transport.statuses[0].answer(answer('PROCESSING'));
+    // It stays on polling for this attempt: no second subscription.
+    expect(as(phase(), 'processing').live).toBe('unavailable');
+    expect(transport.watches).toHaveLength(1);
+  });
+
+  it('no answer within liveConnectMs → polls', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING', { retryAfterMs: 1000 }));
+    await clock.advance(liveConnectMsDefault - 1);
+    expect(as(phase(), 'processing').live).toBe('connecting');
+    await clock.advance(1);
+    expect(as(phase(), 'processing').live).toBe('unavailable');
+    expect(transport.watches[0].stopped).toBe(true);
+    await clock.advance(1000);
+    expect(transport.statuses).toHaveLength(1);
+  });
+
+  it('a subscription that drops after it was subscribed → polls', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING', { retryAfterMs: 1000 }));
+    await transport.watches[0].next(result('PROCESSING'));
+    await transport.watches[0].failed('closed 1001');
+    expect(as(phase(), 'processing').live).toBe('unavailable');
+    await clock.advance(1000);
+    await transport.statuses[0].answer(answer('SUCCEEDED', { replayed: true }));
+    expect(as(phase(), 'final').payload.status).toBe('SUCCEEDED');
+  });
+
+  it('while subscribed, asks chargeStatus now and then anyway, and keeps the subscription', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING'));
+    await transport.watches[0].next(result('PROCESSING'));
+    await clock.advance(liveRecheckMsDefault - 1);
+    expect(transport.statuses).toHaveLength(0);
+    await clock.advance(1);
+    expect(transport.statuses).toHaveLength(1);
+    await transport.statuses[0].answer(answer('PROCESSING'));
+    expect(as(phase(), 'processing').live).toBe('subscribed');
+    expect(transport.watches).toHaveLength(1);
+    expect(transport.watches[0].stopped).toBe(false);
+    await transport.watches[0].next(result('SUCCEEDED'));
+    expect(phase().kind).toBe('final');
+  });
+
+  it('an error from the subscription (an unknown key) → polls, and chargeStatus decides', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING', { retryAfterMs: 500 }));
+    await transport.watches[0].failed('NOT_FOUND');
+    await clock.advance(500);
+    await transport.statuses[0].answer(unknownKey);
+    expect(phase().kind).toBe('notReached');
+  });
+
+  it('a reload: resuming → subscribed → final', async () => {
+    const storage = new MemoryStorage();
+    storage.setItem(attemptStorageKey, JSON.stringify({ key: 'stored-key', input: slow, state: 'open', startedAt: '2026-11-29T12:00:00Z' }));
+    const { checkout, transport, phase } = live(storage);
+    checkout.start();
+    await transport.statuses[0].answer(answer('PROCESSING', { idempotencyKey: 'stored-key' }));
+    expect(transport.watches.map((w) => w.key)).toEqual(['stored-key']);
+    await transport.watches[0].next(result('PROCESSING', { idempotencyKey: 'stored-key' }));
+    await transport.watches[0].next(result('SUCCEEDED', { idempotencyKey: 'stored-key' }));
+    expect(phase().kind).toBe('final');
+    expect(checkout.state.attempt?.state).toBe('SUCCEEDED');
+    expect(transport.statuses).toHaveLength(1);
+  });
+
+  it('a new attempt subscribes again, even after the last one fell back to polling', async () => {
+    const { checkout, transport, clock, phase } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING', { retryAfterMs: 500 }));
+    await transport.watches[0].failed('closed 1006');
+    await clock.advance(500);
+    await transport.statuses[0].answer(answer('SUCCEEDED'));
+    expect(checkout.startNew()).toBe(true);
+    checkout.pay(visa);
+    await transport.charges[1].answer(answer('PROCESSING', { idempotencyKey: 'key-2' }));
+    expect(transport.watches.map((w) => w.key)).toEqual(['key-1', 'key-2']);
+    expect(as(phase(), 'processing').live).toBe('connecting');
+  });
+
+  it('dispose ends the subscription', async () => {
+    const { checkout, transport, clock } = live();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('PROCESSING'));
+    checkout.dispose();
+    expect(transport.watches[0].stopped).toBe(true);
+    expect(clock.pending).toBe(0);
   });
 });
 

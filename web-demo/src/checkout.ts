@@ -17,6 +17,15 @@
 // server asks for, and shows PROCESSING when the server says so. chargeStatus
 // is a read: it never charges, and it does not compete with the request that
 // is doing the work. Whichever answer is final first settles the attempt.
+//
+// Live status: when the transport can subscribe (chargeUpdated over a
+// websocket), a PROCESSING attempt is followed by the subscription instead
+// of the countdown: the server sends its state at once and the final one as
+// soon as it is committed, whichever instance finalizes it. While subscribed,
+// the page still asks chargeStatus now and then (liveRecheckMs), since a
+// connection can die without a word. A subscription that does not answer
+// within liveConnectMs, fails or ends without a final state falls back to
+// the countdown and chargeStatus, for the rest of the attempt.
 import { CombinedError } from '@urql/core';
 import { AttemptStore, type Attempt, type KeyValueStorage } from './attempt';
 import type { ChargeCardInput, ChargeResultFragment } from './generated/graphql';
@@ -39,7 +48,27 @@ export interface CheckoutTransport {
   chargeCard(key: string, input: ChargeCardInput, signal: AbortSignal): Promise<Answer>;
   /** Asks chargeStatus for key: a read, which never charges. */
   chargeStatus(key: string): Promise<Answer>;
+  /**
+   * Subscribes to the live status of key (chargeUpdated) and returns what
+   * ends the subscription. Without it, the page polls chargeStatus.
+   */
+  watch?(key: string, handlers: LiveHandlers): () => void;
 }
+
+/** What a live status subscription tells the checkout. */
+export interface LiveHandlers {
+  /** A state of the attempt: the current one at once, then each change until a final one. */
+  next(payload: ChargeResultFragment): void;
+  /** It could not start, it failed, or it ended without a final state. Called once, and nothing after it. */
+  failed(reason: string): void;
+}
+
+/**
+ * How a PROCESSING attempt is followed: connecting to its live status,
+ * subscribed to it, or polled because live status is unavailable. Absent:
+ * polled, with no live status to try.
+ */
+export type LiveState = 'connecting' | 'subscribed' | 'unavailable';
 
 /** Time, as the checkout needs it: window's in the page, a fake in tests. */
 export interface Clock {
@@ -76,6 +105,8 @@ export type Phase =
       /** The question is on its way. */
       checking: boolean;
       charging: boolean;
+      /** Followed by its live status, or polled (see LiveState). */
+      live?: LiveState;
     }
   /** Every try failed without an answer (network, busy server): the outcome is unknown; Pay sends the same key. */
   | { kind: 'unknown'; code: string | null }
@@ -102,10 +133,18 @@ export interface CheckoutOptions {
   mintKey?: () => string;
   /** How long a chargeCard request may be open before the page asks chargeStatus. */
   patienceMs?: number;
+  /** How long a live status subscription may take to answer before the page polls instead. */
+  liveConnectMs?: number;
+  /** While subscribed, how often the page asks chargeStatus anyway. */
+  liveRecheckMs?: number;
 }
 
 /** A normal card answers well within this; a slower one gets asked about. */
 export const patienceMsDefault = 1_000;
+/** The server answers a subscription with the current state at once: a few seconds is plenty. */
+export const liveConnectMsDefault = 3_000;
+/** As seldom as the polling backs off to (pollPolicy.maxDelayMs). */
+export const liveRecheckMsDefault = 15_000;
 
 /** Whether Pay may be pressed in this state. */
 export function canPay(s: CheckoutState): boolean {
@@ -143,6 +182,8 @@ export class Checkout {
   private readonly clock: Clock;
   private readonly store: AttemptStore;
   private readonly patienceMs: number;
+  private readonly liveConnectMs: number;
+  private readonly liveRecheckMs: number;
   private readonly listeners = new Set<Listener>();
   private current: CheckoutState = { attempt: null, phase: { kind: 'idle' } };
   /** Bumped whenever pending work stops mattering: a new payment, a new attempt, dispose. */
@@ -158,11 +199,19 @@ export class Checkout {
   /** The one timer: the countdown, or the patience with a slow request. */
   private timer: unknown = null;
   private abort: AbortController | null = null;
+  /** The key the live status subscription follows, what ends it, and how far it got. */
+  private liveKey: string | null = null;
+  private liveStop: (() => void) | null = null;
+  private liveState: LiveState | undefined;
+  /** Live status failed in this flow: poll for the rest of it. */
+  private liveDown = false;
 
   constructor(opts: CheckoutOptions) {
     this.transport = opts.transport;
     this.clock = opts.clock;
     this.patienceMs = opts.patienceMs ?? patienceMsDefault;
+    this.liveConnectMs = opts.liveConnectMs ?? liveConnectMsDefault;
+    this.liveRecheckMs = opts.liveRecheckMs ?? liveRecheckMsDefault;
     this.store = new AttemptStore(opts.storage, opts.mintKey, () => new Date(opts.clock.now()));
   }
 
@@ -280,6 +329,7 @@ export class Checkout {
 
   /** Moves to what answer says: final, PROCESSING (the countdown), or why there is no outcome. */
   private settle(attempt: Attempt, answer: Answer, checks: number): void {
+    if (answer.error || answer.payload?.status !== 'PROCESSING') this.stopLive();
     if (answer.error) {
       const first = answer.error.graphQLErrors[0];
       const code = typeof first?.extensions?.code === 'string' ? first.extensions.code : null;
@@ -304,9 +354,13 @@ export class Checkout {
     this.set({ attempt: this.store.current() ?? { ...attempt, state: p.status }, phase: { kind: 'final', payload: p } });
   }
 
-  /** PROCESSING: count down to the next chargeStatus question, one second at a time. */
+  /** PROCESSING: follow the live status, or count down to the next chargeStatus question, one second at a time. */
   private countdown(key: string, retryAfterMs: number | null, checks: number): void {
     this.clearTimer();
+    if (this.transport.watch && !this.liveDown) {
+      this.follow(key, retryAfterMs, checks);
+      return;
+    }
     const wait = pollDelayMs(retryAfterMs, checks);
     this.set({
       ...this.current,
@@ -319,9 +373,93 @@ export class Checkout {
         remainingMs: wait,
         checking: false,
         charging: this.charging,
+        ...(this.liveDown ? { live: 'unavailable' as const } : {}),
       },
     });
     this.tick();
+  }
+
+  /**
+   * PROCESSING, with live status: subscribes to key (or keeps the
+   * subscription it has), and waits for it: liveConnectMs for its first
+   * answer, then liveRecheckMs before asking chargeStatus anyway.
+   */
+  private follow(key: string, retryAfterMs: number | null, checks: number): void {
+    if (this.liveKey !== key) this.subscribeLive(key);
+    const live = this.liveState ?? 'connecting';
+    const wait = live === 'connecting' ? this.liveConnectMs : this.liveRecheckMs;
+    this.set({
+      ...this.current,
+      phase: {
+        kind: 'processing',
+        key,
+        checks,
+        retryAfterMs,
+        nextCheckAt: this.clock.now() + wait,
+        remainingMs: wait,
+        checking: false,
+        charging: this.charging,
+        live,
+      },
+    });
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = null;
+      if (this.liveState === 'connecting') this.liveFailed('no answer in time');
+      else this.ask(key, checks, retryAfterMs);
+    }, wait);
+  }
+
+  private subscribeLive(key: string): void {
+    this.stopLive();
+    const flow = this.flow;
+    this.liveKey = key;
+    this.liveState = 'connecting';
+    const mine = () => flow === this.flow && this.liveKey === key;
+    const stop = this.transport.watch!(key, {
+      next: (p) => {
+        if (mine()) this.liveNext(p);
+      },
+      failed: (reason) => {
+        if (mine()) this.liveFailed(reason);
+      },
+    });
+    if (mine()) this.liveStop = stop;
+    else stop(); // it failed at once, and was put away already
+  }
+
+  /** A state from the live status: subscribed while PROCESSING; a final one settles the attempt. */
+  private liveNext(p: ChargeResultFragment): void {
+    const phase = this.current.phase;
+    if (phase.kind !== 'paying' && phase.kind !== 'processing') return;
+    if (p.status === 'PROCESSING') {
+      if (this.liveState === 'subscribed') return;
+      this.liveState = 'subscribed';
+      // From now on the timer is the occasional recheck.
+      if (phase.kind === 'processing') {
+        this.clearTimer();
+        this.follow(phase.key, phase.retryAfterMs, phase.checks);
+      }
+      return;
+    }
+    this.clearTimer();
+    this.forgetQuestion();
+    this.settle(this.current.attempt!, { payload: p }, phase.kind === 'processing' ? phase.checks + 1 : 0);
+  }
+
+  /** Live status is unavailable: poll instead, for the rest of this flow. */
+  private liveFailed(_reason: string): void {
+    this.stopLive();
+    this.liveDown = true;
+    const phase = this.current.phase;
+    if (phase.kind === 'processing' && !phase.checking) this.countdown(phase.key, phase.retryAfterMs, phase.checks);
+  }
+
+  private stopLive(): void {
+    const stop = this.liveStop;
+    this.liveStop = null;
+    this.liveKey = null;
+    this.liveState = undefined;
+    stop?.();
   }
 
   private tick(): void {
@@ -397,6 +535,8 @@ export class Checkout {
 
   private newFlow(): number {
     this.clearTimer();
+    this.stopLive();
+    this.liveDown = false;
     this.abort?.abort();
     this.abort = null;
     this.charging = false;

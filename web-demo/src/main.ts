@@ -8,6 +8,7 @@ import { Checkout, resultArrived, type Answer, type CheckoutTransport } from './
 import { createClient } from './client';
 import { ChargeCardDocument, ChargeStatusDocument, type ChargeResultFragment } from './generated/graphql';
 import { fetchLedger, type Ledger } from './ledger';
+import { createLiveClient, liveStatus, websocketURL } from './live';
 import {
   chosenCard,
   elements,
@@ -78,7 +79,22 @@ function start(doc: Document, win: Window): void {
     },
   });
 
+  const timelineHooks = {
+    sent(r: Parameters<typeof timeline.add>[0]) {
+      const rec = timeline.add(r);
+      paintTimeline(el, timeline.all());
+      return rec;
+    },
+    update(r: Parameters<typeof timeline.update>[0]) {
+      timeline.update(r);
+      paintTimeline(el, timeline.all());
+    },
+  };
+  // Live status: chargeUpdated over a websocket, the API key in connection_init.
+  const watch = liveStatus(createLiveClient(websocketURL(win.location), apiKey), timelineHooks);
+
   const transport: CheckoutTransport = {
+    watch,
     async chargeCard(idempotencyKey, input, signal) {
       const r = await firstResult(client.mutation(ChargeCardDocument, { idempotencyKey, input }), signal);
       return answerOf(r, r.data?.chargeCard);

@@ -12,7 +12,9 @@ export type Outcome =
   | 'network-error' // no usable answer: the outcome is unknown
   | 'answered' // a GraphQL answer with data
   | 'graphql-error' // a GraphQL answer with errors
-  | 'abandoned'; // the page went away before the answer
+  | 'abandoned' // the page went away before the answer
+  | 'unavailable' // a live status subscription that failed: the page polls instead
+  | 'closed'; // a live status subscription the page ended: the outcome came another way
 
 export interface RequestRecord {
   /** 1 for the first request of the checkout attempt, 2 for the next… */

@@ -181,6 +181,18 @@ describe('PROCESSING', () => {
     expect(words(outcomeView(state(processing({ charging: true })), safe))).toContain('the request is still open');
   });
 
+  it('live status: connecting, then subscribed, with no countdown; unavailable says so beside the countdown', () => {
+    const connecting = outcomeView(state(processing({ live: 'connecting' })), safe)!;
+    expect(words(connecting)).toContain('Connecting to the live status');
+    expect(words(connecting)).not.toContain('Checking again');
+    const subscribed = outcomeView(state(processing({ live: 'subscribed' })), safe)!;
+    expect(subscribed.lines[1]).toMatchObject({ testid: 'live-status' });
+    expect(words(subscribed)).toContain('the server tells this page the moment the payment is final');
+    const polling = outcomeView(state(processing({ live: 'unavailable', remainingMs: 2000 })), safe)!;
+    expect(words(polling)).toContain('Live status unavailable. Checking again in');
+    expect(polling.lines[1].parts.find((p) => typeof p !== 'string')).toMatchObject({ testid: 'next-poll' });
+  });
+
   it('the live region does not tick with the countdown', () => {
     const a = announcement(state(processing({ remainingMs: 3000 })), safe);
     const b = announcement(state(processing({ remainingMs: 1000, checks: 4 })), safe);
@@ -210,6 +222,18 @@ describe('the live region', () => {
       expect(text.length).toBeLessThanOrEqual(80);
       expect(text).not.toMatch(/ch_|provider charge|replayed/);
     }
+  });
+});
+
+describe('a live status row in the timeline', () => {
+  const row = (r: Partial<Parameters<typeof describeRequest>[0]>) =>
+    describeRequest({ n: 2, operation: 'ChargeUpdated', idempotencyKey: 'k', sentAt: '', outcome: 'pending', ...r });
+  it('says which path the page took', () => {
+    expect(row({})).toEqual({ text: 'live status: connecting…', tone: 'pending' });
+    expect(row({ status: 'PROCESSING', detail: 'subscribed' })).toEqual({ text: 'live status: subscribed · PROCESSING', tone: 'pending' });
+    expect(row({ outcome: 'answered', status: 'SUCCEEDED', detail: 'subscribed' })).toEqual({ text: 'live status: subscribed · SUCCEEDED', tone: 'ok' });
+    expect(row({ outcome: 'unavailable', detail: 'closed 1006' })).toEqual({ text: 'live status unavailable: polling (closed 1006)', tone: 'warn' });
+    expect(row({ outcome: 'closed', status: 'PROCESSING' }).text).toContain('closed, the outcome came first');
   });
 });
 

@@ -105,6 +105,27 @@ function retryingLine(retry: RetryNote, unsafe: boolean): { title: string; line:
   return { title: busy ? 'The payment service is busy' : 'The server had a problem', line: `It answered ${retry.code}${asked}. ${how}` };
 }
 
+/** How the page follows a PROCESSING attempt: its live status, or the countdown to the next question. */
+function liveLine(p: Extract<CheckoutState['phase'], { kind: 'processing' }>): Line {
+  switch (p.live) {
+    case 'connecting':
+      return { parts: ['Connecting to the live status of this payment…'], className: 'live-line', testid: 'live-status' };
+    case 'subscribed':
+      return {
+        parts: ['Live status: the server tells this page the moment the payment is final.'],
+        className: 'live-line',
+        testid: 'live-status',
+      };
+  }
+  const unavailable = p.live === 'unavailable' ? 'Live status unavailable. ' : '';
+  return {
+    parts: p.checking
+      ? [`${unavailable}Checking now…`]
+      : [`${unavailable}Checking again in `, { text: countdownText(p.remainingMs), testid: 'next-poll', className: 'countdown' }, '.'],
+    className: 'countdown-line',
+  };
+}
+
 /** What the outcome box shows for s, or null when it shows nothing. */
 export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView | null {
   const p = s.phase;
@@ -129,12 +150,7 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
                 : 'Still waiting for the card provider to confirm. The attempt stays open under its key.',
           ],
         },
-        {
-          parts: p.checking
-            ? ['Checking now…']
-            : ['Checking again in ', { text: countdownText(p.remainingMs), testid: 'next-poll', className: 'countdown' }, '.'],
-          className: 'countdown-line',
-        },
+        liveLine(p),
       ];
       return { tone: 'pending', pill: 'PROCESSING', title: 'Payment processing', spinner: true, lines, facts: [] };
     }
@@ -289,13 +305,40 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
   }
 }
 
-export const operationNames: Record<string, string> = { ChargeCard: 'chargeCard', ChargeStatus: 'chargeStatus' };
+export const operationNames: Record<string, string> = {
+  ChargeCard: 'chargeCard',
+  ChargeStatus: 'chargeStatus',
+  ChargeUpdated: 'chargeUpdated',
+};
 
 export const shortKey = (k: string) => (k.length > 13 ? `${k.slice(0, 8)}…${k.slice(-4)}` : k);
 
+/** What a timeline row says about a live status subscription: which path the page took. */
+function describeLive(r: RequestRecord): { text: string; tone: 'pending' | 'warn' | 'error' | 'ok' } {
+  const tone = r.status === 'FAILED' ? 'error' : r.status === 'SUCCEEDED' ? 'ok' : 'pending';
+  switch (r.outcome) {
+    case 'pending':
+      return r.detail === 'subscribed'
+        ? { text: `live status: subscribed · ${r.status ?? ''}`.trim(), tone: 'pending' }
+        : { text: 'live status: connecting…', tone: 'pending' };
+    case 'answered':
+      return { text: `live status: subscribed · ${r.status}${r.replayed ? ' · replayed: true' : ''}`, tone };
+    case 'closed':
+      return { text: `live status: subscribed${r.status ? ` · ${r.status}` : ''} · closed, the outcome came first by another request`, tone: 'ok' };
+    case 'abandoned':
+      return { text: `live status: ended, ${r.detail ?? 'abandoned'}`, tone: 'warn' };
+    default:
+      return { text: `live status unavailable: polling${r.detail ? ` (${r.detail})` : ''}`, tone: 'warn' };
+  }
+}
+
 /** What a timeline row says about a request, and its colour. */
 export function describeRequest(r: RequestRecord): { text: string; tone: 'pending' | 'warn' | 'error' | 'ok' } {
+  if (r.operation === 'ChargeUpdated') return describeLive(r);
   switch (r.outcome) {
+    case 'unavailable':
+    case 'closed':
+      return { text: r.outcome, tone: 'warn' }; // a subscription's outcomes only
     case 'pending':
       return { text: 'waiting for the answer…', tone: 'pending' };
     case 'abandoned':
