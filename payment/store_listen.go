@@ -2,65 +2,12 @@ package payment
 
 import (
 	"context"
-	"errors"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"chargeonce/db"
 )
 
-// listenHealthInterval is how long the LISTEN connection may be silent
-// before it is asked to prove that it is alive: a peer gone without a word
-// (a failover, a network cut) would otherwise leave it waiting forever.
-const listenHealthInterval = 30 * time.Second
-
-// listenConnectTimeout bounds opening the LISTEN connection, and each check
-// that it is alive.
-const listenConnectTimeout = 10 * time.Second
-
-// listen opens a connection of its own (outside the pool, which it would
-// otherwise hold one of for good), LISTENs on channel, calls connected once
-// it does, and then notified with the payload of each notification, until
-// ctx ends or the connection fails; it returns why.
+// listen LISTENs on channel on a connection of its own (see db.Listen),
+// with the store's reading of its errors.
 func (s *store) listen(ctx context.Context, channel string, connected func(), notified func(payload string)) error {
-	cfg := s.pool.Config().ConnConfig.Copy()
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
-	cfg.RuntimeParams["application_name"] = "chargeonce-listen"
-	connectCtx, cancel := context.WithTimeout(ctx, listenConnectTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(connectCtx, cfg)
-	if err != nil {
-		return interpretError(err)
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = conn.Close(closeCtx)
-	}()
-	if _, err := conn.Exec(connectCtx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		return interpretError(err)
-	}
-	connected()
-	for {
-		waitCtx, cancel := context.WithTimeout(ctx, listenHealthInterval)
-		n, err := conn.WaitForNotification(waitCtx)
-		cancel()
-		switch {
-		case err == nil:
-			notified(n.Payload)
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			// Silence: a timed-out wait leaves the connection usable; ask it.
-			pingCtx, cancel := context.WithTimeout(ctx, listenConnectTimeout)
-			err := conn.Ping(pingCtx)
-			cancel()
-			if err != nil {
-				return interpretError(err)
-			}
-		default:
-			return interpretError(err)
-		}
-	}
+	return interpretError(db.Listen(ctx, s.pool, channel, connected, notified))
 }

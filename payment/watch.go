@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"chargeonce/db"
 	"chargeonce/metrics"
 )
 
@@ -39,7 +40,7 @@ const (
 
 // eventsChannel is the channel that charge_events' trigger notifies at the
 // commit of every finalization (db/migrations/00007_events.sql).
-const eventsChannel = "chargeonce_events"
+const eventsChannel = db.EventsChannel
 
 // Hub tells watchers when a charge attempt changes, on every instance: one
 // connection per instance LISTENs to the notification that each finalization
