@@ -81,6 +81,14 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 		closeDB()
 		return nil, err
 	}
+	// The relay owns the stream; making it now spares the consumers a first
+	// pass that finds none. A broker that is away is no reason not to start:
+	// the relay makes the stream when it is back.
+	streamCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if _, err := events.EnsureStream(streamCtx, a.broker.JS, cfg.NATSReplicas); err != nil {
+		log.Warn("event stream not made yet; the relay makes it once the broker answers", "err", err)
+	}
+	cancel()
 	if a.webhooks, err = webhook.New(pool, a.broker.JS, log, cfg.webhookConfig(a.metrics)); err != nil {
 		a.close()
 		return nil, err

@@ -2,6 +2,8 @@ package events
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,8 +61,13 @@ func Open(ctx context.Context, cfg BrokerConfig) (*Broker, error) {
 	b := &Broker{URL: cfg.URL}
 	if b.URL == "" {
 		local := "nats://127.0.0.1:" + strconv.Itoa(cfg.Port)
-		if cfg.Port != 0 && reachable(local) {
-			log.Info("NATS_URL is not set: using the embedded event broker of another local chargeonce process", "url", local)
+		name := embeddedName(cfg.StoreDir)
+		if running, ok := reachable(local); cfg.Port != 0 && ok {
+			if running != name {
+				return nil, fmt.Errorf("127.0.0.1:%d is taken by another event broker (%s), not the one of this data directory (%s): "+
+					"set EMBEDDED_NATS_PORT to a free port, or NATS_URL", cfg.Port, running, name)
+			}
+			log.Info("NATS_URL is not set: using the embedded event broker of another chargeonce process on this data directory", "url", local)
 			b.URL = local
 		} else {
 			s, err := startEmbedded(cfg)
@@ -122,7 +129,7 @@ func startEmbedded(cfg BrokerConfig) (*server.Server, error) {
 		port = server.RANDOM_PORT
 	}
 	s, err := server.NewServer(&server.Options{
-		ServerName: "chargeonce-embedded",
+		ServerName: embeddedName(cfg.StoreDir),
 		Host:       "127.0.0.1",
 		Port:       port,
 		JetStream:  true,
@@ -141,14 +148,22 @@ func startEmbedded(cfg BrokerConfig) (*server.Server, error) {
 	return s, nil
 }
 
-// reachable reports whether a NATS server answers at url.
-func reachable(url string) bool {
+// reachable reports whether a NATS server answers at url, and its name.
+func reachable(url string) (name string, ok bool) {
 	c, err := nats.Connect(url, nats.Timeout(time.Second), nats.NoReconnect())
 	if err != nil {
-		return false
+		return "", false
 	}
-	c.Close()
-	return true
+	defer c.Close()
+	return c.ConnectedServerName(), true
+}
+
+// embeddedName names the embedded broker after its store, so that a process
+// shares only the broker of its own data directory: two checkouts on one
+// machine, each with its database, must not mix their events.
+func embeddedName(storeDir string) string {
+	sum := sha256.Sum256([]byte(storeDir))
+	return "chargeonce-embedded-" + hex.EncodeToString(sum[:6])
 }
 
 // redact hides the credentials of a NATS_URL (a comma-separated list), for

@@ -3,8 +3,11 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,7 +68,8 @@ func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
 func TestOpen_EmbedsABrokerOnLoopback_AndASecondProcessSharesIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	first, err := Open(ctx, BrokerConfig{StoreDir: t.TempDir(), Name: "first"})
+	store := t.TempDir()
+	first, err := Open(ctx, BrokerConfig{StoreDir: store, Name: "first"})
 	require.NoError(t, err)
 	t.Cleanup(first.Close)
 	require.NotNil(t, first.embedded)
@@ -77,7 +81,10 @@ func TestOpen_EmbedsABrokerOnLoopback_AndASecondProcessSharesIt(t *testing.T) {
 
 	port, err := strconv.Atoi(u.Port())
 	require.NoError(t, err)
-	second, err := Open(ctx, BrokerConfig{StoreDir: t.TempDir(), Port: port, Name: "second"})
+	_, err = Open(ctx, BrokerConfig{StoreDir: t.TempDir(), Port: port, Name: "elsewhere"})
+	require.ErrorContains(t, err, "EMBEDDED_NATS_PORT",
+		"a process on another data directory (another checkout, another database) does not mix its events in")
+	second, err := Open(ctx, BrokerConfig{StoreDir: store, Port: port, Name: "second"})
 	require.NoError(t, err)
 	t.Cleanup(second.Close)
 	require.Nil(t, second.embedded, "a broker already on the port is used, not started again")
@@ -91,4 +98,64 @@ func TestRedact_HidesCredentials(t *testing.T) {
 	require.Equal(t, "nats://REDACTED@a:4222,nats://b:4222", redact("nats://user:s3cret@a:4222, nats://b:4222"))
 	require.Equal(t, "nats://REDACTED@a:4222", redact("nats://t0ken@a:4222"))
 	require.NotContains(t, redact("nats://user:s3cret@a:4222"), "s3cret")
+}
+
+func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	m, err := payment.NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "receipts", "receipts-key")
+	require.NoError(t, err)
+	js := eventstest.New(t).JetStream(t)
+	_, err = EnsureStream(ctx, js, 1)
+	require.NoError(t, err)
+
+	publish := func(merchant uuid.UUID) payment.Event {
+		e := payment.Event{ID: uuid.New(), Type: payment.EventChargeSucceeded, OccurredAt: time.Now().UTC(), MerchantID: merchant,
+			IdempotencyKey: "k-" + merchant.String(), AttemptID: uuid.New(), Amount: 100, Currency: "USD",
+			Charge: &payment.EventCharge{ID: uuid.New(), ProviderChargeID: "ch_" + merchant.String(), CreatedAt: time.Now().UTC()}}
+		body, err := json.Marshal(e)
+		require.NoError(t, err)
+		_, err = js.Publish(ctx, e.Subject(), body, jetstream.WithMsgID(e.ID.String()))
+		require.NoError(t, err)
+		return e
+	}
+	publish(uuid.New()) // a merchant this database never had
+	ours := publish(m.ID)
+
+	var logs syncBuffer
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Receipts(pool, slog.New(slog.NewTextHandler(&logs, nil)), nil).Run(runCtx, js)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	require.Eventually(t, func() bool {
+		var n int
+		return pool.QueryRow(ctx, "SELECT count(*) FROM receipts WHERE event_id = $1", ours.ID).Scan(&n) == nil && n == 1
+	}, 30*time.Second, 20*time.Millisecond, "the event after the foreign one gets its receipt")
+	var total int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM receipts").Scan(&total))
+	require.Equal(t, 1, total)
+	require.Contains(t, logs.String(), "dropping an event that can never be applied")
+	require.Equal(t, 1, strings.Count(logs.String(), "dropping an event"), "dropped once, not retried forever")
+}
+
+// syncBuffer is a log sink that tests read while the consumer writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -2,9 +2,12 @@ package events
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/payment"
@@ -33,6 +36,12 @@ func Receipts(pool *pgxpool.Pool, log *slog.Logger, fault func(string)) Consumer
 			}
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				n, err := sqlc.New(tx).InsertReceipt(ctx, receiptOf(e))
+				var pgErr *pgconn.PgError
+				if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
+					// Its merchant is not in this database: the event is
+					// another chargeonce's, and no retry will change that.
+					return fmt.Errorf("%w: merchant %s is not in this database", ErrMalformed, e.MerchantID)
+				}
 				if err != nil {
 					return err
 				}

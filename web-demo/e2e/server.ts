@@ -56,6 +56,9 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
       APP_ENV: 'development',
       PORT: String(port),
       DATA_DIR: dataDir,
+      // Its own embedded event broker on a free port: never a developer's
+      // (make run's, on 4223), whose stream belongs to another database.
+      EMBEDDED_NATS_PORT: '0',
       SIM_SLOW_DELAY: '2s',
       ...env,
     },
