@@ -1,0 +1,520 @@
+// Package stripefake is a local stand-in for the parts of Stripe's API that
+// chargeonce uses, for tests: PaymentIntents created and confirmed in one
+// call, read, listed, confirmed and cancelled, with Stripe's idempotency. A
+// POST's answer is saved per Idempotency-Key and replayed for a repeat with
+// the header Idempotent-Replayed: true (a 500 included); a repeat with other
+// parameters gets 400 idempotency_error; a repeat while the first is running
+// gets 409 idempotency_key_in_use. Requests that Stripe refuses before it
+// runs them (400 validation errors, 401, 409, 429) save nothing.
+//
+// Stripe's test payment methods behave as at Stripe: pm_card_visa succeeds,
+// pm_card_chargeDeclined (and …InsufficientFunds, …ExpiredCard) are
+// declined with a 402 card_error, pm_card_authenticationRequired and
+// pm_card_threeDSecure2Required require action (3-D Secure). Tests inject
+// the rest (timeouts, 5xx, lost answers) with Fail.
+//
+// stripe-mock checks that chargeonce's requests are ones Stripe accepts, but
+// it keeps no state; this fake keeps state, and counts PaymentIntents per
+// idempotency key and per attempt, but only approximates Stripe's answers.
+package stripefake
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SecretKeyDefault is the key the fake accepts unless New is given another.
+const SecretKeyDefault = "sk_test_stripefake0000000000000000"
+
+// Fault is what the fake does with a request instead of, or besides,
+// answering it as Stripe would.
+type Fault int
+
+const (
+	// None: answer as Stripe would.
+	None Fault = iota
+	// Unavailable: 503 before anything runs; nothing is saved.
+	Unavailable
+	// RateLimited: 429; nothing is saved.
+	RateLimited
+	// InUse: 409 idempotency_key_in_use, as while another send of the key
+	// runs; nothing is saved.
+	InUse
+	// Error500: a 500 from a request that began to run and did nothing;
+	// Stripe saves it and replays it for every later send of the key.
+	Error500
+	// Error500AfterCreate: the PaymentIntent is created but never
+	// confirmed, and a 500 is saved for the key.
+	Error500AfterCreate
+	// CutAfterRun: the request runs (and its answer is saved), then the
+	// connection is cut before the answer is written: a lost response.
+	CutAfterRun
+	// Slow: the answer is written after Server.SlowDelay.
+	Slow
+)
+
+// Call is a request the fake received, as a Script sees it and as Requests
+// lists it.
+type Call struct {
+	Method         string
+	Path           string
+	IdempotencyKey string
+	Form           url.Values
+	// Status is the HTTP status answered (0 for a cut connection), and
+	// Replayed whether it was a saved answer.
+	Status   int
+	Replayed bool
+}
+
+// Server is a running fake; Close stops it.
+type Server struct {
+	URL       string
+	SecretKey string
+	// SlowDelay is how long a Slow fault waits (default 2s).
+	SlowDelay time.Duration
+
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	script  func(Call) Fault
+	intents map[string]*intent
+	order   []*intent // in creation order
+	saved   map[string]*saved
+	calls   []Call
+	seq     int
+}
+
+type intent struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Amount             int64             `json:"amount"`
+	Currency           string            `json:"currency"`
+	Status             string            `json:"status"`
+	Created            int64             `json:"created"`
+	Livemode           bool              `json:"livemode"`
+	Metadata           map[string]string `json:"metadata"`
+	PaymentMethod      string            `json:"payment_method"`
+	Description        *string           `json:"description"`
+	ClientSecret       string            `json:"client_secret"`
+	LastPaymentError   *stripeError      `json:"last_payment_error"`
+	CancellationReason *string           `json:"cancellation_reason"`
+	NextAction         map[string]any    `json:"next_action"`
+
+	key string // the idempotency key it was created under
+}
+
+type stripeError struct {
+	Type          string  `json:"type"`
+	Code          string  `json:"code,omitempty"`
+	DeclineCode   string  `json:"decline_code,omitempty"`
+	Message       string  `json:"message"`
+	Param         string  `json:"param,omitempty"`
+	PaymentIntent *intent `json:"payment_intent,omitempty"`
+}
+
+// saved is the answer saved for an idempotency key.
+type saved struct {
+	fingerprint string
+	running     bool
+	status      int
+	body        []byte
+}
+
+// New starts a fake that accepts secretKey ("" for SecretKeyDefault).
+func New(secretKey string) *Server {
+	if secretKey == "" {
+		secretKey = SecretKeyDefault
+	}
+	s := &Server{SecretKey: secretKey, SlowDelay: 2 * time.Second,
+		intents: map[string]*intent{}, saved: map[string]*saved{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close stops the fake.
+func (s *Server) Close() { s.srv.Close() }
+
+// Script decides the fault of each request from now on (nil: none).
+func (s *Server) Script(f func(Call) Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = f
+}
+
+// FailCreates makes the next n create requests fail with f, then lets the
+// rest through.
+func (s *Server) FailCreates(f Fault, n int) {
+	left := n
+	s.Script(func(c Call) Fault {
+		if c.Method == http.MethodPost && c.Path == "/v1/payment_intents" && left > 0 {
+			left--
+			return f
+		}
+		return None
+	})
+}
+
+// Calls lists the requests received so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// Intent is a PaymentIntent the fake holds.
+type Intent struct {
+	ID             string
+	Status         string
+	Amount         int64
+	Currency       string
+	Metadata       map[string]string
+	IdempotencyKey string
+}
+
+// Intents lists the PaymentIntents, oldest first.
+func (s *Server) Intents() []Intent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Intent, len(s.order))
+	for i, pi := range s.order {
+		out[i] = Intent{ID: pi.ID, Status: pi.Status, Amount: pi.Amount, Currency: pi.Currency,
+			Metadata: maps.Clone(pi.Metadata), IdempotencyKey: pi.key}
+	}
+	return out
+}
+
+// IntentsFor lists the PaymentIntents whose metadata has key = value (e.g.
+// chargeonce_attempt_id, or client_idempotency_key).
+func (s *Server) IntentsFor(key, value string) []Intent {
+	var out []Intent
+	for _, pi := range s.Intents() {
+		if pi.Metadata[key] == value {
+			out = append(out, pi)
+		}
+	}
+	return out
+}
+
+// SetStatus moves a PaymentIntent to status, as Stripe does when a
+// processing payment completes.
+func (s *Server) SetStatus(id, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pi := s.intents[id]; pi != nil {
+		pi.Status = status
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Message: "unreadable form"}), false)
+		return
+	}
+	call := Call{Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key"), Form: r.Form}
+	s.mu.Lock()
+	fault := None
+	if s.script != nil {
+		fault = s.script(call)
+	}
+	s.mu.Unlock()
+	status, body, replayed, cut := s.handle(r, call, fault)
+	call.Status, call.Replayed = status, replayed
+	if cut {
+		call.Status = 0
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, call)
+	s.mu.Unlock()
+	if fault == Slow {
+		select {
+		case <-time.After(s.SlowDelay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if cut {
+		// The answer is lost: the connection breaks before it is written.
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set("Request-Id", "req_"+randomID())
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// handle runs a request with Stripe's idempotency around its POSTs.
+func (s *Server) handle(r *http.Request, call Call, fault Fault) (status int, body []byte, replayed, cut bool) {
+	if r.Header.Get("Authorization") != "Bearer "+s.SecretKey {
+		// Stripe masks the key it quotes; this fake quotes it whole, so that
+		// a test sees it if chargeonce ever passes Stripe's text on.
+		return http.StatusUnauthorized, errorBody(stripeError{Type: "invalid_request_error",
+			Message: "Invalid API Key provided: " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")}), false, false
+	}
+	switch fault {
+	case Unavailable:
+		return http.StatusServiceUnavailable, errorBody(stripeError{Type: "api_error", Message: "unavailable"}), false, false
+	case RateLimited:
+		return http.StatusTooManyRequests, errorBody(stripeError{Type: "invalid_request_error", Code: "rate_limit",
+			Message: "Too many requests"}), false, false
+	case InUse:
+		return inUse()
+	}
+	if r.Method != http.MethodPost || call.IdempotencyKey == "" {
+		status, body, _ = s.run(r, call, fault)
+		return status, body, false, fault == CutAfterRun
+	}
+
+	fp := fingerprint(r.URL.Path, r.PostForm)
+	s.mu.Lock()
+	prev := s.saved[call.IdempotencyKey]
+	switch {
+	case prev != nil && prev.running:
+		s.mu.Unlock()
+		return inUse()
+	case prev != nil && prev.fingerprint != fp:
+		s.mu.Unlock()
+		return http.StatusBadRequest, errorBody(stripeError{Type: "idempotency_error",
+			Message: "Keys for idempotent requests can only be used with the same parameters they were first used with."}), false, false
+	case prev != nil:
+		s.mu.Unlock()
+		return prev.status, prev.body, true, fault == CutAfterRun
+	}
+	entry := &saved{fingerprint: fp, running: true}
+	s.saved[call.IdempotencyKey] = entry
+	s.mu.Unlock()
+
+	status, body, keep := s.run(r, call, fault)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !keep {
+		delete(s.saved, call.IdempotencyKey)
+	} else {
+		entry.running, entry.status, entry.body = false, status, body
+	}
+	return status, body, false, fault == CutAfterRun
+}
+
+func inUse() (int, []byte, bool, bool) {
+	return http.StatusConflict, errorBody(stripeError{Type: "invalid_request_error", Code: "idempotency_key_in_use",
+		Message: "There is currently another in-progress request using this Idempotent Key."}), false, false
+}
+
+// run routes a request; keep says whether Stripe would save its answer.
+func (s *Server) run(r *http.Request, call Call, fault Fault) (status int, body []byte, keep bool) {
+	path := strings.TrimPrefix(r.URL.Path, "/v1/payment_intents")
+	if !strings.HasPrefix(r.URL.Path, "/v1/payment_intents") {
+		return notFound("Unrecognized request URL")
+	}
+	id, action, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if fault == Error500 {
+		return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
+	}
+	switch {
+	case r.Method == http.MethodPost && id == "":
+		return s.create(r.PostForm, call.IdempotencyKey, fault)
+	case r.Method == http.MethodGet && id == "":
+		return s.list(r.Form)
+	case r.Method == http.MethodGet && action == "":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if pi := s.intents[id]; pi != nil {
+			return http.StatusOK, mustJSON(pi), true
+		}
+		return notFound("No such payment_intent: '" + id + "'")
+	case r.Method == http.MethodPost && action == "confirm":
+		return s.confirm(id)
+	case r.Method == http.MethodPost && action == "cancel":
+		return s.cancel(id, r.PostForm.Get("cancellation_reason"))
+	}
+	return notFound("Unrecognized request URL")
+}
+
+func (s *Server) create(form url.Values, key string, fault Fault) (int, []byte, bool) {
+	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
+	if err != nil || amount <= 0 {
+		return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "parameter_invalid_integer",
+			Param: "amount", Message: "Invalid integer"}), false
+	}
+	pm := form.Get("payment_method")
+	if !strings.HasPrefix(pm, "pm_") {
+		return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "resource_missing",
+			Param: "payment_method", Message: "No such PaymentMethod: '" + pm + "'"}), false
+	}
+	metadata := map[string]string{}
+	for k, v := range form {
+		if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") {
+			metadata[strings.TrimSuffix(name, "]")] = v[0]
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	pi := &intent{
+		ID: fmt.Sprintf("pi_fake%06d%s", s.seq, randomID()[:8]), Object: "payment_intent",
+		Amount: amount, Currency: form.Get("currency"), Status: "requires_confirmation",
+		Created: time.Now().Unix(), Metadata: metadata, PaymentMethod: pm, key: key,
+	}
+	if d := form.Get("description"); d != "" {
+		pi.Description = &d
+	}
+	pi.ClientSecret = pi.ID + "_secret_" + randomID()
+	s.intents[pi.ID] = pi
+	s.order = append(s.order, pi)
+	if fault == Error500AfterCreate {
+		return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
+	}
+	if form.Get("confirm") != "true" {
+		return http.StatusOK, mustJSON(pi), true
+	}
+	return s.confirmLocked(pi)
+}
+
+func (s *Server) confirm(id string) (int, []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pi := s.intents[id]
+	if pi == nil {
+		return notFound("No such payment_intent: '" + id + "'")
+	}
+	if pi.Status != "requires_confirmation" && pi.Status != "requires_payment_method" {
+		return unexpectedState(pi, "confirm")
+	}
+	return s.confirmLocked(pi)
+}
+
+// confirmLocked runs the card of pi, as Stripe's test cards behave.
+func (s *Server) confirmLocked(pi *intent) (int, []byte, bool) {
+	decline := func(code, declineCode string) (int, []byte, bool) {
+		pi.Status = "requires_payment_method"
+		pi.LastPaymentError = &stripeError{Type: "card_error", Code: code, DeclineCode: declineCode,
+			Message: "Your card was declined."}
+		e := *pi.LastPaymentError
+		snapshot := *pi
+		e.PaymentIntent = &snapshot
+		return http.StatusPaymentRequired, errorBody(e), true
+	}
+	switch pi.PaymentMethod {
+	case "pm_card_chargeDeclined":
+		return decline("card_declined", "generic_decline")
+	case "pm_card_chargeDeclinedInsufficientFunds":
+		return decline("card_declined", "insufficient_funds")
+	case "pm_card_chargeDeclinedExpiredCard":
+		return decline("expired_card", "")
+	case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required":
+		pi.Status = "requires_action"
+		pi.NextAction = map[string]any{"type": "use_stripe_sdk"}
+	case "pm_card_processing": // the fake's own: completes when a test says (SetStatus)
+		pi.Status = "processing"
+	default:
+		pi.Status = "succeeded"
+		pi.LastPaymentError = nil
+	}
+	return http.StatusOK, mustJSON(pi), true
+}
+
+func (s *Server) cancel(id, reason string) (int, []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pi := s.intents[id]
+	if pi == nil {
+		return notFound("No such payment_intent: '" + id + "'")
+	}
+	switch pi.Status {
+	case "requires_payment_method", "requires_confirmation", "requires_action", "requires_capture":
+	default:
+		return unexpectedState(pi, "cancel")
+	}
+	pi.Status, pi.NextAction = "canceled", nil
+	if reason != "" {
+		pi.CancellationReason = &reason
+	}
+	return http.StatusOK, mustJSON(pi), true
+}
+
+func (s *Server) list(form url.Values) (int, []byte, bool) {
+	gte, _ := strconv.ParseInt(form.Get("created[gte]"), 10, 64)
+	limit, err := strconv.Atoi(form.Get("limit"))
+	if err != nil || limit < 1 || limit > 100 {
+		limit = 10
+	}
+	after := form.Get("starting_after")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Newest first, as Stripe lists.
+	var data []*intent
+	skipping := after != ""
+	for i := len(s.order) - 1; i >= 0; i-- {
+		pi := s.order[i]
+		if skipping {
+			skipping = pi.ID != after
+			continue
+		}
+		if pi.Created >= gte {
+			data = append(data, pi)
+		}
+	}
+	more := len(data) > limit
+	if more {
+		data = data[:limit]
+	}
+	return http.StatusOK, mustJSON(map[string]any{"object": "list", "url": "/v1/payment_intents",
+		"has_more": more, "data": data}), true
+}
+
+func unexpectedState(pi *intent, action string) (int, []byte, bool) {
+	snapshot := *pi
+	return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "payment_intent_unexpected_state",
+		Message: fmt.Sprintf("You cannot %s this PaymentIntent because it has a status of %s.", action, pi.Status),
+		PaymentIntent: &snapshot}), true
+}
+
+func notFound(msg string) (int, []byte, bool) {
+	return http.StatusNotFound, errorBody(stripeError{Type: "invalid_request_error", Code: "resource_missing", Message: msg}), false
+}
+
+func errorBody(e stripeError) []byte { return mustJSON(map[string]any{"error": e}) }
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte, replayed bool) {
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// fingerprint identifies a POST's parameters, whatever their order.
+func fingerprint(path string, form url.Values) string { return path + "?" + form.Encode() }
+
+func randomID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
