@@ -483,7 +483,7 @@ func (s *Server) list(form url.Values) (int, []byte, bool) {
 func unexpectedState(pi *intent, action string) (int, []byte, bool) {
 	snapshot := *pi
 	return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "payment_intent_unexpected_state",
-		Message: fmt.Sprintf("You cannot %s this PaymentIntent because it has a status of %s.", action, pi.Status),
+		Message:       fmt.Sprintf("You cannot %s this PaymentIntent because it has a status of %s.", action, pi.Status),
 		PaymentIntent: &snapshot}), true
 }
 
