@@ -40,7 +40,7 @@ func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest
 	listed := 0
 	for pi, err := range p.client.V1PaymentIntents.List(ctx, params).All(ctx) {
 		if err != nil {
-			return nil, p.unknown("list PaymentIntents", err)
+			return nil, p.callFailed(ctx, "list PaymentIntents", err)
 		}
 		if listed++; listed > lookupMaxIntents {
 			return nil, fmt.Errorf("%w: stripe: more than %d PaymentIntents since attempt %s began; cannot tell which is its",

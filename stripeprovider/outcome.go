@@ -100,7 +100,7 @@ func (p *Provider) settle(ctx context.Context, req payment.ProviderChargeRequest
 	case errors.As(err, &se) && se.Type == stripe.ErrorTypeCard:
 		return declined(pi.ID, se), nil
 	case err != nil:
-		return payment.ProviderCharge{}, p.unknown("confirm PaymentIntent "+pi.ID, err)
+		return payment.ProviderCharge{}, p.callFailed(ctx, "confirm PaymentIntent "+pi.ID, err)
 	}
 	if replayed(confirmed.LastResponse) {
 		if confirmed, err = p.retrieve(ctx, pi.ID); err != nil {

@@ -155,9 +155,7 @@ func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeR
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		// Nothing was charged, but nothing can be until an operator fixes the
 		// key: the attempt stays PROCESSING rather than fail every checkout.
-		p.log.ErrorContext(ctx, "Stripe refused our secret key; check STRIPE_SECRET_KEY",
-			"status", status, "stripe_request_id", se.RequestID)
-		return payment.ProviderCharge{}, fmt.Errorf("stripe: create PaymentIntent: %s: Stripe refused the secret key", p.describe(err))
+		return payment.ProviderCharge{}, p.callFailed(ctx, "create PaymentIntent", err)
 	case status >= 500 && replayed(se.LastResponse):
 		// Stripe saved a 500 for our key and replays it: no send under this
 		// key can ever charge. Find what Stripe holds for the attempt.
@@ -256,7 +254,7 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 func (p *Provider) retrieve(ctx context.Context, id string) (*stripe.PaymentIntent, error) {
 	pi, err := p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
 	if err != nil {
-		return nil, p.unknown("retrieve PaymentIntent "+id, err)
+		return nil, p.callFailed(ctx, "retrieve PaymentIntent "+id, err)
 	}
 	return pi, nil
 }
@@ -265,6 +263,20 @@ func (p *Provider) retrieve(ctx context.Context, id string) (*stripe.PaymentInte
 // send under the same idempotency key.
 func replayed(r *stripe.APIResponse) bool {
 	return r != nil && r.Header.Get("Idempotent-Replayed") == "true"
+}
+
+// callFailed is the error of a call that got no usable answer: Stripe's
+// refusal of our secret key, which an operator must fix (logged as an
+// error, and no outcome-unknown: retrying will not help), or else an
+// outcome-unknown error.
+func (p *Provider) callFailed(ctx context.Context, op string, err error) error {
+	var se *stripe.Error
+	if errors.As(err, &se) && (se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden) {
+		p.log.ErrorContext(ctx, "Stripe refused our secret key; check STRIPE_SECRET_KEY",
+			"operation", op, "status", se.HTTPStatusCode, "stripe_request_id", se.RequestID)
+		return fmt.Errorf("stripe: %s: %s: Stripe refused the secret key", op, p.describe(err))
+	}
+	return p.unknown(op, err)
 }
 
 // unknown is an outcome-unknown error for a failed call.
