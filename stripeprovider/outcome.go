@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/stripe/stripe-go/v85"
 
@@ -155,19 +156,31 @@ func (p *Provider) refuseAuthentication(ctx context.Context, req payment.Provide
 		CancellationReason: stripe.String(string(stripe.PaymentIntentCancellationReasonAbandoned)),
 	}
 	params.SetIdempotencyKey(req.IdempotencyKey + "_cancel")
-	after, err := p.client.V1PaymentIntents.Cancel(ctx, pi.ID, params)
-	if err != nil || replayed(after.LastResponse) {
+	after, cancelErr := p.client.V1PaymentIntents.Cancel(ctx, pi.ID, params)
+	if cancelErr != nil || replayed(after.LastResponse) {
 		// Refused (it moved on: cancelled already, say), lost, or an earlier
 		// cancel's saved answer: read it as it is now.
+		var err error
 		if after, err = p.retrieve(ctx, pi.ID); err != nil {
 			return payment.ProviderCharge{}, err
 		}
 	}
+	failed := payment.ProviderCharge{ID: pi.ID, FailureCode: CodeAuthenticationRequired,
+		FailureMessage: shopperMessage(CodeAuthenticationRequired)}
 	switch after.Status {
 	case stripe.PaymentIntentStatusCanceled:
-		return payment.ProviderCharge{ID: pi.ID, FailureCode: CodeAuthenticationRequired,
-			FailureMessage: shopperMessage(CodeAuthenticationRequired)}, nil
+		return failed, nil
 	case stripe.PaymentIntentStatusRequiresAction:
+		var se *stripe.Error
+		if errors.As(cancelErr, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 &&
+			se.HTTPStatusCode != http.StatusConflict && se.HTTPStatusCode != http.StatusTooManyRequests {
+			// Stripe refused the cancel for good. The PaymentIntent still
+			// cannot be completed: that takes its client secret, which
+			// chargeonce never hands out. Nothing was charged.
+			p.log.WarnContext(ctx, "Stripe refused to cancel a PaymentIntent that requires authentication; failing the attempt all the same",
+				"payment_intent", pi.ID, "provider_key", req.IdempotencyKey, "stripe_error", p.describe(cancelErr))
+			return failed, nil
+		}
 		return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: PaymentIntent %s requires authentication and could not be cancelled yet",
 			payment.ErrOutcomeUnknown, pi.ID)
 	}

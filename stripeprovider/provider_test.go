@@ -185,6 +185,22 @@ func TestCreateCharge_RequiresAction_CancelLost_StaysUnknownUntilCancelled(t *te
 	require.Equal(t, "canceled", b.fake.IntentsFor(MetadataAttemptID, req.AttemptID.String())[0].Status)
 }
 
+func TestCreateCharge_RequiresAction_CancelRefused_FailsAllTheSame(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fake.Script(func(c stripefake.Call) stripefake.Fault {
+		if strings.HasSuffix(c.Path, "/cancel") {
+			return stripefake.NotFound
+		}
+		return stripefake.None
+	})
+	req := request("pm_card_threeDSecure2Required", 1999, "EUR")
+	pc, err := b.provider.CreateCharge(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, "authentication_required", pc.FailureCode, "it cannot be completed without its client secret")
+	require.Contains(t, b.logs.String(), "Stripe refused to cancel")
+}
+
 func TestCreateCharge_Processing_StaysUnknownUntilFinal(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

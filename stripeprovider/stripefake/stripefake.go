@@ -62,6 +62,9 @@ const (
 	CutAfterRun
 	// Slow: the answer is written after Server.SlowDelay.
 	Slow
+	// NotFound: 404 resource_missing, as for a route or object Stripe does
+	// not know; nothing is saved.
+	NotFound
 )
 
 // Call is a request the fake received, as a Script sees it and as Requests
@@ -277,6 +280,9 @@ func (s *Server) handle(r *http.Request, call Call, fault Fault) (status int, bo
 			Message: "Too many requests"}), false, false
 	case InUse:
 		return inUse()
+	case NotFound:
+		status, body, _ := notFound("Unrecognized request URL")
+		return status, body, false, false
 	}
 	if r.Method != http.MethodPost || call.IdempotencyKey == "" {
 		status, body, _ = s.run(r, call, fault)
