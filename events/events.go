@@ -58,8 +58,16 @@ func StreamConfig(replicas int) jetstream.StreamConfig {
 }
 
 // EnsureStream creates the CHARGES stream, or updates it to StreamConfig.
+// A stream that already has that configuration is left alone: every relay
+// calls this as it starts, and an update that changes nothing races, inside
+// nats-server, with consumers being created on the stream (the race
+// detector sees it in nats-server v2.15's fileStore).
 func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, error) {
-	s, err := js.CreateOrUpdateStream(ctx, StreamConfig(replicas))
+	cfg := StreamConfig(replicas)
+	s, err := js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		s, err = js.UpdateStream(ctx, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", Stream, err)
 	}
