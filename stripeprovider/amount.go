@@ -15,6 +15,9 @@ import (
 //   - ISK and UGX have no minor unit in ISO 4217, but Stripe keeps them as
 //     two-decimal currencies for backwards compatibility, with amounts that
 //     must be multiples of 100: ISK 500 is a Stripe amount of 50000. Exact.
+//     (Stripe also lists UGX among its zero-decimal currencies; its special
+//     case, which says otherwise, is what is followed here. A test account
+//     settles it: it refuses a UGX amount that is not a multiple of 100.)
 //   - MGA has two minor units in ISO 4217, but Stripe treats it as a
 //     zero-decimal currency: 19900 (MGA 199.00) is 199, and 19999 (MGA
 //     199.99) cannot be charged.
