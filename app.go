@@ -50,9 +50,9 @@ type app struct {
 const providerTimeout = 10 * time.Second
 
 // newApp opens the database (applying migrations) and builds the app. Its
-// payment service charges through the provider at providerURL; in
-// development an empty providerURL means the simulator, which the caller
-// then serves there (see run). providerTransport carries the provider's
+// payment service charges through the provider that cfg names: Stripe, or
+// the simulator's API at providerURL, which in development the caller
+// serves there (see run). providerTransport carries the provider's
 // requests (nil: the network).
 func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL string, providerTransport http.RoundTripper) (*app, error) {
 	pool, closeDB, err := openDatabase(ctx, cfg, log)
@@ -76,7 +76,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 			return nil, fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)
 		}
 	}
-	a.payments = newPaymentService(cfg, pool, payment.NewHTTPProvider(providerURL, providerTimeout, providerTransport), log, a.metrics)
+	a.payments = newPaymentService(cfg, pool, newProvider(cfg, providerURL, providerTransport, log), log, a.metrics)
 	if a.broker, err = openBroker(ctx, cfg, log); err != nil {
 		closeDB()
 		return nil, err

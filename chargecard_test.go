@@ -328,7 +328,7 @@ func TestAuth(t *testing.T) {
 	require.Zero(t, clear, "the key is never stored in clear")
 
 	// Production refuses the development-only demo key, even though it is in the database.
-	prod := startServer(t, dbURL, map[string]string{"APP_ENV": "production", "PROVIDER_URL": s.URL + "/provider"})
+	prod := startServer(t, dbURL, withFakeStripe(t, map[string]string{"APP_ENV": "production"}))
 	require.Equal(t, "UNAUTHENTICATED", prod.chargeCard(t, "demo-key", newKey(), visa(100)).code(t))
 	require.Equal(t, "SUCCEEDED", prod.chargeCard(t, apiKey, newKey(), visa(100)).Data.ChargeCard.Status)
 

@@ -33,7 +33,7 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 			return err
 		}
 		defer closeDB()
-		stuck, err := newPaymentService(cfg, pool, payment.NewHTTPProvider(cfg.ProviderURL, providerTimeout, nil), log, metrics.Discard()).StuckAttempts(ctx, 1000)
+		stuck, err := newPaymentService(cfg, pool, newProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard()).StuckAttempts(ctx, 1000)
 		if err != nil {
 			return err
 		}
@@ -49,15 +49,15 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		fmt.Fprintf(stdout, "%d stuck attempt(s)\n", len(stuck))
 		return nil
 	case len(args) == 2 && args[0] == "reconcile" && args[1] == "--once":
-		if cfg.ProviderURL == "" {
-			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server)")
+		if cfg.Provider == providerCardsim && cfg.ProviderURL == "" {
+			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server), or PROVIDER=stripe")
 		}
 		pool, closeDB, err := openDatabase(ctx, cfg, log)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		svc := newPaymentService(cfg, pool, payment.NewHTTPProvider(cfg.ProviderURL, providerTimeout, nil), log, metrics.Discard())
+		svc := newPaymentService(cfg, pool, newProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard())
 		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
 		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 		return err
@@ -200,7 +200,7 @@ var errUsage = errors.New(`usage:
   chargeonce webhook deliveries NAME [--limit N]
                                       merchant NAME's webhook attempts, newest first (default 50)
   chargeonce charges stuck            list PROCESSING attempts whose lease has expired
-  chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER_URL or a running server's simulator)
+  chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER=stripe, or PROVIDER_URL: a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

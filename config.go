@@ -23,10 +23,18 @@ type config struct {
 	Port        string        // PORT: listen port, default 8080 (0 picks a free one)
 	DatabaseURL string        // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
 	Production  bool          // APP_ENV=production: no demo merchant, no playground, no simulator
-	ProviderURL string        // PROVIDER_URL: card provider base URL; empty uses the in-process simulator
+	ProviderURL string        // PROVIDER_URL: the simulator's base URL when PROVIDER=cardsim; empty uses the in-process simulator
 	DemoAPIKey  string        // DEMO_API_KEY: the demo merchant's key in development, default demo-key
 	SlowDelay   time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default cardsim.SlowDelayDefault (3s); 0 is no delay
 	DataDir     string        // DATA_DIR: where the project-local PostgreSQL lives, default .data
+
+	// The card provider (see provider.go): PROVIDER is cardsim (the default,
+	// development only) or stripe, with STRIPE_SECRET_KEY (test mode,
+	// sk_test_…, unless in production; never printed) and STRIPE_API_BASE
+	// (default Stripe's own API).
+	Provider        string
+	StripeSecretKey secret
+	StripeAPIBase   string
 
 	Lease             time.Duration // PROCESSING_LEASE: how long a holder owns an attempt, default 30s
 	ReconcileInterval time.Duration // RECONCILE_INTERVAL: time between reconciler passes, default 5s
@@ -185,15 +193,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if cfg.DatabaseURL == "" {
 			return cfg, fmt.Errorf("DATABASE_URL is required when APP_ENV=production")
 		}
-		if cfg.ProviderURL == "" {
-			return cfg, fmt.Errorf("PROVIDER_URL is required when APP_ENV=production: the simulated provider is for development only")
-		}
 		if cfg.NATSURL == "" {
 			return cfg, fmt.Errorf("NATS_URL is required when APP_ENV=production: the embedded event broker is for development only")
 		}
 		if cfg.CrashAt != "" {
 			return cfg, fmt.Errorf("CHARGEONCE_CRASH_AT is a crash-test fault and is refused when APP_ENV=production")
 		}
+	}
+	if err := cfg.loadProvider(getenv); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }

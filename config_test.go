@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
@@ -41,7 +46,8 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, 4223, cfg.NATSPort)
 	require.Equal(t, 1, cfg.NATSReplicas)
 
-	prod, err := loadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222"}))
+	prod, err := loadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
+		"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}))
 	require.NoError(t, err)
 	require.Empty(t, prod.Host, "production listens on every interface")
 	require.Equal(t, "json", prod.LogFormat)
@@ -49,7 +55,8 @@ func TestLoadConfig_Defaults(t *testing.T) {
 
 func TestLoadConfig_RefusesBadValues(t *testing.T) {
 	t.Parallel()
-	prod := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222"}
+	prod := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
+		"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}
 	_, err := loadConfig(env(prod))
 	require.NoError(t, err, "a complete production configuration")
 
@@ -66,7 +73,7 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"zero retention", map[string]string{"KEY_RETENTION": "0s"}, "KEY_RETENTION"},
 		{"unknown crash point", map[string]string{"CHARGEONCE_CRASH_AT": "somewhere"}, "CHARGEONCE_CRASH_AT"},
 		{"production without db", map[string]string{"APP_ENV": "production", "PROVIDER_URL": "https://provider"}, "DATABASE_URL"},
-		{"production, no provider", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db"}, "PROVIDER_URL"},
+		{"production, simulated provider", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222", "PROVIDER_URL": "https://provider"}, "PROVIDER"},
 		{"crash fault in production", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222", "CHARGEONCE_CRASH_AT": "after-claim"}, "CHARGEONCE_CRASH_AT"},
 		{"production, no event broker", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider"}, "NATS_URL"},
 		{"embedded broker port out of range", map[string]string{"EMBEDDED_NATS_PORT": "70000"}, "EMBEDDED_NATS_PORT"},
@@ -105,4 +112,78 @@ func TestLoadConfig_SimSlowDelay_ZeroIsNoDelay(t *testing.T) {
 	cfg, err = loadConfig(env(map[string]string{"SIM_SLOW_DELAY": "250ms"}))
 	require.NoError(t, err)
 	require.Equal(t, 250*time.Millisecond, cfg.SlowDelay)
+}
+
+func TestLoadConfig_Provider(t *testing.T) {
+	t.Parallel()
+	const testKey, liveKey = "sk_test_51Secretive0000000000", "sk_live_51Secretive0000000000"
+	prod := func(vars map[string]string) map[string]string {
+		out := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222"}
+		maps.Copy(out, vars)
+		return out
+	}
+
+	cfg, err := loadConfig(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "cardsim", cfg.Provider, "the simulator by default, in development")
+	cfg, err = loadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey}))
+	require.NoError(t, err)
+	require.Equal(t, "stripe", cfg.Provider)
+	require.Equal(t, testKey, string(cfg.StripeSecretKey))
+	require.Equal(t, "https://api.stripe.com", cfg.StripeAPIBase, "Stripe's own API by default")
+	cfg, err = loadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey,
+		"STRIPE_API_BASE": "http://127.0.0.1:12111", "REDRIVE_WINDOW": "23h59m"}))
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:12111", cfg.StripeAPIBase)
+	_, err = loadConfig(env(prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": liveKey})))
+	require.NoError(t, err, "production takes a live key")
+	_, err = loadConfig(env(prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "rk_live_51Restricted",
+		"STRIPE_API_BASE": "http://localhost:12111"})))
+	require.NoError(t, err, "a restricted key; plain http to this machine only")
+
+	// Each refusal names the variable at fault, and none quotes the key.
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"unknown provider", map[string]string{"PROVIDER": "paypal"}, "PROVIDER must be one of"},
+		{"stripe without a key", map[string]string{"PROVIDER": "stripe"}, "STRIPE_SECRET_KEY is required when PROVIDER=stripe"},
+		{"live key in development", map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": liveKey}, "STRIPE_SECRET_KEY must be a test-mode secret key (sk_test_…)"},
+		{"restricted live key in development", map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "rk_live_51Secretive0000"}, "STRIPE_SECRET_KEY must be a test-mode secret key"},
+		{"publishable key in development", map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "pk_test_51Secretive0000"}, "publishable key"},
+		{"not a key in production", prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "hunter2-Secretive"}), "STRIPE_SECRET_KEY must be a Stripe secret key"},
+		{"simulator in production", prod(map[string]string{"PROVIDER": "cardsim", "PROVIDER_URL": "https://provider"}), "PROVIDER=cardsim"},
+		{"default provider in production", prod(nil), "set PROVIDER=stripe when APP_ENV=production"},
+		{"redrive window of Stripe's key lifetime", map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey, "REDRIVE_WINDOW": "24h"}, "REDRIVE_WINDOW must be shorter than 24h when PROVIDER=stripe"},
+		{"redrive window beyond it", map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey, "REDRIVE_WINDOW": "36h"}, "REDRIVE_WINDOW"},
+		{"API base not a URL", map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey, "STRIPE_API_BASE": "api.stripe.com"}, "STRIPE_API_BASE"},
+		{"plain http to another machine in production", prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": liveKey, "STRIPE_API_BASE": "http://stripe.example"}), "STRIPE_API_BASE must be https://"},
+	}
+	for _, tt := range tests {
+		_, err := loadConfig(env(tt.vars))
+		require.ErrorContains(t, err, tt.want, tt.name)
+		require.NotContains(t, err.Error(), "Secretive", "%s: the refusal never quotes the key", tt.name)
+	}
+	_, err = loadConfig(env(map[string]string{"REDRIVE_WINDOW": "36h"}))
+	require.NoError(t, err, "the simulator keeps its keys as long as it likes")
+}
+
+func TestConfig_StripeSecretKeyIsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const key = "sk_test_51Secretive0000000000"
+	cfg, err := loadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": key}))
+	require.NoError(t, err)
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg, "key", cfg.StripeSecretKey)
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "key", cfg.StripeSecretKey)
+	asJSON, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	for _, out := range []string{
+		fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.StripeSecretKey, cfg.StripeSecretKey),
+		logged.String(), string(asJSON),
+	} {
+		require.NotContains(t, out, "Secretive")
+	}
+	require.Contains(t, logged.String(), "[redacted]")
 }

@@ -134,18 +134,17 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 func TestProduction_AnswersLikeProduction(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	// Listening for real: the production process charges through its simulator.
+	// Listening for real, with metrics on a listener of their own, as production.
 	dev := startListening(t, dbURL, map[string]string{"METRICS_ADDR": "127.0.0.1:0"})
 	devMetrics := metricsAddr(t, dev)
 	_, apiKey, err := payment.NewMerchants(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
 	require.NoError(t, err)
 	// The real binary, so that everything it writes counts.
-	prod := startProcess(t, map[string]string{
+	prod := startProcess(t, withFakeStripe(t, map[string]string{
 		"APP_ENV":      "production",
 		"DATABASE_URL": dbURL,
-		"PROVIDER_URL": dev.URL + "/provider",
 		"METRICS_ADDR": "127.0.0.1:0",
-	})
+	}))
 	prodMetrics := metricsAddr(t, prod.testServer)
 	post := func(s *testServer, apiKey, query string) rawResponse {
 		body, err := json.Marshal(map[string]any{"query": query})
@@ -237,7 +236,7 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 	// Development logs text, for people.
 	requireTextLog(t, dev.logText())
 	// LOG_FORMAT=text is honoured in production.
-	text := startServer(t, dbURL, map[string]string{"APP_ENV": "production", "PROVIDER_URL": dev.URL + "/provider", "LOG_FORMAT": "text"})
+	text := startServer(t, dbURL, withFakeStripe(t, map[string]string{"APP_ENV": "production", "LOG_FORMAT": "text"}))
 	require.Equal(t, "SUCCEEDED", text.chargeCard(t, apiKey, newKey(), visa(100)).Data.ChargeCard.Status)
 	requireTextLog(t, text.logText())
 }
@@ -260,8 +259,7 @@ func TestProduction_ListensOnAllInterfaces(t *testing.T) {
 	t.Parallel()
 	other := nonLoopbackIPv4(t)
 	dbURL := dbtest.NewDatabase(t)
-	dev := startServer(t, dbURL, nil)
-	prod := startListening(t, dbURL, map[string]string{"APP_ENV": "production", "PROVIDER_URL": dev.URL + "/provider"})
+	prod := startListening(t, dbURL, withFakeStripe(t, map[string]string{"APP_ENV": "production"}))
 	require.True(t, reachable(prod.URL))
 	require.True(t, reachable(atAddress(t, prod, other)), "production listens on %s", other)
 }

@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	providerURL := cfg.ProviderURL
 	var simLn net.Listener
-	if providerURL == "" {
+	if providerURL == "" && cfg.Provider == providerCardsim {
 		// chargeonce reaches the simulator over HTTP like any provider, on a
 		// loopback listener of its own that closes only after the API has
 		// drained, so a charge in flight at shutdown still reaches it.
@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	stopLoops := a.startLoops()
 	defer stopLoops()
 	addr := ln.Addr().(*net.TCPAddr)
-	log.Info("chargeonce listening", "addr", "http://"+addr.String(), "production", cfg.Production, "provider", providerURL)
+	log.Info("chargeonce listening", "addr", "http://"+addr.String(), "production", cfg.Production, "provider", providerName(cfg, providerURL))
 	if !cfg.Production {
 		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", addr.Port))
 	}

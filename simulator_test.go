@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -32,12 +33,12 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	t.Parallel()
 	// Both databases are empty: each server's own migrations make them.
 	devURL := dbtest.NewDatabase(t, dbtest.Empty)
-	dev := startServer(t, devURL, nil)
+	startServer(t, devURL, nil)
 	require.True(t, hasCardsim(t, openPool(t, devURL)), "a development server creates the simulator's schema")
 
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
-	prodEnv := map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "PROVIDER_URL": dev.URL + "/provider",
-		"NATS_URL": eventstest.Shared(t).URL()}
+	stripe, prodEnv := fakeStripe(t)
+	maps.Copy(prodEnv, map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "NATS_URL": eventstest.Shared(t).URL()})
 	var out syncBuffer
 	require.NoError(t, run(context.Background(), []string{"chargeonce", "apikey", "create", "shop"},
 		func(k string) string { return prodEnv[k] }, &out, &out))
@@ -51,6 +52,6 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	r := prod.chargeCard(t, apiKey, key, visa(100))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
-	require.Len(t, dev.providerCharges(t, "shop", key), 1, "the charge went to the provider")
+	require.Len(t, intentsFor(stripe, key), 1, "the charge went to the provider")
 	require.False(t, hasCardsim(t, prodPool), "a production server leaves no cardsim schema")
 }

@@ -107,7 +107,7 @@ func TestWebhookCommands_SetReplaceListRemove(t *testing.T) {
 		require.ErrorIs(t, err, webhook.ErrInvalidURL)
 		require.ErrorContains(t, err, why)
 	}
-	production := webhookCommand(dbURL, map[string]string{"APP_ENV": "production", "PROVIDER_URL": "http://127.0.0.1:9",
+	production := webhookCommand(dbURL, map[string]string{"APP_ENV": "production", "PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef",
 		"NATS_URL": "nats://127.0.0.1:9"})
 	_, err = production("set", "demo", "http://127.0.0.1:8081/hooks")
 	require.ErrorContains(t, err, "invalid webhook URL: it must be https:// when APP_ENV=production")
@@ -268,7 +268,7 @@ func TestLoadConfig_WebhookRetention(t *testing.T) {
 	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
 	require.Equal(t, webhook.RetentionDefault, cfg.webhookConfig(nil).Retention)
 	cfg, err = loadConfig(getenv(map[string]string{"WEBHOOK_RETENTION": "72h", "APP_ENV": "production",
-		"DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222"}))
+		"DATABASE_URL": "postgres://db", "PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef", "NATS_URL": "nats://broker:4222"}))
 	require.NoError(t, err)
 	wc := cfg.webhookConfig(nil)
 	require.Equal(t, 72*time.Hour, wc.Retention)

@@ -50,6 +50,10 @@ type Metrics struct {
 	ProviderDuration *prometheus.HistogramVec
 	// ProviderErrors counts provider calls without a definitive answer.
 	ProviderErrors *prometheus.CounterVec
+	// ProviderRekeys counts attempts given a new provider key because the
+	// provider spent the old one (it replays a failure for it) and held no
+	// charge for the attempt.
+	ProviderRekeys prometheus.Counter
 
 	// Reconciler: attempts taken over, charges sent again under the same
 	// provider key, and attempts given up as provider_unavailable.
@@ -113,6 +117,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		ProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "provider_errors_total",
 			Help: "Calls to the card provider without a definitive answer (timeouts, lost connections, 5xx), by operation."},
 			[]string{"operation"}),
+		ProviderRekeys: counter("provider_rekeys_total",
+			"Attempts given a new provider key: the provider replayed a failure for the old one and held no charge for the attempt."),
 		ReconcilerTakeovers: counter("reconciler_takeovers_total", "Abandoned attempts the reconciler took over."),
 		ReconcilerRedrives:  counter("reconciler_redrives_total", "Charges the reconciler sent again under the same provider key."),
 		ReconcilerGiveUps: counter("reconciler_give_ups_total",
@@ -141,7 +147,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
-			m.ProviderDuration, m.ProviderErrors, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
+			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration, m.EventsPublished,
 			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,6 +1,9 @@
 package payment
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,7 +22,8 @@ type Attempt struct {
 	Fingerprint []byte
 	Status      Status
 	// ProviderKey is our idempotency key at the card provider, the same on
-	// every send for the life of the attempt.
+	// every send for the life of the attempt; it is replaced only when the
+	// provider has spent it (see ErrProviderKeySpent and nextProviderKey).
 	ProviderKey string
 	// Number counts the attempt's holders: 1 for the request that claimed
 	// it, one more for each takeover. Finalizing writes are fenced on it, so
@@ -62,4 +66,19 @@ func newAttempt(m Merchant, key string, in ChargeInput, now time.Time, lease, re
 // abandoned reports whether nobody holds the attempt at now.
 func (a Attempt) abandoned(now time.Time) bool {
 	return a.Status == StatusProcessing && a.LockedUntil.Before(now)
+}
+
+// nextProviderKey is the key that replaces a's spent provider key. Like the
+// first, it is derived from the attempt id, so that every charge at the
+// provider traces to its attempt: chargeonce_<id>, then chargeonce_<id>_2,
+// chargeonce_<id>_3, and so on.
+func nextProviderKey(a Attempt) string {
+	base := providerKeyPrefix + a.ID.String()
+	n := 1
+	if suffix, ok := strings.CutPrefix(a.ProviderKey, base+"_"); ok {
+		if i, err := strconv.Atoi(suffix); err == nil && i > 1 {
+			n = i
+		}
+	}
+	return fmt.Sprintf("%s_%d", base, n+1)
 }

@@ -96,12 +96,18 @@ func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by
 // on every send, or the provider refuses the repeat of our key.
 func providerRequest(m Merchant, a Attempt) ProviderChargeRequest {
 	req := ProviderChargeRequest{
-		IdempotencyKey: a.ProviderKey,
-		Amount:         a.Input.Amount,
-		Currency:       a.Input.Currency,
-		PaymentMethod:  a.Input.PaymentMethod,
-		Description:    a.Input.Description,
-		Metadata:       map[string]string{"client_idempotency_key": a.IdempotencyKey, "merchant": m.Name},
+		IdempotencyKey:   a.ProviderKey,
+		AttemptID:        a.ID,
+		AttemptCreatedAt: a.CreatedAt,
+		Amount:           a.Input.Amount,
+		Currency:         a.Input.Currency,
+		PaymentMethod:    a.Input.PaymentMethod,
+		Description:      a.Input.Description,
+		Metadata: map[string]string{
+			"chargeonce_attempt_id":  a.ID.String(),
+			"client_idempotency_key": a.IdempotencyKey,
+			"merchant":               m.Name,
+		},
 	}
 	if a.Input.OrderID != "" {
 		req.Metadata["order_id"] = a.Input.OrderID

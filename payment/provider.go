@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"chargeonce/metrics"
 )
 
@@ -21,15 +23,28 @@ import (
 // Such an attempt stays PROCESSING; it is never marked FAILED on a guess.
 var ErrOutcomeUnknown = errors.New("provider outcome unknown")
 
+// ErrProviderKeySpent means that no send under the request's provider key
+// can ever charge: the provider saved a failure for the key and replays it
+// on every send (Stripe does so with a 500), and it certainly holds no charge
+// for the attempt under any key. Only then may the attempt be sent again
+// under a new provider key, which settle records on the attempt first.
+var ErrProviderKeySpent = errors.New("provider key spent: the provider replays a failure for it and holds no charge for the attempt")
+
 // ProviderChargeRequest asks the provider to charge a card once per
 // IdempotencyKey (our provider key, not the client's key).
 type ProviderChargeRequest struct {
 	IdempotencyKey string
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	Description    string
-	Metadata       map[string]string
+	// AttemptID and AttemptCreatedAt name the attempt whatever its provider
+	// key, for a provider that finds charges by the attempt (the id is also
+	// in Metadata as chargeonce_attempt_id); no charge for the attempt is
+	// older than AttemptCreatedAt.
+	AttemptID        uuid.UUID
+	AttemptCreatedAt time.Time
+	Amount           int64
+	Currency         string
+	PaymentMethod    string
+	Description      string
+	Metadata         map[string]string
 }
 
 // ProviderCharge is the provider's definitive answer.
@@ -47,9 +62,11 @@ type Provider interface {
 	// false, not an error; an error wrapping ErrOutcomeUnknown means nobody
 	// knows yet.
 	CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error)
-	// FindCharge looks the charge up by idempotency key; nil when the
-	// provider has none.
-	FindCharge(ctx context.Context, idempotencyKey string) (*ProviderCharge, error)
+	// FindCharge looks up the charge that req made, by its idempotency key
+	// or by its attempt; nil when the provider has none. It is given the
+	// whole request so that a provider may also send it again or search by
+	// the attempt.
+	FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error)
 }
 
 // HTTPProvider talks to a provider with the simulator's HTTP API
@@ -155,9 +172,9 @@ func (p *HTTPProvider) CreateCharge(ctx context.Context, req ProviderChargeReque
 	}
 }
 
-// FindCharge implements Provider.
-func (p *HTTPProvider) FindCharge(ctx context.Context, idempotencyKey string) (*ProviderCharge, error) {
-	u := p.baseURL + "/v1/charges?" + url.Values{"idempotency_key": {idempotencyKey}}.Encode()
+// FindCharge implements Provider, by our provider key.
+func (p *HTTPProvider) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
+	u := p.baseURL + "/v1/charges?" + url.Values{"idempotency_key": {req.IdempotencyKey}}.Encode()
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -198,6 +215,8 @@ func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeReques
 	switch {
 	case err != nil && errors.Is(err, ErrOutcomeUnknown):
 		result = "unknown"
+	case err != nil && errors.Is(err, ErrProviderKeySpent):
+		result = "key_spent"
 	case err != nil:
 		result = "error"
 	case !pc.Succeeded:
@@ -207,9 +226,9 @@ func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeReques
 	return pc, err
 }
 
-func (p instrumented) FindCharge(ctx context.Context, idempotencyKey string) (*ProviderCharge, error) {
+func (p instrumented) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
 	start := time.Now()
-	pc, err := p.Provider.FindCharge(ctx, idempotencyKey)
+	pc, err := p.Provider.FindCharge(ctx, req)
 	result := "ok"
 	switch {
 	case err != nil:
@@ -223,7 +242,7 @@ func (p instrumented) FindCharge(ctx context.Context, idempotencyKey string) (*P
 
 func (p instrumented) observe(operation, result string, start time.Time) {
 	p.m.ProviderDuration.WithLabelValues(operation, result).Observe(time.Since(start).Seconds())
-	if result == "unknown" || result == "error" {
+	if result == "unknown" || result == "error" || result == "key_spent" {
 		p.m.ProviderErrors.WithLabelValues(operation).Inc()
 	}
 }

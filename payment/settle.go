@@ -22,8 +22,16 @@ type settlement struct {
 // until RedriveWindow after its claim, and fails as provider_unavailable
 // after that. When the outcome stays unknown, the attempt stays PROCESSING
 // and its lease is given back for the next pass.
+//
+// A provider key is replaced only when the provider says it is spent (see
+// ErrProviderKeySpent): it replays a failure for the key, so that no send
+// under it can ever charge, and it holds no charge for the attempt. The new
+// key is recorded on the attempt, fenced on the holder's attempt number,
+// before anything is sent under it; so a key is never replaced while the
+// provider may hold a charge under it, and whoever holds the attempt next
+// asks about, and sends under, the new key.
 func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a Attempt, by string) settlement {
-	pc, err := s.provider.FindCharge(ctx, a.ProviderKey)
+	pc, err := s.provider.FindCharge(ctx, providerRequest(m, a))
 	if err != nil {
 		s.leaveOpen(ctx, log, a, "the provider lookup failed", err)
 		return settlement{}
@@ -44,6 +52,20 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 			s.metrics.ReconcilerRedrives.Inc()
 		}
 		got, err := s.provider.CreateCharge(ctx, providerRequest(m, a))
+		if errors.Is(err, ErrProviderKeySpent) {
+			rekeyed, rerr := s.rekey(ctx, log, a)
+			if errors.Is(rerr, errFenced) {
+				log.InfoContext(ctx, "attempt was taken over or finalized by another holder; not sent under a new key")
+				return settlement{fenced: true}
+			}
+			if rerr != nil {
+				s.leaveOpen(ctx, log, a, "the provider key is spent and a new one could not be recorded", rerr)
+				return settlement{}
+			}
+			a = rekeyed
+			reason = "the provider key was spent and the provider held no charge; sent under a new provider key"
+			got, err = s.provider.CreateCharge(ctx, providerRequest(m, a))
+		}
 		if err != nil {
 			s.leaveOpen(ctx, log, a, "re-sent the charge, outcome still unknown", err)
 			return settlement{}
@@ -68,6 +90,21 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 	log.InfoContext(ctx, msg, "status", done.Status, "reason", reason,
 		"provider_charge_id", pc.ID, "failure_code", pc.FailureCode)
 	return settlement{done: done, final: true}
+}
+
+// rekey records the next provider key on a, fenced on its attempt number
+// and its current key, before anything is sent under it.
+func (s *Service) rekey(ctx context.Context, log *slog.Logger, a Attempt) (Attempt, error) {
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	defer cancel()
+	next := nextProviderKey(a)
+	rekeyed, err := s.store.rekey(writeCtx, a, next)
+	if err == nil {
+		s.metrics.ProviderRekeys.Inc()
+		log.WarnContext(ctx, "the provider spent our provider key and holds no charge for the attempt; recorded a new provider key",
+			"old_provider_key", a.ProviderKey, "provider_key", next)
+	}
+	return rekeyed, err
 }
 
 // leaveOpen logs why the attempt stays PROCESSING and gives its lease back,

@@ -144,6 +144,22 @@ func insertEvent(ctx context.Context, q *sqlc.Queries, e Event) error {
 	})
 }
 
+// rekey replaces a's provider key with newKey, fenced on a's attempt number
+// and its current key; errFenced when a was taken over, finalized, or
+// rekeyed by someone else.
+func (s *store) rekey(ctx context.Context, a Attempt, newKey string) (Attempt, error) {
+	row, err := s.q.RekeyChargeAttempt(ctx, sqlc.RekeyChargeAttemptParams{
+		NewProviderKey: newKey, ID: a.ID, Attempt: a.Number, OldProviderKey: a.ProviderKey,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Attempt{}, errFenced
+	}
+	if err != nil {
+		return Attempt{}, interpretError(err)
+	}
+	return attemptFromRow(row), nil
+}
+
 // release ends the holder's lease now, fenced on its attempt number.
 func (s *store) release(ctx context.Context, a Attempt, now time.Time) error {
 	return interpretError(s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Attempt: a.Number}))

@@ -59,6 +59,19 @@ SET status = 'FAILED',
 WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
 RETURNING *;
 
+-- name: RekeyChargeAttempt :one
+-- Gives an attempt a new provider key, when the provider has spent the old
+-- one (it replays a failure for every send under it) and holds no charge for
+-- the attempt. Written before anything is sent under the new key, so that
+-- whoever holds the attempt next asks about, and sends under, the new key.
+-- Fenced on the attempt number and on the old key: a holder that lost the
+-- attempt, or whose key is stale, changes nothing.
+UPDATE charge_attempts
+SET provider_key = sqlc.arg(new_provider_key)::text
+WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+  AND provider_key = sqlc.arg(old_provider_key)::text
+RETURNING *;
+
 -- name: ReleaseChargeAttempt :exec
 -- Ends the holder's lease early, when it gives up with an unknown outcome or
 -- cannot know whether its claim committed, so that the reconciler or the

@@ -374,6 +374,59 @@ func (q *Queries) OrderIsPaid(ctx context.Context, arg OrderIsPaidParams) (bool,
 	return exists, err
 }
 
+const rekeyChargeAttempt = `-- name: RekeyChargeAttempt :one
+UPDATE charge_attempts
+SET provider_key = $1::text
+WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
+  AND provider_key = $4::text
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+`
+
+type RekeyChargeAttemptParams struct {
+	NewProviderKey string
+	ID             uuid.UUID
+	Attempt        int32
+	OldProviderKey string
+}
+
+// Gives an attempt a new provider key, when the provider has spent the old
+// one (it replays a failure for every send under it) and holds no charge for
+// the attempt. Written before anything is sent under the new key, so that
+// whoever holds the attempt next asks about, and sends under, the new key.
+// Fenced on the attempt number and on the old key: a holder that lost the
+// attempt, or whose key is stale, changes nothing.
+func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttemptParams) (ChargeAttempt, error) {
+	row := q.db.QueryRow(ctx, rekeyChargeAttempt,
+		arg.NewProviderKey,
+		arg.ID,
+		arg.Attempt,
+		arg.OldProviderKey,
+	)
+	var i ChargeAttempt
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.IdempotencyKey,
+		&i.Fingerprint,
+		&i.Status,
+		&i.ProviderKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.OrderID,
+		&i.Description,
+		&i.ChargeID,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Attempt,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.LockedUntil,
+	)
+	return i, err
+}
+
 const releaseChargeAttempt = `-- name: ReleaseChargeAttempt :exec
 UPDATE charge_attempts
 SET locked_until = $1::timestamptz

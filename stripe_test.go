@@ -1,0 +1,401 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+	"chargeonce/stripeprovider"
+	"chargeonce/stripeprovider/stripefake"
+)
+
+// fakeStripe starts a fake Stripe for the test, and returns it with the
+// environment that points chargeonce at it.
+func fakeStripe(t *testing.T) (*stripefake.Server, map[string]string) {
+	t.Helper()
+	fake := stripefake.New("")
+	t.Cleanup(fake.Close)
+	return fake, map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": fake.SecretKey, "STRIPE_API_BASE": fake.URL}
+}
+
+// withFakeStripe is env, charging through a fake Stripe of the test's own.
+func withFakeStripe(t *testing.T, env map[string]string) map[string]string {
+	t.Helper()
+	_, vars := fakeStripe(t)
+	maps.Copy(vars, env)
+	return vars
+}
+
+// stripeServer starts an in-process server on a fresh database that charges
+// through a fake Stripe, with env on top.
+func stripeServer(t *testing.T, env map[string]string) (*testServer, *stripefake.Server, string) {
+	t.Helper()
+	dbURL := dbtest.NewDatabase(t)
+	fake, vars := fakeStripe(t)
+	maps.Copy(vars, env)
+	return startServer(t, dbURL, vars), fake, dbURL
+}
+
+// intentsFor lists the fake's PaymentIntents for a client's idempotency key.
+func intentsFor(fake *stripefake.Server, clientKey string) []stripefake.Intent {
+	return fake.IntentsFor("client_idempotency_key", clientKey)
+}
+
+// createKeys lists the Idempotency-Key of every create request the fake got.
+func createKeys(fake *stripefake.Server) []string {
+	var keys []string
+	for _, c := range fake.Calls() {
+		if c.Method == http.MethodPost && c.Path == "/v1/payment_intents" {
+			keys = append(keys, c.IdempotencyKey)
+		}
+	}
+	return keys
+}
+
+// storedProviderKey is the provider key stored on the attempt of a client key.
+func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
+	t.Helper()
+	require.NoError(t, openPool(t, dbURL).QueryRow(context.Background(),
+		"SELECT id::text, provider_key FROM charge_attempts WHERE idempotency_key = $1", clientKey).Scan(&attemptID, &providerKey))
+	return attemptID, providerKey
+}
+
+func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
+	t.Parallel()
+	s, fake, dbURL := stripeServer(t, nil)
+	tests := []struct {
+		pm, status, code string
+	}{
+		{"pm_card_visa", "SUCCEEDED", ""},
+		{"pm_card_chargeDeclined", "FAILED", "card_declined"},
+		{"pm_card_chargeDeclinedInsufficientFunds", "FAILED", "insufficient_funds"},
+		{"pm_card_chargeDeclinedExpiredCard", "FAILED", "expired_card"},
+		{"pm_card_authenticationRequired", "FAILED", "authentication_required"},
+		{"pm_card_threeDSecure2Required", "FAILED", "authentication_required"},
+	}
+	for _, tt := range tests {
+		key := newKey()
+		r := s.chargeCard(t, "demo-key", key, withPaymentMethod(tt.pm))
+		require.Empty(t, r.Errors, tt.pm)
+		p := r.Data.ChargeCard
+		require.Equal(t, tt.status, p.Status, tt.pm)
+		intents := intentsFor(fake, key)
+		require.Len(t, intents, 1, "%s: one PaymentIntent", tt.pm)
+		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		require.Equal(t, "chargeonce_"+attemptID, providerKey)
+		require.Equal(t, providerKey, intents[0].IdempotencyKey, "%s: created under our provider key", tt.pm)
+		require.Equal(t, attemptID, intents[0].Metadata["chargeonce_attempt_id"])
+		require.Equal(t, "demo", intents[0].Metadata["merchant"])
+		require.Equal(t, "usd", intents[0].Currency)
+		if tt.status == "SUCCEEDED" {
+			require.Equal(t, intents[0].ID, p.Charge.ProviderChargeID, "the PaymentIntent id is the provider charge id")
+		} else {
+			require.Equal(t, tt.code, p.Failure.Code, tt.pm)
+			require.NotContains(t, p.Failure.Message, "Your card", "a fixed message, not Stripe's text")
+		}
+		if tt.code == "authentication_required" {
+			require.Equal(t, "canceled", intents[0].Status, "a PaymentIntent that needs 3-D Secure is cancelled at Stripe")
+			require.Contains(t, p.Failure.Message, "which this checkout cannot perform")
+		}
+		replay := s.chargeCard(t, "demo-key", key, withPaymentMethod(tt.pm)).Data.ChargeCard
+		require.True(t, replay.Replayed)
+		require.Equal(t, p.Status, replay.Status)
+	}
+	require.Len(t, fake.Intents(), len(tests), "replays never reach Stripe")
+}
+
+func TestStripe_SameKeyStorm_OnePaymentIntent(t *testing.T) {
+	t.Parallel()
+	s, fake, _ := stripeServer(t, nil)
+	fake.SlowDelay = 300 * time.Millisecond // the storm arrives while Stripe works
+	fake.Script(func(c stripefake.Call) stripefake.Fault {
+		if c.Method == http.MethodPost {
+			return stripefake.Slow
+		}
+		return stripefake.None
+	})
+	key, input := newKey(), withPaymentMethod("pm_card_visa")
+	responses := storm(t, []*testServer{s}, 100, key, input)
+	chargeIDs := map[string]int{}
+	statuses := map[string]int{}
+	for i, r := range responses {
+		require.Empty(t, r.Errors, "response %d", i)
+		p := r.Data.ChargeCard
+		statuses[p.Status]++
+		switch p.Status {
+		case "SUCCEEDED":
+			chargeIDs[p.Charge.ProviderChargeID]++
+		case "PROCESSING":
+			require.Positive(t, *p.RetryAfterMs)
+		default:
+			t.Fatalf("response %d: %s", i, p.Status)
+		}
+	}
+	t.Logf("statuses over %d requests: %v", len(responses), statuses)
+	require.Len(t, chargeIDs, 1)
+	intents := intentsFor(fake, key)
+	require.Len(t, intents, 1, "one PaymentIntent for 100 requests")
+	for id := range chargeIDs {
+		require.Equal(t, intents[0].ID, id)
+	}
+	require.Len(t, createKeys(fake), 1, "one send: the claim kept the other 99 from Stripe")
+}
+
+func TestStripe_InlineRetry_409InUse_SameKeyThenSucceeded(t *testing.T) {
+	t.Parallel()
+	s, fake, dbURL := stripeServer(t, nil)
+	fake.FailCreates(stripefake.InUse, 1)
+	key := newKey()
+	r := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard
+	require.Equal(t, "SUCCEEDED", r.Status, "the request retried inline")
+	_, providerKey := storedProviderKey(t, dbURL, key)
+	require.Equal(t, []string{providerKey, providerKey}, createKeys(fake), "the inline retry sent the same key")
+	require.Len(t, intentsFor(fake, key), 1)
+}
+
+func TestStripe_LostResponse_ReconcilerFindsTheOnePaymentIntent(t *testing.T) {
+	t.Parallel()
+	s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
+	// Stripe charges, and every answer to the request's sends is lost.
+	fake.FailCreates(stripefake.CutAfterRun, 3)
+	key := newKey()
+	r := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard
+	require.Equal(t, "PROCESSING", r.Status, "nobody knows yet")
+
+	final := s.finalStatus(t, key, 15*time.Second)
+	require.Equal(t, "SUCCEEDED", final.Status, "the reconciler found the PaymentIntent by the attempt")
+	intents := intentsFor(fake, key)
+	require.Len(t, intents, 1)
+	require.Equal(t, intents[0].ID, final.Charge.ProviderChargeID)
+	_, providerKey := storedProviderKey(t, dbURL, key)
+	for _, k := range createKeys(fake) {
+		require.Equal(t, providerKey, k, "one key for every send")
+	}
+	require.Len(t, createKeys(fake), 3, "the inline retries, then the lookup: no further send")
+}
+
+func TestStripe_Reconciler_ResendsUnderTheSameKey(t *testing.T) {
+	t.Parallel()
+	s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
+	// Stripe is away for the request's three sends; nothing is saved.
+	fake.FailCreates(stripefake.Unavailable, 3)
+	key := newKey()
+	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+
+	final := s.finalStatus(t, key, 15*time.Second)
+	require.Equal(t, "SUCCEEDED", final.Status)
+	_, providerKey := storedProviderKey(t, dbURL, key)
+	require.Equal(t, []string{providerKey, providerKey, providerKey, providerKey}, createKeys(fake),
+		"the reconciler found nothing and sent it again under the same key")
+	intents := intentsFor(fake, key)
+	require.Len(t, intents, 1)
+	require.Equal(t, intents[0].ID, final.Charge.ProviderChargeID)
+}
+
+func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T) {
+	t.Parallel()
+	t.Run("nothing at Stripe: a new key, recorded, then sent", func(t *testing.T) {
+		t.Parallel()
+		s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
+		fake.FailCreates(stripefake.Error500, 1) // saved, and replayed for every later send of the key
+		key := newKey()
+		require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+
+		final := s.finalStatus(t, key, 15*time.Second)
+		require.Equal(t, "SUCCEEDED", final.Status)
+		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		first := "chargeonce_" + attemptID
+		require.Equal(t, first+"_2", providerKey, "the new key is derived from the attempt, and recorded on it")
+		keys := createKeys(fake)
+		require.Equal(t, providerKey, keys[len(keys)-1])
+		for _, k := range keys[:len(keys)-1] {
+			require.Equal(t, first, k, "every send before the rekey used the first key")
+		}
+		intents := intentsFor(fake, key)
+		require.Len(t, intents, 1, "one PaymentIntent")
+		require.Equal(t, providerKey, intents[0].IdempotencyKey)
+		require.Equal(t, intents[0].ID, final.Charge.ProviderChargeID)
+		require.Contains(t, s.logText(), "recorded a new provider key")
+	})
+	t.Run("a PaymentIntent at Stripe: it is used, the key stays", func(t *testing.T) {
+		t.Parallel()
+		s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
+		fake.FailCreates(stripefake.Error500AfterCreate, 1) // created, never confirmed, 500 saved
+		key := newKey()
+		// The request's inline retry meets the replayed 500, looks the attempt
+		// up, finds the PaymentIntent and confirms it.
+		require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+
+		final := s.finalStatus(t, key, 15*time.Second)
+		require.Equal(t, "SUCCEEDED", final.Status)
+		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		require.Equal(t, "chargeonce_"+attemptID, providerKey, "never rekeyed while Stripe holds a PaymentIntent")
+		for _, k := range createKeys(fake) {
+			require.Equal(t, providerKey, k)
+		}
+		intents := intentsFor(fake, key)
+		require.Len(t, intents, 1, "the one PaymentIntent, confirmed")
+		require.Equal(t, intents[0].ID, final.Charge.ProviderChargeID)
+	})
+}
+
+func TestStripe_Processing_StaysProcessingUntilStripeIsFinal(t *testing.T) {
+	t.Parallel()
+	s, fake, _ := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
+	key := newKey()
+	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_processing")).Data.ChargeCard.Status)
+	time.Sleep(3 * time.Second) // past the lease: the reconciler has asked, more than once
+	require.Equal(t, "PROCESSING", s.chargeStatus(t, "demo-key", key).Data.ChargeStatus.Status, "never guessed")
+
+	fake.SetStatus(intentsFor(fake, key)[0].ID, "succeeded")
+	final := s.finalStatus(t, key, 10*time.Second)
+	require.Equal(t, "SUCCEEDED", final.Status)
+	require.Len(t, intentsFor(fake, key), 1)
+}
+
+func TestStripe_SecretKeyIsNeverLogged(t *testing.T) {
+	t.Parallel()
+	fake := stripefake.New("")
+	t.Cleanup(fake.Close)
+	const wrong = "sk_test_NeverInTheLog000000000000"
+	// Stripe refuses the key (the fake quotes it back whole in its answer).
+	s := startServer(t, dbtest.NewDatabase(t), map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": wrong,
+		"STRIPE_API_BASE": fake.URL, "PROCESSING_LEASE": "1s", "RECONCILE_INTERVAL": "100ms"})
+	key := newKey()
+	r := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa"))
+	require.Empty(t, r.Errors)
+	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status, "nothing charged; it waits for an operator to fix the key")
+	require.Eventually(t, func() bool { return strings.Count(s.logText(), "STRIPE_SECRET_KEY") >= 2 }, 10*time.Second, 50*time.Millisecond,
+		"the request and the reconciler both say what to fix")
+	require.NotContains(t, s.logText(), wrong)
+	require.NotContains(t, s.logText(), "NeverInTheLog")
+	require.Empty(t, fake.Intents())
+
+	// A working key, a network failure: still never in the log.
+	good, fake2, _ := stripeServer(t, nil)
+	require.Equal(t, "SUCCEEDED", good.chargeCard(t, "demo-key", newKey(), withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	fake2.Close()
+	require.Equal(t, "PROCESSING", good.chargeCard(t, "demo-key", newKey(), withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	require.NotContains(t, good.logText(), fake2.SecretKey)
+}
+
+func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	s, fake, _ := stripeServer(t, nil)
+	for _, tt := range []struct {
+		currency           string
+		amount, wantStripe int64
+		status             string
+	}{
+		{"ISK", 500, 50000, "SUCCEEDED"},
+		{"JPY", 500, 500, "SUCCEEDED"},
+		{"KWD", 1230, 1230, "SUCCEEDED"},
+		{"KWD", 1234, 0, "FAILED"},
+	} {
+		key := newKey()
+		in := visa(int(tt.amount))
+		in["currency"] = tt.currency
+		r := s.chargeCard(t, "demo-key", key, in).Data.ChargeCard
+		require.Equal(t, tt.status, r.Status, "%s %d", tt.currency, tt.amount)
+		intents := intentsFor(fake, key)
+		if tt.status == "FAILED" {
+			require.Equal(t, stripeprovider.CodeAmountNotSupported, r.Failure.Code)
+			require.Empty(t, intents, "refused before anything was sent")
+			continue
+		}
+		require.Equal(t, tt.amount, int64(r.Charge.Amount), "chargeonce keeps the ISO amount")
+		require.Equal(t, tt.wantStripe, intents[0].Amount, "Stripe gets its own unit")
+	}
+}
+
+func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		crashAt       string
+		paymentMethod string
+		wantStatus    string
+	}{
+		{"after-claim", "pm_card_visa", "SUCCEEDED"},
+		{"after-provider", "pm_card_visa", "SUCCEEDED"},
+		{"after-finalize", "pm_card_visa", "SUCCEEDED"},
+		{"after-provider", "pm_card_chargeDeclined", "FAILED"},
+		{"after-provider", "pm_card_authenticationRequired", "FAILED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.crashAt+"/"+tt.paymentMethod, func(t *testing.T) {
+			t.Parallel()
+			dbURL := dbtest.NewDatabase(t)
+			// Stripe lives outside the process that dies: the crash takes
+			// down chargeonce, not Stripe.
+			fake, env := fakeStripe(t)
+			env["DATABASE_URL"] = dbURL
+			doomed := maps.Clone(env)
+			doomed["CHARGEONCE_CRASH_AT"] = tt.crashAt
+			p := startProcess(t, doomed)
+			key := newKey()
+			_, err := p.postCharge(t, key, withPaymentMethod(tt.paymentMethod))
+			require.Error(t, err, "the client sees the connection die, not an answer")
+			require.True(t, killedBySIGKILL(p.wait(t, 10*time.Second)), "the server died of SIGKILL at %s", tt.crashAt)
+			if tt.crashAt != "after-claim" {
+				require.Len(t, intentsFor(fake, key), 1, "Stripe answered before the crash")
+			}
+
+			// A new process (a restart, or another replica) settles the attempt.
+			survivor := startProcess(t, env)
+			final := survivor.finalStatus(t, key, 20*time.Second)
+			require.Equal(t, tt.wantStatus, final.Status)
+			attemptID, providerKey := storedProviderKey(t, dbURL, key)
+			intents := fake.IntentsFor(stripeprovider.MetadataAttemptID, attemptID)
+			require.Len(t, intents, 1, "exactly one PaymentIntent for the attempt")
+			require.Len(t, intentsFor(fake, key), 1, "and for the client's key")
+			require.Equal(t, providerKey, intents[0].IdempotencyKey, "under our one provider key")
+			for _, k := range createKeys(fake) {
+				require.Equal(t, providerKey, k)
+			}
+			if tt.wantStatus == "SUCCEEDED" {
+				require.Equal(t, intents[0].ID, final.Charge.ProviderChargeID, "the stored result is Stripe's PaymentIntent")
+			} else if tt.paymentMethod == "pm_card_authenticationRequired" {
+				require.Equal(t, "authentication_required", final.Failure.Code)
+				require.Equal(t, "canceled", intents[0].Status)
+			} else {
+				require.Equal(t, "card_declined", final.Failure.Code)
+			}
+			replay := survivor.chargeCard(t, "demo-key", key, withPaymentMethod(tt.paymentMethod)).Data.ChargeCard
+			require.True(t, replay.Replayed)
+			require.Equal(t, tt.wantStatus, replay.Status)
+		})
+	}
+}
+
+// The storm across two instances needs nothing of Stripe's but its
+// idempotency: each instance is its own Provider, both on one fake.
+func TestStripe_SameKeyAcrossTwoInstances_OnePaymentIntent(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	fake, env := fakeStripe(t)
+	fake.SlowDelay = 200 * time.Millisecond
+	fake.Script(func(c stripefake.Call) stripefake.Fault {
+		if c.Method == http.MethodPost {
+			return stripefake.Slow
+		}
+		return stripefake.None
+	})
+	a, b := startServer(t, dbURL, env), startServer(t, dbURL, env)
+	key, input := newKey(), withPaymentMethod("pm_card_visa")
+	responses := storm(t, []*testServer{a, b}, 100, key, input)
+	succeeded := 0
+	for _, r := range responses {
+		require.Empty(t, r.Errors)
+		if r.Data.ChargeCard.Status == "SUCCEEDED" {
+			succeeded++
+		}
+	}
+	require.Positive(t, succeeded)
+	require.Len(t, intentsFor(fake, key), 1)
+}

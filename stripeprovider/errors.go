@@ -1,0 +1,156 @@
+package stripeprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/stripe/stripe-go/v85"
+
+	"chargeonce/payment"
+)
+
+// Stripe's errors, mapped to an attempt's outcome, and described for logs
+// and errors without Stripe's message text or our secret key.
+
+// createFailed maps an error of the create call.
+func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeRequest, err error) (payment.ProviderCharge, error) {
+	var se *stripe.Error
+	if !errors.As(err, &se) {
+		// A timeout, a refused or broken connection, an unreadable answer:
+		// Stripe may have charged.
+		return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
+	}
+	status := se.HTTPStatusCode
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// Nothing was charged, but nothing can be until an operator fixes the
+		// key: the attempt stays PROCESSING rather than fail every checkout.
+		return payment.ProviderCharge{}, p.callFailed(ctx, "create PaymentIntent", err)
+	case status >= 500 && replayed(se.LastResponse):
+		// Stripe saved a 500 for our key and replays it: no send under this
+		// key can ever charge. Find what Stripe holds for the attempt.
+		return p.keySpent(ctx, req, err)
+	case status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500:
+		// 409 idempotency_key_in_use: a send under our key is still running.
+		// 429, 5xx: Stripe may or may not have run it. Same key next time.
+		return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
+	case se.Type == stripe.ErrorTypeIdempotency:
+		return p.idempotencyError(ctx, req, se)
+	case se.Type == stripe.ErrorTypeCard:
+		return declined(piID(se.PaymentIntent), se), nil
+	case se.Type == stripe.ErrorTypeInvalidRequest && (status == http.StatusBadRequest || status == http.StatusNotFound):
+		return p.rejected(ctx, req, se), nil
+	}
+	return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
+}
+
+// keySpent handles a replayed 500: the PaymentIntent for the attempt, if
+// Stripe holds one, settles the attempt; only when it certainly holds none
+// is the key spent, and settle may send the charge under a new key.
+func (p *Provider) keySpent(ctx context.Context, req payment.ProviderChargeRequest, cause error) (payment.ProviderCharge, error) {
+	pi, err := p.lookup(ctx, req)
+	if err != nil {
+		return payment.ProviderCharge{}, err
+	}
+	if pi != nil {
+		return p.settle(ctx, req, pi)
+	}
+	return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: %s for provider key %s, and no PaymentIntent for attempt %s",
+		payment.ErrProviderKeySpent, p.describe(cause), req.IdempotencyKey, req.AttemptID)
+}
+
+// idempotencyError handles Stripe's refusal of our key sent with other
+// parameters than its first send. That is a bug, or a deploy that changed
+// the request while attempts were open: it is logged as an error, and never
+// retried under a new key. The attempt fails, unless Stripe holds a
+// PaymentIntent for it from that first send, which then decides.
+func (p *Provider) idempotencyError(ctx context.Context, req payment.ProviderChargeRequest, se *stripe.Error) (payment.ProviderCharge, error) {
+	p.log.ErrorContext(ctx, "Stripe refused our provider key: it was first sent with other parameters; not sent again under a new key",
+		"provider_key", req.IdempotencyKey, "attempt_id", req.AttemptID, "stripe_request_id", se.RequestID)
+	pi, err := p.lookup(ctx, req)
+	if err != nil {
+		return payment.ProviderCharge{}, err
+	}
+	if pi != nil {
+		pc, err := p.outcome(ctx, req, pi)
+		if !errors.Is(err, errUnconfirmed) {
+			return pc, err
+		}
+	}
+	return payment.ProviderCharge{FailureCode: CodeIdempotencyError, FailureMessage: messageIdempotencyError}, nil
+}
+
+// rejected maps a request Stripe refused as invalid: definitive, nothing
+// was charged, and the same request would be refused again.
+func (p *Provider) rejected(ctx context.Context, req payment.ProviderChargeRequest, se *stripe.Error) payment.ProviderCharge {
+	p.log.WarnContext(ctx, "Stripe refused the charge request as invalid",
+		"provider_key", req.IdempotencyKey, "stripe_code", se.Code, "stripe_param", se.Param, "stripe_request_id", se.RequestID)
+	code := CodeProviderRejected
+	switch {
+	case se.Code == stripe.ErrorCodeAmountTooSmall || se.Code == stripe.ErrorCodeAmountTooLarge:
+		code = string(se.Code)
+	case se.Param == "currency":
+		code = CodeCurrencyNotSupported
+	case se.Param == "amount":
+		code = CodeAmountNotSupported
+	case se.Param == "payment_method" || se.Code == stripe.ErrorCodeResourceMissing:
+		code = CodeInvalidPaymentMethod
+	}
+	return payment.ProviderCharge{FailureCode: code, FailureMessage: shopperMessage(code)}
+}
+
+// callFailed is the error of a call that got no usable answer: Stripe's
+// refusal of our secret key, which an operator must fix (logged as an
+// error, and no outcome-unknown: retrying will not help), or else an
+// outcome-unknown error.
+func (p *Provider) callFailed(ctx context.Context, op string, err error) error {
+	var se *stripe.Error
+	if errors.As(err, &se) && (se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden) {
+		p.log.ErrorContext(ctx, "Stripe refused our secret key; check STRIPE_SECRET_KEY",
+			"operation", op, "status", se.HTTPStatusCode, "stripe_request_id", se.RequestID)
+		return fmt.Errorf("stripe: %s: %s: Stripe refused the secret key", op, p.describe(err))
+	}
+	return p.unknown(op, err)
+}
+
+// unknown is an outcome-unknown error for a failed call.
+func (p *Provider) unknown(op string, err error) error {
+	return fmt.Errorf("%w: stripe: %s: %s", payment.ErrOutcomeUnknown, op, p.describe(err))
+}
+
+// describe says what went wrong in a call, for logs and errors: Stripe's
+// status, error type and code and request id, never its message text (which
+// may quote what we sent); for anything else the error, with the secret key
+// cut out wherever it appears.
+func (p *Provider) describe(err error) string {
+	var se *stripe.Error
+	if errors.As(err, &se) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Stripe answered %d", se.HTTPStatusCode)
+		if se.Type != "" {
+			fmt.Fprintf(&b, " %s", se.Type)
+		}
+		if se.Code != "" {
+			fmt.Fprintf(&b, " (%s)", se.Code)
+		}
+		if replayed(se.LastResponse) {
+			b.WriteString(", replayed")
+		}
+		if se.RequestID != "" {
+			fmt.Fprintf(&b, ", request %s", se.RequestID)
+		}
+		return b.String()
+	}
+	return p.redact(err.Error())
+}
+
+// redact cuts the secret key out of s.
+func (p *Provider) redact(s string) string {
+	if p.secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, p.secret, "[STRIPE_SECRET_KEY]")
+}

@@ -1,0 +1,73 @@
+package stripeprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stripe/stripe-go/v85"
+
+	"chargeonce/payment"
+)
+
+// The lookup lists the PaymentIntents created since the attempt was
+// claimed, less lookupMargin for the clocks of chargeonce and Stripe, and
+// picks the attempt's by the attempt id in their metadata. Listing is read
+// from Stripe's primary store, so a PaymentIntent that exists is listed:
+// "none listed" proves there is none, which the Search API, up to a minute
+// behind, cannot. More than lookupMaxIntents PaymentIntents in that span
+// and the lookup gives up rather than claim there is none.
+const (
+	lookupMargin     = 10 * time.Minute
+	lookupPageSize   = 100
+	lookupMaxIntents = 20_000
+)
+
+// lookup returns the attempt's PaymentIntent as it is now, read by id; nil
+// when Stripe certainly holds none.
+func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest) (*stripe.PaymentIntent, error) {
+	if req.AttemptID == uuid.Nil || req.AttemptCreatedAt.IsZero() {
+		return nil, errors.New("stripe: look up PaymentIntent: the request names no attempt")
+	}
+	params := &stripe.PaymentIntentListParams{
+		CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: req.AttemptCreatedAt.Add(-lookupMargin).Unix()},
+	}
+	params.Limit = stripe.Int64(lookupPageSize)
+	want := req.AttemptID.String()
+	var found []*stripe.PaymentIntent
+	listed := 0
+	for pi, err := range p.client.V1PaymentIntents.List(ctx, params).All(ctx) {
+		if err != nil {
+			return nil, p.callFailed(ctx, "list PaymentIntents", err)
+		}
+		if listed++; listed > lookupMaxIntents {
+			return nil, fmt.Errorf("%w: stripe: more than %d PaymentIntents since attempt %s began; cannot tell which is its",
+				payment.ErrOutcomeUnknown, lookupMaxIntents, want)
+		}
+		if pi.Metadata[MetadataAttemptID] == want {
+			found = append(found, pi)
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	pick := found[0]
+	succeeded := 0
+	for _, pi := range found {
+		if pi.Status == stripe.PaymentIntentStatusSucceeded {
+			if succeeded == 0 {
+				pick = pi
+			}
+			succeeded++
+		}
+	}
+	if len(found) > 1 {
+		// One attempt, one PaymentIntent: more is a bug, and two charges
+		// need a refund. Settle on the (first) successful one.
+		p.log.ErrorContext(ctx, "Stripe holds several PaymentIntents for one attempt",
+			"attempt_id", want, "payment_intents", len(found), "succeeded", succeeded, "settled_on", pick.ID)
+	}
+	return p.retrieve(ctx, pick.ID)
+}

@@ -1,0 +1,184 @@
+// Package stripeprovider charges cards through Stripe: a payment.Provider on
+// Stripe's PaymentIntents API, with stripe-go. Each charge attempt is one
+// PaymentIntent, created and confirmed in one call with our provider key as
+// Stripe's Idempotency-Key, the same on every send, so that Stripe answers a
+// repeat with the saved result of the first send instead of charging again.
+// The attempt id in the PaymentIntent's metadata finds it again whatever
+// became of the answer (FindCharge).
+//
+// 3-D Secure: chargeonce has no client-side step that could show the
+// shopper their bank's challenge, so a PaymentIntent that requires action is
+// cancelled at Stripe (it can then never be completed by anyone) and the
+// attempt fails with authentication_required.
+package stripeprovider
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/stripe/stripe-go/v85"
+
+	"chargeonce/payment"
+)
+
+// APIBaseDefault is Stripe's own API.
+const APIBaseDefault = stripe.APIURL
+
+// TimeoutDefault bounds one call to Stripe when Config.Timeout is zero.
+const TimeoutDefault = 10 * time.Second
+
+// MetadataAttemptID is the PaymentIntent metadata key that holds the
+// attempt's id: the lookup finds the attempt's PaymentIntent by it.
+const MetadataAttemptID = "chargeonce_attempt_id"
+
+// Config configures a Provider. Zero values take the defaults.
+type Config struct {
+	// SecretKey is the Stripe secret key (sk_test_…, sk_live_… or a
+	// restricted key). It is sent to Stripe and nowhere else: never logged,
+	// never in an error.
+	SecretKey string
+	// APIBase is Stripe's API, or stripe-mock, or a fake (default APIBaseDefault).
+	APIBase string
+	// Timeout bounds each call (default TimeoutDefault).
+	Timeout time.Duration
+	// Transport carries the requests (nil: the network, with connections
+	// kept for bursts of checkouts).
+	Transport http.RoundTripper
+	// Logger gets what an operator must see (an idempotency_error, a request
+	// Stripe refused); nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Provider is a payment.Provider on Stripe.
+type Provider struct {
+	client *stripe.Client
+	secret string
+	log    *slog.Logger
+}
+
+var _ payment.Provider = (*Provider)(nil)
+
+// New returns a Provider for the Stripe account of cfg.SecretKey.
+func New(cfg Config) *Provider {
+	transport := cfg.Transport
+	if transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		transport = t
+	}
+	backends := stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+		HTTPClient: &http.Client{Timeout: cmp.Or(cfg.Timeout, TimeoutDefault), Transport: transport},
+		URL:        stripe.String(cmp.Or(cfg.APIBase, APIBaseDefault)),
+		// stripe-go's own retries would reuse our key (the header is set once
+		// per request), but they sleep without heeding the context and retry
+		// 409s and 5xx that chargeonce hands to its own retry loop and to the
+		// reconciler, both of which send the same key again. So: off.
+		MaxNetworkRetries: stripe.Int64(0),
+		// stripe-go logs Stripe's raw error bodies; we log what we decide.
+		LeveledLogger:   &stripe.LeveledLogger{Level: stripe.LevelNull},
+		EnableTelemetry: stripe.Bool(false),
+	})
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{
+		client: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)),
+		secret: cfg.SecretKey,
+		log:    log.With("provider", "stripe"),
+	}
+}
+
+// CreateCharge implements payment.Provider: it creates and confirms the
+// attempt's PaymentIntent in one call, under our provider key.
+func (p *Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+	amount, refusal, ok := stripeAmount(req.Amount, req.Currency)
+	if !ok {
+		return refusal, nil
+	}
+	pi, err := p.client.V1PaymentIntents.Create(ctx, createParams(req, amount))
+	if err != nil {
+		return p.createFailed(ctx, req, err)
+	}
+	if replayed(pi.LastResponse) {
+		// Stripe's saved answer to an earlier send: the PaymentIntent as it
+		// was then. Read it as it is now.
+		if pi, err = p.retrieve(ctx, pi.ID); err != nil {
+			return payment.ProviderCharge{}, err
+		}
+	}
+	return p.settle(ctx, req, pi)
+}
+
+// createParams is the create-and-confirm request of req: the same on every
+// send, or Stripe refuses the repeat of our key (idempotency_error).
+func createParams(req payment.ProviderChargeRequest, amount int64) *stripe.PaymentIntentCreateParams {
+	metadata := maps.Clone(req.Metadata)
+	if metadata == nil {
+		metadata = map[string]string{}
+	}
+	metadata[MetadataAttemptID] = req.AttemptID.String()
+	params := &stripe.PaymentIntentCreateParams{
+		Amount:        stripe.Int64(amount),
+		Currency:      stripe.String(currencyParam(req.Currency)),
+		PaymentMethod: stripe.String(req.PaymentMethod),
+		// Cards only: no payment method that redirects the shopper, which
+		// this API could not bring back (and which would need a return_url).
+		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
+		Confirm:            stripe.Bool(true),
+		Metadata:           metadata,
+	}
+	if req.Description != "" {
+		params.Description = stripe.String(req.Description)
+	}
+	params.SetIdempotencyKey(req.IdempotencyKey)
+	return params
+}
+
+// FindCharge implements payment.Provider: it finds the attempt's
+// PaymentIntent by the attempt id in its metadata, whatever key it was
+// created under, and reads it by id. A PaymentIntent that was created but
+// never confirmed holds no charge: nil, and settle's re-send under the same
+// key confirms it (see settle). Stripe's Search API is not used: it lags
+// behind writes by up to a minute, so "not found" would prove nothing.
+func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
+	pi, err := p.lookup(ctx, req)
+	if err != nil || pi == nil {
+		return nil, err
+	}
+	pc, err := p.outcome(ctx, req, pi)
+	if errors.Is(err, errUnconfirmed) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &pc, nil
+}
+
+// retrieve reads a PaymentIntent by id, as it is now.
+func (p *Provider) retrieve(ctx context.Context, id string) (*stripe.PaymentIntent, error) {
+	pi, err := p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
+	if err != nil {
+		return nil, p.callFailed(ctx, "retrieve PaymentIntent "+id, err)
+	}
+	return pi, nil
+}
+
+// replayed reports whether an answer is Stripe's saved answer to an earlier
+// send under the same idempotency key.
+func replayed(r *stripe.APIResponse) bool {
+	return r != nil && r.Header.Get("Idempotent-Replayed") == "true"
+}
+
+func piID(pi *stripe.PaymentIntent) string {
+	if pi == nil {
+		return ""
+	}
+	return pi.ID
+}

@@ -1,0 +1,214 @@
+package stripefake
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The PaymentIntent endpoints: created (and confirmed), read, listed
+// newest first, confirmed and cancelled, as Stripe's test cards behave.
+
+type intent struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Amount             int64             `json:"amount"`
+	Currency           string            `json:"currency"`
+	Status             string            `json:"status"`
+	Created            int64             `json:"created"`
+	Livemode           bool              `json:"livemode"`
+	Metadata           map[string]string `json:"metadata"`
+	PaymentMethod      string            `json:"payment_method"`
+	Description        *string           `json:"description"`
+	ClientSecret       string            `json:"client_secret"`
+	LastPaymentError   *stripeError      `json:"last_payment_error"`
+	CancellationReason *string           `json:"cancellation_reason"`
+	NextAction         map[string]any    `json:"next_action"`
+
+	key string // the idempotency key it was created under
+}
+
+type stripeError struct {
+	Type          string  `json:"type"`
+	Code          string  `json:"code,omitempty"`
+	DeclineCode   string  `json:"decline_code,omitempty"`
+	Message       string  `json:"message"`
+	Param         string  `json:"param,omitempty"`
+	PaymentIntent *intent `json:"payment_intent,omitempty"`
+}
+
+// run routes a request; keep says whether Stripe would save its answer.
+func (s *Server) run(r *http.Request, call Call, fault Fault) (status int, body []byte, keep bool) {
+	path := strings.TrimPrefix(r.URL.Path, "/v1/payment_intents")
+	if !strings.HasPrefix(r.URL.Path, "/v1/payment_intents") {
+		return notFound("Unrecognized request URL")
+	}
+	id, action, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if fault == Error500 {
+		return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
+	}
+	switch {
+	case r.Method == http.MethodPost && id == "":
+		return s.create(r.PostForm, call.IdempotencyKey, fault)
+	case r.Method == http.MethodGet && id == "":
+		return s.list(r.Form)
+	case r.Method == http.MethodGet && action == "":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if pi := s.intents[id]; pi != nil {
+			return http.StatusOK, mustJSON(pi), true
+		}
+		return notFound("No such payment_intent: '" + id + "'")
+	case r.Method == http.MethodPost && action == "confirm":
+		return s.confirm(id)
+	case r.Method == http.MethodPost && action == "cancel":
+		return s.cancel(id, r.PostForm.Get("cancellation_reason"))
+	}
+	return notFound("Unrecognized request URL")
+}
+
+func (s *Server) create(form url.Values, key string, fault Fault) (int, []byte, bool) {
+	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
+	if err != nil || amount <= 0 {
+		return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "parameter_invalid_integer",
+			Param: "amount", Message: "Invalid integer"}), false
+	}
+	pm := form.Get("payment_method")
+	if !strings.HasPrefix(pm, "pm_") {
+		return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "resource_missing",
+			Param: "payment_method", Message: "No such PaymentMethod: '" + pm + "'"}), false
+	}
+	metadata := map[string]string{}
+	for k, v := range form {
+		if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") {
+			metadata[strings.TrimSuffix(name, "]")] = v[0]
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	pi := &intent{
+		ID: fmt.Sprintf("pi_fake%06d%s", s.seq, randomID()[:8]), Object: "payment_intent",
+		Amount: amount, Currency: form.Get("currency"), Status: "requires_confirmation",
+		Created: time.Now().Unix(), Metadata: metadata, PaymentMethod: pm, key: key,
+	}
+	if d := form.Get("description"); d != "" {
+		pi.Description = &d
+	}
+	pi.ClientSecret = pi.ID + "_secret_" + randomID()
+	s.intents[pi.ID] = pi
+	s.order = append(s.order, pi)
+	if fault == Error500AfterCreate {
+		return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
+	}
+	if form.Get("confirm") != "true" {
+		return http.StatusOK, mustJSON(pi), true
+	}
+	return s.confirmLocked(pi)
+}
+
+func (s *Server) confirm(id string) (int, []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pi := s.intents[id]
+	if pi == nil {
+		return notFound("No such payment_intent: '" + id + "'")
+	}
+	if pi.Status != "requires_confirmation" && pi.Status != "requires_payment_method" {
+		return unexpectedState(pi, "confirm")
+	}
+	return s.confirmLocked(pi)
+}
+
+// confirmLocked runs the card of pi, as Stripe's test cards behave.
+func (s *Server) confirmLocked(pi *intent) (int, []byte, bool) {
+	decline := func(code, declineCode string) (int, []byte, bool) {
+		pi.Status = "requires_payment_method"
+		pi.LastPaymentError = &stripeError{Type: "card_error", Code: code, DeclineCode: declineCode,
+			Message: "Your card was declined."}
+		e := *pi.LastPaymentError
+		snapshot := *pi
+		e.PaymentIntent = &snapshot
+		return http.StatusPaymentRequired, errorBody(e), true
+	}
+	switch pi.PaymentMethod {
+	case "pm_card_chargeDeclined":
+		return decline("card_declined", "generic_decline")
+	case "pm_card_chargeDeclinedInsufficientFunds":
+		return decline("card_declined", "insufficient_funds")
+	case "pm_card_chargeDeclinedExpiredCard":
+		return decline("expired_card", "")
+	case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required":
+		pi.Status = "requires_action"
+		pi.NextAction = map[string]any{"type": "use_stripe_sdk"}
+	case "pm_card_processing": // the fake's own: completes when a test says (SetStatus)
+		pi.Status = "processing"
+	default:
+		pi.Status = "succeeded"
+		pi.LastPaymentError = nil
+	}
+	return http.StatusOK, mustJSON(pi), true
+}
+
+func (s *Server) cancel(id, reason string) (int, []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pi := s.intents[id]
+	if pi == nil {
+		return notFound("No such payment_intent: '" + id + "'")
+	}
+	switch pi.Status {
+	case "requires_payment_method", "requires_confirmation", "requires_action", "requires_capture":
+	default:
+		return unexpectedState(pi, "cancel")
+	}
+	pi.Status, pi.NextAction = "canceled", nil
+	if reason != "" {
+		pi.CancellationReason = &reason
+	}
+	return http.StatusOK, mustJSON(pi), true
+}
+
+func (s *Server) list(form url.Values) (int, []byte, bool) {
+	gte, _ := strconv.ParseInt(form.Get("created[gte]"), 10, 64)
+	limit, err := strconv.Atoi(form.Get("limit"))
+	if err != nil || limit < 1 || limit > 100 {
+		limit = 10
+	}
+	after := form.Get("starting_after")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Newest first, as Stripe lists.
+	var data []*intent
+	skipping := after != ""
+	for i := len(s.order) - 1; i >= 0; i-- {
+		pi := s.order[i]
+		if skipping {
+			skipping = pi.ID != after
+			continue
+		}
+		if pi.Created >= gte {
+			data = append(data, pi)
+		}
+	}
+	more := len(data) > limit
+	if more {
+		data = data[:limit]
+	}
+	return http.StatusOK, mustJSON(map[string]any{"object": "list", "url": "/v1/payment_intents",
+		"has_more": more, "data": data}), true
+}
+
+func unexpectedState(pi *intent, action string) (int, []byte, bool) {
+	snapshot := *pi
+	return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "payment_intent_unexpected_state",
+		Message:       fmt.Sprintf("You cannot %s this PaymentIntent because it has a status of %s.", action, pi.Status),
+		PaymentIntent: &snapshot}), true
+}
+
+func notFound(msg string) (int, []byte, bool) {
+	return http.StatusNotFound, errorBody(stripeError{Type: "invalid_request_error", Code: "resource_missing", Message: msg}), false
+}
