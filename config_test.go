@@ -73,6 +73,8 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"zero retention", map[string]string{"KEY_RETENTION": "0s"}, "KEY_RETENTION"},
 		{"unknown crash point", map[string]string{"CHARGEONCE_CRASH_AT": "somewhere"}, "CHARGEONCE_CRASH_AT"},
 		{"production without db", map[string]string{"APP_ENV": "production", "PROVIDER_URL": "https://provider"}, "DATABASE_URL"},
+		{"production, instant provider", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222", "PROVIDER": "instant"}, "PROVIDER=instant"},
+		{"unknown provider", map[string]string{"PROVIDER": "paypal"}, "PROVIDER"},
 		{"production, simulated provider", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222", "PROVIDER_URL": "https://provider"}, "PROVIDER"},
 		{"crash fault in production", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider", "NATS_URL": "nats://broker:4222", "CHARGEONCE_CRASH_AT": "after-claim"}, "CHARGEONCE_CRASH_AT"},
 		{"production, no event broker", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "PROVIDER_URL": "https://provider"}, "NATS_URL"},

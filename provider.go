@@ -23,9 +23,12 @@ const (
 	providerCardsim = "cardsim"
 	// providerStripe charges through Stripe with STRIPE_SECRET_KEY.
 	providerStripe = "stripe"
+	// providerInstant answers at once and stores nothing, so that
+	// benchmarks measure chargeonce alone. Development only.
+	providerInstant = "instant"
 )
 
-var providers = []string{providerCardsim, providerStripe}
+var providers = []string{providerCardsim, providerStripe, providerInstant}
 
 // stripeKeyWindow is how long Stripe keeps the saved result of an
 // idempotency key: 24 hours. A re-send under our key after that could charge
@@ -52,6 +55,10 @@ func (cfg *config) loadProvider(getenv func(string) string) error {
 	case providerCardsim:
 		if cfg.Production {
 			return errors.New("PROVIDER=cardsim (the default) is the simulated card provider, for development only: set PROVIDER=stripe when APP_ENV=production")
+		}
+	case providerInstant:
+		if cfg.Production {
+			return errors.New("PROVIDER=instant charges nothing and is for development and benchmarks only: set PROVIDER=stripe when APP_ENV=production")
 		}
 	case providerStripe:
 		key := getenv("STRIPE_SECRET_KEY")
@@ -115,6 +122,8 @@ func checkStripeAPIBase(base string, production bool) error {
 // network).
 func newProvider(cfg config, providerURL string, transport http.RoundTripper, log *slog.Logger) payment.Provider {
 	switch cfg.Provider {
+	case providerInstant:
+		return payment.InstantProvider{}
 	case providerStripe:
 		return stripeprovider.New(stripeprovider.Config{SecretKey: string(cfg.StripeSecretKey), APIBase: cfg.StripeAPIBase,
 			Timeout: providerTimeout, Transport: transport, Logger: log})
@@ -125,8 +134,11 @@ func newProvider(cfg config, providerURL string, transport http.RoundTripper, lo
 
 // providerName says which provider cfg charges through, for the log.
 func providerName(cfg config, providerURL string) string {
-	if cfg.Provider == providerStripe {
+	switch cfg.Provider {
+	case providerStripe:
 		return "stripe " + cfg.StripeAPIBase
+	case providerInstant:
+		return "instant (in process, charges nothing)"
 	}
 	return providerURL
 }

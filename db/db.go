@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -27,6 +28,9 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = PoolMaxConnsDefault
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
@@ -37,6 +41,15 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// PoolMaxConnsDefault is the pool's size unless DATABASE_URL sets
+// pool_max_conns. pgx's own default, max(4, cores), starves a small machine:
+// every charge holds a connection for its claim and again for its
+// finalization, the replays and the in-process simulator share the pool, and
+// on 2 cores 4 connections left a 200-request same-key storm answering
+// PROCESSING for want of a connection to read the stored result. 20 keeps
+// three instances (60) well inside PostgreSQL's default max_connections (100).
+const PoolMaxConnsDefault = 20
 
 // MigrationsFS returns the embedded migration files (at its root) exactly as
 // Migrate applies them, so db/dbtest can key its template database on them.

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,4 +50,25 @@ func TestMigrate_FreshDatabase_CreatesNoCardsimSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, versions, len(files), "every migration is applied")
 	require.Contains(t, versions, int64(3), "00003 is applied, and does nothing")
+}
+
+// TestConnect_PoolSize: the pool is PoolMaxConnsDefault connections, not
+// pgx's max(4, cores), unless the URL says pool_max_conns.
+func TestConnect_PoolSize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewDatabase(t, dbtest.Empty)
+	pool, err := db.Connect(ctx, url)
+	require.NoError(t, err)
+	defer pool.Close()
+	require.Equal(t, int32(db.PoolMaxConnsDefault), pool.Config().MaxConns)
+
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	sized, err := db.Connect(ctx, url+sep+"pool_max_conns=7")
+	require.NoError(t, err)
+	defer sized.Close()
+	require.Equal(t, int32(7), sized.Config().MaxConns, "the operator's pool_max_conns wins")
 }

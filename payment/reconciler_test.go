@@ -400,10 +400,10 @@ func (p slowProvider) FindCharge(ctx context.Context, req ProviderChargeRequest)
 
 // TestReconciler_SlowProvider_NoLeaseExpiresMidBatch gives two reconcilers
 // a backlog of abandoned attempts and a provider that takes 250 ms a call,
-// so that working a pass's batch one attempt after another would outlast
-// the 1 s lease many times over: every attempt must still be taken over
-// exactly once, which it would not be if a lease ran out while its pass was
-// busy with others.
+// so that working a pass's batch one attempt after another (12 × 2 calls ×
+// 250 ms = 6 s) would outlast the 3 s lease twice over: every attempt must
+// still be taken over exactly once, which it would not be if a lease ran out
+// while its pass was busy with others.
 func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -411,7 +411,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
 	t.Cleanup(sim.Close)
 	newService := func() *Service {
-		return NewService(pool, slowProvider{NewHTTPProvider(sim.URL, 5*time.Second, nil), 250 * time.Millisecond}, Config{Lease: time.Second})
+		return NewService(pool, slowProvider{NewHTTPProvider(sim.URL, 5*time.Second, nil), 250 * time.Millisecond}, Config{Lease: 3 * time.Second})
 	}
 	a, b := newService(), newService()
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")
@@ -436,7 +436,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 					return
 				}
 				taken.Add(int64(res.Taken))
-				if res.Taken == 0 && time.Since(start) > 3*time.Second {
+				if res.Taken == 0 && time.Since(start) > 5*time.Second { // past a lease
 					return
 				}
 			}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+)
+
+// TestInstantProvider: PROVIDER=instant charges at once through the whole
+// server (claim, finalize, replay), declines its one declined card, and
+// keeps the idempotency contract; it is what the benchmarks run against.
+func TestInstantProvider_ChargesAtOnceAndKeepsTheContract(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, dbtest.NewDatabase(t), map[string]string{"PROVIDER": "instant"})
+	key := newKey()
+	first := s.chargeCard(t, "demo-key", key, visa(1200))
+	require.Empty(t, first.Errors)
+	require.Equal(t, "SUCCEEDED", first.Data.ChargeCard.Status)
+	require.True(t, strings.HasPrefix(first.Data.ChargeCard.Charge.ProviderChargeID, "instant_chargeonce_"),
+		first.Data.ChargeCard.Charge.ProviderChargeID)
+
+	again := s.chargeCard(t, "demo-key", key, visa(1200))
+	require.True(t, again.Data.ChargeCard.Replayed)
+	require.Equal(t, first.Data.ChargeCard.Charge.ID, again.Data.ChargeCard.Charge.ID)
+	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", s.chargeCard(t, "demo-key", key, visa(1300)).code(t))
+
+	declined := s.chargeCard(t, "demo-key", newKey(), withPaymentMethod("pm_card_chargeDeclined"))
+	require.Equal(t, "FAILED", declined.Data.ChargeCard.Status)
+	require.Equal(t, "card_declined", declined.Data.ChargeCard.Failure.Code)
+}
