@@ -46,8 +46,12 @@ type options struct {
 	concs      []int
 	replayKeys int
 	stormSize  int
-	out        string
-	dataDir    string
+	// growthKeys finished keys are stored before the growth runs, and
+	// expiredKeys expired ones before the cleanup run; 0 skips them.
+	growthKeys  int
+	expiredKeys int
+	out         string
+	dataDir     string
 }
 
 func parseOptions(args []string) (options, error) {
@@ -57,6 +61,8 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 0, "length of each run (default 10s, smoke 2s)")
 	fs.StringVar(&o.out, "out", "", "where to write the results (default bench/results, smoke bench/results/smoke)")
 	fs.StringVar(&o.dataDir, "data", ".data", "the project's data directory: the bench uses DATA/bench and DATA/bench-postgres")
+	fs.IntVar(&o.growthKeys, "growth-keys", -1, "stored keys for the growth runs (default 10,000,000; smoke 0: no growth runs)")
+	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -65,6 +71,16 @@ func parseOptions(args []string) (options, error) {
 	if o.smoke {
 		o.concs, o.replayKeys, o.stormSize = []int{1, 8}, 100, 200
 		def, out = 2*time.Second, filepath.Join("bench", "results", "smoke")
+	}
+	growth, expired := 10_000_000, 1_000_000
+	if o.smoke {
+		growth, expired = 0, 0
+	}
+	if o.growthKeys < 0 {
+		o.growthKeys = growth
+	}
+	if o.expiredKeys < 0 {
+		o.expiredKeys = expired
 	}
 	if o.duration == 0 {
 		o.duration = def
@@ -218,13 +234,20 @@ func (b *bench) runAll(ctx context.Context) error {
 	if err := b.duplicateStorm(ctx); err != nil {
 		return err
 	}
-	return b.ceilings(ctx, len(keys))
+	if err := b.ceilings(ctx, len(keys)); err != nil {
+		return err
+	}
+	return b.growth(ctx, primary)
 }
 
 // serverRuns runs one kind of load at every concurrency, with the server's
 // peak RSS for each.
 func (b *bench) serverRuns(srv *server, run *Run, targeter func() vegeta.Targeter) {
-	for _, c := range b.opts.concs {
+	b.concRuns(srv, run, b.opts.concs, targeter)
+}
+
+func (b *bench) concRuns(srv *server, run *Run, concs []int, targeter func() vegeta.Targeter) {
+	for _, c := range concs {
 		srv.resetPeakRSS()
 		f := attack(run.Name, targeter(), c, b.opts.duration)
 		f.PeakRSSMB = srv.peakRSSMB()

@@ -108,6 +108,8 @@ func (r *Results) computeRatios(concs []int) {
 		{"fresh (primary provider) / pgbench claim+finalize", "fresh", "pgbench-claim-finalize", "≥ 0.50 at c=8, 32", false},
 		{"replay / trivial query throughput", "replay", "trivial", "≥ 0.60", false},
 		{"replay p99 / trivial p99", "replay", "trivial", "≤ 2.0", true},
+		{"fresh with the stored keys / fresh", "fresh-grown", "fresh", "≥ 0.90 (stored keys cost < 10%)", false},
+		{"fresh with the cleanup alongside / fresh", "fresh-cleanup", "fresh", "≥ 0.80 (cleanup costs < 20%)", false},
 	} {
 		for _, conc := range concs {
 			n, d := r.run(c.num).at(conc), r.run(c.den).at(conc)
