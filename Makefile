@@ -69,7 +69,15 @@ lint: ## go vet, gofmt and staticcheck
 	$(GO) tool staticcheck ./...
 
 .PHONY: bench
-bench: ## Run the benchmarks (a first charge against a replay, on a real PostgreSQL)
+bench: ## The end-to-end benchmark (under 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/
+	$(GO) run ./bench
+
+.PHONY: bench-smoke
+bench-smoke: ## The end-to-end benchmark in short (under a minute, no targets), into bench/results/smoke/
+	$(GO) run ./bench -smoke
+
+.PHONY: bench-go
+bench-go: ## The go test benchmarks of the hot functions (a first charge against a replay, on a real PostgreSQL), for benchstat
 	@status=0; $(GO) test -run '^$$' -bench . -benchmem ./... || status=$$?; \
 	if [ -z "$$TEST_DATABASE_URL" ]; then $(GO) run . localdb stop $(TEST_PG_DIR) || true; fi; \
 	exit $$status
@@ -99,5 +107,6 @@ clean: ## Stop the project-local PostgreSQL servers and delete .data/, bin/ and 
 	-$(GO) run . localdb stop .data/postgres
 	-$(GO) run . localdb stop $(TEST_PG_DIR)
 	-$(GO) run . localdb stop .data/web-e2e/postgres
+	-$(GO) run . localdb stop .data/bench-postgres
 	rm -rf .data bin
 	find $(WEB)/dist -mindepth 1 ! -name .gitkeep -delete

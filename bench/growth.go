@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"golang.org/x/sync/errgroup"
+)
+
+// seedChunk is how many stored keys one INSERT adds: small enough to log
+// progress and keep each transaction short.
+const seedChunk = 250_000
+
+// seedKeys stores n finished attempts of the demo merchant, numbered from
+// first, that expire after expiresIn (negative: already expired). They are
+// FAILED attempts, which need no charge row: what grows is the table and
+// the indexes that every claim touches. Ids follow the numbers (random ones
+// would make the seeding, not the benchmark, slow), and two connections
+// share the work, one per core of the machine the targets are set for.
+func (b *bench) seedKeys(ctx context.Context, first, n int, expiresIn time.Duration) error {
+	chunks := make(chan [2]int)
+	g, gctx := errgroup.WithContext(ctx)
+	for range 2 {
+		g.Go(func() error {
+			conn, err := pgx.Connect(gctx, b.dbURL)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(context.Background())
+			for c := range chunks {
+				_, err := conn.Exec(gctx, `
+INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency,
+    payment_method, status, failure_code, failure_message, completed_at, locked_until, expires_at)
+SELECT lpad(to_hex(g), 32, '0')::uuid, $1::uuid, 'bench-stored-' || g, '\x00'::bytea, 'bench-stored-p-' || g,
+    1999, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'seeded by bench', now(), now(), now() + $4::interval
+FROM generate_series($2::bigint, $3::bigint) g`, b.merchant, c[0], c[1], expiresIn.String())
+				if err != nil {
+					return fmt.Errorf("seeding stored keys: %w", err)
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(chunks)
+		for lo := first; lo < first+n; lo += seedChunk {
+			select {
+			case chunks <- [2]int{lo, min(lo+seedChunk, first+n) - 1}:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "VACUUM ANALYZE charge_attempts")
+	return err
+}
+
+func (b *bench) countAttempts(ctx context.Context) (int, error) {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctx, "SELECT count(*) FROM charge_attempts").Scan(&n)
+	return n, err
+}
+
+// growth measures fresh-key charges with many stored keys, then with the
+// retention cleanup deleting expired keys at the same time (issue 11, item
+// 6), at concurrency 8 and 32 (those the smoke run has).
+func (b *bench) growth(ctx context.Context, provider string) error {
+	o := b.opts
+	if o.growthKeys == 0 {
+		return nil
+	}
+	var concs []int
+	for _, c := range o.concs {
+		if c == 8 || c == 32 {
+			concs = append(concs, c)
+		}
+	}
+	t0 := time.Now()
+	b.logf("growth: storing %d keys", o.growthKeys)
+	if err := b.seedKeys(ctx, 1, o.growthKeys, 24*time.Hour); err != nil {
+		return err
+	}
+	b.logf("growth: stored in %s", time.Since(t0).Round(time.Second))
+	srv, err := startServer(ctx, b.binary, b.serverEnv("growth", provider))
+	if err != nil {
+		return err
+	}
+	grown := Run{Name: "fresh-grown", Provider: provider,
+		What: fmt.Sprintf("fresh keys as `fresh`, with %d more finished keys stored", o.growthKeys)}
+	b.concRuns(srv, &grown, concs, func() vegeta.Targeter { return freshTargeter(srv.URL) })
+	srv.stop()
+	b.results.Runs = append(b.results.Runs, grown)
+
+	if o.expiredKeys == 0 {
+		return nil
+	}
+	t0 = time.Now()
+	b.logf("growth: storing %d expired keys", o.expiredKeys)
+	if err := b.seedKeys(ctx, o.growthKeys+1, o.expiredKeys, -time.Hour); err != nil {
+		return err
+	}
+	b.logf("growth: stored in %s", time.Since(t0).Round(time.Second))
+	before, err := b.countAttempts(ctx)
+	if err != nil {
+		return err
+	}
+	// A short interval keeps the cleaner deleting (10,000 keys a pass) for
+	// the whole run.
+	env := b.serverEnv("cleanup", provider)
+	env["CLEANUP_INTERVAL"] = "100ms"
+	srv, err = startServer(ctx, b.binary, env)
+	if err != nil {
+		return err
+	}
+	cleanup := Run{Name: "fresh-cleanup", Provider: provider}
+	b.concRuns(srv, &cleanup, concs, func() vegeta.Targeter { return freshTargeter(srv.URL) })
+	srv.stop()
+	after, err := b.countAttempts(ctx)
+	if err != nil {
+		return err
+	}
+	added := 0
+	for _, f := range cleanup.Figures {
+		added += f.Requests
+	}
+	cleanup.What = fmt.Sprintf("as `fresh-grown`, with %d expired keys more and the retention cleanup running every 100 ms; it deleted about %d keys during the runs",
+		o.expiredKeys, before+added-after)
+	b.results.Runs = append(b.results.Runs, cleanup)
+	return nil
+}

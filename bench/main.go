@@ -1,0 +1,351 @@
+// Command bench is chargeonce's end-to-end benchmark (issue 11): it starts
+// its own PostgreSQL and the real server binary, drives chargeCard with
+// vegeta (fresh keys, replays of finished keys, a duplicate storm over two
+// instances), measures the same database's ceiling for the same SQL with
+// pgbench and the server's own ceiling with a trivial query, and writes the
+// figures, their ratios, a table and a chart under bench/results/. Run it
+// from the repository root: `make bench` (full) or `make bench-smoke`.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"chargeonce/db/localpg"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the bench's flags.
+type options struct {
+	smoke      bool
+	duration   time.Duration
+	concs      []int
+	replayKeys int
+	stormSize  int
+	// growthKeys finished keys are stored before the growth runs, and
+	// expiredKeys expired ones before the cleanup run; 0 skips them.
+	growthKeys  int
+	expiredKeys int
+	out         string
+	dataDir     string
+}
+
+func parseOptions(args []string) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var o options
+	fs.BoolVar(&o.smoke, "smoke", false, "short runs at concurrency 1 and 8, written to bench/results/smoke; no targets")
+	fs.DurationVar(&o.duration, "duration", 0, "length of each run (default 10s, smoke 2s)")
+	fs.StringVar(&o.out, "out", "", "where to write the results (default bench/results, smoke bench/results/smoke)")
+	fs.StringVar(&o.dataDir, "data", ".data", "the project's data directory: the bench uses DATA/bench and DATA/bench-postgres")
+	fs.IntVar(&o.growthKeys, "growth-keys", -1, "stored keys for the growth runs (default 10,000,000; smoke 0: no growth runs)")
+	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.concs, o.replayKeys, o.stormSize = []int{1, 8, 32, 64}, 1000, 1000
+	def, out := 10*time.Second, filepath.Join("bench", "results")
+	if o.smoke {
+		o.concs, o.replayKeys, o.stormSize = []int{1, 8}, 100, 200
+		def, out = 2*time.Second, filepath.Join("bench", "results", "smoke")
+	}
+	growth, expired := 10_000_000, 1_000_000
+	if o.smoke {
+		growth, expired = 0, 0
+	}
+	if o.growthKeys < 0 {
+		o.growthKeys = growth
+	}
+	if o.expiredKeys < 0 {
+		o.expiredKeys = expired
+	}
+	if o.duration == 0 {
+		o.duration = def
+	}
+	if o.out == "" {
+		o.out = out
+	}
+	return o, nil
+}
+
+// bench holds what every run shares.
+type bench struct {
+	opts     options
+	log      io.Writer
+	binary   string
+	dbURL    string
+	dataDir  string
+	merchant string
+	results  Results
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	opts, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	data, err := filepath.Abs(opts.dataDir)
+	if err != nil {
+		return err
+	}
+	b := &bench{opts: opts, log: stdout, dataDir: filepath.Join(data, "bench")}
+	b.results.Smoke, b.results.Duration = opts.smoke, opts.duration.String()
+	if err := os.RemoveAll(b.dataDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(b.dataDir, 0o755); err != nil {
+		return err
+	}
+
+	b.logf("building the server")
+	b.binary = filepath.Join(b.dataDir, "chargeonce")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", b.binary, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+
+	// A fresh cluster each time: growth from earlier runs would skew the
+	// figures.
+	pgDir := filepath.Join(data, "bench-postgres")
+	_ = localpg.Stop(ctx, pgDir)
+	if err := os.RemoveAll(pgDir); err != nil {
+		return err
+	}
+	b.logf("starting PostgreSQL in %s", pgDir)
+	pg, err := localpg.Start(ctx, localpg.Options{Dir: pgDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := pg.Stop(context.Background()); err != nil {
+			b.logf("stopping PostgreSQL: %v", err)
+		}
+	}()
+	b.dbURL = pg.URL
+	b.results.Machine = machine(ctx, pg.URL)
+
+	if err := b.runAll(ctx); err != nil {
+		return err
+	}
+	b.results.computeRatios(opts.concs)
+	if err := b.results.write(opts.out); err != nil {
+		return err
+	}
+	b.logf("done in %s; results in %s", time.Since(started).Round(time.Second), opts.out)
+	return nil
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// serverEnv is the environment of one server instance: the bench's
+// PostgreSQL, a free port,
+// its own embedded broker and data directory, no merchant rate limit.
+func (b *bench) serverEnv(name, provider string) map[string]string {
+	return map[string]string{
+		"DATABASE_URL":        b.dbURL,
+		"PORT":                "0",
+		"EMBEDDED_NATS_PORT":  "0",
+		"DATA_DIR":            filepath.Join(b.dataDir, name),
+		"LOG_FORMAT":          "json",
+		"RATE_LIMIT_MERCHANT": "0",
+		"PROVIDER":            provider,
+		"SIM_SLOW_DELAY":      "0",
+	}
+}
+
+// runAll runs every measurement in order, the ceilings last so that their
+// rows do not slow the server's runs.
+func (b *bench) runAll(ctx context.Context) error {
+	o := b.opts
+
+	// The primary provider: instant when the binary knows it, else the
+	// simulator.
+	primary := "instant"
+	srv, err := startServer(ctx, b.binary, b.serverEnv("primary", primary))
+	if err != nil {
+		if !strings.Contains(err.Error(), "PROVIDER must be one of") {
+			return err
+		}
+		primary = "cardsim"
+		b.results.Notes = append(b.results.Notes, "This binary refuses PROVIDER=instant: the fresh-key and replay runs use the in-process simulator (cardsim) instead.")
+		b.logf("PROVIDER=instant refused by this binary: falling back to the simulator")
+		if srv, err = startServer(ctx, b.binary, b.serverEnv("primary", primary)); err != nil {
+			return err
+		}
+	}
+	defer srv.stop()
+	if b.merchant, err = demoMerchant(ctx, b.dbURL); err != nil {
+		return err
+	}
+
+	fresh := Run{Name: "fresh", Provider: primary, What: fmt.Sprintf("chargeCard with a new idempotency key per request, PROVIDER=%s", primary)}
+	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL) })
+
+	b.logf("finishing %d keys to replay", o.replayKeys)
+	keys, err := finishKeys(ctx, srv.URL, o.replayKeys)
+	if err != nil {
+		return fmt.Errorf("finishing keys to replay: %w", err)
+	}
+	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage)", len(keys))}
+	b.serverRuns(srv, &replay, func() vegeta.Targeter { return replayTargeter(srv.URL, keys) })
+
+	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
+	b.serverRuns(srv, &trivial, func() vegeta.Targeter { return trivialTargeter(srv.URL) })
+	srv.stop()
+
+	b.results.Runs = append(b.results.Runs, fresh, replay, trivial)
+
+	if primary != "cardsim" {
+		sim, err := startServer(ctx, b.binary, b.serverEnv("cardsim", "cardsim"))
+		if err != nil {
+			return err
+		}
+		simRun := Run{Name: "fresh-cardsim", Provider: "cardsim", What: "chargeCard with a new key per request, PROVIDER=cardsim (the in-process simulator, which stores every charge)"}
+		b.serverRuns(sim, &simRun, func() vegeta.Targeter { return freshTargeter(sim.URL) })
+		sim.stop()
+		b.results.Runs = append(b.results.Runs, simRun)
+	}
+
+	if err := b.duplicateStorm(ctx); err != nil {
+		return err
+	}
+	if err := b.ceilings(ctx, len(keys)); err != nil {
+		return err
+	}
+	return b.growth(ctx, primary)
+}
+
+// serverRuns runs one kind of load at every concurrency, with the server's
+// peak RSS for each.
+func (b *bench) serverRuns(srv *server, run *Run, targeter func() vegeta.Targeter) {
+	b.concRuns(srv, run, b.opts.concs, targeter)
+}
+
+func (b *bench) concRuns(srv *server, run *Run, concs []int, targeter func() vegeta.Targeter) {
+	for _, c := range concs {
+		srv.resetPeakRSS()
+		f := attack(run.Name, targeter(), c, b.opts.duration)
+		f.PeakRSSMB = srv.peakRSSMB()
+		b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  RSS %.0f MB", run.Name, c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB)
+		run.Figures = append(run.Figures, f)
+	}
+}
+
+// duplicateStorm sends one key from many clients at once to two instances
+// with the simulator, and counts the simulator's charges for it.
+func (b *bench) duplicateStorm(ctx context.Context) error {
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for _, name := range []string{"storm-a", "storm-b"} {
+		s, err := startServer(ctx, b.binary, b.serverEnv(name, "cardsim"))
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		s.resetPeakRSS()
+	}
+	res := storm(ctx, []string{servers[0].URL, servers[1].URL}, b.opts.stormSize)
+	n, err := providerCharges(servers[0].URL, res.Key)
+	if err != nil {
+		return fmt.Errorf("storm: counting the simulator's charges: %w", err)
+	}
+	res.ProviderCharges = n
+	res.PeakRSSMB = max(servers[0].peakRSSMB(), servers[1].peakRSSMB())
+	b.logf("storm          %d requests, 2 instances: %d provider charges, %d errors, all final after %.0f ms", res.Requests, n, res.Errors, res.AllFinalMs)
+	b.results.Storm = &res
+	return nil
+}
+
+// ceilings measures what PostgreSQL does for the same SQL with pgbench.
+func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
+	bin, err := findPgbench()
+	if err != nil {
+		return err
+	}
+	vars := map[string]string{"merchant": b.merchant, "replay_keys": fmt.Sprint(replayKeys)}
+	for _, s := range []struct{ name, what, script string }{
+		{"pgbench-claim-finalize", "pgbench: the claim INSERT … ON CONFLICT DO NOTHING, committed, then the finalize transaction (INSERT charge, fenced UPDATE attempt, INSERT event)", claimFinalizeScript},
+		{"pgbench-replay-lookup", "pgbench: GetChargeAttempt, the read that answers a replay", replayLookupScript},
+	} {
+		run := Run{Name: s.name, What: s.what}
+		for _, c := range b.opts.concs {
+			f, err := pgbench(ctx, bin, b.dbURL, s.script, c, b.opts.duration, vars)
+			if err != nil {
+				return err
+			}
+			b.logf("%-14s c=%-3d %8.0f/s  mean %6.2f ms  failed %d", s.name, c, f.Throughput, f.P50ms, f.Errors)
+			run.Figures = append(run.Figures, f)
+		}
+		b.results.Runs = append(b.results.Runs, run)
+	}
+	return nil
+}
+
+func demoMerchant(ctx context.Context, dbURL string) (string, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	var id string
+	err = conn.QueryRow(ctx, "SELECT id::text FROM merchants WHERE name = 'demo'").Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errors.New("no demo merchant in the database")
+	}
+	return id, err
+}
+
+// machine describes where the bench runs.
+func machine(ctx context.Context, dbURL string) Machine {
+	m := Machine{Cores: runtime.NumCPU(), Date: time.Now().UTC().Format("2006-01-02 15:04 UTC")}
+	if out, err := exec.CommandContext(ctx, "go", "version").Output(); err == nil {
+		m.Go = strings.TrimSpace(strings.TrimPrefix(string(out), "go version "))
+	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if conn, err := pgx.Connect(ctx, dbURL); err == nil {
+		var v string
+		if conn.QueryRow(ctx, "SHOW server_version").Scan(&v) == nil {
+			m.Postgres = "PostgreSQL " + v
+		}
+		conn.Close(context.Background())
+	}
+	return m
+}

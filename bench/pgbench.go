@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// The minimum SQL of one charge, as sqlc/charge_attempt.sql and
+// sqlc/charge_event.sql write it: the claim (committed on its own), then the
+// finalize transaction. pgbench's ceiling for it is what the server's
+// fresh-key throughput is measured against.
+const claimFinalizeScript = `
+INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
+    amount, currency, payment_method, order_id, description, locked_until, expires_at)
+SELECT gen_random_uuid(), :merchant::uuid, 'pgb-' || gen_random_uuid(), '\x00'::bytea, 'pgbp-' || gen_random_uuid(),
+    1999, 'USD', 'pm_card_visa', NULL, NULL, now() + interval '30 seconds', now() + interval '24 hours'
+WHERE NOT EXISTS (SELECT 1 FROM charges c WHERE c.merchant_id = :merchant::uuid AND c.order_id = NULL)
+ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+RETURNING id AS attempt_id, idempotency_key AS attempt_key \gset
+BEGIN;
+INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
+VALUES (gen_random_uuid(), :merchant::uuid, 1999, 'USD', NULL, NULL, 'ch_' || gen_random_uuid())
+RETURNING id AS charge_id \gset
+UPDATE charge_attempts SET status = 'SUCCEEDED', charge_id = :charge_id::uuid, completed_at = now(),
+    expires_at = now() + interval '24 hours'
+WHERE id = :attempt_id::uuid AND status = 'PROCESSING' AND attempt = 1
+RETURNING id;
+INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+VALUES (gen_random_uuid(), 'charge.succeeded', :merchant::uuid, :attempt_key::text, :attempt_id::uuid,
+    '{"type":"charge.succeeded"}'::jsonb, now());
+COMMIT;
+`
+
+// replayLookupScript is GetChargeAttempt: the read that answers a replay.
+const replayLookupScript = `
+\set k random(1, :replay_keys)
+SELECT a.*, c.provider_charge_id, c.created_at AS charge_created_at
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id
+WHERE a.merchant_id = :merchant::uuid AND a.idempotency_key = 'bench-replay-' || :k::text;
+`
+
+// findPgbench looks where db/localpg looks for initdb: $PATH, then the
+// newest /usr/lib/postgresql/*/bin, then /usr/local/pgsql/bin.
+func findPgbench() (string, error) {
+	if p, err := exec.LookPath("pgbench"); err == nil {
+		return p, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.Reverse(dirs) // good enough for one installed version, as Debian has
+	for _, d := range append(dirs, "/usr/local/pgsql/bin") {
+		if p := filepath.Join(d, "pgbench"); fileExists(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("pgbench not found in $PATH, /usr/lib/postgresql/*/bin or /usr/local/pgsql/bin (apt-get install postgresql)")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+var (
+	tpsLine     = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	latencyLine = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
+	failedLine  = regexp.MustCompile(`number of failed transactions: (\d+)`)
+)
+
+// pgbench runs script at conc clients for d and returns its figures (pgbench
+// reports a mean latency, not percentiles: P50ms holds the mean).
+func pgbench(ctx context.Context, bin, dbURL, script string, conc int, d time.Duration, vars map[string]string) (Figures, error) {
+	f, err := os.CreateTemp("", "chargebench-*.sql")
+	if err != nil {
+		return Figures{}, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(script); err != nil {
+		return Figures{}, err
+	}
+	f.Close()
+	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(conc), "-j", strconv.Itoa(min(conc, 2)),
+		"-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", f.Name()}
+	for k, v := range vars {
+		args = append(args, "-D", k+"="+v)
+	}
+	out, err := exec.CommandContext(ctx, bin, append(args, dbURL)...).CombinedOutput()
+	if err != nil {
+		return Figures{}, fmt.Errorf("pgbench: %w\n%s", err, out)
+	}
+	fig := Figures{Concurrency: conc, MeanLatency: true}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return fig, fmt.Errorf("pgbench: no tps in its output:\n%s", out)
+	}
+	fig.Throughput, _ = strconv.ParseFloat(string(m[1]), 64)
+	if m := latencyLine.FindSubmatch(out); m != nil {
+		fig.P50ms, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	if m := failedLine.FindSubmatch(out); m != nil {
+		fig.Errors, _ = strconv.Atoi(string(m[1]))
+	}
+	fig.Requests = int(fig.Throughput * d.Seconds())
+	return fig, nil
+}
