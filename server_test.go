@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/events/eventstest"
+	"chargeonce/internal/testlog"
 )
 
 // testServer is a chargeonce server under test, with a client that reaches it.
@@ -209,22 +210,8 @@ func (s *testServer) waitReady(t *testing.T, exited <-chan struct{}, logs *syncB
 	}
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the log sink the tests read while servers write it.
+type syncBuffer = testlog.Buffer
 
 type payload struct {
 	IdempotencyKey string  `json:"idempotencyKey"`

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
+	"chargeonce/internal/testlog"
 	"chargeonce/payment"
 	"chargeonce/sqlc"
 )
@@ -123,7 +123,7 @@ func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testin
 	publish(uuid.New()) // a merchant this database never had
 	ours := publish(m.ID)
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -140,22 +140,4 @@ func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testin
 	require.Equal(t, 1, total)
 	require.Contains(t, logs.String(), "dropping an event that can never be applied")
 	require.Equal(t, 1, strings.Count(logs.String(), "dropping an event"), "dropped once, not retried forever")
-}
-
-// syncBuffer is a log sink that tests read while the consumer writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package stripeprovider
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v85"
 
+	"chargeonce/internal/testlog"
 	"chargeonce/payment"
 	"chargeonce/stripeprovider/stripefake"
 )
@@ -498,19 +498,5 @@ func mustInt(t *testing.T, s string) int64 {
 	return n
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the log sink the tests read while servers write it.
+type syncBuffer = testlog.Buffer

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/events"
+	"chargeonce/internal/testlog"
 	"chargeonce/payment"
 	"chargeonce/webhook/webhooktest"
 )
@@ -198,19 +198,5 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 // on a quiet machine: generous, for a busy one.
 const eventually = 60 * time.Second
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the log sink the tests read while servers write it.
+type syncBuffer = testlog.Buffer
