@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	goretry "github.com/sethvargo/go-retry"
 
@@ -140,7 +141,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	// and our read is free again, and the second claim takes it.
 	for range 2 {
 		a := newAttempt(m, key, in, s.cfg.Now(), s.cfg.Lease, s.cfg.Retention)
-		claimed, ok, err := s.store.claim(dbCtx, a)
+		got, claimed, err := s.store.claim(dbCtx, a)
 		if err != nil {
 			switch code := ErrorCode(err); {
 			case code == EUNAVAILABLE && mayHaveRun(err):
@@ -152,13 +153,18 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			}
 			return Result{}, err
 		}
-		if ok {
+		if claimed {
 			s.cfg.Fault(FaultAfterClaim)
 			// From here on the attempt is ours and must reach the provider and
 			// the database whatever the client does: a client that hangs up
 			// must not leave a charge unrecorded.
-			return s.charge(context.WithoutCancel(ctx), m, claimed), nil
+			return s.charge(context.WithoutCancel(ctx), m, got), nil
 		}
+		if got.ID != uuid.Nil {
+			// The common retry: the claim's statement read the stored attempt.
+			return s.answerRetry(ctx, dbCtx, m, got, a.Fingerprint)
+		}
+		// Claimed by a transaction the claim's snapshot did not see: read again.
 		stored, err := s.store.get(dbCtx, m.ID, key)
 		if err == nil {
 			return s.answerRetry(ctx, dbCtx, m, stored, a.Fingerprint)

@@ -17,10 +17,15 @@ import (
 // The store's charge attempts: the claim, its lookup, the fenced writes that
 // finalize it, and the takeovers. Every row is converted to an Attempt here.
 
-// claim inserts a; ok is false when the merchant's key was already claimed.
-// The claim takes its connection first, so that a failure to get one (the
-// database is away, or the pool is exhausted) is known to have sent nothing.
-func (s *store) claim(ctx context.Context, a Attempt) (claimed Attempt, ok bool, err error) {
+// claim inserts a, and when the merchant's key was claimed already reads
+// the stored attempt in the same statement, so that a replay costs one round
+// trip. claimed reports whether a was inserted; if it was not, got is the
+// stored attempt with its charge, or the zero Attempt (ID uuid.Nil) when
+// there was none to read: the key was claimed a moment after the statement's
+// snapshot, or the order is paid. The claim takes its connection first, so
+// that a failure to get one (the database is away, or the pool is
+// exhausted) is known to have sent nothing.
+func (s *store) claim(ctx context.Context, a Attempt) (got Attempt, claimed bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return Attempt{}, false, interpretError(fmt.Errorf("%w: %w", errNotSent, err))
@@ -43,7 +48,10 @@ func (s *store) claim(ctx context.Context, a Attempt) (claimed Attempt, ok bool,
 	if err = interpretError(err); err == errNotFound {
 		return Attempt{}, false, nil
 	}
-	return attemptFromRow(row), err == nil, err
+	if err != nil {
+		return Attempt{}, false, err
+	}
+	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), row.Claimed, nil
 }
 
 // errNotSent marks a statement that never reached the database.
@@ -63,11 +71,16 @@ func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Atte
 	if err != nil {
 		return Attempt{}, interpretError(err)
 	}
-	a := attemptFromRow(row.ChargeAttempt)
+	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), nil
+}
+
+// withCharge converts a stored attempt read with its charge's columns.
+func withCharge(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreatedAt *time.Time) Attempt {
+	a := attemptFromRow(row)
 	if a.Status == StatusSucceeded {
-		a.Charge = chargeOf(a, row.ChargeAttempt.ChargeID, deref(row.ProviderChargeID), row.ChargeCreatedAt)
+		a.Charge = chargeOf(a, row.ChargeID, deref(providerChargeID), chargeCreatedAt)
 	}
-	return a, nil
+	return a
 }
 
 // succeed records the charge, finalizes the attempt and writes its

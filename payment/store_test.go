@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -114,4 +115,68 @@ func queryAll[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...any) 
 	values, err := pgx.CollectRows(rows, pgx.RowTo[T])
 	require.NoError(t, err)
 	return values
+}
+
+func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	first, err := b.svc.ChargeCard(ctx, b.merchant, "k", visa(700))
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, first.Status)
+
+	got, claimed, err := b.svc.store.claim(ctx, newAttempt(b.merchant, "k", visa(700), time.Now(), time.Minute, time.Hour))
+	require.NoError(t, err)
+	require.False(t, claimed)
+	require.Equal(t, StatusSucceeded, got.Status, "the claim's statement read the stored attempt")
+	require.Equal(t, first.Charge, got.Charge, "with its charge")
+	require.Equal(t, Fingerprint(visa(700)), got.Fingerprint)
+
+	got, claimed, err = b.svc.store.claim(ctx, newAttempt(b.merchant, "fresh", visa(700), time.Now(), time.Minute, time.Hour))
+	require.NoError(t, err)
+	require.True(t, claimed)
+	require.Equal(t, StatusProcessing, got.Status)
+	require.Nil(t, got.Charge)
+}
+
+// A key claimed by a transaction that commits while the claim waits on it
+// is invisible to the claim's snapshot: the statement returns nothing, and
+// ChargeCard reads the key again rather than answer an error.
+func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	// Another request's claim and its decline, not yet committed.
+	_, err = tx.Exec(ctx, `INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
+		amount, currency, payment_method, status, failure_code, failure_message, completed_at, locked_until, expires_at)
+		VALUES ($1, $2, 'raced', $3, 'chargeonce_raced', 800, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'declined',
+		now(), now(), now() + interval '1 hour')`, uuid.New(), b.merchant.ID, Fingerprint(visa(800)))
+	require.NoError(t, err)
+
+	type answer struct {
+		r   Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := b.svc.ChargeCard(ctx, b.merchant, "raced", visa(800))
+		done <- answer{r, err}
+	}()
+	// The claim waits on the uncommitted row of the same key.
+	require.Eventually(t, func() bool {
+		n := queryAll[int64](t, b.pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%WITH claimed AS%'`)
+		return n[0] == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, tx.Commit(ctx))
+
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, StatusFailed, got.r.Status)
+	require.True(t, got.r.Replayed)
+	require.Equal(t, "card_declined", got.r.Failure.Code)
 }

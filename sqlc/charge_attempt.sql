@@ -1,23 +1,41 @@
 -- name: ClaimChargeAttempt :one
--- The claim. Inserts the attempt, holding its lease, unless this merchant
--- already used the key. A row back means this request owns the attempt and may
--- call the provider; no row means the key was claimed first, or the order was
--- already paid. The unique index on (merchant_id, idempotency_key) makes this
--- atomic across instances; the one on (merchant_id, order_id) refuses a second
--- live attempt for an order with a unique violation.
-INSERT INTO charge_attempts (
-    id, merchant_id, idempotency_key, fingerprint, provider_key,
-    amount, currency, payment_method, order_id, description, locked_until, expires_at
+-- The claim, and the replay's read, in one statement and one round trip.
+-- The INSERT claims the key, holding the attempt's lease, unless this
+-- merchant already used it. The unique index on (merchant_id,
+-- idempotency_key) makes the claim atomic across instances; the one on
+-- (merchant_id, order_id) refuses a second live attempt for an order with a
+-- unique violation, and an order with a recorded charge inserts nothing.
+--   claimed = true: this request owns the attempt and may call the provider.
+--   claimed = false: the key's stored attempt, with its charge, to answer
+--   the retry from (a replay, PROCESSING, or key reuse).
+--   no row: neither; the key was claimed by a transaction that committed
+--   after this statement's snapshot (read it again), or the order is paid.
+-- Both parts see the same snapshot, so the read never sees the row this
+-- statement inserts: at most one row comes back.
+WITH claimed AS (
+    INSERT INTO charge_attempts (
+        id, merchant_id, idempotency_key, fingerprint, provider_key,
+        amount, currency, payment_method, order_id, description, locked_until, expires_at
+    )
+    SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
+           @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
+           sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz
+    WHERE NOT EXISTS (
+        SELECT 1 FROM charges c
+        WHERE c.merchant_id = @merchant_id AND c.order_id = sqlc.narg(order_id)
+    )
+    ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+    RETURNING *
 )
-SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
-       @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
-       sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz
-WHERE NOT EXISTS (
-    SELECT 1 FROM charges c
-    WHERE c.merchant_id = @merchant_id AND c.order_id = sqlc.narg(order_id)
-)
-ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-RETURNING *;
+SELECT sqlc.embed(a),
+       c.provider_charge_id,
+       c.created_at AS charge_created_at,
+       false AS claimed
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id
+WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key
+UNION ALL
+SELECT claimed.*, NULL, NULL, true FROM claimed;
 
 -- name: GetChargeAttempt :one
 -- Loads an attempt with its charge, for a replay or a status query. Scoped by

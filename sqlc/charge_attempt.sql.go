@@ -13,19 +13,30 @@ import (
 )
 
 const claimChargeAttempt = `-- name: ClaimChargeAttempt :one
-INSERT INTO charge_attempts (
-    id, merchant_id, idempotency_key, fingerprint, provider_key,
-    amount, currency, payment_method, order_id, description, locked_until, expires_at
+WITH claimed AS (
+    INSERT INTO charge_attempts (
+        id, merchant_id, idempotency_key, fingerprint, provider_key,
+        amount, currency, payment_method, order_id, description, locked_until, expires_at
+    )
+    SELECT $1, $2, $3, $4, $5,
+           $6, $7, $8, $9, $10,
+           $11::timestamptz, $12::timestamptz
+    WHERE NOT EXISTS (
+        SELECT 1 FROM charges c
+        WHERE c.merchant_id = $2 AND c.order_id = $9
+    )
+    ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
 )
-SELECT $1, $2, $3, $4, $5,
-       $6, $7, $8, $9, $10,
-       $11::timestamptz, $12::timestamptz
-WHERE NOT EXISTS (
-    SELECT 1 FROM charges c
-    WHERE c.merchant_id = $2 AND c.order_id = $9
-)
-ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until,
+       c.provider_charge_id,
+       c.created_at AS charge_created_at,
+       false AS claimed
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id
+WHERE a.merchant_id = $2 AND a.idempotency_key = $3
+UNION ALL
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -43,13 +54,29 @@ type ClaimChargeAttemptParams struct {
 	ExpiresAt      time.Time
 }
 
-// The claim. Inserts the attempt, holding its lease, unless this merchant
-// already used the key. A row back means this request owns the attempt and may
-// call the provider; no row means the key was claimed first, or the order was
-// already paid. The unique index on (merchant_id, idempotency_key) makes this
-// atomic across instances; the one on (merchant_id, order_id) refuses a second
-// live attempt for an order with a unique violation.
-func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttemptParams) (ChargeAttempt, error) {
+type ClaimChargeAttemptRow struct {
+	ChargeAttempt    ChargeAttempt
+	ProviderChargeID *string
+	ChargeCreatedAt  *time.Time
+	Claimed          bool
+}
+
+// The claim, and the replay's read, in one statement and one round trip.
+// The INSERT claims the key, holding the attempt's lease, unless this
+// merchant already used it. The unique index on (merchant_id,
+// idempotency_key) makes the claim atomic across instances; the one on
+// (merchant_id, order_id) refuses a second live attempt for an order with a
+// unique violation, and an order with a recorded charge inserts nothing.
+//
+//	claimed = true: this request owns the attempt and may call the provider.
+//	claimed = false: the key's stored attempt, with its charge, to answer
+//	the retry from (a replay, PROCESSING, or key reuse).
+//	no row: neither; the key was claimed by a transaction that committed
+//	after this statement's snapshot (read it again), or the order is paid.
+//
+// Both parts see the same snapshot, so the read never sees the row this
+// statement inserts: at most one row comes back.
+func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttemptParams) (ClaimChargeAttemptRow, error) {
 	row := q.db.QueryRow(ctx, claimChargeAttempt,
 		arg.ID,
 		arg.MerchantID,
@@ -64,27 +91,30 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.LockedUntil,
 		arg.ExpiresAt,
 	)
-	var i ChargeAttempt
+	var i ClaimChargeAttemptRow
 	err := row.Scan(
-		&i.ID,
-		&i.MerchantID,
-		&i.IdempotencyKey,
-		&i.Fingerprint,
-		&i.Status,
-		&i.ProviderKey,
-		&i.Amount,
-		&i.Currency,
-		&i.PaymentMethod,
-		&i.OrderID,
-		&i.Description,
-		&i.ChargeID,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.Attempt,
-		&i.CreatedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.LockedUntil,
+		&i.ChargeAttempt.ID,
+		&i.ChargeAttempt.MerchantID,
+		&i.ChargeAttempt.IdempotencyKey,
+		&i.ChargeAttempt.Fingerprint,
+		&i.ChargeAttempt.Status,
+		&i.ChargeAttempt.ProviderKey,
+		&i.ChargeAttempt.Amount,
+		&i.ChargeAttempt.Currency,
+		&i.ChargeAttempt.PaymentMethod,
+		&i.ChargeAttempt.OrderID,
+		&i.ChargeAttempt.Description,
+		&i.ChargeAttempt.ChargeID,
+		&i.ChargeAttempt.FailureCode,
+		&i.ChargeAttempt.FailureMessage,
+		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.CreatedAt,
+		&i.ChargeAttempt.CompletedAt,
+		&i.ChargeAttempt.ExpiresAt,
+		&i.ChargeAttempt.LockedUntil,
+		&i.ProviderChargeID,
+		&i.ChargeCreatedAt,
+		&i.Claimed,
 	)
 	return i, err
 }
