@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -216,7 +217,16 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 	resp, err := prod.client.Get("http://" + prodMetrics + "/graphql")
 	require.NoError(t, err)
 	resp.Body.Close()
-	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the metrics listener serves only /metrics")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the metrics listener serves only /metrics and the profiler")
+	// The profiler: on the metrics listener, never on the public port.
+	resp, err = prod.client.Get("http://" + prodMetrics + "/debug/pprof/profile?seconds=1")
+	require.NoError(t, err)
+	profile, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.True(t, bytes.HasPrefix(profile, []byte{0x1f, 0x8b}), "a CPU profile is gzipped protobuf")
+	require.Equal(t, http.StatusNotFound, prod.send(t, http.MethodGet, "/debug/pprof/", nil, nil).status)
 	// Development serves them on both.
 	for _, at := range []string{dev.URL, "http://" + devMetrics} {
 		require.Positive(t, scrape(t, dev.client, at+"/metrics").value("chargeonce_http_request_duration_seconds_count", "operation", "introspection"), at)

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -90,11 +91,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	go func() { serveErr <- srv.Serve(ln) }()
 	if metricsLn != nil {
-		// Metrics on a listener of their own, which operators can keep off the internet.
+		// Metrics on a listener of their own, which operators can keep off
+		// the internet, with Go's profiler beside them: how the benchmark's
+		// profiles are taken, and how to see where a live instance spends
+		// its time.
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("GET /metrics", a.metricsHandler())
+		metricsMux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		metricsMux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		metricsMux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		metricsMux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		metricsMux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+			ReadTimeout: 10 * time.Second, WriteTimeout: maxProfileTime + 10*time.Second}
 		go func() { serveErr <- metricsSrv.Serve(metricsLn) }()
 		defer metricsSrv.Close()
 		log.Info("metrics listening", "addr", "http://"+metricsLn.Addr().String()+"/metrics")
@@ -129,3 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("stopped")
 	return nil
 }
+
+// maxProfileTime is the longest CPU profile or trace the metrics listener
+// can serve (?seconds=N): its write timeout must outlast the recording.
+const maxProfileTime = time.Minute
