@@ -298,11 +298,11 @@ func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
 	} {
 		run := Run{Name: s.name, What: s.what}
 		for _, c := range b.opts.concs {
-			f, err := pgbench(ctx, bin, b.dbURL, s.script, c, b.opts.duration, vars)
+			f, err := pgbench(ctx, bin, b.dbURL, b.dataDir, s.script, c, b.opts.duration, vars)
 			if err != nil {
 				return err
 			}
-			b.logf("%-14s c=%-3d %8.0f/s  mean %6.2f ms  failed %d", s.name, c, f.Throughput, f.P50ms, f.Errors)
+			b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  mean %6.2f ms  failed %d", s.name, c, f.Throughput, f.P50ms, f.P99ms, f.MeanMs, f.Errors)
 			run.Figures = append(run.Figures, f)
 		}
 		b.results.Runs = append(b.results.Runs, run)

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,9 +77,11 @@ var (
 	failedLine  = regexp.MustCompile(`number of failed transactions: (\d+)`)
 )
 
-// pgbench runs script at conc clients for d and returns its figures (pgbench
-// reports a mean latency, not percentiles: P50ms holds the mean).
-func pgbench(ctx context.Context, bin, dbURL, script string, conc int, d time.Duration, vars map[string]string) (Figures, error) {
+// pgbench runs script at conc clients for d and returns its figures. Its
+// summary has only a mean latency, so it also writes a per-transaction log
+// into a temporary directory under logDir, from which come p50 and p99; the
+// logs are deleted afterwards.
+func pgbench(ctx context.Context, bin, dbURL, logDir, script string, conc int, d time.Duration, vars map[string]string) (Figures, error) {
 	f, err := os.CreateTemp("", "chargebench-*.sql")
 	if err != nil {
 		return Figures{}, err
@@ -86,8 +91,14 @@ func pgbench(ctx context.Context, bin, dbURL, script string, conc int, d time.Du
 		return Figures{}, err
 	}
 	f.Close()
+	logs, err := os.MkdirTemp(logDir, "pgbench-log-")
+	if err != nil {
+		return Figures{}, err
+	}
+	defer os.RemoveAll(logs)
+	prefix := filepath.Join(logs, "tx")
 	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(conc), "-j", strconv.Itoa(min(conc, 2)),
-		"-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", f.Name()}
+		"-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", f.Name(), "--log", "--log-prefix=" + prefix}
 	for k, v := range vars {
 		args = append(args, "-D", k+"="+v)
 	}
@@ -95,18 +106,71 @@ func pgbench(ctx context.Context, bin, dbURL, script string, conc int, d time.Du
 	if err != nil {
 		return Figures{}, fmt.Errorf("pgbench: %w\n%s", err, out)
 	}
-	fig := Figures{Concurrency: conc, MeanLatency: true}
+	fig := Figures{Concurrency: conc}
 	m := tpsLine.FindSubmatch(out)
 	if m == nil {
 		return fig, fmt.Errorf("pgbench: no tps in its output:\n%s", out)
 	}
 	fig.Throughput, _ = strconv.ParseFloat(string(m[1]), 64)
 	if m := latencyLine.FindSubmatch(out); m != nil {
-		fig.P50ms, _ = strconv.ParseFloat(string(m[1]), 64)
+		fig.MeanMs, _ = strconv.ParseFloat(string(m[1]), 64)
 	}
 	if m := failedLine.FindSubmatch(out); m != nil {
 		fig.Errors, _ = strconv.Atoi(string(m[1]))
 	}
-	fig.Requests = int(fig.Throughput * d.Seconds())
+	lat, err := readTxLogs(prefix)
+	if err != nil {
+		return fig, err
+	}
+	fig.Requests = len(lat) + fig.Errors
+	fig.P50ms, fig.P99ms = percentile(lat, 0.50), percentile(lat, 0.99)
 	return fig, nil
+}
+
+// readTxLogs reads the latencies, in ms, of pgbench's per-transaction logs
+// under prefix: one file per thread (prefix.PID, prefix.PID.1, …), one line
+// per transaction whose third field is its latency in µs, or a word
+// ("failed", "skipped") for a transaction that has none.
+func readTxLogs(prefix string) ([]float64, error) {
+	files, err := filepath.Glob(prefix + ".*")
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("pgbench wrote no transaction log at %s.*", prefix)
+	}
+	var lat []float64
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 3 {
+				continue
+			}
+			if us, err := strconv.ParseFloat(fields[2], 64); err == nil {
+				lat = append(lat, us/1000)
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	return lat, nil
+}
+
+// percentile is the nearest-rank q-quantile of xs (sorted in place); 0 when
+// there are none.
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
 }

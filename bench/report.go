@@ -15,7 +15,11 @@ type Figures struct {
 	Throughput  float64 `json:"throughput_per_s"`
 	P50ms       float64 `json:"p50_ms"`
 	P99ms       float64 `json:"p99_ms"`
-	// MeanLatency: P50ms holds pgbench's mean latency, and P99ms nothing.
+	// MeanMs is pgbench's own mean latency, beside the percentiles read
+	// from its transaction logs.
+	MeanMs float64 `json:"mean_ms,omitempty"`
+	// MeanLatency marks results written before pgbench had percentiles:
+	// P50ms holds its mean latency, and P99ms nothing.
 	MeanLatency bool    `json:"mean_latency,omitempty"`
 	Errors      int     `json:"errors"`
 	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`
