@@ -204,7 +204,7 @@ func (b *bench) runAll(ctx context.Context) error {
 	}
 
 	fresh := Run{Name: "fresh", Provider: primary, What: fmt.Sprintf("chargeCard with a new idempotency key per request, PROVIDER=%s", primary)}
-	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL) })
+	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
 
 	b.logf("finishing %d keys to replay", o.replayKeys)
 	keys, err := finishKeys(ctx, srv.URL, o.replayKeys)
@@ -226,9 +226,12 @@ func (b *bench) runAll(ctx context.Context) error {
 			return err
 		}
 		simRun := Run{Name: "fresh-cardsim", Provider: "cardsim", What: "chargeCard with a new key per request, PROVIDER=cardsim (the in-process simulator, which stores every charge)"}
-		b.serverRuns(sim, &simRun, func() vegeta.Targeter { return freshTargeter(sim.URL) })
+		b.serverRuns(sim, &simRun, func() vegeta.Targeter { return freshTargeter(sim.URL, visaCard) })
 		sim.stop()
 		b.results.Runs = append(b.results.Runs, simRun)
+	}
+	if err := b.slowProvider(ctx); err != nil {
+		return err
 	}
 
 	if err := b.duplicateStorm(ctx); err != nil {
