@@ -51,8 +51,21 @@ type options struct {
 	growthKeys  int
 	expiredKeys int
 	out         string
-	dataDir     string
+	// customOut: -out was given, so the README is left alone.
+	customOut bool
+	// render re-renders the results in out instead of running.
+	render  bool
+	dataDir string
 }
+
+// updatesReadme says whether the run rewrites the README's Performance
+// section: only a full run into bench/results does.
+func (o options) updatesReadme(r *Results) bool {
+	return !o.smoke && !o.customOut && !r.Smoke
+}
+
+// readmePath is the repository README, from the root the bench runs in.
+const readmePath = "README.md"
 
 func parseOptions(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -60,6 +73,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.smoke, "smoke", false, "short runs at concurrency 1 and 8, written to bench/results/smoke; no targets")
 	fs.DurationVar(&o.duration, "duration", 0, "length of each run (default 10s, smoke 2s)")
 	fs.StringVar(&o.out, "out", "", "where to write the results (default bench/results, smoke bench/results/smoke)")
+	fs.BoolVar(&o.render, "render", false, "run nothing: render OUT/results.json again into results.md, chart.png and (for bench/results) the README section")
 	fs.StringVar(&o.dataDir, "data", ".data", "the project's data directory: the bench uses DATA/bench and DATA/bench-postgres")
 	fs.IntVar(&o.growthKeys, "growth-keys", -1, "stored keys for the growth runs (default 10,000,000; smoke 0: no growth runs)")
 	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
@@ -85,7 +99,8 @@ func parseOptions(args []string) (options, error) {
 	if o.duration == 0 {
 		o.duration = def
 	}
-	if o.out == "" {
+	o.customOut = o.out != ""
+	if !o.customOut {
 		o.out = out
 	}
 	return o, nil
@@ -106,6 +121,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	opts, err := parseOptions(args)
 	if err != nil {
 		return err
+	}
+	if opts.render {
+		return render(opts, stdout)
 	}
 	started := time.Now()
 	data, err := filepath.Abs(opts.dataDir)
@@ -153,6 +171,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	b.results.computeRatios(opts.concs)
 	if err := b.results.write(opts.out); err != nil {
 		return err
+	}
+	if opts.updatesReadme(&b.results) {
+		if err := updateReadme(readmePath, &b.results); err != nil {
+			return err
+		}
+		b.logf("%s: the Performance section shows this run", readmePath)
 	}
 	b.logf("done in %s; results in %s", time.Since(started).Round(time.Second), opts.out)
 	return nil

@@ -141,7 +141,12 @@ func (r *Results) markdown() string {
 		for _, q := range r.Ratios {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", q.Name, q.concText(), q.valueText(), q.Target, q.metText())
 		}
-		fmt.Fprintf(&b, "\nThe fresh-50ms scaling is shown where the ideal, c / %s, stays below the fresh-key ceiling at c (fresh-cardsim, else fresh); beyond it the ceiling, not the wait, bounds the throughput. The storm's concurrency is its number of requests.\n", slowProviderDelay)
+		if r.run("fresh-50ms") != nil {
+			fmt.Fprintf(&b, "\nThe fresh-50ms scaling is shown where the ideal, c / %s, stays below the fresh-key ceiling at c (fresh-cardsim, else fresh); beyond it the ceiling, not the wait, bounds the throughput.\n", slowProviderDelay)
+		}
+		if r.Storm != nil {
+			b.WriteString("\nThe storm's concurrency is its number of requests; the peak RSS includes its two servers.\n")
+		}
 	}
 	if s := r.Storm; s != nil {
 		charges := fmt.Sprint(s.ProviderCharges)
