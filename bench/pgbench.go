@@ -50,6 +50,31 @@ LEFT JOIN charges c ON c.id = a.charge_id
 WHERE a.merchant_id = :merchant::uuid AND a.idempotency_key = 'bench-replay-' || :k::text;
 `
 
+// ceilings measures what PostgreSQL does for the same SQL with pgbench.
+func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
+	bin, err := findPgbench()
+	if err != nil {
+		return err
+	}
+	vars := map[string]string{"merchant": b.merchant, "replay_keys": fmt.Sprint(replayKeys)}
+	for _, s := range []struct{ name, what, script string }{
+		{"pgbench-claim-finalize", "pgbench: the claim INSERT … ON CONFLICT DO NOTHING, committed, then the finalize transaction (INSERT charge, fenced UPDATE attempt, INSERT event)", claimFinalizeScript},
+		{"pgbench-replay-lookup", "pgbench: GetChargeAttempt, the read that answers a replay", replayLookupScript},
+	} {
+		run := Run{Name: s.name, What: s.what}
+		for _, c := range b.opts.concs {
+			f, err := pgbench(ctx, bin, b.dbURL, b.dataDir, s.script, c, b.opts.duration, vars)
+			if err != nil {
+				return err
+			}
+			b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  mean %6.2f ms  failed %d", s.name, c, f.Throughput, f.P50ms, f.P99ms, f.MeanMs, f.Errors)
+			run.Figures = append(run.Figures, f)
+		}
+		b.results.Runs = append(b.results.Runs, run)
+	}
+	return nil
+}
+
 // findPgbench looks where db/localpg looks for initdb: $PATH, then the
 // newest /usr/lib/postgresql/*/bin, then /usr/local/pgsql/bin.
 func findPgbench() (string, error) {
