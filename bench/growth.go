@@ -104,7 +104,7 @@ func (b *bench) growth(ctx context.Context, provider string) error {
 	}
 	grown := Run{Name: "fresh-grown", Provider: provider,
 		What: fmt.Sprintf("fresh keys as `fresh`, with %d more finished keys stored", o.growthKeys)}
-	b.concRuns(srv, &grown, concs, func() vegeta.Targeter { return freshTargeter(srv.URL) })
+	b.concRuns(srv, &grown, concs, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
 	srv.stop()
 	b.results.Runs = append(b.results.Runs, grown)
 
@@ -130,7 +130,7 @@ func (b *bench) growth(ctx context.Context, provider string) error {
 		return err
 	}
 	cleanup := Run{Name: "fresh-cleanup", Provider: provider}
-	b.concRuns(srv, &cleanup, concs, func() vegeta.Targeter { return freshTargeter(srv.URL) })
+	b.concRuns(srv, &cleanup, concs, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
 	srv.stop()
 	after, err := b.countAttempts(ctx)
 	if err != nil {

@@ -25,14 +25,25 @@ var graphqlHeader = http.Header{
 	"Content-Type":  {"application/json"},
 }
 
+// The simulator's cards: visaCard succeeds at once, slowCard after
+// SIM_SLOW_DELAY (cardsim/tokens.go).
+const (
+	visaCard = "pm_card_visa"
+	slowCard = "pm_card_slow"
+)
+
 // chargeBody is a chargeCard request for key, the same card and amount for
 // every key so that a replay always matches its first request.
 func chargeBody(key string) []byte {
+	return chargeBodyWith(key, visaCard)
+}
+
+func chargeBodyWith(key, card string) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"query": chargeMutation,
 		"variables": map[string]any{
 			"key":   key,
-			"input": map[string]any{"amount": 1999, "currency": "USD", "paymentMethod": "pm_card_visa"},
+			"input": map[string]any{"amount": 1999, "currency": "USD", "paymentMethod": card},
 		},
 	})
 	return b
@@ -42,11 +53,12 @@ func newKey(prefix string) string {
 	return prefix + "-" + rand.Text()
 }
 
-// freshTargeter mints a new idempotency key for every request.
-func freshTargeter(url string) vegeta.Targeter {
+// freshTargeter mints a new idempotency key for every request, paying with
+// card.
+func freshTargeter(url, card string) vegeta.Targeter {
 	return func(t *vegeta.Target) error {
 		t.Method, t.URL, t.Header = http.MethodPost, url+"/graphql", graphqlHeader
-		t.Body = chargeBody(newKey("bench-fresh"))
+		t.Body = chargeBodyWith(newKey("bench-fresh"), card)
 		return nil
 	}
 }

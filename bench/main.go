@@ -51,8 +51,21 @@ type options struct {
 	growthKeys  int
 	expiredKeys int
 	out         string
-	dataDir     string
+	// customOut: -out was given, so the README is left alone.
+	customOut bool
+	// render re-renders the results in out instead of running.
+	render  bool
+	dataDir string
 }
+
+// updatesReadme says whether the run rewrites the README's Performance
+// section: only a full run into bench/results does.
+func (o options) updatesReadme(r *Results) bool {
+	return !o.smoke && !o.customOut && !r.Smoke
+}
+
+// readmePath is the repository README, from the root the bench runs in.
+const readmePath = "README.md"
 
 func parseOptions(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -60,6 +73,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.smoke, "smoke", false, "short runs at concurrency 1 and 8, written to bench/results/smoke; no targets")
 	fs.DurationVar(&o.duration, "duration", 0, "length of each run (default 10s, smoke 2s)")
 	fs.StringVar(&o.out, "out", "", "where to write the results (default bench/results, smoke bench/results/smoke)")
+	fs.BoolVar(&o.render, "render", false, "run nothing: render OUT/results.json again into results.md, chart.png and (for bench/results) the README section")
 	fs.StringVar(&o.dataDir, "data", ".data", "the project's data directory: the bench uses DATA/bench and DATA/bench-postgres")
 	fs.IntVar(&o.growthKeys, "growth-keys", -1, "stored keys for the growth runs (default 10,000,000; smoke 0: no growth runs)")
 	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
@@ -85,7 +99,8 @@ func parseOptions(args []string) (options, error) {
 	if o.duration == 0 {
 		o.duration = def
 	}
-	if o.out == "" {
+	o.customOut = o.out != ""
+	if !o.customOut {
 		o.out = out
 	}
 	return o, nil
@@ -106,6 +121,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	opts, err := parseOptions(args)
 	if err != nil {
 		return err
+	}
+	if opts.render {
+		return render(opts, stdout)
 	}
 	started := time.Now()
 	data, err := filepath.Abs(opts.dataDir)
@@ -153,6 +171,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	b.results.computeRatios(opts.concs)
 	if err := b.results.write(opts.out); err != nil {
 		return err
+	}
+	if opts.updatesReadme(&b.results) {
+		if err := updateReadme(readmePath, &b.results); err != nil {
+			return err
+		}
+		b.logf("%s: the Performance section shows this run", readmePath)
 	}
 	b.logf("done in %s; results in %s", time.Since(started).Round(time.Second), opts.out)
 	return nil
@@ -204,7 +228,7 @@ func (b *bench) runAll(ctx context.Context) error {
 	}
 
 	fresh := Run{Name: "fresh", Provider: primary, What: fmt.Sprintf("chargeCard with a new idempotency key per request, PROVIDER=%s", primary)}
-	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL) })
+	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
 
 	b.logf("finishing %d keys to replay", o.replayKeys)
 	keys, err := finishKeys(ctx, srv.URL, o.replayKeys)
@@ -226,9 +250,12 @@ func (b *bench) runAll(ctx context.Context) error {
 			return err
 		}
 		simRun := Run{Name: "fresh-cardsim", Provider: "cardsim", What: "chargeCard with a new key per request, PROVIDER=cardsim (the in-process simulator, which stores every charge)"}
-		b.serverRuns(sim, &simRun, func() vegeta.Targeter { return freshTargeter(sim.URL) })
+		b.serverRuns(sim, &simRun, func() vegeta.Targeter { return freshTargeter(sim.URL, visaCard) })
 		sim.stop()
 		b.results.Runs = append(b.results.Runs, simRun)
+	}
+	if err := b.slowProvider(ctx); err != nil {
+		return err
 	}
 
 	if err := b.duplicateStorm(ctx); err != nil {
@@ -282,31 +309,6 @@ func (b *bench) duplicateStorm(ctx context.Context) error {
 	res.PeakRSSMB = max(servers[0].peakRSSMB(), servers[1].peakRSSMB())
 	b.logf("storm          %d requests, 2 instances: %d provider charges, %d errors, all final after %.0f ms", res.Requests, n, res.Errors, res.AllFinalMs)
 	b.results.Storm = &res
-	return nil
-}
-
-// ceilings measures what PostgreSQL does for the same SQL with pgbench.
-func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
-	bin, err := findPgbench()
-	if err != nil {
-		return err
-	}
-	vars := map[string]string{"merchant": b.merchant, "replay_keys": fmt.Sprint(replayKeys)}
-	for _, s := range []struct{ name, what, script string }{
-		{"pgbench-claim-finalize", "pgbench: the claim INSERT … ON CONFLICT DO NOTHING, committed, then the finalize transaction (INSERT charge, fenced UPDATE attempt, INSERT event)", claimFinalizeScript},
-		{"pgbench-replay-lookup", "pgbench: GetChargeAttempt, the read that answers a replay", replayLookupScript},
-	} {
-		run := Run{Name: s.name, What: s.what}
-		for _, c := range b.opts.concs {
-			f, err := pgbench(ctx, bin, b.dbURL, s.script, c, b.opts.duration, vars)
-			if err != nil {
-				return err
-			}
-			b.logf("%-14s c=%-3d %8.0f/s  mean %6.2f ms  failed %d", s.name, c, f.Throughput, f.P50ms, f.Errors)
-			run.Figures = append(run.Figures, f)
-		}
-		b.results.Runs = append(b.results.Runs, run)
-	}
 	return nil
 }
 

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -47,6 +50,31 @@ LEFT JOIN charges c ON c.id = a.charge_id
 WHERE a.merchant_id = :merchant::uuid AND a.idempotency_key = 'bench-replay-' || :k::text;
 `
 
+// ceilings measures what PostgreSQL does for the same SQL with pgbench.
+func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
+	bin, err := findPgbench()
+	if err != nil {
+		return err
+	}
+	vars := map[string]string{"merchant": b.merchant, "replay_keys": fmt.Sprint(replayKeys)}
+	for _, s := range []struct{ name, what, script string }{
+		{"pgbench-claim-finalize", "pgbench: the claim INSERT … ON CONFLICT DO NOTHING, committed, then the finalize transaction (INSERT charge, fenced UPDATE attempt, INSERT event)", claimFinalizeScript},
+		{"pgbench-replay-lookup", "pgbench: GetChargeAttempt, the read that answers a replay", replayLookupScript},
+	} {
+		run := Run{Name: s.name, What: s.what}
+		for _, c := range b.opts.concs {
+			f, err := pgbench(ctx, bin, b.dbURL, b.dataDir, s.script, c, b.opts.duration, vars)
+			if err != nil {
+				return err
+			}
+			b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  mean %6.2f ms  failed %d", s.name, c, f.Throughput, f.P50ms, f.P99ms, f.MeanMs, f.Errors)
+			run.Figures = append(run.Figures, f)
+		}
+		b.results.Runs = append(b.results.Runs, run)
+	}
+	return nil
+}
+
 // findPgbench looks where db/localpg looks for initdb: $PATH, then the
 // newest /usr/lib/postgresql/*/bin, then /usr/local/pgsql/bin.
 func findPgbench() (string, error) {
@@ -74,9 +102,11 @@ var (
 	failedLine  = regexp.MustCompile(`number of failed transactions: (\d+)`)
 )
 
-// pgbench runs script at conc clients for d and returns its figures (pgbench
-// reports a mean latency, not percentiles: P50ms holds the mean).
-func pgbench(ctx context.Context, bin, dbURL, script string, conc int, d time.Duration, vars map[string]string) (Figures, error) {
+// pgbench runs script at conc clients for d and returns its figures. Its
+// summary has only a mean latency, so it also writes a per-transaction log
+// into a temporary directory under logDir, from which come p50 and p99; the
+// logs are deleted afterwards.
+func pgbench(ctx context.Context, bin, dbURL, logDir, script string, conc int, d time.Duration, vars map[string]string) (Figures, error) {
 	f, err := os.CreateTemp("", "chargebench-*.sql")
 	if err != nil {
 		return Figures{}, err
@@ -86,8 +116,14 @@ func pgbench(ctx context.Context, bin, dbURL, script string, conc int, d time.Du
 		return Figures{}, err
 	}
 	f.Close()
+	logs, err := os.MkdirTemp(logDir, "pgbench-log-")
+	if err != nil {
+		return Figures{}, err
+	}
+	defer os.RemoveAll(logs)
+	prefix := filepath.Join(logs, "tx")
 	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(conc), "-j", strconv.Itoa(min(conc, 2)),
-		"-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", f.Name()}
+		"-T", strconv.Itoa(max(1, int(d.Seconds()))), "-f", f.Name(), "--log", "--log-prefix=" + prefix}
 	for k, v := range vars {
 		args = append(args, "-D", k+"="+v)
 	}
@@ -95,18 +131,71 @@ func pgbench(ctx context.Context, bin, dbURL, script string, conc int, d time.Du
 	if err != nil {
 		return Figures{}, fmt.Errorf("pgbench: %w\n%s", err, out)
 	}
-	fig := Figures{Concurrency: conc, MeanLatency: true}
+	fig := Figures{Concurrency: conc}
 	m := tpsLine.FindSubmatch(out)
 	if m == nil {
 		return fig, fmt.Errorf("pgbench: no tps in its output:\n%s", out)
 	}
 	fig.Throughput, _ = strconv.ParseFloat(string(m[1]), 64)
 	if m := latencyLine.FindSubmatch(out); m != nil {
-		fig.P50ms, _ = strconv.ParseFloat(string(m[1]), 64)
+		fig.MeanMs, _ = strconv.ParseFloat(string(m[1]), 64)
 	}
 	if m := failedLine.FindSubmatch(out); m != nil {
 		fig.Errors, _ = strconv.Atoi(string(m[1]))
 	}
-	fig.Requests = int(fig.Throughput * d.Seconds())
+	lat, err := readTxLogs(prefix)
+	if err != nil {
+		return fig, err
+	}
+	fig.Requests = len(lat) + fig.Errors
+	fig.P50ms, fig.P99ms = percentile(lat, 0.50), percentile(lat, 0.99)
 	return fig, nil
+}
+
+// readTxLogs reads the latencies, in ms, of pgbench's per-transaction logs
+// under prefix: one file per thread (prefix.PID, prefix.PID.1, …), one line
+// per transaction whose third field is its latency in µs, or a word
+// ("failed", "skipped") for a transaction that has none.
+func readTxLogs(prefix string) ([]float64, error) {
+	files, err := filepath.Glob(prefix + ".*")
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("pgbench wrote no transaction log at %s.*", prefix)
+	}
+	var lat []float64
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 3 {
+				continue
+			}
+			if us, err := strconv.ParseFloat(fields[2], 64); err == nil {
+				lat = append(lat, us/1000)
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	return lat, nil
+}
+
+// percentile is the nearest-rank q-quantile of xs (sorted in place); 0 when
+// there are none.
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
 }

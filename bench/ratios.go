@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Ratio is one of the issue's comparisons at one concurrency, or one of its
+// absolute targets (the storm's charges and errors, the peak RSS), with
+// whether it meets its target.
+type Ratio struct {
+	Name        string  `json:"name"`
+	Concurrency int     `json:"concurrency,omitempty"` // 0: not per concurrency
+	Value       float64 `json:"value"`
+	Target      string  `json:"target"`
+	// Met says whether Value meets Target; absent where no target applies
+	// (not at this concurrency, or no numeric target at all).
+	Met *bool `json:"met,omitempty"`
+	// decimals is how many the tables show: 2 for a ratio, 0 for a count.
+	decimals int
+}
+
+// target is a bound on a value, where it applies.
+type target struct {
+	text  string  // as the tables show it
+	op    string  // ">=", "<=", "<" or "=="; empty: no numeric target
+	bound float64 // what op compares with
+	at    []int   // the concurrencies it applies to; nil: every one
+}
+
+// check says whether v at concurrency conc meets t; nil where t does not
+// apply.
+func (t target) check(conc int, v float64) *bool {
+	if t.op == "" || (t.at != nil && !slices.Contains(t.at, conc)) {
+		return nil
+	}
+	var ok bool
+	switch t.op {
+	case ">=":
+		ok = v >= t.bound
+	case "<=":
+		ok = v <= t.bound
+	case "<":
+		ok = v < t.bound
+	case "==":
+		ok = v == t.bound
+	default:
+		panic("bench: unknown target operator " + t.op)
+	}
+	return &ok
+}
+
+// Targets the tables and the README show; the issue sets them.
+var (
+	peakRSSTarget      = target{text: "< 150 MB", op: "<", bound: 150}
+	stormChargesTarget = target{text: "= 1", op: "==", bound: 1}
+	stormErrorsTarget  = target{text: "= 0", op: "==", bound: 0}
+	scalingTarget      = target{text: "scales with concurrency (1.0 = linear); no numeric target"}
+)
+
+func (r *Results) addRatio(name string, conc int, v float64, t target, decimals int) {
+	r.Ratios = append(r.Ratios, Ratio{Name: name, Concurrency: conc, Value: v, Target: t.text, Met: t.check(conc, v), decimals: decimals})
+}
+
+// computeRatios sets the issue's comparisons for every concurrency where both
+// sides ran, the slow provider's scaling, and the storm and peak-RSS
+// targets.
+func (r *Results) computeRatios(concs []int) {
+	r.Ratios = nil
+	type cmp struct {
+		name, num, den string
+		target         target
+		p99            bool
+	}
+	for _, c := range []cmp{
+		{"fresh (primary provider) / pgbench claim+finalize", "fresh", "pgbench-claim-finalize", target{"≥ 0.50 at c=8, 32", ">=", 0.5, []int{8, 32}}, false},
+		{"replay / trivial query throughput", "replay", "trivial", target{"≥ 0.60", ">=", 0.6, nil}, false},
+		{"replay p99 / trivial p99", "replay", "trivial", target{"≤ 2.0", "<=", 2, nil}, true},
+		{"fresh with the stored keys / fresh", "fresh-grown", "fresh", target{"≥ 0.90 (stored keys cost < 10%)", ">=", 0.9, nil}, false},
+		{"fresh with the cleanup alongside / fresh", "fresh-cleanup", "fresh", target{"≥ 0.80 (cleanup costs < 20%)", ">=", 0.8, nil}, false},
+	} {
+		for _, conc := range concs {
+			n, d := r.run(c.num).at(conc), r.run(c.den).at(conc)
+			if n == nil || d == nil {
+				continue
+			}
+			v := 0.0
+			switch {
+			case c.p99 && d.P99ms > 0:
+				v = n.P99ms / d.P99ms
+			case !c.p99 && d.Throughput > 0:
+				v = n.Throughput / d.Throughput
+			}
+			r.addRatio(c.name, conc, v, c.target, 2)
+		}
+	}
+	r.scalingRatios(concs)
+	if s := r.Storm; s != nil {
+		if s.ProviderCharges >= 0 {
+			r.addRatio("storm: provider charges for the one key", s.Requests, float64(s.ProviderCharges), stormChargesTarget, 0)
+		}
+		r.addRatio("storm: errors", s.Requests, float64(s.Errors), stormErrorsTarget, 0)
+	}
+	if rss := r.peakRSSMB(); rss > 0 {
+		r.addRatio("server peak RSS, MB (the most of any run)", 0, rss, peakRSSTarget, 0)
+	}
+}
+
+// scalingRatios compare the slow provider's throughput at c with c times its
+// throughput at c=1: the fraction of linear scaling (1.0: nothing
+// serializes). Only while the ideal, c / the delay, stays below the
+// fresh-key ceiling at c (the simulator's own fresh run without delay), as
+// beyond it the ceiling, not the wait, bounds the throughput.
+func (r *Results) scalingRatios(concs []int) {
+	slow := r.run("fresh-50ms")
+	one := slow.at(1)
+	if one == nil || one.Throughput == 0 {
+		return
+	}
+	ceiling := r.run("fresh-cardsim")
+	if ceiling == nil {
+		ceiling = r.run("fresh")
+	}
+	for _, conc := range concs {
+		f, top := slow.at(conc), ceiling.at(conc)
+		if conc == 1 || f == nil || top == nil {
+			continue
+		}
+		if ideal := float64(conc) / slowProviderDelay.Seconds(); ideal >= top.Throughput {
+			continue
+		}
+		r.addRatio("fresh-50ms scaling: throughput / (c × throughput at c=1)", conc,
+			f.Throughput/(one.Throughput*float64(conc)), scalingTarget, 2)
+	}
+}
+
+// peakRSSMB is the highest peak RSS of any server in any run.
+func (r *Results) peakRSSMB() float64 {
+	var peak float64
+	for _, run := range r.Runs {
+		for _, f := range run.Figures {
+			peak = max(peak, f.PeakRSSMB)
+		}
+	}
+	if r.Storm != nil {
+		peak = max(peak, r.Storm.PeakRSSMB)
+	}
+	return peak
+}
+
+// metText is how the tables show Met.
+func (q Ratio) metText() string {
+	switch {
+	case q.Met == nil:
+		return "–"
+	case *q.Met:
+		return "met"
+	default:
+		return "missed"
+	}
+}
+
+func (q Ratio) valueText() string {
+	return fmt.Sprintf("%.*f", q.decimals, q.Value)
+}
+
+func (q Ratio) concText() string {
+	if q.Concurrency == 0 {
+		return "–"
+	}
+	return fmt.Sprint(q.Concurrency)
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The repository README shows the latest full run between these markers;
+// a full run into bench/results rewrites what lies between them.
+const (
+	readmeBegin = "<!-- bench:begin -->"
+	readmeEnd   = "<!-- bench:end -->"
+)
+
+// readmeRuns are the runs the README's table shows; results.md has them all.
+var readmeRuns = []string{"fresh", "replay", "trivial", "fresh-50ms", "pgbench-claim-finalize", "pgbench-replay-lookup"}
+
+// render writes the results in opts.out again, with the ratios computed
+// anew, and the README section for bench/results: for a change to the
+// report without a 10-minute run.
+func render(opts options, stdout io.Writer) error {
+	b, err := os.ReadFile(filepath.Join(opts.out, "results.json"))
+	if err != nil {
+		return err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(opts.out, "results.json"), err)
+	}
+	r.computeRatios(r.concurrencies())
+	if err := r.write(opts.out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rendered %s\n", opts.out)
+	if !opts.updatesReadme(&r) {
+		return nil
+	}
+	if err := updateReadme(readmePath, &r); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: the Performance section shows %s\n", readmePath, opts.out)
+	return nil
+}
+
+// updateReadme rewrites the part of the README at path between the markers
+// with r.
+func updateReadme(path string, r *Results) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := replaceMarked(string(doc), r.readmeSection())
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// replaceMarked returns doc with what lies between the markers replaced by
+// content, and everything else as it was.
+func replaceMarked(doc, content string) (string, error) {
+	if strings.Count(doc, readmeBegin) != 1 || strings.Count(doc, readmeEnd) != 1 {
+		return "", fmt.Errorf("want one %s and one %s marker", readmeBegin, readmeEnd)
+	}
+	i, j := strings.Index(doc, readmeBegin)+len(readmeBegin), strings.Index(doc, readmeEnd)
+	if j < i {
+		return "", errors.New(readmeEnd + " comes before " + readmeBegin)
+	}
+	return doc[:i] + "\n" + strings.TrimSpace(content) + "\n" + doc[j:], nil
+}
+
+// readmeSection is the README's compact view of r: the machine, the targets
+// met or missed, the key runs, the storm and the chart.
+func (r *Results) readmeSection() string {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "Latest full run: %s, %d cores; %s; %s; %s; %s per run.\n\n", m.CPU, m.Cores, m.Go, m.Postgres, m.Date, r.Duration)
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n")
+	}
+
+	b.WriteString("| ratio or target | value | target | met |\n|---|---|---|---|\n")
+	for _, g := range groupRatios(r.Ratios) {
+		var vals, missed []string
+		applies := 0
+		for _, q := range g {
+			if len(g) == 1 {
+				vals = append(vals, q.valueText())
+			} else {
+				vals = append(vals, fmt.Sprintf("%s (c=%d)", q.valueText(), q.Concurrency))
+			}
+			if q.Met != nil {
+				applies++
+				if !*q.Met {
+					missed = append(missed, fmt.Sprint(q.Concurrency))
+				}
+			}
+		}
+		met := "met"
+		switch {
+		case applies == 0:
+			met = "–"
+		case len(missed) == applies:
+			met = "missed"
+		case len(missed) > 0:
+			met = "missed at c=" + strings.Join(missed, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g[0].Name, strings.Join(vals, " · "), g[0].Target, met)
+	}
+
+	concs := r.concurrencies()
+	b.WriteString("\n| run (throughput /s, p99 ms) |")
+	for _, c := range concs {
+		fmt.Fprintf(&b, " c=%d |", c)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(concs)) + "\n")
+	for _, name := range readmeRuns {
+		run := r.run(name)
+		if run == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, c := range concs {
+			switch f := run.at(c); {
+			case f == nil:
+				b.WriteString(" – |")
+			case f.MeanLatency:
+				fmt.Fprintf(&b, " %.0f /s, mean %s ms |", f.Throughput, msText(f.P50ms))
+			default:
+				fmt.Fprintf(&b, " %.0f /s, p99 %s ms |", f.Throughput, msText(f.P99ms))
+			}
+		}
+		b.WriteString("\n")
+	}
+	if s := r.Storm; s != nil {
+		fmt.Fprintf(&b, "\nDuplicate storm: %d concurrent requests with one key over %d instances; every client held the final result after %.0f ms.\n",
+			s.Requests, s.Instances, s.AllFinalMs)
+	}
+	b.WriteString("\nEvery run, with p50, errors and peak RSS, the growth runs and what each run does: [bench/results/results.md](bench/results/results.md).\n\n")
+	b.WriteString("![Throughput and p99 latency against concurrency, one line per run](bench/results/chart.png)\n")
+	return b.String()
+}
+
+// msText keeps two significant decimals below 10 ms, one above.
+func msText(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// groupRatios splits ratios into runs of the same name, in order.
+func groupRatios(ratios []Ratio) [][]Ratio {
+	var groups [][]Ratio
+	for _, q := range ratios {
+		if n := len(groups); n > 0 && groups[n-1][0].Name == q.Name {
+			groups[n-1] = append(groups[n-1], q)
+			continue
+		}
+		groups = append(groups, []Ratio{q})
+	}
+	return groups
+}
+
+// concurrencies are those any run ran at, in order.
+func (r *Results) concurrencies() []int {
+	var concs []int
+	for _, run := range r.Runs {
+		for _, f := range run.Figures {
+			if !slices.Contains(concs, f.Concurrency) {
+				concs = append(concs, f.Concurrency)
+			}
+		}
+	}
+	slices.Sort(concs)
+	return concs
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// slowProviderDelay is how long the provider takes in the fresh-50ms run.
+const slowProviderDelay = 50 * time.Millisecond
+
+// slowProvider runs fresh keys against a provider that answers after
+// slowProviderDelay: the simulator's slow card. While the server waits for
+// the provider it should hold nothing that other charges need, so
+// throughput should grow with concurrency (computeRatios says how close to
+// linear it comes).
+func (b *bench) slowProvider(ctx context.Context) error {
+	env := b.serverEnv("slow", "cardsim")
+	env["SIM_SLOW_DELAY"] = slowProviderDelay.String()
+	srv, err := startServer(ctx, b.binary, env)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	run := Run{Name: "fresh-50ms", Provider: "cardsim", What: fmt.Sprintf(
+		"chargeCard with a new key per request, paying with %s against PROVIDER=cardsim with SIM_SLOW_DELAY=%s: a provider that answers after %s",
+		slowCard, slowProviderDelay, slowProviderDelay)}
+	b.serverRuns(srv, &run, func() vegeta.Targeter { return freshTargeter(srv.URL, slowCard) })
+	b.results.Runs = append(b.results.Runs, run)
+	return nil
+}
