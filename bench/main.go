@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -56,12 +57,23 @@ type options struct {
 	// render re-renders the results in out instead of running.
 	render  bool
 	dataDir string
+	// only names the groups of runs to make (runGroups); empty: all.
+	only map[string]bool
+	// profile takes a CPU profile of the server during each server run at
+	// profileConc, into OUT/profiles/.
+	profile bool
 }
+
+// runGroups are the parts of the bench that -only can select.
+var runGroups = []string{"primary", "cardsim", "slow", "storm", "ceilings", "growth"}
+
+// wants says whether the run includes the group.
+func (o options) wants(group string) bool { return len(o.only) == 0 || o.only[group] }
 
 // updatesReadme says whether the run rewrites the README's Performance
 // section: only a full run into bench/results does.
 func (o options) updatesReadme(r *Results) bool {
-	return !o.smoke && !o.customOut && !r.Smoke
+	return !o.smoke && !o.customOut && !r.Smoke && len(o.only) == 0
 }
 
 // readmePath is the repository README, from the root the bench runs in.
@@ -77,8 +89,22 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.dataDir, "data", ".data", "the project's data directory: the bench uses DATA/bench and DATA/bench-postgres")
 	fs.IntVar(&o.growthKeys, "growth-keys", -1, "stored keys for the growth runs (default 10,000,000; smoke 0: no growth runs)")
 	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
+	only := fs.String("only", "", "comma-separated groups of runs to make, of "+strings.Join(runGroups, ", ")+" (default all; a partial run leaves the README alone)")
+	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if *only != "" {
+		o.only = map[string]bool{}
+		for g := range strings.SplitSeq(*only, ",") {
+			if !slices.Contains(runGroups, g) {
+				return o, fmt.Errorf("-only: unknown group %q; the groups are %s", g, strings.Join(runGroups, ", "))
+			}
+			o.only[g] = true
+		}
+		if o.only["ceilings"] && !o.only["primary"] {
+			return o, errors.New("-only: ceilings needs primary, whose finished keys its replay lookup reads")
+		}
 	}
 	o.concs, o.replayKeys, o.stormSize = []int{1, 8, 32, 64}, 1000, 1000
 	def, out := 10*time.Second, filepath.Join("bench", "results")
@@ -199,6 +225,8 @@ func (b *bench) serverEnv(name, provider string) map[string]string {
 		"RATE_LIMIT_MERCHANT": "0",
 		"PROVIDER":            provider,
 		"SIM_SLOW_DELAY":      "0",
+		// The profiler is served there (-profile).
+		"METRICS_ADDR": "127.0.0.1:0",
 	}
 }
 
@@ -206,45 +234,17 @@ func (b *bench) serverEnv(name, provider string) map[string]string {
 // rows do not slow the server's runs.
 func (b *bench) runAll(ctx context.Context) error {
 	o := b.opts
-
 	// The primary provider: instant when the binary knows it, else the
 	// simulator.
 	primary := "instant"
-	srv, err := startServer(ctx, b.binary, b.serverEnv("primary", primary))
-	if err != nil {
-		if !strings.Contains(err.Error(), "PROVIDER must be one of") {
-			return err
-		}
-		primary = "cardsim"
-		b.results.Notes = append(b.results.Notes, "This binary refuses PROVIDER=instant: the fresh-key and replay runs use the in-process simulator (cardsim) instead.")
-		b.logf("PROVIDER=instant refused by this binary: falling back to the simulator")
-		if srv, err = startServer(ctx, b.binary, b.serverEnv("primary", primary)); err != nil {
+	var replayKeys int
+	if o.wants("primary") {
+		var err error
+		if primary, replayKeys, err = b.primaryRuns(ctx); err != nil {
 			return err
 		}
 	}
-	defer srv.stop()
-	if b.merchant, err = demoMerchant(ctx, b.dbURL); err != nil {
-		return err
-	}
-
-	fresh := Run{Name: "fresh", Provider: primary, What: fmt.Sprintf("chargeCard with a new idempotency key per request, PROVIDER=%s", primary)}
-	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
-
-	b.logf("finishing %d keys to replay", o.replayKeys)
-	keys, err := finishKeys(ctx, srv.URL, o.replayKeys)
-	if err != nil {
-		return fmt.Errorf("finishing keys to replay: %w", err)
-	}
-	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage)", len(keys))}
-	b.serverRuns(srv, &replay, func() vegeta.Targeter { return replayTargeter(srv.URL, keys) })
-
-	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
-	b.serverRuns(srv, &trivial, func() vegeta.Targeter { return trivialTargeter(srv.URL) })
-	srv.stop()
-
-	b.results.Runs = append(b.results.Runs, fresh, replay, trivial)
-
-	if primary != "cardsim" {
+	if o.wants("cardsim") && primary != "cardsim" {
 		sim, err := startServer(ctx, b.binary, b.serverEnv("cardsim", "cardsim"))
 		if err != nil {
 			return err
@@ -254,17 +254,76 @@ func (b *bench) runAll(ctx context.Context) error {
 		sim.stop()
 		b.results.Runs = append(b.results.Runs, simRun)
 	}
-	if err := b.slowProvider(ctx); err != nil {
-		return err
+	if o.wants("slow") {
+		if err := b.slowProvider(ctx); err != nil {
+			return err
+		}
+	}
+	if o.wants("storm") {
+		if err := b.duplicateStorm(ctx); err != nil {
+			return err
+		}
+	}
+	if o.wants("ceilings") {
+		if err := b.ceilings(ctx, replayKeys); err != nil {
+			return err
+		}
+	}
+	if o.wants("growth") {
+		if b.merchant == "" {
+			// The growth runs store keys for the demo merchant, which a
+			// server creates.
+			srv, err := startServer(ctx, b.binary, b.serverEnv("primary", primary))
+			if err != nil {
+				return err
+			}
+			srv.stop()
+			if b.merchant, err = demoMerchant(ctx, b.dbURL); err != nil {
+				return err
+			}
+		}
+		return b.growth(ctx, primary)
+	}
+	return nil
+}
+
+// primaryRuns measures fresh keys, replays and the trivial query on one
+// server with the primary provider, and returns it and how many keys it
+// finished for the replays.
+func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int, err error) {
+	primary = "instant"
+	srv, err := startServer(ctx, b.binary, b.serverEnv("primary", primary))
+	if err != nil {
+		if !strings.Contains(err.Error(), "PROVIDER must be one of") {
+			return "", 0, err
+		}
+		primary = "cardsim"
+		b.results.Notes = append(b.results.Notes, "This binary refuses PROVIDER=instant: the fresh-key and replay runs use the in-process simulator (cardsim) instead.")
+		b.logf("PROVIDER=instant refused by this binary: falling back to the simulator")
+		if srv, err = startServer(ctx, b.binary, b.serverEnv("primary", primary)); err != nil {
+			return "", 0, err
+		}
+	}
+	defer srv.stop()
+	if b.merchant, err = demoMerchant(ctx, b.dbURL); err != nil {
+		return "", 0, err
 	}
 
-	if err := b.duplicateStorm(ctx); err != nil {
-		return err
+	fresh := Run{Name: "fresh", Provider: primary, What: fmt.Sprintf("chargeCard with a new idempotency key per request, PROVIDER=%s", primary)}
+	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
+
+	b.logf("finishing %d keys to replay", b.opts.replayKeys)
+	keys, err := finishKeys(ctx, srv.URL, b.opts.replayKeys)
+	if err != nil {
+		return "", 0, fmt.Errorf("finishing keys to replay: %w", err)
 	}
-	if err := b.ceilings(ctx, len(keys)); err != nil {
-		return err
-	}
-	return b.growth(ctx, primary)
+	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage)", len(keys))}
+	b.serverRuns(srv, &replay, func() vegeta.Targeter { return replayTargeter(srv.URL, keys) })
+
+	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
+	b.serverRuns(srv, &trivial, func() vegeta.Targeter { return trivialTargeter(srv.URL) })
+	b.results.Runs = append(b.results.Runs, fresh, replay, trivial)
+	return primary, len(keys), nil
 }
 
 // serverRuns runs one kind of load at every concurrency, with the server's
@@ -276,7 +335,14 @@ func (b *bench) serverRuns(srv *server, run *Run, targeter func() vegeta.Targete
 func (b *bench) concRuns(srv *server, run *Run, concs []int, targeter func() vegeta.Targeter) {
 	for _, c := range concs {
 		srv.resetPeakRSS()
+		var profiled func()
+		if b.opts.profile && c == profileConc(concs) {
+			profiled = b.profileDuring(srv, fmt.Sprintf("%s-c%d", run.Name, c))
+		}
 		f := attack(run.Name, targeter(), c, b.opts.duration)
+		if profiled != nil {
+			profiled()
+		}
 		f.PeakRSSMB = srv.peakRSSMB()
 		b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  RSS %.0f MB", run.Name, c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB)
 		run.Figures = append(run.Figures, f)

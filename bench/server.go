@@ -18,13 +18,18 @@ import (
 // listenLine finds the port in the server's "chargeonce listening" log line.
 var listenLine = regexp.MustCompile(`chargeonce listening"?,?\s*"?addr"?[=:]"?http://[^ "]*:(\d+)`)
 
+// metricsLine finds the address in the server's "metrics listening" line.
+var metricsLine = regexp.MustCompile(`metrics listening"?,?\s*"?addr"?[=:]"?(http://[^ "/]*)`)
+
 // server is one chargeonce process under load.
 type server struct {
-	URL    string
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	logs   strings.Builder
-	exited chan struct{}
+	URL string
+	// metricsURL is the listener with /metrics and the profiler.
+	metricsURL string
+	cmd        *exec.Cmd
+	mu         sync.Mutex
+	logs       strings.Builder
+	exited     chan struct{}
 }
 
 // startServer starts the binary with env on top of the bench's own
@@ -50,6 +55,9 @@ func startServer(ctx context.Context, binary string, env map[string]string) (*se
 			s.mu.Lock()
 			if s.logs.Len() < 1<<20 {
 				s.logs.WriteString(line + "\n")
+			}
+			if m := metricsLine.FindStringSubmatch(line); m != nil {
+				s.metricsURL = m[1]
 			}
 			s.mu.Unlock()
 			if m := listenLine.FindStringSubmatch(line); m != nil {
