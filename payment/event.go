@@ -55,7 +55,7 @@ func (e Event) Subject() string { return SubjectPrefix + e.Type }
 // eventOf is the event announcing finalized attempt a, occurring at now.
 func eventOf(a Attempt, now time.Time) Event {
 	e := Event{
-		ID: uuid.New(), OccurredAt: now.UTC(), MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey,
+		ID: newID(), OccurredAt: now.UTC(), MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey,
 		AttemptID: a.ID, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
 	}
 	switch {

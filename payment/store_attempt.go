@@ -91,7 +91,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
-			ID: uuid.New(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
+			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
 			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: providerChargeID,
 		})
 		if constraint, _ := uniqueViolation(err); constraint == constraintProviderChargeID {
