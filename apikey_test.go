@@ -101,3 +101,19 @@ func listRows(t *testing.T, out string) [][]string {
 	}
 	return rows
 }
+
+// TestAuthCache_RepeatedKey_IsServedFromTheCache checks that a server runs
+// the API key cache's listener: once it listens, a key it has seen is
+// answered without the database.
+func TestAuthCache_RepeatedKey_IsServedFromTheCache(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	hits := func() float64 {
+		return scrape(t, s.client, s.URL+"/metrics").value("chargeonce_auth_cache_total", "result", "hit")
+	}
+	require.Zero(t, hits())
+	require.Eventually(t, func() bool {
+		require.Nil(t, s.chargeStatus(t, "demo-key", newKey()).Data.ChargeStatus)
+		return hits() > 0
+	}, 10*time.Second, 20*time.Millisecond, "the listener starts with the server; the cache answers from then on")
+}

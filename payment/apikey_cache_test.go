@@ -194,7 +194,7 @@ func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
 	m := metrics.Discard()
 	// A fixed wait before reconnecting: the window in which the cache must
 	// be bypassed.
-	const away = 2 * time.Second
+	const away = 4 * time.Second
 	cached := startCached(t, pool, MerchantsConfig{CacheTTL: noTTL, Metrics: m, ReconnectMin: away, ReconnectMax: away})
 	_, err = cached.Authenticate(ctx, key)
 	require.NoError(t, err)
