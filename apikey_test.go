@@ -11,7 +11,8 @@ import (
 
 // TestAPIKeyCommands_RotateThenRevoke_OldKeyIsRefused walks an operator
 // through a rotation: create, rotate (both keys work), list, revoke the old
-// key (the server refuses it at once, the new one still works).
+// key (the server refuses it within a notification's latency, the new one
+// still works).
 func TestAPIKeyCommands_RotateThenRevoke_OldKeyIsRefused(t *testing.T) {
 	t.Parallel()
 	s, dbURL := setup(t)
@@ -62,6 +63,14 @@ func TestAPIKeyCommands_RotateThenRevoke_OldKeyIsRefused(t *testing.T) {
 	out, err = command("revoke", oldPrefix)
 	require.NoError(t, err)
 	require.Regexp(t, `^Revoked API key `+oldPrefix+` \(id `+oldID+`\) of merchant shop at \S+Z; requests with it are refused from now on.\n$`, out)
+	// The command runs in another process's stead; its revocation reaches
+	// the server's cache of authentications by NOTIFY at commit, within
+	// milliseconds, so the server is asked (without charging) until it
+	// refuses, and then must refuse a charge.
+	require.Eventually(t, func() bool {
+		r := s.chargeStatus(t, oldKey, newKey())
+		return len(r.Errors) == 1 && r.Errors[0].Extensions["code"] == "UNAUTHENTICATED"
+	}, 2*time.Second, 5*time.Millisecond, "the revoked key is refused")
 	require.Equal(t, "UNAUTHENTICATED", s.chargeCard(t, oldKey, newKey(), visa(100)).code(t))
 	require.Equal(t, "SUCCEEDED", s.chargeCard(t, rotatedKey, newKey(), visa(100)).Data.ChargeCard.Status)
 
@@ -91,4 +100,20 @@ func listRows(t *testing.T, out string) [][]string {
 		rows = append(rows, strings.Fields(l))
 	}
 	return rows
+}
+
+// TestAuthCache_RepeatedKey_IsServedFromTheCache checks that a server runs
+// the API key cache's listener: once it listens, a key it has seen is
+// answered without the database.
+func TestAuthCache_RepeatedKey_IsServedFromTheCache(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	hits := func() float64 {
+		return scrape(t, s.client, s.URL+"/metrics").value("chargeonce_auth_cache_total", "result", "hit")
+	}
+	require.Zero(t, hits())
+	require.Eventually(t, func() bool {
+		require.Nil(t, s.chargeStatus(t, "demo-key", newKey()).Data.ChargeStatus)
+		return hits() > 0
+	}, 10*time.Second, 20*time.Millisecond, "the listener starts with the server; the cache answers from then on")
 }

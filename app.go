@@ -62,7 +62,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 	a := &app{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
 	a.metrics = metrics.New(a.registry)
 	a.metrics.WatchPool(pool)
-	a.merchants = payment.NewMerchants(pool, !cfg.Production)
+	a.merchants = payment.NewMerchantsWithConfig(pool, !cfg.Production, payment.MerchantsConfig{Logger: log, Metrics: a.metrics})
 	if !cfg.Production {
 		// The simulator's schema exists only where it is mounted: never in
 		// production.
@@ -114,13 +114,14 @@ func (a *app) close() {
 	a.closeDB()
 }
 
-// startLoops runs the reconciler, the retention cleaner and the live status
-// listener until stop is called; stop ends the subscriptions left and waits
-// for them all.
+// startLoops runs the reconciler, the retention cleaner, the live status
+// listener and the API key cache's listener until stop is called; stop ends
+// the subscriptions left and waits for them all.
 func (a *app) startLoops() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
 	loops.Go(func() { a.live.Run(ctx) })
+	loops.Go(func() { a.merchants.Run(ctx) })
 	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
 	loops.Go(func() {
 		events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{

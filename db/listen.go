@@ -14,6 +14,11 @@ import (
 // idempotency key as JSON.
 const EventsChannel = "chargeonce_events"
 
+// APIKeysChannel is the channel that api_keys' and merchants' triggers
+// (migration 00009) NOTIFY, with an empty payload, at each commit that
+// changes a key or a merchant: servers empty their cache of authentications.
+const APIKeysChannel = "chargeonce_api_keys"
+
 // listenHealthInterval is how long the LISTEN connection may be silent
 // before it is asked to prove that it is alive: a peer gone without a word
 // (a failover, a network cut) would otherwise leave it waiting forever.

@@ -25,6 +25,13 @@ const (
 	ByReconciler = "reconciler" // a reconciler pass
 )
 
+// Labels of AuthCache.
+const (
+	CacheHit    = "hit"    // served from the cache, without the database
+	CacheMiss   = "miss"   // looked up in the database; cached if it authenticated
+	CacheBypass = "bypass" // looked up in the database: the instance hears no key changes, so it caches nothing
+)
+
 // Metrics are chargeonce's instruments.
 type Metrics struct {
 	// Charges counts finalized attempts by outcome (succeeded, failed) and
@@ -70,6 +77,9 @@ type Metrics struct {
 	// Unauthenticated counts requests with a missing, malformed, unknown or
 	// revoked API key.
 	Unauthenticated prometheus.Counter
+	// AuthCache counts API key lookups by how the cache of authentications
+	// answered (hit, miss, bypass).
+	AuthCache *prometheus.CounterVec
 	// HTTPDuration times /graphql requests by operation (the root field) and
 	// HTTP status code.
 	HTTPDuration *prometheus.HistogramVec
@@ -128,6 +138,9 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip)."}, []string{"scope"}),
 		Unauthenticated: counter("unauthenticated_requests_total",
 			"Requests with a missing, malformed, unknown or revoked API key."),
+		AuthCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "auth_cache_total",
+			Help: "API key lookups, by how this instance's cache of authentications answered (hit, miss, bypass: not listening for key changes)."},
+			[]string{"result"}),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",
 			Buckets: prometheus.DefBuckets}, []string{"operation", "code"}),
@@ -148,7 +161,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
-			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.HTTPDuration, m.EventsPublished,
+			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.HTTPDuration, m.EventsPublished,
 			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

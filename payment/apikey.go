@@ -58,7 +58,7 @@ func (ms *Merchants) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 }
 
 // RevokeAPIKey revokes an API key at once: the next request with it is
-// refused. prefixOrID is a key's id, or the prefix of exactly one live key
+// refused, on every server, whose caches hear it by NOTIFY at commit. prefixOrID is a key's id, or the prefix of exactly one live key
 // (if several share it, it is ambiguous and the key must be named by id).
 // Revoking a key that is already revoked is an error that says when it was.
 func (ms *Merchants) RevokeAPIKey(ctx context.Context, prefixOrID string) (APIKey, error) {

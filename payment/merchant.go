@@ -1,16 +1,21 @@
 package payment
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"regexp"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"chargeonce/metrics"
 )
 
 // apiKeyPrefix marks chargeonce secret keys, so a leaked one is recognizable.
@@ -21,20 +26,56 @@ var merchantNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // Merchants authenticates API keys and manages merchants.
 type Merchants struct {
 	store *store
+	cfg   MerchantsConfig
+	log   *slog.Logger
 	// allowDevelopmentKeys lets development-only keys (the seeded demo key)
 	// authenticate; production refuses them even if they are in the database.
+	// It never changes, so what the cache holds was looked up under it.
 	allowDevelopmentKeys bool
+	cache                *keyCache
 }
 
-// NewMerchants returns a Merchants on pool.
+// MerchantsConfig tunes a Merchants. Zero values take the defaults.
+type MerchantsConfig struct {
+	// CacheTTL bounds how long a successful authentication is served from
+	// the cache (which only Run turns on); CacheSize how many are kept.
+	CacheTTL  time.Duration // default APIKeyCacheTTLDefault
+	CacheSize int           // default APIKeyCacheSizeDefault
+	// ReconnectMin and ReconnectMax bound the wait before Run opens its
+	// LISTEN connection again; the wait doubles after each failure.
+	ReconnectMin, ReconnectMax time.Duration // defaults ReconnectMinDefault, ReconnectMaxDefault
+
+	Logger  *slog.Logger     // default: discard
+	Metrics *metrics.Metrics // default: instruments nobody scrapes
+}
+
+// NewMerchants returns a Merchants on pool with the default configuration.
 func NewMerchants(pool *pgxpool.Pool, allowDevelopmentKeys bool) *Merchants {
-	return &Merchants{store: newStore(pool), allowDevelopmentKeys: allowDevelopmentKeys}
+	return NewMerchantsWithConfig(pool, allowDevelopmentKeys, MerchantsConfig{})
+}
+
+// NewMerchantsWithConfig returns a Merchants on pool configured by cfg.
+func NewMerchantsWithConfig(pool *pgxpool.Pool, allowDevelopmentKeys bool, cfg MerchantsConfig) *Merchants {
+	cfg.CacheTTL = cmp.Or(cfg.CacheTTL, APIKeyCacheTTLDefault)
+	cfg.CacheSize = cmp.Or(cfg.CacheSize, APIKeyCacheSizeDefault)
+	cfg.ReconnectMin = cmp.Or(cfg.ReconnectMin, ReconnectMinDefault)
+	cfg.ReconnectMax = cmp.Or(cfg.ReconnectMax, ReconnectMaxDefault)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Discard()
+	}
+	return &Merchants{store: newStore(pool), cfg: cfg, log: cfg.Logger.With("component", "api-keys"),
+		allowDevelopmentKeys: allowDevelopmentKeys, cache: newKeyCache(cfg.CacheTTL, cfg.CacheSize, cfg.Metrics)}
 }
 
 // Authenticate returns the merchant that owns apiKey. It looks up the live
 // keys under apiKey's prefix and compares hashes in constant time, every
 // candidate to the end, so that neither the comparison nor which candidate
-// matched shows in the response time.
+// matched shows in the response time. While Run listens, a key that
+// authenticated recently is answered from the cache, by its hash; failures
+// are never cached.
 func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant, error) {
 	if apiKey == "" {
 		return Merchant{}, Errorf(EUNAUTHENTICATED, "missing API key: send the header Authorization: Bearer <api key>")
@@ -45,11 +86,15 @@ func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant,
 		// prefix that is not valid text.
 		return Merchant{}, unknown
 	}
+	hash := hashAPIKey(apiKey)
+	cached, ok, gen := ms.cache.get([sha256.Size]byte(hash))
+	if ok {
+		return cached, nil
+	}
 	candidates, err := ms.store.apiKeyCandidates(ctx, keyPrefix(apiKey), ms.allowDevelopmentKeys)
 	if err != nil {
 		return Merchant{}, err
 	}
-	hash := hashAPIKey(apiKey)
 	var found Merchant
 	matched := false
 	for _, c := range candidates {
@@ -60,6 +105,7 @@ func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant,
 	if !matched {
 		return Merchant{}, unknown
 	}
+	ms.cache.put([sha256.Size]byte(hash), found, gen)
 	return found, nil
 }
 

@@ -270,27 +270,12 @@ func (w *watcher) poke() {
 // own, opened again after each failure with a growing wait. Watchers poll
 // meanwhile, and are all woken once it is back.
 func (h *Hub) Run(ctx context.Context) {
-	wait := h.cfg.ReconnectMin
-	for ctx.Err() == nil {
-		started := time.Now()
-		err := h.svc.store.listen(ctx, eventsChannel, func() {
-			h.log.Info("live status: listening for finalizations", "channel", eventsChannel)
-			h.wakeAll()
-		}, h.notified)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(started) > h.cfg.ReconnectMax {
-			wait = h.cfg.ReconnectMin // it held a while: a new outage starts over
-		}
-		h.log.Warn("live status: lost the LISTEN connection; watchers poll until it is back", "err", err, "retry_in", wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, h.cfg.ReconnectMax)
-	}
+	h.svc.store.listenAlways(ctx, eventsChannel, h.cfg.ReconnectMin, h.cfg.ReconnectMax, func() {
+		h.log.Info("live status: listening for finalizations", "channel", eventsChannel)
+		h.wakeAll()
+	}, h.notified, func(err error, retryIn time.Duration) {
+		h.log.Warn("live status: lost the LISTEN connection; watchers poll until it is back", "err", err, "retry_in", retryIn)
+	})
 }
 
 // Bind returns a context that ends with ctx or when the hub closes, and

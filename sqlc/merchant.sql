@@ -67,8 +67,9 @@ JOIN merchants m ON m.id = k.merchant_id
 WHERE k.id = @id;
 
 -- name: RevokeAPIKey :one
--- Revokes a live key. Authentication reads revoked_at on every request, so the
--- key stops working at once. No row: the key is unknown or already revoked.
+-- Revokes a live key. Its commit notifies every server's cache of
+-- authentications (migration 00009), so the key stops working at once. No
+-- row: the key is unknown or already revoked.
 UPDATE api_keys k
 SET revoked_at = now()
 FROM merchants m

@@ -293,8 +293,9 @@ type RevokeAPIKeyRow struct {
 	RevokedAt       *time.Time
 }
 
-// Revokes a live key. Authentication reads revoked_at on every request, so the
-// key stops working at once. No row: the key is unknown or already revoked.
+// Revokes a live key. Its commit notifies every server's cache of
+// authentications (migration 00009), so the key stops working at once. No
+// row: the key is unknown or already revoked.
 func (q *Queries) RevokeAPIKey(ctx context.Context, id uuid.UUID) (RevokeAPIKeyRow, error) {
 	row := q.db.QueryRow(ctx, revokeAPIKey, id)
 	var i RevokeAPIKeyRow

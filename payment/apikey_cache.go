@@ -1,0 +1,127 @@
+package payment
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"chargeonce/db"
+	"chargeonce/metrics"
+)
+
+// Defaults of MerchantsConfig, the one place they are written.
+const (
+	APIKeyCacheTTLDefault  = 30 * time.Second
+	APIKeyCacheSizeDefault = 10_000
+)
+
+// apiKeysChannel is the channel that api_keys' and merchants' triggers
+// notify at the commit of every change (db/migrations/00009_api_key_notify.sql).
+const apiKeysChannel = db.APIKeysChannel
+
+// keyCache remembers successful authentications, by the key's SHA-256 (never
+// the key), so that a request with a recently seen key needs no database.
+// It answers only while live: while Merchants.Run listens on apiKeysChannel,
+// whose every notification (any key or merchant changed, anywhere) empties
+// it. Not live, it answers nothing and keeps nothing. The TTL bounds how
+// stale an entry may be should notifications be lost without the connection
+// failing visibly (a silent network cut lasts until the LISTEN health check).
+type keyCache struct {
+	ttl  time.Duration
+	size int
+	now  func() time.Time
+
+	hit, miss, bypass prometheus.Counter
+
+	mu   sync.Mutex
+	live bool
+	// gen counts resets. A lookup remembers it before reading the database,
+	// and its result is kept only if no reset came meanwhile: a revocation
+	// notified during the lookup may not be in what the lookup read.
+	gen     uint64
+	entries map[[sha256.Size]byte]cachedKey
+}
+
+type cachedKey struct {
+	merchant Merchant
+	at       time.Time
+}
+
+func newKeyCache(ttl time.Duration, size int, m *metrics.Metrics) *keyCache {
+	return &keyCache{ttl: ttl, size: size, now: time.Now,
+		hit:     m.AuthCache.WithLabelValues(metrics.CacheHit),
+		miss:    m.AuthCache.WithLabelValues(metrics.CacheMiss),
+		bypass:  m.AuthCache.WithLabelValues(metrics.CacheBypass),
+		entries: map[[sha256.Size]byte]cachedKey{}}
+}
+
+// get returns the merchant cached for hash, if live and fresh; otherwise
+// the generation to hand to put after the lookup.
+func (c *keyCache) get(hash [sha256.Size]byte) (m Merchant, ok bool, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.live {
+		c.bypass.Inc()
+		return Merchant{}, false, c.gen
+	}
+	e, ok := c.entries[hash]
+	if ok && c.now().Sub(e.at) < c.ttl {
+		c.hit.Inc()
+		return e.merchant, true, c.gen
+	}
+	delete(c.entries, hash)
+	c.miss.Inc()
+	return Merchant{}, false, c.gen
+}
+
+// put caches m for hash, unless the cache is not live or was reset since
+// get returned gen. A full cache starts over: simple, and bounded.
+func (c *keyCache) put(hash [sha256.Size]byte, m Merchant, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.live || gen != c.gen {
+		return
+	}
+	if len(c.entries) >= c.size {
+		clear(c.entries)
+	}
+	c.entries[hash] = cachedKey{merchant: m, at: c.now()}
+}
+
+// reset empties the cache and makes it live or not.
+func (c *keyCache) reset(live bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.live = live
+	clear(c.entries)
+}
+
+// isLive reports whether the cache answers.
+func (c *keyCache) isLive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live
+}
+
+// Run caches successful authentications while it listens for changes of API
+// keys, until ctx ends: each change, committed anywhere, empties the cache,
+// and while the LISTEN connection is down (it is opened again with a growing
+// wait) every request is looked up in the database. Without Run, Merchants
+// caches nothing.
+func (ms *Merchants) Run(ctx context.Context) {
+	defer ms.cache.reset(false)
+	ms.store.listenAlways(ctx, apiKeysChannel, ms.cfg.ReconnectMin, ms.cfg.ReconnectMax, func() {
+		ms.cache.reset(true)
+		ms.log.Info("API key cache: listening for key changes", "channel", apiKeysChannel)
+	}, func(string) {
+		ms.cache.reset(true)
+	}, func(err error, retryIn time.Duration) {
+		ms.cache.reset(false)
+		ms.log.Warn("API key cache: lost the LISTEN connection; every request reads its key from the database until it is back",
+			"err", err, "retry_in", retryIn)
+	})
+}

@@ -1,0 +1,304 @@
+package payment
+
+import (
+	"context"
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db"
+	"chargeonce/db/dbtest"
+	"chargeonce/metrics"
+)
+
+// noTTL is a cache TTL no test waits for: a refusal of a cached key came by
+// a notification (or the loss of the LISTEN connection).
+const noTTL = time.Hour
+
+// revocationWithin bounds how long a revocation may take to reach a cache:
+// a notification's latency, with room for a noisy machine.
+const revocationWithin = 2 * time.Second
+
+// startCached returns a production Merchants on pool whose Run listens until
+// the test ends, once it listens.
+func startCached(t *testing.T, pool *pgxpool.Pool, cfg MerchantsConfig) *Merchants {
+	t.Helper()
+	ms := NewMerchantsWithConfig(pool, false, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ms.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, ms.cache.isLive, watchWithin, 10*time.Millisecond, "Run listens")
+	return ms
+}
+
+// revokeUnheard revokes key with the triggers off (session_replication_role
+// replica), so no notification tells any cache: what still accepts the key
+// afterwards did not read the database.
+func revokeUnheard(t *testing.T, pool *pgxpool.Pool, key string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "SET LOCAL session_replication_role = replica")
+	require.NoError(t, err)
+	tag, err := tx.Exec(ctx, "UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1", hashAPIKey(key))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	require.NoError(t, tx.Commit(ctx))
+}
+
+// cacheCounts reads the cache's counter: hits, misses, bypasses.
+func cacheCounts(m *metrics.Metrics) [3]int {
+	return [3]int{
+		int(testutil.ToFloat64(m.AuthCache.WithLabelValues(metrics.CacheHit))),
+		int(testutil.ToFloat64(m.AuthCache.WithLabelValues(metrics.CacheMiss))),
+		int(testutil.ToFloat64(m.AuthCache.WithLabelValues(metrics.CacheBypass))),
+	}
+}
+
+func TestAPIKeyCache_ChangedElsewhere_RefusedWithoutWaitingForTheTTL(t *testing.T) {
+	t.Parallel()
+	tests := map[string]func(t *testing.T, pool *pgxpool.Pool, key string){
+		"revoked by another Merchants (the CLI's way)": func(t *testing.T, pool *pgxpool.Pool, key string) {
+			_, err := NewMerchants(pool, false).RevokeAPIKey(context.Background(), keyPrefix(key))
+			require.NoError(t, err)
+		},
+		"revoked by hand in SQL": func(t *testing.T, pool *pgxpool.Pool, key string) {
+			_, err := pool.Exec(context.Background(), "UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1", hashAPIKey(key))
+			require.NoError(t, err)
+		},
+		"key row deleted": func(t *testing.T, pool *pgxpool.Pool, key string) {
+			_, err := pool.Exec(context.Background(), "DELETE FROM api_keys WHERE key_hash = $1", hashAPIKey(key))
+			require.NoError(t, err)
+		},
+		"merchant deleted": func(t *testing.T, pool *pgxpool.Pool, _ string) {
+			_, err := pool.Exec(context.Background(), "DELETE FROM merchants WHERE name = 'shop'")
+			require.NoError(t, err)
+		},
+	}
+	for name, change := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := dbtest.NewPool(t)
+			shop, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+			require.NoError(t, err)
+			m := metrics.Discard()
+			cached := startCached(t, pool, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+			for range 2 {
+				got, err := cached.Authenticate(ctx, key)
+				require.NoError(t, err)
+				require.Equal(t, shop, got)
+			}
+			require.Equal(t, [3]int{1, 1, 0}, cacheCounts(m), "the second one came from the cache")
+
+			change(t, pool, key)
+			require.Eventually(t, func() bool {
+				_, err := cached.Authenticate(ctx, key)
+				return ErrorCode(err) == EUNAUTHENTICATED
+			}, revocationWithin, 5*time.Millisecond, "the change's notification empties the cache; the TTL is an hour")
+		})
+	}
+}
+
+func TestAPIKeyCache_MerchantRenamed_CacheServesTheNewName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	_, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	require.NoError(t, err)
+	cached := startCached(t, pool, MerchantsConfig{CacheTTL: noTTL})
+	got, err := cached.Authenticate(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, "shop", got.Name)
+
+	_, err = pool.Exec(ctx, "UPDATE merchants SET name = 'boutique' WHERE name = 'shop'")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := cached.Authenticate(ctx, key)
+		return err == nil && got.Name == "boutique"
+	}, revocationWithin, 5*time.Millisecond)
+}
+
+func TestAPIKeyCache_Hit_ReadsNoDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewDatabase(t)
+	pool, err := db.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	shop, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	require.NoError(t, err)
+	_, other, err := NewMerchants(pool, false).CreateAPIKey(ctx, "other")
+	require.NoError(t, err)
+	// The cached Merchants reads through a pool of its own, closed below.
+	own, err := db.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(own.Close)
+	m := metrics.Discard()
+	cached := startCached(t, own, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+	_, err = cached.Authenticate(ctx, key)
+	require.NoError(t, err)
+
+	// A revocation that no notification tells: the cache still serves the
+	// key, while a Merchants without a cache reads that it is revoked. That
+	// is why revocation goes through the trigger (migration 00009).
+	revokeUnheard(t, pool, key)
+	got, err := cached.Authenticate(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, shop, got)
+	_, err = NewMerchants(pool, false).Authenticate(ctx, key)
+	requireCode(t, err, EUNAUTHENTICATED)
+
+	// Without its pool, the cached key is still served; any other key is not.
+	own.Close()
+	got, err = cached.Authenticate(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, shop, got)
+	_, err = cached.Authenticate(ctx, other)
+	require.Error(t, err)
+	require.Equal(t, [3]int{2, 2, 0}, cacheCounts(m))
+}
+
+func TestAPIKeyCache_Failures_AreNotCached(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupKeys(t)
+	_, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	require.NoError(t, err)
+	m := metrics.Discard()
+	prod := startCached(t, b.pool, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+	for range 3 {
+		_, err := prod.Authenticate(ctx, "demo-key")
+		requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+		_, err = prod.Authenticate(ctx, "co_sk_unknown-key-entirely")
+		requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+	}
+	require.Equal(t, [3]int{0, 6, 0}, cacheCounts(m), "a development key in production, and an unknown key, are looked up every time")
+}
+
+func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	shop, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	require.NoError(t, err)
+	_, later, err := NewMerchants(pool, false).CreateAPIKey(ctx, "later")
+	require.NoError(t, err)
+	m := metrics.Discard()
+	// A fixed wait before reconnecting: the window in which the cache must
+	// be bypassed.
+	const away = 4 * time.Second
+	cached := startCached(t, pool, MerchantsConfig{CacheTTL: noTTL, Metrics: m, ReconnectMin: away, ReconnectMax: away})
+	_, err = cached.Authenticate(ctx, key)
+	require.NoError(t, err)
+	_, err = cached.Authenticate(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{1, 1, 0}, cacheCounts(m))
+
+	lost := queryAll[int](t, pool, `SELECT pid FROM pg_stat_activity
+		WHERE application_name = 'chargeonce-listen' AND datname = current_database()`)
+	require.Len(t, lost, 1)
+	_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", lost[0])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return !cached.cache.isLive() }, revocationWithin, time.Millisecond)
+
+	// Deaf to notifications, it reads every key from the database: a
+	// revocation nobody notifies is seen at once.
+	revokeUnheard(t, pool, key)
+	_, err = cached.Authenticate(ctx, key)
+	requireCode(t, err, EUNAUTHENTICATED)
+	for range 2 {
+		got, err := cached.Authenticate(ctx, later)
+		require.NoError(t, err)
+		require.Equal(t, "later", got.Name)
+	}
+	require.False(t, cached.cache.isLive(), "still within the wait before reconnecting")
+	require.Equal(t, [3]int{1, 1, 3}, cacheCounts(m))
+
+	// Back, it caches again.
+	require.Eventually(t, cached.cache.isLive, watchWithin, 10*time.Millisecond, "listening again")
+	_, err = cached.Authenticate(ctx, later)
+	require.NoError(t, err)
+	revokeUnheard(t, pool, later)
+	got, err := cached.Authenticate(ctx, later)
+	require.NoError(t, err, "served from the cache again")
+	require.Equal(t, "later", got.Name)
+	require.NotEqual(t, shop.ID, got.ID)
+	require.Equal(t, [3]int{2, 2, 3}, cacheCounts(m))
+}
+
+func TestAPIKeyCache_WithoutRun_EveryRequestReadsTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	m := metrics.Discard()
+	ms := NewMerchantsWithConfig(pool, false, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+	_, key, err := ms.CreateAPIKey(ctx, "shop")
+	require.NoError(t, err)
+	_, err = ms.Authenticate(ctx, key)
+	require.NoError(t, err)
+	revokeUnheard(t, pool, key)
+	_, err = ms.Authenticate(ctx, key)
+	requireCode(t, err, EUNAUTHENTICATED)
+	require.Equal(t, [3]int{0, 0, 2}, cacheCounts(m))
+}
+
+func TestAPIKeyCache_EntryOlderThanTTL_IsReadAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	_, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	require.NoError(t, err)
+	const ttl = time.Minute
+	now := time.Now()
+	ms := NewMerchantsWithConfig(pool, false, MerchantsConfig{CacheTTL: ttl})
+	ms.cache.now = func() time.Time { return now } // before Run: nothing reads it yet
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ms.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, ms.cache.isLive, watchWithin, 10*time.Millisecond)
+
+	_, err = ms.Authenticate(ctx, key)
+	require.NoError(t, err)
+	revokeUnheard(t, pool, key)
+	now = now.Add(ttl - time.Nanosecond)
+	_, err = ms.Authenticate(ctx, key)
+	require.NoError(t, err, "still fresh: from the cache")
+	now = now.Add(time.Nanosecond)
+	_, err = ms.Authenticate(ctx, key)
+	requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+}
+
+func TestKeyCache_Bounded_AndKeepsNoLookupOlderThanAReset(t *testing.T) {
+	t.Parallel()
+	c := newKeyCache(time.Hour, 2, metrics.Discard())
+	hash := func(i byte) [sha256.Size]byte { return [sha256.Size]byte{i} }
+	_, _, gen := c.get(hash(1))
+	c.put(hash(1), Merchant{Name: "one"}, gen)
+	require.Empty(t, c.entries, "not live: nothing is kept")
+
+	c.reset(true)
+	for i := range byte(5) {
+		_, _, gen := c.get(hash(i))
+		c.put(hash(i), Merchant{Name: "m"}, gen)
+		require.LessOrEqual(t, len(c.entries), 2)
+	}
+	_, ok, _ := c.get(hash(4))
+	require.True(t, ok, "the last one is kept")
+
+	// A lookup that began before a reset (a notification: some key changed)
+	// may have read the key before it changed; its result is not kept.
+	_, _, gen = c.get(hash(9))
+	c.reset(true)
+	c.put(hash(9), Merchant{Name: "stale"}, gen)
+	_, ok, _ = c.get(hash(9))
+	require.False(t, ok)
+}
