@@ -189,7 +189,8 @@ func startPGProxy(t *testing.T, dbURL string) *pgProxy {
 	return p
 }
 
-// cutInsertReply cuts the reply of the INSERT that comes after pass others.
+// cutInsertReply cuts the reply of the INSERT (or the claim) that comes
+// after pass others.
 func (p *pgProxy) cutInsertReply(pass int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -220,7 +221,10 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 	closeBoth := sync.OnceFunc(func() { client.Close(); server.Close() })
 	defer closeBoth()
 	go func() { <-done; closeBoth() }()
-	go func() { _, _ = io.Copy(server, client); closeBoth() }()
+	// The claim inserts in a WITH clause, so PostgreSQL completes it as a
+	// SELECT: the client's side says which completion is the claim's.
+	var claimNext atomic.Bool
+	go func() { forwardNotingClaims(server, client, &claimNext); closeBoth() }()
 	r := bufio.NewReader(server)
 	var held []byte // the completion of an INSERT, while its commit is awaited
 	for {
@@ -233,8 +237,11 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 		if _, err := io.ReadFull(r, msg[5:]); err != nil {
 			return
 		}
+		if msg[0] == 'E' {
+			claimNext.Store(false) // the claim failed: no completion is its
+		}
 		switch {
-		case held == nil && msg[0] == 'C' && strings.HasPrefix(string(msg[5:]), "INSERT 0 1") && p.cutThis():
+		case held == nil && msg[0] == 'C' && (strings.HasPrefix(string(msg[5:]), "INSERT 0 1") || claimNext.Swap(false)) && p.cutThis():
 			held = msg
 			continue
 		case held != nil && msg[0] == 'Z':
@@ -244,6 +251,61 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 			continue
 		}
 		if _, err := client.Write(msg); err != nil {
+			return
+		}
+	}
+}
+
+// claimMarker is in the text of the claim's statement (ClaimChargeAttempt).
+const claimMarker = "WITH claimed AS"
+
+// forwardNotingClaims copies the client's messages to the server, and sets
+// claimNext when one runs the claim, whose completion is then the next the
+// server sends on the connection (pgx waits for a reply before it sends
+// more). It knows the claim by its text in a Parse or a simple Query, and
+// by the name of the statement it was prepared as in a Bind.
+func forwardNotingClaims(server io.Writer, client io.Reader, claimNext *atomic.Bool) {
+	r := bufio.NewReader(client)
+	// The startup message has a length but no type.
+	var length [4]byte
+	if _, err := io.ReadFull(r, length[:]); err != nil {
+		return
+	}
+	startup := make([]byte, binary.BigEndian.Uint32(length[:]))
+	copy(startup, length[:])
+	if _, err := io.ReadFull(r, startup[4:]); err != nil {
+		return
+	}
+	if _, err := server.Write(startup); err != nil {
+		return
+	}
+	claimStatements := map[string]bool{}
+	for {
+		header := make([]byte, 5)
+		if _, err := io.ReadFull(r, header); err != nil {
+			return
+		}
+		msg := make([]byte, 5+binary.BigEndian.Uint32(header[1:])-4)
+		copy(msg, header)
+		if _, err := io.ReadFull(r, msg[5:]); err != nil {
+			return
+		}
+		fields := strings.Split(string(msg[5:]), "\x00")
+		switch msg[0] {
+		case 'P': // Parse: statement name, query
+			if len(fields) > 1 && strings.Contains(fields[1], claimMarker) {
+				claimStatements[fields[0]] = true
+			}
+		case 'B': // Bind: portal, statement name
+			if len(fields) > 1 && claimStatements[fields[1]] {
+				claimNext.Store(true)
+			}
+		case 'Q':
+			if strings.Contains(fields[0], claimMarker) {
+				claimNext.Store(true)
+			}
+		}
+		if _, err := server.Write(msg); err != nil {
 			return
 		}
 	}
