@@ -47,6 +47,7 @@ type config struct {
 
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
+	ResultCacheSize      int64 // RESULT_CACHE_SIZE: finished results kept in memory for replays, default 50,000; 0 keeps none
 	// RATE_LIMIT_MERCHANT(_BURST): requests a second per merchant, and the
 	// burst; RATE_LIMIT_IP(_BURST): unauthenticated requests (and failed
 	// authentications) a second per client IP. 0 turns a limit off.
@@ -119,6 +120,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{&cfg.MaxChargesPerRequest, "MAX_CHARGES_PER_REQUEST", graph.MaxChargesPerRequestDefault, 1},
 		{&cfg.RateLimitMerchantBurst, "RATE_LIMIT_MERCHANT_BURST", rateLimitMerchantBurstDefault, 1},
 		{&cfg.RateLimitIPBurst, "RATE_LIMIT_IP_BURST", rateLimitIPBurstDefault, 1},
+		{&cfg.ResultCacheSize, "RESULT_CACHE_SIZE", payment.ResultCacheSizeDefault, 0},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
 		if err != nil {
@@ -267,6 +269,10 @@ func (c config) paymentConfig() payment.Config {
 		ReconcileInterval: c.ReconcileInterval,
 		RedriveWindow:     c.RedriveWindow,
 		StoreTimeout:      c.DBTimeout,
+		ResultCacheSize:   int(c.ResultCacheSize),
+	}
+	if c.ResultCacheSize == 0 {
+		pc.ResultCacheSize = -1 // none; zero in payment.Config is the default
 	}
 	if c.CrashAt != "" {
 		pc.Fault = func(p payment.FaultPoint) { c.fault(string(p)) }

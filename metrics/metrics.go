@@ -80,6 +80,10 @@ type Metrics struct {
 	// AuthCache counts API key lookups by how the cache of authentications
 	// answered (hit, miss, bypass).
 	AuthCache *prometheus.CounterVec
+	// ResultCache counts reads of finished attempts (replays and status
+	// queries) by whether this instance's memory answered (hit) or the
+	// database did (miss).
+	ResultCache *prometheus.CounterVec
 	// HTTPDuration times /graphql requests by operation (the root field) and
 	// HTTP status code.
 	HTTPDuration *prometheus.HistogramVec
@@ -141,6 +145,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		AuthCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "auth_cache_total",
 			Help: "API key lookups, by how this instance's cache of authentications answered (hit, miss, bypass: not listening for key changes)."},
 			[]string{"result"}),
+		ResultCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "result_cache_total",
+			Help: "Reads of an idempotency key for a replay or a status query, by whether this instance's cache of finished results answered (hit) or the database (miss)."},
+			[]string{"result"}),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",
 			Buckets: prometheus.DefBuckets}, []string{"operation", "code"}),
@@ -161,7 +168,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
-			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.HTTPDuration, m.EventsPublished,
+			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,
 			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	ProviderRetries uint64 // default 2
 	// ProviderRetryBudget bounds the time spent on those inline retries.
 	ProviderRetryBudget time.Duration // default 3s
+	// ResultCacheSize bounds how many finished results an instance keeps in
+	// memory for replays and status queries; negative keeps none.
+	ResultCacheSize int // default 50,000
 	// StoreTimeout bounds how long a request waits for the database before
 	// its claim (a connection from the pool included); past it the request
 	// answers EUNAVAILABLE instead of piling up behind a saturated pool.
@@ -61,6 +64,7 @@ const (
 	PollIntervalDefault        = time.Second
 	ProviderRetriesDefault     = 2
 	ProviderRetryBudgetDefault = 3 * time.Second
+	ResultCacheSizeDefault     = 50_000
 )
 
 // FaultPoint names a point of a charge where a crash is most dangerous.
@@ -81,6 +85,7 @@ func (c Config) withDefaults() Config {
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.ProviderRetries = cmp.Or(c.ProviderRetries, ProviderRetriesDefault)
 	c.ProviderRetryBudget = cmp.Or(c.ProviderRetryBudget, ProviderRetryBudgetDefault)
+	c.ResultCacheSize = cmp.Or(c.ResultCacheSize, ResultCacheSizeDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -103,12 +108,15 @@ type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	metrics  *metrics.Metrics
+	// finished answers replays of finished attempts from memory.
+	finished *finishedCache
 }
 
 // NewService returns a Service on pool that charges through provider.
 func NewService(pool *pgxpool.Pool, provider Provider, cfg Config) *Service {
 	cfg = cfg.withDefaults()
-	return &Service{store: newStore(pool), provider: instrument(provider, cfg.Metrics), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
+	return &Service{store: newStore(pool), provider: instrument(provider, cfg.Metrics), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
+		finished: newFinishedCache(cfg.ResultCacheSize, cfg.Metrics)}
 }
 
 // ChargeCard charges the card described by in, once per key: the first
@@ -134,6 +142,10 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	}
 	if err := in.Validate(); err != nil {
 		return Result{}, err
+	}
+	if a, ok := s.finished.get(m.ID, key, s.cfg.Now()); ok {
+		// A replay of a finished attempt: nothing to ask the database.
+		return s.answerRetry(ctx, ctx, m, a, Fingerprint(in))
 	}
 	dbCtx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
@@ -189,6 +201,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 
 // answerRetry answers a request whose key is already claimed by a.
 func (s *Service) answerRetry(ctx, dbCtx context.Context, m Merchant, a Attempt, fingerprint []byte) (Result, error) {
+	s.finished.put(a)
 	if !bytes.Equal(a.Fingerprint, fingerprint) {
 		s.metrics.KeyReused.Inc()
 		return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
@@ -265,14 +278,19 @@ func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Re
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	a, err := s.store.get(ctx, m.ID, key)
-	if errors.Is(err, errNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
+	a, ok := s.finished.get(m.ID, key, s.cfg.Now())
+	if !ok {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+		defer cancel()
+		var err error
+		a, err = s.store.get(ctx, m.ID, key)
+		if errors.Is(err, errNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.finished.put(a)
 	}
 	r := s.result(a, true)
 	return &r, nil

@@ -1,0 +1,72 @@
+package payment
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"chargeonce/metrics"
+)
+
+// finishedCache remembers finished attempts (SUCCEEDED or FAILED) by
+// merchant and key, so that a retry storm replays from memory: a finished
+// attempt never changes (every write to an attempt is fenced on PROCESSING)
+// until its result expires and the retention cleaner deletes it, and the
+// cache stops answering for it at that expiry. It never holds a PROCESSING
+// attempt, whose state is only ever read from the database. Bounded: the
+// least recently used entry goes first.
+type finishedCache struct {
+	entries   *lru.Cache[finishedKey, Attempt]
+	hit, miss prometheus.Counter
+}
+
+type finishedKey struct {
+	merchant uuid.UUID
+	key      string
+}
+
+// newFinishedCache returns a cache of size entries, or nil (no cache) when
+// size is negative.
+func newFinishedCache(size int, m *metrics.Metrics) *finishedCache {
+	if size < 0 {
+		return nil
+	}
+	entries, err := lru.New[finishedKey, Attempt](size)
+	if err != nil {
+		panic(err) // only for a size of 0, which withDefaults replaces
+	}
+	return &finishedCache{entries: entries,
+		hit:  m.ResultCache.WithLabelValues(metrics.CacheHit),
+		miss: m.ResultCache.WithLabelValues(metrics.CacheMiss)}
+}
+
+// get returns the merchant's finished attempt for key, unless its result
+// has expired at now.
+func (c *finishedCache) get(merchant uuid.UUID, key string, now time.Time) (Attempt, bool) {
+	if c == nil {
+		return Attempt{}, false
+	}
+	k := finishedKey{merchant, key}
+	a, ok := c.entries.Get(k)
+	if ok && !now.Before(a.ExpiresAt) {
+		// Expired: the key may be deleted and claimed anew; ask the database.
+		c.entries.Remove(k)
+		ok = false
+	}
+	if !ok {
+		c.miss.Inc()
+		return Attempt{}, false
+	}
+	c.hit.Inc()
+	return a, true
+}
+
+// put remembers a if it is finished.
+func (c *finishedCache) put(a Attempt) {
+	if c == nil || a.Status == StatusProcessing {
+		return
+	}
+	c.entries.Add(finishedKey{a.MerchantID, a.IdempotencyKey}, a)
+}
