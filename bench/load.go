@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -53,12 +54,12 @@ func newKey(prefix string) string {
 	return prefix + "-" + rand.Text()
 }
 
-// freshTargeter mints a new idempotency key for every request, paying with
-// card.
+// freshTargeter mints a new idempotency key for every request, a random
+// UUID as a checkout mints one (crypto.randomUUID), paying with card.
 func freshTargeter(url, card string) vegeta.Targeter {
 	return func(t *vegeta.Target) error {
 		t.Method, t.URL, t.Header = http.MethodPost, url+"/graphql", graphqlHeader
-		t.Body = chargeBodyWith(newKey("bench-fresh"), card)
+		t.Body = chargeBodyWith(uuid.NewString(), card)
 		return nil
 	}
 }
