@@ -317,12 +317,25 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 	if err != nil {
 		return "", 0, fmt.Errorf("finishing keys to replay: %w", err)
 	}
-	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage)", len(keys))}
+	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage); after its first replay on the instance, a key is answered from the instance's result cache", len(keys))}
 	b.serverRuns(srv, &replay, func() vegeta.Targeter { return replayTargeter(srv.URL, keys) })
 
 	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
 	b.serverRuns(srv, &trivial, func() vegeta.Targeter { return trivialTargeter(srv.URL) })
-	b.results.Runs = append(b.results.Runs, fresh, replay, trivial)
+	srv.stop()
+
+	// The same replays where every one reads the database (one statement):
+	// what the first replay of a key on an instance costs.
+	env := b.serverEnv("uncached", primary)
+	env["RESULT_CACHE_SIZE"] = "0"
+	uncachedSrv, err := startServer(ctx, b.binary, env)
+	if err != nil {
+		return "", 0, err
+	}
+	defer uncachedSrv.stop()
+	uncached := Run{Name: "replay-uncached", Provider: primary, What: "as `replay` on a server with RESULT_CACHE_SIZE=0: every replay reads its attempt from the database"}
+	b.serverRuns(uncachedSrv, &uncached, func() vegeta.Targeter { return replayTargeter(uncachedSrv.URL, keys) })
+	b.results.Runs = append(b.results.Runs, fresh, replay, trivial, uncached)
 	return primary, len(keys), nil
 }
 

@@ -76,6 +76,8 @@ func (r *Results) computeRatios(concs []int) {
 		{"fresh (primary provider) / pgbench claim+finalize", "fresh", "pgbench-claim-finalize", target{"≥ 0.50 at c=8, 32", ">=", 0.5, []int{8, 32}}, false},
 		{"replay / trivial query throughput", "replay", "trivial", target{"≥ 0.60", ">=", 0.6, nil}, false},
 		{"replay p99 / trivial p99", "replay", "trivial", target{"≤ 2.0", "<=", 2, nil}, true},
+		{"replay without the result cache / trivial query throughput", "replay-uncached", "trivial", target{"≥ 0.60", ">=", 0.6, nil}, false},
+		{"replay without the result cache p99 / trivial p99", "replay-uncached", "trivial", target{"≤ 2.0", "<=", 2, nil}, true},
 		{"fresh with the stored keys / fresh", "fresh-grown", "fresh", target{"≥ 0.90 (stored keys cost < 10%)", ">=", 0.9, nil}, false},
 		{"fresh with the cleanup alongside / fresh", "fresh-cleanup", "fresh", target{"≥ 0.80 (cleanup costs < 20%)", ">=", 0.8, nil}, false},
 	} {
