@@ -7,7 +7,7 @@ import (
 
 // every calls fn at once, then every interval until ctx ends. A pass that
 // runs long delays the next one rather than overlapping it. The reconciler
-// and the cleaner run on it.
+// runs on it.
 func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
