@@ -47,7 +47,7 @@ type config struct {
 
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
-	ResultCacheSize      int64 // RESULT_CACHE_SIZE: finished results kept in memory for replays, default 50,000; 0 keeps none
+	ResultCacheSize      int64 // RESULT_CACHE_SIZE: finished results kept in memory for replays, default 20,000; 0 keeps none
 	// RATE_LIMIT_MERCHANT(_BURST): requests a second per merchant, and the
 	// burst; RATE_LIMIT_IP(_BURST): unauthenticated requests (and failed
 	// authentications) a second per client IP. 0 turns a limit off.

@@ -40,7 +40,7 @@ type Config struct {
 	ProviderRetryBudget time.Duration // default 3s
 	// ResultCacheSize bounds how many finished results an instance keeps in
 	// memory for replays and status queries; negative keeps none.
-	ResultCacheSize int // default 50,000
+	ResultCacheSize int // default 20,000
 	// StoreTimeout bounds how long a request waits for the database before
 	// its claim (a connection from the pool included); past it the request
 	// answers EUNAVAILABLE instead of piling up behind a saturated pool.
@@ -64,7 +64,7 @@ const (
 	PollIntervalDefault        = time.Second
 	ProviderRetriesDefault     = 2
 	ProviderRetryBudgetDefault = 3 * time.Second
-	ResultCacheSizeDefault     = 50_000
+	ResultCacheSizeDefault     = 20_000
 )
 
 // FaultPoint names a point of a charge where a crash is most dangerous.
