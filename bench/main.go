@@ -352,12 +352,18 @@ func (b *bench) concRuns(srv *server, run *Run, concs []int, targeter func() veg
 		if b.opts.profile && c == profileConc(concs) {
 			profiled = b.profileDuring(srv, fmt.Sprintf("%s-c%d", run.Name, c))
 		}
+		before := b.dbActivity()
 		f := attack(run.Name, targeter(), c, b.opts.duration)
 		if profiled != nil {
 			profiled()
 		}
+		if after := b.dbActivity(); before.ok && after.ok && f.Requests > 0 {
+			f.CommitsPerRequest = float64(after.commits-before.commits) / float64(f.Requests)
+			f.WALBytesPerRequest = float64(after.walBytes-before.walBytes) / float64(f.Requests)
+		}
 		f.PeakRSSMB = srv.peakRSSMB()
-		b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  RSS %.0f MB", run.Name, c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB)
+		b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  RSS %.0f MB  writes/req %.2f  WAL/req %.0f B",
+			run.Name, c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB, f.CommitsPerRequest, f.WALBytesPerRequest)
 		run.Figures = append(run.Figures, f)
 	}
 }
@@ -429,4 +435,28 @@ func machine(ctx context.Context, dbURL string) Machine {
 		conn.Close(context.Background())
 	}
 	return m
+}
+
+// dbActivity is how many transaction ids the database has handed out (one
+// per transaction that wrote) and where its WAL stands: both exact at
+// once, unlike pg_stat_database, whose counts backends flush up to seconds
+// late.
+type dbActivity struct {
+	ok                bool
+	commits, walBytes int64
+}
+
+func (b *bench) dbActivity() dbActivity {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return dbActivity{}
+	}
+	defer conn.Close(context.Background())
+	var a dbActivity
+	err = conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+		pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&a.commits, &a.walBytes)
+	a.ok = err == nil
+	return a
 }

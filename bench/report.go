@@ -23,6 +23,11 @@ type Figures struct {
 	MeanLatency bool    `json:"mean_latency,omitempty"`
 	Errors      int     `json:"errors"`
 	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`
+	// CommitsPerRequest (transactions that wrote) and WALBytesPerRequest
+	// are what the whole database did during a server run (every background
+	// loop too, not only the requests' own statements), per request answered.
+	CommitsPerRequest  float64 `json:"commits_per_request,omitempty"`
+	WALBytesPerRequest float64 `json:"wal_bytes_per_request,omitempty"`
 }
 
 // Run is one kind of run at every concurrency.
@@ -119,7 +124,7 @@ func (r *Results) markdown() string {
 	if len(r.Notes) > 0 {
 		b.WriteString("\n")
 	}
-	b.WriteString("| run | concurrency | throughput /s | p50 ms | p99 ms | errors | server peak RSS MB |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| run | concurrency | throughput /s | p50 ms | p99 ms | errors | server peak RSS MB | writing transactions / request | WAL bytes / request |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range r.Runs {
 		for _, f := range run.Figures {
 			p50, p99, rss := fmt.Sprintf("%.2f", f.P50ms), fmt.Sprintf("%.2f", f.P99ms), fmt.Sprintf("%.0f", f.PeakRSSMB)
@@ -129,7 +134,11 @@ func (r *Results) markdown() string {
 			if f.PeakRSSMB == 0 {
 				rss = "–"
 			}
-			fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %s | %d | %s |\n", run.Name, f.Concurrency, f.Throughput, p50, p99, f.Errors, rss)
+			commits, wal := "–", "–"
+			if f.CommitsPerRequest > 0 || f.WALBytesPerRequest > 0 {
+				commits, wal = fmt.Sprintf("%.2f", f.CommitsPerRequest), fmt.Sprintf("%.0f", f.WALBytesPerRequest)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %s | %d | %s | %s | %s |\n", run.Name, f.Concurrency, f.Throughput, p50, p99, f.Errors, rss, commits, wal)
 		}
 	}
 	b.WriteString("\nRuns:\n\n")

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -63,6 +64,50 @@ func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
 		n, err := CountUnsent(ctx, pool)
 		return err == nil && n == 0
 	}, 30*time.Second, 10*time.Millisecond, "the relay marked the event sent")
+}
+
+// Under load the relay lets events gather after each batch, so that a
+// transaction carries many of them rather than one per charge.
+func TestRelay_AfterABatch_EventsGatherIntoTheNext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	m, err := payment.NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "gather", "gather-key")
+	require.NoError(t, err)
+	js := eventstest.New(t).JetStream(t)
+	relay := NewRelay(pool, js, RelayConfig{Poll: time.Hour, Gather: 2 * time.Second})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); relay.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	insert := func(key string) {
+		t.Helper()
+		e := payment.Event{ID: uuid.New(), Type: payment.EventChargeFailed, OccurredAt: time.Now().UTC(), MerchantID: m.ID,
+			IdempotencyKey: key, AttemptID: uuid.New(), Amount: 100, Currency: "USD",
+			Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
+		body, err := json.Marshal(e)
+		require.NoError(t, err)
+		require.NoError(t, sqlc.New(pool).InsertChargeEvent(ctx, sqlc.InsertChargeEventParams{ID: e.ID, Type: e.Type, MerchantID: m.ID,
+			IdempotencyKey: key, AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt}))
+	}
+	unsent := func() int {
+		n, err := CountUnsent(ctx, pool)
+		require.NoError(t, err)
+		return n
+	}
+	insert("first")
+	require.Eventually(t, func() bool { return unsent() == 0 }, 30*time.Second, 10*time.Millisecond)
+	start := time.Now()
+	for i := range 20 {
+		insert(fmt.Sprintf("burst-%d", i)) // each in a transaction of its own, each with its NOTIFY
+	}
+	require.Eventually(t, func() bool { return unsent() == 0 }, 30*time.Second, 10*time.Millisecond)
+	var batches int
+	require.NoError(t, pool.QueryRow(ctx,
+		"SELECT count(DISTINCT sent_at) FROM charge_events WHERE idempotency_key LIKE 'burst-%'").Scan(&batches))
+	require.Equal(t, 1, batches, "twenty events, one transaction")
+	require.Less(t, time.Since(start), 10*time.Second)
 }
 
 func TestOpen_EmbedsABrokerOnLoopback_AndASecondProcessSharesIt(t *testing.T) {

@@ -26,6 +26,11 @@ type RelayConfig struct {
 	// Poll is the fallback: how often the relay looks for unsent events
 	// when no NOTIFY woke it, default 1s.
 	Poll time.Duration
+	// Gather is how long the relay lets events gather after a batch before
+	// it takes the next, default 20ms: under load a transaction then carries
+	// many events rather than one per charge, and no event waits longer
+	// than this for it.
+	Gather time.Duration
 	// AckTimeout bounds the wait for the broker's acks, default 5s.
 	AckTimeout time.Duration
 	// MaxBackoff bounds the wait between tries while the broker or the
@@ -41,6 +46,7 @@ type RelayConfig struct {
 func (c RelayConfig) withDefaults() RelayConfig {
 	c.Batch = cmp.Or(c.Batch, 256)
 	c.Poll = cmp.Or(c.Poll, time.Second)
+	c.Gather = cmp.Or(c.Gather, 20*time.Millisecond)
 	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
 	c.MaxBackoff = cmp.Or(c.MaxBackoff, 5*time.Second)
 	if c.Logger == nil {
@@ -86,7 +92,7 @@ func (r *Relay) Run(ctx context.Context) {
 	defer poll.Stop()
 	backoff := time.Duration(0)
 	for {
-		err := r.drain(ctx)
+		sent, err := r.drain(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -101,6 +107,14 @@ func (r *Relay) Run(ctx context.Context) {
 			continue
 		}
 		backoff = 0
+		if sent > 0 {
+			// Let the next events gather; their NOTIFYs wait in wake.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(r.cfg.Gather):
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -111,12 +125,14 @@ func (r *Relay) Run(ctx context.Context) {
 }
 
 // drain relays batches until the outbox has no unsent event that another
-// relay does not hold.
-func (r *Relay) drain(ctx context.Context) error {
+// relay does not hold, and says how many it sent.
+func (r *Relay) drain(ctx context.Context) (int, error) {
+	total := 0
 	for {
 		n, err := r.RelayOnce(ctx)
+		total += n
 		if err != nil || n < r.cfg.Batch {
-			return err
+			return total, err
 		}
 	}
 }
