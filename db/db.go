@@ -13,6 +13,7 @@ import (
 	"log"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -30,6 +31,10 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = PoolMaxConnsDefault
+	}
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerUUID(conn)
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
