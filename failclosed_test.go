@@ -228,13 +228,8 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 	r := bufio.NewReader(server)
 	var held []byte // the completion of an INSERT, while its commit is awaited
 	for {
-		header := make([]byte, 5)
-		if _, err := io.ReadFull(r, header); err != nil {
-			return
-		}
-		msg := make([]byte, 5+binary.BigEndian.Uint32(header[1:])-4)
-		copy(msg, header)
-		if _, err := io.ReadFull(r, msg[5:]); err != nil {
+		msg, err := readMessage(r)
+		if err != nil {
 			return
 		}
 		if msg[0] == 'E' {
@@ -281,13 +276,8 @@ func forwardNotingClaims(server io.Writer, client io.Reader, claimNext *atomic.B
 	}
 	claimStatements := map[string]bool{}
 	for {
-		header := make([]byte, 5)
-		if _, err := io.ReadFull(r, header); err != nil {
-			return
-		}
-		msg := make([]byte, 5+binary.BigEndian.Uint32(header[1:])-4)
-		copy(msg, header)
-		if _, err := io.ReadFull(r, msg[5:]); err != nil {
+		msg, err := readMessage(r)
+		if err != nil {
 			return
 		}
 		fields := strings.Split(string(msg[5:]), "\x00")
@@ -309,4 +299,16 @@ func forwardNotingClaims(server io.Writer, client io.Reader, claimNext *atomic.B
 			return
 		}
 	}
+}
+
+// readMessage reads one protocol message: its type, its length, the rest.
+func readMessage(r io.Reader) ([]byte, error) {
+	header := make([]byte, 5)
+	if _, err := io.ReadFull(r, header); err != nil {
+		return nil, err
+	}
+	msg := make([]byte, 5+binary.BigEndian.Uint32(header[1:])-4)
+	copy(msg, header)
+	_, err := io.ReadFull(r, msg[5:])
+	return msg, err
 }
