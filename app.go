@@ -190,5 +190,10 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 		stopLocal()
 		return nil, nil, err
 	}
+	if warning, err := db.DurabilityWarning(ctx, pool); err != nil {
+		log.Warn("could not check how commits are replicated", "err", err)
+	} else if warning != "" {
+		log.Warn(warning)
+	}
 	return pool, func() { pool.Close(); stopLocal() }, nil
 }
