@@ -27,7 +27,24 @@ func (in *instance) ensureCluster(ctx context.Context, log *slog.Logger) error {
 			in.cred.Uid, in.dir)
 	}
 
-	scratch := in.dir + ".initdb"
+	log.Info("local PostgreSQL: creating cluster", "dir", in.dir)
+	return in.intoPlace(".initdb", func(scratch string) error {
+		out, err := in.run(ctx, "initdb", "-D", scratch, "-A", "trust", "-U", localUser, "-E", "UTF8", "--no-locale", "--no-sync")
+		if err != nil {
+			return fmt.Errorf("local PostgreSQL: initdb: %w\n%s", err, tail(out, 40))
+		}
+		return nil
+	})
+}
+
+// intoPlace makes a cluster with fill in a scratch directory beside the
+// instance's (its name plus suffix), owned by the server's user, and renames
+// it into place, so that an interrupted fill never leaves a half-made
+// cluster where a server would start from it. fill writes without fsync:
+// the directory is synced once it is in place, and a crash before that
+// only costs a re-run.
+func (in *instance) intoPlace(suffix string, fill func(scratch string) error) error {
+	scratch := in.dir + suffix
 	if err := os.RemoveAll(scratch); err != nil {
 		return fmt.Errorf("local PostgreSQL: %w", err)
 	}
@@ -37,18 +54,15 @@ func (in *instance) ensureCluster(ctx context.Context, log *slog.Logger) error {
 	if err := in.own(scratch); err != nil {
 		return err
 	}
-	log.Info("local PostgreSQL: creating cluster", "dir", in.dir)
-	out, err := in.run(ctx, "initdb", "-D", scratch, "-A", "trust", "-U", localUser, "-E", "UTF8", "--no-locale", "--no-sync")
-	if err != nil {
+	if err := fill(scratch); err != nil {
 		os.RemoveAll(scratch)
-		return fmt.Errorf("local PostgreSQL: initdb: %w\n%s", err, tail(out, 40))
+		return err
 	}
 	// rename(2) replaces an empty directory, so a Dir made by hand is fine.
 	if err := os.Rename(scratch, in.dir); err != nil {
 		os.RemoveAll(scratch)
 		return fmt.Errorf("local PostgreSQL: %w", err)
 	}
-	// --no-sync above: a crash before this sync only costs a re-run.
 	syncDir(in.dir)
 	return nil
 }

@@ -62,15 +62,7 @@ const (
 // on one Dir: they serialize on a lock file, and exactly one server results.
 // The server outlives the calling process; Server.Stop or Stop ends it.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	inst, err := resolve(opts.Dir, log)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := inst.lock(ctx)
+	inst, log, unlock, err := lockInstance(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +93,24 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	log.Info("started local PostgreSQL", "dir", inst.dir, "port", port, "log", inst.logPath())
 	return s, nil
+}
+
+// lockInstance resolves opts.Dir and takes its lock, which the caller must
+// release.
+func lockInstance(ctx context.Context, opts Options) (*instance, *slog.Logger, func(), error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	inst, err := resolve(opts.Dir, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	unlock, err := inst.lock(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return inst, log, unlock, nil
 }
 
 // Stop stops the server (pg_ctl stop -m fast), whoever started it.

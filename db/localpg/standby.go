@@ -17,15 +17,7 @@ import (
 // synchronous_standby_names. For tests of replication and of connections
 // that must reach the primary.
 func StartStandby(ctx context.Context, primary *Server, opts Options) (*Server, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	inst, err := resolve(opts.Dir, log)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := inst.lock(ctx)
+	inst, log, unlock, err := lockInstance(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -49,30 +41,16 @@ func StartStandby(ctx context.Context, primary *Server, opts Options) (*Server, 
 	return inst.server(port, true, opts.Fast), nil
 }
 
-// baseBackup copies primary into the instance's directory, by way of a
-// scratch directory renamed into place, as ensureCluster does with initdb.
+// baseBackup copies primary into the instance's directory, as ensureCluster
+// runs initdb: into a scratch directory renamed into place.
 func (in *instance) baseBackup(ctx context.Context, primary *Server, log *slog.Logger) error {
-	scratch := in.dir + ".basebackup"
-	if err := os.RemoveAll(scratch); err != nil {
-		return fmt.Errorf("local PostgreSQL: %w", err)
-	}
-	if err := os.Mkdir(scratch, 0o700); err != nil {
-		return fmt.Errorf("local PostgreSQL: %w", err)
-	}
-	if err := in.own(scratch); err != nil {
-		return err
-	}
 	log.Info("local PostgreSQL: copying the primary for a standby", "dir", in.dir, "primary_port", primary.port)
-	out, err := in.run(ctx, "pg_basebackup", "-D", scratch, "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
-		"-U", localUser, "-R", "-X", "stream", "--checkpoint=fast", "--no-sync")
-	if err != nil {
-		os.RemoveAll(scratch)
-		return fmt.Errorf("local PostgreSQL: pg_basebackup: %w\n%s", err, tail(out, 40))
-	}
-	if err := os.Rename(scratch, in.dir); err != nil {
-		os.RemoveAll(scratch)
-		return fmt.Errorf("local PostgreSQL: %w", err)
-	}
-	syncDir(in.dir)
-	return nil
+	return in.intoPlace(".basebackup", func(scratch string) error {
+		out, err := in.run(ctx, "pg_basebackup", "-D", scratch, "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
+			"-U", localUser, "-R", "-X", "stream", "--checkpoint=fast", "--no-sync")
+		if err != nil {
+			return fmt.Errorf("local PostgreSQL: pg_basebackup: %w\n%s", err, tail(out, 40))
+		}
+		return nil
+	})
 }
