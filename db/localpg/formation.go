@@ -1,0 +1,461 @@
+package localpg
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FormationOptions configures StartFormation.
+type FormationOptions struct {
+	// Dir holds the monitor's and every node's data directory, and
+	// pg_autoctl's configuration and state.
+	Dir string
+	// Nodes is how many PostgreSQL nodes the formation has: a primary and
+	// Nodes-1 standbys, default 2.
+	Nodes int
+	// Fast tunes the monitor's health checks for tests, so that a dead
+	// primary is failed over in seconds rather than in half a minute.
+	Fast bool
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// Formation is a pg_auto_failover formation on loopback: a monitor and its
+// PostgreSQL nodes, each run by a pg_autoctl keeper that this process
+// started. The monitor promotes a standby when the primary fails; with one
+// standby or more, commits wait for a synchronous standby (pg_auto_failover
+// sets synchronous_standby_names), so a failover loses no acknowledged
+// commit.
+type Formation struct {
+	// URL reaches the chargeonce database on whichever node is the primary:
+	// every node, with target_session_attrs=read-write.
+	URL string
+	// MonitorURL is the monitor's database.
+	MonitorURL string
+	Nodes      []FormationNode
+
+	inst    *instance
+	dir     string
+	keepers []*keeper
+	log     *slog.Logger
+}
+
+// keeper is a running pg_autoctl process; done closes when it exits.
+type keeper struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	// killed: KillPrimary ended it on purpose.
+	killed bool
+}
+
+// FormationNode is one PostgreSQL node of a formation.
+type FormationNode struct {
+	Name    string // node_1, node_2, … as pg_autoctl names them
+	Port    int
+	DataDir string
+}
+
+// formationUser is the superuser that pg_autoctl's clusters have: the
+// operating system user that runs them, postgres when chargeonce runs as root.
+func (in *instance) formationUser() string {
+	if in.cred == nil {
+		if u := os.Getenv("USER"); u != "" {
+			return u
+		}
+	}
+	return "postgres"
+}
+
+// StartFormation creates and starts a formation under opts.Dir, and returns
+// once its first node is the primary and every other a secondary. Stop ends
+// it; the keepers do not outlive the calling process's call to Stop.
+func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, error) {
+	opts.Nodes = cmp.Or(opts.Nodes, 2)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if _, err := exec.LookPath("pg_autoctl"); err != nil {
+		return nil, errors.New("pg_auto_failover: pg_autoctl is missing; install Debian's postgresql-15-auto-failover and pg-auto-failover-cli")
+	}
+	inst, err := resolve(opts.Dir, log)
+	if err != nil {
+		return nil, err
+	}
+	dir := inst.dir // resolve moves it under the temp dir if the server's user cannot reach it
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := inst.own(dir); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f := &Formation{inst: inst, dir: dir, log: log}
+	monitorPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	user := inst.formationUser()
+	f.MonitorURL = fmt.Sprintf("postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable", monitorPort)
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := f.keep("monitor", "create", "monitor", "--pgdata", filepath.Join(dir, "monitor"),
+		"--pgport", strconv.Itoa(monitorPort), "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run"); err != nil {
+		return nil, err
+	}
+	monitorAdmin := fmt.Sprintf("postgres://%s@127.0.0.1:%d/pg_auto_failover?sslmode=disable", user, monitorPort)
+	if err := waitFor(ctx, time.Minute, func() error {
+		if err := f.exited(); err != nil {
+			return backoffStop{err}
+		}
+		_, err := f.states(ctx)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("pg_auto_failover: the monitor did not start: %w%s", err, f.logTail("monitor"))
+	}
+	if opts.Fast {
+		if err := tuneMonitor(ctx, monitorAdmin); err != nil {
+			return nil, err
+		}
+	}
+	hosts := make([]string, 0, opts.Nodes)
+	for i := 1; i <= opts.Nodes; i++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		node := FormationNode{Name: fmt.Sprintf("node_%d", i), Port: port, DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		if err := f.keep(node.Name, "create", "postgres", "--pgdata", node.DataDir, "--pgport", strconv.Itoa(port),
+			"--hostname", "127.0.0.1", "--name", node.Name, "--auth", "trust", "--no-ssl", "--dbname", localDatabase,
+			"--monitor", f.MonitorURL, "--run"); err != nil {
+			return nil, err
+		}
+		f.Nodes = append(f.Nodes, node)
+		hosts = append(hosts, "127.0.0.1:"+strconv.Itoa(port))
+		if err := f.waitSettled(ctx, 2*time.Minute); err != nil {
+			return nil, fmt.Errorf("pg_auto_failover: %s did not join: %w%s", node.Name, err, f.logTail(node.Name))
+		}
+		log.Info("pg_auto_failover: node joined", "node", node.Name, "port", port)
+	}
+	f.URL = fmt.Sprintf("postgres://%s@%s/%s?target_session_attrs=read-write&sslmode=disable", user, strings.Join(hosts, ","), localDatabase)
+	ok = true
+	return f, nil
+}
+
+// tuneMonitor shortens the monitor's health checks and waits: a primary
+// that does not answer for 3 s is failed over, instead of after 20 s and a
+// 30 s wait for its demotion.
+func tuneMonitor(ctx context.Context, adminURL string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for _, set := range []string{
+		"pgautofailover.health_check_period = 1000",
+		"pgautofailover.health_check_timeout = 1000",
+		"pgautofailover.health_check_max_retries = 1",
+		"pgautofailover.health_check_retry_delay = 500",
+		"pgautofailover.node_considered_unhealthy_timeout = 3000",
+		"pgautofailover.startup_grace_period = 2000",
+		// How long the monitor waits for a lost primary's keeper to say it
+		// demoted itself before it promotes a standby anyway.
+		"pgautofailover.primary_demote_timeout = 3000",
+	} {
+		if _, err := conn.Exec(ctx, "ALTER SYSTEM SET "+set); err != nil {
+			return fmt.Errorf("pg_auto_failover: tune the monitor: %w", err)
+		}
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
+	return err
+}
+
+// keep starts a pg_autoctl keeper (args name what it creates and runs), as
+// the server's user, logging to name.log in the formation's directory.
+func (f *Formation) keep(name string, args ...string) error {
+	logFile, err := os.Create(filepath.Join(f.dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command("pg_autoctl", args...)
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=" + f.inst.bins + ":/usr/bin:/bin", "LC_ALL=C", "HOME=" + f.dir,
+		"XDG_CONFIG_HOME=" + filepath.Join(f.dir, "config"), "XDG_DATA_HOME=" + filepath.Join(f.dir, "share")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if f.inst.cred != nil {
+		cmd.SysProcAttr.Credential = f.inst.cred
+		if err := f.inst.own(f.dir); err != nil {
+			return err
+		}
+		_ = os.Lchown(logFile.Name(), int(f.inst.cred.Uid), int(f.inst.cred.Gid))
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pg_auto_failover: start pg_autoctl %s: %w", name, err)
+	}
+	k := &keeper{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(k.done) }()
+	f.keepers = append(f.keepers, k)
+	return nil
+}
+
+// exited says which keeper has exited, if any: a formation without it
+// will not settle.
+func (f *Formation) exited() error {
+	for _, k := range f.keepers {
+		if k.killed {
+			continue
+		}
+		select {
+		case <-k.done:
+			return fmt.Errorf("pg_autoctl %s exited%s", k.name, f.logTail(k.name))
+		default:
+		}
+	}
+	return nil
+}
+
+// nodeState is a node's state as the monitor sees it.
+type nodeState struct {
+	name               string
+	port               int
+	reported, assigned string
+}
+
+func (f *Formation) states(ctx context.Context) ([]nodeState, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, f.MonitorURL)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT nodename, nodeport, current_group_state::text, assigned_group_state::text
+		FROM pgautofailover.current_state('default') ORDER BY node_id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (nodeState, error) {
+		var s nodeState
+		err := r.Scan(&s.name, &s.port, &s.reported, &s.assigned)
+		return s, err
+	})
+}
+
+// Primary is the node that the monitor has as the primary, once one is.
+func (f *Formation) Primary(ctx context.Context) (FormationNode, error) {
+	states, err := f.states(ctx)
+	if err != nil {
+		return FormationNode{}, err
+	}
+	for _, s := range states {
+		if s.reported == "primary" && s.assigned == "primary" || s.reported == "wait_primary" && s.assigned == "wait_primary" {
+			for _, n := range f.Nodes {
+				if n.Port == s.port {
+					return n, nil
+				}
+			}
+		}
+	}
+	return FormationNode{}, errors.New("pg_auto_failover: no primary now")
+}
+
+// waitSettled waits until the formation has one primary and every other
+// node is a secondary. A standby's first copy waits for a checkpoint on the
+// primary, which PostgreSQL spreads over minutes: one is asked for at once.
+func (f *Formation) waitSettled(ctx context.Context, within time.Duration) error {
+	return waitFor(ctx, within, func() error {
+		if err := f.exited(); err != nil {
+			return backoffStop{err}
+		}
+		states, err := f.states(ctx)
+		if err != nil {
+			return err
+		}
+		if len(states) < len(f.Nodes) {
+			return fmt.Errorf("%d of %d nodes registered", len(states), len(f.Nodes))
+		}
+		primaries, secondaries := 0, 0
+		for _, s := range states {
+			switch {
+			case s.reported == s.assigned && s.reported == "primary" || len(states) == 1 && s.reported == "single":
+				primaries++
+			case s.reported == s.assigned && s.reported == "secondary":
+				secondaries++
+			case s.reported == "catchingup" || s.assigned == "catchingup":
+				f.checkpointPrimary(ctx)
+			}
+		}
+		if primaries != 1 || primaries+secondaries != len(states) {
+			return fmt.Errorf("states %v", states)
+		}
+		return nil
+	})
+}
+
+func (f *Formation) checkpointPrimary(ctx context.Context) {
+	p, err := f.Primary(ctx)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", f.inst.formationUser(), p.Port))
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	_, _ = conn.Exec(ctx, "CHECKPOINT")
+}
+
+// KillPrimary kills the primary as the loss of its machine would: its
+// postmaster and its keeper, with SIGKILL (a keeper left alive would start
+// PostgreSQL again before the monitor noticed anything). It returns the node
+// that was the primary; its keeper stays dead until the formation stops.
+func (f *Formation) KillPrimary(ctx context.Context) (FormationNode, error) {
+	p, err := f.Primary(ctx)
+	if err != nil {
+		return FormationNode{}, err
+	}
+	for _, k := range f.keepers {
+		if k.name == p.Name {
+			k.killed = true
+			_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	pf, err := (&instance{dir: p.DataDir}).readPIDFile()
+	if err != nil {
+		return FormationNode{}, err
+	}
+	// The postmaster and every process it started (a backend whose
+	// postmaster died would otherwise finish its query, commit included).
+	for _, pid := range append([]int{pf.pid}, children(pf.pid)...) {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return FormationNode{}, err
+		}
+	}
+	return p, nil
+}
+
+// children lists the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	var kids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		fields := strings.Fields(rest)
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
+			if kid, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
+				kids = append(kids, kid)
+			}
+		}
+	}
+	return kids
+}
+
+// WaitPrimary waits until a node other than old is the primary.
+func (f *Formation) WaitPrimary(ctx context.Context, old FormationNode, within time.Duration) (FormationNode, error) {
+	var now FormationNode
+	err := waitFor(ctx, within, func() error {
+		p, err := f.Primary(ctx)
+		if err != nil {
+			return err
+		}
+		if p.Port == old.Port {
+			return errors.New("the old primary still is")
+		}
+		now = p
+		return nil
+	})
+	return now, err
+}
+
+// Stop stops every keeper (SIGTERM, which stops its PostgreSQL), then kills
+// what is left of them after 30 s.
+func (f *Formation) Stop(ctx context.Context) error {
+	var errs []error
+	// Nodes first, the monitor last.
+	for i := len(f.keepers) - 1; i >= 0; i-- {
+		k := f.keepers[i]
+		pgid := -k.cmd.Process.Pid
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(pgid, syscall.SIGKILL)
+			<-k.done
+			errs = append(errs, fmt.Errorf("pg_auto_failover: pg_autoctl %s did not stop in 30 s", k.name))
+		case <-ctx.Done():
+			_ = syscall.Kill(pgid, syscall.SIGKILL)
+			<-k.done
+			errs = append(errs, ctx.Err())
+		}
+	}
+	f.keepers = nil
+	return errors.Join(errs...)
+}
+
+func (f *Formation) logTail(name string) string {
+	b, err := os.ReadFile(filepath.Join(f.dir, name+".log"))
+	if err != nil {
+		return ""
+	}
+	return "\n" + name + ".log:\n" + tail(b, 30)
+}
+
+// waitFor calls try until it succeeds or within passes, and returns its
+// last error then.
+func waitFor(ctx context.Context, within time.Duration, try func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		var stop backoffStop
+		if errors.As(err, &stop) {
+			return stop.err
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// backoffStop ends waitFor at once: waiting longer cannot help.
+type backoffStop struct{ err error }
+
+func (b backoffStop) Error() string { return b.err.Error() }

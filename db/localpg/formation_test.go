@@ -1,0 +1,83 @@
+package localpg
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// requirePgAutoctl skips without pg_auto_failover, except under CI=true,
+// where .ci/run installs it and its absence is a failure.
+func requirePgAutoctl(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("pg_autoctl"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("pg_autoctl is missing; .ci/run installs postgresql-15-auto-failover and pg-auto-failover-cli")
+		}
+		t.Skip("pg_autoctl is missing: install postgresql-15-auto-failover and pg-auto-failover-cli")
+	}
+}
+
+// A formation of a monitor and two nodes fails over when its primary's
+// postmaster is killed, and its URL then reaches the new primary.
+func TestFormation_PrimaryKilled_StandbyIsPromoted(t *testing.T) {
+	t.Parallel()
+	requirePgAutoctl(t)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	started := time.Now()
+	f, err := StartFormation(ctx, FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("formation up in %s: %s", time.Since(started).Round(time.Millisecond), f.URL)
+	port := func() int {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, f.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var p int
+		if err := conn.QueryRow(ctx, "SELECT inet_server_port()").Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first, err := f.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := port(); got != first.Port {
+		t.Fatalf("the URL reached port %d, the primary is %d", got, first.Port)
+	}
+	killed := time.Now()
+	old, err := f.KillPrimary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := f.WaitPrimary(ctx, old, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s promoted %s after the kill", now.Name, time.Since(killed).Round(time.Millisecond))
+	if got := port(); got != now.Port {
+		t.Fatalf("after the failover the URL reached port %d, the primary is %d", got, now.Port)
+	}
+}

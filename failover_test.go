@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/localpg"
+)
+
+// requirePgAutoctl skips without pg_auto_failover, except under CI=true,
+// where .ci/run installs it and its absence is a failure.
+func requirePgAutoctl(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("pg_autoctl"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("pg_autoctl is missing; .ci/run installs postgresql-15-auto-failover and pg-auto-failover-cli")
+		}
+		t.Skip("pg_autoctl is missing: install postgresql-15-auto-failover and pg-auto-failover-cli")
+	}
+}
+
+// failoverCheckout is one client's charge, retried with its key until final.
+type failoverCheckout struct {
+	key        string
+	status     string
+	chargeID   string
+	started    time.Time
+	finalAt    time.Time
+	unanswered int // tries answered with an error or PROCESSING
+}
+
+// TestFailover_PrimaryKilledUnderLoad_NothingAcknowledgedIsLost runs
+// checkouts from 8 clients against a server on a pg_auto_failover
+// formation (a monitor, a primary and a synchronous standby), kills the
+// primary's machine (its postmaster and keeper, SIGKILL) in the middle, and
+// lets the clients retry as the demo does: the same key after
+// SERVICE_UNAVAILABLE or PROCESSING. Then every key is final, every
+// SUCCEEDED answer is still SUCCEEDED with the same charge on the new
+// primary, and the provider holds exactly one charge per key.
+func TestFailover_PrimaryKilledUnderLoad_NothingAcknowledgedIsLost(t *testing.T) {
+	t.Parallel()
+	requirePgAutoctl(t)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Stop(context.Background()) })
+	// Replays must come from the database, not from the instance's memory.
+	s := startServer(t, f.URL, map[string]string{"RESULT_CACHE_SIZE": "0", "DB_TIMEOUT": "2s"})
+	require.NotContains(t, s.logText(), "asynchronous replication", "pg_auto_failover names a synchronous standby")
+
+	var (
+		mu        sync.Mutex
+		checkouts []*failoverCheckout
+		stop      atomic.Bool
+		wg        sync.WaitGroup
+	)
+	for range 8 {
+		wg.Go(func() {
+			for !stop.Load() {
+				c := &failoverCheckout{key: newKey(), started: time.Now()}
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+					p, err := postCharge(ctx, s, c.key)
+					if err == nil && p != nil && (p.Status == "SUCCEEDED" || p.Status == "FAILED") {
+						c.status, c.finalAt = p.Status, time.Now()
+						if p.Charge != nil {
+							c.chargeID = p.Charge.ID
+						}
+						break
+					}
+					c.unanswered++
+					time.Sleep(100 * time.Millisecond)
+				}
+				mu.Lock()
+				checkouts = append(checkouts, c)
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	old, err := f.KillPrimary(ctx)
+	require.NoError(t, err)
+	killed := time.Now()
+	promoted, err := f.WaitPrimary(ctx, old, time.Minute)
+	require.NoError(t, err)
+	t.Logf("%s killed; %s promoted after %s", old.Name, promoted.Name, time.Since(killed).Round(time.Millisecond))
+	// Load on the new primary for a while.
+	var firstAfter time.Duration
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range checkouts {
+			if c.started.After(killed) && c.status == "SUCCEEDED" {
+				firstAfter = c.finalAt.Sub(killed)
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 50*time.Millisecond, "a checkout started after the kill succeeds")
+	time.Sleep(2 * time.Second)
+	stop.Store(true)
+	wg.Wait()
+
+	var longest time.Duration
+	succeeded, acrossKill := 0, 0
+	for _, c := range checkouts {
+		require.NotEmpty(t, c.status, "checkout %s never reached a final answer", c.key)
+		require.Equal(t, "SUCCEEDED", c.status, c.key)
+		succeeded++
+		if c.started.Before(killed) && c.finalAt.After(killed) {
+			acrossKill++
+		}
+		longest = max(longest, c.finalAt.Sub(c.started))
+		// What the client was told is what the new primary holds.
+		st := s.chargeStatus(t, "demo-key", c.key).Data.ChargeStatus
+		require.NotNil(t, st, "key %s was answered SUCCEEDED and is unknown after the failover", c.key)
+		require.Equal(t, "SUCCEEDED", st.Status, c.key)
+		require.Equal(t, c.chargeID, st.Charge.ID, "key %s: the same charge", c.key)
+		require.Len(t, s.providerCharges(t, "demo", c.key), 1, "key %s: one provider charge", c.key)
+	}
+	t.Logf("%d checkouts succeeded (%d in flight at the kill); first success started after the kill %s after it; longest checkout %s",
+		succeeded, acrossKill, firstAfter.Round(time.Millisecond), longest.Round(time.Millisecond))
+	require.Greater(t, succeeded, 20)
+}
+
+// postCharge sends chargeCard without failing the test on a transport
+// error, for client goroutines.
+func postCharge(ctx context.Context, s *testServer, key string) (*payload, error) {
+	body, err := json.Marshal(map[string]any{"query": chargeCardMutation, "variables": map[string]any{"key": key, "input": visa(1999)}})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer demo-key")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out gqlResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	return out.Data.ChargeCard, nil
+}
