@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -15,20 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/db/dbtest"
 	"chargeonce/db/localpg"
 )
-
-// requirePgAutoctl skips without pg_auto_failover, except under CI=true,
-// where .ci/run installs it and its absence is a failure.
-func requirePgAutoctl(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("pg_autoctl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pg_autoctl is missing; .ci/run installs postgresql-15-auto-failover and pg-auto-failover-cli")
-		}
-		t.Skip("pg_autoctl is missing: install postgresql-15-auto-failover and pg-auto-failover-cli")
-	}
-}
 
 // failoverCheckout is one client's charge, retried with its key until final.
 type failoverCheckout struct {
@@ -50,7 +38,7 @@ type failoverCheckout struct {
 // primary, and the provider holds exactly one charge per key.
 func TestFailover_PrimaryKilledUnderLoad_NothingAcknowledgedIsLost(t *testing.T) {
 	t.Parallel()
-	requirePgAutoctl(t)
+	dbtest.RequirePgAutoctl(t)
 	dir := t.TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		require.NoError(t, os.Chmod(d, 0o755))

@@ -20,7 +20,7 @@ func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
 	return ok
 }
 
-func exec(t *testing.T, pool *pgxpool.Pool, sql string) {
+func mustExec(t *testing.T, pool *pgxpool.Pool, sql string) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
@@ -58,8 +58,8 @@ func TestDatabasesAreMigratedAndIsolated(t *testing.T) {
 		}
 	}
 
-	exec(t, a, "CREATE TABLE only_in_a (id int)")
-	exec(t, a, "INSERT INTO merchants (id, name) VALUES (gen_random_uuid(), 'acme')")
+	mustExec(t, a, "CREATE TABLE only_in_a (id int)")
+	mustExec(t, a, "INSERT INTO merchants (id, name) VALUES (gen_random_uuid(), 'acme')")
 	if !tableExists(t, a, "only_in_a") {
 		t.Error("only_in_a missing where it was created")
 	}
@@ -109,7 +109,7 @@ func TestManyParallelDatabases(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
 			pool := NewPool(t)
-			exec(t, pool, "CREATE TABLE mine (id int)")
+			mustExec(t, pool, "CREATE TABLE mine (id int)")
 			if !tableExists(t, pool, "cardsim.charges") {
 				t.Error("cardsim.charges missing")
 			}

@@ -1,33 +1,23 @@
-package localpg
+package localpg_test
 
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// requirePgAutoctl skips without pg_auto_failover, except under CI=true,
-// where .ci/run installs it and its absence is a failure.
-func requirePgAutoctl(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("pg_autoctl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pg_autoctl is missing; .ci/run installs postgresql-15-auto-failover and pg-auto-failover-cli")
-		}
-		t.Skip("pg_autoctl is missing: install postgresql-15-auto-failover and pg-auto-failover-cli")
-	}
-}
+	"chargeonce/db/dbtest"
+	"chargeonce/db/localpg"
+)
 
 // A formation of a monitor and two nodes fails over when its primary's
 // postmaster is killed, and its URL then reaches the new primary.
 func TestFormation_PrimaryKilled_StandbyIsPromoted(t *testing.T) {
 	t.Parallel()
-	requirePgAutoctl(t)
+	dbtest.RequirePgAutoctl(t)
 	dir := t.TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -37,7 +27,7 @@ func TestFormation_PrimaryKilled_StandbyIsPromoted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	started := time.Now()
-	f, err := StartFormation(ctx, FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true})
+	f, err := localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
