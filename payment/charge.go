@@ -13,6 +13,10 @@ import (
 // finalizeTimeout bounds the write of a provider's answer.
 const finalizeTimeout = 10 * time.Second
 
+// giveBackBudget is how long a request waits to give its lease back before
+// it answers (giveBack goes on in the background).
+const giveBackBudget = time.Second
+
 // charge calls the provider for a freshly claimed attempt and records the outcome.
 func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 	log := s.attemptLog(m, a)
@@ -24,11 +28,8 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 	if err != nil {
 		// Nobody knows yet whether the card was charged. Hand the attempt to
 		// the reconciler (or the client's retry) now, not when the lease ends.
-		now := s.cfg.Now()
-		if err := s.store.release(ctx, a, now); err != nil {
-			log.WarnContext(ctx, "could not release the lease; the reconciler takes over when it ends", "err", err)
-		} else {
-			a.LockedUntil = now
+		if s.giveBack(ctx, log, a, giveBackBudget) {
+			a.LockedUntil = s.cfg.Now()
 		}
 		log.WarnContext(ctx, "provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
 		s.metrics.OutcomeUnknown.Inc()

@@ -242,26 +242,51 @@ func (s *Service) stored(a Attempt) Result {
 // releaseLostClaim handles a claim whose outcome is unknown: the database
 // may have committed it and lost only the reply. If it did, the attempt's
 // lease belongs to this request, which is about to answer an error; giving
-// the lease back at once lets the client's retry take the attempt over
-// instead of waiting for the lease to run out. The release is fenced on the
-// claim's own id and first attempt number, so it changes nothing if the
-// claim never happened or someone has taken the attempt since.
+// the lease back lets the client's retry take the attempt over instead of
+// waiting for the lease to run out. The release is fenced on the claim's own
+// id and first attempt number, so it changes nothing if the claim never
+// happened or someone has taken the attempt since.
 func (s *Service) releaseLostClaim(ctx context.Context, m Merchant, a Attempt) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lostClaimReleaseBudget)
-	defer cancel()
-	err := goretry.Do(ctx, goretry.NewConstant(50*time.Millisecond), func(ctx context.Context) error {
-		err := s.store.release(ctx, a, s.cfg.Now())
-		if ErrorCode(err) == EUNAVAILABLE {
-			return goretry.RetryableError(err)
-		}
-		return err
-	})
-	if err != nil {
-		s.attemptLog(m, a).WarnContext(ctx, "claim outcome unknown and its lease could not be released; a retry waits for the lease to end", "err", err)
-	}
+	s.giveBack(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget)
 }
 
-// lostClaimReleaseBudget bounds releaseLostClaim, which delays an error
+// giveBack ends the lease on a early, so that the reconciler or a client's
+// retry takes the attempt at once. It tries for budget and reports whether
+// the lease was given back by then; while the database is away (a restart,
+// a failover) it goes on trying in the background until the lease would
+// have ended anyway.
+func (s *Service) giveBack(ctx context.Context, log *slog.Logger, a Attempt, budget time.Duration) bool {
+	release := func(ctx context.Context) error {
+		return goretry.Do(ctx, goretry.NewConstant(50*time.Millisecond), func(ctx context.Context) error {
+			err := s.store.release(ctx, a, s.cfg.Now())
+			if ErrorCode(err) == EUNAVAILABLE {
+				return goretry.RetryableError(err)
+			}
+			return err
+		})
+	}
+	detached := context.WithoutCancel(ctx)
+	first, cancel := context.WithTimeout(detached, budget)
+	err := release(first)
+	cancel()
+	switch {
+	case err == nil:
+		return true
+	case ErrorCode(err) != EUNAVAILABLE && !errors.Is(err, context.DeadlineExceeded):
+		log.WarnContext(ctx, "could not give the lease back; the attempt waits for it to end", "err", err)
+		return false
+	}
+	go func() {
+		ctx, cancel := context.WithDeadline(detached, a.LockedUntil)
+		defer cancel()
+		if err := release(ctx); err != nil {
+			log.WarnContext(ctx, "could not give the lease back; the attempt waits for it to end", "err", err)
+		}
+	}()
+	return false
+}
+
+// lostClaimReleaseBudget bounds how long releaseLostClaim delays an error
 // answer. The release usually needs a new connection, which a loaded
 // database may take a second or more to give.
 const lostClaimReleaseBudget = 5 * time.Second

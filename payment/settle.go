@@ -112,9 +112,7 @@ func (s *Service) rekey(ctx context.Context, log *slog.Logger, a Attempt) (Attem
 // lease ends.
 func (s *Service) leaveOpen(ctx context.Context, log *slog.Logger, a Attempt, reason string, err error) {
 	log.WarnContext(ctx, "attempt stays PROCESSING", "reason", reason, "err", err)
-	if err := s.store.release(context.WithoutCancel(ctx), a, s.cfg.Now()); err != nil {
-		log.WarnContext(ctx, "could not release the lease", "err", err)
-	}
+	s.giveBack(ctx, log, a, giveBackBudget)
 }
 
 // resume settles an attempt a retry has taken over and answers the retry.
