@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	goretry "github.com/sethvargo/go-retry"
 )
 
 // FormationOptions configures StartFormation.
@@ -123,10 +124,7 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 		return nil, err
 	}
 	monitorAdmin := fmt.Sprintf("postgres://%s@127.0.0.1:%d/pg_auto_failover?sslmode=disable", user, monitorPort)
-	if err := waitFor(ctx, time.Minute, func() error {
-		if err := f.exited(); err != nil {
-			return backoffStop{err}
-		}
+	if err := f.await(ctx, time.Minute, func() error {
 		_, err := f.states(ctx)
 		return err
 	}); err != nil {
@@ -284,10 +282,7 @@ func (f *Formation) Primary(ctx context.Context) (FormationNode, error) {
 // node is a secondary. A standby's first copy waits for a checkpoint on the
 // primary, which PostgreSQL spreads over minutes: one is asked for at once.
 func (f *Formation) waitSettled(ctx context.Context, within time.Duration) error {
-	return waitFor(ctx, within, func() error {
-		if err := f.exited(); err != nil {
-			return backoffStop{err}
-		}
+	return f.await(ctx, within, func() error {
 		states, err := f.states(ctx)
 		if err != nil {
 			return err
@@ -384,13 +379,13 @@ func children(pid int) []int {
 // WaitPrimary waits until a node other than old is the primary.
 func (f *Formation) WaitPrimary(ctx context.Context, old FormationNode, within time.Duration) (FormationNode, error) {
 	var now FormationNode
-	err := waitFor(ctx, within, func() error {
+	err := goretry.Do(ctx, pollFor(within), func(ctx context.Context) error {
 		p, err := f.Primary(ctx)
 		if err != nil {
-			return err
+			return goretry.RetryableError(err)
 		}
 		if p.Port == old.Port {
-			return errors.New("the old primary still is")
+			return goretry.RetryableError(errors.New("the old primary still is"))
 		}
 		now = p
 		return nil
@@ -431,31 +426,19 @@ func (f *Formation) logTail(name string) string {
 	return "\n" + name + ".log:\n" + tail(b, 30)
 }
 
-// waitFor calls try until it succeeds or within passes, and returns its
-// last error then.
-func waitFor(ctx context.Context, within time.Duration, try func() error) error {
-	deadline := time.Now().Add(within)
-	for {
-		err := try()
-		if err == nil {
-			return nil
-		}
-		var stop backoffStop
-		if errors.As(err, &stop) {
-			return stop.err
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+// pollFor looks again every 200 ms for up to within.
+func pollFor(within time.Duration) goretry.Backoff {
+	return goretry.WithMaxDuration(within, goretry.NewConstant(200*time.Millisecond))
 }
 
-// backoffStop ends waitFor at once: waiting longer cannot help.
-type backoffStop struct{ err error }
-
-func (b backoffStop) Error() string { return b.err.Error() }
+// await calls check until it succeeds or within passes, and returns its
+// last error then; a keeper that has exited ends the wait at once, as the
+// formation cannot settle without it.
+func (f *Formation) await(ctx context.Context, within time.Duration, check func() error) error {
+	return goretry.Do(ctx, pollFor(within), func(context.Context) error {
+		if err := f.exited(); err != nil {
+			return err
+		}
+		return goretry.RetryableError(check())
+	})
+}
