@@ -202,8 +202,7 @@ func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [3]int{1, 1, 0}, cacheCounts(m))
 
-	lost := queryAll[int](t, pool, `SELECT pid FROM pg_stat_activity
-		WHERE application_name = 'chargeonce-listen' AND datname = current_database()`)
+	lost := listenerPIDs(t, pool)
 	require.Len(t, lost, 1)
 	_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", lost[0])
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,20 +76,12 @@ func requireStates(t *testing.T, states <-chan Result, want ...Status) []Result 
 	return got
 }
 
-// listenerPIDs are the backends of LISTEN connections on b's database.
-func listenerPIDs(t *testing.T, b *bundle) []int {
+// listenerPIDs are the backends of LISTEN connections (db.Listen names
+// them chargeonce-listen) on pool's database.
+func listenerPIDs(t *testing.T, pool *pgxpool.Pool) []int {
 	t.Helper()
-	rows, err := b.pool.Query(context.Background(),
+	return queryAll[int](t, pool,
 		`SELECT pid FROM pg_stat_activity WHERE application_name = 'chargeonce-listen' AND datname = current_database()`)
-	require.NoError(t, err)
-	var pids []int
-	for rows.Next() {
-		var pid int
-		require.NoError(t, rows.Scan(&pid))
-		pids = append(pids, pid)
-	}
-	require.NoError(t, rows.Err())
-	return pids
 }
 
 func TestHub_FinalizedElsewhere_NotificationWakesTheWatcher(t *testing.T) {
@@ -174,7 +167,7 @@ func TestHub_ListenConnectionLost_ReconnectsAndWakesWatchers(t *testing.T) {
 	h := startHub(t, b, HubConfig{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	b.processing(t, "before")
 	var lost []int
-	require.Eventually(t, func() bool { lost = listenerPIDs(t, b); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
+	require.Eventually(t, func() bool { lost = listenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
 	before, err := h.Watch(context.Background(), b.merchant, "before")
 	require.NoError(t, err)
 	first, _ := next(t, before)
@@ -188,7 +181,7 @@ func TestHub_ListenConnectionLost_ReconnectsAndWakesWatchers(t *testing.T) {
 	b.reconcile(t)
 	requireStates(t, before, StatusSucceeded)
 	require.Eventually(t, func() bool {
-		pids := listenerPIDs(t, b)
+		pids := listenerPIDs(t, b.pool)
 		return len(pids) == 1 && pids[0] != lost[0]
 	}, watchWithin, 20*time.Millisecond, "a new LISTEN connection")
 }
@@ -198,11 +191,11 @@ func TestHub_ListensAgain_AfterReconnect(t *testing.T) {
 	b := setup(t, Config{})
 	h := startHub(t, b, HubConfig{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	var lost []int
-	require.Eventually(t, func() bool { lost = listenerPIDs(t, b); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
+	require.Eventually(t, func() bool { lost = listenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
 	_, err := b.pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, lost[0])
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		pids := listenerPIDs(t, b)
+		pids := listenerPIDs(t, b.pool)
 		return len(pids) == 1 && pids[0] != lost[0]
 	}, watchWithin, 20*time.Millisecond, "a new LISTEN connection")
 
