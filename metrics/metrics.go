@@ -80,9 +80,9 @@ type Metrics struct {
 	// AuthCache counts API key lookups by how the cache of authentications
 	// answered (hit, miss, bypass).
 	AuthCache *prometheus.CounterVec
-	// ResultCache counts reads of finished attempts (replays and status
-	// queries) by whether this instance's memory answered (hit) or the
-	// database did (miss).
+	// ResultCache counts lookups in the cache of finished results, one per
+	// charge and status query, by whether memory answered (hit) or the
+	// database had to (miss, a fresh key included).
 	ResultCache *prometheus.CounterVec
 	// HTTPDuration times /graphql requests by operation (the root field) and
 	// HTTP status code.
@@ -146,7 +146,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "API key lookups, by how this instance's cache of authentications answered (hit, miss, bypass: not listening for key changes)."},
 			[]string{"result"}),
 		ResultCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "result_cache_total",
-			Help: "Reads of an idempotency key for a replay or a status query, by whether this instance's cache of finished results answered (hit) or the database (miss)."},
+			Help: "Lookups of an idempotency key in this instance's cache of finished results, one per charge and status query: answered from memory (hit), or left to the database (miss; a fresh key is a miss too)."},
 			[]string{"result"}),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",

@@ -172,14 +172,14 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			// must not leave a charge unrecorded.
 			return s.charge(context.WithoutCancel(ctx), m, got), nil
 		}
-		if got.ID != uuid.Nil {
-			// The common retry: the claim's statement read the stored attempt.
-			return s.answerRetry(ctx, dbCtx, m, got, a.Fingerprint)
+		// The common retry: the claim's statement read the stored attempt.
+		// Nothing read: the key was claimed by a transaction the statement's
+		// snapshot did not see; read it again.
+		if got.ID == uuid.Nil {
+			got, err = s.store.get(dbCtx, m.ID, key)
 		}
-		// Claimed by a transaction the claim's snapshot did not see: read again.
-		stored, err := s.store.get(dbCtx, m.ID, key)
 		if err == nil {
-			return s.answerRetry(ctx, dbCtx, m, stored, a.Fingerprint)
+			return s.answerRetry(ctx, dbCtx, m, got, a.Fingerprint)
 		}
 		if !errors.Is(err, errNotFound) {
 			return Result{}, err
@@ -269,18 +269,21 @@ func (s *Service) giveBack(ctx context.Context, log *slog.Logger, a Attempt, bud
 	first, cancel := context.WithTimeout(detached, budget)
 	err := release(first)
 	cancel()
+	failed := func(err error) {
+		log.WarnContext(ctx, "could not give the lease back; the attempt waits for it to end", "err", err)
+	}
 	switch {
 	case err == nil:
 		return true
 	case ErrorCode(err) != EUNAVAILABLE && !errors.Is(err, context.DeadlineExceeded):
-		log.WarnContext(ctx, "could not give the lease back; the attempt waits for it to end", "err", err)
+		failed(err)
 		return false
 	}
 	go func() {
 		ctx, cancel := context.WithDeadline(detached, a.LockedUntil)
 		defer cancel()
 		if err := release(ctx); err != nil {
-			log.WarnContext(ctx, "could not give the lease back; the attempt waits for it to end", "err", err)
+			failed(err)
 		}
 	}()
 	return false
