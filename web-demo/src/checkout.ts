@@ -362,6 +362,12 @@ export class Checkout {
       return;
     }
     const wait = pollDelayMs(retryAfterMs, checks);
+    this.waiting(key, retryAfterMs, checks, wait, this.liveDown ? 'unavailable' : undefined);
+    this.tick();
+  }
+
+  /** Enters the PROCESSING phase that waits wait ms before the next check, with the live status it follows, if any. */
+  private waiting(key: string, retryAfterMs: number | null, checks: number, wait: number, live: LiveState | undefined): void {
     this.set({
       ...this.current,
       phase: {
@@ -373,10 +379,9 @@ export class Checkout {
         remainingMs: wait,
         checking: false,
         charging: this.charging,
-        ...(this.liveDown ? { live: 'unavailable' as const } : {}),
+        ...(live ? { live } : {}),
       },
     });
-    this.tick();
   }
 
   /**
@@ -388,20 +393,7 @@ export class Checkout {
     if (this.liveKey !== key) this.subscribeLive(key);
     const live = this.liveState ?? 'connecting';
     const wait = live === 'connecting' ? this.liveConnectMs : this.liveRecheckMs;
-    this.set({
-      ...this.current,
-      phase: {
-        kind: 'processing',
-        key,
-        checks,
-        retryAfterMs,
-        nextCheckAt: this.clock.now() + wait,
-        remainingMs: wait,
-        checking: false,
-        charging: this.charging,
-        live,
-      },
-    });
+    this.waiting(key, retryAfterMs, checks, wait, live);
     this.timer = this.clock.setTimeout(() => {
       this.timer = null;
       if (this.liveState === 'connecting') this.liveFailed('no answer in time');
