@@ -68,6 +68,30 @@ lint: ## go vet, gofmt and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck ./...
 
+# pg_auto_failover, from Debian, when pg_autoctl is missing: what .ci/run
+# installs on a fresh machine, and what make cluster and make chaos need.
+PG_AUTO_FAILOVER_PACKAGES := postgresql-15-auto-failover pg-auto-failover-cli
+
+.PHONY: pg-auto-failover
+pg-auto-failover: ## Install Debian's pg_auto_failover (apt-get, as root) when pg_autoctl is missing
+	@if ! command -v pg_autoctl >/dev/null; then \
+		echo "pg_auto_failover missing: installing Debian's $(PG_AUTO_FAILOVER_PACKAGES)"; \
+		if [ "$$(id -u)" -ne 0 ]; then echo "run as root, or: sudo apt-get install $(PG_AUTO_FAILOVER_PACKAGES)"; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PG_AUTO_FAILOVER_PACKAGES) >/dev/null; \
+	fi
+
+.PHONY: cluster
+cluster: build pg-auto-failover ## Start a local cluster in the background: a pg_auto_failover formation, 3 NATS nodes, 3 instances (:8081-8083), the receipts consumer; prints how to kill each part
+	./bin/chargeonce cluster up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the cluster that make cluster started
+	@if [ -x bin/chargeonce ]; then ./bin/chargeonce cluster down; else $(GO) run . cluster down; fi
+
+.PHONY: chaos
+chaos: build pg-auto-failover ## The chaos run (about 2 min): load on a fresh cluster while the primary, a NATS node and an instance are killed; checks nothing is lost or doubled, writes chaos/results/ and the README's figures
+	./bin/chargeonce chaos
+
 .PHONY: bench
 bench: ## The end-to-end benchmark (under 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the README's Performance section (go run ./bench -h: -only, -profile)
 	$(GO) run ./bench

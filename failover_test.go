@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/db/dbtest"
 	"chargeonce/db/localpg"
 )
 
@@ -38,11 +36,7 @@ type failoverCheckout struct {
 // primary, and the provider holds exactly one charge per key.
 func TestFailover_PrimaryKilledUnderLoad_NothingAcknowledgedIsLost(t *testing.T) {
 	t.Parallel()
-	dbtest.RequirePgAutoctl(t)
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		require.NoError(t, os.Chmod(d, 0o755))
-	}
+	dir := formationDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	f, err := localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true})

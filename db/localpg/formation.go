@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,8 +120,10 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 			_ = f.Stop(context.WithoutCancel(ctx))
 		}
 	}()
+	// --listen: pg_autoctl's listen_addresses is '*' otherwise, and these
+	// clusters trust whoever connects.
 	if err := f.keep("monitor", "create", "monitor", "--pgdata", filepath.Join(dir, "monitor"),
-		"--pgport", strconv.Itoa(monitorPort), "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run"); err != nil {
+		"--pgport", strconv.Itoa(monitorPort), "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run"); err != nil {
 		return nil, err
 	}
 	monitorAdmin := fmt.Sprintf("postgres://%s@127.0.0.1:%d/pg_auto_failover?sslmode=disable", user, monitorPort)
@@ -143,7 +146,7 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 		}
 		node := FormationNode{Name: fmt.Sprintf("node_%d", i), Port: port, DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i))}
 		if err := f.keep(node.Name, "create", "postgres", "--pgdata", node.DataDir, "--pgport", strconv.Itoa(port),
-			"--hostname", "127.0.0.1", "--name", node.Name, "--auth", "trust", "--no-ssl", "--dbname", localDatabase,
+			"--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--name", node.Name, "--auth", "trust", "--no-ssl", "--dbname", localDatabase,
 			"--monitor", f.MonitorURL, "--run"); err != nil {
 			return nil, err
 		}
@@ -351,6 +354,46 @@ func (f *Formation) KillPrimary(ctx context.Context) (FormationNode, error) {
 	}
 	return p, nil
 }
+
+// Restart starts the keeper of a node that KillPrimary killed again, as
+// the machine's coming back would: pg_autoctl rewinds it and it rejoins the
+// formation as a standby. It returns once the formation has settled, or
+// with an error after within.
+func (f *Formation) Restart(ctx context.Context, node FormationNode, within time.Duration) error {
+	for _, k := range f.keepers {
+		if k.name == node.Name {
+			select {
+			case <-k.done:
+			default:
+				return fmt.Errorf("pg_auto_failover: %s is running", node.Name)
+			}
+		}
+	}
+	f.keepers = slices.DeleteFunc(f.keepers, func(k *keeper) bool { return k.name == node.Name })
+	if err := f.keep(node.Name, "run", "--pgdata", node.DataDir); err != nil {
+		return err
+	}
+	if err := f.waitSettled(ctx, within); err != nil {
+		return fmt.Errorf("pg_auto_failover: %s did not rejoin: %w%s", node.Name, err, f.logTail(node.Name))
+	}
+	return nil
+}
+
+// KeeperPID is the process (and process group) id of a node's keeper, or
+// of the monitor's ("monitor"): kill -9 -- -PID ends it and its PostgreSQL,
+// as the loss of the machine would.
+func (f *Formation) KeeperPID(name string) int {
+	for _, k := range f.keepers {
+		if k.name == name {
+			return k.cmd.Process.Pid
+		}
+	}
+	return 0
+}
+
+// Dir is where the formation lives: the directory given to StartFormation,
+// or the one under the temp dir that the server's user can reach.
+func (f *Formation) Dir() string { return f.dir }
 
 // children lists the processes whose parent is pid, from /proc.
 func children(pid int) []int {

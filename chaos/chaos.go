@@ -1,0 +1,302 @@
+// Package chaos is chargeonce's chaos run: bounded loopback load (fresh
+// checkouts, same-key storms, replays) against a three-instance cluster
+// while, in turn, the PostgreSQL primary, a NATS node and an instance are
+// killed with SIGKILL; then it checks that every key is final, that no
+// answer a client got was lost or changed, that the provider charged each
+// succeeded key once and no failed one, and that the receipts consumer
+// issued each succeeded charge's receipt exactly once.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"chargeonce/cluster"
+)
+
+// Options configures Run.
+type Options struct {
+	// Binary is the chargeonce binary the cluster runs.
+	Binary string
+	// Dir is the cluster's directory; it should be empty.
+	Dir string
+	// Short is the version in make test: shorter pauses between the kills.
+	Short bool
+	// Progress gets a line per step; nil discards them.
+	Progress io.Writer
+}
+
+// Kill is one part killed during the run.
+type Kill struct {
+	Part string `json:"part"`
+	// What is the part: "PostgreSQL primary", "NATS node", "instance".
+	What string    `json:"what"`
+	At   time.Time `json:"at"`
+	// Recovery says how it came back: the promotion, or the restart.
+	Recovery string `json:"recovery"`
+	// FirstSuccess is the time from the kill to the first SUCCEEDED answer
+	// to a checkout that began after it.
+	FirstSuccess time.Duration `json:"first_success_ns"`
+}
+
+// The cluster's configuration during the run: a lease of 10 s instead of
+// 30 s, so that a checkout whose instance was killed is taken over by a
+// retry sooner.
+var clusterEnv = map[string]string{"PROCESSING_LEASE": "10s", "LOG_FORMAT": "json"}
+
+// run is one chaos run in progress.
+type run struct {
+	opts    Options
+	c       *cluster.Cluster
+	client  *client
+	report  *Report
+	mu      sync.Mutex
+	keys    []*checkout
+	stop    atomic.Bool
+	workers sync.WaitGroup
+}
+
+// Run starts a cluster under opts.Dir, runs the chaos against it, stops it,
+// and returns what it found. An error is a run that could not be made; a
+// broken guarantee is in the report's Problems.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	r := &run{opts: opts, report: &Report{Short: opts.Short, Started: time.Now().UTC()}}
+	r.logf("starting the cluster under %s", opts.Dir)
+	c, err := cluster.Up(ctx, cluster.Options{Dir: opts.Dir, Binary: opts.Binary, Env: clusterEnv})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Down(context.WithoutCancel(ctx)) }()
+	r.c = c
+	urls := make([]string, len(c.Instances))
+	for i, p := range c.Instances {
+		urls[i] = p.URL
+	}
+	r.client = newClient(urls)
+	r.logf("cluster up: %d instances, NATS %s, database %s", len(urls), c.NATSURL, c.Formation.URL)
+
+	// The load runs until the kills are done; each checkout then goes on
+	// until it is final, for at most drain.
+	const drain = 2 * time.Minute
+	loadCtx, cancelLoad := context.WithCancel(ctx)
+	defer cancelLoad()
+	r.startLoad(loadCtx)
+	err = r.kills(ctx)
+	r.stop.Store(true)
+	waited := make(chan struct{})
+	go func() { r.workers.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(drain):
+		cancelLoad()
+		<-waited
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.report.Duration = time.Since(r.report.Started)
+	r.logf("load stopped; checking %d keys", len(r.keys))
+	if err := r.check(ctx); err != nil {
+		return nil, err
+	}
+	return r.report, nil
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.opts.Progress, "%s chaos: %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// pause is how long the load runs before the first kill, between kills,
+// and after the last.
+func (r *run) pause() time.Duration {
+	if r.opts.Short {
+		return 3 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// startLoad starts the clients: fresh checkouts (one in ten declined),
+// a same-key storm every half second, and replays of finished keys.
+func (r *run) startLoad(ctx context.Context) {
+	fresh := 6
+	if r.opts.Short {
+		fresh = 4
+	}
+	for range fresh {
+		r.workers.Go(func() {
+			for !r.stop.Load() && ctx.Err() == nil {
+				co := r.newCheckout()
+				r.client.settle(ctx, co)
+			}
+		})
+	}
+	r.workers.Go(func() {
+		const clients = 12
+		for !r.stop.Load() && ctx.Err() == nil {
+			co := r.newCheckout()
+			r.mu.Lock()
+			r.report.Storms++
+			r.mu.Unlock()
+			var storm sync.WaitGroup
+			for range clients {
+				storm.Go(func() { r.client.settle(ctx, co) })
+			}
+			storm.Wait()
+			time.Sleep(500 * time.Millisecond)
+		}
+	})
+	r.workers.Go(func() {
+		for !r.stop.Load() && ctx.Err() == nil {
+			if co := r.finishedCheckout(); co != nil {
+				r.client.settle(ctx, co)
+				r.mu.Lock()
+				r.report.Replays++
+				r.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+func (r *run) newCheckout() *checkout {
+	co := &checkout{key: uuid.NewString(), first: time.Now(),
+		input: map[string]any{"amount": 100 + rand.IntN(99_900), "currency": "USD", "paymentMethod": "pm_card_visa"}}
+	if rand.IntN(10) == 0 {
+		co.declined = true
+		co.input["paymentMethod"] = "pm_card_chargeDeclined"
+	}
+	r.mu.Lock()
+	r.keys = append(r.keys, co)
+	r.mu.Unlock()
+	return co
+}
+
+// finishedCheckout is a random key that has had a final answer, or nil.
+func (r *run) finishedCheckout() *checkout {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for range 10 {
+		if len(r.keys) == 0 {
+			return nil
+		}
+		co := r.keys[rand.IntN(len(r.keys))]
+		co.mu.Lock()
+		done := !co.final.IsZero()
+		co.mu.Unlock()
+		if done {
+			return co
+		}
+	}
+	return nil
+}
+
+// kills kills the primary, a NATS node and an instance in turn, with the
+// load running, and brings each back.
+func (r *run) kills(ctx context.Context) error {
+	pause := r.pause()
+	time.Sleep(pause)
+
+	f := r.c.Formation
+	old, err := f.KillPrimary(ctx)
+	if err != nil {
+		return err
+	}
+	k := r.killed(old.Name, "PostgreSQL primary")
+	promoted, err := f.WaitPrimary(ctx, old, 2*time.Minute)
+	if err != nil {
+		return fmt.Errorf("no standby was promoted: %w", err)
+	}
+	k.Recovery = fmt.Sprintf("%s promoted by pg_auto_failover after %s", promoted.Name, round(time.Since(k.At)))
+	r.logf("%s", k.Recovery)
+	r.waitSuccess(ctx, k)
+	time.Sleep(pause)
+	// The lost machine comes back: its node rejoins as the standby, so that
+	// commits are synchronous again before the next kill.
+	back := time.Now()
+	if err := f.Restart(ctx, old, 2*time.Minute); err != nil {
+		return err
+	}
+	k.Recovery += fmt.Sprintf("; %s rejoined as the standby %s after its restart", old.Name, round(time.Since(back)))
+	r.logf("%s rejoined as the standby", old.Name)
+
+	node := r.c.NATS[1]
+	if err := node.Kill(); err != nil {
+		return err
+	}
+	k = r.killed(node.Name, "NATS node")
+	time.Sleep(pause)
+	if err := node.Start(ctx, time.Minute); err != nil {
+		return err
+	}
+	k.Recovery = fmt.Sprintf("restarted after %s; it catches up from the other two", round(time.Since(k.At)))
+	r.waitSuccess(ctx, k)
+
+	inst := r.c.Instances[len(r.c.Instances)-1]
+	if err := inst.Kill(); err != nil {
+		return err
+	}
+	k = r.killed(inst.Name, "chargeonce instance")
+	r.waitSuccess(ctx, k)
+	time.Sleep(pause)
+	if err := inst.Start(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	k.Recovery = fmt.Sprintf("restarted after %s; the others served meanwhile", round(time.Since(k.At)))
+	time.Sleep(pause)
+	return nil
+}
+
+// killed records a kill that has just happened.
+func (r *run) killed(part, what string) *Kill {
+	r.logf("killed %s (%s) with SIGKILL", part, what)
+	k := &Kill{Part: part, What: what, At: time.Now()}
+	r.mu.Lock()
+	r.report.Kills = append(r.report.Kills, k)
+	r.mu.Unlock()
+	return k
+}
+
+// waitSuccess waits, for at most two minutes, for the first SUCCEEDED
+// answer to a checkout that began after the kill.
+func (r *run) waitSuccess(ctx context.Context, k *Kill) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if d := r.firstSuccess(k.At); d > 0 {
+			k.FirstSuccess = d
+			r.logf("first success after the kill of %s: %s", k.Part, round(d))
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *run) firstSuccess(after time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first time.Duration
+	for _, co := range r.keys {
+		if !co.first.After(after) {
+			continue
+		}
+		co.mu.Lock()
+		if !co.final.IsZero() && len(co.answers) > 0 && co.answers[0].status == "SUCCEEDED" {
+			if d := co.final.Sub(after); first == 0 || d < first {
+				first = d
+			}
+		}
+		co.mu.Unlock()
+	}
+	return first
+}
+
+func round(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }

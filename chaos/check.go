@@ -1,0 +1,252 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"chargeonce/events"
+)
+
+// check compares what the clients were told with what the database, the
+// provider, the stream and the receipts hold, and fills the report.
+func (r *run) check(ctx context.Context) error {
+	rep := r.report
+	byKey := map[string]*checkout{}
+	for _, co := range r.keys {
+		byKey[co.key] = co
+		rep.Checkouts++
+		rep.Tries += co.tries
+		for _, code := range co.unknown {
+			rep.problem("key %s: a client got %q, which is neither final nor to be retried", co.key, code)
+		}
+		if co.final.IsZero() {
+			rep.problem("key %s never had a final answer", co.key)
+			continue
+		}
+		rep.LongestWait = max(rep.LongestWait, co.final.Sub(co.first))
+		first := co.answers[0]
+		switch first.status {
+		case "SUCCEEDED":
+			rep.Succeeded++
+		default:
+			rep.Failed++
+		}
+		if want := map[bool]string{false: "SUCCEEDED", true: "FAILED"}[co.declined]; first.status != want {
+			rep.problem("key %s (%s): answered %s", co.key, co.input["paymentMethod"], first.status)
+		}
+		for _, a := range co.answers[1:] {
+			if a.status != first.status || a.chargeID != first.chargeID {
+				rep.Changed++
+				rep.problem("key %s: answered %s %s, then %s %s", co.key, first.status, first.chargeID, a.status, a.chargeID)
+			}
+		}
+	}
+
+	// What the database holds now, through the API (the primary), and what
+	// the provider holds, key by key.
+	var g errgroup.Group
+	g.SetLimit(16)
+	results := make(chan func(), len(r.keys))
+	for _, co := range r.keys {
+		if co.final.IsZero() {
+			continue
+		}
+		g.Go(func() error {
+			st, err := r.client.status(ctx, co.key)
+			if err != nil {
+				return err
+			}
+			charges, err := r.client.providerCharges(ctx, co.key)
+			if err != nil {
+				return err
+			}
+			results <- func() { r.checkStored(co, st, charges) }
+			return nil
+		})
+	}
+	err := g.Wait()
+	close(results)
+	for apply := range results {
+		apply()
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.checkEvents(ctx, byKey); err != nil {
+		return err
+	}
+	for _, k := range rep.Kills {
+		if k.FirstSuccess == 0 {
+			rep.problem("no checkout that began after the kill of %s succeeded", k.Part)
+		}
+	}
+	return nil
+}
+
+// checkStored checks one key's stored state and provider charges against
+// the answers its clients got.
+func (r *run) checkStored(co *checkout, st *payload, charges []providerCharge) {
+	rep := r.report
+	told := co.answers[0]
+	switch {
+	case st == nil:
+		rep.Lost++
+		rep.problem("key %s: answered %s, and unknown now", co.key, told.status)
+	case st.Status != told.status || st.chargeID() != told.chargeID:
+		rep.Lost++
+		rep.problem("key %s: answered %s %s, and %s %s now", co.key, told.status, told.chargeID, st.Status, st.chargeID())
+	}
+	succeeded := 0
+	for _, c := range charges {
+		if c.Status == "succeeded" {
+			succeeded++
+		}
+	}
+	if len(charges) > 1 || succeeded > 1 {
+		rep.Doubled++
+		rep.problem("key %s: the provider holds %d charges", co.key, len(charges))
+	}
+	switch told.status {
+	case "SUCCEEDED":
+		if succeeded != 1 {
+			rep.problem("key %s succeeded, and the provider holds %d successful charges of it", co.key, succeeded)
+		} else if st != nil && st.Charge != nil && st.Charge.ProviderChargeID != charges[0].ID {
+			rep.problem("key %s: charge %s is the provider's %s, not %s", co.key, st.chargeID(), charges[0].ID, st.Charge.ProviderChargeID)
+		}
+	case "FAILED":
+		if succeeded != 0 {
+			rep.problem("key %s failed, and the provider charged it", co.key)
+		}
+	}
+}
+
+// checkEvents waits until the outbox has sent every event and the receipts
+// consumer has issued a receipt per succeeded key, then checks that each
+// final key has one event, each succeeded one exactly one receipt, of its
+// charge, and no failed one a receipt.
+func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error {
+	rep := r.report
+	conn, err := pgx.Connect(ctx, r.c.Formation.URL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var unsent, receipts int
+		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM charge_events WHERE sent_at IS NULL),
+			(SELECT count(DISTINCT idempotency_key) FROM receipts)`).Scan(&unsent, &receipts)
+		if err != nil {
+			return err
+		}
+		if unsent == 0 && receipts >= rep.Succeeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			rep.problem("after 2 minutes, %d events are unsent and %d of %d succeeded keys have a receipt", unsent, receipts, rep.Succeeded)
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	events := map[string]int{}
+	rows, err := conn.Query(ctx, `SELECT idempotency_key, count(*) FROM charge_events GROUP BY idempotency_key`)
+	if err != nil {
+		return err
+	}
+	var key string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error { events[key] = n; return nil }); err != nil {
+		return err
+	}
+	receipts := map[string][]string{}
+	rows, err = conn.Query(ctx, `SELECT idempotency_key, charge_id::text FROM receipts`)
+	if err != nil {
+		return err
+	}
+	var chargeID string
+	if _, err := pgx.ForEachRow(rows, []any{&key, &chargeID}, func() error {
+		receipts[key] = append(receipts[key], chargeID)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, co := range byKey {
+		if co.final.IsZero() {
+			continue
+		}
+		told := co.answers[0]
+		if events[co.key] != 1 {
+			rep.problem("key %s: %d events in the outbox, want 1", co.key, events[co.key])
+		}
+		got := receipts[co.key]
+		rep.Receipts += len(got)
+		switch {
+		case told.status == "FAILED" && len(got) != 0:
+			rep.problem("key %s failed and has %d receipts", co.key, len(got))
+		case told.status == "SUCCEEDED" && len(got) != 1:
+			rep.problem("key %s succeeded and has %d receipts, want exactly 1", co.key, len(got))
+		case told.status == "SUCCEEDED" && got[0] != told.chargeID:
+			rep.problem("key %s: the receipt is for charge %s, not %s", co.key, got[0], told.chargeID)
+		}
+	}
+	for key := range receipts {
+		if byKey[key] == nil {
+			rep.problem("a receipt for key %s, which no client sent", key)
+		}
+	}
+	return r.checkStream(ctx, len(events))
+}
+
+// checkStream reads the CHARGES stream's copies and messages: three copies
+// of each event, each event once (the broker drops a re-publish of an event
+// id it has).
+func (r *run) checkStream(ctx context.Context, events int) error {
+	nc, err := nats.Connect(r.c.NATSURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	info, err := r.streamInfo(ctx, js)
+	if err != nil {
+		return err
+	}
+	rep := r.report
+	rep.StreamReplicas, rep.StreamMessages, rep.Events = info.Config.Replicas, int(info.State.Msgs), events
+	if info.Config.Replicas != 3 {
+		rep.problem("stream %s keeps %d copies, want 3", info.Config.Name, info.Config.Replicas)
+	}
+	if int(info.State.Msgs) != events {
+		rep.problem("stream %s holds %d messages for %d events", info.Config.Name, info.State.Msgs, events)
+	}
+	return nil
+}
+
+func (r *run) streamInfo(ctx context.Context, js jetstream.JetStream) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		s, err := js.Stream(ctx, events.Stream)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = s.Info(ctx); err == nil {
+				return info, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stream %s: %w", events.Stream, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

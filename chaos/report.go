@@ -1,0 +1,126 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"chargeonce/internal/markdown"
+)
+
+// Report is what a chaos run found.
+type Report struct {
+	Short    bool          `json:"short"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Kills    []*Kill       `json:"kills"`
+
+	// Checkouts are the keys the clients sent: fresh ones and storms'.
+	Checkouts int `json:"checkouts"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	// Storms are keys sent by 12 clients at once; Replays are sends of a
+	// key again after its final answer.
+	Storms  int `json:"storms"`
+	Replays int `json:"replays"`
+	// Tries are requests answered with an error, a dropped connection or
+	// PROCESSING, each followed by a retry with the same key.
+	Tries int `json:"retried_tries"`
+	// LongestWait is the longest a client waited from its first request to
+	// a final answer.
+	LongestWait time.Duration `json:"longest_wait_ns"`
+
+	// Lost are keys whose stored state is not what a client was told;
+	// Changed are keys whose clients were told different things; Doubled
+	// are keys the provider charged more than once.
+	Lost    int `json:"lost"`
+	Changed int `json:"changed"`
+	Doubled int `json:"doubled"`
+
+	Events         int `json:"events"`
+	Receipts       int `json:"receipts"`
+	StreamMessages int `json:"stream_messages"`
+	StreamReplicas int `json:"stream_replicas"`
+
+	mu sync.Mutex
+	// Problems are the broken guarantees, one line each; none is a pass.
+	Problems []string `json:"problems"`
+}
+
+func (r *Report) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+// Markdown is the report as the README and results.md show it.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	kind := "full"
+	if r.Short {
+		kind = "short"
+	}
+	fmt.Fprintf(&b, "Latest %s chaos run: %s, %s; three instances (PROCESSING_LEASE=10s), a pg_auto_failover formation (monitor, primary, synchronous standby), three NATS nodes (CHARGES with 3 replicas), the receipts consumer.\n\n",
+		kind, r.Started.Format("2006-01-02 15:04 UTC"), round(r.Duration))
+	b.WriteString("| killed (SIGKILL) | how it came back | kill → first successful charge |\n|---|---|---:|\n")
+	for _, k := range r.Kills {
+		first := "none"
+		if k.FirstSuccess > 0 {
+			first = round(k.FirstSuccess).String()
+		}
+		fmt.Fprintf(&b, "| %s (%s) | %s | %s |\n", k.What, k.Part, k.Recovery, first)
+	}
+	b.WriteString("\n| figure | value |\n|---|---:|\n")
+	for _, row := range [][2]string{
+		{"checkouts (keys)", fmt.Sprint(r.Checkouts)},
+		{"succeeded / failed (declined card)", fmt.Sprintf("%d / %d", r.Succeeded, r.Failed)},
+		{"same-key storms (12 clients each) / replays", fmt.Sprintf("%d / %d", r.Storms, r.Replays)},
+		{"tries retried with the same key (error, dropped connection, PROCESSING)", fmt.Sprint(r.Tries)},
+		{"longest a client waited for a final answer", round(r.LongestWait).String()},
+		{"**charges lost** (stored state differs from an answer)", fmt.Sprintf("**%d**", r.Lost)},
+		{"**charges doubled** (more than one provider charge for a key)", fmt.Sprintf("**%d**", r.Doubled)},
+		{"answers changed between clients of one key", fmt.Sprint(r.Changed)},
+		{"events / stream messages (copies each)", fmt.Sprintf("%d / %d (%d)", r.Events, r.StreamMessages, r.StreamReplicas)},
+		{"receipts (one per succeeded key)", fmt.Sprint(r.Receipts)},
+		{"problems found", fmt.Sprint(len(r.Problems))},
+	} {
+		fmt.Fprintf(&b, "| %s | %s |\n", row[0], row[1])
+	}
+	for _, p := range r.Problems[:min(len(r.Problems), 20)] {
+		fmt.Fprintf(&b, "\n- problem: %s", p)
+	}
+	if len(r.Problems) > 20 {
+		fmt.Fprintf(&b, "\n- … and %d more", len(r.Problems)-20)
+	}
+	return b.String()
+}
+
+// The README shows the latest full run between these markers.
+const (
+	readmeBegin = "<!-- chaos:begin -->"
+	readmeEnd   = "<!-- chaos:end -->"
+)
+
+// Write saves the report as results.md and results.json in dir.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte("# chargeonce chaos run\n\n"+r.Markdown()+"\n"), 0o644)
+}
+
+// UpdateReadme shows the report in the README at path.
+func (r *Report) UpdateReadme(path string) error {
+	return markdown.UpdateFile(path, readmeBegin, readmeEnd, r.Markdown())
+}

@@ -1,0 +1,275 @@
+// Package cluster runs chargeonce beyond one machine, on loopback: a
+// pg_auto_failover formation (a monitor, a primary and a synchronous
+// standby), a three-node NATS cluster whose CHARGES stream keeps three
+// copies of each event, chargeonce instances on both, and the receipts
+// consumer. Each part is its own process, so that any one can be killed as
+// the loss of its machine would kill it (chargeonce cluster, chargeonce
+// chaos).
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"chargeonce/db/localpg"
+)
+
+// Options configures Up.
+type Options struct {
+	// Dir holds everything: the formation, each NATS node's store, each
+	// instance's data directory, and every part's log.
+	Dir string
+	// Binary is the chargeonce binary that the parts run.
+	Binary string
+	// Instances and NATSNodes default to 3.
+	Instances, NATSNodes int
+	// Ports are the first of each kind of port; 0 picks free ones.
+	Ports Ports
+	// Env is set for every instance and the consumer, on top of what the
+	// cluster sets (DATABASE_URL, NATS_URL, NATS_REPLICAS, PORT, …).
+	Env map[string]string
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// Ports are the first ports of each kind: instance i listens on
+// Instance+i-1, and so on.
+type Ports struct {
+	Instance, Metrics, NATS, NATSCluster int
+}
+
+// DefaultPorts are chargeonce cluster's ports: beside make run's 8080 and
+// the embedded broker's 4223, so that both can run with it.
+var DefaultPorts = Ports{Instance: 8081, Metrics: 9191, NATS: 4241, NATSCluster: 6241}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	Formation *localpg.Formation
+	NATS      []*Part
+	Instances []*Part
+	Receipts  *Part
+	// NATSURL lists every NATS node, as NATS_URL.
+	NATSURL string
+	dir     string
+	log     *slog.Logger
+}
+
+// Up starts a cluster under opts.Dir, which should be empty: the formation,
+// then the NATS nodes until JetStream answers, then the instances one by
+// one (the first applies the migrations), then the receipts consumer. On an
+// error it stops what it started.
+func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
+	opts.Instances = cmp.Or(opts.Instances, 3)
+	opts.NATSNodes = cmp.Or(opts.NATSNodes, 3)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Binary == "" {
+		return nil, errors.New("cluster: no chargeonce binary given")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	c = &Cluster{dir: dir, log: log}
+	defer func() {
+		if err != nil {
+			_ = c.Down(context.WithoutCancel(ctx))
+		}
+	}()
+
+	log.Info("cluster: starting the pg_auto_failover formation")
+	c.Formation, err = localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true, Logger: log})
+	if err != nil {
+		return c, err
+	}
+
+	natsPorts, err := ports(opts.Ports.NATS, opts.NATSNodes)
+	if err != nil {
+		return c, err
+	}
+	routePorts, err := ports(opts.Ports.NATSCluster, opts.NATSNodes)
+	if err != nil {
+		return c, err
+	}
+	urls := make([]string, opts.NATSNodes)
+	for i := range opts.NATSNodes {
+		urls[i] = "nats://127.0.0.1:" + strconv.Itoa(natsPorts[i])
+	}
+	c.NATSURL = strings.Join(urls, ",")
+	for i := range opts.NATSNodes {
+		name := fmt.Sprintf("nats-%d", i+1)
+		args := []string{"cluster", "nats-node", "-name", name, "-port", strconv.Itoa(natsPorts[i]),
+			"-cluster-port", strconv.Itoa(routePorts[i]), "-store", filepath.Join(dir, name)}
+		for j, p := range routePorts {
+			if j != i {
+				args = append(args, "-route", "nats://127.0.0.1:"+strconv.Itoa(p))
+			}
+		}
+		p := c.part(name, urls[i], opts.Binary, args, nil)
+		addr := strings.TrimPrefix(urls[i], "nats://")
+		p.ready = func(ctx context.Context) error {
+			conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		}
+		c.NATS = append(c.NATS, p)
+		if err := p.Start(ctx, 30*time.Second); err != nil {
+			return c, err
+		}
+	}
+	if err := c.WaitJetStream(ctx, time.Minute); err != nil {
+		return c, err
+	}
+	log.Info("cluster: NATS cluster up", "url", c.NATSURL)
+
+	env := []string{
+		"DATABASE_URL=" + c.Formation.URL,
+		"NATS_URL=" + c.NATSURL,
+		"NATS_REPLICAS=" + strconv.Itoa(min(3, opts.NATSNodes)),
+	}
+	for k, v := range opts.Env {
+		env = append(env, k+"="+v)
+	}
+	instancePorts, err := ports(opts.Ports.Instance, opts.Instances)
+	if err != nil {
+		return c, err
+	}
+	metricsPorts, err := ports(opts.Ports.Metrics, opts.Instances)
+	if err != nil {
+		return c, err
+	}
+	for i := range opts.Instances {
+		name := fmt.Sprintf("instance-%d", i+1)
+		url := "http://127.0.0.1:" + strconv.Itoa(instancePorts[i])
+		p := c.part(name, url, opts.Binary, nil, append([]string{
+			"PORT=" + strconv.Itoa(instancePorts[i]),
+			"METRICS_ADDR=127.0.0.1:" + strconv.Itoa(metricsPorts[i]),
+			"DATA_DIR=" + filepath.Join(dir, name),
+		}, env...))
+		p.ready = func(ctx context.Context) error { return Ready(ctx, url) }
+		c.Instances = append(c.Instances, p)
+		if err := p.Start(ctx, 2*time.Minute); err != nil {
+			return c, err
+		}
+		log.Info("cluster: instance up", "name", name, "url", url)
+	}
+	c.Receipts = c.part("receipts", "", opts.Binary, []string{"consume", "receipts"},
+		append([]string{"DATA_DIR=" + filepath.Join(dir, "receipts")}, env...))
+	if err := c.Receipts.Start(ctx, 0); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) part(name, url, binary string, args, env []string) *Part {
+	return &Part{Name: name, URL: url, Log: filepath.Join(c.dir, "logs", name+".log"), binary: binary, args: args, env: env}
+}
+
+// Parts are the processes other than PostgreSQL's, instances first.
+func (c *Cluster) Parts() []*Part {
+	parts := append(append([]*Part{}, c.Instances...), c.NATS...)
+	if c.Receipts != nil {
+		parts = append(parts, c.Receipts)
+	}
+	return parts
+}
+
+// Down stops the instances and the consumer, then the NATS nodes, then the
+// formation.
+func (c *Cluster) Down(ctx context.Context) error {
+	var errs []error
+	for _, p := range c.Parts() {
+		errs = append(errs, p.Stop(30*time.Second))
+	}
+	if c.Formation != nil {
+		errs = append(errs, c.Formation.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// WaitJetStream waits until JetStream answers through the NATS nodes: a
+// majority of them has elected its meta leader.
+func (c *Cluster) WaitJetStream(ctx context.Context, within time.Duration) error {
+	conn, err := nats.Connect(c.NATSURL, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	js, err := jetstream.New(conn)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(actx)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("JetStream does not answer on %s: %w", c.NATSURL, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Ready answers nil when the instance at url is ready (its /readyz: the
+// database answers).
+func Ready(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s/readyz: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// ports are n consecutive ports from first, or n free ones when first is 0.
+func ports(first, n int) ([]int, error) {
+	out := make([]int, n)
+	for i := range n {
+		if first != 0 {
+			out[i] = first + i
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	return out, nil
+}
