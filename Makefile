@@ -127,7 +127,8 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 1m), one after another; fail
 	exit $$status
 
 .PHONY: clean
-clean: ## Stop the project-local PostgreSQL servers and delete .data/, bin/ and the demo's build
+clean: ## Stop a running make cluster and the project-local PostgreSQL servers, and delete .data/, bin/ and the demo's build
+	-@if [ -f .data/cluster/cluster.json ]; then $(GO) run . cluster down; fi
 	-$(GO) run . localdb stop .data/postgres
 	-$(GO) run . localdb stop $(TEST_PG_DIR)
 	-$(GO) run . localdb stop .data/web-e2e/postgres

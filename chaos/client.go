@@ -30,10 +30,13 @@ type payload struct {
 	Status       string `json:"status"`
 	Replayed     bool   `json:"replayed"`
 	RetryAfterMs *int   `json:"retryAfterMs"`
-	Charge       *struct {
-		ID               string `json:"id"`
-		ProviderChargeID string `json:"providerChargeId"`
-	} `json:"charge"`
+	Charge       *chargeRef `json:"charge"`
+}
+
+// chargeRef is the charge of a payload.
+type chargeRef struct {
+	ID               string `json:"id"`
+	ProviderChargeID string `json:"providerChargeId"`
 }
 
 func (p *payload) final() bool { return p != nil && (p.Status == "SUCCEEDED" || p.Status == "FAILED") }
