@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
@@ -208,15 +207,11 @@ func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error
 // of each event, each event once (the broker drops a re-publish of an event
 // id it has).
 func (r *run) checkStream(ctx context.Context, events int) error {
-	nc, err := nats.Connect(r.c.NATSURL)
+	nc, js, err := r.c.Connect()
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	info, err := r.streamInfo(ctx, js)
 	if err != nil {
 		return err

@@ -27,9 +27,9 @@ const chargeStatus = `query Status($key: String!) {
 
 // payload is the part of ChargeCardPayload the run reads.
 type payload struct {
-	Status       string `json:"status"`
-	Replayed     bool   `json:"replayed"`
-	RetryAfterMs *int   `json:"retryAfterMs"`
+	Status       string     `json:"status"`
+	Replayed     bool       `json:"replayed"`
+	RetryAfterMs *int       `json:"retryAfterMs"`
 	Charge       *chargeRef `json:"charge"`
 }
 

@@ -95,20 +95,17 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 
+	ports, err := opts.Ports.allocate(opts.Instances, opts.NATSNodes)
+	if err != nil {
+		return c, err
+	}
 	log.Info("cluster: starting the pg_auto_failover formation")
 	c.Formation, err = localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true, Logger: log})
 	if err != nil {
 		return c, err
 	}
 
-	natsPorts, err := ports(opts.Ports.NATS, opts.NATSNodes)
-	if err != nil {
-		return c, err
-	}
-	routePorts, err := ports(opts.Ports.NATSCluster, opts.NATSNodes)
-	if err != nil {
-		return c, err
-	}
+	natsPorts, routePorts := ports.nats, ports.natsCluster
 	urls := make([]string, opts.NATSNodes)
 	for i := range opts.NATSNodes {
 		urls[i] = "nats://127.0.0.1:" + strconv.Itoa(natsPorts[i])
@@ -150,14 +147,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	for k, v := range opts.Env {
 		env = append(env, k+"="+v)
 	}
-	instancePorts, err := ports(opts.Ports.Instance, opts.Instances)
-	if err != nil {
-		return c, err
-	}
-	metricsPorts, err := ports(opts.Ports.Metrics, opts.Instances)
-	if err != nil {
-		return c, err
-	}
+	instancePorts, metricsPorts := ports.instance, ports.metrics
 	for i := range opts.Instances {
 		name := fmt.Sprintf("instance-%d", i+1)
 		url := "http://127.0.0.1:" + strconv.Itoa(instancePorts[i])
@@ -207,18 +197,29 @@ func (c *Cluster) Down(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Connect connects to the NATS cluster (any node; reconnecting while nodes
+// are away). Closing the connection is the caller's.
+func (c *Cluster) Connect() (*nats.Conn, jetstream.JetStream, error) {
+	conn, err := nats.Connect(c.NATSURL, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(conn)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, js, nil
+}
+
 // WaitJetStream waits until JetStream answers through the NATS nodes: a
 // majority of them has elected its meta leader.
 func (c *Cluster) WaitJetStream(ctx context.Context, within time.Duration) error {
-	conn, err := nats.Connect(c.NATSURL, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
+	conn, js, err := c.Connect()
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	js, err := jetstream.New(conn)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	for {
@@ -256,20 +257,35 @@ func Ready(ctx context.Context, url string) error {
 	return nil
 }
 
-// ports are n consecutive ports from first, or n free ones when first is 0.
-func ports(first, n int) ([]int, error) {
-	out := make([]int, n)
-	for i := range n {
-		if first != 0 {
-			out[i] = first + i
-			continue
+// allocated are the ports of each kind, one per part.
+type allocated struct{ instance, metrics, nats, natsCluster []int }
+
+// allocate gives every part its ports: consecutive from each kind's first
+// port, or free ones where it is 0, each held until all are picked so that
+// no two parts get the same.
+func (p Ports) allocate(instances, nodes int) (a allocated, err error) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
+	}()
+	for _, k := range []struct {
+		dst      *[]int
+		first, n int
+	}{{&a.instance, p.Instance, instances}, {&a.metrics, p.Metrics, instances}, {&a.nats, p.NATS, nodes}, {&a.natsCluster, p.NATSCluster, nodes}} {
+		for i := range k.n {
+			if k.first != 0 {
+				*k.dst = append(*k.dst, k.first+i)
+				continue
+			}
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return a, err
+			}
+			held = append(held, l)
+			*k.dst = append(*k.dst, l.Addr().(*net.TCPAddr).Port)
 		}
-		out[i] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
 	}
-	return out, nil
+	return a, nil
 }
