@@ -69,7 +69,7 @@ lint: ## go vet, gofmt and staticcheck
 	$(GO) tool staticcheck ./...
 
 .PHONY: bench
-bench: ## The end-to-end benchmark (under 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the README's Performance section (go run ./bench -h: -only, -profile)
+bench: ## The end-to-end benchmark (about 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the README's Performance section (go run ./bench -h: -only, -profile)
 	$(GO) run ./bench
 
 .PHONY: bench-smoke
