@@ -130,7 +130,7 @@ func (b *bench) growth(ctx context.Context, provider string) error {
 	}
 	grown := Run{Name: "fresh-grown", Provider: provider,
 		What: fmt.Sprintf("fresh keys as `fresh`, with %d more finished keys stored", o.growthKeys)}
-	b.concRuns(srv, &grown, concs, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
+	b.concRuns([]*server{srv}, &grown, concs, func() vegeta.Targeter { return freshTargeter(visaCard, srv.URL) })
 	srv.stop()
 	b.results.Runs = append(b.results.Runs, grown)
 
@@ -154,7 +154,7 @@ func (b *bench) growth(ctx context.Context, provider string) error {
 		return err
 	}
 	cleanup := Run{Name: "fresh-cleanup", Provider: provider}
-	b.concRuns(srv, &cleanup, concs, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
+	b.concRuns([]*server{srv}, &cleanup, concs, func() vegeta.Targeter { return freshTargeter(visaCard, srv.URL) })
 	srv.stop()
 	after, err := b.countAttempts(ctx)
 	if err != nil {

@@ -55,27 +55,44 @@ func newKey(prefix string) string {
 }
 
 // freshTargeter mints a new idempotency key for every request, a random
-// UUID as a checkout mints one (crypto.randomUUID), paying with card.
-func freshTargeter(url, card string) vegeta.Targeter {
+// UUID as a checkout mints one (crypto.randomUUID), paying with card, and
+// sends the requests to the servers at urls in turn.
+func freshTargeter(card string, urls ...string) vegeta.Targeter {
+	next := roundRobin(urls)
 	return func(t *vegeta.Target) error {
-		t.Method, t.URL, t.Header = http.MethodPost, url+"/graphql", graphqlHeader
+		t.Method, t.URL, t.Header = http.MethodPost, next(), graphqlHeader
 		t.Body = chargeBodyWith(uuid.NewString(), card)
 		return nil
 	}
 }
 
-// replayTargeter cycles through keys whose charges have finished.
-func replayTargeter(url string, keys []string) vegeta.Targeter {
+// replayTargeter cycles through keys whose charges have finished, and
+// through the servers at urls.
+func replayTargeter(keys []string, urls ...string) vegeta.Targeter {
 	bodies := make([][]byte, len(keys))
 	for i, k := range keys {
 		bodies[i] = chargeBody(k)
 	}
+	next := roundRobin(urls)
 	var n atomic.Uint64
 	return func(t *vegeta.Target) error {
-		t.Method, t.URL, t.Header = http.MethodPost, url+"/graphql", graphqlHeader
+		t.Method, t.URL, t.Header = http.MethodPost, next(), graphqlHeader
 		t.Body = bodies[(n.Add(1)-1)%uint64(len(bodies))]
 		return nil
 	}
+}
+
+// roundRobin returns the GraphQL endpoints of the servers at urls one after
+// the other, as a load balancer would spread requests over instances: with
+// the closed loop's workers sharing it, each instance gets an even share
+// whatever its latency.
+func roundRobin(urls []string) func() string {
+	endpoints := make([]string, len(urls))
+	for i, u := range urls {
+		endpoints[i] = u + "/graphql"
+	}
+	var n atomic.Uint64
+	return func() string { return endpoints[(n.Add(1)-1)%uint64(len(endpoints))] }
 }
 
 func trivialTargeter(url string) vegeta.Targeter {

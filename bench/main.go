@@ -1,10 +1,11 @@
 // Command bench is chargeonce's end-to-end benchmark (issue 11): it starts
 // its own PostgreSQL and the real server binary, drives chargeCard with
-// vegeta (fresh keys, replays of finished keys, a duplicate storm over two
-// instances), measures the same database's ceiling for the same SQL with
-// pgbench and the server's own ceiling with a trivial query, and writes the
-// figures, their ratios, a table and a chart under bench/results/. Run it
-// from the repository root: `make bench` (full) or `make bench-smoke`.
+// vegeta (fresh keys, replays of finished keys, both also spread over one
+// to three instances, a duplicate storm over two instances), measures the
+// same database's ceiling for the same SQL with pgbench and the server's
+// own ceiling with a trivial query, and writes the figures, their ratios,
+// tables and a chart under bench/results/. Run it from the repository
+// root: `make bench` (full) or `make bench-smoke`.
 package main
 
 import (
@@ -47,6 +48,8 @@ type options struct {
 	concs      []int
 	replayKeys int
 	stormSize  int
+	// scaleOut is how many instances the scale-out runs grow to.
+	scaleOut int
 	// growthKeys finished keys are stored before the growth runs, and
 	// expiredKeys expired ones before the cleanup run; 0 skips them.
 	growthKeys  int
@@ -65,7 +68,7 @@ type options struct {
 }
 
 // runGroups are the parts of the bench that -only can select.
-var runGroups = []string{"primary", "cardsim", "slow", "storm", "ceilings", "growth"}
+var runGroups = []string{"primary", "cardsim", "slow", "storm", "scaleout", "ceilings", "growth"}
 
 // wants says whether the run includes the group.
 func (o options) wants(group string) bool { return len(o.only) == 0 || o.only[group] }
@@ -106,10 +109,12 @@ func parseOptions(args []string) (options, error) {
 			return o, errors.New("-only: ceilings needs primary, whose finished keys its replay lookup reads")
 		}
 	}
-	o.concs, o.replayKeys, o.stormSize = []int{1, 8, 32, 64}, 1000, 1000
+	o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8, 32, 64}, 1000, 1000, 3
 	def, out := 10*time.Second, filepath.Join("bench", "results")
 	if o.smoke {
-		o.concs, o.replayKeys, o.stormSize = []int{1, 8}, 100, 200
+		// Two instances are enough to keep the scale-out's round-robin from
+		// rotting, and the smoke run under a minute.
+		o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8}, 100, 200, 2
 		def, out = 2*time.Second, filepath.Join("bench", "results", "smoke")
 	}
 	growth, expired := 10_000_000, 1_000_000
@@ -250,7 +255,7 @@ func (b *bench) runAll(ctx context.Context) error {
 			return err
 		}
 		simRun := Run{Name: "fresh-cardsim", Provider: "cardsim", What: "chargeCard with a new key per request, PROVIDER=cardsim (the in-process simulator, which stores every charge)"}
-		b.serverRuns(sim, &simRun, func() vegeta.Targeter { return freshTargeter(sim.URL, visaCard) })
+		b.serverRuns(sim, &simRun, func() vegeta.Targeter { return freshTargeter(visaCard, sim.URL) })
 		sim.stop()
 		b.results.Runs = append(b.results.Runs, simRun)
 	}
@@ -261,6 +266,11 @@ func (b *bench) runAll(ctx context.Context) error {
 	}
 	if o.wants("storm") {
 		if err := b.duplicateStorm(ctx); err != nil {
+			return err
+		}
+	}
+	if o.wants("scaleout") {
+		if err := b.scaleOut(ctx, primary); err != nil {
 			return err
 		}
 	}
@@ -310,7 +320,7 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 	}
 
 	fresh := Run{Name: "fresh", Provider: primary, What: fmt.Sprintf("chargeCard with a new idempotency key per request, PROVIDER=%s", primary)}
-	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(srv.URL, visaCard) })
+	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(visaCard, srv.URL) })
 
 	b.logf("finishing %d keys to replay", b.opts.replayKeys)
 	keys, err := finishKeys(ctx, srv.URL, b.opts.replayKeys)
@@ -318,7 +328,7 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 		return "", 0, fmt.Errorf("finishing keys to replay: %w", err)
 	}
 	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage); after its first replay on the instance, a key is answered from the instance's result cache", len(keys))}
-	b.serverRuns(srv, &replay, func() vegeta.Targeter { return replayTargeter(srv.URL, keys) })
+	b.serverRuns(srv, &replay, func() vegeta.Targeter { return replayTargeter(keys, srv.URL) })
 
 	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
 	b.serverRuns(srv, &trivial, func() vegeta.Targeter { return trivialTargeter(srv.URL) })
@@ -334,7 +344,7 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 	}
 	defer uncachedSrv.stop()
 	uncached := Run{Name: "replay-uncached", Provider: primary, What: "as `replay` on a server with RESULT_CACHE_SIZE=0: every replay reads its attempt from the database"}
-	b.serverRuns(uncachedSrv, &uncached, func() vegeta.Targeter { return replayTargeter(uncachedSrv.URL, keys) })
+	b.serverRuns(uncachedSrv, &uncached, func() vegeta.Targeter { return replayTargeter(keys, uncachedSrv.URL) })
 	b.results.Runs = append(b.results.Runs, fresh, replay, trivial, uncached)
 	return primary, len(keys), nil
 }
@@ -342,18 +352,24 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 // serverRuns runs one kind of load at every concurrency, with the server's
 // peak RSS for each.
 func (b *bench) serverRuns(srv *server, run *Run, targeter func() vegeta.Targeter) {
-	b.concRuns(srv, run, b.opts.concs, targeter)
+	b.concRuns([]*server{srv}, run, b.opts.concs, targeter)
 }
 
-func (b *bench) concRuns(srv *server, run *Run, concs []int, targeter func() vegeta.Targeter) {
+// concRuns runs one kind of load at each of concs against servers, over
+// which the targeter spreads it, with the highest peak RSS among them.
+func (b *bench) concRuns(servers []*server, run *Run, concs []int, targeter func() vegeta.Targeter) {
 	for _, c := range concs {
-		srv.resetPeakRSS()
+		for _, s := range servers {
+			s.resetPeakRSS()
+		}
 		var profiled func()
 		if b.opts.profile && c == profileConc(concs) {
-			profiled = b.profileDuring(srv, fmt.Sprintf("%s-c%d", run.Name, c))
+			// The first instance stands for the others: each gets an even
+			// share of the load.
+			profiled = b.profileDuring(servers[0], fmt.Sprintf("%s-c%d", run.label(), c))
 		}
 		before := b.dbActivity()
-		f := attack(run.Name, targeter(), c, b.opts.duration)
+		f := attack(run.label(), targeter(), c, b.opts.duration)
 		if profiled != nil {
 			profiled()
 		}
@@ -361,9 +377,11 @@ func (b *bench) concRuns(srv *server, run *Run, concs []int, targeter func() veg
 			f.CommitsPerRequest = float64(after.commits-before.commits) / float64(f.Requests)
 			f.WALBytesPerRequest = float64(after.walBytes-before.walBytes) / float64(f.Requests)
 		}
-		f.PeakRSSMB = srv.peakRSSMB()
+		for _, s := range servers {
+			f.PeakRSSMB = max(f.PeakRSSMB, s.peakRSSMB())
+		}
 		b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  RSS %.0f MB  writes/req %.2f  WAL/req %.0f B",
-			run.Name, c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB, f.CommitsPerRequest, f.WALBytesPerRequest)
+			run.label(), c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB, f.CommitsPerRequest, f.WALBytesPerRequest)
 		run.Figures = append(run.Figures, f)
 	}
 }

@@ -63,8 +63,8 @@ func (r *Results) addRatio(name string, conc int, v float64, t target, decimals 
 }
 
 // computeRatios sets the comparisons for every concurrency where both
-// sides ran, the slow provider's scaling, and the storm and peak-RSS
-// targets.
+// sides ran, the slow provider's scaling, the storm and peak-RSS targets,
+// and the scale-out runs' throughput against one instance.
 func (r *Results) computeRatios(concs []int) {
 	r.Ratios = nil
 	type cmp struct {
@@ -97,6 +97,7 @@ func (r *Results) computeRatios(concs []int) {
 		}
 	}
 	r.scalingRatios(concs)
+	r.scaleOutRatios()
 	if s := r.Storm; s != nil {
 		if s.ProviderCharges >= 0 {
 			r.addRatio("storm: provider charges for the one key", s.Requests, float64(s.ProviderCharges), stormChargesTarget, 0)
@@ -136,10 +137,29 @@ func (r *Results) scalingRatios(concs []int) {
 	}
 }
 
+// scaleOutRatios set each scale-out figure's VsOneInstance: its throughput
+// over that of the same load on one instance at the same concurrency; 0
+// where that did not run. They stay with the figures rather than among the
+// ratios: no target applies, and the scale-out table shows them beside the
+// throughput they divide.
+func (r *Results) scaleOutRatios() {
+	for i := range r.ScaleOut {
+		run := &r.ScaleOut[i]
+		one := r.scaleOut(run.Name, 1)
+		for j := range run.Figures {
+			f := &run.Figures[j]
+			f.VsOneInstance = 0
+			if base := one.at(f.Concurrency); base != nil && base.Throughput > 0 {
+				f.VsOneInstance = f.Throughput / base.Throughput
+			}
+		}
+	}
+}
+
 // peakRSSMB is the highest peak RSS of any server in any run.
 func (r *Results) peakRSSMB() float64 {
 	var peak float64
-	for _, run := range r.Runs {
+	for _, run := range slices.Concat(r.Runs, r.ScaleOut) {
 		for _, f := range run.Figures {
 			peak = max(peak, f.PeakRSSMB)
 		}

@@ -50,17 +50,50 @@ func TestComputeRatios_SlowScaling_OnlyBelowTheCeiling(t *testing.T) {
 	}
 	r.computeRatios([]int{1, 8, 32})
 
-	var names []string
-	for _, q := range r.Ratios {
-		names = append(names, fmt.Sprintf("%s@%d", q.Name, q.Concurrency))
-	}
 	require.Equal(t, []string{
 		"fresh-50ms scaling: throughput / (c × throughput at c=1)@8",
 		"storm: provider charges for the one key@200",
 		"storm: errors@200",
 		"server peak RSS, MB (the most of any run)@0",
-	}, names)
+	}, ratioNames(r.Ratios))
 	require.InDelta(t, 0.5, r.Ratios[0].Value, 1e-9)
 	require.Nil(t, r.Ratios[0].Met)
 	require.Equal(t, "missed", r.Ratios[3].metText(), "the storm's servers count for the peak RSS")
+}
+
+func TestComputeRatios_ScaleOut_ThroughputOverOneInstance(t *testing.T) {
+	t.Parallel()
+	so := func(name string, n int, tp ...float64) Run {
+		run := Run{Name: name, Instances: n}
+		for i, c := range []int{32, 64}[:len(tp)] {
+			run.Figures = append(run.Figures, Figures{Concurrency: c, Throughput: tp[i], PeakRSSMB: float64(40 + n)})
+		}
+		return run
+	}
+	r := Results{ScaleOut: []Run{
+		so("scaleout-fresh", 1, 700, 800),
+		so("scaleout-fresh", 2, 770, 600),
+		so("scaleout-fresh", 3, 1050),
+		// No run on one instance: nothing to divide by.
+		so("scaleout-replay", 2, 7000),
+	}}
+	r.computeRatios([]int{32, 64})
+
+	vs := func(name string, n, conc int) float64 { return r.scaleOut(name, n).at(conc).VsOneInstance }
+	require.InDelta(t, 1.0, vs("scaleout-fresh", 1, 32), 1e-9)
+	require.InDelta(t, 1.1, vs("scaleout-fresh", 2, 32), 1e-9)
+	require.InDelta(t, 0.75, vs("scaleout-fresh", 2, 64), 1e-9, "fewer requests than on one instance: below 1")
+	require.InDelta(t, 1.5, vs("scaleout-fresh", 3, 32), 1e-9)
+	require.Zero(t, vs("scaleout-replay", 2, 32))
+	require.Equal(t, []string{"server peak RSS, MB (the most of any run)@0"}, ratioNames(r.Ratios),
+		"the scale-out ratios stay with their figures")
+	require.Equal(t, 43.0, r.Ratios[0].Value, "the scale-out instances count for the peak RSS")
+}
+
+func ratioNames(ratios []Ratio) []string {
+	var names []string
+	for _, q := range ratios {
+		names = append(names, fmt.Sprintf("%s@%d", q.Name, q.Concurrency))
+	}
+	return names
 }

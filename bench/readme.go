@@ -145,9 +145,39 @@ func (r *Results) readmeSection() string {
 		fmt.Fprintf(&b, "\nDuplicate storm: %d concurrent requests with one key over %d instances; every client held the final result after %.0f ms.\n",
 			s.Requests, s.Instances, s.AllFinalMs)
 	}
-	b.WriteString("\nEvery run, with p50, errors and peak RSS, the growth runs and what each run does: [bench/results/results.md](bench/results/results.md).\n\n")
+	if len(r.ScaleOut) > 0 {
+		b.WriteString("\nScale-out, the same load spread round-robin over more instances on this machine:\n\n")
+		for _, line := range r.scaleOutSummary() {
+			b.WriteString("- " + line + "\n")
+		}
+	}
+	b.WriteString("\nEvery run, with p50, errors and peak RSS, the growth and scale-out runs and what each run does: [bench/results/results.md](bench/results/results.md).\n\n")
 	b.WriteString("![Throughput and p99 latency against concurrency, one line per run](bench/results/chart.png)\n")
 	return b.String()
+}
+
+// scaleOutSummary is a line for each scale-out load: its throughput and
+// p99 over each number of instances, with the ratio to one.
+func (r *Results) scaleOutSummary() []string {
+	var lines []string
+	for _, name := range r.scaleOutNames() {
+		var parts []string
+		conc := 0
+		for _, run := range r.ScaleOut {
+			if run.Name != name || len(run.Figures) == 0 {
+				continue
+			}
+			f := run.Figures[0]
+			conc = f.Concurrency
+			part := fmt.Sprintf("%d: %.0f /s, p99 %s ms", run.Instances, f.Throughput, msText(f.P99ms))
+			if run.Instances > 1 && f.VsOneInstance > 0 {
+				part += fmt.Sprintf(" (× %.2f)", f.VsOneInstance)
+			}
+			parts = append(parts, part)
+		}
+		lines = append(lines, fmt.Sprintf("%s, c=%d, by instances: %s", name, conc, strings.Join(parts, " · ")))
+	}
+	return lines
 }
 
 // msText keeps two significant decimals below 10 ms, one above.

@@ -73,3 +73,43 @@ func TestReadmeSection_MachineTargetsRunsAndChart(t *testing.T) {
 	require.Contains(t, s, "| fresh | 400 /s, p99 57.1 ms | 490 /s, p99 146.0 ms |")
 	require.Contains(t, s, "](bench/results/chart.png)")
 }
+
+func TestScaleOut_ReadmeLinesAndResultsTable(t *testing.T) {
+	t.Parallel()
+	r := Results{
+		Machine: Machine{Cores: 2},
+		ScaleOut: []Run{
+			{Name: "scaleout-fresh", Instances: 1, What: "fresh keys in turn", Figures: []Figures{{Concurrency: 32, Throughput: 700, P50ms: 40, P99ms: 81.45, PeakRSSMB: 80, CommitsPerRequest: 2.03}}},
+			{Name: "scaleout-fresh", Instances: 2, What: "fresh keys in turn", Figures: []Figures{{Concurrency: 32, Throughput: 770, P50ms: 38, P99ms: 90, PeakRSSMB: 70}}},
+			{Name: "scaleout-replay", Instances: 1, What: "replays in turn", Figures: []Figures{{Concurrency: 32, Throughput: 7000, P50ms: 2.8, P99ms: 15.08}}},
+		},
+	}
+	r.computeRatios(r.concurrencies())
+
+	require.Equal(t, []string{
+		"scaleout-fresh, c=32, by instances: 1: 700 /s, p99 81.5 ms · 2: 770 /s, p99 90.0 ms (× 1.10)",
+		"scaleout-replay, c=32, by instances: 1: 7000 /s, p99 15.1 ms",
+	}, r.scaleOutSummary())
+	require.Contains(t, r.readmeSection(), "\n- scaleout-fresh, c=32, by instances: 1: 700 /s")
+
+	md := r.markdown()
+	require.Contains(t, md, "## Scale-out (instances on one machine)")
+	require.Contains(t, md, "| scaleout-fresh | 1 | 32 | 700 | 1.00 | 40.00 | 81.45 | 0 | 80 | 2.03 |\n")
+	require.Contains(t, md, "| scaleout-fresh | 2 | 32 | 770 | 1.10 | 38.00 | 90.00 | 0 | 70 | – |\n")
+	require.Contains(t, md, "- **scaleout-fresh**: fresh keys in turn\n- **scaleout-replay**: replays in turn\n")
+	require.NotContains(t, md, "| scaleout-fresh | 32 |", "the scale-out runs keep out of the table by concurrency")
+}
+
+func TestWrite_OnlyScaleOut_NoChart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "chart.png")
+	require.NoError(t, os.WriteFile(stale, []byte("an earlier run's chart"), 0o644))
+	r := Results{ScaleOut: []Run{{Name: "scaleout-fresh", Instances: 1, Figures: []Figures{{Concurrency: 32, Throughput: 700}}}}}
+
+	require.NoError(t, r.write(dir))
+
+	require.FileExists(t, filepath.Join(dir, "results.md"))
+	require.FileExists(t, filepath.Join(dir, "results.json"))
+	require.NoFileExists(t, stale, "no run by concurrency: no chart, and not an earlier one")
+}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,14 +31,29 @@ type Figures struct {
 	// loop too, not only the requests' own statements), per request answered.
 	CommitsPerRequest  float64 `json:"commits_per_request,omitempty"`
 	WALBytesPerRequest float64 `json:"wal_bytes_per_request,omitempty"`
+	// VsOneInstance is, for a scale-out run, the throughput over that of the
+	// same load on one instance at the same concurrency (computeRatios).
+	VsOneInstance float64 `json:"throughput_vs_one_instance,omitempty"`
 }
 
 // Run is one kind of run at every concurrency.
 type Run struct {
-	Name     string    `json:"name"`
-	What     string    `json:"what"`
-	Provider string    `json:"provider,omitempty"`
-	Figures  []Figures `json:"figures"`
+	Name     string `json:"name"`
+	What     string `json:"what"`
+	Provider string `json:"provider,omitempty"`
+	// Instances is how many servers shared the load, round-robin, in a
+	// scale-out run; 0 in the others, which have one.
+	Instances int       `json:"instances,omitempty"`
+	Figures   []Figures `json:"figures"`
+}
+
+// label names the run in the log and the profiles: a scale-out run's name
+// once for each number of instances.
+func (run *Run) label() string {
+	if run.Instances == 0 {
+		return run.Name
+	}
+	return fmt.Sprintf("%s-%dx", run.Name, run.Instances)
 }
 
 // StormResult is the duplicate storm.
@@ -67,13 +85,37 @@ type Results struct {
 	Notes    []string     `json:"notes,omitempty"`
 	Runs     []Run        `json:"runs"`
 	Storm    *StormResult `json:"storm,omitempty"`
-	Ratios   []Ratio      `json:"ratios"`
+	// ScaleOut are the scale-out runs, one per load and number of
+	// instances; apart from Runs, whose tables and chart are by concurrency.
+	ScaleOut []Run   `json:"scale_out,omitempty"`
+	Ratios   []Ratio `json:"ratios"`
 }
 
 func (r *Results) run(name string) *Run {
 	for i := range r.Runs {
 		if r.Runs[i].Name == name {
 			return &r.Runs[i]
+		}
+	}
+	return nil
+}
+
+// scaleOutNames are the scale-out runs' loads, in the order they ran.
+func (r *Results) scaleOutNames() []string {
+	var names []string
+	for _, run := range r.ScaleOut {
+		if !slices.Contains(names, run.Name) {
+			names = append(names, run.Name)
+		}
+	}
+	return names
+}
+
+// scaleOut is the scale-out run of the load name over n instances.
+func (r *Results) scaleOut(name string, n int) *Run {
+	for i := range r.ScaleOut {
+		if r.ScaleOut[i].Name == name && r.ScaleOut[i].Instances == n {
+			return &r.ScaleOut[i]
 		}
 	}
 	return nil
@@ -105,7 +147,17 @@ func (r *Results) write(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.markdown()), 0o644); err != nil {
 		return err
 	}
-	return r.chart(filepath.Join(dir, "chart.png"))
+	chart := filepath.Join(dir, "chart.png")
+	if len(r.Runs) == 0 {
+		// Only groups outside the table by concurrency ran (-only storm,
+		// scaleout): no line to draw, where gonum's log scales panic. Nor
+		// should an earlier run's chart stay beside these results.
+		if err := os.Remove(chart); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return r.chart(chart)
 }
 
 func (r *Results) markdown() string {
@@ -124,26 +176,30 @@ func (r *Results) markdown() string {
 	if len(r.Notes) > 0 {
 		b.WriteString("\n")
 	}
-	b.WriteString("| run | concurrency | throughput /s | p50 ms | p99 ms | errors | server peak RSS MB | writing transactions / request | WAL bytes / request |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, run := range r.Runs {
-		for _, f := range run.Figures {
-			p50, p99, rss := fmt.Sprintf("%.2f", f.P50ms), fmt.Sprintf("%.2f", f.P99ms), fmt.Sprintf("%.0f", f.PeakRSSMB)
-			if f.MeanLatency {
-				p50, p99 = fmt.Sprintf("%.2f (mean)", f.P50ms), "–"
+	// A partial run of the storm or the scale-out alone has no run by
+	// concurrency.
+	if len(r.Runs) > 0 {
+		b.WriteString("| run | concurrency | throughput /s | p50 ms | p99 ms | errors | server peak RSS MB | writing transactions / request | WAL bytes / request |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, run := range r.Runs {
+			for _, f := range run.Figures {
+				p50, p99, rss := fmt.Sprintf("%.2f", f.P50ms), fmt.Sprintf("%.2f", f.P99ms), fmt.Sprintf("%.0f", f.PeakRSSMB)
+				if f.MeanLatency {
+					p50, p99 = fmt.Sprintf("%.2f (mean)", f.P50ms), "–"
+				}
+				if f.PeakRSSMB == 0 {
+					rss = "–"
+				}
+				commits, wal := "–", "–"
+				if f.CommitsPerRequest > 0 || f.WALBytesPerRequest > 0 {
+					commits, wal = fmt.Sprintf("%.2f", f.CommitsPerRequest), fmt.Sprintf("%.0f", f.WALBytesPerRequest)
+				}
+				fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %s | %d | %s | %s | %s |\n", run.Name, f.Concurrency, f.Throughput, p50, p99, f.Errors, rss, commits, wal)
 			}
-			if f.PeakRSSMB == 0 {
-				rss = "–"
-			}
-			commits, wal := "–", "–"
-			if f.CommitsPerRequest > 0 || f.WALBytesPerRequest > 0 {
-				commits, wal = fmt.Sprintf("%.2f", f.CommitsPerRequest), fmt.Sprintf("%.0f", f.WALBytesPerRequest)
-			}
-			fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %s | %d | %s | %s | %s |\n", run.Name, f.Concurrency, f.Throughput, p50, p99, f.Errors, rss, commits, wal)
 		}
-	}
-	b.WriteString("\nRuns:\n\n")
-	for _, run := range r.Runs {
-		fmt.Fprintf(&b, "- **%s**: %s\n", run.Name, run.What)
+		b.WriteString("\nRuns:\n\n")
+		for _, run := range r.Runs {
+			fmt.Fprintf(&b, "- **%s**: %s\n", run.Name, run.What)
+		}
 	}
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n| ratio or target | concurrency | value | target | met |\n|---|---:|---:|---|---|\n")
@@ -165,5 +221,42 @@ func (r *Results) markdown() string {
 		fmt.Fprintf(&b, "\n**Duplicate storm**: %d concurrent requests with one key over %d instances: provider charges %s (must be 1), errors %d (must be 0), PROCESSING answers asked again %d, every client held the final result after %.0f ms; peak RSS %.0f MB.\n",
 			s.Requests, s.Instances, charges, s.Errors, s.ProcessingAnswers, s.AllFinalMs, s.PeakRSSMB)
 	}
+	r.scaleOutMarkdown(&b)
 	return b.String()
+}
+
+// scaleOutMarkdown writes the scale-out runs' table, if any ran.
+func (r *Results) scaleOutMarkdown(b *strings.Builder) {
+	if len(r.ScaleOut) == 0 {
+		return
+	}
+	most := 0
+	for _, run := range r.ScaleOut {
+		most = max(most, run.Instances)
+	}
+	fmt.Fprintf(b, "\n## Scale-out (instances on one machine)\n\nThe same load spread round-robin over 1 to %d instances of the server (separate processes on the same PostgreSQL); the concurrency counts the clients in all, not per instance. × 1 instance is the throughput over that of one instance at the same concurrency (1.0: no gain; the number of instances: linear). The instances share the machine's %d cores with PostgreSQL and the load generator, so this says what one more process on the same machine gains, not what more machines would.\n\n",
+		most, r.Machine.Cores)
+	b.WriteString("| run | instances | concurrency | throughput /s | × 1 instance | p50 ms | p99 ms | errors | peak RSS MB (any instance) | writing transactions / request |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, run := range r.ScaleOut {
+		for _, f := range run.Figures {
+			vs, commits := "–", "–"
+			if f.VsOneInstance > 0 {
+				vs = fmt.Sprintf("%.2f", f.VsOneInstance)
+			}
+			if f.CommitsPerRequest > 0 {
+				commits = fmt.Sprintf("%.2f", f.CommitsPerRequest)
+			}
+			fmt.Fprintf(b, "| %s | %d | %d | %.0f | %s | %.2f | %.2f | %d | %.0f | %s |\n",
+				run.Name, run.Instances, f.Concurrency, f.Throughput, vs, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB, commits)
+		}
+	}
+	b.WriteString("\n")
+	for _, name := range r.scaleOutNames() {
+		for _, run := range r.ScaleOut {
+			if run.Name == name {
+				fmt.Fprintf(b, "- **%s**: %s\n", name, run.What)
+				break
+			}
+		}
+	}
 }

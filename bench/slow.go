@@ -27,7 +27,7 @@ func (b *bench) slowProvider(ctx context.Context) error {
 	run := Run{Name: "fresh-50ms", Provider: "cardsim", What: fmt.Sprintf(
 		"chargeCard with a new key per request, paying with %s against PROVIDER=cardsim with SIM_SLOW_DELAY=%s: a provider that answers after %s",
 		slowCard, slowProviderDelay, slowProviderDelay)}
-	b.serverRuns(srv, &run, func() vegeta.Targeter { return freshTargeter(srv.URL, slowCard) })
+	b.serverRuns(srv, &run, func() vegeta.Targeter { return freshTargeter(slowCard, srv.URL) })
 	b.results.Runs = append(b.results.Runs, run)
 	return nil
 }
