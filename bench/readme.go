@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"chargeonce/internal/markdown"
 )
 
 // The repository README shows the latest full run between these markers;
@@ -51,28 +52,7 @@ func render(opts options, stdout io.Writer) error {
 // updateReadme rewrites the part of the README at path between the markers
 // with r.
 func updateReadme(path string, r *Results) error {
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	out, err := replaceMarked(string(doc), r.readmeSection())
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, []byte(out), 0o644)
-}
-
-// replaceMarked returns doc with what lies between the markers replaced by
-// content, and everything else as it was.
-func replaceMarked(doc, content string) (string, error) {
-	if strings.Count(doc, readmeBegin) != 1 || strings.Count(doc, readmeEnd) != 1 {
-		return "", fmt.Errorf("want one %s and one %s marker", readmeBegin, readmeEnd)
-	}
-	i, j := strings.Index(doc, readmeBegin)+len(readmeBegin), strings.Index(doc, readmeEnd)
-	if j < i {
-		return "", errors.New(readmeEnd + " comes before " + readmeBegin)
-	}
-	return doc[:i] + "\n" + strings.TrimSpace(content) + "\n" + doc[j:], nil
+	return markdown.UpdateFile(path, readmeBegin, readmeEnd, r.readmeSection())
 }
 
 // readmeSection is the README's compact view of r: the machine, the targets

@@ -8,37 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestReplaceMarked_ReplacesOnlyBetweenTheMarkers(t *testing.T) {
-	t.Parallel()
-	doc := "# title\n\nintro\n" + readmeBegin + "\nold table\nold chart\n" + readmeEnd + "\n\n## Next\nmore\n"
-
-	got, err := replaceMarked(doc, "\nnew table\n\n")
-
-	require.NoError(t, err)
-	require.Equal(t, "# title\n\nintro\n"+readmeBegin+"\nnew table\n"+readmeEnd+"\n\n## Next\nmore\n", got)
-
-	again, err := replaceMarked(got, "new table")
-	require.NoError(t, err)
-	require.Equal(t, got, again, "rendering the same twice changes nothing")
-}
-
-func TestReplaceMarked_BadMarkers_Errors(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ name, doc string }{
-		{"none", "# title\n"},
-		{"no end", readmeBegin + "\n"},
-		{"no begin", readmeEnd + "\n"},
-		{"end first", readmeEnd + "\n" + readmeBegin + "\n"},
-		{"twice", readmeBegin + readmeEnd + readmeBegin + readmeEnd},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := replaceMarked(tc.doc, "x")
-			require.Error(t, err)
-		})
-	}
-}
-
 func TestUpdateReadme_MissingMarkers_LeavesTheFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "README.md")

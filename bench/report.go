@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"chargeonce/internal/markdown"
 )
 
 // Figures are one run at one concurrency.
@@ -134,17 +135,7 @@ func (run *Run) at(conc int) *Figures {
 }
 
 func (r *Results) write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.markdown()), 0o644); err != nil {
+	if err := markdown.WriteResults(dir, r, r.markdown()); err != nil {
 		return err
 	}
 	chart := filepath.Join(dir, "chart.png")

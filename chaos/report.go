@@ -1,10 +1,7 @@
 package chaos
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -107,17 +104,7 @@ const (
 
 // Write saves the report as results.md and results.json in dir.
 func (r *Report) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "results.md"), []byte("# chargeonce chaos run\n\n"+r.Markdown()+"\n"), 0o644)
+	return markdown.WriteResults(dir, r, "# chargeonce chaos run\n\n"+r.Markdown()+"\n")
 }
 
 // UpdateReadme shows the report in the README at path.

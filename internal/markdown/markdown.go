@@ -1,11 +1,14 @@
-// Package markdown rewrites the generated parts of chargeonce's documents:
-// what lies between a pair of HTML comment markers.
+// Package markdown writes the documents that chargeonce's runs generate:
+// results files, and the parts of the README between a pair of HTML comment
+// markers.
 package markdown
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -33,4 +36,20 @@ func UpdateFile(path, begin, end, content string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// WriteResults writes a run's results into dir: v as results.json, and md
+// as results.md.
+func WriteResults(dir string, v any, md string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(md), 0o644)
 }
