@@ -61,7 +61,7 @@ func (r *Report) Markdown() string {
 	if r.Short {
 		kind = "short"
 	}
-	fmt.Fprintf(&b, "Latest %s chaos run: %s, %s; three instances (PROCESSING_LEASE=10s), a pg_auto_failover formation (monitor, primary, synchronous standby), three NATS nodes (CHARGES with 3 replicas), the receipts consumer.\n\n",
+	fmt.Fprintf(&b, "Latest %s chaos run: %s, %s of load; three instances (PROCESSING_LEASE=10s), a pg_auto_failover formation (monitor, primary, synchronous standby), three NATS nodes (CHARGES with 3 replicas), the receipts consumer.\n\n",
 		kind, r.Started.Format("2006-01-02 15:04 UTC"), round(r.Duration))
 	b.WriteString("| killed (SIGKILL) | how it came back | kill → first successful charge |\n|---|---|---:|\n")
 	for _, k := range r.Kills {
