@@ -120,6 +120,10 @@ func TestChaos_ShortRun_LosesAndDoublesNothing(t *testing.T) {
 	require.Positive(t, report.Replays)
 	require.Equal(t, report.Succeeded, report.Receipts)
 	require.Equal(t, 3, report.StreamReplicas)
+	// The instance killed mid-charge held its checkouts' leases: their
+	// retries waited for the leases (10 s) to end, then took them over.
+	require.Equal(t, 4, report.Held)
+	require.GreaterOrEqual(t, report.HeldLongest, 9*time.Second)
 }
 
 // logWriter writes each line given to the test's log.

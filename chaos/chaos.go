@@ -136,7 +136,7 @@ func (r *run) startLoad(ctx context.Context) {
 		r.workers.Go(func() {
 			for !r.stop.Load() && ctx.Err() == nil {
 				co := r.newCheckout()
-				r.client.settle(ctx, co)
+				r.client.settle(ctx, co, "")
 			}
 		})
 	}
@@ -149,7 +149,7 @@ func (r *run) startLoad(ctx context.Context) {
 			r.mu.Unlock()
 			var storm sync.WaitGroup
 			for range clients {
-				storm.Go(func() { r.client.settle(ctx, co) })
+				storm.Go(func() { r.client.settle(ctx, co, "") })
 			}
 			storm.Wait()
 			time.Sleep(500 * time.Millisecond)
@@ -158,7 +158,7 @@ func (r *run) startLoad(ctx context.Context) {
 	r.workers.Go(func() {
 		for !r.stop.Load() && ctx.Err() == nil {
 			if co := r.finishedCheckout(); co != nil {
-				r.client.settle(ctx, co)
+				r.client.settle(ctx, co, "")
 				r.mu.Lock()
 				r.report.Replays++
 				r.mu.Unlock()
@@ -216,7 +216,8 @@ func (r *run) kills(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("no standby was promoted: %w", err)
 	}
-	k.Recovery = fmt.Sprintf("%s promoted by pg_auto_failover after %s", promoted.Name, round(time.Since(k.At)))
+	r.report.Failover = time.Since(k.At)
+	k.Recovery = fmt.Sprintf("%s promoted by pg_auto_failover after %s", promoted.Name, round(r.report.Failover))
 	r.logf("%s", k.Recovery)
 	r.waitSuccess(ctx, k)
 	time.Sleep(pause)
@@ -242,6 +243,7 @@ func (r *run) kills(ctx context.Context) error {
 	r.waitSuccess(ctx, k)
 
 	inst := r.c.Instances[len(r.c.Instances)-1]
+	r.holdLeases(ctx, inst.URL)
 	if err := inst.Kill(); err != nil {
 		return err
 	}
@@ -251,9 +253,29 @@ func (r *run) kills(ctx context.Context) error {
 	if err := inst.Start(ctx, 2*time.Minute); err != nil {
 		return err
 	}
-	k.Recovery = fmt.Sprintf("restarted after %s; the others served meanwhile", round(time.Since(k.At)))
+	k.Recovery = fmt.Sprintf("restarted after %s; the others served meanwhile, and took over the checkouts it held once their leases ended", round(time.Since(k.At)))
 	time.Sleep(pause)
 	return nil
+}
+
+// heldCheckouts is how many checkouts the killed instance holds the lease
+// of when it dies.
+const heldCheckouts = 4
+
+// holdLeases sends checkouts with the simulator's slow card to the instance
+// at url, and returns once their provider calls are under way: killed now,
+// it dies holding their leases. Their clients' retries on the other
+// instances answer PROCESSING until the leases end (PROCESSING_LEASE), then
+// one takes each attempt over and asks the provider by its key.
+func (r *run) holdLeases(ctx context.Context, url string) {
+	for range heldCheckouts {
+		co := r.newCheckout()
+		co.held, co.declined = true, false
+		co.input["paymentMethod"] = "pm_card_slow"
+		r.workers.Go(func() { r.client.settle(ctx, co, url) })
+	}
+	// The simulator takes 3 s for the slow card; the claims take far less.
+	time.Sleep(time.Second)
 }
 
 // killed records a kill that has just happened.

@@ -29,6 +29,10 @@ func (r *run) check(ctx context.Context) error {
 			continue
 		}
 		rep.LongestWait = max(rep.LongestWait, co.final.Sub(co.first))
+		if co.held {
+			rep.Held++
+			rep.HeldLongest = max(rep.HeldLongest, co.final.Sub(co.first))
+		}
 		first := co.answers[0]
 		switch first.status {
 		case "SUCCEEDED":

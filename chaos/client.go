@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -63,11 +64,15 @@ func newClient(instances []string) *client {
 	}}
 }
 
-// do posts one GraphQL operation to the next instance. It returns the
+// pick is the next instance in turn.
+func (c *client) pick() string {
+	return c.instances[c.next.Add(1)%uint64(len(c.instances))]
+}
+
+// do posts one GraphQL operation to the instance at base. It returns the
 // field's payload, or the error's code (extensions.code), or a transport
 // error.
-func (c *client) do(ctx context.Context, query string, vars map[string]any) (*payload, string, error) {
-	base := c.instances[c.next.Add(1)%uint64(len(c.instances))]
+func (c *client) do(ctx context.Context, base, query string, vars map[string]any) (*payload, string, error) {
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	if err != nil {
 		return nil, "", err
@@ -117,7 +122,9 @@ type checkout struct {
 	key      string
 	input    map[string]any
 	declined bool
-	first    time.Time
+	// held: sent to an instance that was killed during its provider call.
+	held  bool
+	first time.Time
 
 	mu      sync.Mutex
 	answers []answer
@@ -135,11 +142,11 @@ type answer struct {
 // settle sends the checkout's request until a final answer or ctx's end:
 // after a network error, a retryable error or PROCESSING (after its
 // retryAfterMs), the same request with the same key goes to the next
-// instance.
-func (c *client) settle(ctx context.Context, co *checkout) {
+// instance. The first goes to first, or to the next instance when it is "".
+func (c *client) settle(ctx context.Context, co *checkout, first string) {
 	vars := map[string]any{"key": co.key, "input": co.input}
-	for ctx.Err() == nil {
-		p, code, err := c.do(ctx, chargeCard, vars)
+	for base := cmp.Or(first, c.pick()); ctx.Err() == nil; base = c.pick() {
+		p, code, err := c.do(ctx, base, chargeCard, vars)
 		if p.final() {
 			co.mu.Lock()
 			co.answers = append(co.answers, answer{status: p.Status, chargeID: p.chargeID(), replayed: p.Replayed})
@@ -169,7 +176,7 @@ func (c *client) settle(ctx context.Context, co *checkout) {
 // status reads the key's stored state through the API.
 func (c *client) status(ctx context.Context, key string) (*payload, error) {
 	for {
-		p, code, err := c.do(ctx, chargeStatus, map[string]any{"key": key})
+		p, code, err := c.do(ctx, c.pick(), chargeStatus, map[string]any{"key": key})
 		if err == nil && code == "" {
 			return p, nil
 		}
@@ -191,7 +198,7 @@ func (c *client) providerCharges(ctx context.Context, key string) ([]providerCha
 	q := url.Values{"merchant": {"demo"}, "client_idempotency_key": {key}}
 	var lastErr error
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
-		base := c.instances[c.next.Add(1)%uint64(len(c.instances))]
+		base := c.pick()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/provider/v1/charges?"+q.Encode(), nil)
 		if err != nil {
 			return nil, err

@@ -30,6 +30,14 @@ type Report struct {
 	// LongestWait is the longest a client waited from its first request to
 	// a final answer.
 	LongestWait time.Duration `json:"longest_wait_ns"`
+	// Failover is the time from the primary's kill to the standby's
+	// promotion.
+	Failover time.Duration `json:"failover_ns"`
+	// Held are the checkouts the killed instance held the lease of (a slow
+	// card's provider call under way), and HeldLongest the longest of them
+	// from its first request to a final answer.
+	Held        int           `json:"held_at_kill"`
+	HeldLongest time.Duration `json:"held_longest_ns"`
 
 	// Lost are keys whose stored state is not what a client was told;
 	// Changed are keys whose clients were told different things; Doubled
@@ -77,7 +85,9 @@ func (r *Report) Markdown() string {
 		{"succeeded / failed (declined card)", fmt.Sprintf("%d / %d", r.Succeeded, r.Failed)},
 		{"same-key storms (12 clients each) / replays", fmt.Sprintf("%d / %d", r.Storms, r.Replays)},
 		{"tries retried with the same key (error, dropped connection, PROCESSING)", fmt.Sprint(r.Tries)},
+		{"failover: primary killed → standby promoted", round(r.Failover).String()},
 		{"longest a client waited for a final answer", round(r.LongestWait).String()},
+		{"checkouts the killed instance held (slow card, lease held) / longest until final", fmt.Sprintf("%d / %s", r.Held, round(r.HeldLongest))},
 		{"**charges lost** (stored state differs from an answer)", fmt.Sprintf("**%d**", r.Lost)},
 		{"**charges doubled** (more than one provider charge for a key)", fmt.Sprintf("**%d**", r.Doubled)},
 		{"answers changed between clients of one key", fmt.Sprint(r.Changed)},
