@@ -86,22 +86,6 @@ func (p *Part) PID() int {
 	return p.cmd.Process.Pid
 }
 
-// Running says whether the part's process runs.
-func (p *Part) Running() bool {
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
-}
-
 // Kill ends the part with SIGKILL, as a crash of its machine would, and
 // waits until it is gone.
 func (p *Part) Kill() error {
