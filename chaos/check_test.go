@@ -10,6 +10,7 @@ import (
 // cluster could leave behind, so that a chaos run that finds nothing means
 // something.
 func TestCheckStored_FindsWhatWasLostOrDoubled(t *testing.T) {
+	t.Parallel()
 	stored := func(status, id, providerID string) *payload {
 		p := &payload{Status: status}
 		if id != "" {
@@ -38,6 +39,7 @@ func TestCheckStored_FindsWhatWasLostOrDoubled(t *testing.T) {
 		{"failed, and charged", answer{status: "FAILED"}, stored("FAILED", "", ""), ok, 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := &run{report: &Report{}}
 			r.checkStored(&checkout{key: "k", answers: []answer{tc.told}}, tc.now, tc.charges)
 			require.Equal(t, tc.lost, r.report.Lost, "lost")

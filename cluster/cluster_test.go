@@ -7,6 +7,7 @@ import (
 )
 
 func TestAllocate_FixedPortsAreConsecutive(t *testing.T) {
+	t.Parallel()
 	a, err := DefaultPorts.allocate(3, 3)
 	require.NoError(t, err)
 	require.Equal(t, allocated{
@@ -18,6 +19,7 @@ func TestAllocate_FixedPortsAreConsecutive(t *testing.T) {
 // Free ports are picked while the ones before are still held, so no two
 // parts are given the same port.
 func TestAllocate_FreePortsAreAllDifferent(t *testing.T) {
+	t.Parallel()
 	a, err := Ports{}.allocate(3, 3)
 	require.NoError(t, err)
 	seen := map[int]bool{}
