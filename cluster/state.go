@@ -16,12 +16,15 @@ import (
 type State struct {
 	// Supervisor is the process that runs the cluster; SIGTERM to it stops
 	// everything.
-	Supervisor  int         `json:"supervisor_pid"`
-	Dir         string      `json:"dir"`
-	DatabaseURL string      `json:"database_url"`
-	MonitorURL  string      `json:"monitor_url"`
-	NATSURL     string      `json:"nats_url"`
-	Parts       []PartState `json:"parts"`
+	Supervisor int    `json:"supervisor_pid"`
+	Dir        string `json:"dir"`
+	// FormationDir is where the formation lives: under Dir, or under the
+	// temp dir when PostgreSQL's user cannot reach Dir.
+	FormationDir string      `json:"formation_dir"`
+	DatabaseURL  string      `json:"database_url"`
+	MonitorURL   string      `json:"monitor_url"`
+	NATSURL      string      `json:"nats_url"`
+	Parts        []PartState `json:"parts"`
 }
 
 // PartState is one process of the cluster.
@@ -42,7 +45,7 @@ const StateFile = "cluster.json"
 func (c *Cluster) State(ctx context.Context, supervisor int) State {
 	s := State{Supervisor: supervisor, Dir: c.dir, NATSURL: c.NATSURL}
 	if f := c.Formation; f != nil {
-		s.DatabaseURL, s.MonitorURL = f.URL, f.MonitorURL
+		s.DatabaseURL, s.MonitorURL, s.FormationDir = f.URL, f.MonitorURL, f.Dir()
 		primary, _ := f.Primary(ctx)
 		pid := f.KeeperPID("monitor")
 		s.Parts = append(s.Parts, PartState{Name: "monitor", Role: "pg_auto_failover monitor", PID: pid,
@@ -124,5 +127,5 @@ func (s State) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nKilling the primary's keeper group is the loss of its machine: pg_auto_failover promotes the standby in seconds,\n"+
 		"and every instance reconnects to it by itself. A killed NATS node or instance stays down (the others carry on);\n"+
 		"`make chaos` kills and restarts each kind in turn and checks that nothing was lost or charged twice.\n"+
-		"Logs: %s/logs/ and the formation's *.log. Stop everything with: make cluster-down\n", s.Dir)
+		"Logs: %s/logs/, and the formation's keepers in %s/*.log. Stop everything with: make cluster-down\n", s.Dir, s.FormationDir)
 }

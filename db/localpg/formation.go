@@ -98,6 +98,9 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 		return nil, err
 	}
 	dir := inst.dir // resolve moves it under the temp dir if the server's user cannot reach it
+	if err := clearFormation(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -160,6 +163,23 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 	f.URL = fmt.Sprintf("postgres://%s@%s/%s?target_session_attrs=read-write&sslmode=disable", user, strings.Join(hosts, ","), localDatabase)
 	ok = true
 	return f, nil
+}
+
+// clearFormation removes what an earlier formation left in dir, since a
+// formation is always created anew (its ports are new), and refuses when
+// one of its servers still runs.
+func clearFormation(dir string) error {
+	pidFiles, err := filepath.Glob(filepath.Join(dir, "*", "postmaster.pid"))
+	if err != nil {
+		return err
+	}
+	for _, path := range pidFiles {
+		d := filepath.Dir(path)
+		if pf, err := (&instance{dir: d}).readPIDFile(); err == nil && alive(pf.pid) && isPostgres(pf.pid, d) {
+			return fmt.Errorf("pg_auto_failover: a formation still runs in %s (postgres pid %d in %s); stop it first", dir, pf.pid, d)
+		}
+	}
+	return os.RemoveAll(dir)
 }
 
 // tuneMonitor shortens the monitor's health checks and waits: a primary
