@@ -121,14 +121,11 @@ func startEmbedded(cfg BrokerConfig) (*server.Server, error) {
 	if cfg.StoreDir == "" {
 		return nil, errors.New("the embedded event broker needs a store directory")
 	}
-	if err := os.MkdirAll(cfg.StoreDir, 0o700); err != nil {
-		return nil, err
-	}
 	port := cfg.Port
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	s, err := server.NewServer(&server.Options{
+	return startServer(&server.Options{
 		ServerName: embeddedName(cfg.StoreDir),
 		Host:       "127.0.0.1",
 		Port:       port,
@@ -136,14 +133,25 @@ func startEmbedded(cfg BrokerConfig) (*server.Server, error) {
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true, // signals are the chargeonce process's
 		NoLog:      true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded event broker: %w", err)
+	}, "the embedded event broker", " (is the port taken? set EMBEDDED_NATS_PORT, or NATS_URL)")
+}
+
+// startServer makes opts.StoreDir, starts a NATS server (what names it in
+// errors, and hint follows the one for a server that does not start), and
+// returns once it takes clients.
+func startServer(opts *server.Options, what, hint string) (*server.Server, error) {
+	if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
+		return nil, err
 	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	s.ConfigureLogger() // nothing with NoLog
 	s.Start()
 	if !s.ReadyForConnections(15 * time.Second) {
 		s.Shutdown()
-		return nil, fmt.Errorf("the embedded event broker did not start on 127.0.0.1:%d (is the port taken? set EMBEDDED_NATS_PORT, or NATS_URL)", cfg.Port)
+		return nil, fmt.Errorf("%s did not start on 127.0.0.1:%d%s", what, max(opts.Port, 0), hint)
 	}
 	return s, nil
 }

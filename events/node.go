@@ -3,8 +3,6 @@ package events
 import (
 	"fmt"
 	"net/url"
-	"os"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -31,9 +29,6 @@ const ClusterName = "chargeonce"
 // answers clients once it listens; JetStream is usable once a majority of
 // the nodes have found each other.
 func StartNode(cfg NodeConfig) (*server.Server, error) {
-	if err := os.MkdirAll(cfg.StoreDir, 0o700); err != nil {
-		return nil, err
-	}
 	routes := make([]*url.URL, 0, len(cfg.Routes))
 	for _, r := range cfg.Routes {
 		u, err := url.Parse(r)
@@ -42,7 +37,7 @@ func StartNode(cfg NodeConfig) (*server.Server, error) {
 		}
 		routes = append(routes, u)
 	}
-	s, err := server.NewServer(&server.Options{
+	return startServer(&server.Options{
 		ServerName: cfg.Name,
 		Host:       "127.0.0.1",
 		Port:       cfg.Port,
@@ -55,15 +50,5 @@ func StartNode(cfg NodeConfig) (*server.Server, error) {
 		},
 		Routes: routes,
 		NoSigs: true, // signals are the chargeonce process's
-	})
-	if err != nil {
-		return nil, fmt.Errorf("NATS node %s: %w", cfg.Name, err)
-	}
-	s.ConfigureLogger()
-	s.Start()
-	if !s.ReadyForConnections(15 * time.Second) {
-		s.Shutdown()
-		return nil, fmt.Errorf("NATS node %s did not start on 127.0.0.1:%d", cfg.Name, cfg.Port)
-	}
-	return s, nil
+	}, "NATS node "+cfg.Name, "")
 }
