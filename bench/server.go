@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"chargeonce/cluster"
 )
 
 // listenLine finds the port in the server's "chargeonce listening" log line.
@@ -87,12 +88,8 @@ func startServer(ctx context.Context, binary string, env map[string]string) (*se
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
+		if cluster.Ready(ctx, s.URL) == nil {
+			return s, nil
 		}
 		if time.Now().After(deadline) {
 			s.stop()
