@@ -75,3 +75,40 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, connected f
 		}
 	}
 }
+
+// Reconnect is how ListenAlways waits before it opens the LISTEN
+// connection again: Min first, doubling up to Max; a connection held longer
+// than Reset (default Max) starts the waits over at Min.
+type Reconnect struct {
+	Min, Max, Reset time.Duration
+}
+
+// ListenAlways runs Listen until ctx ends, opening the connection again
+// after each failure with the waits of r. lost is told each failure and the
+// wait before the next try; notifications sent meanwhile are gone, which
+// connected (called again) must make up for.
+func ListenAlways(ctx context.Context, pool *pgxpool.Pool, channel string, r Reconnect,
+	connected func(), notified func(payload string), lost func(err error, retryIn time.Duration)) {
+	reset := r.Reset
+	if reset == 0 {
+		reset = r.Max
+	}
+	wait := r.Min
+	for ctx.Err() == nil {
+		started := time.Now()
+		err := Listen(ctx, pool, channel, connected, notified)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > reset {
+			wait = r.Min // it held a while: a new outage starts over
+		}
+		lost(err, wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, r.Max)
+	}
+}

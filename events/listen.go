@@ -15,24 +15,11 @@ import (
 // notifications sent while it was away are lost. It reconnects with a
 // backoff until ctx ends; the relay's poll covers the gaps.
 func listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, wake chan<- struct{}) {
-	backoff := time.Duration(0)
-	for ctx.Err() == nil {
-		started := time.Now()
-		err := db.Listen(ctx, pool, db.EventsChannel, func() { signal(wake) }, func(string) { signal(wake) })
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(started) > time.Minute {
-			backoff = 0 // it held a while: a new outage starts over
-		}
-		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-		log.Warn("outbox listener lost its connection; polling until it is back", "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-	}
+	db.ListenAlways(ctx, pool, db.EventsChannel, db.Reconnect{Min: 100 * time.Millisecond, Max: 5 * time.Second, Reset: time.Minute},
+		func() { signal(wake) }, func(string) { signal(wake) },
+		func(err error, retryIn time.Duration) {
+			log.Warn("outbox listener lost its connection; polling until it is back", "err", err, "retry_in", retryIn)
+		})
 }
 
 func signal(c chan<- struct{}) {
