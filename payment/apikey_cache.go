@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"chargeonce/db"
@@ -30,9 +31,8 @@ const apiKeysChannel = db.APIKeysChannel
 // stale an entry may be should notifications be lost without the connection
 // failing visibly (a silent network cut lasts until the LISTEN health check).
 type keyCache struct {
-	ttl  time.Duration
-	size int
-	now  func() time.Time
+	ttl time.Duration
+	now func() time.Time
 
 	hit, miss, bypass prometheus.Counter
 
@@ -41,8 +41,9 @@ type keyCache struct {
 	// gen counts resets. A lookup remembers it before reading the database,
 	// and its result is kept only if no reset came meanwhile: a revocation
 	// notified during the lookup may not be in what the lookup read.
-	gen     uint64
-	entries map[[sha256.Size]byte]cachedKey
+	gen uint64
+	// entries is bounded: the least recently used goes first.
+	entries *lru.Cache[[sha256.Size]byte, cachedKey]
 }
 
 type cachedKey struct {
@@ -51,11 +52,15 @@ type cachedKey struct {
 }
 
 func newKeyCache(ttl time.Duration, size int, m *metrics.Metrics) *keyCache {
-	return &keyCache{ttl: ttl, size: size, now: time.Now,
+	entries, err := lru.New[[sha256.Size]byte, cachedKey](size)
+	if err != nil {
+		panic(err) // only for a size below 1, which NewMerchantsWithConfig replaces
+	}
+	return &keyCache{ttl: ttl, now: time.Now,
 		hit:     m.AuthCache.WithLabelValues(metrics.CacheHit),
 		miss:    m.AuthCache.WithLabelValues(metrics.CacheMiss),
 		bypass:  m.AuthCache.WithLabelValues(metrics.CacheBypass),
-		entries: map[[sha256.Size]byte]cachedKey{}}
+		entries: entries}
 }
 
 // get returns the merchant cached for hash, if live and fresh; otherwise
@@ -67,28 +72,25 @@ func (c *keyCache) get(hash [sha256.Size]byte) (m Merchant, ok bool, gen uint64)
 		c.bypass.Inc()
 		return Merchant{}, false, c.gen
 	}
-	e, ok := c.entries[hash]
+	e, ok := c.entries.Get(hash)
 	if ok && c.now().Sub(e.at) < c.ttl {
 		c.hit.Inc()
 		return e.merchant, true, c.gen
 	}
-	delete(c.entries, hash)
+	c.entries.Remove(hash)
 	c.miss.Inc()
 	return Merchant{}, false, c.gen
 }
 
 // put caches m for hash, unless the cache is not live or was reset since
-// get returned gen. A full cache starts over: simple, and bounded.
+// get returned gen.
 func (c *keyCache) put(hash [sha256.Size]byte, m Merchant, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.live || gen != c.gen {
 		return
 	}
-	if len(c.entries) >= c.size {
-		clear(c.entries)
-	}
-	c.entries[hash] = cachedKey{merchant: m, at: c.now()}
+	c.entries.Add(hash, cachedKey{merchant: m, at: c.now()})
 }
 
 // reset empties the cache and makes it live or not.
@@ -97,7 +99,7 @@ func (c *keyCache) reset(live bool) {
 	defer c.mu.Unlock()
 	c.gen++
 	c.live = live
-	clear(c.entries)
+	c.entries.Purge()
 }
 
 // isLive reports whether the cache answers.
