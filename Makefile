@@ -63,7 +63,8 @@ check-generated: generate ## Fail when committed generated code is stale
 	fi
 
 .PHONY: lint
-lint: ## go vet, gofmt and staticcheck
+lint: ## go vet, gofmt, staticcheck, and no build output tracked (internal/lint)
+	$(GO) run ./internal/lint
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck ./...
