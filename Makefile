@@ -49,12 +49,13 @@ test-web: web ## The demo's Vitest unit tests, then its browser tests (headless 
 	cd $(WEB) && $(NPM) run test:e2e
 
 .PHONY: generate
-generate: $(WEB_DEPS) ## Rebuild generated code (gqlgen, sqlc, the demo's typed GraphQL operations)
+generate: $(WEB_DEPS) ## Rebuild generated code (gqlgen, sqlc, the typed GraphQL operations of the demo and of the Go client)
 	$(GO) tool gqlgen generate
 	CGO_ENABLED=0 $(GO) tool sqlc generate
+	$(GO) tool genqlient internal/apiclient/genqlient.yaml
 	cd $(WEB) && $(NPM) run codegen
 
-GENERATED := graph sqlc cardsim/internal/sqlc $(WEB)/src/generated
+GENERATED := graph sqlc cardsim/internal/sqlc internal/apiclient $(WEB)/src/generated
 
 .PHONY: check-generated
 check-generated: generate ## Fail when committed generated code is stale
@@ -81,17 +82,23 @@ pg-auto-failover: ## Install Debian's pg_auto_failover (apt-get, as root) when p
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PG_AUTO_FAILOVER_PACKAGES) >/dev/null; \
 	fi
 
+# The lab (lab/): the local cluster and the chaos run, a program of its own
+# that drives bin/chargeonce as a process.
+.PHONY: lab
+lab:
+	$(GO) build -o bin/lab ./lab
+
 .PHONY: cluster
-cluster: build pg-auto-failover ## Start a local cluster in the background: a pg_auto_failover formation, 3 NATS nodes, 3 instances (:8081-8083), the receipts consumer; prints how to kill each part
-	./bin/chargeonce cluster up
+cluster: build lab pg-auto-failover ## Start a local cluster in the background: a pg_auto_failover formation, 3 NATS nodes, 3 instances (:8081-8083), the receipts consumer; prints how to kill each part
+	./bin/lab cluster up
 
 .PHONY: cluster-down
-cluster-down: ## Stop the cluster that make cluster started
-	@if [ -x bin/chargeonce ]; then ./bin/chargeonce cluster down; else $(GO) run . cluster down; fi
+cluster-down: lab ## Stop the cluster that make cluster started
+	./bin/lab cluster down
 
 .PHONY: chaos
-chaos: build pg-auto-failover ## The chaos run (about 2 min): load on a fresh cluster while the primary, a NATS node and an instance are killed; checks nothing is lost or doubled, writes chaos/results/ and the README's figures
-	./bin/chargeonce chaos
+chaos: build lab pg-auto-failover ## The chaos run (about 2 min): load on a fresh cluster while the primary, a NATS node and an instance are killed; checks nothing is lost or doubled; writes lab/chaos/results/ and the figures in docs/beyond-one-machine.md
+	./bin/lab chaos -out lab/chaos/results -readme docs/beyond-one-machine.md
 
 .PHONY: bench
 bench: ## The end-to-end benchmark (about 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the README's Performance section (go run ./bench -h: -only, -profile)
@@ -129,7 +136,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 1m), one after another; fail
 
 .PHONY: clean
 clean: ## Stop a running make cluster and the project-local PostgreSQL servers, and delete .data/, bin/ and the demo's build
-	-@if [ -f .data/cluster/cluster.json ]; then $(GO) run . cluster down; fi
+	-@if [ -f .data/cluster/cluster.json ]; then $(GO) run ./lab cluster down; fi
 	-$(GO) run . localdb stop .data/postgres
 	-$(GO) run . localdb stop $(TEST_PG_DIR)
 	-$(GO) run . localdb stop .data/web-e2e/postgres

@@ -25,10 +25,6 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 	switch {
 	case len(args) >= 1 && args[0] == "apikey":
 		return runAPIKeyCommand(ctx, cfg, args[1:], stdout, log)
-	case len(args) >= 1 && args[0] == "cluster":
-		return runClusterCommand(ctx, cfg, args[1:], stdout, log)
-	case len(args) >= 1 && args[0] == "chaos":
-		return runChaos(ctx, cfg, args[1:], stdout)
 	case len(args) >= 1 && args[0] == "webhook":
 		return runWebhookCommand(ctx, cfg, args[1:], stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
@@ -207,9 +203,4 @@ var errUsage = errors.New(`usage:
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER=stripe, or PROVIDER_URL: a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does
-  chargeonce cluster up [-port N]     start a local cluster in the background: a pg_auto_failover formation, 3 NATS nodes,
-                                      3 instances (on N.., default 8081; 0 picks free ports) and the receipts consumer,
-                                      under DATA_DIR/cluster; print how to kill each part
-  chargeonce cluster down             stop the cluster that cluster up started
-  chargeonce chaos [-short]           the chaos run on a cluster of its own under DATA_DIR/chaos (see README.md)
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)

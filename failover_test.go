@@ -13,7 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/db/localpg"
+	"chargeonce/lab/formation"
+	"chargeonce/lab/formation/formationtest"
 )
 
 // failoverCheckout is one client's charge, retried with its key until final.
@@ -36,10 +37,10 @@ type failoverCheckout struct {
 // primary, and the provider holds exactly one charge per key.
 func TestFailover_PrimaryKilledUnderLoad_NothingAcknowledgedIsLost(t *testing.T) {
 	t.Parallel()
-	dir := formationDir(t)
+	dir := formationtest.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true})
+	f, err := formation.Start(ctx, formation.Options{Dir: filepath.Join(dir, "formation"), Fast: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Stop(context.Background()) })
 	// Replays must come from the database, not from the instance's memory.

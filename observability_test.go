@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -274,13 +273,13 @@ func TestProduction_ListensOnAllInterfaces(t *testing.T) {
 	require.True(t, reachable(atAddress(t, prod, other)), "production listens on %s", other)
 }
 
-// metricsLine finds where a server serves its metrics, in a text or JSON log.
-var metricsLine = regexp.MustCompile(`metrics listening"?,?\s*"?addr"?[=:]"?http://([^ "/]+)/metrics`)
-
-// metricsAddr is the address of s's metrics listener, from its log.
+// metricsAddr is the address (host:port) of s's metrics listener, from
+// its log.
 func metricsAddr(t *testing.T, s *testServer) string {
 	t.Helper()
-	return waitLogged(t, nil, s.log, metricsLine, 30*time.Second)
+	u, err := url.Parse(waitListening(t, nil, s.log).Metrics)
+	require.NoError(t, err)
+	return u.Host
 }
 
 // logLines parses a JSON log and returns the lines keep selects; a line

@@ -19,6 +19,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"chargeonce/internal/listening"
 )
 
 func main() {
@@ -106,14 +108,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			ReadTimeout: 10 * time.Second, WriteTimeout: maxProfileTime + 10*time.Second}
 		go func() { serveErr <- metricsSrv.Serve(metricsLn) }()
 		defer metricsSrv.Close()
-		log.Info("metrics listening", "addr", "http://"+metricsLn.Addr().String()+"/metrics")
 	}
 	// The background loops run until the HTTP server has drained, so that
 	// in-flight charges finish first.
 	stopLoops := a.startLoops()
 	defer stopLoops()
 	addr := ln.Addr().(*net.TCPAddr)
-	log.Info("chargeonce listening", "addr", "http://"+addr.String(), "production", cfg.Production, "provider", providerName(cfg, providerURL))
+	addrs := listening.Addrs{API: "http://" + addr.String()}
+	if metricsLn != nil {
+		addrs.Metrics = "http://" + metricsLn.Addr().String() + "/metrics"
+	}
+	listening.Announce(log, addrs, "production", cfg.Production, "provider", providerName(cfg, providerURL))
 	if !cfg.Production {
 		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", addr.Port))
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/events/eventstest"
+	"chargeonce/internal/listening"
 	"chargeonce/internal/testlog"
 )
 
@@ -157,14 +159,33 @@ func startListening(t *testing.T, dbURL string, env map[string]string) *testServ
 	return s
 }
 
-// listenLine finds the address of "chargeonce listening" in a text or JSON log.
-var listenLine = regexp.MustCompile(`chargeonce listening"?,?\s*"?addr"?[=:]"?http://[^ "]*:(\d+)`)
-
 // listeningURL waits for the server to log where it listens, and returns
 // its loopback URL.
 func listeningURL(t *testing.T, exited <-chan struct{}, logs *syncBuffer) string {
 	t.Helper()
-	return "http://127.0.0.1:" + waitLogged(t, exited, logs, listenLine, 60*time.Second)
+	return waitListening(t, exited, logs).Loopback()
+}
+
+// waitListening waits for the server's announcement of where it listens.
+func waitListening(t *testing.T, exited <-chan struct{}, logs *syncBuffer) listening.Addrs {
+	t.Helper()
+	var addrs listening.Addrs
+	require.Eventually(t, func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+		}
+		for line := range strings.Lines(logs.String()) {
+			if a, ok := listening.Parse(line); ok {
+				addrs = a
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 10*time.Millisecond, "the server did not say where it listens:\n%s", logs.String())
+	require.NotEmpty(t, addrs.API, "the server exited before it listened:\n%s", logs.String())
+	return addrs
 }
 
 // waitLogged waits until logs hold a line that re matches, and returns the

@@ -1,28 +1,27 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"golang.org/x/sync/errgroup"
+
+	"chargeonce/internal/apiclient"
 )
 
-const (
-	demoKey        = "demo-key"
-	chargeMutation = `mutation($key:String!,$input:ChargeCardInput!){chargeCard(idempotencyKey:$key,input:$input){status replayed}}`
-	trivialQuery   = `{"query":"{__typename}"}`
-)
+// trivialQuery is the cheapest request chargeonce serves, to measure the
+// HTTP stack alone.
+const trivialQuery = `{"query":"{__typename}"}`
 
 var graphqlHeader = http.Header{
-	"Authorization": {"Bearer " + demoKey},
+	"Authorization": {"Bearer " + apiclient.DemoAPIKey},
 	"Content-Type":  {"application/json"},
 }
 
@@ -39,15 +38,21 @@ func chargeBody(key string) []byte {
 	return chargeBodyWith(key, visaCard)
 }
 
+// chargeBodyWith is the body of the typed client's chargeCard, the
+// demo's operation, for key with card.
 func chargeBodyWith(key, card string) []byte {
 	b, _ := json.Marshal(map[string]any{
-		"query": chargeMutation,
-		"variables": map[string]any{
-			"key":   key,
-			"input": map[string]any{"amount": 1999, "currency": "USD", "paymentMethod": card},
-		},
+		"query":         apiclient.ChargeCard_Operation,
+		"operationName": "ChargeCard",
+		"variables":     map[string]any{"idempotencyKey": key, "input": chargeInput(card)},
 	})
 	return b
+}
+
+// chargeInput is what every charge of the bench pays: the same card and
+// amount for every key, so that a replay always matches its first request.
+func chargeInput(card string) apiclient.ChargeCardInput {
+	return apiclient.ChargeCardInput{Amount: 1999, Currency: "USD", PaymentMethod: card}
 }
 
 func newKey(prefix string) string {
@@ -150,121 +155,54 @@ func attack(name string, tr vegeta.Targeter, conc int, d time.Duration) Figures 
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// finishKeys charges n keys once each, so that they can be replayed.
-func finishKeys(ctx context.Context, url string, n int) ([]string, error) {
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+// finishKeys charges n keys once each through srv, so that they can be
+// replayed.
+func finishKeys(ctx context.Context, srv *server, n int) ([]string, error) {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("bench-replay-%d", i+1)
 	}
-	var wg sync.WaitGroup
-	errc := make(chan error, 8)
-	next := make(chan string)
-	for range 8 {
-		wg.Go(func() {
-			for k := range next {
-				st, err := charge(ctx, client, url, k)
-				if err == nil && st != "SUCCEEDED" {
-					err = fmt.Errorf("key %s: status %s", k, st)
-				}
-				if err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-				}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, k := range keys {
+		g.Go(func() error {
+			res, err := srv.api.ChargeCard(ctx, k, chargeInput(visaCard))
+			if err == nil && res.Status != apiclient.Succeeded {
+				err = fmt.Errorf("key %s: status %s", k, res.Status)
 			}
+			return err
 		})
 	}
-	for _, k := range keys {
-		next <- k
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errc:
+	if err := g.Wait(); err != nil {
 		return nil, err
-	default:
-		return keys, nil
 	}
-}
-
-// charge sends one chargeCard and returns its status.
-func charge(ctx context.Context, client *http.Client, url, key string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/graphql", bytes.NewReader(chargeBody(key)))
-	if err != nil {
-		return "", err
-	}
-	req.Header = graphqlHeader.Clone()
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Errors []struct{ Message string } `json:"errors"`
-		Data   struct {
-			ChargeCard *struct{ Status string } `json:"chargeCard"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return "", fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
-	}
-	if len(out.Errors) > 0 || out.Data.ChargeCard == nil {
-		return "", fmt.Errorf("HTTP %d: %+v", resp.StatusCode, out.Errors)
-	}
-	return out.Data.ChargeCard.Status, nil
+	return keys, nil
 }
 
 // storm sends n requests with one key at once, spread over the servers;
 // a client that is told PROCESSING asks again until it holds the final
-// result, as a real client would.
-func storm(ctx context.Context, urls []string, n int) StormResult {
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
+// result, as a real client would. It counts the simulator's charges for the
+// key.
+func storm(ctx context.Context, servers []*server, n int) (StormResult, error) {
 	key := newKey("bench-storm")
-	var errs, processing atomic.Int64
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			for {
-				st, err := charge(ctx, client, urls[i%len(urls)], key)
-				if err != nil {
-					errs.Add(1)
-					return
-				}
-				if st != "PROCESSING" {
-					return
-				}
-				processing.Add(1)
-				time.Sleep(20 * time.Millisecond)
-			}
-		})
+	clients := make([]*apiclient.Client, len(servers))
+	for i, s := range servers {
+		clients[i] = apiclient.New(s.URL, apiclient.DemoAPIKey,
+			&http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}})
 	}
 	t0 := time.Now()
-	close(start)
-	wg.Wait()
-	return StormResult{
-		Key: key, Requests: n, Instances: len(urls),
-		Errors: int(errs.Load()), ProcessingAnswers: int(processing.Load()),
-		AllFinalMs: ms(time.Since(t0)), ProviderCharges: -1,
+	answers := apiclient.Storm(ctx, clients, n, key, chargeInput(visaCard), 20*time.Millisecond)
+	res := StormResult{Key: key, Requests: n, Instances: len(servers), AllFinalMs: ms(time.Since(t0))}
+	for _, a := range answers {
+		res.ProcessingAnswers += a.Processing
+		if a.Err != nil {
+			res.Errors++
+		}
 	}
-}
-
-// providerCharges counts the simulator's charges for a client key: the
-// ground truth of how often money moved.
-func providerCharges(url, key string) (int, error) {
-	resp, err := http.Get(url + "/provider/v1/charges?merchant=demo&client_idempotency_key=" + key)
+	charges, err := clients[0].ProviderCharges(ctx, apiclient.DemoMerchant, key)
 	if err != nil {
-		return 0, err
+		return res, fmt.Errorf("storm: counting the simulator's charges: %w", err)
 	}
-	defer resp.Body.Close()
-	var list struct {
-		Data []json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return 0, fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
-	}
-	return len(list.Data), nil
+	res.ProviderCharges = len(charges)
+	return res, nil
 }

@@ -30,6 +30,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"chargeonce/db/localpg"
+	"chargeonce/internal/proc"
 )
 
 func main() {
@@ -172,8 +173,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	b.logf("building the server")
 	b.binary = filepath.Join(b.dataDir, "chargeonce")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", b.binary, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, out)
+	if err := proc.Build(ctx, ".", b.binary); err != nil {
+		return err
 	}
 
 	// A fresh cluster each time: growth from earlier runs would skew the
@@ -323,7 +324,7 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 	b.serverRuns(srv, &fresh, func() vegeta.Targeter { return freshTargeter(visaCard, srv.URL) })
 
 	b.logf("finishing %d keys to replay", b.opts.replayKeys)
-	keys, err := finishKeys(ctx, srv.URL, b.opts.replayKeys)
+	keys, err := finishKeys(ctx, srv, b.opts.replayKeys)
 	if err != nil {
 		return "", 0, fmt.Errorf("finishing keys to replay: %w", err)
 	}
@@ -403,12 +404,11 @@ func (b *bench) duplicateStorm(ctx context.Context) error {
 		servers = append(servers, s)
 		s.resetPeakRSS()
 	}
-	res := storm(ctx, []string{servers[0].URL, servers[1].URL}, b.opts.stormSize)
-	n, err := providerCharges(servers[0].URL, res.Key)
+	res, err := storm(ctx, servers, b.opts.stormSize)
 	if err != nil {
-		return fmt.Errorf("storm: counting the simulator's charges: %w", err)
+		return err
 	}
-	res.ProviderCharges = n
+	n := res.ProviderCharges
 	res.PeakRSSMB = max(servers[0].peakRSSMB(), servers[1].peakRSSMB())
 	b.logf("storm          %d requests, 2 instances: %d provider charges, %d errors, all final after %.0f ms", res.Requests, n, res.Errors, res.AllFinalMs)
 	b.results.Storm = &res

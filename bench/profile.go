@@ -27,9 +27,7 @@ func profileConc(concs []int) int {
 // a function that waits for it and writes OUT/profiles/NAME.pprof, with
 // the top functions beside it in NAME.txt (go tool pprof -top).
 func (b *bench) profileDuring(srv *server, name string) (wait func()) {
-	srv.mu.Lock()
 	metricsURL := srv.metricsURL
-	srv.mu.Unlock()
 	if metricsURL == "" {
 		b.logf("profile %s: the server gave no metrics address", name)
 		return func() {}

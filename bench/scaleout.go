@@ -42,7 +42,7 @@ func (b *bench) scaleOut(ctx context.Context, provider string) error {
 		}
 		if keys == nil {
 			b.logf("scale-out: finishing %d keys to replay", b.opts.replayKeys)
-			if keys, err = finishKeys(ctx, s.URL, b.opts.replayKeys); err != nil {
+			if keys, err = finishKeys(ctx, s, b.opts.replayKeys); err != nil {
 				return fmt.Errorf("scale-out: finishing keys to replay: %w", err)
 			}
 		}

@@ -125,7 +125,7 @@ func startEmbedded(cfg BrokerConfig) (*server.Server, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	return startServer(&server.Options{
+	return StartServer(&server.Options{
 		ServerName: embeddedName(cfg.StoreDir),
 		Host:       "127.0.0.1",
 		Port:       port,
@@ -136,10 +136,11 @@ func startEmbedded(cfg BrokerConfig) (*server.Server, error) {
 	}, "the embedded event broker", " (is the port taken? set EMBEDDED_NATS_PORT, or NATS_URL)")
 }
 
-// startServer makes opts.StoreDir, starts a NATS server (what names it in
+// StartServer makes opts.StoreDir, starts a NATS server (what names it in
 // errors, and hint follows the one for a server that does not start), and
-// returns once it takes clients.
-func startServer(opts *server.Options, what, hint string) (*server.Server, error) {
+// returns once it takes clients: the embedded broker, and each node of the
+// lab's NATS cluster.
+func StartServer(opts *server.Options, what, hint string) (*server.Server, error) {
 	if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
 		return nil, err
 	}

@@ -23,7 +23,6 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -383,18 +382,5 @@ func repoRoot() (string, error) {
 			return "", fmt.Errorf("no go.mod above the working directory; set %s", EnvURL)
 		}
 		dir = parent
-	}
-}
-
-// RequirePgAutoctl skips a test that runs a pg_auto_failover formation when
-// pg_autoctl is missing, except under CI=true, where .ci/run installs it
-// and its absence is a failure.
-func RequirePgAutoctl(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("pg_autoctl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pg_autoctl is missing; .ci/run installs postgresql-15-auto-failover and pg-auto-failover-cli")
-		}
-		t.Skip("pg_autoctl is missing: install postgresql-15-auto-failover and pg-auto-failover-cli")
 	}
 }

@@ -1,4 +1,10 @@
-package localpg
+// Package formation runs a pg_auto_failover formation on loopback for the
+// lab: a monitor and its PostgreSQL nodes, each run by a pg_autoctl keeper,
+// as the project-local server runs PostgreSQL (localpg.Runner: the
+// machine's binaries, an unprivileged user when root). The cluster and the
+// failover tests kill its primary; the monitor promotes the synchronous
+// standby.
+package formation
 
 import (
 	"cmp"
@@ -17,10 +23,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	goretry "github.com/sethvargo/go-retry"
+
+	"chargeonce/db/localpg"
 )
 
-// FormationOptions configures StartFormation.
-type FormationOptions struct {
+// Options configures Start.
+type Options struct {
 	// Dir holds the monitor's and every node's data directory, and
 	// pg_autoctl's configuration and state.
 	Dir string
@@ -46,9 +54,9 @@ type Formation struct {
 	URL string
 	// MonitorURL is the monitor's database.
 	MonitorURL string
-	Nodes      []FormationNode
+	Nodes      []Node
 
-	inst    *instance
+	run     *localpg.Runner
 	dir     string
 	keepers []*keeper
 	log     *slog.Logger
@@ -63,28 +71,17 @@ type keeper struct {
 	killed bool
 }
 
-// FormationNode is one PostgreSQL node of a formation.
-type FormationNode struct {
+// Node is one PostgreSQL node of a formation.
+type Node struct {
 	Name    string // node_1, node_2, … as pg_autoctl names them
 	Port    int
 	DataDir string
 }
 
-// formationUser is the superuser that pg_autoctl's clusters have: the
-// operating system user that runs them, postgres when chargeonce runs as root.
-func (in *instance) formationUser() string {
-	if in.cred == nil {
-		if u := os.Getenv("USER"); u != "" {
-			return u
-		}
-	}
-	return "postgres"
-}
-
-// StartFormation creates and starts a formation under opts.Dir, and returns
+// Start creates and starts a formation under opts.Dir, and returns
 // once its first node is the primary and every other a secondary. Stop ends
 // it; the keepers do not outlive the calling process's call to Stop.
-func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, error) {
+func Start(ctx context.Context, opts Options) (*Formation, error) {
 	opts.Nodes = cmp.Or(opts.Nodes, 2)
 	log := opts.Logger
 	if log == nil {
@@ -93,29 +90,29 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 	if _, err := exec.LookPath("pg_autoctl"); err != nil {
 		return nil, errors.New("pg_auto_failover: pg_autoctl is missing; install Debian's postgresql-15-auto-failover and pg-auto-failover-cli")
 	}
-	inst, err := resolve(opts.Dir, log)
+	run, err := localpg.NewRunner(opts.Dir, log)
 	if err != nil {
 		return nil, err
 	}
-	dir := inst.dir // resolve moves it under the temp dir if the server's user cannot reach it
+	dir := run.Dir() // under the temp dir if the server's user cannot reach opts.Dir
 	if err := clearFormation(dir); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := inst.own(dir); err != nil {
+	if err := run.Own(dir); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f := &Formation{inst: inst, dir: dir, log: log}
-	monitorPort, err := freePort()
+	f := &Formation{run: run, dir: dir, log: log}
+	monitorPort, err := localpg.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	user := inst.formationUser()
+	user := run.Superuser()
 	f.MonitorURL = fmt.Sprintf("postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable", monitorPort)
 	ok := false
 	defer func() {
@@ -143,13 +140,13 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 	}
 	hosts := make([]string, 0, opts.Nodes)
 	for i := 1; i <= opts.Nodes; i++ {
-		port, err := freePort()
+		port, err := localpg.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		node := FormationNode{Name: fmt.Sprintf("node_%d", i), Port: port, DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		node := Node{Name: fmt.Sprintf("node_%d", i), Port: port, DataDir: filepath.Join(dir, fmt.Sprintf("node%d", i))}
 		if err := f.keep(node.Name, "create", "postgres", "--pgdata", node.DataDir, "--pgport", strconv.Itoa(port),
-			"--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--name", node.Name, "--auth", "trust", "--no-ssl", "--dbname", localDatabase,
+			"--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--name", node.Name, "--auth", "trust", "--no-ssl", "--dbname", localpg.Database,
 			"--monitor", f.MonitorURL, "--run"); err != nil {
 			return nil, err
 		}
@@ -160,7 +157,7 @@ func StartFormation(ctx context.Context, opts FormationOptions) (*Formation, err
 		}
 		log.Info("pg_auto_failover: node joined", "node", node.Name, "port", port)
 	}
-	f.URL = fmt.Sprintf("postgres://%s@%s/%s?target_session_attrs=read-write&sslmode=disable", user, strings.Join(hosts, ","), localDatabase)
+	f.URL = fmt.Sprintf("postgres://%s@%s/%s?target_session_attrs=read-write&sslmode=disable", user, strings.Join(hosts, ","), localpg.Database)
 	ok = true
 	return f, nil
 }
@@ -175,8 +172,8 @@ func clearFormation(dir string) error {
 	}
 	for _, path := range pidFiles {
 		d := filepath.Dir(path)
-		if pf, err := (&instance{dir: d}).readPIDFile(); err == nil && alive(pf.pid) && isPostgres(pf.pid, d) {
-			return fmt.Errorf("pg_auto_failover: a formation still runs in %s (postgres pid %d in %s); stop it first", dir, pf.pid, d)
+		if pid, running, err := localpg.Postmaster(d); err == nil && running {
+			return fmt.Errorf("pg_auto_failover: a formation still runs in %s (postgres pid %d in %s); stop it first", dir, pid, d)
 		}
 	}
 	return os.RemoveAll(dir)
@@ -220,15 +217,15 @@ func (f *Formation) keep(name string, args ...string) error {
 	defer logFile.Close()
 	cmd := exec.Command("pg_autoctl", args...)
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + f.inst.bins + ":/usr/bin:/bin", "LC_ALL=C", "HOME=" + f.dir,
+	cmd.Env = []string{"PATH=" + f.run.BinDir() + ":/usr/bin:/bin", "LC_ALL=C", "HOME=" + f.dir,
 		"XDG_CONFIG_HOME=" + filepath.Join(f.dir, "config"), "XDG_DATA_HOME=" + filepath.Join(f.dir, "share")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if f.inst.cred != nil {
-		cmd.SysProcAttr.Credential = f.inst.cred
-		if err := f.inst.own(f.dir); err != nil {
+	if cred := f.run.Credential(); cred != nil {
+		cmd.SysProcAttr.Credential = cred
+		if err := f.run.Own(f.dir); err != nil {
 			return err
 		}
-		_ = os.Lchown(logFile.Name(), int(f.inst.cred.Uid), int(f.inst.cred.Gid))
+		_ = os.Lchown(logFile.Name(), int(cred.Uid), int(cred.Gid))
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -284,10 +281,10 @@ func (f *Formation) states(ctx context.Context) ([]nodeState, error) {
 }
 
 // Primary is the node that the monitor has as the primary, once one is.
-func (f *Formation) Primary(ctx context.Context) (FormationNode, error) {
+func (f *Formation) Primary(ctx context.Context) (Node, error) {
 	states, err := f.states(ctx)
 	if err != nil {
-		return FormationNode{}, err
+		return Node{}, err
 	}
 	for _, s := range states {
 		if s.reported == "primary" && s.assigned == "primary" || s.reported == "wait_primary" && s.assigned == "wait_primary" {
@@ -298,7 +295,7 @@ func (f *Formation) Primary(ctx context.Context) (FormationNode, error) {
 			}
 		}
 	}
-	return FormationNode{}, errors.New("pg_auto_failover: no primary now")
+	return Node{}, errors.New("pg_auto_failover: no primary now")
 }
 
 // waitSettled waits until the formation has one primary and every other
@@ -338,7 +335,7 @@ func (f *Formation) checkpointPrimary(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", f.inst.formationUser(), p.Port))
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", f.run.Superuser(), p.Port))
 	if err != nil {
 		return
 	}
@@ -350,10 +347,10 @@ func (f *Formation) checkpointPrimary(ctx context.Context) {
 // postmaster and its keeper, with SIGKILL (a keeper left alive would start
 // PostgreSQL again before the monitor noticed anything). It returns the node
 // that was the primary; its keeper stays dead until the formation stops.
-func (f *Formation) KillPrimary(ctx context.Context) (FormationNode, error) {
+func (f *Formation) KillPrimary(ctx context.Context) (Node, error) {
 	p, err := f.Primary(ctx)
 	if err != nil {
-		return FormationNode{}, err
+		return Node{}, err
 	}
 	for _, k := range f.keepers {
 		if k.name == p.Name {
@@ -361,15 +358,15 @@ func (f *Formation) KillPrimary(ctx context.Context) (FormationNode, error) {
 			_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
 		}
 	}
-	pf, err := (&instance{dir: p.DataDir}).readPIDFile()
+	postmaster, _, err := localpg.Postmaster(p.DataDir)
 	if err != nil {
-		return FormationNode{}, err
+		return Node{}, err
 	}
 	// The postmaster and every process it started (a backend whose
 	// postmaster died would otherwise finish its query, commit included).
-	for _, pid := range append([]int{pf.pid}, children(pf.pid)...) {
+	for _, pid := range append([]int{postmaster}, children(postmaster)...) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return FormationNode{}, err
+			return Node{}, err
 		}
 	}
 	return p, nil
@@ -379,7 +376,7 @@ func (f *Formation) KillPrimary(ctx context.Context) (FormationNode, error) {
 // the machine's coming back would: pg_autoctl rewinds it and it rejoins the
 // formation as a standby. It returns once the formation has settled, or
 // with an error after within.
-func (f *Formation) Restart(ctx context.Context, node FormationNode, within time.Duration) error {
+func (f *Formation) Restart(ctx context.Context, node Node, within time.Duration) error {
 	for _, k := range f.keepers {
 		if k.name == node.Name {
 			select {
@@ -440,8 +437,8 @@ func children(pid int) []int {
 }
 
 // WaitPrimary waits until a node other than old is the primary.
-func (f *Formation) WaitPrimary(ctx context.Context, old FormationNode, within time.Duration) (FormationNode, error) {
-	var now FormationNode
+func (f *Formation) WaitPrimary(ctx context.Context, old Node, within time.Duration) (Node, error) {
+	var now Node
 	err := goretry.Do(ctx, pollFor(within), func(ctx context.Context) error {
 		p, err := f.Primary(ctx)
 		if err != nil {
@@ -486,7 +483,7 @@ func (f *Formation) logTail(name string) string {
 	if err != nil {
 		return ""
 	}
-	return "\n" + name + ".log:\n" + tail(b, 30)
+	return "\n" + name + ".log:\n" + localpg.Tail(b, 30)
 }
 
 // pollFor looks again every 200 ms for up to within.

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 )
 
-// State is what chargeonce cluster up leaves in the cluster's directory
+// State is what lab cluster up leaves in the cluster's directory
 // for cluster down, and prints: every part, its process and how to kill it.
 type State struct {
 	// Supervisor is the process that runs the cluster; SIGTERM to it stops

@@ -1,33 +1,26 @@
-package localpg_test
+package formation_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"chargeonce/db/dbtest"
-	"chargeonce/db/localpg"
+	"chargeonce/lab/formation"
+	"chargeonce/lab/formation/formationtest"
 )
 
 // A formation of a monitor and two nodes fails over when its primary's
 // postmaster is killed, and its URL then reaches the new primary.
 func TestFormation_PrimaryKilled_StandbyIsPromoted(t *testing.T) {
 	t.Parallel()
-	dbtest.RequirePgAutoctl(t)
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := formationtest.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	started := time.Now()
-	f, err := localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true})
+	f, err := formation.Start(ctx, formation.Options{Dir: filepath.Join(dir, "formation"), Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}

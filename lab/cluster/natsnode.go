@@ -1,14 +1,16 @@
-package events
+package cluster
 
 import (
 	"fmt"
 	"net/url"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"chargeonce/events"
 )
 
-// NodeConfig is one node of a NATS cluster on loopback, as chargeonce
-// cluster runs three: each node its own process, so that one can be killed
+// NodeConfig is one node of a NATS cluster on loopback, as the cluster
+// runs three: each node its own process, so that one can be killed
 // while the others keep the stream.
 type NodeConfig struct {
 	// Name is the node's server name, unique in the cluster.
@@ -22,7 +24,7 @@ type NodeConfig struct {
 	StoreDir string
 }
 
-// ClusterName names the NATS cluster that chargeonce cluster runs.
+// ClusterName names the lab cluster's NATS cluster.
 const ClusterName = "chargeonce"
 
 // StartNode starts a clustered NATS server with JetStream on loopback. It
@@ -37,7 +39,7 @@ func StartNode(cfg NodeConfig) (*server.Server, error) {
 		}
 		routes = append(routes, u)
 	}
-	return startServer(&server.Options{
+	return events.StartServer(&server.Options{
 		ServerName: cfg.Name,
 		Host:       "127.0.0.1",
 		Port:       cfg.Port,

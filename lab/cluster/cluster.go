@@ -3,8 +3,9 @@
 // standby), a three-node NATS cluster whose CHARGES stream keeps three
 // copies of each event, chargeonce instances on both, and the receipts
 // consumer. Each part is its own process, so that any one can be killed as
-// the loss of its machine would kill it (chargeonce cluster, chargeonce
-// chaos).
+// the loss of its machine would kill it (make cluster, make chaos). The
+// instances and the consumer run the chargeonce binary; the NATS nodes run
+// the lab's (lab cluster nats-node).
 package cluster
 
 import (
@@ -13,8 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,7 +25,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"chargeonce/db/localpg"
+	"chargeonce/internal/apiclient"
+	"chargeonce/lab/formation"
 )
 
 // Options configures Up.
@@ -32,8 +34,11 @@ type Options struct {
 	// Dir holds everything: the formation, each NATS node's store, each
 	// instance's data directory, and every part's log.
 	Dir string
-	// Binary is the chargeonce binary that the parts run.
+	// Binary is the chargeonce binary that the instances and the consumer run.
 	Binary string
+	// Lab is the lab's binary, which runs the NATS nodes (lab cluster
+	// nats-node).
+	Lab string
 	// Instances and NATSNodes default to 3.
 	Instances, NATSNodes int
 	// Ports are the first of each kind of port; 0 picks free ones.
@@ -51,13 +56,13 @@ type Ports struct {
 	Instance, Metrics, NATS, NATSCluster int
 }
 
-// DefaultPorts are chargeonce cluster's ports: beside make run's 8080 and
+// DefaultPorts are the lab cluster's ports: beside make run's 8080 and
 // the embedded broker's 4223, so that both can run with it.
 var DefaultPorts = Ports{Instance: 8081, Metrics: 9191, NATS: 4241, NATSCluster: 6241}
 
 // Cluster is a running cluster.
 type Cluster struct {
-	Formation *localpg.Formation
+	Formation *formation.Formation
 	NATS      []*Part
 	Instances []*Part
 	Receipts  *Part
@@ -78,8 +83,8 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Binary == "" {
-		return nil, errors.New("cluster: no chargeonce binary given")
+	if opts.Binary == "" || opts.Lab == "" {
+		return nil, errors.New("cluster: the chargeonce binary and the lab's must both be given")
 	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
@@ -100,7 +105,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	log.Info("cluster: starting the pg_auto_failover formation")
-	c.Formation, err = localpg.StartFormation(ctx, localpg.FormationOptions{Dir: filepath.Join(dir, "formation"), Fast: true, Logger: log})
+	c.Formation, err = formation.Start(ctx, formation.Options{Dir: filepath.Join(dir, "formation"), Fast: true, Logger: log})
 	if err != nil {
 		return c, err
 	}
@@ -120,7 +125,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 				args = append(args, "-route", "nats://127.0.0.1:"+strconv.Itoa(p))
 			}
 		}
-		p := c.part(name, urls[i], opts.Binary, args, nil)
+		p := c.part(name, urls[i], opts.Lab, args, nil)
 		addr := strings.TrimPrefix(urls[i], "nats://")
 		p.ready = func(ctx context.Context) error {
 			conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
@@ -139,24 +144,27 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	log.Info("cluster: NATS cluster up", "url", c.NATSURL)
 
-	env := []string{
-		"DATABASE_URL=" + c.Formation.URL,
-		"NATS_URL=" + c.NATSURL,
-		"NATS_REPLICAS=" + strconv.Itoa(min(3, opts.NATSNodes)),
+	env := map[string]string{
+		"DATABASE_URL":  c.Formation.URL,
+		"NATS_URL":      c.NATSURL,
+		"NATS_REPLICAS": strconv.Itoa(min(3, opts.NATSNodes)),
 	}
-	for k, v := range opts.Env {
-		env = append(env, k+"="+v)
+	maps.Copy(env, opts.Env)
+	with := func(more map[string]string) map[string]string {
+		m := maps.Clone(env)
+		maps.Copy(m, more)
+		return m
 	}
 	instancePorts, metricsPorts := ports.instance, ports.metrics
 	for i := range opts.Instances {
 		name := fmt.Sprintf("instance-%d", i+1)
 		url := "http://127.0.0.1:" + strconv.Itoa(instancePorts[i])
-		p := c.part(name, url, opts.Binary, nil, append([]string{
-			"PORT=" + strconv.Itoa(instancePorts[i]),
-			"METRICS_ADDR=127.0.0.1:" + strconv.Itoa(metricsPorts[i]),
-			"DATA_DIR=" + filepath.Join(dir, name),
-		}, env...))
-		p.ready = func(ctx context.Context) error { return Ready(ctx, url) }
+		p := c.part(name, url, opts.Binary, nil, with(map[string]string{
+			"PORT":         strconv.Itoa(instancePorts[i]),
+			"METRICS_ADDR": "127.0.0.1:" + strconv.Itoa(metricsPorts[i]),
+			"DATA_DIR":     filepath.Join(dir, name),
+		}))
+		p.ready = apiclient.New(url, "", nil).Ready
 		c.Instances = append(c.Instances, p)
 		if err := p.Start(ctx, 2*time.Minute); err != nil {
 			return c, err
@@ -164,14 +172,14 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		log.Info("cluster: instance up", "name", name, "url", url)
 	}
 	c.Receipts = c.part("receipts", "", opts.Binary, []string{"consume", "receipts"},
-		append([]string{"DATA_DIR=" + filepath.Join(dir, "receipts")}, env...))
+		with(map[string]string{"DATA_DIR": filepath.Join(dir, "receipts")}))
 	if err := c.Receipts.Start(ctx, 0); err != nil {
 		return c, err
 	}
 	return c, nil
 }
 
-func (c *Cluster) part(name, url, binary string, args, env []string) *Part {
+func (c *Cluster) part(name, url, binary string, args []string, env map[string]string) *Part {
 	return &Part{Name: name, URL: url, Log: filepath.Join(c.dir, "logs", name+".log"), binary: binary, args: args, env: env}
 }
 
@@ -235,26 +243,6 @@ func (c *Cluster) WaitJetStream(ctx context.Context, within time.Duration) error
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// Ready answers nil when the instance at url is ready (its /readyz: the
-// database answers).
-func Ready(ctx context.Context, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s/readyz: %s", url, resp.Status)
-	}
-	return nil
 }
 
 // allocated are the ports of each kind, one per part.

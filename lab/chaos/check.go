@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"chargeonce/events"
+	"chargeonce/internal/apiclient"
 )
 
 // check compares what the clients were told with what the database, the
@@ -41,7 +42,7 @@ func (r *run) check(ctx context.Context) error {
 			rep.Failed++
 		}
 		if want := map[bool]string{false: "SUCCEEDED", true: "FAILED"}[co.declined]; first.status != want {
-			rep.problem("key %s (%s): answered %s", co.key, co.input["paymentMethod"], first.status)
+			rep.problem("key %s (%s): answered %s", co.key, co.input.PaymentMethod, first.status)
 		}
 		for _, a := range co.answers[1:] {
 			if a.status != first.status || a.chargeID != first.chargeID {
@@ -94,16 +95,16 @@ func (r *run) check(ctx context.Context) error {
 
 // checkStored checks one key's stored state and provider charges against
 // the answers its clients got.
-func (r *run) checkStored(co *checkout, st *payload, charges []providerCharge) {
+func (r *run) checkStored(co *checkout, st *apiclient.ChargeResult, charges []apiclient.ProviderCharge) {
 	rep := r.report
 	told := co.answers[0]
 	switch {
 	case st == nil:
 		rep.Lost++
 		rep.problem("key %s: answered %s, and unknown now", co.key, told.status)
-	case st.Status != told.status || st.chargeID() != told.chargeID:
+	case st.Status != told.status || chargeID(st) != told.chargeID:
 		rep.Lost++
-		rep.problem("key %s: answered %s %s, and %s %s now", co.key, told.status, told.chargeID, st.Status, st.chargeID())
+		rep.problem("key %s: answered %s %s, and %s %s now", co.key, told.status, told.chargeID, st.Status, chargeID(st))
 	}
 	succeeded := 0
 	for _, c := range charges {
@@ -119,8 +120,8 @@ func (r *run) checkStored(co *checkout, st *payload, charges []providerCharge) {
 	case "SUCCEEDED":
 		if succeeded != 1 {
 			rep.problem("key %s succeeded, and the provider holds %d successful charges of it", co.key, succeeded)
-		} else if st != nil && st.Charge != nil && st.Charge.ProviderChargeID != charges[0].ID {
-			rep.problem("key %s: charge %s is the provider's %s, not %s", co.key, st.chargeID(), charges[0].ID, st.Charge.ProviderChargeID)
+		} else if st != nil && st.Charge != nil && st.Charge.ProviderChargeId != charges[0].ID {
+			rep.problem("key %s: charge %s is the provider's %s, not %s", co.key, chargeID(st), charges[0].ID, st.Charge.ProviderChargeId)
 		}
 	case "FAILED":
 		if succeeded != 0 {

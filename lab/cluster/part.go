@@ -2,22 +2,18 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	goretry "github.com/sethvargo/go-retry"
+	"chargeonce/internal/proc"
 )
 
 // Part is one process of the cluster that is not PostgreSQL's: a NATS node,
-// a chargeonce instance or the receipts consumer, each a run of the
-// chargeonce binary with its own log file. It can be killed and started
-// again.
+// a chargeonce instance or the receipts consumer, each with its own log
+// file. It can be killed and started again.
 type Part struct {
 	// Name is how the cluster's summary and the chaos run call it.
 	Name string
@@ -28,13 +24,12 @@ type Part struct {
 
 	binary string
 	args   []string
-	env    []string
+	env    map[string]string
 	// ready answers nil once the part serves.
 	ready func(ctx context.Context) error
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu sync.Mutex
+	p  *proc.Process
 }
 
 // Start starts the part and waits until it is ready, for at most within.
@@ -44,84 +39,55 @@ func (p *Part) Start(ctx context.Context, within time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	cmd := exec.Command(p.binary, p.args...)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: a Ctrl-C to the terminal is the supervisor's to
 	// pass on, in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	started, err := proc.Start(p.binary, proc.Options{Args: p.args, Env: p.env, Output: log, Group: true})
+	if err != nil {
+		log.Close()
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { <-started.Done(); log.Close() }()
 	p.mu.Lock()
-	p.cmd, p.done = cmd, done
+	p.p = started
 	p.mu.Unlock()
 	if p.ready == nil {
 		return nil
 	}
-	err = goretry.Do(ctx, goretry.WithMaxDuration(within, goretry.NewConstant(100*time.Millisecond)), func(ctx context.Context) error {
-		select {
-		case <-done:
-			return fmt.Errorf("%s exited: %s", p.Name, cmd.ProcessState)
-		default:
-		}
-		return goretry.RetryableError(p.ready(ctx))
-	})
-	if err != nil {
-		return fmt.Errorf("%s is not ready: %w\n%s", p.Name, err, p.LogTail(20))
+	if err := started.Ready(ctx, within, p.ready); err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
 	}
 	return nil
 }
 
-// PID is the part's process id, 0 when it has not started.
-func (p *Part) PID() int {
+func (p *Part) process() *proc.Process {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return 0
+	return p.p
+}
+
+// PID is the part's process id, 0 when it has not started.
+func (p *Part) PID() int {
+	if pr := p.process(); pr != nil {
+		return pr.PID()
 	}
-	return p.cmd.Process.Pid
+	return 0
 }
 
 // Kill ends the part with SIGKILL, as a crash of its machine would, and
 // waits until it is gone.
 func (p *Part) Kill() error {
-	return p.signal(syscall.SIGKILL, time.Minute)
+	if pr := p.process(); pr != nil {
+		return pr.Kill()
+	}
+	return nil
 }
 
 // Stop asks the part to stop (SIGTERM), and kills it after grace.
 func (p *Part) Stop(grace time.Duration) error {
-	err := p.signal(syscall.SIGTERM, grace)
-	if errors.Is(err, errStillRunning) {
-		return errors.Join(err, p.Kill())
+	if pr := p.process(); pr != nil {
+		return pr.Stop(grace)
 	}
-	return err
-}
-
-var errStillRunning = errors.New("still running")
-
-func (p *Part) signal(sig syscall.Signal, within time.Duration) error {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	default:
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(within):
-		return fmt.Errorf("%s: %w %s after %s", p.Name, errStillRunning, sig, within)
-	}
+	return nil
 }
 
 // LogTail is the last n lines of the part's log.

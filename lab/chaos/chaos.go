@@ -18,13 +18,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"chargeonce/cluster"
+	"chargeonce/internal/apiclient"
+	"chargeonce/lab/cluster"
 )
 
 // Options configures Run.
 type Options struct {
-	// Binary is the chargeonce binary the cluster runs.
-	Binary string
+	// Binary is the chargeonce binary the cluster's instances run; Lab is
+	// the lab's, which runs its NATS nodes.
+	Binary, Lab string
 	// Dir is the cluster's directory; it should be empty.
 	Dir string
 	// Short is the version in make test: shorter pauses between the kills.
@@ -72,7 +74,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	r := &run{opts: opts, report: &Report{Short: opts.Short, Started: time.Now().UTC()}}
 	r.logf("starting the cluster under %s", opts.Dir)
-	c, err := cluster.Up(ctx, cluster.Options{Dir: opts.Dir, Binary: opts.Binary, Env: clusterEnv})
+	c, err := cluster.Up(ctx, cluster.Options{Dir: opts.Dir, Binary: opts.Binary, Lab: opts.Lab, Env: clusterEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -170,10 +172,10 @@ func (r *run) startLoad(ctx context.Context) {
 
 func (r *run) newCheckout() *checkout {
 	co := &checkout{key: uuid.NewString(), first: time.Now(),
-		input: map[string]any{"amount": 100 + rand.IntN(99_900), "currency": "USD", "paymentMethod": "pm_card_visa"}}
+		input: apiclient.ChargeCardInput{Amount: 100 + rand.IntN(99_900), Currency: "USD", PaymentMethod: "pm_card_visa"}}
 	if rand.IntN(10) == 0 {
 		co.declined = true
-		co.input["paymentMethod"] = "pm_card_chargeDeclined"
+		co.input.PaymentMethod = "pm_card_chargeDeclined"
 	}
 	r.mu.Lock()
 	r.keys = append(r.keys, co)
@@ -271,7 +273,7 @@ func (r *run) holdLeases(ctx context.Context, url string) {
 	for range heldCheckouts {
 		co := r.newCheckout()
 		co.held, co.declined = true, false
-		co.input["paymentMethod"] = "pm_card_slow"
+		co.input.PaymentMethod = "pm_card_slow"
 		r.workers.Go(func() { r.client.settle(ctx, co, url) })
 	}
 	// The simulator takes 3 s for the slow card; the claims take far less.

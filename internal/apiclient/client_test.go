@@ -1,0 +1,64 @@
+package apiclient
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// serve answers every request with status and body, and records the last
+// request's headers.
+func serve(t *testing.T, status int, body string, got *http.Header) *Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*got = r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return New(srv.URL, "k3y", nil)
+}
+
+func TestChargeCard_ServiceUnavailable_IsAnErrorWithCodeStatusAndHint(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	c := serve(t, http.StatusServiceUnavailable,
+		`{"errors":[{"message":"the payment database is unavailable","extensions":{"code":"SERVICE_UNAVAILABLE","retryAfterMs":1000}}],"data":null}`, &got)
+	res, err := c.With("Idempotency-Key", "abc").ChargeCard(context.Background(), "abc", ChargeCardInput{Amount: 1, Currency: "USD", PaymentMethod: "pm_card_visa"})
+	require.Nil(t, res)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "SERVICE_UNAVAILABLE", e.Code())
+	require.Equal(t, "SERVICE_UNAVAILABLE", Code(err))
+	require.Equal(t, http.StatusServiceUnavailable, e.Status)
+	require.Equal(t, time.Second, e.RetryAfter())
+	require.Equal(t, "1", e.RetryAfterHeader)
+	require.Equal(t, "Bearer k3y", got.Get("Authorization"))
+	require.Equal(t, "abc", got.Get("Idempotency-Key"))
+	require.Empty(t, c.Header, "With leaves the client it copies alone")
+}
+
+func TestChargeStatus_UnknownKey_IsNil(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	c := serve(t, http.StatusOK, `{"data":{"chargeStatus":null}}`, &got)
+	res, err := c.ChargeStatus(context.Background(), "never")
+	require.NoError(t, err)
+	require.Nil(t, res)
+}
+
+func TestChargeCard_NotGraphQL_IsAnErrorThatQuotesTheAnswer(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	c := serve(t, http.StatusBadGateway, `<html>bad gateway</html>`, &got)
+	_, err := c.ChargeCard(context.Background(), "k", ChargeCardInput{})
+	require.ErrorContains(t, err, "HTTP 502")
+	require.ErrorContains(t, err, "bad gateway")
+	require.Empty(t, Code(err))
+}
