@@ -90,7 +90,7 @@ cluster-down: ## Stop the cluster that make cluster started
 	@if [ -x bin/chargeonce ]; then ./bin/chargeonce cluster down; else $(GO) run . cluster down; fi
 
 .PHONY: chaos
-chaos: build pg-auto-failover ## The chaos run (about 2 min): load on a fresh cluster while the primary, a NATS node and an instance are killed; checks nothing is lost or doubled, writes chaos/results/ and the README's figures
+chaos: build pg-auto-failover ## The chaos run (about 2 min): load on a fresh cluster while the primary, a NATS node and an instance are killed; checks nothing is lost or doubled, writes chaos/results/ and the figures in docs/beyond-one-machine.md
 	./bin/chargeonce chaos
 
 .PHONY: bench

@@ -211,5 +211,5 @@ var errUsage = errors.New(`usage:
                                       3 instances (on N.., default 8081; 0 picks free ports) and the receipts consumer,
                                       under DATA_DIR/cluster; print how to kill each part
   chargeonce cluster down             stop the cluster that cluster up started
-  chargeonce chaos [-short]           the chaos run on a cluster of its own under DATA_DIR/chaos (see README.md)
+  chargeonce chaos [-short]           the chaos run on a cluster of its own under DATA_DIR/chaos (see docs/beyond-one-machine.md)
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)
