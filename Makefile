@@ -101,7 +101,7 @@ chaos: build lab pg-auto-failover ## The chaos run (about 2 min): load on a fres
 	./bin/lab chaos -out lab/chaos/results -readme docs/beyond-one-machine.md
 
 .PHONY: bench
-bench: ## The end-to-end benchmark (about 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the README's Performance section (go run ./bench -h: -only, -profile)
+bench: ## The end-to-end benchmark (about 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the latest run in docs/performance.md (go run ./bench -h: -only, -profile)
 	$(GO) run ./bench
 
 .PHONY: bench-smoke

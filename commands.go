@@ -189,7 +189,7 @@ func runAPIKeyCommand(ctx context.Context, cfg config, args []string, stdout io.
 }
 
 var errUsage = errors.New(`usage:
-  chargeonce                          serve (configuration from the environment; see README.md)
+  chargeonce                          serve (configuration from the environment; see docs/operators.md)
   chargeonce apikey create NAME       create merchant NAME if needed and print a new API key for it
   chargeonce apikey rotate NAME       print a new API key for merchant NAME; its other keys stay valid until revoked
   chargeonce apikey list              list every merchant's API keys (id, prefix, created, revoked; never the key)

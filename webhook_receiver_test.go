@@ -12,9 +12,10 @@ import (
 	"time"
 )
 
-// The receiver that README.md's "Webhooks" section shows merchants, kept
-// here so that it compiles and is tested (TestWebhooks_…); the README quotes
-// the lines between the markers verbatim (TestREADME_QuotesTheWebhookReceiver).
+// The receiver that docs/events.md's "Webhooks" section shows merchants,
+// kept here so that it compiles and is tested (TestWebhooks_…); that file
+// quotes the lines between the markers verbatim
+// (TestREADME_QuotesTheWebhookReceiver).
 
 // README webhook receiver: begin
 // webhookReceiver checks the signature and age of each chargeonce webhook,

@@ -243,8 +243,8 @@ func TestWebhooks_RealCharges_ReceiverVerifiesEachAndHandlesItOnce(t *testing.T)
 	require.Len(t, handled, 4)
 }
 
-// TestREADME_QuotesTheWebhookReceiver keeps the receiver in README.md the
-// one that TestWebhooks_RealCharges_… runs.
+// TestREADME_QuotesTheWebhookReceiver keeps the receiver in docs/events.md
+// the one that TestWebhooks_RealCharges_… runs.
 func TestREADME_QuotesTheWebhookReceiver(t *testing.T) {
 	t.Parallel()
 	src, err := os.ReadFile("webhook_receiver_test.go")
@@ -255,9 +255,9 @@ func TestREADME_QuotesTheWebhookReceiver(t *testing.T) {
 	code, _, ok := strings.Cut(rest, end)
 	require.True(t, ok, "no end marker")
 	code = strings.TrimSpace(code)
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/events.md")
 	require.NoError(t, err)
-	require.Contains(t, string(readme), "```go\n"+code+"\n```", fmt.Sprintf("README.md must quote webhook_receiver_test.go's receiver:\n%s", code))
+	require.Contains(t, string(readme), "```go\n"+code+"\n```", fmt.Sprintf("docs/events.md must quote webhook_receiver_test.go's receiver:\n%s", code))
 }
 
 func TestLoadConfig_WebhookRetention(t *testing.T) {

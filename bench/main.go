@@ -56,7 +56,7 @@ type options struct {
 	growthKeys  int
 	expiredKeys int
 	out         string
-	// customOut: -out was given, so the README is left alone.
+	// customOut: -out was given, so docs/performance.md is left alone.
 	customOut bool
 	// render re-renders the results in out instead of running.
 	render  bool
@@ -74,14 +74,15 @@ var runGroups = []string{"primary", "cardsim", "slow", "storm", "scaleout", "cei
 // wants says whether the run includes the group.
 func (o options) wants(group string) bool { return len(o.only) == 0 || o.only[group] }
 
-// updatesReadme says whether the run rewrites the README's Performance
-// section: only a full run into bench/results does.
+// updatesReadme says whether the run rewrites the latest run shown in
+// docs/performance.md: only a full run into bench/results does.
 func (o options) updatesReadme(r *Results) bool {
 	return !o.smoke && !o.customOut && !r.Smoke && len(o.only) == 0
 }
 
-// readmePath is the repository README, from the root the bench runs in.
-const readmePath = "README.md"
+// performancePath is the performance document, from the root the bench
+// runs in.
+const performancePath = "docs/performance.md"
 
 func parseOptions(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -89,11 +90,11 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.smoke, "smoke", false, "short runs at concurrency 1 and 8, written to bench/results/smoke; no targets")
 	fs.DurationVar(&o.duration, "duration", 0, "length of each run (default 10s, smoke 2s)")
 	fs.StringVar(&o.out, "out", "", "where to write the results (default bench/results, smoke bench/results/smoke)")
-	fs.BoolVar(&o.render, "render", false, "run nothing: render OUT/results.json again into results.md, chart.png and (for bench/results) the README section")
+	fs.BoolVar(&o.render, "render", false, "run nothing: render OUT/results.json again into results.md, chart.png and (for bench/results) the latest run in docs/performance.md")
 	fs.StringVar(&o.dataDir, "data", ".data", "the project's data directory: the bench uses DATA/bench and DATA/bench-postgres")
 	fs.IntVar(&o.growthKeys, "growth-keys", -1, "stored keys for the growth runs (default 10,000,000; smoke 0: no growth runs)")
 	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
-	only := fs.String("only", "", "comma-separated groups of runs to make, of "+strings.Join(runGroups, ", ")+" (default all; a partial run leaves the README alone)")
+	only := fs.String("only", "", "comma-separated groups of runs to make, of "+strings.Join(runGroups, ", ")+" (default all; a partial run leaves docs/performance.md alone)")
 	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -205,10 +206,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if opts.updatesReadme(&b.results) {
-		if err := updateReadme(readmePath, &b.results); err != nil {
+		if err := updateReadme(performancePath, &b.results); err != nil {
 			return err
 		}
-		b.logf("%s: the Performance section shows this run", readmePath)
+		b.logf("%s shows this run", performancePath)
 	}
 	b.logf("done in %s; results in %s", time.Since(started).Round(time.Second), opts.out)
 	return nil

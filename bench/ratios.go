@@ -50,7 +50,7 @@ func (t target) check(conc int, v float64) *bool {
 	return &ok
 }
 
-// Targets the tables and the README show; the issue sets them.
+// Targets the tables and docs/performance.md show; the issue sets them.
 var (
 	peakRSSTarget      = target{text: "< 150 MB", op: "<", bound: 150}
 	stormChargesTarget = target{text: "= 1", op: "==", bound: 1}

@@ -12,19 +12,20 @@ import (
 	"chargeonce/internal/markdown"
 )
 
-// The repository README shows the latest full run between these markers;
-// a full run into bench/results rewrites what lies between them.
+// docs/performance.md shows the latest full run between these markers; a
+// full run into bench/results rewrites what lies between them.
 const (
 	readmeBegin = "<!-- bench:begin -->"
 	readmeEnd   = "<!-- bench:end -->"
 )
 
-// readmeRuns are the runs the README's table shows; results.md has them all.
+// readmeRuns are the runs docs/performance.md's table shows; results.md has
+// them all.
 var readmeRuns = []string{"fresh", "replay", "replay-uncached", "trivial", "fresh-50ms", "pgbench-claim-finalize", "pgbench-replay-lookup"}
 
 // render writes the results in opts.out again, with the ratios computed
-// anew, and the README section for bench/results: for a change to the
-// report without a 10-minute run.
+// anew, and for bench/results the latest run in docs/performance.md: for a
+// change to the report without a 10-minute run.
 func render(opts options, stdout io.Writer) error {
 	b, err := os.ReadFile(filepath.Join(opts.out, "results.json"))
 	if err != nil {
@@ -42,21 +43,22 @@ func render(opts options, stdout io.Writer) error {
 	if !opts.updatesReadme(&r) {
 		return nil
 	}
-	if err := updateReadme(readmePath, &r); err != nil {
+	if err := updateReadme(performancePath, &r); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: the Performance section shows %s\n", readmePath, opts.out)
+	fmt.Fprintf(stdout, "%s shows %s\n", performancePath, opts.out)
 	return nil
 }
 
-// updateReadme rewrites the part of the README at path between the markers
-// with r.
+// updateReadme rewrites the part of the document at path (docs/performance.md)
+// between the markers with r.
 func updateReadme(path string, r *Results) error {
 	return markdown.UpdateFile(path, readmeBegin, readmeEnd, r.readmeSection())
 }
 
-// readmeSection is the README's compact view of r: the machine, the targets
-// met or missed, the key runs, the storm and the chart.
+// readmeSection is docs/performance.md's compact view of r: the machine, the
+// targets met or missed, the key runs, the storm and the chart. Its links
+// are relative to docs/.
 func (r *Results) readmeSection() string {
 	var b strings.Builder
 	m := r.Machine
@@ -131,8 +133,8 @@ func (r *Results) readmeSection() string {
 			b.WriteString("- " + line + "\n")
 		}
 	}
-	b.WriteString("\nEvery run, with p50, errors and peak RSS, the growth and scale-out runs and what each run does: [bench/results/results.md](bench/results/results.md).\n\n")
-	b.WriteString("![Throughput and p99 latency against concurrency, one line per run](bench/results/chart.png)\n")
+	b.WriteString("\nEvery run, with p50, errors and peak RSS, the growth and scale-out runs and what each run does: [bench/results/results.md](../bench/results/results.md).\n\n")
+	b.WriteString("![Throughput and p99 latency against concurrency, one line per run](../bench/results/chart.png)\n")
 	return b.String()
 }
 

@@ -10,7 +10,7 @@ import (
 
 func TestUpdateReadme_MissingMarkers_LeavesTheFile(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "README.md")
+	path := filepath.Join(t.TempDir(), "performance.md")
 	require.NoError(t, os.WriteFile(path, []byte("# title\n"), 0o644))
 
 	require.Error(t, updateReadme(path, &Results{}))
@@ -40,7 +40,7 @@ func TestReadmeSection_MachineTargetsRunsAndChart(t *testing.T) {
 	require.Contains(t, s, "| storm: provider charges for the one key | 1 | = 1 | met |")
 	require.Contains(t, s, "| server peak RSS, MB (the most of any run) | 69 | < 150 MB | met |")
 	require.Contains(t, s, "| fresh | 400 /s, p99 57.1 ms | 490 /s, p99 146.0 ms |")
-	require.Contains(t, s, "](bench/results/chart.png)")
+	require.Contains(t, s, "](../bench/results/chart.png)")
 }
 
 func TestScaleOut_ReadmeLinesAndResultsTable(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package markdown writes the documents that chargeonce's runs generate:
-// results files, and the parts of the README between a pair of HTML comment
-// markers.
+// results files, and the parts of a document (docs/performance.md, the
+// chaos run's figures) between a pair of HTML comment markers.
 package markdown
 
 import (
