@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/payment"
-	"chargeonce/sqlc"
 )
 
 // ReceiptsConsumer is the durable consumer name of the receipts consumer.
@@ -24,6 +21,7 @@ const ReceiptsConsumer = "receipts"
 // A consumer whose effect lives elsewhere records the event id in a table
 // of its own in the same transaction as its effect, the same way.
 func Receipts(pool *pgxpool.Pool, log *slog.Logger, fault func(string)) Consumer {
+	st := newStore(pool)
 	return Consumer{
 		Durable:     ReceiptsConsumer,
 		Description: "chargeonce receipts: one receipt per successful charge",
@@ -34,35 +32,19 @@ func Receipts(pool *pgxpool.Pool, log *slog.Logger, fault func(string)) Consumer
 			if e.Type != payment.EventChargeSucceeded {
 				return nil // the subject filter takes successes only
 			}
-			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				n, err := sqlc.New(tx).InsertReceipt(ctx, receiptOf(e))
-				var pgErr *pgconn.PgError
-				if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
-					// Its merchant is not in this database: the event is
-					// another chargeonce's, and no retry will change that.
-					return fmt.Errorf("%w: merchant %s is not in this database", ErrMalformed, e.MerchantID)
-				}
-				if err != nil {
-					return err
-				}
-				if n == 0 {
-					log.Info("event already has its receipt: a redelivery, nothing to do", "event_id", e.ID)
-				} else {
-					log.Info("receipt issued", "event_id", e.ID, "charge_id", e.Charge.ID, "amount", e.Amount, "currency", e.Currency)
-				}
-				return nil
-			})
+			issued, err := st.insertReceipt(ctx, e)
+			switch {
+			case errors.Is(err, errForeignMerchant):
+				// The event is another chargeonce's, and no retry will change that.
+				return fmt.Errorf("%w: merchant %s is not in this database", ErrMalformed, e.MerchantID)
+			case err != nil:
+				return err
+			case !issued:
+				log.Info("event already has its receipt: a redelivery, nothing to do", "event_id", e.ID)
+			default:
+				log.Info("receipt issued", "event_id", e.ID, "charge_id", e.Charge.ID, "amount", e.Amount, "currency", e.Currency)
+			}
+			return nil
 		},
 	}
-}
-
-func receiptOf(e payment.Event) sqlc.InsertReceiptParams {
-	p := sqlc.InsertReceiptParams{
-		EventID: e.ID, MerchantID: e.MerchantID, ChargeID: e.Charge.ID, IdempotencyKey: e.IdempotencyKey,
-		Amount: e.Amount, Currency: e.Currency, ProviderChargeID: e.Charge.ProviderChargeID, ChargedAt: e.Charge.CreatedAt,
-	}
-	if e.OrderID != "" {
-		p.OrderID = &e.OrderID
-	}
-	return p
 }

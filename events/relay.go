@@ -8,13 +8,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"chargeonce/payment"
-	"chargeonce/sqlc"
 )
 
 // RelayConfig tunes a Relay. Zero values take the defaults.
@@ -72,6 +70,7 @@ func (c RelayConfig) withDefaults() RelayConfig {
 // poll is the fallback.
 type Relay struct {
 	pool   *pgxpool.Pool
+	store  *store
 	js     jetstream.JetStream
 	cfg    RelayConfig
 	log    *slog.Logger
@@ -81,7 +80,7 @@ type Relay struct {
 // NewRelay returns a relay from pool's outbox to js.
 func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) *Relay {
 	cfg = cfg.withDefaults()
-	return &Relay{pool: pool, js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
+	return &Relay{pool: pool, store: newStore(pool), js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
 }
 
 // Run relays until ctx ends.
@@ -145,24 +144,12 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		}
 		r.stream = true
 	}
-	sent := 0
-	var pubErr error
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		q := sqlc.New(tx)
-		rows, err := q.LockUnsentChargeEvents(ctx, int32(r.cfg.Batch))
-		if err != nil || len(rows) == 0 {
-			return err
+	sent, pubErr, err := r.store.relayBatch(ctx, r.cfg.Batch, func(events []outboxEvent) ([]uuid.UUID, error) {
+		acked, err := r.publish(ctx, events)
+		if len(acked) > 0 {
+			r.cfg.Fault(FaultAfterPublish)
 		}
-		var acked []uuid.UUID
-		acked, pubErr = r.publish(ctx, rows)
-		if len(acked) == 0 {
-			return nil
-		}
-		r.cfg.Fault(FaultAfterPublish)
-		sent = len(acked)
-		// What the broker acked is marked; the rest stays unsent for the
-		// next try.
-		return q.MarkChargeEventsSent(ctx, sqlc.MarkChargeEventsSentParams{Now: time.Now(), Ids: acked})
+		return acked, err
 	})
 	if err != nil {
 		return 0, err
@@ -175,12 +162,12 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 
 // publish publishes rows asynchronously and waits for their acks; it
 // returns the ids the broker acknowledged.
-func (r *Relay) publish(ctx context.Context, rows []sqlc.LockUnsentChargeEventsRow) ([]uuid.UUID, error) {
+func (r *Relay) publish(ctx context.Context, rows []outboxEvent) ([]uuid.UUID, error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(rows))
 	var firstErr error
 	for _, row := range rows {
-		msg := &nats.Msg{Subject: subjectOf(row.Type), Data: row.Body, Header: nats.Header{}}
-		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.ID.String()), jetstream.WithExpectStream(Stream))
+		msg := &nats.Msg{Subject: subjectOf(row.eventType), Data: row.body, Header: nats.Header{}}
+		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.id.String()), jetstream.WithExpectStream(Stream))
 		if err != nil {
 			firstErr = fmt.Errorf("%w: publish: %w", errNoBroker, err)
 			break
@@ -193,7 +180,7 @@ func (r *Relay) publish(ctx context.Context, rows []sqlc.LockUnsentChargeEventsR
 	for i, f := range futures {
 		select {
 		case ack := <-f.Ok():
-			acked = append(acked, rows[i].ID)
+			acked = append(acked, rows[i].id)
 			r.cfg.Published(ack.Duplicate)
 		case err := <-f.Err():
 			firstErr = cmp.Or(firstErr, fmt.Errorf("%w: %w", errNoBroker, err))
@@ -210,6 +197,5 @@ func subjectOf(eventType string) string { return payment.SubjectPrefix + eventTy
 
 // CountUnsent counts the outbox events the broker has not acknowledged.
 func CountUnsent(ctx context.Context, pool *pgxpool.Pool) (int, error) {
-	n, err := sqlc.New(pool).CountUnsentChargeEvents(ctx)
-	return int(n), err
+	return newStore(pool).countUnsent(ctx)
 }

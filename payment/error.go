@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"chargeonce/db"
 )
 
 // Error codes of the domain. The GraphQL layer maps each to an
@@ -56,6 +58,28 @@ func Errorf(code, format string, args ...any) *Error {
 // invalid returns an EINVALID error about one input field.
 func invalid(field, format string, args ...any) *Error {
 	return &Error{Code: EINVALID, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// errNotFound is a missing row, as DBError returns it.
+var errNotFound = Errorf(ENOTFOUND, "not found")
+
+// UnavailableRetryAfter is the retry hint of an EUNAVAILABLE answer.
+const UnavailableRetryAfter = time.Second
+
+// DBError turns an error of the database into the domain's, as every store
+// of the domain returns its errors (see db.Classify): a missing row is
+// ENOTFOUND, a database that cannot be used (unreachable, restarting, out
+// of connections, read-only after a failover, too slow) is EUNAVAILABLE,
+// with its retry hint; anything else is returned as it is.
+func DBError(err error) error {
+	switch kind, _ := db.Classify(err); kind {
+	case db.NotFound:
+		return errNotFound
+	case db.Unavailable:
+		return &Error{Code: EUNAVAILABLE, RetryAfter: UnavailableRetryAfter, Err: err,
+			Message: "the payment database is unavailable; retry the same request with the same idempotency key after retryAfterMs"}
+	}
+	return err
 }
 
 // ErrorCode returns the code of err, EINTERNAL for errors of unknown kind.

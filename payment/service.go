@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goretry "github.com/sethvargo/go-retry"
 
+	"chargeonce/db"
 	"chargeonce/metrics"
 )
 
@@ -156,7 +157,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 		got, claimed, err := s.store.claim(dbCtx, a)
 		if err != nil {
 			switch code := ErrorCode(err); {
-			case code == EUNAVAILABLE && mayHaveRun(err):
+			case code == EUNAVAILABLE && db.MayHaveRun(err):
 				s.releaseLostClaim(ctx, m, a)
 			case code == EORDERPAID:
 				// Another key holds a live attempt for this order (the unique

@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"chargeonce/db"
 	"chargeonce/sqlc"
 )
 
@@ -36,72 +31,25 @@ const (
 	constraintChargeOrder      = "charges_order_idx"                 // one charge per order
 )
 
-// errNotFound is returned for a missing row; errFenced for a finalizing write
-// that found the attempt already finalized or taken over.
+// errOrderPaid refuses a second payment of an order; errFenced is a
+// finalizing write that found the attempt already finalized or taken over.
 var (
-	errNotFound  = Errorf(ENOTFOUND, "not found")
 	errOrderPaid = &Error{Code: EORDERPAID, Field: "input.orderId",
 		Message: "this order is already paid, or being paid, under another idempotency key; nothing was charged"}
 	errFenced = errors.New("attempt was finalized or taken over by someone else")
 )
 
-// interpretError translates pgx errors into the domain's.
+// interpretError is the store's seam: it turns a database error into the
+// domain's (see DBError), and a second live attempt or charge for an order
+// into errOrderPaid.
 func interpretError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errNotFound
-	}
-	if unavailable(err) {
-		return &Error{Code: EUNAVAILABLE, RetryAfter: UnavailableRetryAfter, Err: err,
-			Message: "the payment database is unavailable; retry the same request with the same idempotency key after retryAfterMs"}
-	}
-	if constraint, ok := uniqueViolation(err); ok {
+	if kind, constraint := db.Classify(err); kind == db.UniqueViolation {
 		if constraint == constraintAttemptOrder || constraint == constraintChargeOrder {
 			return errOrderPaid
 		}
 		return fmt.Errorf("unique violation on %s: %w", constraint, err)
 	}
-	return err
-}
-
-// UnavailableRetryAfter is the retry hint of an EUNAVAILABLE answer.
-const UnavailableRetryAfter = time.Second
-
-// unavailable reports whether err says that the database could not be used
-// (unreachable, restarting, out of connections, read-only after a failover,
-// too slow to answer), as opposed to having refused the statement: the same
-// statement may well succeed once it is back.
-func unavailable(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "53300", // too_many_connections
-			"57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
-			"25006": // read_only_sql_transaction: a standby, e.g. mid-failover
-			return true
-		}
-		return strings.HasPrefix(pgErr.Code, "08") // connection_exception
-	}
-	var connectErr *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
-		pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
-		// Our own StoreTimeout: the pool had no connection for us in time.
-		errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
-}
-
-// uniqueViolation reports whether err is a unique violation (SQLSTATE
-// 23505), and of which constraint.
-func uniqueViolation(err error) (constraint string, ok bool) {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return pgErr.ConstraintName, true
-	}
-	return "", false
+	return DBError(err)
 }
 
 func (s *store) merchant(ctx context.Context, id uuid.UUID) (Merchant, error) {

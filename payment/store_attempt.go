@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"chargeonce/db"
 	"chargeonce/sqlc"
 )
 
@@ -28,7 +28,7 @@ import (
 func (s *store) claim(ctx context.Context, a Attempt) (got Attempt, claimed bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return Attempt{}, false, interpretError(fmt.Errorf("%w: %w", errNotSent, err))
+		return Attempt{}, false, interpretError(fmt.Errorf("%w: %w", db.ErrNotSent, err))
 	}
 	defer conn.Release()
 	row, err := sqlc.New(conn).ClaimChargeAttempt(ctx, sqlc.ClaimChargeAttemptParams{
@@ -54,15 +54,11 @@ func (s *store) claim(ctx context.Context, a Attempt) (got Attempt, claimed bool
 	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), row.Claimed, nil
 }
 
-// errNotSent marks a statement that never reached the database.
-var errNotSent = errors.New("no database connection")
-
-// mayHaveRun reports whether a failed statement may nevertheless have run:
-// the connection broke or timed out after it was sent, and only its reply is
-// missing.
-func mayHaveRun(err error) bool {
-	var connectErr *pgconn.ConnectError
-	return !errors.Is(err, errNotSent) && !errors.As(err, &connectErr) && !pgconn.SafeToRetry(err)
+// isNotFound reports whether a fenced write changed no row: someone else
+// finalized or took over the attempt.
+func isNotFound(err error) bool {
+	kind, _ := db.Classify(err)
+	return kind == db.NotFound
 }
 
 // get loads the merchant's attempt for key, with its charge or failure.
@@ -94,7 +90,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
 			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: providerChargeID,
 		})
-		if constraint, _ := uniqueViolation(err); constraint == constraintProviderChargeID {
+		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			// This provider charge is recorded already: the provider key is
 			// the attempt's, so whoever recorded it finalized the attempt.
 			return errFenced
@@ -105,7 +101,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		row, err := q.SucceedChargeAttempt(ctx, sqlc.SucceedChargeAttemptParams{
 			ChargeID: &c.ID, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if isNotFound(err) {
 			return errFenced // rolls the charge back: the record's owner writes it
 		}
 		if err != nil {
@@ -130,7 +126,7 @@ func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt t
 		row, err := q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
 			FailureCode: f.Code, FailureMessage: f.Message, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if isNotFound(err) {
 			return errFenced
 		}
 		if err != nil {
@@ -164,7 +160,7 @@ func (s *store) rekey(ctx context.Context, a Attempt, newKey string) (Attempt, e
 	row, err := s.q.RekeyChargeAttempt(ctx, sqlc.RekeyChargeAttemptParams{
 		NewProviderKey: newKey, ID: a.ID, Attempt: a.Number, OldProviderKey: a.ProviderKey,
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if isNotFound(err) {
 		return Attempt{}, errFenced
 	}
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"chargeonce/db"
 	"chargeonce/payment"
 	"chargeonce/sqlc"
 )
@@ -32,12 +32,13 @@ var (
 	errDeliveryGone = errors.New("the delivery was deleted: its endpoint was removed")
 )
 
-func interpretError(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+// webhookError is the store's seam: it turns a database error into the
+// package's (see db.Classify).
+func webhookError(err error) error {
+	switch kind, constraint := db.Classify(err); {
+	case kind == db.NotFound:
 		return errNotFound
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.ConstraintName == constraintAttemptDelivery {
+	case kind == db.ForeignKeyViolation && constraint == constraintAttemptDelivery:
 		return errDeliveryGone
 	}
 	return err
@@ -56,7 +57,7 @@ const (
 
 func (s *store) merchantID(ctx context.Context, name string) (uuid.UUID, error) {
 	m, err := s.q.GetMerchantByName(ctx, name)
-	return m.ID, interpretError(err)
+	return m.ID, webhookError(err)
 }
 
 func (s *store) upsertEndpoint(ctx context.Context, merchantID uuid.UUID, url string, sec secret, now time.Time) (Endpoint, error) {
@@ -64,7 +65,7 @@ func (s *store) upsertEndpoint(ctx context.Context, merchantID uuid.UUID, url st
 		ID: uuid.New(), MerchantID: merchantID, Url: url, Secret: string(sec), Now: now,
 	})
 	return Endpoint{ID: r.ID, MerchantID: r.MerchantID, URL: r.Url, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt},
-		interpretError(err)
+		webhookError(err)
 }
 
 func (s *store) endpoints(ctx context.Context) ([]Endpoint, error) {
@@ -74,20 +75,20 @@ func (s *store) endpoints(ctx context.Context) ([]Endpoint, error) {
 		es[i] = Endpoint{ID: r.ID, MerchantID: r.MerchantID, Merchant: r.MerchantName, URL: r.Url,
 			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	}
-	return es, interpretError(err)
+	return es, webhookError(err)
 }
 
 func (s *store) endpointOfMerchant(ctx context.Context, merchantID uuid.UUID) (Endpoint, error) {
 	r, err := s.q.GetWebhookEndpointOfMerchant(ctx, merchantID)
 	return Endpoint{ID: r.ID, MerchantID: r.MerchantID, Merchant: r.MerchantName, URL: r.Url,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, interpretError(err)
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, webhookError(err)
 }
 
 // deleteEndpoint removes the merchant's endpoint with its deliveries, and
 // says how many of them were pending.
 func (s *store) deleteEndpoint(ctx context.Context, merchantID uuid.UUID) (url string, pending int, err error) {
 	r, err := s.q.DeleteWebhookEndpoint(ctx, merchantID)
-	return r.Url, int(r.Pending), interpretError(err)
+	return r.Url, int(r.Pending), webhookError(err)
 }
 
 // insertDelivery queues e, whose JSON is body, for its merchant's endpoint;
@@ -96,7 +97,7 @@ func (s *store) insertDelivery(ctx context.Context, e payment.Event, body []byte
 	n, err := s.q.InsertWebhookDelivery(ctx, sqlc.InsertWebhookDeliveryParams{
 		EventID: e.ID, EventType: e.Type, Body: body, Now: now, MerchantID: e.MerchantID,
 	})
-	return n > 0, interpretError(err)
+	return n > 0, webhookError(err)
 }
 
 // delivery is a delivery a worker took: what to send, where, and with which
@@ -127,7 +128,7 @@ func (s *store) takeDue(ctx context.Context, now, leaseUntil time.Time, busy []u
 		ds[i] = delivery{eventID: r.EventID, endpointID: r.EndpointID, merchantID: r.MerchantID, eventType: r.EventType,
 			body: r.Body, attempt: int(r.Attempts), queuedAt: r.CreatedAt, url: r.Url, secret: secret(r.Secret)}
 	}
-	return ds, interpretError(err)
+	return ds, webhookError(err)
 }
 
 // outcome is what an attempt came to, as the store records it: the attempt
@@ -177,7 +178,7 @@ func (s *store) record(ctx context.Context, d delivery, o outcome) (bool, error)
 		current = n == 1
 		return err
 	})
-	return current, interpretError(err)
+	return current, webhookError(err)
 }
 
 func (s *store) deliveryLog(ctx context.Context, endpointID uuid.UUID, limit int) ([]LogEntry, error) {
@@ -201,12 +202,12 @@ func (s *store) deliveryLog(ctx context.Context, endpointID uuid.UUID, limit int
 		}
 		es[i] = e
 	}
-	return es, interpretError(err)
+	return es, webhookError(err)
 }
 
 func (s *store) countPending(ctx context.Context) (int, error) {
 	n, err := s.q.CountPendingWebhookDeliveries(ctx)
-	return int(n), interpretError(err)
+	return int(n), webhookError(err)
 }
 
 // deleteFinished forgets up to limit deliveries that ended before before.
@@ -214,5 +215,5 @@ func (s *store) deleteFinished(ctx context.Context, before time.Time, limit int)
 	n, err := s.q.DeleteFinishedWebhookDeliveries(ctx, sqlc.DeleteFinishedWebhookDeliveriesParams{
 		Before: before, MaxDeliveries: int32(limit),
 	})
-	return int(n), interpretError(err)
+	return int(n), webhookError(err)
 }

@@ -1,0 +1,96 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"chargeonce/db"
+	"chargeonce/payment"
+	"chargeonce/sqlc"
+)
+
+// store is the seam between the events and PostgreSQL: the outbox the
+// relay drains and the receipts table the reference consumer fills. It is
+// the package's only code that runs the sqlc queries.
+type store struct {
+	pool *pgxpool.Pool
+}
+
+func newStore(pool *pgxpool.Pool) *store { return &store{pool: pool} }
+
+// outboxEvent is an unsent event as the relay publishes it.
+type outboxEvent struct {
+	id        uuid.UUID
+	eventType string
+	body      []byte
+}
+
+// relayBatch locks up to limit of the oldest unsent events that no other
+// relay holds (FOR UPDATE SKIP LOCKED), hands them to publish, and marks
+// sent, in the same transaction, the ids publish says the broker took.
+// publish's own error is returned apart from the store's, since the
+// events it did publish are marked all the same.
+func (s *store) relayBatch(ctx context.Context, limit int, publish func([]outboxEvent) ([]uuid.UUID, error)) (sent int, pubErr, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		rows, err := q.LockUnsentChargeEvents(ctx, int32(limit))
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		events := make([]outboxEvent, len(rows))
+		for i, r := range rows {
+			events[i] = outboxEvent{id: r.ID, eventType: r.Type, body: r.Body}
+		}
+		var acked []uuid.UUID
+		acked, pubErr = publish(events)
+		if len(acked) == 0 {
+			return nil
+		}
+		sent = len(acked)
+		return q.MarkChargeEventsSent(ctx, sqlc.MarkChargeEventsSentParams{Now: time.Now(), Ids: acked})
+	})
+	if err != nil {
+		return 0, pubErr, err
+	}
+	return sent, pubErr, nil
+}
+
+func (s *store) countUnsent(ctx context.Context) (int, error) {
+	n, err := sqlc.New(s.pool).CountUnsentChargeEvents(ctx)
+	return int(n), err
+}
+
+// errForeignMerchant is an event whose merchant is not in this database.
+var errForeignMerchant = errors.New("the event's merchant is not in this database")
+
+// insertReceipt issues the receipt of e, a charge.succeeded event, in one
+// transaction; false when e has its receipt already (a redelivery), and
+// errForeignMerchant when e is another database's.
+func (s *store) insertReceipt(ctx context.Context, e payment.Event) (bool, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = sqlc.New(tx).InsertReceipt(ctx, receiptOf(e))
+		return err
+	})
+	if kind, _ := db.Classify(err); kind == db.ForeignKeyViolation {
+		return false, errForeignMerchant
+	}
+	return n > 0, err
+}
+
+func receiptOf(e payment.Event) sqlc.InsertReceiptParams {
+	p := sqlc.InsertReceiptParams{
+		EventID: e.ID, MerchantID: e.MerchantID, ChargeID: e.Charge.ID, IdempotencyKey: e.IdempotencyKey,
+		Amount: e.Amount, Currency: e.Currency, ProviderChargeID: e.Charge.ProviderChargeID, ChargedAt: e.Charge.CreatedAt,
+	}
+	if e.OrderID != "" {
+		p.OrderID = &e.OrderID
+	}
+	return p
+}
