@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
+	"chargeonce/internal/loop"
 )
 
 // listen LISTENs on db.EventsChannel (see db.Listen) and signals wake, without
@@ -16,15 +17,8 @@ import (
 // backoff until ctx ends; the relay's poll covers the gaps.
 func listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, wake chan<- struct{}) {
 	db.ListenAlways(ctx, pool, db.EventsChannel, db.Reconnect{Min: 100 * time.Millisecond, Max: 5 * time.Second, Reset: time.Minute},
-		func() { signal(wake) }, func(string) { signal(wake) },
+		func() { loop.Signal(wake) }, func(string) { loop.Signal(wake) },
 		func(err error, retryIn time.Duration) {
 			log.Warn("outbox listener lost its connection; polling until it is back", "err", err, "retry_in", retryIn)
 		})
-}
-
-func signal(c chan<- struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"chargeonce/db"
+	"chargeonce/internal/loop"
 	"chargeonce/payment"
 )
 
@@ -83,44 +86,27 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) *Rela
 	return &Relay{pool: pool, store: newStore(pool), js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
 }
 
-// Run relays until ctx ends.
+// Run relays until ctx ends: at once, whenever a NOTIFY says an event was
+// written, and every Poll; after a batch it lets the next events gather
+// for Gather, and while the broker or the database is away it tries again
+// with a growing wait, up to MaxBackoff.
 func (r *Relay) Run(ctx context.Context) {
 	wake := make(chan struct{}, 1)
 	go listen(ctx, r.pool, r.log, wake)
-	poll := time.NewTicker(r.cfg.Poll)
-	defer poll.Stop()
-	backoff := time.Duration(0)
-	for {
+	loop.Runner{Name: "relay", Interval: r.cfg.Poll, Wake: wake, Logger: r.log,
+		Backoff: loop.Backoff{Min: 100 * time.Millisecond, Max: r.cfg.MaxBackoff},
+		Outage:  func(err error) bool { return errors.Is(err, errNoBroker) || db.IsUnavailable(err) },
+	}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
 		sent, err := r.drain(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			backoff = min(max(2*backoff, 100*time.Millisecond), r.cfg.MaxBackoff)
-			r.log.Warn("relay: events wait in the outbox", "err", err, "retry_in", backoff)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			continue
+		if err != nil {
+			return loop.Next{}, fmt.Errorf("events wait in the outbox: %w", err)
 		}
-		backoff = 0
 		if sent > 0 {
 			// Let the next events gather; their NOTIFYs wait in wake.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(r.cfg.Gather):
-			}
+			return loop.Next{Rest: r.cfg.Gather}, nil
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-poll.C:
-		}
-	}
+		return loop.Next{}, nil
+	})
 }
 
 // drain relays batches until the outbox has no unsent event that another

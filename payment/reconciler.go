@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"chargeonce/internal/loop"
 	"chargeonce/metrics"
 )
 
@@ -52,18 +53,12 @@ type ReconcileResult struct {
 
 // Run runs a pass at once and then every ReconcileInterval until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) {
-	every(ctx, r.svc.cfg.ReconcileInterval, func(ctx context.Context) {
+	loop.Runner{Name: "reconcile", Interval: r.svc.cfg.ReconcileInterval, Logger: r.log}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
 		res, err := r.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			// An outage passes; the next pass tries again. Anything else is a bug.
-			level := slog.LevelError
-			if ErrorCode(err) == EUNAVAILABLE {
-				level = slog.LevelWarn
-			}
-			r.log.Log(ctx, level, "reconcile pass failed", "err", err)
-		} else if res.Taken > 0 {
+		if err == nil && res.Taken > 0 {
 			r.log.Info("reconcile pass", "taken", res.Taken, "succeeded", res.Succeeded, "failed", res.Failed, "open", res.Open)
 		}
+		return loop.Next{}, err
 	})
 }
 

@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"chargeonce/internal/loop"
 )
 
 // CleanerConfig tunes a Cleaner. Zero values take the defaults.
 type CleanerConfig struct {
 	Interval  time.Duration // time between passes, default CleanupIntervalDefault
-	BatchSize int           // attempts deleted per statement, default 500
+	BatchSize int           // attempts deleted per statement, default loop.BatchSizeDefault
 	// MaxBatches bounds one pass. A pass that ends with more to delete (a
 	// backlog) is followed by the next at once rather than after Interval,
 	// so the cleaner keeps up with any rate of charges.
-	MaxBatches int // default 20
+	MaxBatches int // default loop.MaxBatchesDefault
 }
 
 // cleanupRestFactor paces the cleaner: after each full batch it rests this
@@ -29,8 +31,8 @@ const CleanupIntervalDefault = time.Minute
 
 func (c CleanerConfig) withDefaults() CleanerConfig {
 	c.Interval = cmp.Or(c.Interval, CleanupIntervalDefault)
-	c.BatchSize = cmp.Or(c.BatchSize, 500)
-	c.MaxBatches = cmp.Or(c.MaxBatches, 20)
+	c.BatchSize = cmp.Or(c.BatchSize, loop.BatchSizeDefault)
+	c.MaxBatches = cmp.Or(c.MaxBatches, loop.MaxBatchesDefault)
 	return c
 }
 
@@ -51,73 +53,44 @@ type Cleaner struct {
 
 // NewCleaner returns a Cleaner for svc's attempts, with svc's clock.
 func NewCleaner(svc *Service, cfg CleanerConfig) *Cleaner {
-	return &Cleaner{svc: svc, cfg: cfg.withDefaults(), log: svc.log.With("component", "retention"), rest: sleep}
+	return &Cleaner{svc: svc, cfg: cfg.withDefaults(), log: svc.log.With("component", "retention"),
+		rest: func(ctx context.Context, d time.Duration) { loop.Sleep(ctx, d) }}
 }
 
 // Run runs a pass at once, then the next at once while a backlog lasts and
 // every Interval otherwise, until ctx ends.
 func (c *Cleaner) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		n, err := c.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			// An outage passes; the next pass tries again. Anything else is a bug.
-			level := slog.LevelError
-			if ErrorCode(err) == EUNAVAILABLE {
-				level = slog.LevelWarn
-			}
-			c.log.Log(ctx, level, "retention pass failed", "err", err)
-		} else if n > 0 {
+	loop.Runner{Name: "retention", Interval: c.cfg.Interval, Logger: c.log}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
+		n, backlog, err := c.pass(ctx)
+		if err == nil && n > 0 {
 			c.log.Info("retention pass: forgot expired idempotency keys", "deleted", n)
 		}
-		if err == nil && n == c.cfg.MaxBatches*c.cfg.BatchSize {
-			continue // a backlog: the batches have rested already
-		}
-		sleep(ctx, c.cfg.Interval)
-	}
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+		return loop.Next{Now: backlog}, err
+	})
 }
 
 // RunOnce deletes expired finished attempts, and outbox events sent more
 // than Retention ago, batch by batch; it says how many attempts it deleted.
 func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
-	attempts, err := c.batches(ctx, c.svc.deleteExpired)
+	n, _, err := c.pass(ctx)
+	return n, err
+}
+
+// pass is RunOnce, and says whether a backlog of attempts remains.
+func (c *Cleaner) pass(ctx context.Context) (attempts int, backlog bool, err error) {
+	batches := loop.Batches{Size: c.cfg.BatchSize, Max: c.cfg.MaxBatches, RestFactor: cleanupRestFactor, Rest: c.rest}
+	attempts, backlog, err = batches.Run(ctx, c.svc.deleteExpired)
 	if err != nil {
-		return attempts, fmt.Errorf("delete expired attempts: %w", err)
+		return attempts, false, fmt.Errorf("delete expired attempts: %w", err)
 	}
-	events, err := c.batches(ctx, c.svc.deleteSentEvents)
+	events, _, err := batches.Run(ctx, c.svc.deleteSentEvents)
 	if err != nil {
-		return attempts, fmt.Errorf("delete sent events: %w", err)
+		return attempts, false, fmt.Errorf("delete sent events: %w", err)
 	}
 	if events > 0 {
 		c.log.Info("retention pass: forgot sent events", "deleted", events)
 	}
-	return attempts, nil
-}
-
-// batches runs del batch by batch, up to MaxBatches, until a batch comes
-// back short, and says how many rows it deleted. After each full batch it
-// rests cleanupRestFactor times as long as the batch took.
-func (c *Cleaner) batches(ctx context.Context, del func(context.Context, int) (int, error)) (int, error) {
-	total := 0
-	for range c.cfg.MaxBatches {
-		start := time.Now()
-		n, err := del(ctx, c.cfg.BatchSize)
-		total += n
-		if err != nil || n < c.cfg.BatchSize {
-			return total, err
-		}
-		c.rest(ctx, cleanupRestFactor*time.Since(start))
-	}
-	return total, nil
+	return attempts, backlog, nil
 }
 
 // deleteExpired forgets up to limit finished attempts whose result has expired.

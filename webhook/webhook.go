@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"chargeonce/internal/loop"
 	"chargeonce/metrics"
 )
 
@@ -176,9 +177,4 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // notify wakes the worker, without waiting: one pending wake is enough.
-func (s *Service) notify() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) notify() { loop.Signal(s.wake) }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"chargeonce/internal/loop"
 )
 
 // dbTimeout bounds each of the worker's statements.
@@ -22,20 +25,11 @@ const dbTimeout = 10 * time.Second
 // of an endpoint it is sending to already: a slow endpoint holds one sender,
 // and every other merchant's deliveries go on.
 func (s *Service) work(ctx context.Context) {
-	poll := time.NewTicker(s.cfg.PollInterval)
-	defer poll.Stop()
 	f := &inFlight{endpoints: map[uuid.UUID]struct{}{}}
 	var sends sync.WaitGroup
 	defer sends.Wait()
-	for {
-		s.dispatch(ctx, f, &sends)
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-		case <-poll.C:
-		}
-	}
+	loop.Runner{Name: "webhook worker", Interval: s.cfg.PollInterval, Wake: s.wake, Logger: s.log}.Run(ctx,
+		func(ctx context.Context) (loop.Next, error) { return loop.Next{}, s.dispatch(ctx, f, &sends) })
 }
 
 // inFlight is the set of endpoints this worker is sending to.
@@ -63,22 +57,18 @@ func (f *inFlight) remove(id uuid.UUID) {
 }
 
 // dispatch takes due deliveries for the free senders and starts their sends.
-func (s *Service) dispatch(ctx context.Context, f *inFlight, sends *sync.WaitGroup) {
+func (s *Service) dispatch(ctx context.Context, f *inFlight, sends *sync.WaitGroup) error {
 	busy := f.snapshot()
 	free := s.cfg.Concurrency - len(busy)
 	if free <= 0 {
-		return // a send that ends wakes the worker
+		return nil // a send that ends wakes the worker
 	}
 	now := s.cfg.Now()
 	dbCtx, cancel := context.WithTimeout(ctx, dbTimeout)
 	due, err := s.store.takeDue(dbCtx, now, now.Add(s.cfg.Lease), busy, free)
 	cancel()
 	if err != nil {
-		if ctx.Err() == nil {
-			// An outage passes; the next poll tries again.
-			s.log.Warn("webhook worker: take due deliveries failed", "err", err)
-		}
-		return
+		return fmt.Errorf("take due deliveries: %w", err)
 	}
 	for _, d := range due {
 		f.add(d.endpointID)
@@ -92,6 +82,7 @@ func (s *Service) dispatch(ctx context.Context, f *inFlight, sends *sync.WaitGro
 			s.attempt(context.WithoutCancel(ctx), d)
 		})
 	}
+	return nil
 }
 
 // attempt sends d once and records the outcome: delivered on a 2xx;
