@@ -199,7 +199,7 @@ var errUsage = errors.New(`usage:
   chargeonce webhook remove NAME      remove merchant NAME's webhook endpoint; its pending deliveries are not sent
   chargeonce webhook deliveries NAME [--limit N]
                                       merchant NAME's webhook attempts, newest first (default 50)
-  chargeonce charges stuck            list PROCESSING attempts whose lease has expired
+  chargeonce charges stuck            list the stuck attempts: PROCESSING, their lease ended
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER=stripe, or PROVIDER_URL: a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does

@@ -195,7 +195,7 @@ func TestOperatorCommands_StuckAndReconcileOnce(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	var out syncBuffer
 	require.NoError(t, run(t.Context(), []string{"chargeonce", "charges", "stuck"}, getenv, &out, &out))
-	require.Contains(t, out.String(), key, "the abandoned attempt is listed")
+	require.Contains(t, out.String(), key, "the stuck attempt is listed")
 	require.Contains(t, out.String(), "1 stuck attempt(s)")
 
 	out = syncBuffer{}

@@ -73,7 +73,7 @@ func TestDatabaseDown_ChargesNothingAndRecoversByItself(t *testing.T) {
 // TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce cuts chargeonce's
 // connection to PostgreSQL right after the claim has committed and before its
 // reply arrives: the request cannot know it holds the attempt, answers
-// SERVICE_UNAVAILABLE, and gives the lease back. The client's one retry then
+// SERVICE_UNAVAILABLE, and releases the lease. The client's one retry then
 // finds the attempt nobody holds, takes it over and charges, instead of
 // waiting a whole lease (30 s here, with the reconciler off). It takes
 // milliseconds; the bound below is loose only because this machine runs many
@@ -96,7 +96,7 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(),
 		"SELECT status, greatest(locked_until - now(), interval '0') FROM charge_attempts WHERE idempotency_key = $1", key).Scan(&status, &leaseLeft))
 	require.Equal(t, "PROCESSING", status, "the claim committed although its request never learned it")
-	require.Zero(t, leaseLeft, "its lease was given back")
+	require.Zero(t, leaseLeft, "its lease was released")
 	require.Empty(t, s.providerCharges(t, "demo", key))
 
 	start := time.Now()

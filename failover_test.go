@@ -119,7 +119,7 @@ func TestFailover_PrimaryKilledUnderLoad_NothingAcknowledgedIsLost(t *testing.T)
 	t.Logf("%d checkouts succeeded (%d in flight at the kill); first success started after the kill %s after it; longest checkout %s",
 		succeeded, acrossKill, firstAfter.Round(time.Millisecond), longest.Round(time.Millisecond))
 	require.Greater(t, succeeded, 20)
-	// A request that could not give its lease back during the failover goes
+	// A request that could not release its lease during the failover goes
 	// on trying once the new primary is up, so no client waits for the 30 s
 	// lease to run out: the longest checkout is about the failover's length.
 	require.Less(t, longest, 20*time.Second, "a checkout waited for a lease to end")

@@ -328,7 +328,7 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 	require.Equal(t, "PROCESSING", sse.mustNext(t).payload.Status)
 	require.Equal(t, 2.0, subscriptionsOpen(t, a))
 
-	// B finalizes: a retry with the same key takes the abandoned attempt over
+	// B finalizes: a retry with the same key takes the stuck attempt over
 	// and records the charge the provider made.
 	retry := b.chargeCard(t, "demo-key", key, input).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", retry.Status)

@@ -49,7 +49,7 @@ type Metrics struct {
 	KeyReused prometheus.Counter
 	// OrderPaid counts ORDER_ALREADY_PAID refusals.
 	OrderPaid prometheus.Counter
-	// RetryTakeovers counts retries that took over an attempt nobody held.
+	// RetryTakeovers counts retries that took over a stuck attempt.
 	RetryTakeovers prometheus.Counter
 
 	// ProviderDuration times calls to the card provider by operation
@@ -62,8 +62,8 @@ type Metrics struct {
 	// charge for the attempt.
 	ProviderRekeys prometheus.Counter
 
-	// Reconciler: attempts taken over, charges sent again under the same
-	// provider key, and attempts given up as provider_unavailable.
+	// Reconciler: stuck attempts taken over, charges sent again under the
+	// same provider key, and attempts given up as provider_unavailable.
 	ReconcilerTakeovers prometheus.Counter
 	ReconcilerRedrives  prometheus.Counter
 	ReconcilerGiveUps   prometheus.Counter
@@ -123,7 +123,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			"Requests refused with IDEMPOTENCY_KEY_REUSED: the same key with a different request."),
 		OrderPaid: counter("charge_order_already_paid_total", "Requests refused with ORDER_ALREADY_PAID."),
 		RetryTakeovers: counter("charge_retry_takeovers_total",
-			"Retries that took over an attempt no request held (its holder died, gave up, or lost its claim's reply)."),
+			"Retries that took over a stuck attempt (its holder died, released its lease with the outcome unknown, or lost its claim's reply)."),
 		ProviderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "provider_request_duration_seconds", Help: "Calls to the card provider, by operation and result.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
@@ -133,7 +133,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			[]string{"operation"}),
 		ProviderRekeys: counter("provider_rekeys_total",
 			"Attempts given a new provider key: the provider replayed a failure for the old one and held no charge for the attempt."),
-		ReconcilerTakeovers: counter("reconciler_takeovers_total", "Abandoned attempts the reconciler took over."),
+		ReconcilerTakeovers: counter("reconciler_takeovers_total", "Stuck attempts (PROCESSING, their lease ended) the reconciler took over."),
 		ReconcilerRedrives:  counter("reconciler_redrives_total", "Charges the reconciler sent again under the same provider key."),
 		ReconcilerGiveUps: counter("reconciler_give_ups_total",
 			"Attempts failed as provider_unavailable after the redrive window."),
@@ -185,11 +185,11 @@ func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
 	}
 }
 
-// WatchStuck exports the number of PROCESSING attempts whose lease has
-// expired, read by count at each scrape; a failed count reads as NaN.
+// WatchStuck exports the number of stuck attempts (PROCESSING, their lease
+// ended), read by count at each scrape; a failed count reads as NaN.
 func (m *Metrics) WatchStuck(count func() (int, error)) {
 	m.watch("stuck_processing_attempts",
-		"PROCESSING attempts whose lease has expired: their holder is gone and the reconciler has not settled them yet.", count)
+		"Stuck attempts: PROCESSING, their lease ended (their holder is gone, or released it), not taken over yet.", count)
 }
 
 // WatchOutbox exports the number of outbox events the broker has not

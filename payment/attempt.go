@@ -30,7 +30,7 @@ type Attempt struct {
 	// a holder that lost the attempt writes nothing.
 	Number int32
 	// LockedUntil is when the holder's lease ends; after it the attempt is
-	// abandoned and may be taken over.
+	// stuck and may be taken over.
 	LockedUntil time.Time
 	CreatedAt   time.Time
 	// ExpiresAt is when the stored result may be forgotten.
@@ -70,8 +70,9 @@ func newAttempt(m Merchant, key string, in ChargeInput, now time.Time, lease, re
 // (the cost bench's growth runs measure).
 func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 
-// abandoned reports whether nobody holds the attempt at now.
-func (a Attempt) abandoned(now time.Time) bool {
+// stuck reports whether a is PROCESSING with nobody holding it at now: its
+// lease has ended, or was released.
+func (a Attempt) stuck(now time.Time) bool {
 	return a.Status == StatusProcessing && a.LockedUntil.Before(now)
 }
 

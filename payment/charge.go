@@ -13,10 +13,6 @@ import (
 // finalizeTimeout bounds the write of a provider's answer.
 const finalizeTimeout = 10 * time.Second
 
-// giveBackBudget is how long a request waits to give its lease back before
-// it answers (giveBack goes on in the background).
-const giveBackBudget = time.Second
-
 // charge calls the provider for a freshly claimed attempt and records the outcome.
 func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 	log := s.attemptLog(m, a)
@@ -28,12 +24,10 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 	if err != nil {
 		// Nobody knows yet whether the card was charged. Hand the attempt to
 		// the reconciler (or the client's retry) now, not when the lease ends.
-		if s.giveBack(ctx, log, a, giveBackBudget) {
-			a.LockedUntil = s.cfg.Now()
-		}
+		a = s.release(ctx, log, a, releaseBudget)
 		log.WarnContext(ctx, "provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
 		s.metrics.OutcomeUnknown.Inc()
-		return s.result(a, false)
+		return s.fresh(a)
 	}
 	s.cfg.Fault(FaultAfterProvider)
 	// The provider has answered, and losing that answer now would leave the
@@ -46,7 +40,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 	var done Attempt
 	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
 		func(ctx context.Context) error {
-			done, err = s.finalize(ctx, a, pc, metrics.ByRequest)
+			done, err = s.finalize(ctx, a, pc, byRequest)
 			if code := ErrorCode(err); err != nil && !errors.Is(err, errFenced) && (code == EUNAVAILABLE || code == EINTERNAL) {
 				log.WarnContext(ctx, "could not record the provider's answer yet; retrying", "err", err)
 				return goretry.RetryableError(err)
@@ -58,7 +52,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 		// Someone else finalized the attempt first; theirs is the stored answer.
 		log.InfoContext(ctx, "attempt was finalized by another holder; answering with the stored result")
 		if done, err = s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
-			return s.result(done, true)
+			return s.replay(done)
 		}
 		fallthrough
 	case err != nil:
@@ -66,16 +60,16 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 		// PROCESSING; the reconciler asks the provider by our key when the lease ends.
 		log.ErrorContext(ctx, "could not record the provider's answer; attempt stays PROCESSING",
 			"provider_charge_id", pc.ID, "succeeded", pc.Succeeded, "err", err)
-		return s.result(a, false)
+		return s.fresh(a)
 	}
 	s.cfg.Fault(FaultAfterFinalize)
 	log.InfoContext(ctx, "charge attempt finalized", "status", done.Status, "provider_charge_id", pc.ID)
-	return s.result(done, false)
+	return s.fresh(done)
 }
 
 // finalize records the provider's definitive answer, fenced on a's attempt
-// number; by says who finalizes (metrics.ByRequest or ByReconciler).
-func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by string) (Attempt, error) {
+// number, for its holder by.
+func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by holder) (Attempt, error) {
 	now := s.cfg.Now()
 	expiresAt := now.Add(s.cfg.Retention)
 	var done Attempt
@@ -88,7 +82,7 @@ func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by
 		done, err = s.store.fail(ctx, a, Failure{Code: pc.FailureCode, Message: pc.FailureMessage}, now, expiresAt)
 	}
 	if err == nil {
-		s.metrics.Charges.WithLabelValues(outcome, by).Inc()
+		s.metrics.Charges.WithLabelValues(outcome, by.label()).Inc()
 	}
 	return done, err
 }

@@ -1,11 +1,3 @@
-// Package payment is chargeonce's domain: it charges a card at most once per
-// idempotency key. A request first claims its key in PostgreSQL (an atomic
-// insert on a unique index), and only the request that claimed it calls the
-// card provider, with an idempotency key of our own; the outcome is stored and
-// every later request with the same key gets the stored result. This package
-// holds that claim → charge → finalize flow, the validation and fingerprint of
-// requests, the Provider interface with its HTTP client, and the merchants and
-// API keys that scope every idempotency key.
 package payment
 
 import (

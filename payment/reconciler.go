@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"chargeonce/internal/loop"
-	"chargeonce/metrics"
 )
 
 // ReconcilerConfig tunes a Reconciler. Zero values take the defaults. The
@@ -23,9 +22,9 @@ type ReconcilerConfig struct {
 // ReconcilerBatchSizeDefault is how many attempts a pass takes over.
 const ReconcilerBatchSizeDefault = 16
 
-// Reconciler drives abandoned attempts to a final status: PROCESSING
-// attempts whose lease has expired, because their holder died, or the
-// provider's answer was lost, or the answer could not be recorded. It asks the
+// Reconciler drives stuck attempts to a final status: PROCESSING attempts
+// whose lease has ended, because their holder died, or the provider's
+// answer was lost, or the answer could not be recorded. It asks the
 // provider by our provider key and records what the provider knows; an
 // attempt the provider never saw is sent again under the same key (the
 // provider deduplicates) until the redrive window has passed. Every server
@@ -45,7 +44,7 @@ func NewReconciler(svc *Service, cfg ReconcilerConfig) *Reconciler {
 
 // ReconcileResult counts what one pass did.
 type ReconcileResult struct {
-	Taken     int // abandoned attempts taken over
+	Taken     int // stuck attempts taken over
 	Succeeded int // finalized SUCCEEDED
 	Failed    int // finalized FAILED
 	Open      int // still PROCESSING: outcome still unknown, for a later pass
@@ -62,12 +61,12 @@ func (r *Reconciler) Run(ctx context.Context) {
 	})
 }
 
-// RunOnce takes over a batch of attempts whose lease has expired and
-// reconciles them side by side.
+// RunOnce takes over a batch of stuck attempts and reconciles them side by
+// side.
 func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
-	attempts, err := r.svc.takeAbandoned(ctx, r.cfg.BatchSize)
+	attempts, err := r.svc.takeStuck(ctx, r.cfg.BatchSize)
 	if err != nil {
-		return ReconcileResult{}, fmt.Errorf("take abandoned attempts: %w", err)
+		return ReconcileResult{}, fmt.Errorf("take stuck attempts: %w", err)
 	}
 	res := ReconcileResult{Taken: len(attempts)}
 	var mu sync.Mutex
@@ -91,32 +90,24 @@ func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
 	return res, ctx.Err()
 }
 
-// takeAbandoned takes over up to limit attempts whose lease has expired,
-// with a lease of this holder's.
-func (s *Service) takeAbandoned(ctx context.Context, limit int) ([]Attempt, error) {
-	now := s.cfg.Now()
-	attempts, err := s.store.takeAbandoned(ctx, now, now.Add(s.cfg.Lease), limit)
-	s.metrics.ReconcilerTakeovers.Add(float64(len(attempts)))
-	return attempts, err
-}
-
 // reconcile settles one attempt that the reconciler holds, within what is
 // left of its lease, and says where it stands.
 func (s *Service) reconcile(ctx context.Context, log *slog.Logger, a Attempt) Status {
 	// The last tenth of the lease is kept free of work, for the write that
-	// gives the lease back when the work ran out of time.
+	// releases the lease when the work ran out of time.
 	ctx, cancel := context.WithTimeout(ctx, a.LockedUntil.Sub(s.cfg.Now())*9/10)
 	defer cancel()
 	// An idempotency key means something only within its merchant's scope.
 	log = log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Number)
 	m, err := s.store.merchant(ctx, a.MerchantID)
 	if err != nil {
-		s.leaveOpen(ctx, log, a, "could not load the merchant", err)
+		log.WarnContext(ctx, "attempt stays PROCESSING", "reason", "could not load the merchant", "err", err)
+		s.release(ctx, log, a, releaseBudget)
 		return StatusProcessing
 	}
-	st := s.settle(ctx, log.With("merchant", m.Name), m, a, metrics.ByReconciler)
-	if !st.final {
+	st, done := s.settle(ctx, log.With("merchant", m.Name), m, a, byReconciler)
+	if st != finalized {
 		return StatusProcessing
 	}
-	return st.done.Status
+	return done.Status
 }

@@ -67,11 +67,11 @@ func card(pm string) ChargeInput {
 // never called, and the lease runs until the clock passes it.
 func (b *bundle) abandon(t *testing.T, key string, in ChargeInput) Attempt {
 	t.Helper()
-	a, claimed, err := b.svc.store.claim(context.Background(),
+	c, err := b.svc.store.claim(context.Background(),
 		newAttempt(b.merchant, key, in, b.clock.Now(), b.svc.cfg.Lease, b.svc.cfg.Retention))
 	require.NoError(t, err)
-	require.True(t, claimed)
-	return a
+	require.Equal(t, claimedByUs, c.outcome)
+	return c.attempt
 }
 
 func (b *bundle) status(t *testing.T, key string) *Result {
@@ -399,7 +399,7 @@ func (p slowProvider) FindCharge(ctx context.Context, req ProviderChargeRequest)
 }
 
 // TestReconciler_SlowProvider_NoLeaseExpiresMidBatch gives two reconcilers
-// a backlog of abandoned attempts and a provider that takes 250 ms a call,
+// a backlog of stuck attempts and a provider that takes 250 ms a call,
 // so that working a pass's batch one attempt after another (12 × 2 calls ×
 // 250 ms = 6 s) would outlast the 3 s lease twice over: every attempt must
 // still be taken over exactly once, which it would not be if a lease ran out
@@ -418,9 +418,9 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	require.NoError(t, err)
 	const n = 12
 	for i := range n {
-		_, claimed, err := a.store.claim(ctx, newAttempt(m, uuid.NewString(), visa(int64(100+i)), time.Now().Add(-time.Minute), time.Second, time.Hour))
+		c, err := a.store.claim(ctx, newAttempt(m, uuid.NewString(), visa(int64(100+i)), time.Now().Add(-time.Minute), time.Second, time.Hour))
 		require.NoError(t, err)
-		require.True(t, claimed)
+		require.Equal(t, claimedByUs, c.outcome)
 	}
 
 	start := time.Now()

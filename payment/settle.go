@@ -4,24 +4,30 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-
-	"chargeonce/metrics"
 )
 
 // settlement is how settle left an attempt.
-type settlement struct {
-	done   Attempt // the stored attempt, when finalized
-	final  bool    // finalized by this holder
-	fenced bool    // finalized by another holder first
-}
+type settlement int
 
-// settle drives an attempt that this holder has just taken over (the
+const (
+	// leftOpen: the outcome is still unknown; the attempt stays PROCESSING
+	// and its lease is released, for the next pass or retry.
+	leftOpen settlement = iota + 1
+	// finalized: this holder recorded the provider's answer.
+	finalized
+	// finalizedByAnother: someone else finalized the attempt, or took it
+	// over, first; theirs is the stored answer.
+	finalizedByAnother
+)
+
+// settle drives an attempt that the holder by has just taken over (the
 // reconciler, or a retry) to a final status: it asks the provider by our
 // provider key and records what the provider knows; an attempt the provider
 // never saw is sent again under the same key (the provider deduplicates)
 // until RedriveWindow after its claim, and fails as provider_unavailable
 // after that. When the outcome stays unknown, the attempt stays PROCESSING
-// and its lease is given back for the next pass.
+// and its lease is released for the next pass. It returns the attempt as it
+// left it: finalized, or left open with its lease ended.
 //
 // A provider key is replaced only when the provider says it is spent (see
 // ErrProviderKeySpent): it replays a failure for the key, so that no send
@@ -30,25 +36,28 @@ type settlement struct {
 // before anything is sent under it; so a key is never replaced while the
 // provider may hold a charge under it, and whoever holds the attempt next
 // asks about, and sends under, the new key.
-func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a Attempt, by string) settlement {
+func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a Attempt, by holder) (settlement, Attempt) {
+	open := func(reason string, err error) (settlement, Attempt) {
+		log.WarnContext(ctx, "attempt stays PROCESSING", "reason", reason, "err", err)
+		return leftOpen, s.release(ctx, log, a, releaseBudget)
+	}
 	pc, err := s.provider.FindCharge(ctx, providerRequest(m, a))
 	if err != nil {
-		s.leaveOpen(ctx, log, a, "the provider lookup failed", err)
-		return settlement{}
+		return open("the provider lookup failed", err)
 	}
 	reason := "the provider has the charge"
 	switch {
 	case pc != nil:
 	case s.cfg.Now().Sub(a.CreatedAt) >= s.cfg.RedriveWindow:
 		reason = "the provider never saw the charge and the redrive window has passed"
-		if by == metrics.ByReconciler {
+		if by == byReconciler {
 			s.metrics.ReconcilerGiveUps.Inc()
 		}
 		pc = &ProviderCharge{FailureCode: "provider_unavailable",
 			FailureMessage: "The card provider could not be reached; the card was not charged."}
 	default:
 		reason = "the provider never saw the charge; sent it again under the same provider key"
-		if by == metrics.ByReconciler {
+		if by == byReconciler {
 			s.metrics.ReconcilerRedrives.Inc()
 		}
 		got, err := s.provider.CreateCharge(ctx, providerRequest(m, a))
@@ -56,19 +65,17 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 			rekeyed, rerr := s.rekey(ctx, log, a)
 			if errors.Is(rerr, errFenced) {
 				log.InfoContext(ctx, "attempt was taken over or finalized by another holder; not sent under a new key")
-				return settlement{fenced: true}
+				return finalizedByAnother, a
 			}
 			if rerr != nil {
-				s.leaveOpen(ctx, log, a, "the provider key is spent and a new one could not be recorded", rerr)
-				return settlement{}
+				return open("the provider key is spent and a new one could not be recorded", rerr)
 			}
 			a = rekeyed
 			reason = "the provider key was spent and the provider held no charge; sent under a new provider key"
 			got, err = s.provider.CreateCharge(ctx, providerRequest(m, a))
 		}
 		if err != nil {
-			s.leaveOpen(ctx, log, a, "re-sent the charge, outcome still unknown", err)
-			return settlement{}
+			return open("re-sent the charge, outcome still unknown", err)
 		}
 		pc = &got
 	}
@@ -77,19 +84,14 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 	done, err := s.finalize(writeCtx, a, *pc, by)
 	if errors.Is(err, errFenced) {
 		log.InfoContext(ctx, "attempt was finalized by another holder; nothing to do")
-		return settlement{fenced: true}
+		return finalizedByAnother, a
 	}
 	if err != nil {
-		s.leaveOpen(ctx, log, a, "could not record the provider's answer", err)
-		return settlement{}
+		return open("could not record the provider's answer", err)
 	}
-	msg := "reconcile: attempt finalized"
-	if by == metrics.ByRequest {
-		msg = "retry takeover: attempt finalized"
-	}
-	log.InfoContext(ctx, msg, "status", done.Status, "reason", reason,
+	log.InfoContext(ctx, by.takeover()+": attempt finalized", "status", done.Status, "reason", reason,
 		"provider_charge_id", pc.ID, "failure_code", pc.FailureCode)
-	return settlement{done: done, final: true}
+	return finalized, done
 }
 
 // rekey records the next provider key on a, fenced on its attempt number
@@ -107,27 +109,18 @@ func (s *Service) rekey(ctx context.Context, log *slog.Logger, a Attempt) (Attem
 	return rekeyed, err
 }
 
-// leaveOpen logs why the attempt stays PROCESSING and gives its lease back,
-// so that the next pass or retry takes it at once rather than when the
-// lease ends.
-func (s *Service) leaveOpen(ctx context.Context, log *slog.Logger, a Attempt, reason string, err error) {
-	log.WarnContext(ctx, "attempt stays PROCESSING", "reason", reason, "err", err)
-	s.giveBack(ctx, log, a, giveBackBudget)
-}
-
 // resume settles an attempt a retry has taken over and answers the retry.
 func (s *Service) resume(ctx context.Context, log *slog.Logger, m Merchant, a Attempt) Result {
-	st := s.settle(ctx, log, m, a, metrics.ByRequest)
-	switch {
-	case st.final:
-		return s.result(st.done, false)
-	case st.fenced:
+	st, a := s.settle(ctx, log, m, a, byRequest)
+	switch st {
+	case finalized:
+		return s.fresh(a)
+	case finalizedByAnother:
 		if stored, err := s.store.get(ctx, m.ID, a.IdempotencyKey); err == nil {
-			return s.result(stored, true)
+			return s.replay(stored)
 		}
 	}
 	// Left open, its lease released: the reconciler's next pass, or the next retry.
 	s.metrics.OutcomeUnknown.Inc()
-	a.LockedUntil = s.cfg.Now()
-	return s.result(a, false)
+	return s.fresh(a)
 }

@@ -19,16 +19,16 @@ import (
 
 // claim inserts a, and when the merchant's key was claimed already reads
 // the stored attempt in the same statement, so that a replay costs one round
-// trip. claimed reports whether a was inserted; if it was not, got is the
-// stored attempt with its charge, or the zero Attempt (ID uuid.Nil) when
-// there was none to read: the key was claimed a moment after the statement's
-// snapshot, or the order is paid. The claim takes its connection first, so
-// that a failure to get one (the database is away, or the pool is
-// exhausted) is known to have sent nothing.
-func (s *store) claim(ctx context.Context, a Attempt) (got Attempt, claimed bool, err error) {
+// trip: claimedByUs with a as inserted, foundStored with the stored attempt
+// and its charge, or notVisibleYet when there was none to read (the key was
+// claimed a moment after the statement's snapshot, or the order is paid).
+// The claim takes its connection first, so that a failure to get one (the
+// database is away, or the pool is exhausted) is known to have sent
+// nothing.
+func (s *store) claim(ctx context.Context, a Attempt) (claim, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return Attempt{}, false, interpretError(fmt.Errorf("%w: %w", db.ErrNotSent, err))
+		return claim{}, interpretError(fmt.Errorf("%w: %w", db.ErrNotSent, err))
 	}
 	defer conn.Release()
 	row, err := sqlc.New(conn).ClaimChargeAttempt(ctx, sqlc.ClaimChargeAttemptParams{
@@ -46,12 +46,16 @@ func (s *store) claim(ctx context.Context, a Attempt) (got Attempt, claimed bool
 		ExpiresAt:      a.ExpiresAt,
 	})
 	if err = interpretError(err); err == errNotFound {
-		return Attempt{}, false, nil
+		return claim{outcome: notVisibleYet}, nil
 	}
 	if err != nil {
-		return Attempt{}, false, err
+		return claim{}, err
 	}
-	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), row.Claimed, nil
+	c := claim{outcome: foundStored, attempt: withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt)}
+	if row.Claimed {
+		c.outcome = claimedByUs
+	}
+	return c, nil
 }
 
 // isNotFound reports whether a fenced write changed no row: someone else
@@ -169,15 +173,16 @@ func (s *store) rekey(ctx context.Context, a Attempt, newKey string) (Attempt, e
 	return attemptFromRow(row), nil
 }
 
-// release ends the holder's lease now, fenced on its attempt number.
+// release releases the holder's lease now, fenced on its attempt number.
 func (s *store) release(ctx context.Context, a Attempt, now time.Time) error {
 	return interpretError(s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Attempt: a.Number}))
 }
 
-// takeAbandoned takes over up to limit PROCESSING attempts whose lease expired
-// before now, giving each a lease until lockedUntil and a new attempt number.
-func (s *store) takeAbandoned(ctx context.Context, now, lockedUntil time.Time, limit int) ([]Attempt, error) {
-	rows, err := s.q.TakeAbandonedChargeAttempts(ctx, sqlc.TakeAbandonedChargeAttemptsParams{
+// takeStuck takes over up to limit stuck attempts (PROCESSING, their lease
+// ended before now), giving each a lease until lockedUntil and a new
+// attempt number.
+func (s *store) takeStuck(ctx context.Context, now, lockedUntil time.Time, limit int) ([]Attempt, error) {
+	rows, err := s.q.TakeStuckChargeAttempts(ctx, sqlc.TakeStuckChargeAttemptsParams{
 		LockedUntil: lockedUntil, Now: now, MaxAttempts: int32(limit),
 	})
 	if err != nil {
@@ -190,7 +195,7 @@ func (s *store) takeAbandoned(ctx context.Context, now, lockedUntil time.Time, l
 	return as, nil
 }
 
-// takeOver takes over a, if nobody holds it at now, with a lease until
+// takeOver takes over a, if it is stuck at now, with a lease until
 // lockedUntil and a new attempt number; ok is false when a is final or held.
 func (s *store) takeOver(ctx context.Context, a Attempt, now, lockedUntil time.Time) (taken Attempt, ok bool, err error) {
 	row, err := s.q.TakeOverChargeAttempt(ctx, sqlc.TakeOverChargeAttemptParams{ID: a.ID, Now: now, LockedUntil: lockedUntil})
@@ -200,7 +205,7 @@ func (s *store) takeOver(ctx context.Context, a Attempt, now, lockedUntil time.T
 	return attemptFromRow(row), err == nil, err
 }
 
-// countStuck counts PROCESSING attempts whose lease expired before now.
+// countStuck counts the attempts stuck at now.
 func (s *store) countStuck(ctx context.Context, now time.Time) (int, error) {
 	n, err := s.q.CountStuckChargeAttempts(ctx, now)
 	return int(n), interpretError(err)
@@ -223,7 +228,7 @@ func (s *store) deleteSentEvents(ctx context.Context, cutoff time.Time, limit in
 	return int(n), interpretError(err)
 }
 
-// stuck lists up to limit PROCESSING attempts whose lease expired before now.
+// stuck lists up to limit attempts stuck at now, oldest first.
 func (s *store) stuck(ctx context.Context, now time.Time, limit int) ([]StuckAttempt, error) {
 	rows, err := s.q.ListStuckChargeAttempts(ctx, sqlc.ListStuckChargeAttemptsParams{Now: now, MaxAttempts: int32(limit)})
 	if err != nil {

@@ -21,16 +21,18 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "fence", "fence-key")
 	require.NoError(t, err)
 	in := ChargeInput{Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"}
-	a, claimed, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
+	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
 	require.NoError(t, err)
-	require.True(t, claimed)
+	require.Equal(t, claimedByUs, c.outcome)
+	a := c.attempt
 	require.Equal(t, int32(1), a.Number)
 
 	other := in
 	other.Amount = 200
-	_, claimed, err = s.claim(ctx, newAttempt(m, "k", other, time.Now(), time.Minute, time.Hour))
+	c, err = s.claim(ctx, newAttempt(m, "k", other, time.Now(), time.Minute, time.Hour))
 	require.NoError(t, err)
-	require.False(t, claimed, "a second claim of the key gets nothing")
+	require.Equal(t, foundStored, c.outcome, "a second claim of the key gets nothing but the stored attempt")
+	require.Equal(t, a.ID, c.attempt.ID)
 
 	stale := a
 	stale.Number++
@@ -73,8 +75,9 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "fail-event", "fail-event-key")
 	require.NoError(t, err)
 	in := ChargeInput{Amount: 250, Currency: "EUR", PaymentMethod: "pm_card_declined", OrderID: "o-1"}
-	a, _, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
+	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
 	require.NoError(t, err)
+	a := c.attempt
 
 	// A finalization whose transaction rolls back after the status change
 	// leaves neither the change nor an event: another session holds the
@@ -125,18 +128,19 @@ func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testin
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, first.Status)
 
-	got, claimed, err := b.svc.store.claim(ctx, newAttempt(b.merchant, "k", visa(700), time.Now(), time.Minute, time.Hour))
+	c, err := b.svc.store.claim(ctx, newAttempt(b.merchant, "k", visa(700), time.Now(), time.Minute, time.Hour))
 	require.NoError(t, err)
-	require.False(t, claimed)
+	require.Equal(t, foundStored, c.outcome)
+	got := c.attempt
 	require.Equal(t, StatusSucceeded, got.Status, "the claim's statement read the stored attempt")
 	require.Equal(t, first.Charge, got.Charge, "with its charge")
 	require.Equal(t, Fingerprint(visa(700)), got.Fingerprint)
 
-	got, claimed, err = b.svc.store.claim(ctx, newAttempt(b.merchant, "fresh", visa(700), time.Now(), time.Minute, time.Hour))
+	c, err = b.svc.store.claim(ctx, newAttempt(b.merchant, "fresh", visa(700), time.Now(), time.Minute, time.Hour))
 	require.NoError(t, err)
-	require.True(t, claimed)
-	require.Equal(t, StatusProcessing, got.Status)
-	require.Nil(t, got.Charge)
+	require.Equal(t, claimedByUs, c.outcome)
+	require.Equal(t, StatusProcessing, c.attempt.Status)
+	require.Nil(t, c.attempt.Charge)
 }
 
 // A key claimed by a transaction that commits while the claim waits on it

@@ -91,17 +91,18 @@ WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
 RETURNING *;
 
 -- name: ReleaseChargeAttempt :exec
--- Ends the holder's lease early, when it gives up with an unknown outcome or
--- cannot know whether its claim committed, so that the reconciler or the
--- client's retry takes the attempt at once instead of waiting for the lease
--- to run out. Fenced like the finalizing writes.
+-- Releases the holder's lease early, when it leaves the outcome unknown or
+-- cannot know whether its claim committed: the attempt is stuck at once, so
+-- that the reconciler or the client's retry takes it over instead of
+-- waiting for the lease to run out. Fenced like the finalizing writes.
 UPDATE charge_attempts
 SET locked_until = sqlc.arg(now)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt;
 
--- name: TakeAbandonedChargeAttempts :many
--- The reconciler's takeover: PROCESSING attempts whose lease has expired get a
--- new lease and a new attempt number, which fences off any earlier holder.
+-- name: TakeStuckChargeAttempts :many
+-- The reconciler's takeover of stuck attempts, PROCESSING with their lease
+-- ended: each gets a new lease and a new attempt number, which fences off
+-- any earlier holder.
 -- SKIP LOCKED lets several reconcilers run at once without ever taking the
 -- same attempt.
 UPDATE charge_attempts
@@ -117,9 +118,9 @@ WHERE id IN (
 RETURNING *;
 
 -- name: TakeOverChargeAttempt :one
--- A retry's takeover of one attempt that nobody holds: PROCESSING with its
--- lease ended or given back (its holder died, gave up on an unknown outcome,
--- or never learned that its claim committed). Like the reconciler's takeover
+-- A retry's takeover of one stuck attempt: PROCESSING with its lease ended
+-- or released (its holder died, left the outcome unknown, or never learned
+-- that its claim committed). Like the reconciler's takeover
 -- it bumps the attempt number, which fences off any earlier holder, and of
 -- several concurrent retries exactly one gets the row.
 UPDATE charge_attempts
@@ -129,12 +130,13 @@ WHERE id = @id AND status = 'PROCESSING' AND locked_until < sqlc.arg(now)::times
 RETURNING *;
 
 -- name: CountStuckChargeAttempts :one
--- For the stuck-attempts gauge: PROCESSING attempts whose lease has expired.
+-- For the stuck-attempts gauge: PROCESSING attempts whose lease has ended.
 SELECT count(*) FROM charge_attempts
 WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz;
 
 -- name: ListStuckChargeAttempts :many
--- For operators: PROCESSING attempts whose lease has expired, oldest first.
+-- For operators: stuck attempts, PROCESSING with their lease ended, oldest
+-- first.
 SELECT a.*, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id

@@ -124,7 +124,7 @@ SELECT count(*) FROM charge_attempts
 WHERE status = 'PROCESSING' AND locked_until < $1::timestamptz
 `
 
-// For the stuck-attempts gauge: PROCESSING attempts whose lease has expired.
+// For the stuck-attempts gauge: PROCESSING attempts whose lease has ended.
 func (q *Queries) CountStuckChargeAttempts(ctx context.Context, now time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, countStuckChargeAttempts, now)
 	var count int64
@@ -343,7 +343,8 @@ type ListStuckChargeAttemptsRow struct {
 	MerchantName   string
 }
 
-// For operators: PROCESSING attempts whose lease has expired, oldest first.
+// For operators: stuck attempts, PROCESSING with their lease ended, oldest
+// first.
 func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChargeAttemptsParams) ([]ListStuckChargeAttemptsRow, error) {
 	rows, err := q.db.Query(ctx, listStuckChargeAttempts, arg.Now, arg.MaxAttempts)
 	if err != nil {
@@ -469,10 +470,10 @@ type ReleaseChargeAttemptParams struct {
 	Attempt int32
 }
 
-// Ends the holder's lease early, when it gives up with an unknown outcome or
-// cannot know whether its claim committed, so that the reconciler or the
-// client's retry takes the attempt at once instead of waiting for the lease
-// to run out. Fenced like the finalizing writes.
+// Releases the holder's lease early, when it leaves the outcome unknown or
+// cannot know whether its claim committed: the attempt is stuck at once, so
+// that the reconciler or the client's retry takes it over instead of
+// waiting for the lease to run out. Fenced like the finalizing writes.
 func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) error {
 	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Attempt)
 	return err
@@ -529,7 +530,53 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 	return i, err
 }
 
-const takeAbandonedChargeAttempts = `-- name: TakeAbandonedChargeAttempts :many
+const takeOverChargeAttempt = `-- name: TakeOverChargeAttempt :one
+UPDATE charge_attempts
+SET attempt = attempt + 1,
+    locked_until = $1::timestamptz
+WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+`
+
+type TakeOverChargeAttemptParams struct {
+	LockedUntil time.Time
+	ID          uuid.UUID
+	Now         time.Time
+}
+
+// A retry's takeover of one stuck attempt: PROCESSING with its lease ended
+// or released (its holder died, left the outcome unknown, or never learned
+// that its claim committed). Like the reconciler's takeover
+// it bumps the attempt number, which fences off any earlier holder, and of
+// several concurrent retries exactly one gets the row.
+func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeAttemptParams) (ChargeAttempt, error) {
+	row := q.db.QueryRow(ctx, takeOverChargeAttempt, arg.LockedUntil, arg.ID, arg.Now)
+	var i ChargeAttempt
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.IdempotencyKey,
+		&i.Fingerprint,
+		&i.Status,
+		&i.ProviderKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.OrderID,
+		&i.Description,
+		&i.ChargeID,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Attempt,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.LockedUntil,
+	)
+	return i, err
+}
+
+const takeStuckChargeAttempts = `-- name: TakeStuckChargeAttempts :many
 UPDATE charge_attempts
 SET attempt = attempt + 1,
     locked_until = $1::timestamptz
@@ -543,18 +590,19 @@ WHERE id IN (
 RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
 `
 
-type TakeAbandonedChargeAttemptsParams struct {
+type TakeStuckChargeAttemptsParams struct {
 	LockedUntil time.Time
 	Now         time.Time
 	MaxAttempts int32
 }
 
-// The reconciler's takeover: PROCESSING attempts whose lease has expired get a
-// new lease and a new attempt number, which fences off any earlier holder.
+// The reconciler's takeover of stuck attempts, PROCESSING with their lease
+// ended: each gets a new lease and a new attempt number, which fences off
+// any earlier holder.
 // SKIP LOCKED lets several reconcilers run at once without ever taking the
 // same attempt.
-func (q *Queries) TakeAbandonedChargeAttempts(ctx context.Context, arg TakeAbandonedChargeAttemptsParams) ([]ChargeAttempt, error) {
-	rows, err := q.db.Query(ctx, takeAbandonedChargeAttempts, arg.LockedUntil, arg.Now, arg.MaxAttempts)
+func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChargeAttemptsParams) ([]ChargeAttempt, error) {
+	rows, err := q.db.Query(ctx, takeStuckChargeAttempts, arg.LockedUntil, arg.Now, arg.MaxAttempts)
 	if err != nil {
 		return nil, err
 	}
@@ -591,50 +639,4 @@ func (q *Queries) TakeAbandonedChargeAttempts(ctx context.Context, arg TakeAband
 		return nil, err
 	}
 	return items, nil
-}
-
-const takeOverChargeAttempt = `-- name: TakeOverChargeAttempt :one
-UPDATE charge_attempts
-SET attempt = attempt + 1,
-    locked_until = $1::timestamptz
-WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
-`
-
-type TakeOverChargeAttemptParams struct {
-	LockedUntil time.Time
-	ID          uuid.UUID
-	Now         time.Time
-}
-
-// A retry's takeover of one attempt that nobody holds: PROCESSING with its
-// lease ended or given back (its holder died, gave up on an unknown outcome,
-// or never learned that its claim committed). Like the reconciler's takeover
-// it bumps the attempt number, which fences off any earlier holder, and of
-// several concurrent retries exactly one gets the row.
-func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeAttemptParams) (ChargeAttempt, error) {
-	row := q.db.QueryRow(ctx, takeOverChargeAttempt, arg.LockedUntil, arg.ID, arg.Now)
-	var i ChargeAttempt
-	err := row.Scan(
-		&i.ID,
-		&i.MerchantID,
-		&i.IdempotencyKey,
-		&i.Fingerprint,
-		&i.Status,
-		&i.ProviderKey,
-		&i.Amount,
-		&i.Currency,
-		&i.PaymentMethod,
-		&i.OrderID,
-		&i.Description,
-		&i.ChargeID,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.Attempt,
-		&i.CreatedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.LockedUntil,
-	)
-	return i, err
 }

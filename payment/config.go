@@ -1,0 +1,95 @@
+package payment
+
+import (
+	"cmp"
+	"log/slog"
+	"time"
+
+	"chargeonce/metrics"
+)
+
+// Config tunes a Service. Zero values take the defaults.
+type Config struct {
+	// Retention is how long the stored result of a key is kept (expiresAt).
+	Retention time.Duration // default 24h
+	// Lease is how long the holder of an attempt may work on it before the
+	// attempt is stuck, and the reconciler or a retry may take it over. The
+	// request's own provider phase ends at half of it.
+	Lease time.Duration // default 30s
+	// ReconcileInterval is how often the reconciler looks for stuck
+	// attempts; a PROCESSING answer whose lease has ended says to come back
+	// then.
+	ReconcileInterval time.Duration // default 5s
+	// RedriveWindow is how long after its claim an attempt the provider has
+	// never seen is sent again (by the reconciler or a retry that took it
+	// over); after it, the attempt fails with provider_unavailable.
+	RedriveWindow time.Duration // default 10m
+	// PollInterval is the longest retryAfter given while a holder is working.
+	PollInterval time.Duration // default 1s
+	// ProviderRetries is how many times an unknown provider outcome is retried
+	// inline, with the same provider key, before the request answers PROCESSING.
+	ProviderRetries uint64 // default 2
+	// ProviderRetryBudget bounds the time spent on those inline retries.
+	ProviderRetryBudget time.Duration // default 3s
+	// ResultCacheSize bounds how many finished results an instance keeps in
+	// memory for replays and status queries; negative keeps none.
+	ResultCacheSize int // default 20,000
+	// StoreTimeout bounds how long a request waits for the database before
+	// its claim (a connection from the pool included); past it the request
+	// answers EUNAVAILABLE instead of piling up behind a saturated pool.
+	StoreTimeout time.Duration // default 5s
+	// Now is the clock; tests move it.
+	Now func() time.Time
+	// Fault, when set, is called at each dangerous point of a charge. Only
+	// crash tests set it, to kill the process there.
+	Fault   func(FaultPoint)
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics // default: instruments nobody scrapes
+}
+
+// Defaults of Config, the one place they are written.
+const (
+	RetentionDefault           = 24 * time.Hour
+	LeaseDefault               = 30 * time.Second
+	ReconcileIntervalDefault   = 5 * time.Second
+	RedriveWindowDefault       = 10 * time.Minute
+	StoreTimeoutDefault        = 5 * time.Second
+	PollIntervalDefault        = time.Second
+	ProviderRetriesDefault     = 2
+	ProviderRetryBudgetDefault = 3 * time.Second
+	ResultCacheSizeDefault     = 20_000
+)
+
+// FaultPoint names a point of a charge where a crash is most dangerous.
+type FaultPoint string
+
+const (
+	FaultAfterClaim    FaultPoint = "after-claim"    // claimed, provider not called yet
+	FaultAfterProvider FaultPoint = "after-provider" // provider charged, result not recorded
+	FaultAfterFinalize FaultPoint = "after-finalize" // result recorded, response not written
+)
+
+func (c Config) withDefaults() Config {
+	c.Retention = cmp.Or(c.Retention, RetentionDefault)
+	c.Lease = cmp.Or(c.Lease, LeaseDefault)
+	c.ReconcileInterval = cmp.Or(c.ReconcileInterval, ReconcileIntervalDefault)
+	c.RedriveWindow = cmp.Or(c.RedriveWindow, RedriveWindowDefault)
+	c.StoreTimeout = cmp.Or(c.StoreTimeout, StoreTimeoutDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.ProviderRetries = cmp.Or(c.ProviderRetries, ProviderRetriesDefault)
+	c.ProviderRetryBudget = cmp.Or(c.ProviderRetryBudget, ProviderRetryBudgetDefault)
+	c.ResultCacheSize = cmp.Or(c.ResultCacheSize, ResultCacheSizeDefault)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Fault == nil {
+		c.Fault = func(FaultPoint) {}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.Discard()
+	}
+	return c
+}

@@ -1,0 +1,82 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// fresh is the answer of the holder that just worked on a: no replay.
+func (s *Service) fresh(a Attempt) Result { return s.result(a) }
+
+// replay is a's stored state as an answer to a later request: a finished
+// attempt's result with replayed set, or PROCESSING while another holder
+// works on it.
+func (s *Service) replay(a Attempt) Result {
+	r := s.result(a)
+	r.Replayed = a.Status != StatusProcessing
+	return r
+}
+
+// stored answers a retry with the stored attempt a, counted as a replay or
+// as an answer while another holder works.
+func (s *Service) stored(a Attempt) Result {
+	if a.Status == StatusProcessing {
+		s.metrics.InFlight.Inc()
+	} else {
+		s.metrics.Replays.Inc()
+	}
+	return s.replay(a)
+}
+
+// result is a's state as an answer.
+func (s *Service) result(a Attempt) Result {
+	r := Result{IdempotencyKey: a.IdempotencyKey, Status: a.Status, ExpiresAt: a.ExpiresAt}
+	switch a.Status {
+	case StatusSucceeded:
+		r.Charge = a.Charge
+	case StatusFailed:
+		r.Failure = a.Failure
+	default:
+		r.RetryAfter = s.retryAfter(a.LockedUntil)
+	}
+	return r
+}
+
+// minRetryAfter keeps clients from polling in a tight loop.
+const minRetryAfter = 100 * time.Millisecond
+
+// retryAfter says when a PROCESSING attempt is worth asking about again:
+// soon while its holder works on it, and at the next reconcile once the
+// lease has ended.
+func (s *Service) retryAfter(lockedUntil time.Time) time.Duration {
+	d := s.cfg.ReconcileInterval
+	if left := lockedUntil.Sub(s.cfg.Now()); left > 0 {
+		d = min(s.cfg.PollInterval, left)
+	}
+	return max(d, minRetryAfter)
+}
+
+// ChargeStatus returns the state of the attempt made with key, or nil when
+// this merchant never used the key.
+func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	a, ok := s.finished.get(m.ID, key, s.cfg.Now())
+	if !ok {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+		defer cancel()
+		var err error
+		a, err = s.store.get(ctx, m.ID, key)
+		if errors.Is(err, errNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.finished.put(a)
+	}
+	r := s.replay(a)
+	return &r, nil
+}
