@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"chargeonce/payment"
+	simprovider "chargeonce/provider/cardsim"
 	"chargeonce/stripeprovider"
 )
 
@@ -128,7 +129,7 @@ func newProvider(cfg config, providerURL string, transport http.RoundTripper, lo
 		return stripeprovider.New(stripeprovider.Config{SecretKey: string(cfg.StripeSecretKey), APIBase: cfg.StripeAPIBase,
 			Timeout: providerTimeout, Transport: transport, Logger: log})
 	default:
-		return payment.NewHTTPProvider(providerURL, providerTimeout, transport)
+		return simprovider.New(providerURL, providerTimeout, transport)
 	}
 }
 

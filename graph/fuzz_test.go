@@ -20,6 +20,7 @@ import (
 	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
 	"chargeonce/payment"
+	simprovider "chargeonce/provider/cardsim"
 )
 
 // requestMembers are the members of a POST body that DecodeRequest reads, in
@@ -201,7 +202,7 @@ func FuzzChargeCard(f *testing.F) {
 	pool := dbtest.NewPool(f)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
 	f.Cleanup(sim.Close)
-	svc := payment.NewService(pool, payment.NewHTTPProvider(sim.URL, 5*time.Second, nil), payment.Config{
+	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{
 		// An unknown outcome (pm_card_lostResponse, pm_card_providerError)
 		// answers PROCESSING after one quick retry, not after seconds.
 		ProviderRetries: 1, ProviderRetryBudget: 20 * time.Millisecond,

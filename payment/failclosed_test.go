@@ -29,7 +29,7 @@ func TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing(t *testing.T) {
 	simPool := dbtest.NewPool(t) // the provider has a database of its own
 	sim := httptest.NewServer(cardsim.NewHandler(simPool, cardsim.Config{}))
 	t.Cleanup(sim.Close)
-	svc := NewService(pool, NewHTTPProvider(sim.URL, 5*time.Second, nil), Config{StoreTimeout: 200 * time.Millisecond})
+	svc := NewService(pool, simulatorClient(t, sim.URL), Config{StoreTimeout: 200 * time.Millisecond})
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")
 	require.NoError(t, err)
 
