@@ -13,6 +13,7 @@ import (
 
 	"chargeonce/payment"
 	simprovider "chargeonce/provider/cardsim"
+	"chargeonce/provider/instant"
 	"chargeonce/stripeprovider"
 )
 
@@ -124,7 +125,7 @@ func checkStripeAPIBase(base string, production bool) error {
 func newProvider(cfg config, providerURL string, transport http.RoundTripper, log *slog.Logger) payment.Provider {
 	switch cfg.Provider {
 	case providerInstant:
-		return payment.InstantProvider{}
+		return instant.Provider{}
 	case providerStripe:
 		return stripeprovider.New(stripeprovider.Config{SecretKey: string(cfg.StripeSecretKey), APIBase: cfg.StripeAPIBase,
 			Timeout: providerTimeout, Transport: transport, Logger: log})
