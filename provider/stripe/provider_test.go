@@ -1,4 +1,4 @@
-package stripeprovider
+package stripe
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v85"
+	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/internal/testlog"
 	"chargeonce/payment"
-	"chargeonce/stripeprovider/stripefake"
+	"chargeonce/provider/stripe/stripefake"
 )
 
 type bundle struct {
@@ -128,7 +128,7 @@ func TestCreateCharge_CardErrors_FailWithTheDeclineCodeAndAFixedMessage(t *testi
 func TestDeclined_UndisclosedReasonsAreACardDecline(t *testing.T) {
 	t.Parallel()
 	for _, code := range []string{"fraudulent", "stolen_card", "lost_card", "pickup_card"} {
-		pc := declined("pi_1", &stripe.Error{Type: stripe.ErrorTypeCard, Code: stripe.ErrorCodeCardDeclined, DeclineCode: stripe.DeclineCode(code)})
+		pc := declined("pi_1", &stripego.Error{Type: stripego.ErrorTypeCard, Code: stripego.ErrorCodeCardDeclined, DeclineCode: stripego.DeclineCode(code)})
 		require.Equal(t, "card_declined", pc.FailureCode, code)
 	}
 }
