@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/payment"
 	simprovider "chargeonce/provider/cardsim"
@@ -199,7 +200,7 @@ func FuzzChargeCard(f *testing.F) {
 	}
 
 	// Built once for the target, not per input.
-	pool := dbtest.NewPool(f)
+	pool := dbtest.NewPool(f, cardsimtest.Schema)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
 	f.Cleanup(sim.Close)
 	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 )
 
@@ -42,7 +43,7 @@ type bundle struct {
 // simulator over HTTP, with a clock the test controls.
 func setup(t testing.TB, cfg Config) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
+	pool := dbtest.NewPool(t, cardsimtest.Schema)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: 50 * time.Millisecond}))
 	t.Cleanup(sim.Close)
 	clock := newTestClock()
@@ -408,7 +409,7 @@ func (p slowProvider) FindCharge(ctx context.Context, req ProviderChargeRequest)
 func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
+	pool := dbtest.NewPool(t, cardsimtest.Schema)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
 	t.Cleanup(sim.Close)
 	newService := func() *Service {
