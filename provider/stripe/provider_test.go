@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/internal/testlog"
 	"chargeonce/payment"
+	"chargeonce/provider/providertest"
 	"chargeonce/provider/stripe/stripefake"
 )
 
@@ -36,22 +36,7 @@ func setup(t *testing.T) *bundle {
 }
 
 // request is the charge request of a fresh attempt, as payment makes it.
-func request(pm string, amount int64, currency string) payment.ProviderChargeRequest {
-	id := uuid.New()
-	return payment.ProviderChargeRequest{
-		IdempotencyKey:   "chargeonce_" + id.String(),
-		AttemptID:        id,
-		AttemptCreatedAt: time.Now(),
-		Amount:           amount,
-		Currency:         currency,
-		PaymentMethod:    pm,
-		Description:      "Order 42",
-		Metadata: map[string]string{
-			"chargeonce_attempt_id": id.String(), "client_idempotency_key": "checkout-" + id.String()[:8],
-			"merchant": "demo", "order_id": "order-42",
-		},
-	}
-}
+var request = providertest.Request
 
 // creates are the create requests the fake received.
 func (b *bundle) creates() []stripefake.Call {
