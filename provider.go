@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"chargeonce/payment"
-	"chargeonce/stripeprovider"
+	simprovider "chargeonce/provider/cardsim"
+	"chargeonce/provider/instant"
+	"chargeonce/provider/stripe"
 )
 
 // The card providers that PROVIDER names. Another one is a constant here, a
@@ -71,7 +73,7 @@ func (cfg *config) loadProvider(getenv func(string) string) error {
 			return fmt.Errorf("STRIPE_SECRET_KEY must be a Stripe secret key (sk_…) or restricted key (rk_…); it is %s", stripeKeyKind(key))
 		}
 		cfg.StripeSecretKey = secret(key)
-		cfg.StripeAPIBase = cmp.Or(getenv("STRIPE_API_BASE"), stripeprovider.APIBaseDefault)
+		cfg.StripeAPIBase = cmp.Or(getenv("STRIPE_API_BASE"), stripe.APIBaseDefault)
 		if err := checkStripeAPIBase(cfg.StripeAPIBase, cfg.Production); err != nil {
 			return err
 		}
@@ -123,12 +125,12 @@ func checkStripeAPIBase(base string, production bool) error {
 func newProvider(cfg config, providerURL string, transport http.RoundTripper, log *slog.Logger) payment.Provider {
 	switch cfg.Provider {
 	case providerInstant:
-		return payment.InstantProvider{}
+		return instant.Provider{}
 	case providerStripe:
-		return stripeprovider.New(stripeprovider.Config{SecretKey: string(cfg.StripeSecretKey), APIBase: cfg.StripeAPIBase,
+		return stripe.New(stripe.Config{SecretKey: string(cfg.StripeSecretKey), APIBase: cfg.StripeAPIBase,
 			Timeout: providerTimeout, Transport: transport, Logger: log})
 	default:
-		return payment.NewHTTPProvider(providerURL, providerTimeout, transport)
+		return simprovider.New(providerURL, providerTimeout, transport)
 	}
 }
 

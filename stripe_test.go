@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
-	"chargeonce/stripeprovider"
-	"chargeonce/stripeprovider/stripefake"
+	"chargeonce/provider/stripe"
+	"chargeonce/provider/stripe/stripefake"
 )
 
 // fakeStripe starts a fake Stripe for the test, and returns it with the
@@ -305,7 +305,7 @@ func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
 		require.Equal(t, tt.status, r.Status, "%s %d", tt.currency, tt.amount)
 		intents := intentsFor(fake, key)
 		if tt.status == "FAILED" {
-			require.Equal(t, stripeprovider.CodeAmountNotSupported, r.Failure.Code)
+			require.Equal(t, stripe.CodeAmountNotSupported, r.Failure.Code)
 			require.Empty(t, intents, "refused before anything was sent")
 			continue
 		}
@@ -351,7 +351,7 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 			final := survivor.finalStatus(t, key, 20*time.Second)
 			require.Equal(t, tt.wantStatus, final.Status)
 			attemptID, providerKey := storedProviderKey(t, dbURL, key)
-			intents := fake.IntentsFor(stripeprovider.MetadataAttemptID, attemptID)
+			intents := fake.IntentsFor(stripe.MetadataAttemptID, attemptID)
 			require.Len(t, intents, 1, "exactly one PaymentIntent for the attempt")
 			require.Len(t, intentsFor(fake, key), 1, "and for the client's key")
 			require.Equal(t, providerKey, intents[0].IdempotencyKey, "under our one provider key")

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 )
 
@@ -60,7 +61,7 @@ type sim struct {
 
 func newSim(t *testing.T, cfg cardsim.Config) *sim {
 	t.Helper()
-	return newSimOn(t, dbtest.NewPool(t), cfg)
+	return newSimOn(t, dbtest.NewPool(t, cardsimtest.Schema), cfg)
 }
 
 // newSimOn serves the simulator on pool, whose cardsim schema must exist.
@@ -682,7 +683,7 @@ func TestCharges_OtherMethods_Return405(t *testing.T) {
 
 func TestHandler_MountedUnderProviderPrefix_ServesCharges(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.NewPool(t)
+	pool := dbtest.NewPool(t, cardsimtest.Schema)
 	// As chargeonce's server mounts it.
 	mux := http.NewServeMux()
 	mux.Handle("/provider/", http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{})))

@@ -20,8 +20,8 @@ var migrations embed.FS
 const MigrationsTable = "cardsim_goose_db_version"
 
 // MigrationsFS returns the simulator's embedded migration files (at its root)
-// exactly as Migrate applies them, so db/dbtest can key its template database
-// on them.
+// exactly as Migrate applies them, so that cardsim/cardsimtest can key
+// db/dbtest's template database on them.
 func MigrationsFS() fs.FS {
 	dir, err := fs.Sub(migrations, "migrations")
 	if err != nil {

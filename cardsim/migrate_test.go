@@ -89,7 +89,7 @@ func TestMigrate_FreshDatabase_CreatesTheSchemaWithNamedConstraints(t *testing.T
 func TestMigrate_AfterChargeoncesMigrations_SimulatorCharges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t, dbtest.AppOnly)
+	pool := dbtest.NewPool(t)
 	appVersions := versions(t, pool, "goose_db_version")
 	require.False(t, exists(t, pool, "cardsim.charges"))
 	require.NoError(t, cardsim.Migrate(ctx, pool))
@@ -112,7 +112,7 @@ func TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges(t *testing.T) {
 	ctx := context.Background()
 	old, err := os.ReadFile("testdata/app_00003_cardsim.sql")
 	require.NoError(t, err)
-	pool := dbtest.NewPool(t, dbtest.AppOnly)
+	pool := dbtest.NewPool(t)
 	_, err = pool.Exec(ctx, string(old))
 	require.NoError(t, err)
 
@@ -132,7 +132,7 @@ func TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges(t *testing.T) {
 	require.Equal(t, first, again)
 	require.Equal(t, 1, s.rowsWithKey(key))
 
-	fresh := dbtest.NewPool(t, dbtest.AppOnly)
+	fresh := dbtest.NewPool(t)
 	require.NoError(t, cardsim.Migrate(ctx, fresh))
 	require.Equal(t, shape(t, fresh), shape(t, pool), "the adopted schema is the one a fresh database gets")
 }

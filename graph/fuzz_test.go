@@ -18,8 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/payment"
+	simprovider "chargeonce/provider/cardsim"
 )
 
 // requestMembers are the members of a POST body that DecodeRequest reads, in
@@ -198,10 +200,10 @@ func FuzzChargeCard(f *testing.F) {
 	}
 
 	// Built once for the target, not per input.
-	pool := dbtest.NewPool(f)
+	pool := dbtest.NewPool(f, cardsimtest.Schema)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
 	f.Cleanup(sim.Close)
-	svc := payment.NewService(pool, payment.NewHTTPProvider(sim.URL, 5*time.Second, nil), payment.Config{
+	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{
 		// An unknown outcome (pm_card_lostResponse, pm_card_providerError)
 		// answers PROCESSING after one quick retry, not after seconds.
 		ProviderRetries: 1, ProviderRetryBudget: 20 * time.Millisecond,

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 )
 
@@ -26,10 +27,10 @@ func TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	simPool := dbtest.NewPool(t) // the provider has a database of its own
+	simPool := dbtest.NewPool(t, cardsimtest.Schema) // the provider has a database of its own
 	sim := httptest.NewServer(cardsim.NewHandler(simPool, cardsim.Config{}))
 	t.Cleanup(sim.Close)
-	svc := NewService(pool, NewHTTPProvider(sim.URL, 5*time.Second, nil), Config{StoreTimeout: 200 * time.Millisecond})
+	svc := NewService(pool, simulatorClient(t, sim.URL), Config{StoreTimeout: 200 * time.Millisecond})
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")
 	require.NoError(t, err)
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 )
 
@@ -34,23 +35,24 @@ type bundle struct {
 	clock    *testClock
 	svc      *Service
 	merchant Merchant
-	provider *HTTPProvider
+	provider Provider
+	simURL   string // the simulator's API
 }
 
 // setup gives a service on a fresh database, charging through the real
 // simulator over HTTP, with a clock the test controls.
 func setup(t testing.TB, cfg Config) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
+	pool := dbtest.NewPool(t, cardsimtest.Schema)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: 50 * time.Millisecond}))
 	t.Cleanup(sim.Close)
 	clock := newTestClock()
 	cfg.Now = clock.Now
-	provider := NewHTTPProvider(sim.URL, 5*time.Second, nil)
+	provider := simulatorClient(t, sim.URL)
 	svc := NewService(pool, provider, cfg)
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key")
 	require.NoError(t, err)
-	return &bundle{pool: pool, clock: clock, svc: svc, merchant: m, provider: provider}
+	return &bundle{pool: pool, clock: clock, svc: svc, merchant: m, provider: provider, simURL: sim.URL}
 }
 
 func visa(amount int64) ChargeInput {
@@ -181,7 +183,7 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 
 	// Two instances, each with its own service and provider client on the
 	// same database, four workers each, small batches: they race for every row.
-	other := NewService(b.pool, NewHTTPProvider(b.provider.baseURL, 5*time.Second, nil), Config{Now: b.clock.Now})
+	other := NewService(b.pool, simulatorClient(t, b.simURL), Config{Now: b.clock.Now})
 	reconcilers := []*Reconciler{
 		NewReconciler(b.svc, ReconcilerConfig{BatchSize: 3}),
 		NewReconciler(other, ReconcilerConfig{BatchSize: 3}),
@@ -407,11 +409,11 @@ func (p slowProvider) FindCharge(ctx context.Context, req ProviderChargeRequest)
 func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
+	pool := dbtest.NewPool(t, cardsimtest.Schema)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
 	t.Cleanup(sim.Close)
 	newService := func() *Service {
-		return NewService(pool, slowProvider{NewHTTPProvider(sim.URL, 5*time.Second, nil), 250 * time.Millisecond}, Config{Lease: 3 * time.Second})
+		return NewService(pool, slowProvider{simulatorClient(t, sim.URL), 250 * time.Millisecond}, Config{Lease: 3 * time.Second})
 	}
 	a, b := newService(), newService()
 	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")

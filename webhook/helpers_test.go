@@ -34,7 +34,7 @@ type bundle struct {
 // production) and an embedded NATS server with the CHARGES stream.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	b := &bundle{pool: dbtest.NewPool(t, dbtest.AppOnly), js: webhooktest.JetStream(t), log: &syncBuffer{}}
+	b := &bundle{pool: dbtest.NewPool(t), js: webhooktest.JetStream(t), log: &syncBuffer{}}
 	b.endpoints = NewEndpoints(b.pool, false)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -7,9 +7,9 @@
 // gets a cheap copy of it (CREATE DATABASE ... TEMPLATE) that is dropped when
 // the test ends.
 //
-// A database holds chargeonce's schema and the card simulator's, since most
-// tests mount the simulator on the database they charge with. AppOnly gives
-// chargeonce's schema alone, as in production, and Empty no schema at all.
+// A database holds chargeonce's schema, as in production. WithMigrations
+// adds another owner's (the card simulator's, say, through
+// cardsim/cardsimtest) to the template, and Empty leaves chargeonce's out.
 package dbtest
 
 import (
@@ -32,7 +32,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"chargeonce/cardsim"
 	"chargeonce/db"
 	"chargeonce/db/localpg"
 )
@@ -82,18 +81,30 @@ var server = sync.OnceValues(func() (*admin, error) {
 	return &admin{url: adminURL, pool: pool}, nil
 })
 
-// Option chooses another content for a new database than the default:
-// chargeonce's migrations and the card simulator's.
-type Option int
+// Option changes what a new database holds, which by default is
+// chargeonce's migrations (db.Migrate) alone, as a production database has
+// them.
+type Option func(*contents)
 
-const (
-	// AppOnly is chargeonce's migrations alone (db.Migrate), as a production
-	// database has them: no cardsim schema.
-	AppOnly Option = iota + 1
-	// Empty is a database without any migration, for tests of the
-	// migrations themselves.
-	Empty
-)
+// contents is what a new database holds: chargeonce's migrations unless
+// noApp, then sets in the order given.
+type contents struct {
+	noApp bool
+	sets  []migrationSet
+}
+
+// Empty leaves chargeonce's migrations out: alone, a database without any
+// migration, for tests of the migrations themselves.
+var Empty Option = func(c *contents) { c.noApp = true }
+
+// WithMigrations adds another owner's migrations, applied by migrate after
+// chargeonce's, into the template: its files, recorded under name, key the
+// template's hash with chargeonce's, so that a change to either builds a
+// new one. Use it for a schema that many tests want in place, such as the
+// card simulator's (cardsim/cardsimtest); name must be that owner's alone.
+func WithMigrations(name string, files func() fs.FS, migrate func(context.Context, *pgxpool.Pool) error) Option {
+	return func(c *contents) { c.sets = append(c.sets, migrationSet{name, files, migrate}) }
+}
 
 // migrationSet is one owner's migrations: the files, which key the template,
 // and how to apply them.
@@ -103,30 +114,54 @@ type migrationSet struct {
 	migrate func(context.Context, *pgxpool.Pool) error
 }
 
-var (
-	appMigrations     = migrationSet{"db", db.MigrationsFS, db.Migrate}
-	cardsimMigrations = migrationSet{"cardsim", cardsim.MigrationsFS, cardsim.Migrate}
-)
+var appMigrations = migrationSet{"db", db.MigrationsFS, db.Migrate}
 
-// templates builds each template database once per process and returns its
-// name: every schema the tests mount (the default, Option 0), or chargeonce's
-// alone (AppOnly).
-var templates = map[Option]func() (string, error){
-	0:       templateOnce("chargeonce_tmpl_", appMigrations, cardsimMigrations),
-	AppOnly: templateOnce("chargeonce_app_tmpl_", appMigrations),
+// migrations lists the sets of opts, in the order they are applied.
+func migrations(opts []Option) []migrationSet {
+	var c contents
+	for _, opt := range opts {
+		opt(&c)
+	}
+	if c.noApp {
+		return c.sets
+	}
+	return append([]migrationSet{appMigrations}, c.sets...)
 }
 
-func templateOnce(prefix string, sets ...migrationSet) func() (string, error) {
-	return sync.OnceValues(func() (string, error) {
-		a, err := server()
-		if err != nil {
-			return "", err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		return a.ensureTemplate(ctx, prefix, sets)
-	})
+// templates builds each template database once per process, by its name.
+var templates = struct {
+	sync.Mutex
+	byName map[string]func() error
+}{byName: map[string]func() error{}}
+
+// template returns the name of the template database migrated by sets,
+// building it on first use: templatePrefix and a hash of their files.
+func template(sets []migrationSet) (string, error) {
+	sum, err := migrationsHash(sets...)
+	if err != nil {
+		return "", err
+	}
+	name := templatePrefix + sum[:12]
+	templates.Lock()
+	build, ok := templates.byName[name]
+	if !ok {
+		build = sync.OnceValue(func() error {
+			a, err := server()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+			defer cancel()
+			return a.ensureTemplate(ctx, name, sets)
+		})
+		templates.byName[name] = build
+	}
+	templates.Unlock()
+	return name, build()
 }
+
+// templatePrefix begins the name of every template database.
+const templatePrefix = "chargeonce_tmpl_"
 
 type admin struct {
 	url  string
@@ -143,18 +178,11 @@ func AdminURL(t testing.TB) string {
 	return a.url
 }
 
-// NewDatabase creates a fresh database, migrated by chargeonce's and the card
-// simulator's migrations unless an Option says otherwise, and returns its
-// URL; it is dropped when the test ends.
+// NewDatabase creates a fresh database, migrated by chargeonce's migrations
+// and those that opts add (or none, with Empty alone), and returns its URL;
+// it is dropped when the test ends.
 func NewDatabase(t testing.TB, opts ...Option) string {
 	t.Helper()
-	if len(opts) > 1 {
-		t.Fatalf("dbtest: at most one Option, got %v", opts)
-	}
-	var opt Option
-	if len(opts) == 1 {
-		opt = opts[0]
-	}
 	a, err := server()
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
@@ -162,12 +190,8 @@ func NewDatabase(t testing.TB, opts ...Option) string {
 	// template0 is PostgreSQL's own pristine database; template1 may hold
 	// what an administrator of TEST_DATABASE_URL's server put there.
 	tmpl := "template0"
-	if opt != Empty {
-		build, ok := templates[opt]
-		if !ok {
-			t.Fatalf("dbtest: unknown Option %d", opt)
-		}
-		if tmpl, err = build(); err != nil {
+	if sets := migrations(opts); len(sets) > 0 {
+		if tmpl, err = template(sets); err != nil {
 			t.Fatalf("dbtest: %v", err)
 		}
 	}
@@ -207,26 +231,20 @@ func NewPool(t testing.TB, opts ...Option) *pgxpool.Pool {
 	return pool
 }
 
-// ensureTemplate makes sure the template migrated by sets exists and is ready
-// to copy. Concurrent test processes serialize on an advisory lock held on
-// one admin connection while they check, create and migrate it.
-func (a *admin) ensureTemplate(ctx context.Context, prefix string, sets []migrationSet) (string, error) {
-	sum, err := migrationsHash(sets...)
-	if err != nil {
-		return "", err
-	}
-	name := prefix + sum[:12]
-
+// ensureTemplate makes sure the template name, migrated by sets, exists and
+// is ready to copy. Concurrent test processes serialize on an advisory lock
+// held on one admin connection while they check, create and migrate it.
+func (a *admin) ensureTemplate(ctx context.Context, name string, sets []migrationSet) error {
 	pc, err := a.pool.Acquire(ctx)
 	if err != nil {
-		return "", fmt.Errorf("acquire admin connection: %w", err)
+		return fmt.Errorf("acquire admin connection: %w", err)
 	}
 	// Taken out of the pool and closed at the end: closing the session is what
 	// releases the advisory lock, on every return path.
 	conn := pc.Hijack()
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey()); err != nil {
-		return "", fmt.Errorf("lock template creation: %w", err)
+		return fmt.Errorf("lock template creation: %w", err)
 	}
 
 	var ready bool
@@ -234,26 +252,26 @@ func (a *admin) ensureTemplate(ctx context.Context, prefix string, sets []migrat
 		"SELECT datistemplate AND NOT datallowconn FROM pg_database WHERE datname = $1", name).Scan(&ready)
 	switch {
 	case err == nil && ready:
-		return name, nil
+		return nil
 	case err == nil:
 		// Left half-built by a process that died while migrating it.
 		if _, err := conn.Exec(ctx, "DROP DATABASE "+ident(name)+" WITH (FORCE)"); err != nil {
-			return "", fmt.Errorf("drop unfinished template %s: %w", name, err)
+			return fmt.Errorf("drop unfinished template %s: %w", name, err)
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
-		return "", fmt.Errorf("look up template %s: %w", name, err)
+		return fmt.Errorf("look up template %s: %w", name, err)
 	}
 
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident(name)); err != nil {
-		return "", fmt.Errorf("create template %s: %w", name, err)
+		return fmt.Errorf("create template %s: %w", name, err)
 	}
 	u, err := withDatabase(a.url, name)
 	if err != nil {
-		return "", err
+		return err
 	}
 	pool, err := db.Connect(ctx, u)
 	if err != nil {
-		return "", fmt.Errorf("connect to template %s: %w", name, err)
+		return fmt.Errorf("connect to template %s: %w", name, err)
 	}
 	for _, set := range sets {
 		if err = set.migrate(ctx, pool); err != nil {
@@ -262,21 +280,21 @@ func (a *admin) ensureTemplate(ctx context.Context, prefix string, sets []migrat
 	}
 	pool.Close()
 	if err != nil {
-		return "", fmt.Errorf("migrate template %s: %w", name, err)
+		return fmt.Errorf("migrate template %s: %w", name, err)
 	}
 	// CREATE DATABASE ... TEMPLATE fails while anyone is connected to the
 	// template, so forbid new connections and end the ones that linger.
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident(name)+" WITH ALLOW_CONNECTIONS false"); err != nil {
-		return "", fmt.Errorf("seal template %s: %w", name, err)
+		return fmt.Errorf("seal template %s: %w", name, err)
 	}
 	if err := terminateConnections(ctx, conn, name); err != nil {
-		return "", err
+		return err
 	}
 	// Marking it last makes "datistemplate AND NOT datallowconn" mean "done".
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident(name)+" WITH IS_TEMPLATE true"); err != nil {
-		return "", fmt.Errorf("mark template %s: %w", name, err)
+		return fmt.Errorf("mark template %s: %w", name, err)
 	}
-	return name, nil
+	return nil
 }
 
 // terminateConnections ends every session on database name and waits until

@@ -3,12 +3,17 @@ package dbtest
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"chargeonce/db"
 )
 
 func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
@@ -51,7 +56,7 @@ func TestDatabasesAreMigratedAndIsolated(t *testing.T) {
 	b := NewPool(t)
 
 	for i, pool := range []*pgxpool.Pool{a, b} {
-		for _, table := range []string{"merchants", "charges", "charge_attempts", "cardsim.charges"} {
+		for _, table := range []string{"merchants", "charges", "charge_attempts"} {
 			if !tableExists(t, pool, table) {
 				t.Errorf("database %d: table %s missing", i, table)
 			}
@@ -108,26 +113,43 @@ func TestManyParallelDatabases(t *testing.T) {
 	for i := range 8 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
-			pool := NewPool(t)
+			pool := NewPool(t, withOther)
 			mustExec(t, pool, "CREATE TABLE mine (id int)")
-			if !tableExists(t, pool, "cardsim.charges") {
-				t.Error("cardsim.charges missing")
+			if !tableExists(t, pool, "other.things") {
+				t.Error("other.things missing")
 			}
 		})
 	}
 }
 
+// otherMigrations are another owner's migrations, as the card simulator's
+// are: a schema of their own, recorded in a table of their own.
+var otherMigrations = fstest.MapFS{
+	"00001_things.sql": {Data: []byte("-- +goose Up\nCREATE SCHEMA other;\nCREATE TABLE other.things (id int);\n")},
+}
+
+// otherMigrated counts the runs of otherMigrate in this process.
+var otherMigrated atomic.Int64
+
+func otherMigrate(ctx context.Context, pool *pgxpool.Pool) error {
+	otherMigrated.Add(1)
+	return db.ApplyMigrations(ctx, pool, otherMigrations, "other_goose_db_version")
+}
+
+var withOther = WithMigrations("other", func() fs.FS { return otherMigrations }, otherMigrate)
+
 func TestTemplateIsSealed(t *testing.T) {
+	otherSet := migrationSet{"other", func() fs.FS { return otherMigrations }, otherMigrate}
 	for _, tt := range []struct {
-		opt    Option
-		prefix string
-		sets   []migrationSet
+		opts []Option
+		sets []migrationSet
 	}{
-		{0, "chargeonce_tmpl_", []migrationSet{appMigrations, cardsimMigrations}},
-		{AppOnly, "chargeonce_app_tmpl_", []migrationSet{appMigrations}},
+		{nil, []migrationSet{appMigrations}},
+		{[]Option{withOther}, []migrationSet{appMigrations, otherSet}},
+		{[]Option{Empty, withOther}, []migrationSet{otherSet}},
 	} {
-		NewDatabase(t, tt.opt) // builds the template if needed
-		name, err := templates[tt.opt]()
+		NewDatabase(t, tt.opts...) // builds the template if needed
+		name, err := template(migrations(tt.opts))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +157,7 @@ func TestTemplateIsSealed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := tt.prefix + sum[:12]; name != want {
+		if want := templatePrefix + sum[:12]; name != want {
 			t.Errorf("template %q, want %q", name, want)
 		}
 		var isTemplate, allowConn bool
@@ -163,21 +185,60 @@ func schemaExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
 	return ok
 }
 
-func TestNewDatabase_AppOnly_HasChargeoncesSchemaWithoutCardsim(t *testing.T) {
-	pool := NewPool(t, AppOnly)
+// otherSchemas lists the schemas of the database of pool besides public
+// and PostgreSQL's own.
+func otherSchemas(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT nspname FROM pg_namespace
+		WHERE nspname NOT IN ('public', 'information_schema') AND nspname NOT LIKE 'pg\_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func TestNewDatabase_Default_HasChargeoncesSchemaAlone(t *testing.T) {
+	pool := NewPool(t)
 	for _, table := range []string{"merchants", "api_keys", "charges", "charge_attempts", "goose_db_version"} {
 		if !tableExists(t, pool, table) {
 			t.Errorf("table %s missing", table)
 		}
 	}
-	if schemaExists(t, pool, "cardsim") {
-		t.Error("an AppOnly database has the cardsim schema")
+	if schemas := otherSchemas(t, pool); len(schemas) != 0 {
+		t.Errorf("a default database has other schemas than chargeonce's: %v", schemas)
 	}
-	if tableExists(t, pool, "cardsim_goose_db_version") {
-		t.Error("an AppOnly database has the simulator's migrations table")
+	if schemaExists(t, pool, "cardsim") || tableExists(t, pool, "cardsim_goose_db_version") {
+		t.Error("a default database has the card simulator's schema or its migrations table")
 	}
 	if !strings.HasPrefix(currentDatabase(t, pool), "test_") {
 		t.Errorf("database %q: want a test_ database", currentDatabase(t, pool))
+	}
+}
+
+func TestNewDatabase_WithMigrations_AppliesThemOnceInTheTemplate(t *testing.T) {
+	before := otherMigrated.Load()
+	for range 3 {
+		pool := NewPool(t, withOther)
+		for _, table := range []string{"merchants", "charge_attempts", "goose_db_version", "other.things", "other_goose_db_version"} {
+			if !tableExists(t, pool, table) {
+				t.Errorf("table %s missing", table)
+			}
+		}
+	}
+	if n := otherMigrated.Load() - before; n > 1 {
+		t.Errorf("the other migrations ran %d times for three databases, want at most once (into the template)", n)
+	}
+
+	pool := NewPool(t, Empty, withOther)
+	if !tableExists(t, pool, "other.things") {
+		t.Error("Empty with other migrations: other.things missing")
+	}
+	if tableExists(t, pool, "merchants") || tableExists(t, pool, "goose_db_version") {
+		t.Error("Empty with other migrations has chargeonce's schema")
 	}
 }
 

@@ -1,4 +1,4 @@
-package stripeprovider
+package stripe
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stripe/stripe-go/v85"
+	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/payment"
 )
@@ -27,16 +27,16 @@ const (
 
 // lookup returns the attempt's PaymentIntent as it is now, read by id; nil
 // when Stripe certainly holds none.
-func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest) (*stripe.PaymentIntent, error) {
+func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest) (*stripego.PaymentIntent, error) {
 	if req.AttemptID == uuid.Nil || req.AttemptCreatedAt.IsZero() {
 		return nil, errors.New("stripe: look up PaymentIntent: the request names no attempt")
 	}
-	params := &stripe.PaymentIntentListParams{
-		CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: req.AttemptCreatedAt.Add(-lookupMargin).Unix()},
+	params := &stripego.PaymentIntentListParams{
+		CreatedRange: &stripego.RangeQueryParams{GreaterThanOrEqual: req.AttemptCreatedAt.Add(-lookupMargin).Unix()},
 	}
-	params.Limit = stripe.Int64(lookupPageSize)
+	params.Limit = stripego.Int64(lookupPageSize)
 	want := req.AttemptID.String()
-	var found []*stripe.PaymentIntent
+	var found []*stripego.PaymentIntent
 	listed := 0
 	for pi, err := range p.client.V1PaymentIntents.List(ctx, params).All(ctx) {
 		if err != nil {
@@ -56,7 +56,7 @@ func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest
 	pick := found[0]
 	succeeded := 0
 	for _, pi := range found {
-		if pi.Status == stripe.PaymentIntentStatusSucceeded {
+		if pi.Status == stripego.PaymentIntentStatusSucceeded {
 			if succeeded == 0 {
 				pick = pi
 			}

@@ -1,4 +1,4 @@
-package stripeprovider
+package stripe
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/stripe/stripe-go/v85"
+	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/payment"
 )
@@ -17,7 +17,7 @@ import (
 
 // createFailed maps an error of the create call.
 func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeRequest, err error) (payment.ProviderCharge, error) {
-	var se *stripe.Error
+	var se *stripego.Error
 	if !errors.As(err, &se) {
 		// A timeout, a refused or broken connection, an unreadable answer:
 		// Stripe may have charged.
@@ -37,11 +37,11 @@ func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeR
 		// 409 idempotency_key_in_use: a send under our key is still running.
 		// 429, 5xx: Stripe may or may not have run it. Same key next time.
 		return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
-	case se.Type == stripe.ErrorTypeIdempotency:
+	case se.Type == stripego.ErrorTypeIdempotency:
 		return p.idempotencyError(ctx, req, se)
-	case se.Type == stripe.ErrorTypeCard:
+	case se.Type == stripego.ErrorTypeCard:
 		return declined(piID(se.PaymentIntent), se), nil
-	case se.Type == stripe.ErrorTypeInvalidRequest && (status == http.StatusBadRequest || status == http.StatusNotFound):
+	case se.Type == stripego.ErrorTypeInvalidRequest && (status == http.StatusBadRequest || status == http.StatusNotFound):
 		return p.rejected(ctx, req, se), nil
 	}
 	return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
@@ -67,7 +67,7 @@ func (p *Provider) keySpent(ctx context.Context, req payment.ProviderChargeReque
 // the request while attempts were open: it is logged as an error, and never
 // retried under a new key. The attempt fails, unless Stripe holds a
 // PaymentIntent for it from that first send, which then decides.
-func (p *Provider) idempotencyError(ctx context.Context, req payment.ProviderChargeRequest, se *stripe.Error) (payment.ProviderCharge, error) {
+func (p *Provider) idempotencyError(ctx context.Context, req payment.ProviderChargeRequest, se *stripego.Error) (payment.ProviderCharge, error) {
 	p.log.ErrorContext(ctx, "Stripe refused our provider key: it was first sent with other parameters; not sent again under a new key",
 		"provider_key", req.IdempotencyKey, "attempt_id", req.AttemptID, "stripe_request_id", se.RequestID)
 	pi, err := p.lookup(ctx, req)
@@ -85,18 +85,18 @@ func (p *Provider) idempotencyError(ctx context.Context, req payment.ProviderCha
 
 // rejected maps a request Stripe refused as invalid: definitive, nothing
 // was charged, and the same request would be refused again.
-func (p *Provider) rejected(ctx context.Context, req payment.ProviderChargeRequest, se *stripe.Error) payment.ProviderCharge {
+func (p *Provider) rejected(ctx context.Context, req payment.ProviderChargeRequest, se *stripego.Error) payment.ProviderCharge {
 	p.log.WarnContext(ctx, "Stripe refused the charge request as invalid",
 		"provider_key", req.IdempotencyKey, "stripe_code", se.Code, "stripe_param", se.Param, "stripe_request_id", se.RequestID)
 	code := CodeProviderRejected
 	switch {
-	case se.Code == stripe.ErrorCodeAmountTooSmall || se.Code == stripe.ErrorCodeAmountTooLarge:
+	case se.Code == stripego.ErrorCodeAmountTooSmall || se.Code == stripego.ErrorCodeAmountTooLarge:
 		code = string(se.Code)
 	case se.Param == "currency":
 		code = CodeCurrencyNotSupported
 	case se.Param == "amount":
 		code = CodeAmountNotSupported
-	case se.Param == "payment_method" || se.Code == stripe.ErrorCodeResourceMissing:
+	case se.Param == "payment_method" || se.Code == stripego.ErrorCodeResourceMissing:
 		code = CodeInvalidPaymentMethod
 	}
 	return payment.ProviderCharge{FailureCode: code, FailureMessage: shopperMessage(code)}
@@ -107,7 +107,7 @@ func (p *Provider) rejected(ctx context.Context, req payment.ProviderChargeReque
 // error, and no outcome-unknown: retrying will not help), or else an
 // outcome-unknown error.
 func (p *Provider) callFailed(ctx context.Context, op string, err error) error {
-	var se *stripe.Error
+	var se *stripego.Error
 	if errors.As(err, &se) && (se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden) {
 		p.log.ErrorContext(ctx, "Stripe refused our secret key; check STRIPE_SECRET_KEY",
 			"operation", op, "status", se.HTTPStatusCode, "stripe_request_id", se.RequestID)
@@ -126,7 +126,7 @@ func (p *Provider) unknown(op string, err error) error {
 // may quote what we sent); for anything else the error, with the secret key
 // cut out wherever it appears.
 func (p *Provider) describe(err error) string {
-	var se *stripe.Error
+	var se *stripego.Error
 	if errors.As(err, &se) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Stripe answered %d", se.HTTPStatusCode)

@@ -1,4 +1,4 @@
-package stripeprovider
+package stripe
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v85"
+	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/internal/testlog"
 	"chargeonce/payment"
-	"chargeonce/stripeprovider/stripefake"
+	"chargeonce/provider/providertest"
+	"chargeonce/provider/stripe/stripefake"
 )
 
 type bundle struct {
@@ -36,22 +36,7 @@ func setup(t *testing.T) *bundle {
 }
 
 // request is the charge request of a fresh attempt, as payment makes it.
-func request(pm string, amount int64, currency string) payment.ProviderChargeRequest {
-	id := uuid.New()
-	return payment.ProviderChargeRequest{
-		IdempotencyKey:   "chargeonce_" + id.String(),
-		AttemptID:        id,
-		AttemptCreatedAt: time.Now(),
-		Amount:           amount,
-		Currency:         currency,
-		PaymentMethod:    pm,
-		Description:      "Order 42",
-		Metadata: map[string]string{
-			"chargeonce_attempt_id": id.String(), "client_idempotency_key": "checkout-" + id.String()[:8],
-			"merchant": "demo", "order_id": "order-42",
-		},
-	}
-}
+var request = providertest.Request
 
 // creates are the create requests the fake received.
 func (b *bundle) creates() []stripefake.Call {
@@ -128,7 +113,7 @@ func TestCreateCharge_CardErrors_FailWithTheDeclineCodeAndAFixedMessage(t *testi
 func TestDeclined_UndisclosedReasonsAreACardDecline(t *testing.T) {
 	t.Parallel()
 	for _, code := range []string{"fraudulent", "stolen_card", "lost_card", "pickup_card"} {
-		pc := declined("pi_1", &stripe.Error{Type: stripe.ErrorTypeCard, Code: stripe.ErrorCodeCardDeclined, DeclineCode: stripe.DeclineCode(code)})
+		pc := declined("pi_1", &stripego.Error{Type: stripego.ErrorTypeCard, Code: stripego.ErrorCodeCardDeclined, DeclineCode: stripego.DeclineCode(code)})
 		require.Equal(t, "card_declined", pc.FailureCode, code)
 	}
 }

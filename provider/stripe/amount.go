@@ -1,4 +1,4 @@
-package stripeprovider
+package stripe
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package stripeprovider
+package stripe
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/stripe/stripe-go/v85"
+	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/payment"
 )
@@ -70,7 +70,7 @@ func shopperMessage(code string) string {
 // declined is the failure of a card error (or of a PaymentIntent's
 // last_payment_error): Stripe's decline_code when it gives one, else its
 // code.
-func declined(id string, se *stripe.Error) payment.ProviderCharge {
+func declined(id string, se *stripego.Error) payment.ProviderCharge {
 	code := string(se.DeclineCode)
 	if code == "" {
 		code = string(se.Code)
@@ -88,17 +88,17 @@ var errUnconfirmed = errors.New("the PaymentIntent was never confirmed")
 // settle is the outcome of the attempt's PaymentIntent for CreateCharge: a
 // PaymentIntent that was never confirmed is confirmed now, which completes
 // the attempt's one charge rather than start another.
-func (p *Provider) settle(ctx context.Context, req payment.ProviderChargeRequest, pi *stripe.PaymentIntent) (payment.ProviderCharge, error) {
+func (p *Provider) settle(ctx context.Context, req payment.ProviderChargeRequest, pi *stripego.PaymentIntent) (payment.ProviderCharge, error) {
 	pc, err := p.outcome(ctx, req, pi)
 	if !errors.Is(err, errUnconfirmed) {
 		return pc, err
 	}
-	params := &stripe.PaymentIntentConfirmParams{}
+	params := &stripego.PaymentIntentConfirmParams{}
 	params.SetIdempotencyKey(req.IdempotencyKey + "_confirm")
 	confirmed, err := p.client.V1PaymentIntents.Confirm(ctx, pi.ID, params)
-	var se *stripe.Error
+	var se *stripego.Error
 	switch {
-	case errors.As(err, &se) && se.Type == stripe.ErrorTypeCard:
+	case errors.As(err, &se) && se.Type == stripego.ErrorTypeCard:
 		return declined(pi.ID, se), nil
 	case err != nil:
 		return payment.ProviderCharge{}, p.callFailed(ctx, "confirm PaymentIntent "+pi.ID, err)
@@ -116,23 +116,23 @@ func (p *Provider) settle(ctx context.Context, req payment.ProviderChargeRequest
 }
 
 // outcome maps a PaymentIntent, as it is now, to the attempt's outcome.
-func (p *Provider) outcome(ctx context.Context, req payment.ProviderChargeRequest, pi *stripe.PaymentIntent) (payment.ProviderCharge, error) {
+func (p *Provider) outcome(ctx context.Context, req payment.ProviderChargeRequest, pi *stripego.PaymentIntent) (payment.ProviderCharge, error) {
 	switch pi.Status {
-	case stripe.PaymentIntentStatusSucceeded:
+	case stripego.PaymentIntentStatusSucceeded:
 		return payment.ProviderCharge{ID: pi.ID, Succeeded: true}, nil
-	case stripe.PaymentIntentStatusRequiresPaymentMethod:
+	case stripego.PaymentIntentStatusRequiresPaymentMethod:
 		if pi.LastPaymentError != nil {
 			// Confirmed, and the card was declined.
 			return declined(pi.ID, pi.LastPaymentError), nil
 		}
 		return payment.ProviderCharge{}, errUnconfirmed
-	case stripe.PaymentIntentStatusRequiresConfirmation:
+	case stripego.PaymentIntentStatusRequiresConfirmation:
 		return payment.ProviderCharge{}, errUnconfirmed
-	case stripe.PaymentIntentStatusRequiresAction:
+	case stripego.PaymentIntentStatusRequiresAction:
 		return p.refuseAuthentication(ctx, req, pi)
-	case stripe.PaymentIntentStatusCanceled:
+	case stripego.PaymentIntentStatusCanceled:
 		return canceled(pi), nil
-	case stripe.PaymentIntentStatusProcessing:
+	case stripego.PaymentIntentStatusProcessing:
 		return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: PaymentIntent %s is processing", payment.ErrOutcomeUnknown, pi.ID)
 	}
 	// requires_capture (chargeonce captures automatically) or a status this
@@ -151,9 +151,9 @@ func (p *Provider) outcome(ctx context.Context, req payment.ProviderChargeReques
 // is derived from our provider key. If the cancel cannot be confirmed, the
 // outcome stays unknown, and the reconciler's lookup finds the PaymentIntent
 // and cancels it again.
-func (p *Provider) refuseAuthentication(ctx context.Context, req payment.ProviderChargeRequest, pi *stripe.PaymentIntent) (payment.ProviderCharge, error) {
-	params := &stripe.PaymentIntentCancelParams{
-		CancellationReason: stripe.String(string(stripe.PaymentIntentCancellationReasonAbandoned)),
+func (p *Provider) refuseAuthentication(ctx context.Context, req payment.ProviderChargeRequest, pi *stripego.PaymentIntent) (payment.ProviderCharge, error) {
+	params := &stripego.PaymentIntentCancelParams{
+		CancellationReason: stripego.String(string(stripego.PaymentIntentCancellationReasonAbandoned)),
 	}
 	params.SetIdempotencyKey(req.IdempotencyKey + "_cancel")
 	after, cancelErr := p.client.V1PaymentIntents.Cancel(ctx, pi.ID, params)
@@ -168,10 +168,10 @@ func (p *Provider) refuseAuthentication(ctx context.Context, req payment.Provide
 	failed := payment.ProviderCharge{ID: pi.ID, FailureCode: CodeAuthenticationRequired,
 		FailureMessage: shopperMessage(CodeAuthenticationRequired)}
 	switch after.Status {
-	case stripe.PaymentIntentStatusCanceled:
+	case stripego.PaymentIntentStatusCanceled:
 		return failed, nil
-	case stripe.PaymentIntentStatusRequiresAction:
-		var se *stripe.Error
+	case stripego.PaymentIntentStatusRequiresAction:
+		var se *stripego.Error
 		if errors.As(cancelErr, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 &&
 			se.HTTPStatusCode != http.StatusConflict && se.HTTPStatusCode != http.StatusTooManyRequests {
 			// Stripe refused the cancel for good. The PaymentIntent still
@@ -191,9 +191,9 @@ func (p *Provider) refuseAuthentication(ctx context.Context, req payment.Provide
 // charged. chargeonce cancels only PaymentIntents that require
 // authentication, with the reason "abandoned"; any other was cancelled by
 // someone else.
-func canceled(pi *stripe.PaymentIntent) payment.ProviderCharge {
+func canceled(pi *stripego.PaymentIntent) payment.ProviderCharge {
 	code := CodePaymentCanceled
-	if pi.CancellationReason == stripe.PaymentIntentCancellationReasonAbandoned {
+	if pi.CancellationReason == stripego.PaymentIntentCancellationReasonAbandoned {
 		code = CodeAuthenticationRequired
 	}
 	return payment.ProviderCharge{ID: pi.ID, FailureCode: code, FailureMessage: shopperMessage(code)}

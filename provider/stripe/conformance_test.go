@@ -1,4 +1,4 @@
-package stripeprovider
+package stripe
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v85"
+	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/payment"
 )
@@ -77,9 +77,9 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 	req := request("pm_card_authenticationRequired", 1999, "EUR")
 	_, err = p.retrieve(ctx, "pi_123")
 	require.NoError(t, err)
-	pc, err := p.settle(ctx, req, &stripe.PaymentIntent{ID: "pi_123", Status: stripe.PaymentIntentStatusRequiresConfirmation})
+	pc, err := p.settle(ctx, req, &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusRequiresConfirmation})
 	t.Logf("confirm: %+v, %v", pc, err)
-	pc, err = p.refuseAuthentication(ctx, req, &stripe.PaymentIntent{ID: "pi_123", Status: stripe.PaymentIntentStatusRequiresAction})
+	pc, err = p.refuseAuthentication(ctx, req, &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusRequiresAction})
 	t.Logf("cancel: %+v, %v", pc, err)
 
 	calls := rec.all()

@@ -1,16 +1,14 @@
-// Package stripeprovider charges cards through Stripe: a payment.Provider on
-// Stripe's PaymentIntents API, with stripe-go. Each charge attempt is one
-// PaymentIntent, created and confirmed in one call with our provider key as
-// Stripe's Idempotency-Key, the same on every send, so that Stripe answers a
-// repeat with the saved result of the first send instead of charging again.
-// The attempt id in the PaymentIntent's metadata finds it again whatever
-// became of the answer (FindCharge).
-//
-// 3-D Secure: chargeonce has no client-side step that could show the
-// shopper their bank's challenge, so a PaymentIntent that requires action is
-// cancelled at Stripe (it can then never be completed by anyone) and the
-// attempt fails with authentication_required.
-package stripeprovider
+// Package stripe charges cards through Stripe: a payment.Provider on
+// Stripe's PaymentIntents API, with stripe-go (imported as stripego). Each
+// charge attempt is one PaymentIntent, created and confirmed in one call
+// with our provider key as Stripe's Idempotency-Key, the same on every send,
+// so that Stripe answers a repeat with the saved result of the first send
+// instead of charging again; the attempt id in the PaymentIntent's metadata
+// finds it again whatever became of the answer (FindCharge). A card that
+// requires 3-D Secure fails with authentication_required, its PaymentIntent
+// cancelled, since chargeonce has no client-side step that could show the
+// shopper their bank's challenge (see refuseAuthentication).
+package stripe
 
 import (
 	"cmp"
@@ -21,13 +19,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stripe/stripe-go/v85"
+	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/payment"
 )
 
 // APIBaseDefault is Stripe's own API.
-const APIBaseDefault = stripe.APIURL
+const APIBaseDefault = stripego.APIURL
 
 // TimeoutDefault bounds one call to Stripe when Config.Timeout is zero.
 const TimeoutDefault = 10 * time.Second
@@ -56,7 +54,7 @@ type Config struct {
 
 // Provider is a payment.Provider on Stripe.
 type Provider struct {
-	client *stripe.Client
+	client *stripego.Client
 	secret string
 	log    *slog.Logger
 }
@@ -71,24 +69,24 @@ func New(cfg Config) *Provider {
 		t.MaxIdleConnsPerHost = 64
 		transport = t
 	}
-	backends := stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+	backends := stripego.NewBackendsWithConfig(&stripego.BackendConfig{
 		HTTPClient: &http.Client{Timeout: cmp.Or(cfg.Timeout, TimeoutDefault), Transport: transport},
-		URL:        stripe.String(cmp.Or(cfg.APIBase, APIBaseDefault)),
+		URL:        stripego.String(cmp.Or(cfg.APIBase, APIBaseDefault)),
 		// stripe-go's own retries would reuse our key (the header is set once
 		// per request), but they sleep without heeding the context and retry
 		// 409s and 5xx that chargeonce hands to its own retry loop and to the
 		// reconciler, both of which send the same key again. So: off.
-		MaxNetworkRetries: stripe.Int64(0),
+		MaxNetworkRetries: stripego.Int64(0),
 		// stripe-go logs Stripe's raw error bodies; we log what we decide.
-		LeveledLogger:   &stripe.LeveledLogger{Level: stripe.LevelNull},
-		EnableTelemetry: stripe.Bool(false),
+		LeveledLogger:   &stripego.LeveledLogger{Level: stripego.LevelNull},
+		EnableTelemetry: stripego.Bool(false),
 	})
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Provider{
-		client: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)),
+		client: stripego.NewClient(cfg.SecretKey, stripego.WithBackends(backends)),
 		secret: cfg.SecretKey,
 		log:    log.With("provider", "stripe"),
 	}
@@ -117,24 +115,24 @@ func (p *Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeR
 
 // createParams is the create-and-confirm request of req: the same on every
 // send, or Stripe refuses the repeat of our key (idempotency_error).
-func createParams(req payment.ProviderChargeRequest, amount int64) *stripe.PaymentIntentCreateParams {
+func createParams(req payment.ProviderChargeRequest, amount int64) *stripego.PaymentIntentCreateParams {
 	metadata := maps.Clone(req.Metadata)
 	if metadata == nil {
 		metadata = map[string]string{}
 	}
 	metadata[MetadataAttemptID] = req.AttemptID.String()
-	params := &stripe.PaymentIntentCreateParams{
-		Amount:        stripe.Int64(amount),
-		Currency:      stripe.String(currencyParam(req.Currency)),
-		PaymentMethod: stripe.String(req.PaymentMethod),
+	params := &stripego.PaymentIntentCreateParams{
+		Amount:        stripego.Int64(amount),
+		Currency:      stripego.String(currencyParam(req.Currency)),
+		PaymentMethod: stripego.String(req.PaymentMethod),
 		// Cards only: no payment method that redirects the shopper, which
 		// this API could not bring back (and which would need a return_url).
-		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
-		Confirm:            stripe.Bool(true),
+		PaymentMethodTypes: stripego.StringSlice([]string{"card"}),
+		Confirm:            stripego.Bool(true),
 		Metadata:           metadata,
 	}
 	if req.Description != "" {
-		params.Description = stripe.String(req.Description)
+		params.Description = stripego.String(req.Description)
 	}
 	params.SetIdempotencyKey(req.IdempotencyKey)
 	return params
@@ -162,7 +160,7 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 }
 
 // retrieve reads a PaymentIntent by id, as it is now.
-func (p *Provider) retrieve(ctx context.Context, id string) (*stripe.PaymentIntent, error) {
+func (p *Provider) retrieve(ctx context.Context, id string) (*stripego.PaymentIntent, error) {
 	pi, err := p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
 	if err != nil {
 		return nil, p.callFailed(ctx, "retrieve PaymentIntent "+id, err)
@@ -172,11 +170,11 @@ func (p *Provider) retrieve(ctx context.Context, id string) (*stripe.PaymentInte
 
 // replayed reports whether an answer is Stripe's saved answer to an earlier
 // send under the same idempotency key.
-func replayed(r *stripe.APIResponse) bool {
+func replayed(r *stripego.APIResponse) bool {
 	return r != nil && r.Header.Get("Idempotent-Replayed") == "true"
 }
 
-func piID(pi *stripe.PaymentIntent) string {
+func piID(pi *stripego.PaymentIntent) string {
 	if pi == nil {
 		return ""
 	}

@@ -1,0 +1,35 @@
+// Package instant is a payment.Provider that answers every charge at once
+// and stores nothing: a provider that costs nothing, so that benchmarks
+// measure chargeonce itself (PROVIDER=instant; development and benchmarks
+// only). A card token of Declined is declined; any other succeeds. Its
+// charge id is derived from our provider key, so a re-send gets the same
+// charge; FindCharge knows of none, since nothing is stored, and settle
+// then sends again.
+package instant
+
+import (
+	"context"
+
+	"chargeonce/payment"
+)
+
+// Provider is the instant provider.
+type Provider struct{}
+
+var _ payment.Provider = Provider{}
+
+// Declined is the card token Provider declines.
+const Declined = "pm_card_chargeDeclined"
+
+// CreateCharge implements payment.Provider.
+func (Provider) CreateCharge(_ context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+	if req.PaymentMethod == Declined {
+		return payment.ProviderCharge{FailureCode: "card_declined", FailureMessage: "The card was declined."}, nil
+	}
+	return payment.ProviderCharge{ID: "instant_" + req.IdempotencyKey, Succeeded: true}, nil
+}
+
+// FindCharge implements payment.Provider.
+func (Provider) FindCharge(context.Context, payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
+	return nil, nil
+}

@@ -1,0 +1,197 @@
+// Package providertest is the conformance suite of payment.Provider, in the
+// style of River's riverdrivertest: every implementation, real or fake,
+// passes the same cases (Run) from its own _test.go, through a Harness that
+// builds it and says how to observe it. A behaviour that an implementation
+// cannot show is named in the harness's Cannot with the reason, and its case
+// is skipped with that reason; no case passes without asserting.
+package providertest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/payment"
+)
+
+// Harness is one provider under test and what the suite needs to drive and
+// observe it. Run builds a new one for every case.
+type Harness struct {
+	// Provider is the implementation under test.
+	Provider payment.Provider
+	// SucceedingCard is a payment method the provider charges;
+	// DecliningCard one it declines, with the failure code DeclineCode.
+	SucceedingCard string
+	DecliningCard  string
+	DeclineCode    string
+	// Charges counts the charges the provider holds for req, where the
+	// harness can see them.
+	Charges func(t *testing.T, req payment.ProviderChargeRequest) int
+	// LoseOutcome returns a request whose next CreateCharge gets no
+	// definitive answer (a lost response, a 5xx), arranging it if needed.
+	LoseOutcome func(t *testing.T) payment.ProviderChargeRequest
+	// SpendKey returns a request whose first send makes the provider save a
+	// failure for its key, replayed on every later send, with no charge
+	// made, arranging it if needed.
+	SpendKey func(t *testing.T) payment.ProviderChargeRequest
+	// Cannot says why the provider cannot show a behaviour.
+	Cannot Cannot
+}
+
+// Cannot holds, for each behaviour a provider cannot show, the reason: a
+// case that needs it is skipped with that reason. A behaviour with a
+// function in Harness needs a reason here exactly when the function is nil.
+type Cannot struct {
+	// Deduplicate: a repeat of our provider key does not answer the first
+	// send's charge.
+	Deduplicate string
+	// FindAfterCharge: FindCharge does not find a charge that was made.
+	FindAfterCharge string
+	// Decline: no card is declined, or not so that it shows.
+	Decline string
+	// CountCharges: Harness.Charges is nil.
+	CountCharges string
+	// LoseOutcome: Harness.LoseOutcome is nil.
+	LoseOutcome string
+	// SpendKey: Harness.SpendKey is nil.
+	SpendKey string
+}
+
+// Run runs every case against a provider that newHarness builds, one per
+// case, the cases in parallel.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.check(t)
+			c.run(t, h)
+		})
+	}
+}
+
+// Request is the charge request of a fresh attempt, as payment makes it:
+// our provider key, the attempt, and the metadata that names them.
+func Request(paymentMethod string, amount int64, currency string) payment.ProviderChargeRequest {
+	id := uuid.New()
+	return payment.ProviderChargeRequest{
+		IdempotencyKey:   "chargeonce_" + id.String(),
+		AttemptID:        id,
+		AttemptCreatedAt: time.Now(),
+		Amount:           amount,
+		Currency:         currency,
+		PaymentMethod:    paymentMethod,
+		Description:      "Order 42",
+		Metadata: map[string]string{
+			"chargeonce_attempt_id": id.String(), "client_idempotency_key": "checkout-" + id.String()[:8],
+			"merchant": "demo", "order_id": "order-42",
+		},
+	}
+}
+
+// check refuses a harness that neither offers a behaviour nor says why not,
+// or does both.
+func (h Harness) check(t *testing.T) {
+	t.Helper()
+	require.NotNil(t, h.Provider, "providertest: Harness.Provider")
+	require.NotEmpty(t, h.SucceedingCard, "providertest: Harness.SucceedingCard")
+	if h.Cannot.Decline == "" {
+		require.NotEmpty(t, h.DecliningCard, "providertest: Harness.DecliningCard, or Cannot.Decline")
+		require.NotEmpty(t, h.DeclineCode, "providertest: Harness.DeclineCode, or Cannot.Decline")
+	}
+	for _, f := range []struct {
+		name   string
+		has    bool
+		reason string
+	}{
+		{"Charges", h.Charges != nil, h.Cannot.CountCharges},
+		{"LoseOutcome", h.LoseOutcome != nil, h.Cannot.LoseOutcome},
+		{"SpendKey", h.SpendKey != nil, h.Cannot.SpendKey},
+	} {
+		require.True(t, f.has != (f.reason != ""),
+			"providertest: Harness.%s must be set, or else a reason given in Cannot, not both", f.name)
+	}
+}
+
+// charge charges the succeeding card of a fresh attempt.
+func (h Harness) charge(t *testing.T) (payment.ProviderChargeRequest, payment.ProviderCharge) {
+	t.Helper()
+	req := Request(h.SucceedingCard, 1999, "USD")
+	pc, err := h.Provider.CreateCharge(t.Context(), req)
+	require.NoError(t, err)
+	require.True(t, pc.Succeeded, "%+v", pc)
+	require.NotEmpty(t, pc.ID)
+	return req, pc
+}
+
+// skipUnless skips the case with reason, if there is one.
+func skipUnless(t *testing.T, reason string) {
+	t.Helper()
+	if reason != "" {
+		t.Skip(reason)
+	}
+}
+
+var cases = []struct {
+	name string
+	run  func(t *testing.T, h Harness)
+}{
+	{"CreateCharge_SameProviderKeyTwice_IsOneCharge", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.Deduplicate)
+		req, first := h.charge(t)
+		again, err := h.Provider.CreateCharge(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, first, again, "the same key gets the same charge")
+		if h.Charges == nil {
+			t.Logf("the charges at the provider are not counted: %s", h.Cannot.CountCharges)
+			return
+		}
+		require.Equal(t, 1, h.Charges(t, req), "one charge at the provider")
+	}},
+	{"FindCharge_BeforeTheCharge_IsNil", func(t *testing.T, h Harness) {
+		found, err := h.Provider.FindCharge(t.Context(), Request(h.SucceedingCard, 1999, "USD"))
+		require.NoError(t, err)
+		require.Nil(t, found, "the provider holds no charge for a request never sent")
+	}},
+	{"FindCharge_AfterTheCharge_IsTheSameCharge", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.FindAfterCharge)
+		req, pc := h.charge(t)
+		found, err := h.Provider.FindCharge(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, &pc, found)
+	}},
+	{"CreateCharge_NoDefinitiveAnswer_IsOutcomeUnknown", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.LoseOutcome)
+		_, err := h.Provider.CreateCharge(t.Context(), h.LoseOutcome(t))
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+		require.NotErrorIs(t, err, payment.ErrProviderKeySpent, "the charge may exist")
+	}},
+	{"CreateCharge_SavedFailureReplayed_SpendsTheKey", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.SpendKey)
+		ctx := t.Context()
+		req := h.SpendKey(t)
+		_, err := h.Provider.CreateCharge(ctx, req)
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "a first failure may still be anything")
+		require.NotErrorIs(t, err, payment.ErrProviderKeySpent)
+		_, err = h.Provider.CreateCharge(ctx, req)
+		require.ErrorIs(t, err, payment.ErrProviderKeySpent, "the saved failure, replayed, and no charge")
+		require.NotErrorIs(t, err, payment.ErrOutcomeUnknown)
+		found, err := h.Provider.FindCharge(ctx, req)
+		require.NoError(t, err)
+		require.Nil(t, found, "a spent key made no charge")
+		if h.Charges != nil {
+			require.Zero(t, h.Charges(t, req), "no charge at the provider")
+		}
+	}},
+	{"CreateCharge_Decline_IsAFailedChargeNotAnError", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.Decline)
+		pc, err := h.Provider.CreateCharge(t.Context(), Request(h.DecliningCard, 1999, "USD"))
+		require.NoError(t, err, "a decline is an answer")
+		require.False(t, pc.Succeeded)
+		require.Equal(t, h.DeclineCode, pc.FailureCode)
+		require.NotEmpty(t, pc.FailureMessage)
+	}},
+}
