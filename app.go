@@ -17,6 +17,9 @@ import (
 	"chargeonce/db"
 	"chargeonce/db/localpg"
 	"chargeonce/events"
+	"chargeonce/graph"
+	"chargeonce/live"
+	"chargeonce/merchant"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/webhook"
@@ -32,10 +35,12 @@ type app struct {
 	pool      *pgxpool.Pool
 	registry  *prometheus.Registry
 	metrics   *metrics.Metrics
-	merchants *payment.Merchants
+	merchants *merchant.Service
 	payments  *payment.Service
 	// live tells chargeUpdated subscribers when an attempt changes.
-	live *payment.Hub
+	live *live.Hub
+	// streams are the websockets and event streams that carry them.
+	streams *graph.Streams
 	// simulator is the simulated card provider's API under /provider/, in
 	// development only.
 	simulator http.Handler
@@ -62,7 +67,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 	a := &app{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
 	a.metrics = metrics.New(a.registry)
 	a.metrics.WatchPool(pool)
-	a.merchants = payment.NewMerchantsWithConfig(pool, !cfg.Production, payment.MerchantsConfig{Logger: log, Metrics: a.metrics})
+	a.merchants = merchant.NewWithConfig(pool, !cfg.Production, merchant.Config{Logger: log, Metrics: a.metrics})
 	if !cfg.Production {
 		// The simulator's schema exists only where it is mounted: never in
 		// production.
@@ -98,7 +103,8 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 		defer cancel()
 		return events.CountUnsent(ctx, pool)
 	})
-	a.live = payment.NewHub(a.payments, payment.HubConfig{PollInterval: cfg.LivePollInterval})
+	a.live = live.NewHub(pool, a.payments, live.Config{PollInterval: cfg.LivePollInterval, Logger: log, Metrics: a.metrics})
+	a.streams = &graph.Streams{}
 	a.metrics.WatchStuck(func() (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -133,7 +139,16 @@ func (a *app) startLoops() (stop func()) {
 	loops.Go(func() {
 		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
 	})
-	return sync.OnceFunc(func() { a.live.Close(); cancel(); loops.Wait() })
+	return sync.OnceFunc(func() { a.closeStreams(); cancel(); loops.Wait() })
+}
+
+// closeStreams ends the subscriptions: their websockets and event streams
+// first, so that they end at once, then their watchers. A server calls it
+// when it starts to shut down, since subscriptions would last as long as
+// their clients (who subscribe again elsewhere, or poll).
+func (a *app) closeStreams() {
+	a.streams.Close()
+	a.live.Close()
 }
 
 // newPaymentService builds the payment service on pool, charging through provider.

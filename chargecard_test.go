@@ -14,7 +14,7 @@ import (
 
 	"chargeonce/db"
 	"chargeonce/db/dbtest"
-	"chargeonce/payment"
+	"chargeonce/merchant"
 )
 
 // setup starts one server on a fresh database.
@@ -261,7 +261,7 @@ func TestChargeCard_KeysAreScopedPerMerchant(t *testing.T) {
 	t.Parallel()
 	s, dbURL := setup(t)
 	pool := openPool(t, dbURL)
-	_, acmeKey, err := payment.NewMerchants(pool, false).CreateAPIKey(context.Background(), "acme")
+	_, acmeKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "acme")
 	require.NoError(t, err)
 
 	key := "order-42-attempt-1" // a key two merchants may well both choose

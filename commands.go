@@ -15,6 +15,7 @@ import (
 
 	"chargeonce/db/localpg"
 	"chargeonce/events"
+	"chargeonce/merchant"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/webhook"
@@ -121,7 +122,7 @@ func runAPIKeyCommand(ctx context.Context, cfg config, args []string, stdout io.
 		return err
 	}
 	defer closeDB()
-	merchants := payment.NewMerchants(pool, false)
+	merchants := merchant.New(pool, false)
 	switch args[0] {
 	case "create":
 		m, key, err := merchants.CreateAPIKey(ctx, args[1])

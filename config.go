@@ -12,6 +12,7 @@ import (
 	"chargeonce/cardsim"
 	"chargeonce/events"
 	"chargeonce/graph"
+	"chargeonce/live"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/webhook"
@@ -156,7 +157,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", payment.CleanupIntervalDefault, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
 		{&cfg.WebhookRetention, "WEBHOOK_RETENTION", webhook.RetentionDefault, false},
-		{&cfg.LivePollInterval, "LIVE_POLL_INTERVAL", payment.WatchPollIntervalDefault, false},
+		{&cfg.LivePollInterval, "LIVE_POLL_INTERVAL", live.PollIntervalDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {

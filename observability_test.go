@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
-	"chargeonce/payment"
+	"chargeonce/merchant"
 )
 
 // The observability and production-mode parts of the hardening issue: the
@@ -28,7 +28,7 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	// JSON, so that every attribute can be read back exactly.
 	s := startServer(t, dbURL, map[string]string{"LOG_FORMAT": "json", "RECONCILE_INTERVAL": "1h"})
-	_, acmeKey, err := payment.NewMerchants(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "acme")
+	_, acmeKey, err := merchant.New(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "acme")
 	require.NoError(t, err)
 	const unknownKey = "co_sk_NotAKeyAnyoneHas"
 	post := func(headers http.Header, query string, vars map[string]any) rawResponse {
@@ -137,7 +137,7 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 	// Listening for real, with metrics on a listener of their own, as production.
 	dev := startListening(t, dbURL, map[string]string{"METRICS_ADDR": "127.0.0.1:0"})
 	devMetrics := metricsAddr(t, dev)
-	_, apiKey, err := payment.NewMerchants(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
+	_, apiKey, err := merchant.New(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
 	require.NoError(t, err)
 	// The real binary, so that everything it writes counts.
 	prod := startProcess(t, withFakeStripe(t, map[string]string{

@@ -28,6 +28,7 @@ func newHandler(a *app) http.Handler {
 		MerchantLimit:        ratelimit.New(cfg.RateLimitMerchant, int(cfg.RateLimitMerchantBurst), 0),
 		IPLimit:              ratelimit.New(cfg.RateLimitIP, int(cfg.RateLimitIPBurst), 0),
 		AuthTimeout:          cfg.DBTimeout,
+		Streams:              a.streams,
 		Logger:               a.log,
 		Metrics:              a.metrics,
 	})

@@ -131,10 +131,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("shutting down: finishing in-flight requests", "timeout", shutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	// Subscriptions would last as long as their clients: close their
-	// websockets and event streams first (their clients subscribe again
-	// elsewhere, or poll), or Shutdown would wait for them.
-	a.live.Close()
+	// Subscriptions would last as long as their clients: close them first,
+	// or Shutdown would wait for them.
+	a.closeStreams()
 	err = srv.Shutdown(shutdownCtx)
 	stopLoops()
 	if err != nil {

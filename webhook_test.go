@@ -19,6 +19,7 @@ import (
 	"chargeonce/db"
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
+	"chargeonce/merchant"
 	"chargeonce/payment"
 	"chargeonce/webhook"
 )
@@ -186,7 +187,7 @@ func TestWebhooks_RealCharges_ReceiverVerifiesEachAndHandlesItOnce(t *testing.T)
 
 	mu.Lock()
 	defer mu.Unlock()
-	merchant, err := payment.NewMerchants(pool, true).Authenticate(context.Background(), "demo-key")
+	merchant, err := merchant.New(pool, true).Authenticate(context.Background(), "demo-key")
 	require.NoError(t, err)
 	byKey := map[string]payment.Event{}
 	for _, body := range handled {

@@ -79,9 +79,18 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, connected f
 // Reconnect is how ListenAlways waits before it opens the LISTEN
 // connection again: Min first, doubling up to Max; a connection held longer
 // than Reset (default Max) starts the waits over at Min.
+//
+// The live status and the API key cache reconnect from
+// ReconnectMinDefault to ReconnectMaxDefault unless told otherwise.
 type Reconnect struct {
 	Min, Max, Reset time.Duration
 }
+
+// Defaults of the listeners' Reconnect, the one place they are written.
+const (
+	ReconnectMinDefault = 100 * time.Millisecond
+	ReconnectMaxDefault = 10 * time.Second
+)
 
 // ListenAlways runs Listen until ctx ends, opening the connection again
 // after each failure with the waits of r. lost is told each failure and the

@@ -19,6 +19,7 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
 	"chargeonce/internal/testlog"
+	"chargeonce/merchant"
 	"chargeonce/payment"
 	"chargeonce/sqlc"
 )
@@ -27,7 +28,7 @@ func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	m, err := payment.NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "relay", "relay-key")
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "relay", "relay-key")
 	require.NoError(t, err)
 	js := eventstest.New(t).JetStream(t)
 
@@ -72,7 +73,7 @@ func TestRelay_AfterABatch_EventsGatherIntoTheNext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	m, err := payment.NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "gather", "gather-key")
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "gather", "gather-key")
 	require.NoError(t, err)
 	js := eventstest.New(t).JetStream(t)
 	relay := NewRelay(pool, js, RelayConfig{Poll: time.Hour, Gather: 2 * time.Second})
@@ -149,7 +150,7 @@ func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testin
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	m, err := payment.NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "receipts", "receipts-key")
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "receipts", "receipts-key")
 	require.NoError(t, err)
 	js := eventstest.New(t).JetStream(t)
 	_, err = EnsureStream(ctx, js, 1)

@@ -36,7 +36,7 @@ type edge struct {
 	merchantLimit *ratelimit.Limiter
 	ipLimit       *ratelimit.Limiter
 	authTimeout   time.Duration
-	live          binder // ends the streams when the server shuts down; may be nil
+	streams       *Streams // ends the streams when the server shuts down; may be nil
 	log           *slog.Logger
 	metrics       *metrics.Metrics
 }

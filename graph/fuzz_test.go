@@ -20,6 +20,7 @@ import (
 	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
+	"chargeonce/merchant"
 	"chargeonce/payment"
 	simprovider "chargeonce/provider/cardsim"
 )
@@ -208,7 +209,7 @@ func FuzzChargeCard(f *testing.F) {
 		// answers PROCESSING after one quick retry, not after seconds.
 		ProviderRetries: 1, ProviderRetryBudget: 20 * time.Millisecond,
 	})
-	merchants := payment.NewMerchants(pool, true)
+	merchants := merchant.New(pool, true)
 	if _, err := merchants.EnsureDevelopmentKey(context.Background(), "demo", "demo-key"); err != nil {
 		f.Fatal(err)
 	}

@@ -41,8 +41,11 @@ type HandlerConfig struct {
 	MerchantLimit, IPLimit *ratelimit.Limiter
 	// AuthTimeout bounds the API key lookup.
 	AuthTimeout time.Duration
-	Logger      *slog.Logger
-	Metrics     *metrics.Metrics
+	// Streams ends the websockets and event streams when the server shuts
+	// down; nil leaves them to their clients.
+	Streams *Streams
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
 }
 
 const (
@@ -74,18 +77,16 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		merchantLimit: cfg.MerchantLimit,
 		ipLimit:       cfg.IPLimit,
 		authTimeout:   cfg.AuthTimeout,
+		streams:       cfg.Streams,
 		log:           log,
 		metrics:       cfg.Metrics,
-	}
-	if r.Live != nil {
-		e.live = r.Live
 	}
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
 	srv.AddTransport(transport.Options{})
 	// The streams first: gqlgen serves a request with the first transport
 	// that supports it, and an event stream is a POST too.
 	srv.AddTransport(e.websocketTransport())
-	srv.AddTransport(sseTransport{sse: transport.SSE{KeepAlivePingInterval: sseKeepAlive}, live: e.live})
+	srv.AddTransport(sseTransport{sse: transport.SSE{KeepAlivePingInterval: sseKeepAlive}, streams: cfg.Streams})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(postTransport{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))

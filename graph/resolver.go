@@ -5,15 +5,19 @@
 // into extensions.code. The code under generated/ and model/ is gqlgen's.
 package graph
 
-import "chargeonce/payment"
+import (
+	"chargeonce/live"
+	"chargeonce/merchant"
+	"chargeonce/payment"
+)
 
 //go:generate go tool gqlgen generate
 
 // Resolver is the root resolver: it holds what the resolvers call into.
 type Resolver struct {
 	Payments  *payment.Service
-	Merchants *payment.Merchants
+	Merchants *merchant.Service
 	// Live tells chargeUpdated subscribers when an attempt changes; nil
 	// refuses subscriptions.
-	Live *payment.Hub
+	Live *live.Hub
 }

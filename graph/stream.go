@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -61,10 +62,52 @@ const (
 	closeTryAgainLater   = 1013 // the key could not be checked: the database is away
 )
 
-// binder ties a stream to the server's lifetime: the hub of live status
-// ends every bound context when the server shuts down.
-type binder interface {
-	Bind(ctx context.Context) (context.Context, context.CancelFunc)
+// Streams ties the connections that carry subscriptions (a websocket, an
+// event stream) to the server's lifetime: each lives in a context that
+// Close ends, so that a shutdown closes them instead of waiting for their
+// clients (who subscribe again elsewhere, or poll). The zero value is
+// ready to use.
+type Streams struct {
+	mu     sync.Mutex
+	bound  map[*int]context.CancelFunc
+	closed bool
+}
+
+// bind returns a context that ends with ctx or at Close, and the function
+// that releases it.
+func (s *Streams) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if s == nil {
+		return ctx, cancel
+	}
+	id := new(int)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		cancel()
+		return ctx, cancel
+	}
+	if s.bound == nil {
+		s.bound = map[*int]context.CancelFunc{}
+	}
+	s.bound[id] = cancel
+	return ctx, func() {
+		cancel()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.bound, id)
+	}
+}
+
+// Close ends every stream, at once, and every stream bound from now on.
+func (s *Streams) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for id, cancel := range s.bound {
+		cancel() // synchronously: the connections end before the watchers
+		delete(s.bound, id)
+	}
 }
 
 // streamOf says which streaming transport r asks for, if any.
@@ -176,10 +219,7 @@ func (e *edge) websocketInit(ctx context.Context, payload transport.InitPayload)
 	default:
 		return closeWith(ctx, closeTryAgainLater, "Try again later"), nil, errors.New("the API key could not be checked")
 	}
-	if e.live == nil {
-		return ctx, nil, nil
-	}
-	ctx, release := e.live.Bind(ctx)
+	ctx, release := e.streams.bind(ctx)
 	context.AfterFunc(ctx, release)
 	return ctx, nil, nil
 }
@@ -223,8 +263,8 @@ func (e *edge) authenticateInit(ctx context.Context, st *requestState, authoriza
 // instead of the server's one deadline per request, and a context that the
 // server's shutdown ends.
 type sseTransport struct {
-	sse  transport.SSE
-	live binder
+	sse     transport.SSE
+	streams *Streams
 }
 
 func (t sseTransport) Supports(r *http.Request) bool {
@@ -240,12 +280,8 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		writeError(w, http.StatusBadRequest, rerr)
 		return
 	}
-	ctx := r.Context()
-	if t.live != nil {
-		var release context.CancelFunc
-		ctx, release = t.live.Bind(ctx)
-		defer release()
-	}
+	ctx, release := t.streams.bind(r.Context())
+	defer release()
 	r = r.WithContext(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	rc := http.NewResponseController(w)

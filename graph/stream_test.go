@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
@@ -37,4 +38,25 @@ func TestStreamOf(t *testing.T) {
 	require.Equal(t, streamSSE, streamOf(req(http.MethodPost, http.Header{"Accept": {"text/event-stream"}})))
 	require.Equal(t, notStream, streamOf(req(http.MethodGet, http.Header{"Accept": {"text/event-stream"}})), "an event stream is a POST")
 	require.Equal(t, notStream, streamOf(req(http.MethodPost, http.Header{"Accept": {"application/json"}})))
+}
+
+func TestStreams_Close_EndsTheBoundStreamsAndEveryLaterOne(t *testing.T) {
+	t.Parallel()
+	var s Streams
+	stream, release := s.bind(context.Background())
+	defer release()
+	kept, releaseKept := s.bind(context.Background())
+	releaseKept()
+	require.Error(t, kept.Err(), "a released stream's context ends")
+
+	s.Close()
+	require.Error(t, stream.Err(), "a bound stream ends with Close")
+	late, releaseLate := s.bind(context.Background())
+	defer releaseLate()
+	require.Error(t, late.Err(), "a stream bound after Close ends at once")
+
+	var none *Streams
+	free, releaseFree := none.bind(context.Background())
+	require.NoError(t, free.Err(), "without Streams, a stream lasts as long as its client")
+	releaseFree()
 }

@@ -55,8 +55,8 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// invalid returns an EINVALID error about one input field.
-func invalid(field, format string, args ...any) *Error {
+// Invalid returns an EINVALID error about one input field.
+func Invalid(field, format string, args ...any) *Error {
 	return &Error{Code: EINVALID, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 

@@ -31,7 +31,7 @@ func TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing(t *testing.T) {
 	sim := httptest.NewServer(cardsim.NewHandler(simPool, cardsim.Config{}))
 	t.Cleanup(sim.Close)
 	svc := NewService(pool, simulatorClient(t, sim.URL), Config{StoreTimeout: 200 * time.Millisecond})
-	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	m, err := newMerchant(ctx, pool, "demo")
 	require.NoError(t, err)
 
 	held, err := pool.Acquire(ctx)

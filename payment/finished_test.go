@@ -32,7 +32,7 @@ func TestChargeCard_ReplayOfAFinishedKey_IsAnsweredFromMemory(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, r.Replayed)
 	}
-	other, err := NewMerchants(b.pool, true).EnsureDevelopmentKey(ctx, "other", "other-key")
+	other, err := newMerchant(ctx, b.pool, "other")
 	require.NoError(t, err)
 
 	b.pool.Close() // every read from the database fails from now on

@@ -50,7 +50,7 @@ func setup(t testing.TB, cfg Config) *bundle {
 	cfg.Now = clock.Now
 	provider := simulatorClient(t, sim.URL)
 	svc := NewService(pool, provider, cfg)
-	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key")
+	m, err := newMerchant(context.Background(), pool, "demo")
 	require.NoError(t, err)
 	return &bundle{pool: pool, clock: clock, svc: svc, merchant: m, provider: provider, simURL: sim.URL}
 }
@@ -210,7 +210,7 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 	require.Equal(t, int64(n), taken.Load(), "every attempt taken exactly once")
 	require.Equal(t, int64(n), succeeded.Load())
 
-	attempts := queryAll[int32](t, b.pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
+	attempts := dbtest.Query[int32](t, b.pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
 	require.Len(t, attempts, n)
 	for _, a := range attempts {
 		require.Equal(t, int32(2), a, "one takeover per attempt")
@@ -290,12 +290,12 @@ func TestCleaner_ForgetsExpiredResultsButNeverProcessing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "the three successes and the decline, in batches of two")
 
-	open := queryAll[string](t, b.pool, "SELECT idempotency_key FROM charge_attempts ORDER BY idempotency_key")
+	open := dbtest.Query[string](t, b.pool, "SELECT idempotency_key FROM charge_attempts ORDER BY idempotency_key")
 	require.Equal(t, []string{"lost", "open"}, open, "PROCESSING attempts are never deleted")
 	var charges int
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM charges").Scan(&charges))
 	require.Equal(t, 3, charges, "charges are the business record and stay")
-	unsent := queryAll[string](t, b.pool, "SELECT idempotency_key FROM charge_events ORDER BY idempotency_key")
+	unsent := dbtest.Query[string](t, b.pool, "SELECT idempotency_key FROM charge_events ORDER BY idempotency_key")
 	require.Equal(t, []string{"ok-2", "ok-3"}, unsent, "sent events are forgotten after the retention; unsent ones never")
 
 	gone, err := b.svc.ChargeStatus(ctx, b.merchant, "ok-1")
@@ -416,7 +416,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 		return NewService(pool, slowProvider{simulatorClient(t, sim.URL), 250 * time.Millisecond}, Config{Lease: 3 * time.Second})
 	}
 	a, b := newService(), newService()
-	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	m, err := newMerchant(ctx, pool, "demo")
 	require.NoError(t, err)
 	const n = 12
 	for i := range n {
@@ -446,7 +446,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d takeovers in %s", taken.Load(), time.Since(start).Round(time.Millisecond))
-	numbers := queryAll[int32](t, pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
+	numbers := dbtest.Query[int32](t, pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
 	require.Len(t, numbers, n, "every attempt settled")
 	for _, number := range numbers {
 		require.Equal(t, int32(2), number, "taken over once: no lease ran out while its pass worked on others")

@@ -79,7 +79,7 @@ func TestSettle_SpentProviderKey_IsReplacedBeforeTheResend(t *testing.T) {
 	p := &spendingProvider{t: t, db: storedKey, spent: map[string]bool{}, charges: map[string]string{}}
 	clock := newTestClock()
 	svc := NewService(pool, p, Config{Now: clock.Now})
-	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	m, err := newMerchant(ctx, pool, "demo")
 	require.NoError(t, err)
 
 	// The request's own send meets the spent key: the outcome stays open

@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"chargeonce/db/dbtest"
 	"context"
 	"fmt"
 	"sync"
@@ -36,7 +37,7 @@ func TestCleaner_Backlog_IsWorkedOffAtOnceWithRestsBetweenBatches(t *testing.T) 
 	t.Cleanup(func() { cancel(); <-done })
 
 	require.Eventually(t, func() bool {
-		return queryAll[int64](t, b.pool, "SELECT count(*) FROM charge_attempts")[0] == 0
+		return dbtest.Query[int64](t, b.pool, "SELECT count(*) FROM charge_attempts")[0] == 0
 	}, 10*time.Second, 20*time.Millisecond, "three passes of at most 10 keys each, without waiting an hour between them")
 	mu.Lock()
 	defer mu.Unlock()

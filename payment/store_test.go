@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +17,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
 	s := newStore(pool)
-	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "fence", "fence-key")
+	m, err := newMerchant(ctx, pool, "fence")
 	require.NoError(t, err)
 	in := ChargeInput{Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"}
 	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
@@ -50,12 +49,12 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced)
 
-	charges := queryAll[string](t, pool, "SELECT provider_charge_id FROM charges ORDER BY created_at")
+	charges := dbtest.Query[string](t, pool, "SELECT provider_charge_id FROM charges ORDER BY created_at")
 	require.Equal(t, []string{"ch_real"}, charges, "fenced writes left no charge behind")
 
 	// The outbox: one event, the successful finalization's; the fenced
 	// writes rolled theirs back with them.
-	bodies := queryAll[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1", a.ID)
+	bodies := dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1", a.ID)
 	require.Len(t, bodies, 1, "one finalization, one event; fenced ones wrote none")
 	e, err := ParseEvent(bodies[0])
 	require.NoError(t, err)
@@ -72,7 +71,7 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
 	s := newStore(pool)
-	m, err := NewMerchants(pool, true).EnsureDevelopmentKey(ctx, "fail-event", "fail-event-key")
+	m, err := newMerchant(ctx, pool, "fail-event")
 	require.NoError(t, err)
 	in := ChargeInput{Amount: 250, Currency: "EUR", PaymentMethod: "pm_card_declined", OrderID: "o-1"}
 	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
@@ -92,14 +91,14 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	cancel()
 	require.Error(t, err)
 	require.NoError(t, locker.Rollback(ctx))
-	require.Equal(t, []string{"PROCESSING"}, queryAll[string](t, pool, "SELECT status FROM charge_attempts WHERE id = $1", a.ID),
+	require.Equal(t, []string{"PROCESSING"}, dbtest.Query[string](t, pool, "SELECT status FROM charge_attempts WHERE id = $1", a.ID),
 		"the status change rolled back with the event")
-	require.Empty(t, queryAll[[]byte](t, pool, "SELECT body FROM charge_events"), "a rolled-back finalization wrote an event")
+	require.Empty(t, dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events"), "a rolled-back finalization wrote an event")
 
 	done, err := s.fail(ctx, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, StatusFailed, done.Status)
-	bodies := queryAll[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1 AND sent_at IS NULL", a.ID)
+	bodies := dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1 AND sent_at IS NULL", a.ID)
 	require.Len(t, bodies, 1)
 	e, err := ParseEvent(bodies[0])
 	require.NoError(t, err)
@@ -108,16 +107,6 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	require.Nil(t, e.Charge)
 	require.Equal(t, "o-1", e.OrderID)
 	require.Equal(t, "EUR", e.Currency)
-}
-
-// queryAll runs a one-column query and returns its values.
-func queryAll[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []T {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), sql, args...)
-	require.NoError(t, err)
-	values, err := pgx.CollectRows(rows, pgx.RowTo[T])
-	require.NoError(t, err)
-	return values
 }
 
 func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testing.T) {
@@ -172,7 +161,7 @@ func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T)
 	}()
 	// The claim waits on the uncommitted row of the same key.
 	require.Eventually(t, func() bool {
-		n := queryAll[int64](t, b.pool, `SELECT count(*) FROM pg_stat_activity
+		n := dbtest.Query[int64](t, b.pool, `SELECT count(*) FROM pg_stat_activity
 			WHERE wait_event_type = 'Lock' AND query LIKE '%WITH claimed AS%'`)
 		return n[0] == 1
 	}, 5*time.Second, 10*time.Millisecond)
@@ -183,4 +172,11 @@ func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T)
 	require.Equal(t, StatusFailed, got.r.Status)
 	require.True(t, got.r.Replayed)
 	require.Equal(t, "card_declined", got.r.Failure.Code)
+}
+
+// newMerchant stores a merchant named name, as package merchant would.
+func newMerchant(ctx context.Context, pool *pgxpool.Pool, name string) (Merchant, error) {
+	m := Merchant{ID: uuid.New(), Name: name}
+	_, err := pool.Exec(ctx, "INSERT INTO merchants (id, name) VALUES ($1, $2)", m.ID, m.Name)
+	return m, err
 }

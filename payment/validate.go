@@ -27,14 +27,14 @@ var (
 // without spaces.
 func ValidateKey(key string) error {
 	if key == "" {
-		return invalid("idempotencyKey", "idempotency key is empty: send one key per checkout attempt, e.g. a UUID")
+		return Invalid("idempotencyKey", "idempotency key is empty: send one key per checkout attempt, e.g. a UUID")
 	}
 	if len(key) > MaxKeyLength {
-		return invalid("idempotencyKey", "idempotency key is %d characters long; at most %d are allowed", len(key), MaxKeyLength)
+		return Invalid("idempotencyKey", "idempotency key is %d characters long; at most %d are allowed", len(key), MaxKeyLength)
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x21 || c > 0x7e {
-			return invalid("idempotencyKey", "idempotency key may hold only printable ASCII characters without spaces; found byte 0x%02x at position %d", c, i)
+			return Invalid("idempotencyKey", "idempotency key may hold only printable ASCII characters without spaces; found byte 0x%02x at position %d", c, i)
 		}
 	}
 	return nil
@@ -43,19 +43,19 @@ func ValidateKey(key string) error {
 // Validate checks a charge request against the API's limits.
 func (in ChargeInput) Validate() error {
 	if in.Amount < MinAmount || in.Amount > MaxAmount {
-		return invalid("input.amount", "amount must be between %d and %d minor units of the currency; got %d", MinAmount, MaxAmount, in.Amount)
+		return Invalid("input.amount", "amount must be between %d and %d minor units of the currency; got %d", MinAmount, MaxAmount, in.Amount)
 	}
 	if !currencyPattern.MatchString(in.Currency) {
-		return invalid("input.currency", "currency must be an ISO 4217 code of three upper-case letters, e.g. USD; got %q", in.Currency)
+		return Invalid("input.currency", "currency must be an ISO 4217 code of three upper-case letters, e.g. USD; got %q", in.Currency)
 	}
 	if _, ok := MinorUnits(in.Currency); !ok {
-		return invalid("input.currency", "currency %q is not an active ISO 4217 currency that can be charged (test, fund and precious-metal codes such as XTS, XXX, USN or XAU are not)", in.Currency)
+		return Invalid("input.currency", "currency %q is not an active ISO 4217 currency that can be charged (test, fund and precious-metal codes such as XTS, XXX, USN or XAU are not)", in.Currency)
 	}
 	if in.PaymentMethod == "" {
-		return invalid("input.paymentMethod", "paymentMethod is empty: pass the provider's token for the card, e.g. pm_card_visa")
+		return Invalid("input.paymentMethod", "paymentMethod is empty: pass the provider's token for the card, e.g. pm_card_visa")
 	}
 	if len(in.PaymentMethod) > maxPaymentMethodLen || !paymentMethodPattern.MatchString(in.PaymentMethod) {
-		return invalid("input.paymentMethod", "paymentMethod must be a provider token of at most %d letters, digits and underscores, e.g. pm_card_visa", maxPaymentMethodLen)
+		return Invalid("input.paymentMethod", "paymentMethod must be a provider token of at most %d letters, digits and underscores, e.g. pm_card_visa", maxPaymentMethodLen)
 	}
 	if err := checkText("input.orderId", in.OrderID, MaxOrderIDLength); err != nil {
 		return err
@@ -65,16 +65,16 @@ func (in ChargeInput) Validate() error {
 
 func checkText(field, s string, limit int) error {
 	if !utf8.ValidString(s) {
-		return invalid(field, "%s is not valid UTF-8", field)
+		return Invalid(field, "%s is not valid UTF-8", field)
 	}
 	if n := utf8.RuneCountInString(s); n > limit {
-		return invalid(field, "%s is %d characters long; at most %d are allowed", field, n, limit)
+		return Invalid(field, "%s is %d characters long; at most %d are allowed", field, n, limit)
 	}
 	for _, r := range s {
 		// C0 and C1 controls, and the line and paragraph separators: nothing
 		// that could break a line of a log or a provider's dashboard.
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return invalid(field, "%s must not contain control characters", field)
+			return Invalid(field, "%s must not contain control characters", field)
 		}
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/events"
 	"chargeonce/internal/testlog"
+	"chargeonce/merchant"
 	"chargeonce/payment"
 	"chargeonce/webhook/webhooktest"
 )
@@ -78,7 +79,7 @@ func (b *bundle) run(t *testing.T, s *Service) (stop func()) {
 // merchant creates a merchant and returns its id.
 func (b *bundle) merchant(t *testing.T, name string) uuid.UUID {
 	t.Helper()
-	m, _, err := payment.NewMerchants(b.pool, false).CreateAPIKey(context.Background(), name)
+	m, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), name)
 	require.NoError(t, err)
 	return m.ID
 }

@@ -402,3 +402,29 @@ func repoRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// Query runs a one-column query on pool and returns its values, failing
+// the test on an error.
+func Query[T any](t testing.TB, pool *pgxpool.Pool, sql string, args ...any) []T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := pool.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatalf("dbtest: %s: %v", sql, err)
+	}
+	values, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	if err != nil {
+		t.Fatalf("dbtest: %s: %v", sql, err)
+	}
+	return values
+}
+
+// ListenerPIDs are the backends of the LISTEN connections (db.Listen names
+// them chargeonce-listen) on pool's database: a test kills them to cut a
+// listener off.
+func ListenerPIDs(t testing.TB, pool *pgxpool.Pool) []int {
+	t.Helper()
+	return Query[int](t, pool,
+		`SELECT pid FROM pg_stat_activity WHERE application_name = 'chargeonce-listen' AND datname = current_database()`)
+}

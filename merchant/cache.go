@@ -1,4 +1,4 @@
-package payment
+package merchant
 
 import (
 	"context"
@@ -11,21 +11,18 @@ import (
 
 	"chargeonce/db"
 	"chargeonce/metrics"
+	"chargeonce/payment"
 )
 
-// Defaults of MerchantsConfig, the one place they are written.
+// Defaults of Config, the one place they are written.
 const (
 	APIKeyCacheTTLDefault  = 30 * time.Second
 	APIKeyCacheSizeDefault = 10_000
 )
 
-// apiKeysChannel is the channel that api_keys' and merchants' triggers
-// notify at the commit of every change (db/migrations/00009_api_key_notify.sql).
-const apiKeysChannel = db.APIKeysChannel
-
 // keyCache remembers successful authentications, by the key's SHA-256 (never
 // the key), so that a request with a recently seen key needs no database.
-// It answers only while live: while Merchants.Run listens on apiKeysChannel,
+// It answers only while live: while Merchants.Run listens on db.APIKeysChannel,
 // whose every notification (any key or merchant changed, anywhere) empties
 // it. Not live, it answers nothing and keeps nothing. The TTL bounds how
 // stale an entry may be should notifications be lost without the connection
@@ -47,14 +44,14 @@ type keyCache struct {
 }
 
 type cachedKey struct {
-	merchant Merchant
+	merchant payment.Merchant
 	at       time.Time
 }
 
 func newKeyCache(ttl time.Duration, size int, m *metrics.Metrics) *keyCache {
 	entries, err := lru.New[[sha256.Size]byte, cachedKey](size)
 	if err != nil {
-		panic(err) // only for a size below 1, which NewMerchantsWithConfig replaces
+		panic(err) // only for a size below 1, which NewWithConfig replaces
 	}
 	return &keyCache{ttl: ttl, now: time.Now,
 		hit:     m.AuthCache.WithLabelValues(metrics.CacheHit),
@@ -65,12 +62,12 @@ func newKeyCache(ttl time.Duration, size int, m *metrics.Metrics) *keyCache {
 
 // get returns the merchant cached for hash, if live and fresh; otherwise
 // the generation to hand to put after the lookup.
-func (c *keyCache) get(hash [sha256.Size]byte) (m Merchant, ok bool, gen uint64) {
+func (c *keyCache) get(hash [sha256.Size]byte) (m payment.Merchant, ok bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.live {
 		c.bypass.Inc()
-		return Merchant{}, false, c.gen
+		return payment.Merchant{}, false, c.gen
 	}
 	e, ok := c.entries.Get(hash)
 	if ok && c.now().Sub(e.at) < c.ttl {
@@ -79,12 +76,12 @@ func (c *keyCache) get(hash [sha256.Size]byte) (m Merchant, ok bool, gen uint64)
 	}
 	c.entries.Remove(hash)
 	c.miss.Inc()
-	return Merchant{}, false, c.gen
+	return payment.Merchant{}, false, c.gen
 }
 
 // put caches m for hash, unless the cache is not live or was reset since
 // get returned gen.
-func (c *keyCache) put(hash [sha256.Size]byte, m Merchant, gen uint64) {
+func (c *keyCache) put(hash [sha256.Size]byte, m payment.Merchant, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.live || gen != c.gen {
@@ -112,18 +109,18 @@ func (c *keyCache) isLive() bool {
 // Run caches successful authentications while it listens for changes of API
 // keys, until ctx ends: each change, committed anywhere, empties the cache,
 // and while the LISTEN connection is down (it is opened again with a growing
-// wait) every request is looked up in the database. Without Run, Merchants
-// caches nothing.
-func (ms *Merchants) Run(ctx context.Context) {
+// wait) every request is looked up in the database. Without Run, the
+// Service caches nothing.
+func (ms *Service) Run(ctx context.Context) {
 	defer ms.cache.reset(false)
-	ms.store.listenAlways(ctx, apiKeysChannel, ms.cfg.ReconnectMin, ms.cfg.ReconnectMax, func() {
+	db.ListenAlways(ctx, ms.store.pool, db.APIKeysChannel, db.Reconnect{Min: ms.cfg.ReconnectMin, Max: ms.cfg.ReconnectMax}, func() {
 		ms.cache.reset(true)
-		ms.log.Info("API key cache: listening for key changes", "channel", apiKeysChannel)
+		ms.log.Info("API key cache: listening for key changes", "channel", db.APIKeysChannel)
 	}, func(string) {
 		ms.cache.reset(true)
 	}, func(err error, retryIn time.Duration) {
 		ms.cache.reset(false)
 		ms.log.Warn("API key cache: lost the LISTEN connection; every request reads its key from the database until it is back",
-			"err", err, "retry_in", retryIn)
+			"err", payment.DBError(err), "retry_in", retryIn)
 	})
 }

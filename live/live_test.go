@@ -1,12 +1,21 @@
-package payment
+package live
 
 import (
 	"context"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
+	"chargeonce/db/dbtest"
+	"chargeonce/merchant"
+	"chargeonce/payment"
+	simprovider "chargeonce/provider/cardsim"
 )
 
 // noPoll is a poll interval no test waits for: what arrives came by a
@@ -16,10 +25,51 @@ const noPoll = time.Hour
 // watchWithin bounds every wait for a watcher: generous, the machine is noisy.
 const watchWithin = 30 * time.Second
 
-// startHub runs a hub on b's service until the test ends.
-func startHub(t *testing.T, b *bundle, cfg HubConfig) *Hub {
+// bundle is a payment service on a real database, charging through the
+// real simulator, with a clock the test moves, and its demo merchant.
+type bundle struct {
+	pool     *pgxpool.Pool
+	svc      *payment.Service
+	merchant payment.Merchant
+	clock    *clock
+}
+
+func setup(t *testing.T) *bundle {
 	t.Helper()
-	h := NewHub(b.svc, cfg)
+	pool := dbtest.NewPool(t, cardsimtest.Schema)
+	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
+	t.Cleanup(sim.Close)
+	c := &clock{now: time.Now()}
+	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{Now: c.Now})
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key")
+	require.NoError(t, err)
+	return &bundle{pool: pool, svc: svc, merchant: m, clock: c}
+}
+
+// clock is a clock that moves only when told to.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newHub(b *bundle, cfg Config) *Hub { return NewHub(b.pool, b.svc, cfg) }
+
+// startHub runs a hub on b's service until the test ends.
+func startHub(t *testing.T, b *bundle, cfg Config) *Hub {
+	t.Helper()
+	h := newHub(b, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
@@ -34,33 +84,33 @@ func (b *bundle) processing(t *testing.T, key string) {
 	t.Helper()
 	r, err := b.svc.ChargeCard(context.Background(), b.merchant, key, card("pm_card_lostResponse"))
 	require.NoError(t, err)
-	require.Equal(t, StatusProcessing, r.Status)
+	require.Equal(t, payment.StatusProcessing, r.Status)
 }
 
 // reconcile runs one reconciler pass, which finalizes every released attempt.
 func (b *bundle) reconcile(t *testing.T) {
 	t.Helper()
 	b.clock.Advance(time.Millisecond)
-	_, err := NewReconciler(b.svc, ReconcilerConfig{}).RunOnce(context.Background())
+	_, err := payment.NewReconciler(b.svc, payment.ReconcilerConfig{}).RunOnce(context.Background())
 	require.NoError(t, err)
 }
 
 // next waits for the watcher's next state; ok is false when it closed.
-func next(t *testing.T, states <-chan Result) (Result, bool) {
+func next(t *testing.T, states <-chan payment.Result) (payment.Result, bool) {
 	t.Helper()
 	select {
 	case r, ok := <-states:
 		return r, ok
 	case <-time.After(watchWithin):
 		t.Fatalf("no state and no close within %s", watchWithin)
-		return Result{}, false
+		return payment.Result{}, false
 	}
 }
 
 // requireStates reads the watcher to its end and checks the statuses it sent.
-func requireStates(t *testing.T, states <-chan Result, want ...Status) []Result {
+func requireStates(t *testing.T, states <-chan payment.Result, want ...payment.Status) []payment.Result {
 	t.Helper()
-	var got []Result
+	var got []payment.Result
 	for {
 		r, ok := next(t, states)
 		if !ok {
@@ -68,7 +118,7 @@ func requireStates(t *testing.T, states <-chan Result, want ...Status) []Result 
 		}
 		got = append(got, r)
 	}
-	statuses := make([]Status, len(got))
+	statuses := make([]payment.Status, len(got))
 	for i, r := range got {
 		statuses[i] = r.Status
 	}
@@ -76,39 +126,49 @@ func requireStates(t *testing.T, states <-chan Result, want ...Status) []Result 
 	return got
 }
 
-// listenerPIDs are the backends of LISTEN connections (db.Listen names
-// them chargeonce-listen) on pool's database.
-func listenerPIDs(t *testing.T, pool *pgxpool.Pool) []int {
+// status is the state of b's attempt for key.
+func (b *bundle) status(t *testing.T, key string) *payment.Result {
 	t.Helper()
-	return queryAll[int](t, pool,
-		`SELECT pid FROM pg_stat_activity WHERE application_name = 'chargeonce-listen' AND datname = current_database()`)
+	r, err := b.svc.ChargeStatus(context.Background(), b.merchant, key)
+	require.NoError(t, err)
+	return r
+}
+
+func visa(amount int64) payment.ChargeInput {
+	return payment.ChargeInput{Amount: amount, Currency: "USD", PaymentMethod: "pm_card_visa"}
+}
+
+func card(pm string) payment.ChargeInput {
+	in := visa(1999)
+	in.PaymentMethod = pm
+	return in
 }
 
 func TestHub_FinalizedElsewhere_NotificationWakesTheWatcher(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	h := startHub(t, b, HubConfig{PollInterval: noPoll})
+	b := setup(t)
+	h := startHub(t, b, Config{PollInterval: noPoll})
 	b.processing(t, "k")
 
 	states, err := h.Watch(context.Background(), b.merchant, "k")
 	require.NoError(t, err)
 	first, ok := next(t, states)
 	require.True(t, ok)
-	require.Equal(t, StatusProcessing, first.Status, "the current state at once")
+	require.Equal(t, payment.StatusProcessing, first.Status, "the current state at once")
 	require.Equal(t, 1, h.Watchers())
 
 	// Another holder (here a reconciler pass; in production, any instance)
 	// finalizes: its commit notifies, and the watcher reads the attempt again.
 	b.reconcile(t)
-	got := requireStates(t, states, StatusSucceeded)
+	got := requireStates(t, states, payment.StatusSucceeded)
 	require.Equal(t, b.status(t, "k").Charge.ID, got[0].Charge.ID)
 	require.Eventually(t, func() bool { return h.Watchers() == 0 }, watchWithin, 10*time.Millisecond, "a final state ends the watcher")
 }
 
 func TestHub_AlreadyFinal_OneStateThenClosed(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	h := NewHub(b.svc, HubConfig{PollInterval: noPoll}) // no listener needed
+	b := setup(t)
+	h := newHub(b, Config{PollInterval: noPoll}) // no listener needed
 	_, err := b.svc.ChargeCard(context.Background(), b.merchant, "paid", visa(100))
 	require.NoError(t, err)
 	_, err = b.svc.ChargeCard(context.Background(), b.merchant, "declined", card("pm_card_chargeDeclined"))
@@ -116,62 +176,62 @@ func TestHub_AlreadyFinal_OneStateThenClosed(t *testing.T) {
 
 	states, err := h.Watch(context.Background(), b.merchant, "paid")
 	require.NoError(t, err)
-	requireStates(t, states, StatusSucceeded)
+	requireStates(t, states, payment.StatusSucceeded)
 	states, err = h.Watch(context.Background(), b.merchant, "declined")
 	require.NoError(t, err)
-	require.Equal(t, "card_declined", requireStates(t, states, StatusFailed)[0].Failure.Code)
+	require.Equal(t, "card_declined", requireStates(t, states, payment.StatusFailed)[0].Failure.Code)
 }
 
 func TestHub_UnknownOrOtherMerchantsKey_IsNotFound(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	h := NewHub(b.svc, HubConfig{})
-	other, err := NewMerchants(b.pool, false).addKey(context.Background(), "other", "other-key-123", false)
+	b := setup(t)
+	h := newHub(b, Config{})
+	other, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), "other")
 	require.NoError(t, err)
 	b.processing(t, "k")
 
-	for name, m := range map[string]Merchant{"another merchant's key": other, "unknown key": b.merchant} {
+	for name, m := range map[string]payment.Merchant{"another merchant's key": other, "unknown key": b.merchant} {
 		key := "k"
 		if name == "unknown key" {
 			key = "never-used"
 		}
 		states, err := h.Watch(context.Background(), m, key)
 		require.Nil(t, states, name)
-		require.Equal(t, ENOTFOUND, ErrorCode(err), name)
+		require.Equal(t, payment.ENOTFOUND, payment.ErrorCode(err), name)
 	}
 	_, err = h.Watch(context.Background(), b.merchant, "no spaces allowed")
-	require.Equal(t, EINVALID, ErrorCode(err))
+	require.Equal(t, payment.EINVALID, payment.ErrorCode(err))
 	require.Zero(t, h.Watchers())
 }
 
 func TestHub_MissedNotification_PollFindsTheChange(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
+	b := setup(t)
 	// No notification at all: only the poll can tell the watcher.
 	_, err := b.pool.Exec(context.Background(), `DROP TRIGGER charge_events_notify ON charge_events`)
 	require.NoError(t, err)
-	h := startHub(t, b, HubConfig{PollInterval: 100 * time.Millisecond})
+	h := startHub(t, b, Config{PollInterval: 100 * time.Millisecond})
 	b.processing(t, "k")
 	states, err := h.Watch(context.Background(), b.merchant, "k")
 	require.NoError(t, err)
 	first, _ := next(t, states)
-	require.Equal(t, StatusProcessing, first.Status)
+	require.Equal(t, payment.StatusProcessing, first.Status)
 
 	b.reconcile(t)
-	requireStates(t, states, StatusSucceeded)
+	requireStates(t, states, payment.StatusSucceeded)
 }
 
 func TestHub_ListenConnectionLost_ReconnectsAndWakesWatchers(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	h := startHub(t, b, HubConfig{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+	b := setup(t)
+	h := startHub(t, b, Config{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	b.processing(t, "before")
 	var lost []int
-	require.Eventually(t, func() bool { lost = listenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
+	require.Eventually(t, func() bool { lost = dbtest.ListenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
 	before, err := h.Watch(context.Background(), b.merchant, "before")
 	require.NoError(t, err)
 	first, _ := next(t, before)
-	require.Equal(t, StatusProcessing, first.Status)
+	require.Equal(t, payment.StatusProcessing, first.Status)
 
 	// The database drops the LISTEN connection; the attempt is finalized
 	// while it may be gone, so its notification may be lost: the watcher
@@ -179,23 +239,23 @@ func TestHub_ListenConnectionLost_ReconnectsAndWakesWatchers(t *testing.T) {
 	_, err = b.pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, lost[0])
 	require.NoError(t, err)
 	b.reconcile(t)
-	requireStates(t, before, StatusSucceeded)
+	requireStates(t, before, payment.StatusSucceeded)
 	require.Eventually(t, func() bool {
-		pids := listenerPIDs(t, b.pool)
+		pids := dbtest.ListenerPIDs(t, b.pool)
 		return len(pids) == 1 && pids[0] != lost[0]
 	}, watchWithin, 20*time.Millisecond, "a new LISTEN connection")
 }
 
 func TestHub_ListensAgain_AfterReconnect(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	h := startHub(t, b, HubConfig{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+	b := setup(t)
+	h := startHub(t, b, Config{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	var lost []int
-	require.Eventually(t, func() bool { lost = listenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
+	require.Eventually(t, func() bool { lost = dbtest.ListenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
 	_, err := b.pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, lost[0])
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		pids := listenerPIDs(t, b.pool)
+		pids := dbtest.ListenerPIDs(t, b.pool)
 		return len(pids) == 1 && pids[0] != lost[0]
 	}, watchWithin, 20*time.Millisecond, "a new LISTEN connection")
 
@@ -203,16 +263,16 @@ func TestHub_ListensAgain_AfterReconnect(t *testing.T) {
 	states, err := h.Watch(context.Background(), b.merchant, "k")
 	require.NoError(t, err)
 	first, _ := next(t, states)
-	require.Equal(t, StatusProcessing, first.Status)
+	require.Equal(t, payment.StatusProcessing, first.Status)
 	b.reconcile(t)
-	requireStates(t, states, StatusSucceeded)
+	requireStates(t, states, payment.StatusSucceeded)
 }
 
 func TestHub_Bounds_RefuseMoreWatchers(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	h := NewHub(b.svc, HubConfig{PollInterval: noPoll, MaxWatchers: 2, MaxWatchersPerMerchant: 1})
-	other, err := NewMerchants(b.pool, false).addKey(context.Background(), "other", "other-key-123", false)
+	b := setup(t)
+	h := newHub(b, Config{PollInterval: noPoll, MaxWatchers: 2, MaxWatchersPerMerchant: 1})
+	other, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), "other")
 	require.NoError(t, err)
 	_, err = b.svc.ChargeCard(context.Background(), other, "o", card("pm_card_lostResponse"))
 	require.NoError(t, err)
@@ -224,14 +284,14 @@ func TestHub_Bounds_RefuseMoreWatchers(t *testing.T) {
 	_, err = h.Watch(ctx, b.merchant, "a")
 	require.NoError(t, err)
 	_, err = h.Watch(ctx, b.merchant, "b")
-	require.Equal(t, ELIMITED, ErrorCode(err), "one per merchant")
-	var limited *Error
+	require.Equal(t, payment.ELIMITED, payment.ErrorCode(err), "one per merchant")
+	var limited *payment.Error
 	require.ErrorAs(t, err, &limited)
 	require.Positive(t, limited.RetryAfter)
 	_, err = h.Watch(ctx, other, "o")
 	require.NoError(t, err, "another merchant has its own share")
 	_, err = h.Watch(ctx, other, "o")
-	require.Equal(t, ELIMITED, ErrorCode(err), "two on the instance")
+	require.Equal(t, payment.ELIMITED, payment.ErrorCode(err), "two on the instance")
 	require.Equal(t, 2, h.Watchers())
 
 	cancel() // the clients go away
@@ -240,26 +300,20 @@ func TestHub_Bounds_RefuseMoreWatchers(t *testing.T) {
 	require.NoError(t, err, "room again")
 }
 
-func TestHub_Close_EndsWatchersAndBoundContexts(t *testing.T) {
+func TestHub_Close_EndsWatchersAndRefusesNewOnes(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	h := NewHub(b.svc, HubConfig{PollInterval: noPoll})
+	b := setup(t)
+	h := newHub(b, Config{PollInterval: noPoll})
 	b.processing(t, "k")
-	stream, release := h.Bind(context.Background())
-	defer release()
-	states, err := h.Watch(stream, b.merchant, "k")
+	states, err := h.Watch(context.Background(), b.merchant, "k")
 	require.NoError(t, err)
 	first, _ := next(t, states)
-	require.Equal(t, StatusProcessing, first.Status)
+	require.Equal(t, payment.StatusProcessing, first.Status)
 
 	h.Close()
-	require.Error(t, stream.Err(), "a bound stream ends with the hub")
 	_, ok := next(t, states)
 	require.False(t, ok, "the watcher is closed, with nothing more sent")
 	require.Zero(t, h.Watchers())
 	_, err = h.Watch(context.Background(), b.merchant, "k")
-	require.Equal(t, EUNAVAILABLE, ErrorCode(err), "a closed hub refuses new watchers")
-	late, releaseLate := h.Bind(context.Background())
-	defer releaseLate()
-	require.Error(t, late.Err())
+	require.Equal(t, payment.EUNAVAILABLE, payment.ErrorCode(err), "a closed hub refuses new watchers")
 }

@@ -1,4 +1,12 @@
-package payment
+// Package live tells a checkout when its charge attempt changes: the
+// chargeUpdated subscription's watchers. One connection per instance
+// LISTENs to the notification that each finalization sends at its commit
+// (db.EventsChannel), and wakes the watchers of that merchant's key, which
+// read the attempt again; each watcher also reads it every PollInterval,
+// and all of them once the LISTEN connection is back after an outage, so
+// that no lost notification leaves a client waiting. The connections that
+// carry subscriptions (websockets, event streams) are the GraphQL layer's.
+package live
 
 import (
 	"cmp"
@@ -10,48 +18,48 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
 	"chargeonce/metrics"
+	"chargeonce/payment"
 )
 
-// HubConfig tunes a Hub. Zero values take the defaults.
-type HubConfig struct {
+// Config tunes a Hub. Zero values take the defaults.
+type Config struct {
 	// PollInterval is how often a watcher reads its attempt again when no
 	// notification woke it, so that a missed one never leaves a client waiting.
-	PollInterval time.Duration // default WatchPollIntervalDefault
+	PollInterval time.Duration // default PollIntervalDefault
 	// MaxWatchers bounds the watchers of this instance, MaxWatchersPerMerchant
 	// those of one merchant on it, so that one merchant cannot take them all.
 	MaxWatchers            int // default MaxWatchersDefault
 	MaxWatchersPerMerchant int // default MaxWatchersPerMerchantDefault
 	// ReconnectMin and ReconnectMax bound the wait before the LISTEN
 	// connection is opened again; the wait doubles after each failure.
-	ReconnectMin, ReconnectMax time.Duration
+	ReconnectMin, ReconnectMax time.Duration // defaults db.ReconnectMinDefault, db.ReconnectMaxDefault
+
+	Logger  *slog.Logger     // default: discard
+	Metrics *metrics.Metrics // default: instruments nobody scrapes
 }
 
-// Defaults of HubConfig, the one place they are written.
+// Defaults of Config, the one place they are written.
 const (
-	WatchPollIntervalDefault      = 5 * time.Second
+	PollIntervalDefault           = 5 * time.Second
 	MaxWatchersDefault            = 10_000
 	MaxWatchersPerMerchantDefault = 1_000
-	ReconnectMinDefault           = 100 * time.Millisecond
-	ReconnectMaxDefault           = 10 * time.Second
 )
 
-// eventsChannel is the channel that charge_events' trigger notifies at the
-// commit of every finalization (db/migrations/00007_events.sql).
-const eventsChannel = db.EventsChannel
+// Charges reads the state of a merchant's charge attempt by its key:
+// payment.Service's ChargeStatus, nil for a key never used.
+type Charges interface {
+	ChargeStatus(ctx context.Context, m payment.Merchant, key string) (*payment.Result, error)
+}
 
-// Hub tells watchers when a charge attempt changes, on every instance: one
-// connection per instance LISTENs to the notification that each finalization
-// sends at commit, and wakes the watchers of that (merchant, key), which read
-// the attempt again through the Service. Each watcher also reads it every
-// PollInterval, and all of them as soon as the LISTEN connection is back after
-// an outage, since notifications sent meanwhile are lost. The chargeUpdated
-// subscription is a watcher.
+// Hub tells watchers when a charge attempt changes, on every instance.
 type Hub struct {
-	svc     *Service
-	cfg     HubConfig
+	pool    *pgxpool.Pool
+	charges Charges
+	cfg     Config
 	log     *slog.Logger
 	metrics *metrics.Metrics
 
@@ -59,10 +67,8 @@ type Hub struct {
 	watchers    map[watchKey]map[*watcher]struct{}
 	count       int
 	perMerchant map[uuid.UUID]int
-	// bound are the contexts handed out by Bind, ended by Close.
-	bound  map[*int]context.CancelFunc
-	closed bool
-	wg     sync.WaitGroup
+	closed      bool
+	wg          sync.WaitGroup
 }
 
 type watchKey struct {
@@ -75,35 +81,42 @@ type watcher struct {
 	cancel context.CancelFunc
 }
 
-// NewHub returns a Hub that reads attempts through svc. Run listens for
-// notifications; without it, watchers still poll.
-func NewHub(svc *Service, cfg HubConfig) *Hub {
-	cfg.PollInterval = cmp.Or(cfg.PollInterval, WatchPollIntervalDefault)
+// NewHub returns a Hub that reads attempts through charges, and LISTENs on
+// pool's database. Run listens for notifications; without it, watchers
+// still poll.
+func NewHub(pool *pgxpool.Pool, charges Charges, cfg Config) *Hub {
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, PollIntervalDefault)
 	cfg.MaxWatchers = cmp.Or(cfg.MaxWatchers, MaxWatchersDefault)
 	cfg.MaxWatchersPerMerchant = cmp.Or(cfg.MaxWatchersPerMerchant, MaxWatchersPerMerchantDefault)
-	cfg.ReconnectMin = cmp.Or(cfg.ReconnectMin, ReconnectMinDefault)
-	cfg.ReconnectMax = cmp.Or(cfg.ReconnectMax, ReconnectMaxDefault)
+	cfg.ReconnectMin = cmp.Or(cfg.ReconnectMin, db.ReconnectMinDefault)
+	cfg.ReconnectMax = cmp.Or(cfg.ReconnectMax, db.ReconnectMaxDefault)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Discard()
+	}
 	return &Hub{
-		svc: svc, cfg: cfg, log: svc.log.With("component", "live-status"), metrics: svc.metrics,
-		watchers: map[watchKey]map[*watcher]struct{}{}, perMerchant: map[uuid.UUID]int{}, bound: map[*int]context.CancelFunc{},
+		pool: pool, charges: charges, cfg: cfg, log: cfg.Logger.With("component", "live-status"), metrics: cfg.Metrics,
+		watchers: map[watchKey]map[*watcher]struct{}{}, perMerchant: map[uuid.UUID]int{},
 	}
 }
 
 // errHubClosed answers a watch asked for while the server shuts down.
-var errHubClosed = &Error{Code: EUNAVAILABLE, RetryAfter: UnavailableRetryAfter,
+var errHubClosed = &payment.Error{Code: payment.EUNAVAILABLE, RetryAfter: payment.UnavailableRetryAfter,
 	Message: "this server is shutting down; subscribe again (another instance answers) or poll chargeStatus"}
 
 // Watch returns the states of the attempt that m made with key: the current
 // one at once, then each change of status, and closes the channel after a
 // final state (SUCCEEDED or FAILED), when ctx ends, or when the hub closes.
 // A key m never used is ENOTFOUND; too many watchers is ELIMITED.
-func (h *Hub) Watch(ctx context.Context, m Merchant, key string) (<-chan Result, error) {
-	first, err := h.svc.ChargeStatus(ctx, m, key)
+func (h *Hub) Watch(ctx context.Context, m payment.Merchant, key string) (<-chan payment.Result, error) {
+	first, err := h.charges.ChargeStatus(ctx, m, key)
 	if err != nil {
 		return nil, err
 	}
 	if first == nil {
-		return nil, &Error{Code: ENOTFOUND, Field: "idempotencyKey",
+		return nil, &payment.Error{Code: payment.ENOTFOUND, Field: "idempotencyKey",
 			Message: "no charge attempt with this idempotency key; subscribe after chargeCard has been sent"}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -113,12 +126,12 @@ func (h *Hub) Watch(ctx context.Context, m Merchant, key string) (<-chan Result,
 		cancel()
 		return nil, err
 	}
-	out := make(chan Result, 1)
+	out := make(chan payment.Result, 1)
 	out <- *first
 	h.wg.Go(func() {
 		defer h.remove(wk, w)
 		defer close(out)
-		if first.Status != StatusProcessing {
+		if first.Status != payment.StatusProcessing {
 			return
 		}
 		h.follow(ctx, m, key, *first, w, out)
@@ -128,7 +141,7 @@ func (h *Hub) Watch(ctx context.Context, m Merchant, key string) (<-chan Result,
 
 // follow reads the attempt again whenever w is woken or PollInterval has
 // passed, and sends each change of status, until a final one.
-func (h *Hub) follow(ctx context.Context, m Merchant, key string, last Result, w *watcher, out chan<- Result) {
+func (h *Hub) follow(ctx context.Context, m payment.Merchant, key string, last payment.Result, w *watcher, out chan<- payment.Result) {
 	poll := time.NewTicker(h.cfg.PollInterval)
 	defer poll.Stop()
 	for {
@@ -138,7 +151,7 @@ func (h *Hub) follow(ctx context.Context, m Merchant, key string, last Result, w
 		case <-w.wake:
 		case <-poll.C:
 		}
-		r, err := h.svc.ChargeStatus(ctx, m, key)
+		r, err := h.charges.ChargeStatus(ctx, m, key)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -146,7 +159,7 @@ func (h *Hub) follow(ctx context.Context, m Merchant, key string, last Result, w
 			// An outage passes: the next wake or poll reads again. It is
 			// logged once by the LISTEN loop, not once per watcher.
 			level := slog.LevelWarn
-			if ErrorCode(err) == EUNAVAILABLE {
+			if payment.ErrorCode(err) == payment.EUNAVAILABLE {
 				level = slog.LevelDebug
 			}
 			h.log.Log(ctx, level, "live status: could not read the attempt; reading again at the next poll",
@@ -166,7 +179,7 @@ func (h *Hub) follow(ctx context.Context, m Merchant, key string, last Result, w
 		case <-ctx.Done():
 			return
 		}
-		if last.Status != StatusProcessing {
+		if last.Status != payment.StatusProcessing {
 			return
 		}
 	}
@@ -195,8 +208,8 @@ func (h *Hub) add(wk watchKey, w *watcher) error {
 	return nil
 }
 
-func (h *Hub) limited(who string, n int) *Error {
-	return &Error{Code: ELIMITED, RetryAfter: h.cfg.PollInterval,
+func (h *Hub) limited(who string, n int) *payment.Error {
+	return &payment.Error{Code: payment.ELIMITED, RetryAfter: h.cfg.PollInterval,
 		Message: "too many live status subscriptions: " + who + " holds at most " + strconv.Itoa(n) +
 			"; close one, or poll chargeStatus, and subscribe again after retryAfterMs"}
 }
@@ -227,7 +240,7 @@ func (h *Hub) Watchers() int {
 	return h.count
 }
 
-// notice is the payload of a notification on eventsChannel.
+// notice is the payload of a notification on db.EventsChannel.
 type notice struct {
 	MerchantID     uuid.UUID `json:"merchantId"`
 	IdempotencyKey string    `json:"idempotencyKey"`
@@ -270,47 +283,21 @@ func (w *watcher) poke() {
 // own, opened again after each failure with a growing wait. Watchers poll
 // meanwhile, and are all woken once it is back.
 func (h *Hub) Run(ctx context.Context) {
-	h.svc.store.listenAlways(ctx, eventsChannel, h.cfg.ReconnectMin, h.cfg.ReconnectMax, func() {
-		h.log.Info("live status: listening for finalizations", "channel", eventsChannel)
+	db.ListenAlways(ctx, h.pool, db.EventsChannel, db.Reconnect{Min: h.cfg.ReconnectMin, Max: h.cfg.ReconnectMax}, func() {
+		h.log.Info("live status: listening for finalizations", "channel", db.EventsChannel)
 		h.wakeAll()
 	}, h.notified, func(err error, retryIn time.Duration) {
-		h.log.Warn("live status: lost the LISTEN connection; watchers poll until it is back", "err", err, "retry_in", retryIn)
+		h.log.Warn("live status: lost the LISTEN connection; watchers poll until it is back", "err", payment.DBError(err), "retry_in", retryIn)
 	})
 }
 
-// Bind returns a context that ends with ctx or when the hub closes, and
-// the function that releases it. The connections that carry subscriptions
-// (a websocket, an event stream) live in one, so that a shutdown closes them
-// instead of waiting for them.
-func (h *Hub) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	id := new(int)
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		cancel()
-		return ctx, cancel
-	}
-	h.bound[id] = cancel
-	h.mu.Unlock()
-	return ctx, func() {
-		cancel()
-		h.mu.Lock()
-		delete(h.bound, id)
-		h.mu.Unlock()
-	}
-}
-
-// Close ends every bound context and every watcher, refuses new ones, and
-// waits for the watchers to be gone. A server calls it when it starts to
-// shut down, so that no subscription holds the shutdown up.
+// Close ends every watcher, refuses new ones, and waits for the watchers
+// to be gone. A server calls it when it starts to shut down, once the
+// connections that carry subscriptions are closed, so that no
+// subscription holds the shutdown up.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
-	for id, cancel := range h.bound {
-		cancel() // synchronously: the connections end before their watchers
-		delete(h.bound, id)
-	}
 	for _, set := range h.watchers {
 		for w := range set {
 			w.cancel()

@@ -1,4 +1,4 @@
-package payment
+package merchant
 
 import (
 	"context"
@@ -13,11 +13,16 @@ import (
 	"chargeonce/db"
 	"chargeonce/db/dbtest"
 	"chargeonce/metrics"
+	"chargeonce/payment"
 )
 
 // noTTL is a cache TTL no test waits for: a refusal of a cached key came by
 // a notification (or the loss of the LISTEN connection).
 const noTTL = time.Hour
+
+// watchWithin bounds a wait for the cache's listener: generous, the
+// machine is noisy.
+const watchWithin = 30 * time.Second
 
 // revocationWithin bounds how long a revocation may take to reach a cache:
 // a notification's latency, with room for a noisy machine.
@@ -25,9 +30,9 @@ const revocationWithin = 2 * time.Second
 
 // startCached returns a production Merchants on pool whose Run listens until
 // the test ends, once it listens.
-func startCached(t *testing.T, pool *pgxpool.Pool, cfg MerchantsConfig) *Merchants {
+func startCached(t *testing.T, pool *pgxpool.Pool, cfg Config) *Service {
 	t.Helper()
-	ms := NewMerchantsWithConfig(pool, false, cfg)
+	ms := NewWithConfig(pool, false, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); ms.Run(ctx) }()
@@ -66,7 +71,7 @@ func TestAPIKeyCache_ChangedElsewhere_RefusedWithoutWaitingForTheTTL(t *testing.
 	t.Parallel()
 	tests := map[string]func(t *testing.T, pool *pgxpool.Pool, key string){
 		"revoked by another Merchants (the CLI's way)": func(t *testing.T, pool *pgxpool.Pool, key string) {
-			_, err := NewMerchants(pool, false).RevokeAPIKey(context.Background(), keyPrefix(key))
+			_, err := New(pool, false).RevokeAPIKey(context.Background(), keyPrefix(key))
 			require.NoError(t, err)
 		},
 		"revoked by hand in SQL": func(t *testing.T, pool *pgxpool.Pool, key string) {
@@ -87,10 +92,10 @@ func TestAPIKeyCache_ChangedElsewhere_RefusedWithoutWaitingForTheTTL(t *testing.
 			t.Parallel()
 			ctx := context.Background()
 			pool := dbtest.NewPool(t)
-			shop, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+			shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
 			require.NoError(t, err)
 			m := metrics.Discard()
-			cached := startCached(t, pool, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+			cached := startCached(t, pool, Config{CacheTTL: noTTL, Metrics: m})
 			for range 2 {
 				got, err := cached.Authenticate(ctx, key)
 				require.NoError(t, err)
@@ -101,7 +106,7 @@ func TestAPIKeyCache_ChangedElsewhere_RefusedWithoutWaitingForTheTTL(t *testing.
 			change(t, pool, key)
 			require.Eventually(t, func() bool {
 				_, err := cached.Authenticate(ctx, key)
-				return ErrorCode(err) == EUNAUTHENTICATED
+				return payment.ErrorCode(err) == payment.EUNAUTHENTICATED
 			}, revocationWithin, 5*time.Millisecond, "the change's notification empties the cache; the TTL is an hour")
 		})
 	}
@@ -111,9 +116,9 @@ func TestAPIKeyCache_MerchantRenamed_CacheServesTheNewName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	_, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	_, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
 	require.NoError(t, err)
-	cached := startCached(t, pool, MerchantsConfig{CacheTTL: noTTL})
+	cached := startCached(t, pool, Config{CacheTTL: noTTL})
 	got, err := cached.Authenticate(ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, "shop", got.Name)
@@ -133,16 +138,16 @@ func TestAPIKeyCache_Hit_ReadsNoDatabase(t *testing.T) {
 	pool, err := db.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	shop, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
 	require.NoError(t, err)
-	_, other, err := NewMerchants(pool, false).CreateAPIKey(ctx, "other")
+	_, other, err := New(pool, false).CreateAPIKey(ctx, "other")
 	require.NoError(t, err)
 	// The cached Merchants reads through a pool of its own, closed below.
 	own, err := db.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(own.Close)
 	m := metrics.Discard()
-	cached := startCached(t, own, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+	cached := startCached(t, own, Config{CacheTTL: noTTL, Metrics: m})
 	_, err = cached.Authenticate(ctx, key)
 	require.NoError(t, err)
 
@@ -153,8 +158,8 @@ func TestAPIKeyCache_Hit_ReadsNoDatabase(t *testing.T) {
 	got, err := cached.Authenticate(ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, shop, got)
-	_, err = NewMerchants(pool, false).Authenticate(ctx, key)
-	requireCode(t, err, EUNAUTHENTICATED)
+	_, err = New(pool, false).Authenticate(ctx, key)
+	requireCode(t, err, payment.EUNAUTHENTICATED)
 
 	// Without its pool, the cached key is still served; any other key is not.
 	own.Close()
@@ -173,12 +178,12 @@ func TestAPIKeyCache_Failures_AreNotCached(t *testing.T) {
 	_, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
 	require.NoError(t, err)
 	m := metrics.Discard()
-	prod := startCached(t, b.pool, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+	prod := startCached(t, b.pool, Config{CacheTTL: noTTL, Metrics: m})
 	for range 3 {
 		_, err := prod.Authenticate(ctx, "demo-key")
-		requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+		requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 		_, err = prod.Authenticate(ctx, "co_sk_unknown-key-entirely")
-		requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+		requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 	}
 	require.Equal(t, [3]int{0, 6, 0}, cacheCounts(m), "a development key in production, and an unknown key, are looked up every time")
 }
@@ -187,22 +192,22 @@ func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	shop, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
 	require.NoError(t, err)
-	_, later, err := NewMerchants(pool, false).CreateAPIKey(ctx, "later")
+	_, later, err := New(pool, false).CreateAPIKey(ctx, "later")
 	require.NoError(t, err)
 	m := metrics.Discard()
 	// A fixed wait before reconnecting: the window in which the cache must
 	// be bypassed.
 	const away = 4 * time.Second
-	cached := startCached(t, pool, MerchantsConfig{CacheTTL: noTTL, Metrics: m, ReconnectMin: away, ReconnectMax: away})
+	cached := startCached(t, pool, Config{CacheTTL: noTTL, Metrics: m, ReconnectMin: away, ReconnectMax: away})
 	_, err = cached.Authenticate(ctx, key)
 	require.NoError(t, err)
 	_, err = cached.Authenticate(ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, [3]int{1, 1, 0}, cacheCounts(m))
 
-	lost := listenerPIDs(t, pool)
+	lost := dbtest.ListenerPIDs(t, pool)
 	require.Len(t, lost, 1)
 	_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", lost[0])
 	require.NoError(t, err)
@@ -212,7 +217,7 @@ func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
 	// revocation nobody notifies is seen at once.
 	revokeUnheard(t, pool, key)
 	_, err = cached.Authenticate(ctx, key)
-	requireCode(t, err, EUNAUTHENTICATED)
+	requireCode(t, err, payment.EUNAUTHENTICATED)
 	for range 2 {
 		got, err := cached.Authenticate(ctx, later)
 		require.NoError(t, err)
@@ -238,14 +243,14 @@ func TestAPIKeyCache_WithoutRun_EveryRequestReadsTheDatabase(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
 	m := metrics.Discard()
-	ms := NewMerchantsWithConfig(pool, false, MerchantsConfig{CacheTTL: noTTL, Metrics: m})
+	ms := NewWithConfig(pool, false, Config{CacheTTL: noTTL, Metrics: m})
 	_, key, err := ms.CreateAPIKey(ctx, "shop")
 	require.NoError(t, err)
 	_, err = ms.Authenticate(ctx, key)
 	require.NoError(t, err)
 	revokeUnheard(t, pool, key)
 	_, err = ms.Authenticate(ctx, key)
-	requireCode(t, err, EUNAUTHENTICATED)
+	requireCode(t, err, payment.EUNAUTHENTICATED)
 	require.Equal(t, [3]int{0, 0, 2}, cacheCounts(m))
 }
 
@@ -253,11 +258,11 @@ func TestAPIKeyCache_EntryOlderThanTTL_IsReadAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	_, key, err := NewMerchants(pool, false).CreateAPIKey(ctx, "shop")
+	_, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
 	require.NoError(t, err)
 	const ttl = time.Minute
 	now := time.Now()
-	ms := NewMerchantsWithConfig(pool, false, MerchantsConfig{CacheTTL: ttl})
+	ms := NewWithConfig(pool, false, Config{CacheTTL: ttl})
 	ms.cache.now = func() time.Time { return now } // before Run: nothing reads it yet
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -273,7 +278,7 @@ func TestAPIKeyCache_EntryOlderThanTTL_IsReadAgain(t *testing.T) {
 	require.NoError(t, err, "still fresh: from the cache")
 	now = now.Add(time.Nanosecond)
 	_, err = ms.Authenticate(ctx, key)
-	requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 }
 
 func TestKeyCache_Bounded_AndKeepsNoLookupOlderThanAReset(t *testing.T) {
@@ -281,13 +286,13 @@ func TestKeyCache_Bounded_AndKeepsNoLookupOlderThanAReset(t *testing.T) {
 	c := newKeyCache(time.Hour, 2, metrics.Discard())
 	hash := func(i byte) [sha256.Size]byte { return [sha256.Size]byte{i} }
 	_, _, gen := c.get(hash(1))
-	c.put(hash(1), Merchant{Name: "one"}, gen)
+	c.put(hash(1), payment.Merchant{Name: "one"}, gen)
 	require.Zero(t, c.entries.Len(), "not live: nothing is kept")
 
 	c.reset(true)
 	for i := range byte(5) {
 		_, _, gen := c.get(hash(i))
-		c.put(hash(i), Merchant{Name: "m"}, gen)
+		c.put(hash(i), payment.Merchant{Name: "m"}, gen)
 		require.LessOrEqual(t, c.entries.Len(), 2)
 	}
 	_, ok, _ := c.get(hash(4))
@@ -297,7 +302,7 @@ func TestKeyCache_Bounded_AndKeepsNoLookupOlderThanAReset(t *testing.T) {
 	// may have read the key before it changed; its result is not kept.
 	_, _, gen = c.get(hash(9))
 	c.reset(true)
-	c.put(hash(9), Merchant{Name: "stale"}, gen)
+	c.put(hash(9), payment.Merchant{Name: "stale"}, gen)
 	_, ok, _ = c.get(hash(9))
 	require.False(t, ok)
 }

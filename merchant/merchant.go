@@ -1,4 +1,11 @@
-package payment
+// Package merchant holds chargeonce's merchants and their API keys: it
+// authenticates the key a request presents (Authenticate, in constant
+// time, by the key's hash: no key is stored), creates, rotates, lists and
+// revokes keys for the operator commands, seeds the development key, and
+// caches successful authentications on each server while it hears every
+// change of a key by PostgreSQL's NOTIFY (cache.go). Its store (store.go)
+// is the package's only code that runs sqlc.
+package merchant
 
 import (
 	"cmp"
@@ -15,7 +22,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"chargeonce/db"
 	"chargeonce/metrics"
+	"chargeonce/payment"
 )
 
 // apiKeyPrefix marks chargeonce secret keys, so a leaked one is recognizable.
@@ -23,10 +32,10 @@ const apiKeyPrefix = "co_sk_"
 
 var merchantNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
-// Merchants authenticates API keys and manages merchants.
-type Merchants struct {
+// Service authenticates API keys and manages merchants.
+type Service struct {
 	store *store
-	cfg   MerchantsConfig
+	cfg   Config
 	log   *slog.Logger
 	// allowDevelopmentKeys lets development-only keys (the seeded demo key)
 	// authenticate; production refuses them even if they are in the database.
@@ -35,38 +44,40 @@ type Merchants struct {
 	cache                *keyCache
 }
 
-// MerchantsConfig tunes a Merchants. Zero values take the defaults.
-type MerchantsConfig struct {
+// Config tunes a Service. Zero values take the defaults.
+type Config struct {
 	// CacheTTL bounds how long a successful authentication is served from
 	// the cache (which only Run turns on); CacheSize how many are kept.
 	CacheTTL  time.Duration // default APIKeyCacheTTLDefault
 	CacheSize int           // default APIKeyCacheSizeDefault
 	// ReconnectMin and ReconnectMax bound the wait before Run opens its
 	// LISTEN connection again; the wait doubles after each failure.
-	ReconnectMin, ReconnectMax time.Duration // defaults ReconnectMinDefault, ReconnectMaxDefault
+	ReconnectMin, ReconnectMax time.Duration // defaults db.ReconnectMinDefault, db.ReconnectMaxDefault
 
 	Logger  *slog.Logger     // default: discard
 	Metrics *metrics.Metrics // default: instruments nobody scrapes
 }
 
-// NewMerchants returns a Merchants on pool with the default configuration.
-func NewMerchants(pool *pgxpool.Pool, allowDevelopmentKeys bool) *Merchants {
-	return NewMerchantsWithConfig(pool, allowDevelopmentKeys, MerchantsConfig{})
+// New returns a Service on pool with the default configuration;
+// allowDevelopmentKeys lets the development-only keys (the seeded demo key)
+// authenticate, as development does and production must not.
+func New(pool *pgxpool.Pool, allowDevelopmentKeys bool) *Service {
+	return NewWithConfig(pool, allowDevelopmentKeys, Config{})
 }
 
-// NewMerchantsWithConfig returns a Merchants on pool configured by cfg.
-func NewMerchantsWithConfig(pool *pgxpool.Pool, allowDevelopmentKeys bool, cfg MerchantsConfig) *Merchants {
+// NewWithConfig returns a Service on pool configured by cfg.
+func NewWithConfig(pool *pgxpool.Pool, allowDevelopmentKeys bool, cfg Config) *Service {
 	cfg.CacheTTL = cmp.Or(cfg.CacheTTL, APIKeyCacheTTLDefault)
 	cfg.CacheSize = cmp.Or(cfg.CacheSize, APIKeyCacheSizeDefault)
-	cfg.ReconnectMin = cmp.Or(cfg.ReconnectMin, ReconnectMinDefault)
-	cfg.ReconnectMax = cmp.Or(cfg.ReconnectMax, ReconnectMaxDefault)
+	cfg.ReconnectMin = cmp.Or(cfg.ReconnectMin, db.ReconnectMinDefault)
+	cfg.ReconnectMax = cmp.Or(cfg.ReconnectMax, db.ReconnectMaxDefault)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.Discard()
 	}
-	return &Merchants{store: newStore(pool), cfg: cfg, log: cfg.Logger.With("component", "api-keys"),
+	return &Service{store: newStore(pool), cfg: cfg, log: cfg.Logger.With("component", "api-keys"),
 		allowDevelopmentKeys: allowDevelopmentKeys, cache: newKeyCache(cfg.CacheTTL, cfg.CacheSize, cfg.Metrics)}
 }
 
@@ -76,15 +87,15 @@ func NewMerchantsWithConfig(pool *pgxpool.Pool, allowDevelopmentKeys bool, cfg M
 // matched shows in the response time. While Run listens, a key that
 // authenticated recently is answered from the cache, by its hash; failures
 // are never cached.
-func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant, error) {
+func (ms *Service) Authenticate(ctx context.Context, apiKey string) (payment.Merchant, error) {
 	if apiKey == "" {
-		return Merchant{}, Errorf(EUNAUTHENTICATED, "missing API key: send the header Authorization: Bearer <api key>")
+		return payment.Merchant{}, payment.Errorf(payment.EUNAUTHENTICATED, "missing API key: send the header Authorization: Bearer <api key>")
 	}
-	unknown := Errorf(EUNAUTHENTICATED, "unknown or revoked API key")
+	unknown := payment.Errorf(payment.EUNAUTHENTICATED, "unknown or revoked API key")
 	if !isKeyText(apiKey) {
 		// No stored key looks like this, and PostgreSQL would refuse a
 		// prefix that is not valid text.
-		return Merchant{}, unknown
+		return payment.Merchant{}, unknown
 	}
 	hash := hashAPIKey(apiKey)
 	cached, ok, gen := ms.cache.get([sha256.Size]byte(hash))
@@ -93,9 +104,9 @@ func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant,
 	}
 	candidates, err := ms.store.apiKeyCandidates(ctx, keyPrefix(apiKey), ms.allowDevelopmentKeys)
 	if err != nil {
-		return Merchant{}, err
+		return payment.Merchant{}, err
 	}
-	var found Merchant
+	var found payment.Merchant
 	matched := false
 	for _, c := range candidates {
 		if subtle.ConstantTimeCompare(c.hash, hash) == 1 {
@@ -103,7 +114,7 @@ func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant,
 		}
 	}
 	if !matched {
-		return Merchant{}, unknown
+		return payment.Merchant{}, unknown
 	}
 	ms.cache.put([sha256.Size]byte(hash), found, gen)
 	return found, nil
@@ -111,10 +122,10 @@ func (ms *Merchants) Authenticate(ctx context.Context, apiKey string) (Merchant,
 
 // CreateAPIKey creates the merchant name if needed and a new API key for it.
 // The key is returned once; only its hash and prefix are stored.
-func (ms *Merchants) CreateAPIKey(ctx context.Context, name string) (Merchant, string, error) {
+func (ms *Service) CreateAPIKey(ctx context.Context, name string) (payment.Merchant, string, error) {
 	key, err := newAPIKey()
 	if err != nil {
-		return Merchant{}, "", err
+		return payment.Merchant{}, "", err
 	}
 	m, err := ms.addKey(ctx, name, key, false)
 	return m, key, err
@@ -129,33 +140,33 @@ const minDevelopmentKeyLength = 8
 // that is stored already only gets its prefix corrected (older versions
 // stored short keys whole), and stays revoked if an operator revoked it.
 // key must be at least 8 printable ASCII characters without spaces.
-func (ms *Merchants) EnsureDevelopmentKey(ctx context.Context, name, key string) (Merchant, error) {
+func (ms *Service) EnsureDevelopmentKey(ctx context.Context, name, key string) (payment.Merchant, error) {
 	if len(key) < minDevelopmentKeyLength || !isKeyText(key) {
-		return Merchant{}, invalid("key", "a development API key must be at least %d printable ASCII characters without spaces", minDevelopmentKeyLength)
+		return payment.Merchant{}, payment.Invalid("key", "a development API key must be at least %d printable ASCII characters without spaces", minDevelopmentKeyLength)
 	}
 	return ms.addKey(ctx, name, key, true)
 }
 
-func (ms *Merchants) addKey(ctx context.Context, name, key string, developmentOnly bool) (Merchant, error) {
+func (ms *Service) addKey(ctx context.Context, name, key string, developmentOnly bool) (payment.Merchant, error) {
 	if err := checkMerchantName(name); err != nil {
-		return Merchant{}, err
+		return payment.Merchant{}, err
 	}
 	if key == "" {
-		return Merchant{}, invalid("key", "API key is empty")
+		return payment.Merchant{}, payment.Invalid("key", "API key is empty")
 	}
 	m, err := ms.store.upsertMerchant(ctx, name)
 	if err != nil {
-		return Merchant{}, fmt.Errorf("store merchant: %w", err)
+		return payment.Merchant{}, fmt.Errorf("store merchant: %w", err)
 	}
 	if err := ms.store.insertAPIKey(ctx, uuid.New(), m.ID, hashAPIKey(key), keyPrefix(key), developmentOnly); err != nil {
-		return Merchant{}, fmt.Errorf("store API key: %w", err)
+		return payment.Merchant{}, fmt.Errorf("store API key: %w", err)
 	}
 	return m, nil
 }
 
 func checkMerchantName(name string) error {
 	if !merchantNamePattern.MatchString(name) {
-		return invalid("name", "merchant name must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit; got %q", name)
+		return payment.Invalid("name", "merchant name must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit; got %q", name)
 	}
 	return nil
 }

@@ -1,13 +1,14 @@
-package payment
+package merchant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"chargeonce/payment"
 )
 
 // APIKey is what operators see of a stored API key: never the key, never
@@ -25,35 +26,35 @@ type APIKey struct {
 // merchant's other live keys are returned and stay valid until they are
 // revoked, so clients can move to the new key before the old one stops
 // working. The key is returned once; only its hash and prefix are stored.
-func (ms *Merchants) RotateAPIKey(ctx context.Context, name string) (m Merchant, key string, stillValid []APIKey, err error) {
+func (ms *Service) RotateAPIKey(ctx context.Context, name string) (m payment.Merchant, key string, stillValid []APIKey, err error) {
 	if err := checkMerchantName(name); err != nil {
-		return Merchant{}, "", nil, err
+		return payment.Merchant{}, "", nil, err
 	}
 	m, err = ms.store.merchantByName(ctx, name)
-	if errors.Is(err, errNotFound) {
-		return Merchant{}, "", nil, &Error{Code: ENOTFOUND, Field: "name",
+	if payment.ErrorCode(err) == payment.ENOTFOUND {
+		return payment.Merchant{}, "", nil, &payment.Error{Code: payment.ENOTFOUND, Field: "name",
 			Message: fmt.Sprintf("no merchant named %s; create one with `chargeonce apikey create %s`", name, name)}
 	}
 	if err != nil {
-		return Merchant{}, "", nil, err
+		return payment.Merchant{}, "", nil, err
 	}
 	// Listed before the new key exists, so a failure here loses no key.
 	stillValid, err = ms.store.liveAPIKeysOfMerchant(ctx, m.ID)
 	if err != nil {
-		return Merchant{}, "", nil, err
+		return payment.Merchant{}, "", nil, err
 	}
 	if key, err = newAPIKey(); err != nil {
-		return Merchant{}, "", nil, err
+		return payment.Merchant{}, "", nil, err
 	}
 	if err := ms.store.insertAPIKey(ctx, uuid.New(), m.ID, hashAPIKey(key), keyPrefix(key), false); err != nil {
-		return Merchant{}, "", nil, fmt.Errorf("store API key: %w", err)
+		return payment.Merchant{}, "", nil, fmt.Errorf("store API key: %w", err)
 	}
 	return m, key, stillValid, nil
 }
 
 // ListAPIKeys returns every API key of every merchant, revoked ones included,
 // by merchant name and then age.
-func (ms *Merchants) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
+func (ms *Service) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 	return ms.store.apiKeys(ctx)
 }
 
@@ -61,14 +62,14 @@ func (ms *Merchants) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 // refused, on every server, whose caches hear it by NOTIFY at commit. prefixOrID is a key's id, or the prefix of exactly one live key
 // (if several share it, it is ambiguous and the key must be named by id).
 // Revoking a key that is already revoked is an error that says when it was.
-func (ms *Merchants) RevokeAPIKey(ctx context.Context, prefixOrID string) (APIKey, error) {
+func (ms *Service) RevokeAPIKey(ctx context.Context, prefixOrID string) (APIKey, error) {
 	if id, err := uuid.Parse(prefixOrID); err == nil {
 		return ms.revokeAPIKey(ctx, id)
 	}
 	prefix := prefixOrID
 	if prefix == "" || len(prefix) > 10 {
 		// Not echoed: a long argument may well be a whole key.
-		return APIKey{}, invalid("key", "name the API key to revoke by its id or its prefix (at most 10 characters); `chargeonce apikey list` shows them")
+		return APIKey{}, payment.Invalid("key", "name the API key to revoke by its id or its prefix (at most 10 characters); `chargeonce apikey list` shows them")
 	}
 	keys, err := ms.store.liveAPIKeysByPrefix(ctx, prefix)
 	if err != nil {
@@ -76,7 +77,7 @@ func (ms *Merchants) RevokeAPIKey(ctx context.Context, prefixOrID string) (APIKe
 	}
 	switch len(keys) {
 	case 0:
-		return APIKey{}, Errorf(ENOTFOUND, "no live API key has the prefix %q; `chargeonce apikey list` shows the keys", prefix)
+		return APIKey{}, payment.Errorf(payment.ENOTFOUND, "no live API key has the prefix %q; `chargeonce apikey list` shows the keys", prefix)
 	case 1:
 		return ms.revokeAPIKey(ctx, keys[0].ID)
 	default:
@@ -84,24 +85,24 @@ func (ms *Merchants) RevokeAPIKey(ctx context.Context, prefixOrID string) (APIKe
 		for i, k := range keys {
 			ids[i] = fmt.Sprintf("%s (merchant %s, created %s)", k.ID, k.Merchant, k.CreatedAt.UTC().Format(time.RFC3339))
 		}
-		return APIKey{}, invalid("key", "the prefix %q is ambiguous: %d live API keys have it; revoke one by its id: %s",
+		return APIKey{}, payment.Invalid("key", "the prefix %q is ambiguous: %d live API keys have it; revoke one by its id: %s",
 			prefix, len(keys), strings.Join(ids, ", "))
 	}
 }
 
-func (ms *Merchants) revokeAPIKey(ctx context.Context, id uuid.UUID) (APIKey, error) {
+func (ms *Service) revokeAPIKey(ctx context.Context, id uuid.UUID) (APIKey, error) {
 	k, err := ms.store.revokeAPIKey(ctx, id)
-	if !errors.Is(err, errNotFound) {
+	if payment.ErrorCode(err) != payment.ENOTFOUND {
 		return k, err
 	}
 	// Unknown, or revoked already: say which.
 	k, err = ms.store.apiKey(ctx, id)
-	if errors.Is(err, errNotFound) {
-		return APIKey{}, Errorf(ENOTFOUND, "no API key has the id %s; `chargeonce apikey list` shows the keys", id)
+	if payment.ErrorCode(err) == payment.ENOTFOUND {
+		return APIKey{}, payment.Errorf(payment.ENOTFOUND, "no API key has the id %s; `chargeonce apikey list` shows the keys", id)
 	}
 	if err != nil {
 		return APIKey{}, err
 	}
-	return APIKey{}, invalid("key", "API key %s (%s, merchant %s) was already revoked at %s",
+	return APIKey{}, payment.Invalid("key", "API key %s (%s, merchant %s) was already revoked at %s",
 		k.Prefix, k.ID, k.Merchant, k.RevokedAt.UTC().Format(time.RFC3339))
 }

@@ -1,4 +1,4 @@
-package payment
+package merchant
 
 import (
 	"context"
@@ -14,12 +14,13 @@ import (
 
 	"chargeonce/db"
 	"chargeonce/db/dbtest"
+	"chargeonce/payment"
 )
 
 type keysBundle struct {
 	pool *pgxpool.Pool
-	dev  *Merchants // development: development-only keys authenticate
-	prod *Merchants // production: they do not
+	dev  *Service // development: development-only keys authenticate
+	prod *Service // production: they do not
 }
 
 // setupKeys gives Merchants on a fresh database, as development and
@@ -27,7 +28,7 @@ type keysBundle struct {
 func setupKeys(t *testing.T) *keysBundle {
 	t.Helper()
 	pool := dbtest.NewPool(t)
-	return &keysBundle{pool: pool, dev: NewMerchants(pool, true), prod: NewMerchants(pool, false)}
+	return &keysBundle{pool: pool, dev: New(pool, true), prod: New(pool, false)}
 }
 
 // requireCode requires err to be a domain error with code and a message
@@ -35,7 +36,7 @@ func setupKeys(t *testing.T) *keysBundle {
 func requireCode(t *testing.T, err error, code string, parts ...string) {
 	t.Helper()
 	require.Error(t, err)
-	require.Equal(t, code, ErrorCode(err), err.Error())
+	require.Equal(t, code, payment.ErrorCode(err), err.Error())
 	for _, p := range parts {
 		require.Contains(t, err.Error(), p)
 	}
@@ -44,7 +45,7 @@ func requireCode(t *testing.T, err error, code string, parts ...string) {
 // requireNoWholeKeyStored requires that no stored prefix is its whole key.
 func requireNoWholeKeyStored(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	whole := queryAll[string](t, pool, "SELECT key_prefix FROM api_keys WHERE key_hash = sha256(convert_to(key_prefix, 'UTF8'))")
+	whole := dbtest.Query[string](t, pool, "SELECT key_prefix FROM api_keys WHERE key_hash = sha256(convert_to(key_prefix, 'UTF8'))")
 	require.Empty(t, whole, "key_prefix holds a whole key")
 }
 
@@ -80,7 +81,7 @@ func TestEnsureDevelopmentKey_ShortOrOddKey_IsRefused(t *testing.T) {
 	b := setupKeys(t)
 	for _, key := range []string{"", "seven77", "has space", "ключ-демо-ключ", "tab\tinside", "bad\xffbytes"} {
 		_, err := b.dev.EnsureDevelopmentKey(context.Background(), "demo", key)
-		requireCode(t, err, EINVALID, "at least 8 printable ASCII characters")
+		requireCode(t, err, payment.EINVALID, "at least 8 printable ASCII characters")
 	}
 	_, err := b.dev.EnsureDevelopmentKey(context.Background(), "demo", "eight888")
 	require.NoError(t, err)
@@ -99,10 +100,10 @@ func TestAPIKey_LiveKey_Authenticates(t *testing.T) {
 	require.Equal(t, m, got)
 
 	_, err = b.prod.Authenticate(ctx, "")
-	requireCode(t, err, EUNAUTHENTICATED, "missing API key")
+	requireCode(t, err, payment.EUNAUTHENTICATED, "missing API key")
 	for _, wrong := range []string{key[:len(key)-1] + "!", key[:20], "co_sk_nothing-like-it", "\xff\xfe\xfd\xfc-not-text", "ключ-демо-ключ"} {
 		_, err = b.prod.Authenticate(ctx, wrong)
-		requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+		requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 	}
 	requireNoWholeKeyStored(t, b.pool)
 }
@@ -120,7 +121,7 @@ func TestAPIKey_RevokedKey_IsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, revoked.RevokedAt)
 	_, err = b.prod.Authenticate(ctx, key)
-	requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 }
 
 func TestAPIKey_DevelopmentKey_AuthenticatesOnlyWhereAllowed(t *testing.T) {
@@ -133,7 +134,7 @@ func TestAPIKey_DevelopmentKey_AuthenticatesOnlyWhereAllowed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, m, got)
 	_, err = b.prod.Authenticate(ctx, "demo-key")
-	requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 }
 
 func TestAPIKey_KeysSharingAPrefix_EachAuthenticateTheirMerchant(t *testing.T) {
@@ -153,7 +154,7 @@ func TestAPIKey_KeysSharingAPrefix_EachAuthenticateTheirMerchant(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, two, got)
 	_, err = b.dev.Authenticate(ctx, "collide-key-3")
-	requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 
 	// A generated key whose prefix a development key copies still
 	// authenticates its own merchant, and the copy its own.
@@ -199,7 +200,7 @@ func TestAPIKey_Rotate_OldKeyStaysValidUntilRevoked(t *testing.T) {
 	_, err = b.prod.RevokeAPIKey(ctx, stillValid[0].ID.String())
 	require.NoError(t, err)
 	_, err = b.prod.Authenticate(ctx, oldKey)
-	requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 	got, err := b.prod.Authenticate(ctx, newKey)
 	require.NoError(t, err)
 	require.Equal(t, m, got)
@@ -214,11 +215,11 @@ func TestAPIKey_Rotate_UnknownMerchant_IsNotFound(t *testing.T) {
 	t.Parallel()
 	b := setupKeys(t)
 	_, key, _, err := b.prod.RotateAPIKey(context.Background(), "nobody")
-	requireCode(t, err, ENOTFOUND, "no merchant named nobody", "apikey create nobody")
+	requireCode(t, err, payment.ENOTFOUND, "no merchant named nobody", "apikey create nobody")
 	require.Empty(t, key)
 	_, _, _, err = b.prod.RotateAPIKey(context.Background(), "Not A Name")
-	requireCode(t, err, EINVALID, "merchant name")
-	require.Empty(t, queryAll[string](t, b.pool, "SELECT name FROM merchants"), "rotate creates no merchant")
+	requireCode(t, err, payment.EINVALID, "merchant name")
+	require.Empty(t, dbtest.Query[string](t, b.pool, "SELECT name FROM merchants"), "rotate creates no merchant")
 }
 
 func TestAPIKey_Revoke(t *testing.T) {
@@ -246,18 +247,18 @@ func TestAPIKey_Revoke(t *testing.T) {
 		require.Equal(t, "shop", k.Merchant)
 		require.NotNil(t, k.RevokedAt)
 		_, err = b.prod.Authenticate(ctx, shopKey)
-		requireCode(t, err, EUNAUTHENTICATED)
+		requireCode(t, err, payment.EUNAUTHENTICATED)
 
 		_, err = b.prod.RevokeAPIKey(ctx, keyPrefix(shopKey))
-		requireCode(t, err, ENOTFOUND, "no live API key has the prefix")
+		requireCode(t, err, payment.ENOTFOUND, "no live API key has the prefix")
 	})
 	t.Run("already revoked, by id", func(t *testing.T) {
 		_, err := b.prod.RevokeAPIKey(ctx, id["shop"].String())
-		requireCode(t, err, EINVALID, "already revoked at", id["shop"].String())
+		requireCode(t, err, payment.EINVALID, "already revoked at", id["shop"].String())
 	})
 	t.Run("ambiguous prefix", func(t *testing.T) {
 		_, err := b.prod.RevokeAPIKey(ctx, keyPrefix("collide-key-1"))
-		requireCode(t, err, EINVALID, "ambiguous", "by its id", id["one"].String(), id["two"].String())
+		requireCode(t, err, payment.EINVALID, "ambiguous", "by its id", id["one"].String(), id["two"].String())
 		_, err = b.dev.Authenticate(ctx, "collide-key-1")
 		require.NoError(t, err, "nothing was revoked")
 
@@ -265,7 +266,7 @@ func TestAPIKey_Revoke(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "two", k.Merchant)
 		_, err = b.dev.Authenticate(ctx, "collide-key-2")
-		requireCode(t, err, EUNAUTHENTICATED)
+		requireCode(t, err, payment.EUNAUTHENTICATED)
 		_, err = b.dev.Authenticate(ctx, "collide-key-1")
 		require.NoError(t, err, "the other key with the prefix still works")
 
@@ -275,17 +276,17 @@ func TestAPIKey_Revoke(t *testing.T) {
 	})
 	t.Run("unknown", func(t *testing.T) {
 		_, err := b.prod.RevokeAPIKey(ctx, uuid.NewString())
-		requireCode(t, err, ENOTFOUND, "no API key has the id")
+		requireCode(t, err, payment.ENOTFOUND, "no API key has the id")
 		_, err = b.prod.RevokeAPIKey(ctx, "co_sk_none")
-		requireCode(t, err, ENOTFOUND, "no live API key has the prefix")
+		requireCode(t, err, payment.ENOTFOUND, "no live API key has the prefix")
 		_, err = b.prod.RevokeAPIKey(ctx, "")
-		requireCode(t, err, EINVALID, "by its id or its prefix")
+		requireCode(t, err, payment.EINVALID, "by its id or its prefix")
 	})
 	t.Run("a whole key is not echoed", func(t *testing.T) {
 		_, key, err := b.prod.CreateAPIKey(ctx, "other")
 		require.NoError(t, err)
 		_, err = b.prod.RevokeAPIKey(ctx, key)
-		requireCode(t, err, EINVALID, "by its id or its prefix")
+		requireCode(t, err, payment.EINVALID, "by its id or its prefix")
 		require.NotContains(t, err.Error(), key)
 	})
 }
@@ -335,7 +336,7 @@ func TestAPIKey_DemoKeyStoredWhole_IsCutAndStillAuthenticates(t *testing.T) {
 	b := setupKeys(t)
 	m, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
 	require.NoError(t, err)
-	require.Equal(t, []string{"demo"}, queryAll[string](t, b.pool, "SELECT key_prefix FROM api_keys"))
+	require.Equal(t, []string{"demo"}, dbtest.Query[string](t, b.pool, "SELECT key_prefix FROM api_keys"))
 
 	// As older versions stored it: the whole key in key_prefix. Seeding it
 	// again, as every development start does, corrects it.
@@ -343,7 +344,7 @@ func TestAPIKey_DemoKeyStoredWhole_IsCutAndStillAuthenticates(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
 	require.NoError(t, err)
-	require.Equal(t, []string{"demo"}, queryAll[string](t, b.pool, "SELECT key_prefix FROM api_keys"))
+	require.Equal(t, []string{"demo"}, dbtest.Query[string](t, b.pool, "SELECT key_prefix FROM api_keys"))
 	got, err := b.dev.Authenticate(ctx, "demo-key")
 	require.NoError(t, err)
 	require.Equal(t, m, got)
@@ -361,7 +362,7 @@ func TestAPIKey_RevokedDevelopmentKey_StaysRevokedWhenSeededAgain(t *testing.T) 
 	_, err = b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
 	require.NoError(t, err)
 	_, err = b.dev.Authenticate(ctx, "demo-key")
-	requireCode(t, err, EUNAUTHENTICATED, "unknown or revoked API key")
+	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 	keys, err := b.dev.ListAPIKeys(ctx)
 	require.NoError(t, err)
 	require.Len(t, keys, 1, "no second row for the same key")
@@ -389,7 +390,7 @@ func TestMigration00005_CutsWholeDevelopmentKeysOutOfThePrefix(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Equal(t, []string{"demo", keyPrefix(key)},
-		queryAll[string](t, b.pool, "SELECT key_prefix FROM api_keys ORDER BY development_only DESC"))
+		dbtest.Query[string](t, b.pool, "SELECT key_prefix FROM api_keys ORDER BY development_only DESC"))
 	requireNoWholeKeyStored(t, b.pool)
 	got, err := b.dev.Authenticate(ctx, "demo-key")
 	require.NoError(t, err)
