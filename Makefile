@@ -20,7 +20,7 @@ help: ## List the targets
 
 .PHONY: run
 run: web ## Run the server and the demo checkout on :8080 (a project-local PostgreSQL under .data/ unless DATABASE_URL is set)
-	$(GO) run .
+	$(GO) run . serve
 
 .PHONY: build
 build: web ## Build the server binary, with the demo checkout, into bin/chargeonce

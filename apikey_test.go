@@ -1,6 +1,7 @@
 package main
 
 import (
+	"chargeonce/internal/cli"
 	"context"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ func TestAPIKeyCommands_RotateThenRevoke_OldKeyIsRefused(t *testing.T) {
 	_, err = command("rotate", "nobody")
 	require.ErrorContains(t, err, "no merchant named nobody; create one with `chargeonce apikey create nobody`")
 	_, err = command("revoke")
-	require.ErrorIs(t, err, errUsage)
+	require.ErrorIs(t, err, cli.ErrUsage)
 }
 
 // listRows splits `apikey list` output into the table's rows and fields,

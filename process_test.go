@@ -65,7 +65,7 @@ func startProcess(t *testing.T, env map[string]string) *serverProcess {
 	for k, v := range env {
 		vars[k] = v
 	}
-	p := spawn(t, vars)
+	p := spawn(t, vars, "serve")
 	p.URL = listeningURL(t, p.exited, p.logs)
 	p.waitReady(t, p.exited, p.logs)
 	return p

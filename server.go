@@ -1,14 +1,18 @@
 // Command chargeonce is a GraphQL API that charges cards at most once per
-// idempotency key. `chargeonce` serves; the other commands (apikey, charges
-// stuck, reconcile --once, localdb stop) are for operators; see errUsage.
+// idempotency key. `chargeonce serve` serves it; the other commands are the
+// operator's (API keys, webhook endpoints, stuck attempts, a reconciler
+// pass, the event consumers, the project-local PostgreSQL: internal/cli),
+// and `chargeonce` with no command, or one it does not know, prints them
+// all.
 //
-// server.go runs the process (signals, listeners, graceful shutdown); app.go
-// builds what a server is made of; routes.go is its HTTP API, which tests
-// serve in process; commands.go holds the operator commands.
+// This file runs the process: signals, configuration, listeners, and the
+// graceful shutdown. What a server is made of, and its HTTP API, are
+// internal/app's.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,11 +24,18 @@ import (
 	"syscall"
 	"time"
 
+	"chargeonce/internal/app"
+	"chargeonce/internal/cli"
 	"chargeonce/internal/listening"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+	err := run(context.Background(), os.Args, os.Getenv, os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, cli.ErrUsage):
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "chargeonce:", err)
 		os.Exit(1)
 	}
@@ -34,18 +45,34 @@ func main() {
 // the server is told to stop. A charge in flight may wait for the provider.
 const shutdownTimeout = 30 * time.Second
 
+// run runs the command of args (args[0] is the binary's name): the server
+// (serve) until ctx ends or a SIGINT or SIGTERM comes, or an operator
+// command. No command, or one it does not know, is cli.ErrUsage; help
+// prints the usage.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) < 2:
+		return cli.ErrUsage
+	case len(args) == 2 && (args[1] == "help" || args[1] == "-h" || args[1] == "--help"):
+		fmt.Fprintln(stdout, cli.ErrUsage)
+		return nil
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg, err := loadConfig(getenv)
+	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
-	if len(args) > 1 {
-		return runCommand(ctx, cfg, args[1:], stdout, log)
+	log := app.NewLogger(cfg, stderr)
+	if len(args) == 2 && args[1] == "serve" {
+		return serve(ctx, cfg, log)
 	}
+	return cli.Run(ctx, cfg, args[1:], stdout, log)
+}
 
+// serve serves the API on HOST:PORT (and the metrics on METRICS_ADDR)
+// until ctx ends, then finishes the requests in flight.
+func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, cfg.Port))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -60,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	providerURL := cfg.ProviderURL
 	var simLn net.Listener
-	if providerURL == "" && cfg.Provider == providerCardsim {
+	if providerURL == "" && cfg.Provider == app.ProviderCardsim {
 		// chargeonce reaches the simulator over HTTP like any provider, on a
 		// loopback listener of its own that closes only after the API has
 		// drained, so a charge in flight at shutdown still reaches it.
@@ -71,19 +98,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		providerURL = "http://" + simLn.Addr().String() + "/provider"
 	}
 
-	a, err := newApp(ctx, cfg, log, providerURL, nil)
+	a, err := app.New(ctx, cfg, log, providerURL, nil)
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer a.Close()
 	serveErr := make(chan error, 2)
 	if simLn != nil {
-		simSrv := &http.Server{Handler: a.simulator, ReadHeaderTimeout: 5 * time.Second}
+		simSrv := &http.Server{Handler: a.Simulator(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = simSrv.Serve(simLn) }()
 		defer simSrv.Shutdown(context.WithoutCancel(ctx))
 	}
 	srv := &http.Server{
-		Handler:           newHandler(a),
+		Handler:           app.Handler(a),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A charge may wait for the provider, with inline retries.
@@ -92,35 +119,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() { serveErr <- srv.Serve(ln) }()
+	addrs := listening.Addrs{API: "http://" + ln.Addr().String()}
 	if metricsLn != nil {
 		// Metrics on a listener of their own, which operators can keep off
 		// the internet, with Go's profiler beside them: how the benchmark's
 		// profiles are taken, and how to see where a live instance spends
 		// its time.
-		metricsMux := http.NewServeMux()
-		metricsMux.Handle("GET /metrics", a.metricsHandler())
-		metricsMux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		metricsMux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		metricsMux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		metricsMux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		metricsMux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second,
+		metricsSrv := &http.Server{Handler: metricsMux(a), ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout: 10 * time.Second, WriteTimeout: maxProfileTime + 10*time.Second}
 		go func() { serveErr <- metricsSrv.Serve(metricsLn) }()
 		defer metricsSrv.Close()
+		addrs.Metrics = "http://" + metricsLn.Addr().String() + "/metrics"
 	}
 	// The background loops run until the HTTP server has drained, so that
 	// in-flight charges finish first.
-	stopLoops := a.startLoops()
+	stopLoops := a.StartLoops()
 	defer stopLoops()
-	addr := ln.Addr().(*net.TCPAddr)
-	addrs := listening.Addrs{API: "http://" + addr.String()}
-	if metricsLn != nil {
-		addrs.Metrics = "http://" + metricsLn.Addr().String() + "/metrics"
-	}
-	listening.Announce(log, addrs, "production", cfg.Production, "provider", providerName(cfg, providerURL))
+	listening.Announce(log, addrs, "production", cfg.Production, "provider", app.ProviderName(cfg, providerURL))
 	if !cfg.Production {
-		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", addr.Port))
+		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", ln.Addr().(*net.TCPAddr).Port))
 	}
 
 	select {
@@ -133,7 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer cancel()
 	// Subscriptions would last as long as their clients: close them first,
 	// or Shutdown would wait for them.
-	a.closeStreams()
+	a.CloseStreams()
 	err = srv.Shutdown(shutdownCtx)
 	stopLoops()
 	if err != nil {
@@ -141,6 +158,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// metricsMux serves the metrics and Go's profiler.
+func metricsMux(a *app.App) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.MetricsHandler())
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // maxProfileTime is the longest CPU profile or trace the metrics listener

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"chargeonce/internal/app"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -59,21 +60,21 @@ func testEnv(t *testing.T, dbURL string, env map[string]string) map[string]strin
 func startServer(t *testing.T, dbURL string, env map[string]string) *testServer {
 	t.Helper()
 	vars := testEnv(t, dbURL, env)
-	cfg, err := loadConfig(func(k string) string { return vars[k] })
+	cfg, err := app.LoadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	host := fmt.Sprintf("chargeonce-%d.test", serverSeq.Add(1))
 	providerURL := cmp.Or(cfg.ProviderURL, "http://"+host+"/provider")
-	a, err := newApp(context.Background(), cfg, newLogger(cfg, logs), providerURL, testNet)
+	a, err := app.New(context.Background(), cfg, app.NewLogger(cfg, logs), providerURL, testNet)
 	require.NoError(t, err)
-	srv := &inProcessServer{handler: newHandler(a)}
+	srv := &inProcessServer{handler: app.Handler(a)}
 	inProcess.Store(host, srv)
-	stopLoops := a.startLoops()
+	stopLoops := a.StartLoops()
 	t.Cleanup(func() {
 		inProcess.Delete(host)
 		srv.inFlight.Wait() // as a server drains at shutdown
 		stopLoops()
-		a.close()
+		a.Close()
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs.String())
 		}
@@ -142,7 +143,7 @@ func startListening(t *testing.T, dbURL string, env map[string]string) *testServ
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		runErr = run(ctx, []string{"chargeonce"}, func(k string) string { return vars[k] }, logs, logs)
+		runErr = run(ctx, []string{"chargeonce", "serve"}, func(k string) string { return vars[k] }, logs, logs)
 	}()
 	shutdown := sync.OnceFunc(func() { cancel(); <-exited })
 	t.Cleanup(func() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"chargeonce/internal/cli"
 	"context"
 	"fmt"
 	"net/http"
@@ -117,7 +118,7 @@ func TestWebhookCommands_SetReplaceListRemove(t *testing.T) {
 
 	for _, args := range [][]string{{}, {"set", "demo"}, {"list", "x"}, {"remove"}, {"deliveries"}, {"deliveries", "demo", "--limit"}, {"nope"}} {
 		_, err = command(args...)
-		require.ErrorIs(t, err, errUsage, "%v", args)
+		require.ErrorIs(t, err, cli.ErrUsage, "%v", args)
 	}
 	_, err = command("deliveries", "demo", "--limit", "many")
 	require.ErrorContains(t, err, "--limit must be a whole number from 1 to 10000")
@@ -259,23 +260,4 @@ func TestREADME_QuotesTheWebhookReceiver(t *testing.T) {
 	readme, err := os.ReadFile("docs/events.md")
 	require.NoError(t, err)
 	require.Contains(t, string(readme), "```go\n"+code+"\n```", fmt.Sprintf("docs/events.md must quote webhook_receiver_test.go's receiver:\n%s", code))
-}
-
-func TestLoadConfig_WebhookRetention(t *testing.T) {
-	t.Parallel()
-	getenv := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
-	cfg, err := loadConfig(getenv(nil))
-	require.NoError(t, err)
-	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
-	require.Equal(t, webhook.RetentionDefault, cfg.webhookConfig(nil).Retention)
-	cfg, err = loadConfig(getenv(map[string]string{"WEBHOOK_RETENTION": "72h", "APP_ENV": "production",
-		"DATABASE_URL": "postgres://db", "PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef", "NATS_URL": "nats://broker:4222"}))
-	require.NoError(t, err)
-	wc := cfg.webhookConfig(nil)
-	require.Equal(t, 72*time.Hour, wc.Retention)
-	require.True(t, wc.Production)
-	for _, bad := range []string{"0s", "-1h", "30"} {
-		_, err = loadConfig(getenv(map[string]string{"WEBHOOK_RETENTION": bad}))
-		require.ErrorContains(t, err, "WEBHOOK_RETENTION", bad)
-	}
 }

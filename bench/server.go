@@ -26,7 +26,7 @@ type server struct {
 // environment and waits until it answers /readyz.
 func startServer(ctx context.Context, binary string, env map[string]string) (*server, error) {
 	env["APP_ENV"] = "development"
-	p, err := proc.Start(binary, proc.Options{Env: env})
+	p, err := proc.Start(binary, proc.Options{Args: []string{"serve"}, Env: env})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Plugin, ProxyOptions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
-// The Go server for `npm run dev`: `make run` (or `go run .`) serves it on :8080.
+// The Go server for `npm run dev`: `make run` (or `go run . serve`) serves it on :8080.
 const backend = process.env.CHARGEONCE_URL ?? 'http://127.0.0.1:8080';
 
 // The proxy to the Go server. A response that the server cuts short (the

@@ -159,7 +159,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	for i := range opts.Instances {
 		name := fmt.Sprintf("instance-%d", i+1)
 		url := "http://127.0.0.1:" + strconv.Itoa(instancePorts[i])
-		p := c.part(name, url, opts.Binary, nil, with(map[string]string{
+		p := c.part(name, url, opts.Binary, []string{"serve"}, with(map[string]string{
 			"PORT":         strconv.Itoa(instancePorts[i]),
 			"METRICS_ADDR": "127.0.0.1:" + strconv.Itoa(metricsPorts[i]),
 			"DATA_DIR":     filepath.Join(dir, name),

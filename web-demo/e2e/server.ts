@@ -48,7 +48,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   mkdirSync(dataDir, { recursive: true });
   const logPath = join(dataDir, 'server.log');
   const log = createWriteStream(logPath);
-  const child: ChildProcess = spawn(bin, [], {
+  const child: ChildProcess = spawn(bin, ['serve'], {
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',

@@ -1,4 +1,12 @@
-package main
+// Package app wires a chargeonce server: the configuration read from the
+// environment (LoadConfig), the card provider it names (NewProvider), what
+// a server is made of (New: the database, metrics, merchants, payments,
+// live status, events and webhooks, and in development the simulated
+// provider), its background loops (App.StartLoops), its HTTP API (Handler)
+// and its logger. The command in server.go runs one around real listeners;
+// the operator commands (internal/cli) open the parts they need; tests
+// build one per test and serve it in process.
+package app
 
 import (
 	"context"
@@ -25,12 +33,11 @@ import (
 	"chargeonce/webhook"
 )
 
-// app is what a chargeonce server is made of: its database, its metrics,
+// App is what a chargeonce server is made of: its database, its metrics,
 // the merchants and the payment service, and in development the simulated
-// card provider. run builds one per process around real listeners; tests
-// build one per test and serve it in process.
-type app struct {
-	cfg       config
+// card provider.
+type App struct {
+	cfg       Config
 	log       *slog.Logger
 	pool      *pgxpool.Pool
 	registry  *prometheus.Registry
@@ -51,20 +58,17 @@ type app struct {
 	closeDB  func()
 }
 
-// providerTimeout bounds one call to the card provider.
-const providerTimeout = 10 * time.Second
-
-// newApp opens the database (applying migrations) and builds the app. Its
+// New opens the database (applying migrations) and builds the app. Its
 // payment service charges through the provider that cfg names: Stripe, or
 // the simulator's API at providerURL, which in development the caller
-// serves there (see run). providerTransport carries the provider's
+// serves there (Simulator). providerTransport carries the provider's
 // requests (nil: the network).
-func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL string, providerTransport http.RoundTripper) (*app, error) {
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, providerTransport http.RoundTripper) (*App, error) {
+	pool, closeDB, err := OpenDatabase(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
+	a := &App{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
 	a.metrics = metrics.New(a.registry)
 	a.metrics.WatchPool(pool)
 	a.merchants = merchant.NewWithConfig(pool, !cfg.Production, merchant.Config{Logger: log, Metrics: a.metrics})
@@ -81,8 +85,8 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 			return nil, fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)
 		}
 	}
-	a.payments = newPaymentService(cfg, pool, newProvider(cfg, providerURL, providerTransport, log), log, a.metrics)
-	if a.broker, err = openBroker(ctx, cfg, log); err != nil {
+	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics)
+	if a.broker, err = OpenBroker(ctx, cfg, log); err != nil {
 		closeDB()
 		return nil, err
 	}
@@ -94,8 +98,8 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 		log.Warn("event stream not made yet; the relay makes it once the broker answers", "err", err)
 	}
 	cancel()
-	if a.webhooks, err = webhook.New(pool, a.broker.JS, log, cfg.webhookConfig(a.metrics)); err != nil {
-		a.close()
+	if a.webhooks, err = webhook.New(pool, a.broker.JS, log, cfg.WebhookConfig(a.metrics)); err != nil {
+		a.Close()
 		return nil, err
 	}
 	a.metrics.WatchOutbox(func() (int, error) {
@@ -113,17 +117,18 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, providerURL strin
 	return a, nil
 }
 
-// close closes the database, and stops the project-local PostgreSQL if the
+// Close closes the database, and stops the project-local PostgreSQL if the
 // app started it.
-func (a *app) close() {
+func (a *App) Close() {
 	a.broker.Close()
 	a.closeDB()
 }
 
-// startLoops runs the reconciler, the retention cleaner, the live status
-// listener and the API key cache's listener until stop is called; stop ends
-// the subscriptions left and waits for them all.
-func (a *app) startLoops() (stop func()) {
+// StartLoops runs the background loops (the reconciler, the retention
+// cleaner, the relay, the webhooks, the live status listener and the API
+// key cache's listener) until stop is called; stop ends the subscriptions
+// left and waits for them all.
+func (a *App) StartLoops() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
 	loops.Go(func() { a.live.Run(ctx) })
@@ -131,7 +136,7 @@ func (a *app) startLoops() (stop func()) {
 	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
 	loops.Go(func() {
 		events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
-			Replicas: a.cfg.NATSReplicas, Logger: a.log, Fault: a.cfg.fault,
+			Replicas: a.cfg.NATSReplicas, Logger: a.log, Fault: a.cfg.Fault,
 			Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
 		}).Run(ctx)
 	})
@@ -139,30 +144,31 @@ func (a *app) startLoops() (stop func()) {
 	loops.Go(func() {
 		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
 	})
-	return sync.OnceFunc(func() { a.closeStreams(); cancel(); loops.Wait() })
+	return sync.OnceFunc(func() { a.CloseStreams(); cancel(); loops.Wait() })
 }
 
-// closeStreams ends the subscriptions: their websockets and event streams
+// CloseStreams ends the subscriptions: their websockets and event streams
 // first, so that they end at once, then their watchers. A server calls it
 // when it starts to shut down, since subscriptions would last as long as
 // their clients (who subscribe again elsewhere, or poll).
-func (a *app) closeStreams() {
+func (a *App) CloseStreams() {
 	a.streams.Close()
 	a.live.Close()
 }
 
-// newPaymentService builds the payment service on pool, charging through provider.
-func newPaymentService(cfg config, pool *pgxpool.Pool, provider payment.Provider, log *slog.Logger, m *metrics.Metrics) *payment.Service {
-	pc := cfg.paymentConfig()
+// NewPaymentService builds the payment service of cfg on pool, charging
+// through provider.
+func NewPaymentService(cfg Config, pool *pgxpool.Pool, provider payment.Provider, log *slog.Logger, m *metrics.Metrics) *payment.Service {
+	pc := cfg.PaymentConfig()
 	pc.Logger = log
 	pc.Metrics = m
 	return payment.NewService(pool, provider, pc)
 }
 
-// openBroker connects to the event broker at NATS_URL, or in development to
+// OpenBroker connects to the event broker at NATS_URL, or in development to
 // the embedded one under DATA_DIR/nats, which it starts unless another local
 // chargeonce process runs it.
-func openBroker(ctx context.Context, cfg config, log *slog.Logger) (*events.Broker, error) {
+func OpenBroker(ctx context.Context, cfg Config, log *slog.Logger) (*events.Broker, error) {
 	dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "nats"))
 	if err != nil {
 		return nil, err
@@ -170,9 +176,14 @@ func openBroker(ctx context.Context, cfg config, log *slog.Logger) (*events.Brok
 	return events.Open(ctx, events.BrokerConfig{URL: cfg.NATSURL, StoreDir: dir, Port: cfg.NATSPort, Name: "chargeonce", Logger: log})
 }
 
-// openDatabase connects to DATABASE_URL, or in development to a project-local
+// Simulator is the simulated card provider's API, in development; nil in
+// production. The server serves it on a loopback listener of its own, which
+// the app's provider client reaches over HTTP like any provider.
+func (a *App) Simulator() http.Handler { return a.simulator }
+
+// OpenDatabase connects to DATABASE_URL, or in development to a project-local
 // PostgreSQL under DATA_DIR that it starts, and applies migrations.
-func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, func(), error) {
+func OpenDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*pgxpool.Pool, func(), error) {
 	url := cfg.DatabaseURL
 	stopLocal := func() {}
 	if url == "" {

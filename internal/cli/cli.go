@@ -1,4 +1,10 @@
-package main
+// Package cli holds chargeonce's operator commands: API keys, webhook
+// endpoints, stuck attempts and a reconciler pass on demand, the event
+// consumers, and stopping the project-local PostgreSQL. Each opens what it
+// needs of a server (internal/app) against the same configuration, and
+// prints what an operator reads; a secret is printed only when it is new,
+// once, and never logged. ErrUsage names every command of the binary.
+package cli
 
 import (
 	"context"
@@ -15,26 +21,28 @@ import (
 
 	"chargeonce/db/localpg"
 	"chargeonce/events"
+	"chargeonce/internal/app"
 	"chargeonce/merchant"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/webhook"
 )
 
-// runCommand runs an operator command instead of the server.
-func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer, log *slog.Logger) error {
+// Run runs the operator command of args (the arguments after the
+// binary's name), or answers ErrUsage for one it does not know.
+func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, log *slog.Logger) error {
 	switch {
 	case len(args) >= 1 && args[0] == "apikey":
 		return runAPIKeyCommand(ctx, cfg, args[1:], stdout, log)
 	case len(args) >= 1 && args[0] == "webhook":
 		return runWebhookCommand(ctx, cfg, args[1:], stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
-		pool, closeDB, err := openDatabase(ctx, cfg, log)
+		pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		stuck, err := newPaymentService(cfg, pool, newProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard()).StuckAttempts(ctx, 1000)
+		stuck, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard()).StuckAttempts(ctx, 1000)
 		if err != nil {
 			return err
 		}
@@ -50,27 +58,27 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		fmt.Fprintf(stdout, "%d stuck attempt(s)\n", len(stuck))
 		return nil
 	case len(args) == 2 && args[0] == "reconcile" && args[1] == "--once":
-		if cfg.Provider == providerCardsim && cfg.ProviderURL == "" {
+		if cfg.Provider == app.ProviderCardsim && cfg.ProviderURL == "" {
 			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server), or PROVIDER=stripe")
 		}
-		pool, closeDB, err := openDatabase(ctx, cfg, log)
+		pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		svc := newPaymentService(cfg, pool, newProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard())
+		svc := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard())
 		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
 		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 		return err
 	case len(args) == 2 && args[0] == "consume" && args[1] == "receipts":
 		return consume(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream) error {
-			events.Receipts(pool, log, cfg.fault).Run(ctx, js)
+			events.Receipts(pool, log, cfg.Fault).Run(ctx, js)
 			return nil
 		})
 	case len(args) == 2 && args[0] == "consume" && args[1] == "webhooks":
 		// What a server runs in process, without the HTTP server.
 		return consume(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream) error {
-			svc, err := webhook.New(pool, js, log, cfg.webhookConfig(nil))
+			svc, err := webhook.New(pool, js, log, cfg.WebhookConfig(nil))
 			if err != nil {
 				return err
 			}
@@ -88,19 +96,19 @@ func runCommand(ctx context.Context, cfg config, args []string, stdout io.Writer
 		}
 		return localpg.Stop(ctx, abs)
 	default:
-		return errUsage
+		return ErrUsage
 	}
 }
 
 // consume runs a consumer of the event stream until ctx ends (SIGINT or
 // SIGTERM), against the database and the broker the server uses.
-func consume(ctx context.Context, cfg config, log *slog.Logger, run func(context.Context, *pgxpool.Pool, jetstream.JetStream) error) error {
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+func consume(ctx context.Context, cfg app.Config, log *slog.Logger, run func(context.Context, *pgxpool.Pool, jetstream.JetStream) error) error {
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	broker, err := openBroker(ctx, cfg, log)
+	broker, err := app.OpenBroker(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -110,14 +118,14 @@ func consume(ctx context.Context, cfg config, log *slog.Logger, run func(context
 
 // runAPIKeyCommand runs `apikey create|rotate|list|revoke`. A whole key is
 // printed only when it is new, once, and never logged.
-func runAPIKeyCommand(ctx context.Context, cfg config, args []string, stdout io.Writer, log *slog.Logger) error {
+func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, log *slog.Logger) error {
 	switch {
 	case len(args) == 2 && (args[0] == "create" || args[0] == "rotate" || args[0] == "revoke"):
 	case len(args) == 1 && args[0] == "list":
 	default:
-		return errUsage
+		return ErrUsage
 	}
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -189,8 +197,10 @@ func runAPIKeyCommand(ctx context.Context, cfg config, args []string, stdout io.
 	}
 }
 
-var errUsage = errors.New(`usage:
-  chargeonce                          serve (configuration from the environment; see docs/operators.md)
+// ErrUsage answers a command line that names no command chargeonce has;
+// its text lists them all.
+var ErrUsage = errors.New(`usage:
+  chargeonce serve                    serve the API (configuration from the environment; see docs/operators.md)
   chargeonce apikey create NAME       create merchant NAME if needed and print a new API key for it
   chargeonce apikey rotate NAME       print a new API key for merchant NAME; its other keys stay valid until revoked
   chargeonce apikey list              list every merchant's API keys (id, prefix, created, revoked; never the key)
@@ -204,4 +214,5 @@ var errUsage = errors.New(`usage:
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER=stripe, or PROVIDER_URL: a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does
-  chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)`)
+  chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)
+  chargeonce help                     print this`)

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"chargeonce/graph"
 )
 
-// newLogger logs to w as LOG_FORMAT says: JSON for machines in production,
+// NewLogger logs to w as LOG_FORMAT says: JSON for machines in production,
 // text for people in development. Every line logged with a request's
 // context carries its request_id, so one request's lines can be found
 // together.
-func newLogger(cfg config, w io.Writer) *slog.Logger {
+func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	var h slog.Handler = slog.NewTextHandler(w, nil)
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(w, nil)

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"cmp"
@@ -18,8 +18,8 @@ import (
 	"chargeonce/webhook"
 )
 
-// config is chargeonce's configuration, read from the environment.
-type config struct {
+// Config is chargeonce's configuration, read from the environment.
+type Config struct {
 	Host        string        // HOST: listen address, default 127.0.0.1 in development, every interface in production
 	Port        string        // PORT: listen port, default 8080 (0 picks a free one)
 	DatabaseURL string        // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
@@ -76,8 +76,8 @@ var faultPoints = []string{
 	events.FaultAfterPublish, events.FaultAfterReceipt,
 }
 
-func loadConfig(getenv func(string) string) (config, error) {
-	cfg := config{
+func LoadConfig(getenv func(string) string) (Config, error) {
+	cfg := Config{
 		Port:        cmp.Or(getenv("PORT"), "8080"),
 		DatabaseURL: getenv("DATABASE_URL"),
 		ProviderURL: getenv("PROVIDER_URL"),
@@ -262,8 +262,8 @@ func duration(getenv func(string) string, name string, def time.Duration) (time.
 	return d, nil
 }
 
-// paymentConfig is the payment service's share of the configuration.
-func (c config) paymentConfig() payment.Config {
+// PaymentConfig is the payment service's share of the configuration.
+func (c Config) PaymentConfig() payment.Config {
 	pc := payment.Config{
 		Retention:         c.KeyRetention,
 		Lease:             c.Lease,
@@ -276,13 +276,13 @@ func (c config) paymentConfig() payment.Config {
 		pc.ResultCacheSize = -1 // none; zero in payment.Config is the default
 	}
 	if c.CrashAt != "" {
-		pc.Fault = func(p payment.FaultPoint) { c.fault(string(p)) }
+		pc.Fault = func(p payment.FaultPoint) { c.Fault(string(p)) }
 	}
 	return pc
 }
 
-// fault kills the process at point when CHARGEONCE_CRASH_AT names it.
-func (c config) fault(point string) {
+// Fault kills the process at point when CHARGEONCE_CRASH_AT names it.
+func (c Config) Fault(point string) {
 	if point == c.CrashAt {
 		// A real, immediate death: no deferred function, no flush.
 		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
@@ -290,8 +290,8 @@ func (c config) fault(point string) {
 	}
 }
 
-// webhookConfig is the webhook service's share of the configuration; m
+// WebhookConfig is the webhook service's share of the configuration; m
 // records its metrics (nil: nowhere).
-func (c config) webhookConfig(m *metrics.Metrics) webhook.Config {
+func (c Config) WebhookConfig(m *metrics.Metrics) webhook.Config {
 	return webhook.Config{Production: c.Production, Retention: c.WebhookRetention, CleanupInterval: c.CleanupInterval, Metrics: m}
 }

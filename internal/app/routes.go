@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	webdemo "chargeonce/web-demo"
 )
 
-// newHandler is the server's HTTP API: /graphql, the health and readiness
+// Handler is the server's HTTP API: /graphql, the health and readiness
 // probes, and in development the metrics, the playground, the simulated
 // provider and the demo checkout. It needs no listener: tests serve it in
 // process.
-func newHandler(a *app) http.Handler {
+func Handler(a *App) http.Handler {
 	cfg := a.cfg
 	mux := http.NewServeMux()
 	api := graph.NewHandler(&graph.Resolver{Payments: a.payments, Merchants: a.merchants, Live: a.live}, graph.HandlerConfig{
@@ -40,7 +40,7 @@ func newHandler(a *app) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", a.readyz)
 	if !cfg.Production {
-		mux.Handle("GET /metrics", a.metricsHandler())
+		mux.Handle("GET /metrics", a.MetricsHandler())
 		// GraphiQL, bundled by the web build: it works with no network beyond this server.
 		mux.Handle("GET /playground", webdemo.Playground("/graphql", cfg.DemoAPIKey))
 		mux.Handle("/provider/", a.simulator)
@@ -49,13 +49,13 @@ func newHandler(a *app) http.Handler {
 	return mux
 }
 
-// metricsHandler serves the app's metrics.
-func (a *app) metricsHandler() http.Handler {
+// MetricsHandler serves the app's metrics.
+func (a *App) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry})
 }
 
 // readyz answers 200 while the database answers, 503 otherwise.
-func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
+func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := a.pool.Ping(ctx); err != nil {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"cmp"
@@ -18,19 +18,22 @@ import (
 )
 
 // The card providers that PROVIDER names. Another one is a constant here, a
-// case in loadProvider and one in newProvider.
+// case in loadProvider and one in NewProvider.
 const (
-	// providerCardsim speaks the simulator's HTTP API: the simulator served
+	// ProviderCardsim speaks the simulator's HTTP API: the simulator served
 	// in process, or the one at PROVIDER_URL. Development only.
-	providerCardsim = "cardsim"
-	// providerStripe charges through Stripe with STRIPE_SECRET_KEY.
-	providerStripe = "stripe"
-	// providerInstant answers at once and stores nothing, so that
+	ProviderCardsim = "cardsim"
+	// ProviderStripe charges through Stripe with STRIPE_SECRET_KEY.
+	ProviderStripe = "stripe"
+	// ProviderInstant answers at once and stores nothing, so that
 	// benchmarks measure chargeonce alone. Development only.
-	providerInstant = "instant"
+	ProviderInstant = "instant"
 )
 
-var providers = []string{providerCardsim, providerStripe, providerInstant}
+var providers = []string{ProviderCardsim, ProviderStripe, ProviderInstant}
+
+// providerTimeout bounds one call to the card provider.
+const providerTimeout = 10 * time.Second
 
 // stripeKeyWindow is how long Stripe keeps the saved result of an
 // idempotency key: 24 hours. A re-send under our key after that could charge
@@ -51,18 +54,18 @@ func (s secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(redacted)
 
 // loadProvider reads PROVIDER and its settings; cfg.Production and
 // cfg.RedriveWindow must be read already. No refusal quotes a secret.
-func (cfg *config) loadProvider(getenv func(string) string) error {
-	cfg.Provider = cmp.Or(getenv("PROVIDER"), providerCardsim)
+func (cfg *Config) loadProvider(getenv func(string) string) error {
+	cfg.Provider = cmp.Or(getenv("PROVIDER"), ProviderCardsim)
 	switch cfg.Provider {
-	case providerCardsim:
+	case ProviderCardsim:
 		if cfg.Production {
 			return errors.New("PROVIDER=cardsim (the default) is the simulated card provider, for development only: set PROVIDER=stripe when APP_ENV=production")
 		}
-	case providerInstant:
+	case ProviderInstant:
 		if cfg.Production {
 			return errors.New("PROVIDER=instant charges nothing and is for development and benchmarks only: set PROVIDER=stripe when APP_ENV=production")
 		}
-	case providerStripe:
+	case ProviderStripe:
 		key := getenv("STRIPE_SECRET_KEY")
 		switch {
 		case key == "":
@@ -119,14 +122,14 @@ func checkStripeAPIBase(base string, production bool) error {
 	return nil
 }
 
-// newProvider is the card provider that cfg names. For cardsim it is the
+// NewProvider is the card provider that cfg names. For cardsim it is the
 // simulator's API at providerURL; transport carries the requests (nil: the
 // network).
-func newProvider(cfg config, providerURL string, transport http.RoundTripper, log *slog.Logger) payment.Provider {
+func NewProvider(cfg Config, providerURL string, transport http.RoundTripper, log *slog.Logger) payment.Provider {
 	switch cfg.Provider {
-	case providerInstant:
+	case ProviderInstant:
 		return instant.Provider{}
-	case providerStripe:
+	case ProviderStripe:
 		return stripe.New(stripe.Config{SecretKey: string(cfg.StripeSecretKey), APIBase: cfg.StripeAPIBase,
 			Timeout: providerTimeout, Transport: transport, Logger: log})
 	default:
@@ -134,12 +137,12 @@ func newProvider(cfg config, providerURL string, transport http.RoundTripper, lo
 	}
 }
 
-// providerName says which provider cfg charges through, for the log.
-func providerName(cfg config, providerURL string) string {
+// ProviderName says which provider cfg charges through, for the log.
+func ProviderName(cfg Config, providerURL string) string {
 	switch cfg.Provider {
-	case providerStripe:
+	case ProviderStripe:
 		return "stripe " + cfg.StripeAPIBase
-	case providerInstant:
+	case ProviderInstant:
 		return "instant (in process, charges nothing)"
 	}
 	return providerURL

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
+	"chargeonce/webhook"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -20,7 +21,7 @@ func env(vars map[string]string) func(string) string {
 
 func TestLoadConfig_Defaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(env(nil))
+	cfg, err := LoadConfig(env(nil))
 	require.NoError(t, err)
 	require.Equal(t, "8080", cfg.Port)
 	require.False(t, cfg.Production)
@@ -46,7 +47,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, 4223, cfg.NATSPort)
 	require.Equal(t, 1, cfg.NATSReplicas)
 
-	prod, err := loadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
+	prod, err := LoadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
 		"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}))
 	require.NoError(t, err)
 	require.Empty(t, prod.Host, "production listens on every interface")
@@ -57,7 +58,7 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 	t.Parallel()
 	prod := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
 		"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}
-	_, err := loadConfig(env(prod))
+	_, err := LoadConfig(env(prod))
 	require.NoError(t, err, "a complete production configuration")
 
 	// Each refusal names the variable at fault, so that an operator knows what to fix.
@@ -91,27 +92,27 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"negative simulator delay", map[string]string{"SIM_SLOW_DELAY": "-1s"}, "SIM_SLOW_DELAY"},
 	}
 	for _, tt := range tests {
-		_, err := loadConfig(env(tt.vars))
+		_, err := LoadConfig(env(tt.vars))
 		require.ErrorContains(t, err, tt.want, tt.name)
 	}
-	limits, err := loadConfig(env(map[string]string{"RATE_LIMIT_MERCHANT": "0", "RATE_LIMIT_IP": "0.5"}))
+	limits, err := LoadConfig(env(map[string]string{"RATE_LIMIT_MERCHANT": "0", "RATE_LIMIT_IP": "0.5"}))
 	require.NoError(t, err, "0 turns a limit off; rates may be fractions")
 	require.Zero(t, limits.RateLimitMerchant)
 	require.Equal(t, 0.5, limits.RateLimitIP)
-	cfg, err := loadConfig(env(map[string]string{"CHARGEONCE_CRASH_AT": "after-provider"}))
+	cfg, err := LoadConfig(env(map[string]string{"CHARGEONCE_CRASH_AT": "after-provider"}))
 	require.NoError(t, err, "crash faults are for development and tests")
 	require.EqualValues(t, "after-provider", cfg.CrashAt)
 }
 
 func TestLoadConfig_SimSlowDelay_ZeroIsNoDelay(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(env(nil))
+	cfg, err := LoadConfig(env(nil))
 	require.NoError(t, err)
 	require.Equal(t, cardsim.SlowDelayDefault, cfg.SlowDelay, "unset is the simulator's default")
-	cfg, err = loadConfig(env(map[string]string{"SIM_SLOW_DELAY": "0"}))
+	cfg, err = LoadConfig(env(map[string]string{"SIM_SLOW_DELAY": "0"}))
 	require.NoError(t, err)
 	require.Zero(t, cfg.SlowDelay, "0 is passed on as no delay, not turned into the default")
-	cfg, err = loadConfig(env(map[string]string{"SIM_SLOW_DELAY": "250ms"}))
+	cfg, err = LoadConfig(env(map[string]string{"SIM_SLOW_DELAY": "250ms"}))
 	require.NoError(t, err)
 	require.Equal(t, 250*time.Millisecond, cfg.SlowDelay)
 }
@@ -125,21 +126,21 @@ func TestLoadConfig_Provider(t *testing.T) {
 		return out
 	}
 
-	cfg, err := loadConfig(env(nil))
+	cfg, err := LoadConfig(env(nil))
 	require.NoError(t, err)
 	require.Equal(t, "cardsim", cfg.Provider, "the simulator by default, in development")
-	cfg, err = loadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey}))
+	cfg, err = LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey}))
 	require.NoError(t, err)
 	require.Equal(t, "stripe", cfg.Provider)
 	require.Equal(t, testKey, string(cfg.StripeSecretKey))
 	require.Equal(t, "https://api.stripe.com", cfg.StripeAPIBase, "Stripe's own API by default")
-	cfg, err = loadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey,
+	cfg, err = LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": testKey,
 		"STRIPE_API_BASE": "http://127.0.0.1:12111", "REDRIVE_WINDOW": "23h59m"}))
 	require.NoError(t, err)
 	require.Equal(t, "http://127.0.0.1:12111", cfg.StripeAPIBase)
-	_, err = loadConfig(env(prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": liveKey})))
+	_, err = LoadConfig(env(prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": liveKey})))
 	require.NoError(t, err, "production takes a live key")
-	_, err = loadConfig(env(prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "rk_live_51Restricted",
+	_, err = LoadConfig(env(prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "rk_live_51Restricted",
 		"STRIPE_API_BASE": "http://localhost:12111"})))
 	require.NoError(t, err, "a restricted key; plain http to this machine only")
 
@@ -163,18 +164,18 @@ func TestLoadConfig_Provider(t *testing.T) {
 		{"plain http to another machine in production", prod(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": liveKey, "STRIPE_API_BASE": "http://stripe.example"}), "STRIPE_API_BASE must be https://"},
 	}
 	for _, tt := range tests {
-		_, err := loadConfig(env(tt.vars))
+		_, err := LoadConfig(env(tt.vars))
 		require.ErrorContains(t, err, tt.want, tt.name)
 		require.NotContains(t, err.Error(), "Secretive", "%s: the refusal never quotes the key", tt.name)
 	}
-	_, err = loadConfig(env(map[string]string{"REDRIVE_WINDOW": "36h"}))
+	_, err = LoadConfig(env(map[string]string{"REDRIVE_WINDOW": "36h"}))
 	require.NoError(t, err, "the simulator keeps its keys as long as it likes")
 }
 
 func TestConfig_StripeSecretKeyIsNeverPrinted(t *testing.T) {
 	t.Parallel()
 	const key = "sk_test_51Secretive0000000000"
-	cfg, err := loadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": key}))
+	cfg, err := LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": key}))
 	require.NoError(t, err)
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg, "key", cfg.StripeSecretKey)
@@ -188,4 +189,23 @@ func TestConfig_StripeSecretKeyIsNeverPrinted(t *testing.T) {
 		require.NotContains(t, out, "Secretive")
 	}
 	require.Contains(t, logged.String(), "[redacted]")
+}
+
+func TestLoadConfig_WebhookRetention(t *testing.T) {
+	t.Parallel()
+	getenv := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	cfg, err := LoadConfig(getenv(nil))
+	require.NoError(t, err)
+	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
+	require.Equal(t, webhook.RetentionDefault, cfg.WebhookConfig(nil).Retention)
+	cfg, err = LoadConfig(getenv(map[string]string{"WEBHOOK_RETENTION": "72h", "APP_ENV": "production",
+		"DATABASE_URL": "postgres://db", "PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef", "NATS_URL": "nats://broker:4222"}))
+	require.NoError(t, err)
+	wc := cfg.WebhookConfig(nil)
+	require.Equal(t, 72*time.Hour, wc.Retention)
+	require.True(t, wc.Production)
+	for _, bad := range []string{"0s", "-1h", "30"} {
+		_, err = LoadConfig(getenv(map[string]string{"WEBHOOK_RETENTION": bad}))
+		require.ErrorContains(t, err, "WEBHOOK_RETENTION", bad)
+	}
 }

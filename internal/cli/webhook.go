@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"chargeonce/internal/app"
 	"chargeonce/webhook"
 )
 
 // runWebhookCommand runs `webhook set|list|remove|deliveries`. A signing
 // secret is printed only when it is new, once, and never logged.
-func runWebhookCommand(ctx context.Context, cfg config, args []string, stdout io.Writer, log *slog.Logger) error {
+func runWebhookCommand(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, log *slog.Logger) error {
 	limit := deliveriesLimitDefault
 	switch {
 	case len(args) == 3 && args[0] == "set":
@@ -27,9 +28,9 @@ func runWebhookCommand(ctx context.Context, cfg config, args []string, stdout io
 			return err
 		}
 	default:
-		return errUsage
+		return ErrUsage
 	}
-	pool, closeDB, err := openDatabase(ctx, cfg, log)
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func deliveriesLimit(args []string) (int, error) {
 	case len(args) == 1 && strings.HasPrefix(args[0], "--limit="):
 		v = strings.TrimPrefix(args[0], "--limit=")
 	default:
-		return 0, errUsage
+		return 0, ErrUsage
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > 10000 {
