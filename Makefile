@@ -43,6 +43,10 @@ test: web ## Build the demo, then run every test: Go with -race against a real P
 	exit $$status
 	@$(MAKE) --no-print-directory test-web
 
+.PHONY: test-fast
+test-fast: ## The inner loop: go test -short ./..., which skips the tests of real processes (systest/, lab/)
+	$(GO) test -short ./...
+
 .PHONY: test-web
 test-web: web ## The demo's Vitest unit tests, then its browser tests (headless Chromium; skipped without it, except under CI=true)
 	cd $(WEB) && $(NPM) test

@@ -52,11 +52,21 @@ func TestHandler_NotBuilt_SaysHowToBuild(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, get(t, h, "/assets/index.js").Code)
 }
 
-// Handler must work with whatever dist holds: built or not, / answers.
-func TestHandler_Embedded_AnswersAtRoot(t *testing.T) {
+// The embedded dist, whichever it holds: the built page (make web, which
+// make test runs first) is served at /, and without a build / says how to
+// make one. Each case asserts its own answer.
+func TestHandler_Embedded_ServesTheBuildOrSaysHowToMakeIt(t *testing.T) {
 	t.Parallel()
-	code := get(t, Handler(), "/").Code
-	require.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, code)
+	built, err := fs.ReadFile(dist, "dist/index.html")
+	page := get(t, Handler(), "/")
+	if err == nil {
+		require.Equal(t, http.StatusOK, page.Code, "the built page")
+		require.Equal(t, string(built), page.Body.String())
+		return
+	}
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.Equal(t, http.StatusServiceUnavailable, page.Code, "no build: the hint")
+	require.Contains(t, page.Body.String(), "make run")
 }
 
 // A built playground page as Vite writes it: the config element, then the bundle.

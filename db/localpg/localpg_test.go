@@ -24,6 +24,9 @@ import (
 // test down the fallback path.
 func reachableDir(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts, stops and kills PostgreSQL servers of its own; skipped with -short")
+	}
 	dir := t.TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o755); err != nil {

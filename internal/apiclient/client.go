@@ -83,6 +83,18 @@ func (c *Client) ChargeCard(ctx context.Context, key string, in ChargeCardInput)
 	return &resp.ChargeCard.ChargeResult, nil
 }
 
+// ChargeCardRaw is ChargeCard with an input of any JSON shape: for tests
+// that send what no typed input can (a string amount, a missing field).
+func (c *Client) ChargeCardRaw(ctx context.Context, key string, input any) (*ChargeResult, error) {
+	resp := &ChargeCardResponse{}
+	err := c.MakeRequest(ctx, &graphql.Request{OpName: "ChargeCard", Query: ChargeCard_Operation,
+		Variables: map[string]any{"idempotencyKey": key, "input": input}}, &graphql.Response{Data: resp})
+	if err != nil {
+		return nil, err
+	}
+	return &resp.ChargeCard.ChargeResult, nil
+}
+
 // ChargeStatus sends chargeStatus for key; nil when the merchant never
 // used it.
 func (c *Client) ChargeStatus(ctx context.Context, key string) (*ChargeResult, error) {

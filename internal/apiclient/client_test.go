@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -61,4 +62,20 @@ func TestChargeCard_NotGraphQL_IsAnErrorThatQuotesTheAnswer(t *testing.T) {
 	require.ErrorContains(t, err, "HTTP 502")
 	require.ErrorContains(t, err, "bad gateway")
 	require.Empty(t, Code(err))
+}
+
+func TestChargeCardRaw_SendsTheInputAsGiven(t *testing.T) {
+	t.Parallel()
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+		_, _ = w.Write([]byte(`{"data":{"chargeCard":{"idempotencyKey":"k","status":"SUCCEEDED","replayed":true}}}`))
+	}))
+	t.Cleanup(srv.Close)
+	res, err := New(srv.URL, "k3y", nil).ChargeCardRaw(context.Background(), "k", map[string]any{"amount": "ten"})
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, res.Status)
+	require.True(t, res.Replayed)
+	require.Contains(t, string(body), `"input":{"amount":"ten"}`)
+	require.Contains(t, string(body), `"idempotencyKey":"k"`)
 }

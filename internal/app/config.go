@@ -78,11 +78,11 @@ var faultPoints = []string{
 
 func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg := Config{
-		Port:        cmp.Or(getenv("PORT"), "8080"),
+		Port:        cmp.Or(getenv("PORT"), PortDefault),
 		DatabaseURL: getenv("DATABASE_URL"),
 		ProviderURL: getenv("PROVIDER_URL"),
-		DemoAPIKey:  cmp.Or(getenv("DEMO_API_KEY"), "demo-key"),
-		DataDir:     cmp.Or(getenv("DATA_DIR"), ".data"),
+		DemoAPIKey:  cmp.Or(getenv("DEMO_API_KEY"), DemoAPIKeyDefault),
+		DataDir:     cmp.Or(getenv("DATA_DIR"), DataDirDefault),
 	}
 	if p, err := strconv.Atoi(cfg.Port); err != nil || p < 0 || p > 65535 {
 		return cfg, fmt.Errorf("PORT must be a port number, got %q", cfg.Port)
@@ -119,8 +119,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}{
 		{&cfg.MaxBodyBytes, "MAX_BODY_BYTES", graph.MaxBodyBytesDefault, 1024},
 		{&cfg.MaxChargesPerRequest, "MAX_CHARGES_PER_REQUEST", graph.MaxChargesPerRequestDefault, 1},
-		{&cfg.RateLimitMerchantBurst, "RATE_LIMIT_MERCHANT_BURST", rateLimitMerchantBurstDefault, 1},
-		{&cfg.RateLimitIPBurst, "RATE_LIMIT_IP_BURST", rateLimitIPBurstDefault, 1},
+		{&cfg.RateLimitMerchantBurst, "RATE_LIMIT_MERCHANT_BURST", RateLimitMerchantBurstDefault, 1},
+		{&cfg.RateLimitIPBurst, "RATE_LIMIT_IP_BURST", RateLimitIPBurstDefault, 1},
 		{&cfg.ResultCacheSize, "RESULT_CACHE_SIZE", payment.ResultCacheSizeDefault, 0},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
@@ -134,8 +134,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		name string
 		def  float64
 	}{
-		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", rateLimitMerchantDefault},
-		{&cfg.RateLimitIP, "RATE_LIMIT_IP", rateLimitIPDefault},
+		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", RateLimitMerchantDefault},
+		{&cfg.RateLimitIP, "RATE_LIMIT_IP", RateLimitIPDefault},
 	} {
 		v, err := perSecond(getenv, r.name, r.def)
 		if err != nil {
@@ -181,7 +181,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		def, min, max int64
 	}{
 		{&cfg.NATSPort, "EMBEDDED_NATS_PORT", events.EmbeddedPortDefault, 0, 65535},
-		{&cfg.NATSReplicas, "NATS_REPLICAS", 1, 1, 5},
+		{&cfg.NATSReplicas, "NATS_REPLICAS", NATSReplicasDefault, 1, 5},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
 		if err == nil && v > n.max {
@@ -217,10 +217,19 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 // a second with bursts of 20, which no checkout needs and key guessing
 // cannot live with.
 const (
-	rateLimitMerchantDefault      = 500
-	rateLimitMerchantBurstDefault = 1000
-	rateLimitIPDefault            = 10
-	rateLimitIPBurstDefault       = 20
+	RateLimitMerchantDefault      = 500
+	RateLimitMerchantBurstDefault = 1000
+	RateLimitIPDefault            = 10
+	RateLimitIPBurstDefault       = 20
+)
+
+// Defaults of the rest of the configuration that no package owns, the one
+// place they are written.
+const (
+	PortDefault         = "8080"
+	DemoAPIKeyDefault   = "demo-key"
+	DataDirDefault      = ".data"
+	NATSReplicasDefault = 1
 )
 
 // integer reads a whole number of at least min from the environment.

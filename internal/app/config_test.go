@@ -12,6 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
+	"chargeonce/events"
+	"chargeonce/graph"
+	"chargeonce/live"
+	"chargeonce/payment"
 	"chargeonce/webhook"
 )
 
@@ -23,29 +27,35 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	t.Parallel()
 	cfg, err := LoadConfig(env(nil))
 	require.NoError(t, err)
-	require.Equal(t, "8080", cfg.Port)
+	// Unset, every setting is its package's default, the one place each
+	// is written.
+	require.Equal(t, PortDefault, cfg.Port)
 	require.False(t, cfg.Production)
-	require.Equal(t, "demo-key", cfg.DemoAPIKey)
-	require.Equal(t, 30*time.Second, cfg.Lease)
-	require.Equal(t, 5*time.Second, cfg.ReconcileInterval)
-	require.Equal(t, 10*time.Minute, cfg.RedriveWindow)
-	require.Equal(t, 24*time.Hour, cfg.KeyRetention)
-	require.Equal(t, 3*time.Second, cfg.SlowDelay)
+	require.Equal(t, DemoAPIKeyDefault, cfg.DemoAPIKey)
+	require.Equal(t, DataDirDefault, cfg.DataDir)
+	require.Equal(t, payment.LeaseDefault, cfg.Lease)
+	require.Equal(t, payment.ReconcileIntervalDefault, cfg.ReconcileInterval)
+	require.Equal(t, payment.RedriveWindowDefault, cfg.RedriveWindow)
+	require.Equal(t, payment.RetentionDefault, cfg.KeyRetention)
+	require.Equal(t, payment.CleanupIntervalDefault, cfg.CleanupInterval)
+	require.Equal(t, payment.StoreTimeoutDefault, cfg.DBTimeout)
+	require.Equal(t, int64(payment.ResultCacheSizeDefault), cfg.ResultCacheSize)
+	require.Equal(t, cardsim.SlowDelayDefault, cfg.SlowDelay)
 	require.Empty(t, cfg.CrashAt)
 	require.Equal(t, "127.0.0.1", cfg.Host, "development answers only this machine")
-	require.Equal(t, int64(64<<10), cfg.MaxBodyBytes)
-	require.Equal(t, int64(1), cfg.MaxChargesPerRequest)
-	require.Equal(t, 500.0, cfg.RateLimitMerchant)
-	require.Equal(t, int64(1000), cfg.RateLimitMerchantBurst)
-	require.Equal(t, 10.0, cfg.RateLimitIP)
-	require.Equal(t, int64(20), cfg.RateLimitIPBurst)
-	require.Equal(t, 5*time.Second, cfg.DBTimeout)
-	require.Equal(t, 5*time.Second, cfg.LivePollInterval)
-	require.Equal(t, "text", cfg.LogFormat)
+	require.Equal(t, int64(graph.MaxBodyBytesDefault), cfg.MaxBodyBytes)
+	require.Equal(t, int64(graph.MaxChargesPerRequestDefault), cfg.MaxChargesPerRequest)
+	require.Equal(t, float64(RateLimitMerchantDefault), cfg.RateLimitMerchant)
+	require.Equal(t, int64(RateLimitMerchantBurstDefault), cfg.RateLimitMerchantBurst)
+	require.Equal(t, float64(RateLimitIPDefault), cfg.RateLimitIP)
+	require.Equal(t, int64(RateLimitIPBurstDefault), cfg.RateLimitIPBurst)
+	require.Equal(t, live.PollIntervalDefault, cfg.LivePollInterval)
+	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
+	require.Equal(t, "text", cfg.LogFormat, "people read development's log")
 	require.Empty(t, cfg.MetricsAddr)
 	require.Empty(t, cfg.NATSURL, "development embeds the event broker")
-	require.Equal(t, 4223, cfg.NATSPort)
-	require.Equal(t, 1, cfg.NATSReplicas)
+	require.Equal(t, events.EmbeddedPortDefault, cfg.NATSPort)
+	require.Equal(t, NATSReplicasDefault, cfg.NATSReplicas)
 
 	prod, err := LoadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
 		"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}))

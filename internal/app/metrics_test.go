@@ -1,11 +1,10 @@
-package main
+package app
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -13,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 )
 
 // Metrics that move as charges happen: exact deltas of what the hardening
@@ -31,20 +32,20 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	require.Contains(t, before, "chargeonce_stuck_processing_attempts")
 	require.Zero(t, before.value("chargeonce_stuck_processing_attempts"))
 	chargeCards := 0
-	charge := func(apiKey, key string, input map[string]any) gqlResponse {
+	charge := func(apiKey, key string, input apiclient.ChargeCardInput) gqlResponse {
 		chargeCards++
 		return s.chargeCard(t, apiKey, key, input)
 	}
 
 	// A charge, its replay, a decline, the key reused, the order paid again.
 	paid := visa(1999)
-	paid["orderId"] = "order-paid"
+	paid.OrderId = new("order-paid")
 	keyA := newKey()
 	require.Equal(t, "SUCCEEDED", charge("demo-key", keyA, paid).Data.ChargeCard.Status)
 	require.True(t, charge("demo-key", keyA, paid).Data.ChargeCard.Replayed)
 	require.Equal(t, "FAILED", charge("demo-key", newKey(), withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
-	otherAmount := maps.Clone(paid)
-	otherAmount["amount"] = 2000
+	otherAmount := paid
+	otherAmount.Amount = 2000
 	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", charge("demo-key", keyA, otherAmount).code(t))
 	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", newKey(), paid).code(t))
 
@@ -52,34 +53,35 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	// retries included. Its order is being paid, so another key is refused;
 	// a retry takes the released attempt over and asks the provider again.
 	unknown := withPaymentMethod("pm_card_providerError")
-	unknown["orderId"] = "order-pending"
+	unknown.OrderId = new("order-pending")
 	keyD := newKey()
 	require.Equal(t, "PROCESSING", charge("demo-key", keyD, unknown).Data.ChargeCard.Status)
 	pending := visa(500)
-	pending["orderId"] = "order-pending"
+	pending.OrderId = new("order-pending")
 	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", newKey(), pending).code(t))
 	require.Equal(t, "PROCESSING", charge("demo-key", keyD, unknown).Data.ChargeCard.Status)
 
 	// A second request while the first still works on the key.
 	keyE, slow := newKey(), withPaymentMethod("pm_card_slow")
 	type answer struct {
-		r   gqlResponse
+		r   *apiclient.ChargeResult
 		err error
 	}
 	first := make(chan answer, 1)
 	chargeCards++
 	go func() {
-		r, err := s.tryDo(t, bearer("demo-key"), chargeCardMutation, map[string]any{"key": keyE, "input": slow})
+		r, err := s.api("demo-key").ChargeCard(context.Background(), keyE, slow)
 		first <- answer{r, err}
 	}()
-	require.Eventually(t, func() bool {
-		st := s.chargeStatus(t, "demo-key", keyE).Data.ChargeStatus
-		return st != nil && st.Status == "PROCESSING"
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		st := s.chargeStatus(c, "demo-key", keyE).Data.ChargeStatus
+		require.NotNil(c, st)
+		require.Equal(c, "PROCESSING", st.Status)
 	}, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, "PROCESSING", charge("demo-key", keyE, slow).Data.ChargeCard.Status)
 	got := <-first
 	require.NoError(t, got.err)
-	require.Equal(t, "SUCCEEDED", got.r.Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", got.r.Status)
 
 	// Callers without a valid API key.
 	require.Equal(t, "UNAUTHENTICATED", charge("co_sk_NotAKeyAnyoneHas", newKey(), visa(100)).code(t))
@@ -148,9 +150,9 @@ func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
 	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyL, withPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
 
 	var after metricSamples
-	require.Eventually(t, func() bool {
-		after = scrape(t, s.client, s.URL+"/metrics")
-		return after.value("chargeonce_charges_total", "by", "reconciler") == 2
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		after = scrape(c, s.client, s.URL+"/metrics")
+		require.Equal(c, 2.0, after.value("chargeonce_charges_total", "by", "reconciler"))
 	}, 20*time.Second, 50*time.Millisecond, "the reconciler settles both attempts")
 	require.Equal(t, "FAILED", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Status)
 	require.Equal(t, "provider_unavailable", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Failure.Code)
@@ -201,9 +203,9 @@ func TestMetrics_RetentionCountsForgottenKeys(t *testing.T) {
 	require.Equal(t, "FAILED", s.chargeCard(t, "demo-key", keyF, withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
 
 	var after metricSamples
-	require.Eventually(t, func() bool {
-		after = scrape(t, s.client, s.URL+"/metrics")
-		return after.value("chargeonce_retention_deleted_total")-before.value("chargeonce_retention_deleted_total") >= 2
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		after = scrape(c, s.client, s.URL+"/metrics")
+		require.GreaterOrEqual(c, after.value("chargeonce_retention_deleted_total")-before.value("chargeonce_retention_deleted_total"), 2.0)
 	}, 5*time.Second, 50*time.Millisecond)
 	require.Equal(t, 2.0, after.value("chargeonce_retention_deleted_total")-before.value("chargeonce_retention_deleted_total"))
 	require.Nil(t, s.chargeStatus(t, "demo-key", keyS).Data.ChargeStatus, "keyS is forgotten")
@@ -271,8 +273,8 @@ var (
 )
 
 // scrape reads a /metrics endpoint in Prometheus' text format.
-func scrape(t *testing.T, client *http.Client, url string) metricSamples {
-	t.Helper()
+func scrape(t require.TestingT, client *http.Client, url string) metricSamples {
+	helper(t)
 	resp, err := client.Get(url)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -327,4 +329,20 @@ func requireDeltas(t *testing.T, before, after metricSamples, deltas []metricDel
 		got := after.value(d.name, d.labels...) - before.value(d.name, d.labels...)
 		require.Equal(t, d.want, got, "%s%v moved by %v, want %v", d.name, d.labels, got, d.want)
 	}
+}
+
+// TestAuthCache_RepeatedKey_IsServedFromTheCache checks that a server runs
+// the API key cache's listener: once it listens, a key it has seen is
+// answered without the database.
+func TestAuthCache_RepeatedKey_IsServedFromTheCache(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	hits := func(t require.TestingT) float64 {
+		return scrape(t, s.client, s.URL+"/metrics").value("chargeonce_auth_cache_total", "result", "hit")
+	}
+	require.Zero(t, hits(t))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, s.chargeStatus(c, "demo-key", newKey()).Data.ChargeStatus)
+		require.Positive(c, hits(c))
+	}, 10*time.Second, 20*time.Millisecond, "the listener starts with the server; the cache answers from then on")
 }

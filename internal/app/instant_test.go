@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"strings"
@@ -19,12 +19,12 @@ func TestInstantProvider_ChargesAtOnceAndKeepsTheContract(t *testing.T) {
 	first := s.chargeCard(t, "demo-key", key, visa(1200))
 	require.Empty(t, first.Errors)
 	require.Equal(t, "SUCCEEDED", first.Data.ChargeCard.Status)
-	require.True(t, strings.HasPrefix(first.Data.ChargeCard.Charge.ProviderChargeID, "instant_chargeonce_"),
-		first.Data.ChargeCard.Charge.ProviderChargeID)
+	require.True(t, strings.HasPrefix(first.Data.ChargeCard.Charge.ProviderChargeId, "instant_chargeonce_"),
+		first.Data.ChargeCard.Charge.ProviderChargeId)
 
 	again := s.chargeCard(t, "demo-key", key, visa(1200))
 	require.True(t, again.Data.ChargeCard.Replayed)
-	require.Equal(t, first.Data.ChargeCard.Charge.ID, again.Data.ChargeCard.Charge.ID)
+	require.Equal(t, first.Data.ChargeCard.Charge.Id, again.Data.ChargeCard.Charge.Id)
 	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", s.chargeCard(t, "demo-key", key, visa(1300)).code(t))
 
 	declined := s.chargeCard(t, "demo-key", newKey(), withPaymentMethod("pm_card_chargeDeclined"))

@@ -1,9 +1,9 @@
-package main
+package app
 
 import (
 	"context"
+	"log/slog"
 	"maps"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,6 +12,7 @@ import (
 	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
+	"chargeonce/merchant"
 )
 
 // hasCardsim reports whether the database of pool holds anything of the
@@ -39,11 +40,15 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
 	stripe, prodEnv := fakeStripe(t)
 	maps.Copy(prodEnv, map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "NATS_URL": eventstest.Shared(t).URL()})
-	var out syncBuffer
-	require.NoError(t, run(context.Background(), []string{"chargeonce", "apikey", "create", "shop"},
-		func(k string) string { return prodEnv[k] }, &out, &out))
-	fields := strings.Fields(out.String())
-	apiKey := fields[len(fields)-1]
+	// What `chargeonce apikey create` does: open the database as every
+	// operator command does, and create a key.
+	cfg, err := LoadConfig(func(k string) string { return prodEnv[k] })
+	require.NoError(t, err)
+	pool, closeDB, err := OpenDatabase(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, apiKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "shop")
+	closeDB()
+	require.NoError(t, err)
 	prodPool := openPool(t, prodURL)
 	require.False(t, hasCardsim(t, prodPool), "an operator command leaves no cardsim schema")
 

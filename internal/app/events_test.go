@@ -1,17 +1,14 @@
-package main
+package app
 
 import (
 	"context"
-	"encoding/json"
-	"regexp"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
@@ -56,8 +53,8 @@ func readStream(t *testing.T, js jetstream.JetStream) []streamed {
 }
 
 // countRows runs a count query.
-func countRows(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
-	t.Helper()
+func countRows(t require.TestingT, pool *pgxpool.Pool, sql string, args ...any) int {
+	helper(t)
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
 	return n
@@ -67,9 +64,9 @@ func countRows(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 func waitRows(t *testing.T, pool *pgxpool.Pool, want int, within time.Duration, sql string, args ...any) {
 	t.Helper()
 	var n int
-	require.Eventually(t, func() bool {
-		n = countRows(t, pool, sql, args...)
-		return n == want
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		n = countRows(c, pool, sql, args...)
+		require.Equal(c, want, n)
 	}, within, 50*time.Millisecond, "want %d from %q", want, sql)
 }
 
@@ -131,13 +128,6 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 	require.Equal(t, map[string]int{"chargeonce.charge.succeeded": succeeded, "chargeonce.charge.failed": n / 5}, bySubject)
 }
 
-func eventJSON(t *testing.T, e payment.Event) []byte {
-	t.Helper()
-	b, err := json.Marshal(e)
-	require.NoError(t, err)
-	return b
-}
-
 // assertNoErrors reports (and records) a GraphQL response's errors.
 func assertNoErrors(t *testing.T, r gqlResponse) bool {
 	if len(r.Errors) > 0 || r.Data.ChargeCard == nil {
@@ -179,90 +169,4 @@ func TestEvents_BrokerAway_EventsWaitInTheOutboxAndAllArrive(t *testing.T) {
 	}
 	require.Len(t, ids, 1+away)
 	require.Contains(t, s.logText(), "events wait in the outbox")
-}
-
-func TestEvents_KilledBetweenPublishAndMark_PublishedAgain_OneReceipt(t *testing.T) {
-	t.Parallel()
-	broker := eventstest.New(t)
-	dbURL := dbtest.NewDatabase(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": broker.URL()}
-	pool := openPool(t, dbURL)
-
-	crashEnv := map[string]string{"CHARGEONCE_CRASH_AT": events.FaultAfterPublish}
-	for k, v := range env {
-		crashEnv[k] = v
-	}
-	p := startProcess(t, crashEnv)
-	key := newKey()
-	// The relay dies as soon as the broker acked the event, which may be
-	// before or after the response went out: the answer may be lost.
-	_, _ = p.postCharge(t, key, visa(1234))
-	require.True(t, killedBySIGKILL(p.wait(t, time.Minute)), "the relay died between the broker's ack and the mark")
-	require.Equal(t, "SUCCEEDED", attemptStatus(t, pool, key))
-
-	js := broker.JetStream(t)
-	onStream := readStream(t, js)
-	require.Len(t, onStream, 1, "the broker has the event")
-	require.Equal(t, 1, countRows(t, pool, unsentEvents), "the outbox does not know it was sent")
-
-	// A new process publishes it again; the stream's duplicate window drops
-	// the repeat, and the outbox row is marked at last.
-	q := startProcess(t, env)
-	waitRows(t, pool, 0, time.Minute, unsentEvents)
-	require.Len(t, readStream(t, js), 1, "the repeat within the duplicate window added nothing")
-	require.Equal(t, 1.0, scrape(t, q.client, q.URL+"/metrics").value("chargeonce_events_published_total", "duplicate", "true"),
-		"the broker told the relay it had the event already")
-
-	// Beyond the window the stream would keep a repeat: the consumer's own
-	// deduplication is what makes the effect once. Publish the same event
-	// again under another message id, as a repeat the window has forgotten.
-	_, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: onStream[0].subject, Data: eventJSON(t, onStream[0].event)},
-		jetstream.WithMsgID("repeat-after-the-window"))
-	require.NoError(t, err)
-
-	c := spawn(t, env, "consume", "receipts")
-	waitLogged(t, c.exited, c.logs, regexp.MustCompile(`(already has its receipt)`), time.Minute)
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts WHERE idempotency_key = $1", key),
-		"two deliveries of one event, one receipt")
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts"))
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
-	require.True(t, c.wait(t, 30*time.Second).Success(), "the consumer stops cleanly on SIGTERM")
-}
-
-func TestEvents_ReceiptsConsumerKilledBeforeAck_RedeliveredStillOneReceipt(t *testing.T) {
-	t.Parallel()
-	broker := eventstest.New(t)
-	dbURL := dbtest.NewDatabase(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": broker.URL()}
-	s := startServer(t, dbURL, env)
-	pool := openPool(t, dbURL)
-
-	keys := []string{newKey(), newKey(), newKey()}
-	for i, key := range keys {
-		require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", key, visa(700+i)).Data.ChargeCard.Status)
-	}
-	declined := s.chargeCard(t, "demo-key", newKey(), withPaymentMethod("pm_card_chargeDeclined"))
-	require.Equal(t, "FAILED", declined.Data.ChargeCard.Status)
-	waitRows(t, pool, 0, 30*time.Second, unsentEvents)
-
-	crashEnv := map[string]string{"CHARGEONCE_CRASH_AT": events.FaultAfterReceipt}
-	for k, v := range env {
-		crashEnv[k] = v
-	}
-	c := spawn(t, crashEnv, "consume", "receipts")
-	require.True(t, killedBySIGKILL(c.wait(t, time.Minute)), "the consumer died after its commit, before its ack")
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts"), "the first receipt was committed")
-
-	again := spawn(t, env, "consume", "receipts")
-	waitRows(t, pool, len(keys), time.Minute, "SELECT count(*) FROM receipts")
-	waitLogged(t, again.exited, again.logs, regexp.MustCompile(`(already has its receipt)`), time.Minute)
-	for _, key := range keys {
-		require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts WHERE idempotency_key = $1", key))
-	}
-	require.Equal(t, len(keys), countRows(t, pool, `SELECT count(*) FROM receipts r
-		JOIN charge_events e ON e.id = r.event_id AND e.type = 'charge.succeeded'
-		JOIN charges c ON c.id = r.charge_id AND c.amount = r.amount`), "each receipt is its event's charge")
-	require.NoError(t, again.cmd.Process.Signal(syscall.SIGTERM))
-	require.True(t, again.wait(t, 30*time.Second).Success())
-	require.Equal(t, len(keys), countRows(t, pool, "SELECT count(*) FROM receipts"), "no receipt for the decline")
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db"
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
 )
 
@@ -23,8 +23,6 @@ func setup(t *testing.T) (*testServer, string) {
 	dbURL := dbtest.NewDatabase(t)
 	return startServer(t, dbURL, nil), dbURL
 }
-
-func newKey() string { return uuid.NewString() }
 
 func TestChargeCard_SameKeyConcurrently_ChargesOnce(t *testing.T) {
 	t.Parallel()
@@ -53,7 +51,7 @@ func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 	s, _ := setup(t)
 	key := newKey()
 	input := visa(4250)
-	input["orderId"] = "order-17"
+	input.OrderId = new("order-17")
 
 	first := s.chargeCard(t, "demo-key", key, input)
 	require.Empty(t, first.Errors)
@@ -63,8 +61,8 @@ func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 	require.Equal(t, key, p.IdempotencyKey)
 	require.Equal(t, 4250, p.Charge.Amount)
 	require.Equal(t, "USD", p.Charge.Currency)
-	require.Equal(t, "order-17", *p.Charge.OrderID)
-	require.True(t, strings.HasPrefix(p.Charge.ProviderChargeID, "ch_"))
+	require.Equal(t, "order-17", *p.Charge.OrderId)
+	require.True(t, strings.HasPrefix(p.Charge.ProviderChargeId, "ch_"))
 	require.NotNil(t, p.ExpiresAt)
 	require.Nil(t, p.RetryAfterMs)
 	require.Nil(t, p.Failure)
@@ -78,9 +76,9 @@ func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 
 	charges := s.providerCharges(t, "demo", key)
 	require.Len(t, charges, 1)
-	require.Equal(t, p.Charge.ProviderChargeID, charges[0].ID)
+	require.Equal(t, p.Charge.ProviderChargeId, charges[0].ID)
 	require.Equal(t, int64(4250), charges[0].Amount)
-	require.NotEqual(t, key, charges[0].Key, "the provider gets our own key, not the client's")
+	require.NotEqual(t, key, charges[0].IdempotencyKey, "the provider gets our own key, not the client's")
 }
 
 func TestChargeCard_SameKeyDifferentInput_IsRefused(t *testing.T) {
@@ -89,16 +87,16 @@ func TestChargeCard_SameKeyDifferentInput_IsRefused(t *testing.T) {
 	key := newKey()
 	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", key, visa(1000)).Data.ChargeCard.Status)
 
-	changes := map[string]func(map[string]any){
-		"amount":        func(in map[string]any) { in["amount"] = 1001 },
-		"currency":      func(in map[string]any) { in["currency"] = "EUR" },
-		"paymentMethod": func(in map[string]any) { in["paymentMethod"] = "pm_card_mastercard" },
-		"orderId":       func(in map[string]any) { in["orderId"] = "another-order" },
-		"description":   func(in map[string]any) { in["description"] = "something else" },
+	changes := map[string]func(*apiclient.ChargeCardInput){
+		"amount":        func(in *apiclient.ChargeCardInput) { in.Amount = 1001 },
+		"currency":      func(in *apiclient.ChargeCardInput) { in.Currency = "EUR" },
+		"paymentMethod": func(in *apiclient.ChargeCardInput) { in.PaymentMethod = "pm_card_mastercard" },
+		"orderId":       func(in *apiclient.ChargeCardInput) { in.OrderId = new("another-order") },
+		"description":   func(in *apiclient.ChargeCardInput) { in.Description = new("something else") },
 	}
 	for field, change := range changes {
 		in := visa(1000)
-		change(in)
+		change(&in)
 		r := s.chargeCard(t, "demo-key", key, in)
 		require.Equal(t, "IDEMPOTENCY_KEY_REUSED", r.code(t), field)
 		require.Nil(t, r.Data.ChargeCard)
@@ -110,7 +108,7 @@ func TestChargeCard_EquivalentInput_IsAReplay(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	key := newKey()
-	first := s.chargeCard(t, "demo-key", key, map[string]any{
+	first := s.chargeCardRaw(t, "demo-key", key, map[string]any{
 		"paymentMethod": "pm_card_visa", "currency": "USD", "amount": 500, "orderId": nil,
 	})
 	require.Equal(t, "SUCCEEDED", first.Data.ChargeCard.Status)
@@ -123,7 +121,7 @@ func TestChargeCard_EquivalentInput_IsAReplay(t *testing.T) {
 	second := s.do(t, bearer("demo-key"), mutation, nil)
 	require.Empty(t, second.Errors)
 	require.True(t, second.Data.ChargeCard.Replayed)
-	require.Equal(t, first.Data.ChargeCard.Charge.ID, second.Data.ChargeCard.Charge.ID)
+	require.Equal(t, first.Data.ChargeCard.Charge.Id, second.Data.ChargeCard.Charge.Id)
 }
 
 func TestChargeCard_Decline_IsStoredAndReplayed(t *testing.T) {
@@ -201,7 +199,7 @@ func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 	tests := []struct {
 		name  string
 		key   string
-		input map[string]any
+		input any
 		field string
 	}{
 		{"empty key", "", visa(100), "idempotencyKey"},
@@ -225,14 +223,14 @@ func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := s.chargeCard(t, "demo-key", tt.key, tt.input)
+			r := s.chargeCardRaw(t, "demo-key", tt.key, tt.input)
 			require.Equal(t, "BAD_USER_INPUT", r.code(t))
 			require.Equal(t, tt.field, r.Errors[0].Extensions["field"])
 			require.NotEmpty(t, r.Errors[0].Message)
 		})
 	}
 	// Limits themselves are accepted.
-	ok := s.chargeCard(t, "demo-key", long(255), map[string]any{
+	ok := s.chargeCardRaw(t, "demo-key", long(255), map[string]any{
 		"amount": 99_999_999, "currency": "JPY", "paymentMethod": "pm_card_visa", "orderId": long(100), "description": long(500),
 	})
 	require.Empty(t, ok.Errors)
@@ -249,10 +247,10 @@ func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 func TestChargeCard_MissingOrMistypedField_IsAGraphQLError(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	r := s.chargeCard(t, "demo-key", newKey(), map[string]any{"amount": "ten", "currency": "USD", "paymentMethod": "pm_card_visa"})
+	r := s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"amount": "ten", "currency": "USD", "paymentMethod": "pm_card_visa"})
 	require.NotEmpty(t, r.Errors)
 	require.NotEqual(t, "INTERNAL_SERVER_ERROR", r.Errors[0].Extensions["code"])
-	r = s.chargeCard(t, "demo-key", newKey(), map[string]any{"currency": "USD", "paymentMethod": "pm_card_visa"})
+	r = s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"currency": "USD", "paymentMethod": "pm_card_visa"})
 	require.NotEmpty(t, r.Errors)
 	require.NotEqual(t, "INTERNAL_SERVER_ERROR", r.Errors[0].Extensions["code"])
 }
@@ -272,13 +270,13 @@ func TestChargeCard_KeysAreScopedPerMerchant(t *testing.T) {
 	acme := s.chargeCard(t, acmeKey, key, visa(999)).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", acme.Status, "the same key string is acme's own attempt, not a reuse")
 	require.False(t, acme.Replayed)
-	require.NotEqual(t, demo.Charge.ID, acme.Charge.ID)
+	require.NotEqual(t, demo.Charge.Id, acme.Charge.Id)
 	require.Len(t, s.providerCharges(t, "demo", key), 1)
 	require.Len(t, s.providerCharges(t, "acme", key), 1)
 	require.Equal(t, 100, s.chargeStatus(t, "demo-key", key).Data.ChargeStatus.Charge.Amount)
 }
 
-func TestChargeStatus(t *testing.T) {
+func TestChargeStatus_ReportsTheStoredAttempt_NullForAnUnusedKey(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	require.Nil(t, s.chargeStatus(t, "demo-key", newKey()).Data.ChargeStatus, "a key never used is null")
@@ -287,11 +285,11 @@ func TestChargeStatus(t *testing.T) {
 	status := s.chargeStatus(t, "demo-key", key)
 	require.Empty(t, status.Errors)
 	require.Equal(t, "SUCCEEDED", status.Data.ChargeStatus.Status)
-	require.Equal(t, charged.Charge.ID, status.Data.ChargeStatus.Charge.ID)
+	require.Equal(t, charged.Charge.Id, status.Data.ChargeStatus.Charge.Id)
 	require.Equal(t, "BAD_USER_INPUT", s.chargeStatus(t, "demo-key", "no spaces allowed").code(t))
 }
 
-func TestAuth(t *testing.T) {
+func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 	t.Parallel()
 	s, dbURL := setup(t)
 	tests := map[string]map[string]string{
@@ -309,13 +307,12 @@ func TestAuth(t *testing.T) {
 		require.Empty(t, s.providerCharges(t, "demo", key), name)
 	}
 
-	// A key made by `chargeonce apikey create` works, and is shown only once.
-	var out syncBuffer
-	getenv := func(k string) string { return map[string]string{"DATABASE_URL": dbURL}[k] }
-	require.NoError(t, run(context.Background(), []string{"chargeonce", "apikey", "create", "shop"}, getenv, &out, &out))
-	fields := strings.Fields(out.String())
-	apiKey := fields[len(fields)-1]
-	require.True(t, strings.HasPrefix(apiKey, "co_sk_"), out.String())
+	// A key made as `chargeonce apikey create` makes one works, and is
+	// stored only as its hash (systest's TestAPIKeyCommands_… runs the
+	// command itself).
+	_, apiKey, err := merchant.New(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(apiKey, "co_sk_"), apiKey)
 	r := s.chargeCard(t, apiKey, newKey(), visa(100))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
@@ -362,7 +359,7 @@ func TestChargeCard_IdempotencyKeyHeader(t *testing.T) {
 	require.Empty(t, s.providerCharges(t, "demo", other))
 }
 
-func TestServer_Endpoints(t *testing.T) {
+func TestServer_ProbesAndPlaygroundAnswer_QueriesRunOverGET(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	for path, want := range map[string]string{

@@ -1,11 +1,10 @@
-package main
+package app
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -14,9 +13,12 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
 )
 
@@ -31,8 +33,8 @@ const chargeUpdatedSubscription = `subscription Live($key: String!) { chargeUpda
 
 // liveMessage is one thing a subscription said: a state, errors, or its end.
 type liveMessage struct {
-	payload  *payload
-	errors   []gqlError
+	payload  *apiclient.ChargeResult
+	errors   gqlerror.List
 	complete bool
 }
 
@@ -49,9 +51,9 @@ func liveResponse(t *testing.T, b []byte) liveMessage {
 	t.Helper()
 	var r struct {
 		Data *struct {
-			ChargeUpdated *payload `json:"chargeUpdated"`
+			ChargeUpdated *apiclient.ChargeResult `json:"chargeUpdated"`
 		} `json:"data"`
-		Errors []gqlError `json:"errors"`
+		Errors gqlerror.List `json:"errors"`
 	}
 	require.NoError(t, json.Unmarshal(b, &r), "not a GraphQL response: %s", b)
 	m := liveMessage{errors: r.Errors}
@@ -163,7 +165,7 @@ func (c *wsClient) next(t *testing.T, id string) liveMessage {
 	case "complete":
 		return liveMessage{complete: true}
 	case "error":
-		var errs []gqlError
+		var errs gqlerror.List
 		require.NoError(t, json.Unmarshal(m.Payload, &errs))
 		return liveMessage{errors: errs}
 	}
@@ -249,9 +251,9 @@ func (s *sseStream) next(t *testing.T) (liveMessage, error) {
 				}
 				var r struct {
 					Data *struct {
-						ChargeUpdated *payload `json:"chargeUpdated"`
+						ChargeUpdated *apiclient.ChargeResult `json:"chargeUpdated"`
 					} `json:"data"`
-					Errors []gqlError `json:"errors"`
+					Errors gqlerror.List `json:"errors"`
 				}
 				err := json.Unmarshal([]byte(data), &r)
 				m := liveMessage{errors: r.Errors}
@@ -293,7 +295,7 @@ func (s *sseStream) mustNext(t *testing.T) liveMessage {
 // processingAttempt leaves an attempt of the demo merchant PROCESSING with
 // nobody holding it: the provider charged and lost its answer, and the
 // request handed the attempt on. Only a reconciler or a retry finalizes it.
-func processingAttempt(t *testing.T, s *testServer) (string, map[string]any) {
+func processingAttempt(t *testing.T, s *testServer) (string, apiclient.ChargeCardInput) {
 	t.Helper()
 	key, input := newKey(), withPaymentMethod("pm_card_lostResponse")
 	r := s.chargeCard(t, "demo-key", key, input)
@@ -303,8 +305,8 @@ func processingAttempt(t *testing.T, s *testServer) (string, map[string]any) {
 }
 
 // subscriptionsOpen reads the gauge of open subscriptions from s's /metrics.
-func subscriptionsOpen(t *testing.T, s *testServer) float64 {
-	t.Helper()
+func subscriptionsOpen(t require.TestingT, s *testServer) float64 {
+	helper(t)
 	return scrape(t, s.client, s.URL+"/metrics").value("chargeonce_subscriptions_open")
 }
 
@@ -340,13 +342,13 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 		final := next()
 		require.Empty(t, final.errors, name)
 		require.Equal(t, "SUCCEEDED", final.payload.Status, name)
-		require.Equal(t, retry.Charge.ID, final.payload.Charge.ID, name)
-		require.Equal(t, retry.Charge.ProviderChargeID, final.payload.Charge.ProviderChargeID, name)
+		require.Equal(t, retry.Charge.Id, final.payload.Charge.Id, name)
+		require.Equal(t, retry.Charge.ProviderChargeId, final.payload.Charge.ProviderChargeId, name)
 		require.True(t, next().complete, "%s: complete after the final state", name)
 	}
 	_, err := sse.next(t)
 	require.ErrorIs(t, err, io.EOF, "the event stream ends")
-	require.Eventually(t, func() bool { return subscriptionsOpen(t, a) == 0 }, liveWithin, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, subscriptionsOpen(c, a)) }, liveWithin, 20*time.Millisecond)
 	require.Len(t, a.providerCharges(t, "demo", key), 1)
 	require.Contains(t, a.logText(), "field=chargeUpdated", "the access log names what the stream ran")
 }
@@ -550,34 +552,14 @@ func TestChargeUpdated_ClientGoesAway_WatcherIsCleanedUp(t *testing.T) {
 	require.Equal(t, 2.0, subscriptionsOpen(t, s))
 
 	_ = ws.conn.CloseNow() // gone, without a word
-	require.Eventually(t, func() bool { return subscriptionsOpen(t, s) == 1 }, liveWithin, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 1.0, subscriptionsOpen(c, s)) }, liveWithin, 20*time.Millisecond)
 	sse.cancel()
-	require.Eventually(t, func() bool { return subscriptionsOpen(t, s) == 0 }, liveWithin, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, subscriptionsOpen(c, s)) }, liveWithin, 20*time.Millisecond)
 
 	// A client that says it is done (complete) ends its watcher too.
 	ws = liveWS(t, s, "demo-key", key)
 	require.Equal(t, "PROCESSING", ws.next(t, "1").payload.Status)
 	require.Equal(t, 1.0, subscriptionsOpen(t, s))
 	ws.send(t, wsMessage{Type: "complete", ID: "1"})
-	require.Eventually(t, func() bool { return subscriptionsOpen(t, s) == 0 }, liveWithin, 20*time.Millisecond)
-}
-
-func TestShutdown_ClosesOpenSubscriptions(t *testing.T) {
-	t.Parallel()
-	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
-	key, _ := processingAttempt(t, s)
-	ws := liveWS(t, s, "demo-key", key)
-	require.Equal(t, "PROCESSING", ws.next(t, "1").payload.Status)
-	sse := liveSSE(t, s, "demo-key", key)
-	require.Equal(t, "PROCESSING", sse.mustNext(t).payload.Status)
-
-	start := time.Now()
-	s.stop(t)
-	require.Less(t, time.Since(start), 20*time.Second, "the shutdown does not wait out its 30 s for the streams")
-	_, err := ws.read(t)
-	require.Error(t, err, "the websocket is closed")
-	require.False(t, errors.Is(err, context.DeadlineExceeded), "closed, not left open: %v", err)
-	_, err = sse.next(t)
-	require.Error(t, err, "the event stream ends without a complete event: the client knows to ask again")
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, subscriptionsOpen(c, s)) }, liveWithin, 20*time.Millisecond)
 }

@@ -1,13 +1,17 @@
-package main
+package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
@@ -43,15 +47,22 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var answers []answer
+	var errs []error
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for time.Since(start) < duration {
 				key := newKey()
-				r := s.send(t, "POST", "/graphql", jsonHeaders("Authorization", "Bearer demo-key"),
-					jsonBody(t, map[string]any{"query": chargeCardMutation, "variables": map[string]any{"key": key, "input": visa(100)}}))
-				g := r.gql(t)
+				body, _ := json.Marshal(map[string]any{"query": chargeCardMutation, "variables": map[string]any{"key": key, "input": visa(100)}})
+				r, err := s.trySend("POST", "/graphql", jsonHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body))
+				g, gqlErr := r.tryGQL()
+				if err := errors.Join(err, gqlErr); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
 				a := answer{key: key, status: r.status, retry: r.header.Get("Retry-After")}
 				if len(g.Errors) > 0 {
 					a.code, _ = g.Errors[0].Extensions["code"].(string)
@@ -67,6 +78,7 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	require.Empty(t, errs, "every request got a GraphQL answer")
 
 	var admitted, limited []answer
 	for _, a := range answers {
@@ -107,9 +119,10 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	// A client that waits as told gets through, once.
 	refused := limited[0]
 	time.Sleep(time.Duration(refused.ms) * time.Millisecond)
-	require.Eventually(t, func() bool {
-		r := s.chargeCard(t, "demo-key", refused.key, visa(100))
-		return len(r.Errors) == 0 && r.Data.ChargeCard.Status == "SUCCEEDED"
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		r := s.chargeCard(c, "demo-key", refused.key, visa(100))
+		require.Empty(c, r.Errors)
+		require.Equal(c, "SUCCEEDED", r.Data.ChargeCard.Status)
 	}, 5*time.Second, 100*time.Millisecond)
 	require.Len(t, s.providerCharges(t, "demo", refused.key), 1)
 }

@@ -1,0 +1,400 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"chargeonce/events/eventstest"
+	"chargeonce/internal/apiclient"
+	"chargeonce/internal/testlog"
+)
+
+// The harness of the API tests: chargeonce built as a server builds it
+// (LoadConfig, New, Handler, StartLoops) and served in process, without a
+// port, or on a real loopback listener where a test needs one (websockets,
+// event streams). Charges and status queries go through the typed client,
+// internal/apiclient; other documents and raw HTTP go through do and send.
+// Tests that need a real process (crashes, signals, the command line,
+// PostgreSQL restarts, listen addresses) are systest's.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	eventstest.StopShared()
+	os.Exit(code)
+}
+
+// testServer is a chargeonce server under test, with a client that reaches it.
+type testServer struct {
+	URL    string
+	client *http.Client
+	log    *testlog.Buffer // what the server logged
+}
+
+// logText is what the server has logged so far.
+func (s *testServer) logText() string { return s.log.String() }
+
+// testEnv is the environment of every test server, under the test's own.
+func testEnv(t *testing.T, dbURL string, env map[string]string) map[string]string {
+	vars := map[string]string{"DATABASE_URL": dbURL, "SIM_SLOW_DELAY": "300ms", "NATS_URL": eventstest.Shared(t).URL()}
+	maps.Copy(vars, env)
+	return vars
+}
+
+// startServer builds chargeonce against dbURL as the server does, from env
+// on top of the test defaults, and serves it in process until the test ends:
+// no port and no network. Its client, and the server's own provider client,
+// reach every in-process server by its host name, and anything else over
+// the network.
+func startServer(t *testing.T, dbURL string, env map[string]string) *testServer {
+	t.Helper()
+	s, _ := build(t, dbURL, env)
+	return s
+}
+
+// startListening is startServer on a real loopback listener as well, for
+// what needs one: a websocket, an event stream.
+func startListening(t *testing.T, dbURL string, env map[string]string) *testServer {
+	t.Helper()
+	s, handler := build(t, dbURL, env)
+	srv := httptest.NewUnstartedServer(handler)
+	srv.Config.ReadHeaderTimeout = 5 * time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &testServer{URL: srv.URL, client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: s.log}
+}
+
+// build builds and starts the app of a test server, registered in process,
+// and returns it with its handler.
+func build(t *testing.T, dbURL string, env map[string]string) (*testServer, http.Handler) {
+	t.Helper()
+	vars := testEnv(t, dbURL, env)
+	cfg, err := LoadConfig(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	logs := &testlog.Buffer{}
+	host := fmt.Sprintf("chargeonce-%d.test", serverSeq.Add(1))
+	providerURL := cfg.ProviderURL
+	if providerURL == "" {
+		providerURL = "http://" + host + "/provider"
+	}
+	a, err := New(context.Background(), cfg, NewLogger(cfg, logs), providerURL, testNet)
+	require.NoError(t, err)
+	srv := &inProcessServer{handler: Handler(a)}
+	inProcess.Store(host, srv)
+	stopLoops := a.StartLoops()
+	t.Cleanup(func() {
+		inProcess.Delete(host)
+		srv.inFlight.Wait() // as a server drains at shutdown
+		a.CloseStreams()
+		stopLoops()
+		a.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return &testServer{URL: "http://" + host, client: &http.Client{Timeout: time.Minute, Transport: testNet}, log: logs}, srv.handler
+}
+
+var (
+	serverSeq atomic.Int64
+	inProcess sync.Map // host name → *inProcessServer
+)
+
+type inProcessServer struct {
+	handler  http.Handler
+	inFlight sync.WaitGroup
+}
+
+// testNet carries a request to the in-process server named by its host, or
+// over the network when there is none.
+var testNet http.RoundTripper = inProcessTransport{network: &http.Transport{MaxIdleConnsPerHost: 256}}
+
+type inProcessTransport struct{ network http.RoundTripper }
+
+func (t inProcessTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
+	found, ok := inProcess.Load(req.URL.Host)
+	if !ok {
+		return t.network.RoundTrip(req)
+	}
+	srv := found.(*inProcessServer)
+	srv.inFlight.Add(1)
+	defer srv.inFlight.Done()
+	r := req.Clone(req.Context())
+	r.RemoteAddr = "127.0.0.1:41234"
+	r.RequestURI = req.URL.RequestURI()
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	rec := httptest.NewRecorder()
+	defer func() {
+		// A handler that aborts its response (http.ErrAbortHandler, as the
+		// development fault and the simulator's lost response do) is a
+		// connection the client sees break.
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("in-process server %s: connection broken: %v", req.URL.Host, p)
+		}
+	}()
+	srv.handler.ServeHTTP(rec, r)
+	if err := req.Context().Err(); err != nil {
+		return nil, err // the client hung up before the answer
+	}
+	resp = rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// gqlResponse is a GraphQL answer: a charge's payload, as the typed client
+// reads it, or errors.
+type gqlResponse struct {
+	Data struct {
+		ChargeCard   *apiclient.ChargeResult `json:"chargeCard"`
+		ChargeStatus *apiclient.ChargeResult `json:"chargeStatus"`
+	} `json:"data"`
+	Errors gqlerror.List `json:"errors"`
+}
+
+// code is the extensions.code of the only error.
+func (r gqlResponse) code(t *testing.T) string {
+	t.Helper()
+	require.Len(t, r.Errors, 1, "want exactly one error")
+	code, _ := r.Errors[0].Extensions["code"].(string)
+	return code
+}
+
+// answered is the typed client's answer as a gqlResponse: its result, or
+// the errors of an *apiclient.Error; any other error is returned.
+func answered(res *apiclient.ChargeResult, err error, field string) (gqlResponse, error) {
+	var r gqlResponse
+	var e *apiclient.Error
+	switch {
+	case errors.As(err, &e):
+		r.Errors = e.Errors
+	case err != nil:
+		return r, err
+	case field == "chargeStatus":
+		r.Data.ChargeStatus = res
+	default:
+		r.Data.ChargeCard = res
+	}
+	return r, nil
+}
+
+// helper marks the caller as a helper of t, when t is a test (and not the
+// collector of an EventuallyWithT condition).
+func helper(t require.TestingT) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+}
+
+// api is the typed client of s for the merchant of apiKey.
+func (s *testServer) api(apiKey string) *apiclient.Client {
+	return apiclient.New(s.URL, apiKey, s.client)
+}
+
+func (s *testServer) chargeCard(t require.TestingT, apiKey, key string, in apiclient.ChargeCardInput) gqlResponse {
+	helper(t)
+	res, err := s.api(apiKey).ChargeCard(context.Background(), key, in)
+	r, err := answered(res, err, "chargeCard")
+	require.NoError(t, err)
+	return r
+}
+
+// chargeCardRaw is chargeCard with an input that no typed input can be.
+func (s *testServer) chargeCardRaw(t *testing.T, apiKey, key string, input any) gqlResponse {
+	t.Helper()
+	res, err := s.api(apiKey).ChargeCardRaw(context.Background(), key, input)
+	r, err := answered(res, err, "chargeCard")
+	require.NoError(t, err)
+	return r
+}
+
+func (s *testServer) chargeStatus(t require.TestingT, apiKey, key string) gqlResponse {
+	helper(t)
+	res, err := s.api(apiKey).ChargeStatus(context.Background(), key)
+	r, err := answered(res, err, "chargeStatus")
+	require.NoError(t, err)
+	return r
+}
+
+// The payload fields of the documents the tests write themselves: the
+// typed client's, the demo's.
+const payloadFields = `idempotencyKey status replayed retryAfterMs expiresAt
+	charge { id amount currency orderId providerChargeId createdAt } failure { code message }`
+
+const chargeCardMutation = `mutation Charge($key: String!, $input: ChargeCardInput!) {
+	chargeCard(idempotencyKey: $key, input: $input) { ` + payloadFields + ` } }`
+
+const chargeStatusQuery = `query Status($key: String!) { chargeStatus(idempotencyKey: $key) { ` + payloadFields + ` } }`
+
+// do posts a GraphQL document that the typed client does not send, with
+// the given headers.
+func (s *testServer) do(t *testing.T, headers map[string]string, query string, vars map[string]any) gqlResponse {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	require.NoError(t, err)
+	h := jsonHeaders()
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	return s.send(t, http.MethodPost, "/graphql", h, bytes.NewReader(body)).gql(t)
+}
+
+// rawResponse is an HTTP answer, read whole.
+type rawResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes one HTTP request to the server, with every header in headers
+// (a key may repeat), and reads the answer whole.
+func (s *testServer) send(t *testing.T, method, path string, headers http.Header, body io.Reader) rawResponse {
+	t.Helper()
+	r, err := s.trySend(method, path, headers, body)
+	require.NoError(t, err)
+	return r
+}
+
+// trySend is send for a goroutine of the test's: it returns what fails.
+func (s *testServer) trySend(method, path string, headers http.Header, body io.Reader) (rawResponse, error) {
+	req, err := http.NewRequest(method, s.URL+path, body)
+	if err != nil {
+		return rawResponse{}, err
+	}
+	for k, vs := range headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return rawResponse{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return rawResponse{status: resp.StatusCode, header: resp.Header, body: b}, err
+}
+
+// gql decodes the answer as a GraphQL response.
+func (r rawResponse) gql(t *testing.T) gqlResponse {
+	t.Helper()
+	out, err := r.tryGQL()
+	require.NoError(t, err)
+	return out
+}
+
+// tryGQL is gql for a goroutine of the test's.
+func (r rawResponse) tryGQL() (gqlResponse, error) {
+	var out gqlResponse
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		return out, fmt.Errorf("not a GraphQL response: %w: %s", err, r.body)
+	}
+	return out, nil
+}
+
+// jsonHeaders are the headers of a JSON request, with more key/value pairs.
+func jsonHeaders(kv ...string) http.Header {
+	h := http.Header{"Content-Type": {"application/json"}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func bearer(apiKey string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + apiKey}
+}
+
+// providerCharges lists the charges the simulated provider made for a
+// client key of a merchant: the ground truth of how often money moved.
+func (s *testServer) providerCharges(t *testing.T, merchant, clientKey string) []apiclient.ProviderCharge {
+	t.Helper()
+	charges, err := s.api("").ProviderCharges(context.Background(), merchant, clientKey)
+	require.NoError(t, err)
+	return charges
+}
+
+func newKey() string { return uuid.NewString() }
+
+func visa(amount int) apiclient.ChargeCardInput {
+	return apiclient.ChargeCardInput{Amount: amount, Currency: "USD", PaymentMethod: "pm_card_visa"}
+}
+
+func withPaymentMethod(pm string) apiclient.ChargeCardInput {
+	in := visa(1999)
+	in.PaymentMethod = pm
+	return in
+}
+
+// storm sends n identical chargeCard requests at once, spread over servers.
+func storm(t *testing.T, servers []*testServer, n int, key string, in apiclient.ChargeCardInput) []gqlResponse {
+	t.Helper()
+	clients := make([]*apiclient.Client, len(servers))
+	for i, s := range servers {
+		clients[i] = s.api(apiclient.DemoAPIKey)
+	}
+	answers := apiclient.Storm(context.Background(), clients, n, key, in, 0)
+	responses := make([]gqlResponse, n)
+	for i, a := range answers {
+		r, err := answered(a.Result, a.Err, "chargeCard")
+		require.NoError(t, err, "request %d", i)
+		responses[i] = r
+	}
+	return responses
+}
+
+// requireOneCharge checks a storm's answers: never an error, only SUCCEEDED
+// with one charge id or PROCESSING, and exactly one charge at the provider.
+func requireOneCharge(t *testing.T, s *testServer, key string, in apiclient.ChargeCardInput, responses []gqlResponse) {
+	t.Helper()
+	chargeIDs := map[string]int{}
+	statuses := map[string]int{}
+	for i, r := range responses {
+		require.Empty(t, r.Errors, "response %d", i)
+		p := r.Data.ChargeCard
+		require.NotNil(t, p, "response %d", i)
+		statuses[p.Status]++
+		switch p.Status {
+		case "SUCCEEDED":
+			chargeIDs[p.Charge.Id]++
+		case "PROCESSING":
+			require.NotNil(t, p.RetryAfterMs)
+			require.Positive(t, *p.RetryAfterMs)
+		default:
+			t.Fatalf("response %d: status %s", i, p.Status)
+		}
+	}
+	t.Logf("statuses over %d requests: %v", len(responses), statuses)
+	require.Len(t, chargeIDs, 1, "all SUCCEEDED answers carry one charge id")
+	require.Equal(t, 1, len(s.providerCharges(t, "demo", key)), "exactly one charge at the provider")
+
+	// Once the first request is done, every retry is a replay of its charge.
+	var final *apiclient.ChargeResult
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		res, err := s.api(apiclient.DemoAPIKey).ChargeCard(context.Background(), key, in)
+		require.NoError(c, err)
+		require.Equal(c, "SUCCEEDED", res.Status)
+		final = res
+	}, 10*time.Second, 50*time.Millisecond)
+	require.True(t, final.Replayed)
+	for id := range chargeIDs {
+		require.Equal(t, id, final.Charge.Id)
+	}
+}
