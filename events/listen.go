@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
-	"chargeonce/internal/loop"
+	"chargeonce/loop"
 )
 
 // listen LISTENs on db.EventsChannel (see db.Listen) and signals wake, without

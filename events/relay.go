@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"chargeonce/db"
-	"chargeonce/internal/loop"
+	"chargeonce/loop"
 	"chargeonce/payment"
 )
 

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"chargeonce/internal/loop"
+	"chargeonce/loop"
 )
 
 // ReconcilerConfig tunes a Reconciler. Zero values take the defaults. The

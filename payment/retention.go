@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"chargeonce/internal/loop"
+	"chargeonce/loop"
 )
 
 // CleanerConfig tunes a Cleaner. Zero values take the defaults.

@@ -3,7 +3,7 @@ package webhook
 import (
 	"context"
 
-	"chargeonce/internal/loop"
+	"chargeonce/loop"
 )
 
 // clean forgets finished deliveries at once and then every CleanupInterval

@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"chargeonce/internal/loop"
+	"chargeonce/loop"
 	"chargeonce/metrics"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"chargeonce/internal/loop"
+	"chargeonce/loop"
 )
 
 // dbTimeout bounds each of the worker's statements.
