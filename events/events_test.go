@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -21,7 +22,6 @@ import (
 	"chargeonce/internal/testlog"
 	"chargeonce/merchant"
 	"chargeonce/payment"
-	"chargeonce/sqlc"
 )
 
 func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
@@ -48,10 +48,7 @@ func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
 		Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
 	body, err := json.Marshal(e)
 	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return sqlc.New(tx).InsertChargeEvent(ctx, sqlc.InsertChargeEventParams{ID: e.ID, Type: e.Type, MerchantID: m.ID,
-			IdempotencyKey: e.IdempotencyKey, AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt})
-	}))
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return writeOutbox(ctx, tx, e, body) }))
 
 	require.Eventually(t, func() bool {
 		info, err := stream.Info(ctx)
@@ -89,8 +86,7 @@ func TestRelay_AfterABatch_EventsGatherIntoTheNext(t *testing.T) {
 			Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
 		body, err := json.Marshal(e)
 		require.NoError(t, err)
-		require.NoError(t, sqlc.New(pool).InsertChargeEvent(ctx, sqlc.InsertChargeEventParams{ID: e.ID, Type: e.Type, MerchantID: m.ID,
-			IdempotencyKey: key, AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt}))
+		require.NoError(t, writeOutbox(ctx, pool, e, body))
 	}
 	unsent := func() int {
 		n, err := CountUnsent(ctx, pool)
@@ -186,4 +182,14 @@ func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testin
 	require.Equal(t, 1, total)
 	require.Contains(t, logs.String(), "dropping an event that can never be applied")
 	require.Equal(t, 1, strings.Count(logs.String(), "dropping an event"), "dropped once, not retried forever")
+}
+
+// writeOutbox writes e, whose JSON is body, to the outbox, as the payment
+// store does in the transaction that finalizes an attempt.
+func writeOutbox(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, e payment.Event, body []byte) error {
+	_, err := db.Exec(ctx, `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.Type, e.MerchantID, e.IdempotencyKey, e.AttemptID, body, e.OccurredAt)
+	return err
 }
