@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
@@ -154,11 +155,17 @@ func (s *sim) chargesWithKey(key string) []charge {
 // rowsWithKey counts the stored charges of key in the database itself.
 func (s *sim) rowsWithKey(key string) int {
 	s.t.Helper()
+	n, err := s.countWithKey(key)
+	require.NoError(s.t, err)
+	return n
+}
+
+// countWithKey is rowsWithKey for an EventuallyWithT condition.
+func (s *sim) countWithKey(key string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(context.Background(),
 		"SELECT count(*) FROM cardsim.charges WHERE idempotency_key = $1", key).Scan(&n)
-	require.NoError(s.t, err)
-	return n
+	return n, err
 }
 
 func decode[T any](t *testing.T, raw []byte) T {
@@ -292,7 +299,11 @@ func TestCreateCharge_SlowCardClientGivesUp_ChargeStillStored(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	// The provider finishes the charge although nobody waits for the answer.
-	require.Eventually(t, func() bool { return s.rowsWithKey(key) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		n, err := s.countWithKey(key)
+		require.NoError(c, err)
+		require.Equal(c, 1, n)
+	}, 10*time.Second, 20*time.Millisecond)
 	stored := s.chargesWithKey(key)
 	require.Len(t, stored, 1)
 	require.Equal(t, "succeeded", stored[0].Status)

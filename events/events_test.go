@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
@@ -88,18 +89,18 @@ func TestRelay_AfterABatch_EventsGatherIntoTheNext(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, writeOutbox(ctx, pool, e, body))
 	}
-	unsent := func() int {
+	allSent := func(c *assert.CollectT) {
 		n, err := CountUnsent(ctx, pool)
-		require.NoError(t, err)
-		return n
+		require.NoError(c, err)
+		require.Zero(c, n)
 	}
 	insert("first")
-	require.Eventually(t, func() bool { return unsent() == 0 }, 30*time.Second, 10*time.Millisecond)
+	require.EventuallyWithT(t, allSent, 30*time.Second, 10*time.Millisecond)
 	start := time.Now()
 	for i := range 20 {
 		insert(fmt.Sprintf("burst-%d", i)) // each in a transaction of its own, each with its NOTIFY
 	}
-	require.Eventually(t, func() bool { return unsent() == 0 }, 30*time.Second, 10*time.Millisecond)
+	require.EventuallyWithT(t, allSent, 30*time.Second, 10*time.Millisecond)
 	var batches int
 	require.NoError(t, pool.QueryRow(ctx,
 		"SELECT count(DISTINCT sent_at) FROM charge_events WHERE idempotency_key LIKE 'burst-%'").Scan(&batches))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
@@ -126,6 +127,28 @@ func requireStates(t *testing.T, states <-chan payment.Result, want ...payment.S
 	return got
 }
 
+// listener waits until the hub on pool's database has exactly one LISTEN
+// connection, not the one of backend pid not (0: any), and returns its pid.
+func listener(t *testing.T, pool *pgxpool.Pool, not int) int {
+	t.Helper()
+	var pid int
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pids := dbtest.ListenerPIDs(c, pool)
+		require.Len(c, pids, 1)
+		require.NotEqual(c, not, pids[0], "a new LISTEN connection")
+		pid = pids[0]
+	}, watchWithin, 20*time.Millisecond)
+	return pid
+}
+
+// cut ends the LISTEN connection of backend pid, as a database restart or
+// a network cut would.
+func cut(t *testing.T, pool *pgxpool.Pool, pid int) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
+}
+
 // status is the state of b's attempt for key.
 func (b *bundle) status(t *testing.T, key string) *payment.Result {
 	t.Helper()
@@ -226,8 +249,7 @@ func TestHub_ListenConnectionLost_ReconnectsAndWakesWatchers(t *testing.T) {
 	b := setup(t)
 	h := startHub(t, b, Config{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	b.processing(t, "before")
-	var lost []int
-	require.Eventually(t, func() bool { lost = dbtest.ListenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
+	lost := listener(t, b.pool, 0)
 	before, err := h.Watch(context.Background(), b.merchant, "before")
 	require.NoError(t, err)
 	first, _ := next(t, before)
@@ -236,28 +258,19 @@ func TestHub_ListenConnectionLost_ReconnectsAndWakesWatchers(t *testing.T) {
 	// The database drops the LISTEN connection; the attempt is finalized
 	// while it may be gone, so its notification may be lost: the watcher
 	// learns it when the hub is back and wakes everyone.
-	_, err = b.pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, lost[0])
-	require.NoError(t, err)
+	cut(t, b.pool, lost)
 	b.reconcile(t)
 	requireStates(t, before, payment.StatusSucceeded)
-	require.Eventually(t, func() bool {
-		pids := dbtest.ListenerPIDs(t, b.pool)
-		return len(pids) == 1 && pids[0] != lost[0]
-	}, watchWithin, 20*time.Millisecond, "a new LISTEN connection")
+	listener(t, b.pool, lost)
 }
 
 func TestHub_ListensAgain_AfterReconnect(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	h := startHub(t, b, Config{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
-	var lost []int
-	require.Eventually(t, func() bool { lost = dbtest.ListenerPIDs(t, b.pool); return len(lost) == 1 }, watchWithin, 20*time.Millisecond)
-	_, err := b.pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, lost[0])
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		pids := dbtest.ListenerPIDs(t, b.pool)
-		return len(pids) == 1 && pids[0] != lost[0]
-	}, watchWithin, 20*time.Millisecond, "a new LISTEN connection")
+	lost := listener(t, b.pool, 0)
+	cut(t, b.pool, lost)
+	listener(t, b.pool, lost)
 
 	b.processing(t, "k")
 	states, err := h.Watch(context.Background(), b.merchant, "k")

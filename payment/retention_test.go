@@ -1,13 +1,15 @@
 package payment
 
 import (
-	"chargeonce/db/dbtest"
 	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"chargeonce/db/dbtest"
+
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,8 +38,8 @@ func TestCleaner_Backlog_IsWorkedOffAtOnceWithRestsBetweenBatches(t *testing.T) 
 	go func() { defer close(done); cleaner.Run(runCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	require.Eventually(t, func() bool {
-		return dbtest.Query[int64](t, b.pool, "SELECT count(*) FROM charge_attempts")[0] == 0
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, []int64{0}, dbtest.Query[int64](c, b.pool, "SELECT count(*) FROM charge_attempts"))
 	}, 10*time.Second, 20*time.Millisecond, "three passes of at most 10 keys each, without waiting an hour between them")
 	mu.Lock()
 	defer mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
@@ -160,10 +161,9 @@ func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T)
 		done <- answer{r, err}
 	}()
 	// The claim waits on the uncommitted row of the same key.
-	require.Eventually(t, func() bool {
-		n := dbtest.Query[int64](t, b.pool, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%WITH claimed AS%'`)
-		return n[0] == 1
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, []int64{1}, dbtest.Query[int64](c, b.pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%WITH claimed AS%'`))
 	}, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, tx.Commit(ctx))
 

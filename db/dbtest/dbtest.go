@@ -34,6 +34,7 @@ import (
 
 	"chargeonce/db"
 	"chargeonce/db/localpg"
+	"chargeonce/internal/proc"
 )
 
 // EnvURL names the variable that points tests at an existing server. Its user
@@ -51,9 +52,9 @@ var server = sync.OnceValues(func() (*admin, error) {
 	defer cancel()
 	adminURL := os.Getenv(EnvURL)
 	if adminURL == "" {
-		root, err := repoRoot()
+		root, err := proc.ModuleRoot()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w; set %s", err, EnvURL)
 		}
 		srv, err := localpg.Start(ctx, localpg.Options{
 			Dir:  filepath.Join(root, ".data", "test-postgres"),
@@ -384,47 +385,38 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// repoRoot walks up from the working directory (a package dir under go test)
-// to the directory holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory; set %s", EnvURL)
-		}
-		dir = parent
-	}
+// TestingT is what Query and ListenerPIDs need of a test: a *testing.T, or
+// the collector of an EventuallyWithT condition, which runs off the test's
+// goroutine and must not end it.
+type TestingT interface {
+	Errorf(format string, args ...any)
+	FailNow()
 }
 
-// Query runs a one-column query on pool and returns its values, failing
-// the test on an error.
-func Query[T any](t testing.TB, pool *pgxpool.Pool, sql string, args ...any) []T {
-	t.Helper()
+// Query runs a one-column query on pool and returns its values, failing t
+// on an error.
+func Query[V any](t TestingT, pool *pgxpool.Pool, sql string, args ...any) []V {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rows, err := pool.Query(ctx, sql, args...)
-	if err != nil {
-		t.Fatalf("dbtest: %s: %v", sql, err)
+	if err == nil {
+		var values []V
+		if values, err = pgx.CollectRows(rows, pgx.RowTo[V]); err == nil {
+			return values
+		}
 	}
-	values, err := pgx.CollectRows(rows, pgx.RowTo[T])
-	if err != nil {
-		t.Fatalf("dbtest: %s: %v", sql, err)
-	}
-	return values
+	t.Errorf("dbtest: %s: %v", sql, err)
+	t.FailNow()
+	return nil
 }
 
 // ListenerPIDs are the backends of the LISTEN connections (db.Listen names
 // them chargeonce-listen) on pool's database: a test kills them to cut a
 // listener off.
-func ListenerPIDs(t testing.TB, pool *pgxpool.Pool) []int {
-	t.Helper()
+func ListenerPIDs(t TestingT, pool *pgxpool.Pool) []int {
 	return Query[int](t, pool,
 		`SELECT pid FROM pg_stat_activity WHERE application_name = 'chargeonce-listen' AND datname = current_database()`)
 }
