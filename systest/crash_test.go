@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"maps"
 	"syscall"
 	"testing"
 	"time"
@@ -11,64 +12,89 @@ import (
 	"chargeonce/internal/apiclient"
 )
 
+// crashCase is a server killed at one dangerous point of a charge, the
+// card it charges, and the status its attempt must end in.
+type crashCase struct {
+	crashAt       string
+	paymentMethod string
+	wantStatus    string
+}
+
+// eachCrash runs crash for each case, in parallel, on a database of its
+// own.
+func eachCrash(t *testing.T, cases []crashCase, crash func(t *testing.T, tt crashCase, dbURL string)) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.crashAt+"/"+tt.paymentMethod, func(t *testing.T) {
+			t.Parallel()
+			crash(t, tt, dbtest.NewDatabase(t))
+		})
+	}
+}
+
+// withCrash is env with the fault that kills chargeonce (SIGKILL) at a
+// dangerous point.
+func withCrash(env map[string]string, at string) map[string]string {
+	vars := maps.Clone(env)
+	vars["CHARGEONCE_CRASH_AT"] = at
+	return vars
+}
+
+// chargeUntilCrash starts a server with env that dies at tt.crashAt,
+// charges tt's card with a new key through it, and requires that the
+// server died of SIGKILL before it answered. It returns the key.
+func chargeUntilCrash(t *testing.T, env map[string]string, tt crashCase) string {
+	t.Helper()
+	doomed := startServer(t, withCrash(env, tt.crashAt))
+	key := newKey()
+	_, err := doomed.demo().ChargeCard(t.Context(), key, withPaymentMethod(tt.paymentMethod))
+	requireConnectionDied(t, err)
+	requireKilled(t, doomed.Process, 10*time.Second, "the server died of SIGKILL at %s", tt.crashAt)
+	return key
+}
+
 func TestCrash_KilledAtEachDangerousPoint_NeverChargesTwice(t *testing.T) {
 	needsProcesses(t)
 	t.Parallel()
-	tests := []struct {
-		crashAt       string
-		paymentMethod string
-		wantStatus    string
-	}{
+	eachCrash(t, []crashCase{
 		{"after-claim", "pm_card_visa", "SUCCEEDED"},
 		{"after-provider", "pm_card_visa", "SUCCEEDED"},
 		{"after-finalize", "pm_card_visa", "SUCCEEDED"},
 		{"after-claim", "pm_card_chargeDeclined", "FAILED"},
 		{"after-provider", "pm_card_chargeDeclined", "FAILED"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.crashAt+"/"+tt.paymentMethod, func(t *testing.T) {
-			t.Parallel()
-			dbURL := dbtest.NewDatabase(t)
-			// The provider runs in a process of its own, as a real one would:
-			// the crash takes down chargeonce, not the provider.
-			provider := startServer(t, map[string]string{"DATABASE_URL": dbURL, "RECONCILE_INTERVAL": "1h"})
-			providerURL := provider.URL + "/provider"
+	}, func(t *testing.T, tt crashCase, dbURL string) {
+		// The provider runs in a process of its own, as a real one would:
+		// the crash takes down chargeonce, not the provider.
+		provider := startServer(t, map[string]string{"DATABASE_URL": dbURL, "RECONCILE_INTERVAL": "1h"})
+		providerURL := provider.URL + "/provider"
+		key := chargeUntilCrash(t, map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": providerURL}, tt)
 
-			doomed := startServer(t, map[string]string{
-				"DATABASE_URL": dbURL, "PROVIDER_URL": providerURL, "CHARGEONCE_CRASH_AT": tt.crashAt,
-			})
-			key := newKey()
-			_, err := doomed.demo().ChargeCard(t.Context(), key, withPaymentMethod(tt.paymentMethod))
-			requireConnectionDied(t, err)
-			requireKilled(t, doomed.Process, 10*time.Second, "the server died of SIGKILL at %s", tt.crashAt)
+		// A fresh instance (a restart, or another replica) settles the attempt.
+		survivor := startServer(t, map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": providerURL})
+		final := survivor.finalStatus(t, key, 15*time.Second) // lease 2s + interval 200ms, with room
+		require.Equal(t, tt.wantStatus, final.Status)
 
-			// A fresh instance (a restart, or another replica) settles the attempt.
-			survivor := startServer(t, map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": providerURL})
-			final := survivor.finalStatus(t, key, 15*time.Second) // lease 2s + interval 200ms, with room
-			require.Equal(t, tt.wantStatus, final.Status)
-
-			var succeeded []apiclient.ProviderCharge
-			for _, c := range provider.providerCharges(t, key) {
-				if c.Status == "succeeded" {
-					succeeded = append(succeeded, c)
-				}
+		var succeeded []apiclient.ProviderCharge
+		for _, c := range provider.providerCharges(t, key) {
+			if c.Status == "succeeded" {
+				succeeded = append(succeeded, c)
 			}
-			if tt.wantStatus == "SUCCEEDED" {
-				require.Equal(t, 1, len(succeeded), "exactly one charge at the provider")
-				require.Equal(t, succeeded[0].ID, final.Charge.ProviderChargeId, "the stored result matches the provider")
-			} else {
-				require.Empty(t, succeeded, "a declined card is never charged")
-				require.Equal(t, "card_declined", final.Failure.Code)
-			}
+		}
+		if tt.wantStatus == "SUCCEEDED" {
+			require.Equal(t, 1, len(succeeded), "exactly one charge at the provider")
+			require.Equal(t, succeeded[0].ID, final.Charge.ProviderChargeId, "the stored result matches the provider")
+		} else {
+			require.Empty(t, succeeded, "a declined card is never charged")
+			require.Equal(t, "card_declined", final.Failure.Code)
+		}
 
-			replay := survivor.chargeCard(t, apiclient.DemoAPIKey, key, withPaymentMethod(tt.paymentMethod))
-			require.Equal(t, tt.wantStatus, replay.Status)
-			require.True(t, replay.Replayed, "the retry is a replay of the final result")
-			if final.Charge != nil {
-				require.Equal(t, final.Charge.Id, replay.Charge.Id)
-			}
-		})
-	}
+		replay := survivor.chargeCard(t, apiclient.DemoAPIKey, key, withPaymentMethod(tt.paymentMethod))
+		require.Equal(t, tt.wantStatus, replay.Status)
+		require.True(t, replay.Replayed, "the retry is a replay of the final result")
+		if final.Charge != nil {
+			require.Equal(t, final.Charge.Id, replay.Charge.Id)
+		}
+	})
 }
 
 func TestShutdown_SIGTERM_FinishesInFlightCharges(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"chargeonce/events/eventstest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/internal/cli"
 	"chargeonce/internal/listening"
 	"chargeonce/internal/proc"
 	"chargeonce/internal/testlog"
@@ -85,6 +86,34 @@ func start(t *testing.T, env map[string]string, stdout *testlog.Buffer, args ...
 		}
 	})
 	return p
+}
+
+// requireKilled waits for p to die of SIGKILL, as a fault makes it.
+func requireKilled(t *testing.T, p *proc.Process, within time.Duration, msgAndArgs ...any) {
+	t.Helper()
+	state, err := p.Wait(within)
+	require.NoError(t, err)
+	require.True(t, proc.KilledBy(state, syscall.SIGKILL), msgAndArgs...)
+}
+
+// requireStopsCleanly sends p SIGTERM and requires a clean exit within
+// the time given.
+func requireStopsCleanly(t *testing.T, p *proc.Process, within time.Duration, msg string) {
+	t.Helper()
+	require.NoError(t, p.Signal(syscall.SIGTERM))
+	state, err := p.Wait(within)
+	require.NoError(t, err, msg)
+	require.True(t, state.Success(), "%s: a clean exit, not %s", msg, state)
+}
+
+// waitLogged waits until p's output holds a line that re matches; it
+// fails if p exits first or nothing matches within the time given.
+func waitLogged(t *testing.T, p *proc.Process, re *regexp.Regexp, within time.Duration) {
+	t.Helper()
+	logged := func() bool { return re.MatchString(p.Output()) }
+	require.Eventually(t, func() bool { return logged() || p.Exited() }, within, 10*time.Millisecond,
+		"nothing logged matches %s after %s", re, within)
+	require.True(t, logged(), "%s exited (%s) before logging %s", p.Name, p.State(), re)
 }
 
 // server is `chargeonce serve` running as a process.
@@ -159,33 +188,10 @@ func (r commandResult) requireFailed(t *testing.T, wants ...string) {
 	}
 }
 
-// requireKilled waits for p to die of SIGKILL, as a fault makes it.
-func requireKilled(t *testing.T, p *proc.Process, within time.Duration, msgAndArgs ...any) {
+// requireUsage requires that the command was refused as one chargeonce
+// does not have: exit status 2, with the usage.
+func (r commandResult) requireUsage(t *testing.T) {
 	t.Helper()
-	state, err := p.Wait(within)
-	require.NoError(t, err)
-	require.True(t, proc.KilledBy(state, syscall.SIGKILL), msgAndArgs...)
-}
-
-// requireStopsCleanly sends p SIGTERM and requires a clean exit.
-func requireStopsCleanly(t *testing.T, p *proc.Process, msg string) {
-	t.Helper()
-	require.NoError(t, p.Signal(syscall.SIGTERM))
-	state, err := p.Wait(30 * time.Second)
-	require.NoError(t, err)
-	require.True(t, state.Success(), "%s: %s", msg, state)
-}
-
-// waitLogged waits until p's output holds a line that re matches, and
-// returns the first group; it fails if p exits first or nothing matches
-// within the time given.
-func waitLogged(t *testing.T, p *proc.Process, re *regexp.Regexp, within time.Duration) string {
-	t.Helper()
-	var m []string
-	require.Eventually(t, func() bool {
-		m = re.FindStringSubmatch(p.Output())
-		return m != nil || p.Exited()
-	}, within, 10*time.Millisecond, "nothing logged matches %s after %s", re, within)
-	require.NotNil(t, m, "%s exited (%s) before logging %s", p.Name, p.State(), re)
-	return m[1]
+	require.Equal(t, 2, r.code, "not refused with the usage:\n%s%s", r.stdout, r.stderr)
+	require.Contains(t, r.stderr, cli.ErrUsage.Error())
 }
