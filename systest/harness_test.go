@@ -125,7 +125,8 @@ type server struct {
 }
 
 // startServer starts `chargeonce serve` on a port of its own choosing,
-// with env on top of short test intervals and the shared broker, and
+// with env on top of short test intervals and the shared broker (unless
+// env names a broker of the test's own), and
 // waits until it has said where it listens and answers /readyz.
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
@@ -134,7 +135,9 @@ func startServer(t *testing.T, env map[string]string) *server {
 		"SIM_SLOW_DELAY":     "300ms",
 		"PROCESSING_LEASE":   "2s",
 		"RECONCILE_INTERVAL": "200ms",
-		"NATS_URL":           eventstest.Shared(t).URL(),
+	}
+	if _, own := env["NATS_URL"]; !own {
+		vars["NATS_URL"] = eventstest.Shared(t).URL()
 	}
 	maps.Copy(vars, env)
 	s := &server{Process: start(t, vars, nil, "serve"),
