@@ -71,6 +71,10 @@ type Options struct {
 	// Output also gets everything the process writes (a log file, say);
 	// nil: it is only kept.
 	Output io.Writer
+	// Stdout, when set, gets the standard output alone, and the kept
+	// output is the standard error: for a command whose answer is what it
+	// prints, apart from what it logs.
+	Stdout io.Writer
 	// Group runs it in a process group of its own, which every signal then
 	// reaches whole (its children too), and which a terminal's Ctrl-C does
 	// not.
@@ -105,6 +109,9 @@ func Start(binary string, opts Options) (*Process, error) {
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
+	if opts.Stdout != nil {
+		cmd.Stdout = opts.Stdout
+	}
 	p := &Process{Name: filepath.Base(binary), cmd: cmd, done: make(chan struct{}), listens: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -48,4 +49,16 @@ func TestReady_ChecksUntilNil(t *testing.T) {
 	require.Equal(t, 3, calls)
 	require.NoError(t, p.Kill())
 	require.True(t, KilledBy(p.State(), syscall.SIGKILL))
+}
+
+func TestStart_Stdout_KeepsTheAnswerApartFromTheLog(t *testing.T) {
+	t.Parallel()
+	var stdout strings.Builder
+	p, err := Start("/bin/sh", Options{Args: []string{"-c", "echo the answer; echo a log line >&2; exit 2"}, Stdout: &stdout})
+	require.NoError(t, err)
+	state, err := p.Wait(10 * time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 2, state.ExitCode())
+	require.Equal(t, "the answer\n", stdout.String(), "all of it, once the process is done")
+	require.Equal(t, "a log line\n", p.Output())
 }

@@ -1,0 +1,140 @@
+package systest
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+	"chargeonce/events"
+	"chargeonce/events/eventstest"
+	"chargeonce/internal/apiclient"
+	"chargeonce/payment"
+)
+
+// streamed is one message of the CHARGES stream.
+type streamed struct {
+	msgID, subject string
+	event          payment.Event
+}
+
+// readStream reads every message of the CHARGES stream, in order.
+func readStream(t *testing.T, js jetstream.JetStream) []streamed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, events.Stream)
+	require.NoError(t, err)
+	info, err := stream.Info(ctx)
+	require.NoError(t, err)
+	total := int(info.State.Msgs)
+	out := make([]streamed, 0, total)
+	if total == 0 {
+		return out
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	for len(out) < total {
+		batch, err := cons.Fetch(total-len(out), jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for msg := range batch.Messages() {
+			e, err := payment.ParseEvent(msg.Data())
+			require.NoError(t, err)
+			out = append(out, streamed{msgID: msg.Headers().Get(jetstream.MsgIDHeader), subject: msg.Subject(), event: e})
+		}
+		require.NoError(t, batch.Error())
+	}
+	return out
+}
+
+const unsentEvents = "SELECT count(*) FROM charge_events WHERE sent_at IS NULL"
+
+// alreadyReceipted is what the receipts consumer logs for an event it has
+// handled before.
+var alreadyReceipted = regexp.MustCompile(`already has its receipt`)
+
+func TestEvents_KilledBetweenPublishAndMark_PublishedAgain_OneReceipt(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	broker := eventstest.New(t)
+	dbURL := dbtest.NewDatabase(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": broker.URL()}
+	pool := openPool(t, dbURL)
+
+	p := startServer(t, withCrash(env, events.FaultAfterPublish))
+	key := newKey()
+	// The relay dies as soon as the broker acked the event, which may be
+	// before or after the response went out: the answer may be lost.
+	_, _ = p.demo().ChargeCard(t.Context(), key, visa(1234))
+	requireKilled(t, p.Process, time.Minute, "the relay died between the broker's ack and the mark")
+	require.Equal(t, "SUCCEEDED", attemptStatus(t, pool, key))
+
+	js := broker.JetStream(t)
+	onStream := readStream(t, js)
+	require.Len(t, onStream, 1, "the broker has the event")
+	require.Equal(t, 1, countRows(t, pool, unsentEvents), "the outbox does not know it was sent")
+
+	// A new process publishes it again; the stream's duplicate window drops
+	// the repeat, and the outbox row is marked at last.
+	q := startServer(t, env)
+	waitRows(t, pool, 0, time.Minute, unsentEvents)
+	require.Len(t, readStream(t, js), 1, "the repeat within the duplicate window added nothing")
+	require.Equal(t, 1.0, scrape(t, q.HTTP, q.URL+"/metrics").value("chargeonce_events_published_total", "duplicate", "true"),
+		"the broker told the relay it had the event already")
+
+	// Beyond the window the stream would keep a repeat: the consumer's own
+	// deduplication is what makes the effect once. Publish the same event
+	// again under another message id, as a repeat the window has forgotten.
+	data, err := json.Marshal(onStream[0].event)
+	require.NoError(t, err)
+	_, err = js.PublishMsg(context.Background(), &nats.Msg{Subject: onStream[0].subject, Data: data},
+		jetstream.WithMsgID("repeat-after-the-window"))
+	require.NoError(t, err)
+
+	c := start(t, env, nil, "consume", "receipts")
+	waitLogged(t, c, alreadyReceipted, time.Minute)
+	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts WHERE idempotency_key = $1", key),
+		"two deliveries of one event, one receipt")
+	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts"))
+	requireStopsCleanly(t, c, 30*time.Second, "the consumer stops cleanly on SIGTERM")
+}
+
+func TestEvents_ReceiptsConsumerKilledBeforeAck_RedeliveredStillOneReceipt(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	broker := eventstest.New(t)
+	dbURL := dbtest.NewDatabase(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": broker.URL()}
+	s := startServer(t, env)
+	pool := openPool(t, dbURL)
+
+	keys := []string{newKey(), newKey(), newKey()}
+	for i, key := range keys {
+		require.Equal(t, "SUCCEEDED", s.chargeCard(t, apiclient.DemoAPIKey, key, visa(700+i)).Status)
+	}
+	declined := s.chargeCard(t, apiclient.DemoAPIKey, newKey(), withPaymentMethod("pm_card_chargeDeclined"))
+	require.Equal(t, "FAILED", declined.Status)
+	waitRows(t, pool, 0, 30*time.Second, unsentEvents)
+
+	c := start(t, withCrash(env, events.FaultAfterReceipt), nil, "consume", "receipts")
+	requireKilled(t, c, time.Minute, "the consumer died after its commit, before its ack")
+	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts"), "the first receipt was committed")
+
+	again := start(t, env, nil, "consume", "receipts")
+	waitRows(t, pool, len(keys), time.Minute, "SELECT count(*) FROM receipts")
+	waitLogged(t, again, alreadyReceipted, time.Minute)
+	for _, key := range keys {
+		require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM receipts WHERE idempotency_key = $1", key))
+	}
+	require.Equal(t, len(keys), countRows(t, pool, `SELECT count(*) FROM receipts r
+		JOIN charge_events e ON e.id = r.event_id AND e.type = 'charge.succeeded'
+		JOIN charges c ON c.id = r.charge_id AND c.amount = r.amount`), "each receipt is its event's charge")
+	requireStopsCleanly(t, again, 30*time.Second, "the consumer stops cleanly on SIGTERM")
+	require.Equal(t, len(keys), countRows(t, pool, "SELECT count(*) FROM receipts"), "no receipt for the decline")
+}

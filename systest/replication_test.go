@@ -1,0 +1,120 @@
+package systest
+
+import (
+	"context"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/localpg"
+	"chargeonce/internal/apiclient"
+)
+
+// startReplicatedPostgres starts, for this test alone, a primary with
+// durable settings (synchronous_commit on) and a streaming standby of it,
+// and waits until the standby streams. Both stop when the test ends.
+func startReplicatedPostgres(t *testing.T) (primary, standby *localpg.Server) {
+	t.Helper()
+	dir := postgresDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	primary, err := localpg.Start(ctx, localpg.Options{Dir: filepath.Join(dir, "primary")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = primary.Stop(context.Background()) })
+	standby, err = localpg.StartStandby(ctx, primary, localpg.Options{Dir: filepath.Join(dir, "standby")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = standby.Stop(context.Background()) })
+	pool := openPool(t, primary.AdminURL)
+	require.Eventually(t, func() bool {
+		var n int
+		return pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'").Scan(&n) == nil && n == 1
+	}, time.Minute, 50*time.Millisecond, "the standby streams")
+	return primary, standby
+}
+
+// hostPort is the host:port of a local server's URL.
+func hostPort(t *testing.T, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	return u.Host
+}
+
+// A server started on a database that replicates asynchronously says so at
+// start, in a WARN line; once a synchronous standby is named, it does not.
+func TestStart_AsynchronousStandby_Warns(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	primary, _ := startReplicatedPostgres(t)
+	ctx := context.Background()
+
+	async := startServer(t, map[string]string{"DATABASE_URL": primary.URL, "LOG_FORMAT": "json"})
+	warned := logLines(t, async.Output(), func(l map[string]any) bool {
+		msg, _ := l["msg"].(string)
+		return l["level"] == "WARN" && strings.HasPrefix(msg, "asynchronous replication:")
+	})
+	require.Len(t, warned, 1, "one WARN at start:\n%s", async.Output())
+	require.Contains(t, warned[0]["msg"], "synchronous_standby_names is empty")
+
+	admin := openPool(t, primary.AdminURL)
+	_, err := admin.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, "SELECT pg_reload_conf()")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var state string
+		return admin.QueryRow(ctx, "SELECT sync_state FROM pg_stat_replication").Scan(&state) == nil && state == "sync"
+	}, 30*time.Second, 50*time.Millisecond)
+
+	durable := startServer(t, map[string]string{"DATABASE_URL": primary.URL})
+	require.NotContains(t, durable.Output(), "asynchronous replication", "a synchronous standby: nothing to warn of")
+	require.Equal(t, "SUCCEEDED", durable.chargeCard(t, apiclient.DemoAPIKey, newKey(), visa(100)).Status,
+		"commits wait for the synchronous standby, and complete")
+
+	// A session that does not wait for the standby is as unsafe.
+	local := startServer(t, map[string]string{"DATABASE_URL": primary.URL + "&synchronous_commit=local"})
+	require.Contains(t, local.Output(), `asynchronous replication: synchronous_commit is \"local\"`)
+}
+
+// DATABASE_URL may name several hosts: with target_session_attrs=read-write
+// the server connects to whichever is the primary, and never reads from the
+// standby, even for a replay. The standby's replay is paused, so a read
+// there would not find the key that the primary holds.
+func TestDatabaseURL_SeveralHosts_ConnectsToThePrimaryAndReplaysFromIt(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	primary, standby := startReplicatedPostgres(t)
+	ctx := context.Background()
+	standbyPool := openPool(t, standby.AdminURL)
+	_, err := standbyPool.Exec(ctx, "SELECT pg_wal_replay_pause()")
+	require.NoError(t, err)
+
+	u, err := url.Parse(primary.URL)
+	require.NoError(t, err)
+	u.Host = hostPort(t, standby.URL) + "," + hostPort(t, primary.URL) // the standby first
+	q := u.Query()
+	q.Set("target_session_attrs", "read-write")
+	u.RawQuery = q.Encode()
+	s := startServer(t, map[string]string{"DATABASE_URL": u.String()})
+
+	key := newKey()
+	first := s.chargeCard(t, apiclient.DemoAPIKey, key, visa(1999))
+	require.Equal(t, "SUCCEEDED", first.Status)
+	replay := s.chargeCard(t, apiclient.DemoAPIKey, key, visa(1999))
+	require.True(t, replay.Replayed)
+	require.Equal(t, first.Charge.Id, replay.Charge.Id)
+	status := s.chargeStatus(t, key)
+	require.Equal(t, "SUCCEEDED", status.Status)
+
+	var onStandby int
+	require.NoError(t, standbyPool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE backend_type = 'client backend' AND datname = 'chargeonce'`).Scan(&onStandby))
+	require.Zero(t, onStandby, "no connection of the server stays on the standby")
+	var seen bool
+	require.NoError(t, standbyPool.QueryRow(ctx, "SELECT pg_is_wal_replay_paused()").Scan(&seen))
+	require.True(t, seen, "the standby was behind all along")
+}

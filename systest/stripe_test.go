@@ -1,0 +1,100 @@
+package systest
+
+import (
+	"maps"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/apiclient"
+	"chargeonce/provider/stripe"
+	"chargeonce/provider/stripe/stripefake"
+)
+
+// fakeStripe starts a fake Stripe for the test, and returns it with the
+// environment that points chargeonce at it.
+func fakeStripe(t *testing.T) (*stripefake.Server, map[string]string) {
+	t.Helper()
+	fake := stripefake.New("")
+	t.Cleanup(fake.Close)
+	return fake, map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": fake.SecretKey, "STRIPE_API_BASE": fake.URL}
+}
+
+// withFakeStripe is env, charging through a fake Stripe of the test's own.
+func withFakeStripe(t *testing.T, env map[string]string) map[string]string {
+	t.Helper()
+	_, vars := fakeStripe(t)
+	maps.Copy(vars, env)
+	return vars
+}
+
+func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	eachCrash(t, []crashCase{
+		{"after-claim", "pm_card_visa", "SUCCEEDED"},
+		{"after-provider", "pm_card_visa", "SUCCEEDED"},
+		{"after-finalize", "pm_card_visa", "SUCCEEDED"},
+		{"after-provider", "pm_card_chargeDeclined", "FAILED"},
+		{"after-provider", "pm_card_authenticationRequired", "FAILED"},
+	}, func(t *testing.T, tt crashCase, dbURL string) {
+		// Stripe lives outside the process that dies: the crash takes
+		// down chargeonce, not Stripe.
+		fake, env := fakeStripe(t)
+		env["DATABASE_URL"] = dbURL
+		key := chargeUntilCrash(t, env, tt)
+		if tt.crashAt != "after-claim" {
+			require.Len(t, intentsFor(fake, key), 1, "Stripe answered before the crash")
+		}
+
+		// A new process (a restart, or another replica) settles the attempt.
+		survivor := startServer(t, env)
+		final := survivor.finalStatus(t, key, 20*time.Second)
+		require.Equal(t, tt.wantStatus, final.Status)
+		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		intents := fake.IntentsFor(stripe.MetadataAttemptID, attemptID)
+		require.Len(t, intents, 1, "exactly one PaymentIntent for the attempt")
+		require.Len(t, intentsFor(fake, key), 1, "and for the client's key")
+		require.Equal(t, providerKey, intents[0].IdempotencyKey, "under our one provider key")
+		for _, k := range createKeys(fake) {
+			require.Equal(t, providerKey, k)
+		}
+		if tt.wantStatus == "SUCCEEDED" {
+			require.Equal(t, intents[0].ID, final.Charge.ProviderChargeId, "the stored result is Stripe's PaymentIntent")
+		} else if tt.paymentMethod == "pm_card_authenticationRequired" {
+			require.Equal(t, "authentication_required", final.Failure.Code)
+			require.Equal(t, "canceled", intents[0].Status)
+		} else {
+			require.Equal(t, "card_declined", final.Failure.Code)
+		}
+		replay := survivor.chargeCard(t, apiclient.DemoAPIKey, key, withPaymentMethod(tt.paymentMethod))
+		require.True(t, replay.Replayed)
+		require.Equal(t, tt.wantStatus, replay.Status)
+	})
+}
+
+// intentsFor lists the fake's PaymentIntents for a client's idempotency key.
+func intentsFor(fake *stripefake.Server, clientKey string) []stripefake.Intent {
+	return fake.IntentsFor("client_idempotency_key", clientKey)
+}
+
+// createKeys lists the Idempotency-Key of every create request the fake got.
+func createKeys(fake *stripefake.Server) []string {
+	var keys []string
+	for _, c := range fake.Calls() {
+		if c.Method == http.MethodPost && c.Path == "/v1/payment_intents" {
+			keys = append(keys, c.IdempotencyKey)
+		}
+	}
+	return keys
+}
+
+// storedProviderKey is the provider key stored on the attempt of a client key.
+func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
+	t.Helper()
+	require.NoError(t, openPool(t, dbURL).QueryRow(t.Context(),
+		"SELECT id::text, provider_key FROM charge_attempts WHERE idempotency_key = $1", clientKey).Scan(&attemptID, &providerKey))
+	return attemptID, providerKey
+}
