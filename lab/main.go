@@ -52,7 +52,7 @@ var errUsage = errors.New(`usage:
   lab chaos [-short] [-out DIR] [-readme PATH] [-binary PATH]
         the chaos run, on a cluster of its own under DATA_DIR/chaos; it writes results.md and results.json into DIR
         and its figures into the Markdown file PATH only when told to
--binary is the chargeonce binary the instances run (default bin/chargeonce: make build writes it).`)
+-binary is the chargeonce binary the instances run (default bin/chargeonce, which make build writes)`)
 
 // run runs the lab command of args until it is done or ctx ends (SIGINT,
 // SIGTERM). getenv reads DATA_DIR.
