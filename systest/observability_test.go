@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,11 +131,15 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 		require.NotEqual(t, "ERROR", l["level"], "an ERROR line: %v", l)
 	}
 	require.NotEmpty(t, logLines(t, prodLog, func(l map[string]any) bool { return l["msg"] == "chargeonce listening" }))
-	// Development logs text, for people.
+	// Development logs text, for people. A process writes its access line
+	// once the answer is on its way: wait for it.
+	accessLine := regexp.MustCompile(`level=INFO msg="http request"`)
+	waitLogged(t, dev.Process, accessLine, 10*time.Second)
 	requireTextLog(t, dev.Output())
 	// LOG_FORMAT=text is honoured in production.
 	text := startServer(t, withFakeStripe(t, map[string]string{"APP_ENV": "production", "LOG_FORMAT": "text", "DATABASE_URL": dbURL}))
 	require.Equal(t, "SUCCEEDED", text.chargeCard(t, apiKey, newKey(), visa(100)).Status)
+	waitLogged(t, text.Process, accessLine, 10*time.Second)
 	requireTextLog(t, text.Output())
 }
 
