@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -101,12 +102,35 @@ func (in *instance) start(ctx context.Context, fast bool, port int) (int, error)
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := ListenFree()
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// The range that ListenFree picks ports from: below the kernel's range of
+// ephemeral ports (Linux: 32768 and up), which every "listen on port 0" of
+// another program or test draws from, so that between the pick and the
+// server's own listen none of them can take the port.
+const (
+	freePortsFrom = 20000
+	freePortsTo   = 32000
+)
+
+// ListenFree listens on a free loopback port picked at random from
+// [20000, 32000). Close it just before the server that is to have the port
+// listens on it.
+func ListenFree() (net.Listener, error) {
+	var err error
+	for range 100 {
+		var l net.Listener
+		if l, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(freePortsFrom+rand.IntN(freePortsTo-freePortsFrom))); err == nil {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("local PostgreSQL: no free port between %d and %d: %w", freePortsFrom, freePortsTo, err)
 }
 
 // stop stops the server in the data directory, if one runs.

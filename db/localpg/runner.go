@@ -65,7 +65,8 @@ func Postmaster(dir string) (pid int, running bool, err error) {
 	return pf.pid, alive(pf.pid) && isPostgres(pf.pid, dir), nil
 }
 
-// FreePort is a loopback TCP port that was free a moment ago.
+// FreePort is a loopback TCP port that was free a moment ago, picked as
+// ListenFree picks it.
 func FreePort() (int, error) { return freePort() }
 
 // Tail is the last n lines of b.

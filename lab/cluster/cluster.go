@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"chargeonce/db/localpg"
 	"chargeonce/internal/apiclient"
 	"chargeonce/lab/formation"
 )
@@ -250,7 +251,9 @@ type allocated struct{ instance, metrics, nats, natsCluster []int }
 
 // allocate gives every part its ports: consecutive from each kind's first
 // port, or free ones where it is 0, each held until all are picked so that
-// no two parts get the same.
+// no two parts get the same. Free ones are localpg.ListenFree's: below the
+// ephemeral ports, so that no other program's or test's listen on port 0
+// takes one before the part listens on it.
 func (p Ports) allocate(instances, nodes int) (a allocated, err error) {
 	var held []net.Listener
 	defer func() {
@@ -267,7 +270,7 @@ func (p Ports) allocate(instances, nodes int) (a allocated, err error) {
 				*k.dst = append(*k.dst, k.first+i)
 				continue
 			}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
+			l, err := localpg.ListenFree()
 			if err != nil {
 				return a, err
 			}
