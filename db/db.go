@@ -1,7 +1,9 @@
 // Package db owns chargeonce's PostgreSQL schema and connections: the numbered
-// migrations (embedded and applied at startup) and the connection pool. The
-// project-local PostgreSQL server used when no DATABASE_URL is given is
-// db/localpg's, and db/dbtest hands tests a fresh, migrated database.
+// migrations (embedded and applied at startup), the connection pool, the
+// LISTEN connections (listen.go), and the one classifier of database errors
+// that every store's seam asks (errors.go). The project-local PostgreSQL
+// server used when no DATABASE_URL is given is db/localpg's, and db/dbtest
+// hands tests a fresh, migrated database.
 package db
 
 import (

@@ -3,11 +3,6 @@ package systest
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -96,63 +91,6 @@ func requireConnectionDied(t *testing.T, err error) {
 	require.Error(t, err, "the client sees the connection die, not an answer")
 	var answer *apiclient.Error
 	require.False(t, errors.As(err, &answer), "an answer came: %v", err)
-}
-
-// metricSamples is one scrape: every sample of every metric, by name.
-type metricSamples map[string][]metricSample
-
-type metricSample struct {
-	labels map[string]string
-	value  float64
-}
-
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
-	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-)
-
-// scrape reads a /metrics endpoint in Prometheus' text format.
-func scrape(t *testing.T, client *http.Client, url string) metricSamples {
-	t.Helper()
-	resp, err := client.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, url)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	samples := metricSamples{}
-	for line := range strings.Lines(string(body)) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		require.NotNil(t, m, "not a sample: %q", line)
-		v, err := strconv.ParseFloat(m[3], 64)
-		require.NoError(t, err, line)
-		labels := map[string]string{}
-		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			labels[p[1]] = p[2]
-		}
-		samples[m[1]] = append(samples[m[1]], metricSample{labels: labels, value: v})
-	}
-	return samples
-}
-
-// value sums the samples of name that carry the given label pairs; 0 when
-// there are none (a labelled counter appears only once it moves).
-func (s metricSamples) value(name string, labels ...string) float64 {
-	sum := 0.0
-next:
-	for _, sample := range s[name] {
-		for i := 0; i+1 < len(labels); i += 2 {
-			if sample.labels[labels[i]] != labels[i+1] {
-				continue next
-			}
-		}
-		sum += sample.value
-	}
-	return sum
 }
 
 // openPool connects to the database of dbURL for the test.

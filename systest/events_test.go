@@ -15,43 +15,8 @@ import (
 	"chargeonce/events"
 	"chargeonce/events/eventstest"
 	"chargeonce/internal/apiclient"
-	"chargeonce/payment"
+	"chargeonce/metrics/metricstest"
 )
-
-// streamed is one message of the CHARGES stream.
-type streamed struct {
-	msgID, subject string
-	event          payment.Event
-}
-
-// readStream reads every message of the CHARGES stream, in order.
-func readStream(t *testing.T, js jetstream.JetStream) []streamed {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := js.Stream(ctx, events.Stream)
-	require.NoError(t, err)
-	info, err := stream.Info(ctx)
-	require.NoError(t, err)
-	total := int(info.State.Msgs)
-	out := make([]streamed, 0, total)
-	if total == 0 {
-		return out
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
-	for len(out) < total {
-		batch, err := cons.Fetch(total-len(out), jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
-		for msg := range batch.Messages() {
-			e, err := payment.ParseEvent(msg.Data())
-			require.NoError(t, err)
-			out = append(out, streamed{msgID: msg.Headers().Get(jetstream.MsgIDHeader), subject: msg.Subject(), event: e})
-		}
-		require.NoError(t, batch.Error())
-	}
-	return out
-}
 
 const unsentEvents = "SELECT count(*) FROM charge_events WHERE sent_at IS NULL"
 
@@ -76,7 +41,7 @@ func TestEvents_KilledBetweenPublishAndMark_PublishedAgain_OneReceipt(t *testing
 	require.Equal(t, "SUCCEEDED", attemptStatus(t, pool, key))
 
 	js := broker.JetStream(t)
-	onStream := readStream(t, js)
+	onStream := eventstest.ReadStream(t, js, events.Stream)
 	require.Len(t, onStream, 1, "the broker has the event")
 	require.Equal(t, 1, countRows(t, pool, unsentEvents), "the outbox does not know it was sent")
 
@@ -84,16 +49,16 @@ func TestEvents_KilledBetweenPublishAndMark_PublishedAgain_OneReceipt(t *testing
 	// the repeat, and the outbox row is marked at last.
 	q := startServer(t, env)
 	waitRows(t, pool, 0, time.Minute, unsentEvents)
-	require.Len(t, readStream(t, js), 1, "the repeat within the duplicate window added nothing")
-	require.Equal(t, 1.0, scrape(t, q.HTTP, q.URL+"/metrics").value("chargeonce_events_published_total", "duplicate", "true"),
+	require.Len(t, eventstest.ReadStream(t, js, events.Stream), 1, "the repeat within the duplicate window added nothing")
+	require.Equal(t, 1.0, metricstest.Scrape(t, q.HTTP, q.URL+"/metrics").Value("chargeonce_events_published_total", "duplicate", "true"),
 		"the broker told the relay it had the event already")
 
 	// Beyond the window the stream would keep a repeat: the consumer's own
 	// deduplication is what makes the effect once. Publish the same event
 	// again under another message id, as a repeat the window has forgotten.
-	data, err := json.Marshal(onStream[0].event)
+	data, err := json.Marshal(onStream[0].Event)
 	require.NoError(t, err)
-	_, err = js.PublishMsg(context.Background(), &nats.Msg{Subject: onStream[0].subject, Data: data},
+	_, err = js.PublishMsg(context.Background(), &nats.Msg{Subject: onStream[0].Subject, Data: data},
 		jetstream.WithMsgID("repeat-after-the-window"))
 	require.NoError(t, err)
 

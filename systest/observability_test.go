@@ -16,7 +16,9 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/internal/testlog"
 	"chargeonce/merchant"
+	"chargeonce/metrics/metricstest"
 )
 
 // A production server answers like one, and each environment listens where
@@ -100,9 +102,9 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 
 	// Metrics: not on the public port in production, but on METRICS_ADDR.
 	require.Equal(t, http.StatusNotFound, prod.send(t, http.MethodGet, "/metrics", nil, nil).status)
-	m := scrape(t, prod.HTTP, "http://"+prodMetrics+"/metrics")
-	require.Equal(t, 1.0, m.value("chargeonce_charges_total", "outcome", "succeeded", "by", "request"))
-	require.Positive(t, m.value("chargeonce_http_request_duration_seconds_count", "operation", "introspection", "code", "200"))
+	m := metricstest.Scrape(t, prod.HTTP, "http://"+prodMetrics+"/metrics")
+	require.Equal(t, 1.0, m.Value("chargeonce_charges_total", "outcome", "succeeded", "by", "request"))
+	require.Positive(t, m.Value("chargeonce_http_request_duration_seconds_count", "operation", "introspection", "code", "200"))
 	resp, err := prod.HTTP.Get("http://" + prodMetrics + "/graphql")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -118,19 +120,19 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, prod.send(t, http.MethodGet, "/debug/pprof/", nil, nil).status)
 	// Development serves them on both.
 	for _, at := range []string{dev.URL, "http://" + devMetrics} {
-		require.Positive(t, scrape(t, dev.HTTP, at+"/metrics").value("chargeonce_http_request_duration_seconds_count", "operation", "introspection"), at)
+		require.Positive(t, metricstest.Scrape(t, dev.HTTP, at+"/metrics").Value("chargeonce_http_request_duration_seconds_count", "operation", "introspection"), at)
 	}
 
 	// Production logs JSON, every line of it, and a client's mistake is no
 	// ERROR. (The process's output is kept line by line: only whole lines.)
 	prodLog := prod.Output()
-	lines := logLines(t, prodLog, func(map[string]any) bool { return true })
+	lines := testlog.JSONLines(t, prodLog, func(map[string]any) bool { return true })
 	require.NotEmpty(t, lines)
 	require.Len(t, lines, strings.Count(prodLog, "\n"), "every line is a JSON object")
 	for _, l := range lines {
 		require.NotEqual(t, "ERROR", l["level"], "an ERROR line: %v", l)
 	}
-	require.NotEmpty(t, logLines(t, prodLog, func(l map[string]any) bool { return l["msg"] == "chargeonce listening" }))
+	require.NotEmpty(t, testlog.JSONLines(t, prodLog, func(l map[string]any) bool { return l["msg"] == "chargeonce listening" }))
 	// Development logs text, for people. A process writes its access line
 	// once the answer is on its way: wait for it.
 	accessLine := regexp.MustCompile(`level=INFO msg="http request"`)
@@ -223,21 +225,6 @@ func metricsAddr(t *testing.T, s *server) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, u.Host, "no metrics listener announced")
 	return u.Host
-}
-
-// logLines parses a JSON log and returns the lines keep selects; a line
-// that is not a JSON object fails the test.
-func logLines(t *testing.T, log string, keep func(map[string]any) bool) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for line := range strings.Lines(log) {
-		var l map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &l), "not a JSON log line: %q", line)
-		if keep(l) {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // requireTextLog checks that a log is slog's text format, not JSON.

@@ -12,6 +12,7 @@ import (
 
 	"chargeonce/db/localpg"
 	"chargeonce/internal/apiclient"
+	"chargeonce/internal/testlog"
 )
 
 // startReplicatedPostgres starts, for this test alone, a primary with
@@ -53,7 +54,7 @@ func TestStart_AsynchronousStandby_Warns(t *testing.T) {
 	ctx := context.Background()
 
 	async := startServer(t, map[string]string{"DATABASE_URL": primary.URL, "LOG_FORMAT": "json"})
-	warned := logLines(t, async.Output(), func(l map[string]any) bool {
+	warned := testlog.JSONLines(t, async.Output(), func(l map[string]any) bool {
 		msg, _ := l["msg"].(string)
 		return l["level"] == "WARN" && strings.HasPrefix(msg, "asynchronous replication:")
 	})

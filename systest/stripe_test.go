@@ -2,7 +2,6 @@ package systest
 
 import (
 	"maps"
-	"net/http"
 	"testing"
 	"time"
 
@@ -13,19 +12,10 @@ import (
 	"chargeonce/provider/stripe/stripefake"
 )
 
-// fakeStripe starts a fake Stripe for the test, and returns it with the
-// environment that points chargeonce at it.
-func fakeStripe(t *testing.T) (*stripefake.Server, map[string]string) {
-	t.Helper()
-	fake := stripefake.New("")
-	t.Cleanup(fake.Close)
-	return fake, map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": fake.SecretKey, "STRIPE_API_BASE": fake.URL}
-}
-
 // withFakeStripe is env, charging through a fake Stripe of the test's own.
 func withFakeStripe(t *testing.T, env map[string]string) map[string]string {
 	t.Helper()
-	_, vars := fakeStripe(t)
+	vars := stripefake.Start(t).Env()
 	maps.Copy(vars, env)
 	return vars
 }
@@ -42,11 +32,12 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 	}, func(t *testing.T, tt crashCase, dbURL string) {
 		// Stripe lives outside the process that dies: the crash takes
 		// down chargeonce, not Stripe.
-		fake, env := fakeStripe(t)
+		fake := stripefake.Start(t)
+		env := fake.Env()
 		env["DATABASE_URL"] = dbURL
 		key := chargeUntilCrash(t, env, tt)
 		if tt.crashAt != "after-claim" {
-			require.Len(t, intentsFor(fake, key), 1, "Stripe answered before the crash")
+			require.Len(t, fake.ClientIntents(key), 1, "Stripe answered before the crash")
 		}
 
 		// A new process (a restart, or another replica) settles the attempt.
@@ -56,9 +47,9 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 		attemptID, providerKey := storedProviderKey(t, dbURL, key)
 		intents := fake.IntentsFor(stripe.MetadataAttemptID, attemptID)
 		require.Len(t, intents, 1, "exactly one PaymentIntent for the attempt")
-		require.Len(t, intentsFor(fake, key), 1, "and for the client's key")
+		require.Len(t, fake.ClientIntents(key), 1, "and for the client's key")
 		require.Equal(t, providerKey, intents[0].IdempotencyKey, "under our one provider key")
-		for _, k := range createKeys(fake) {
+		for _, k := range fake.CreateKeys() {
 			require.Equal(t, providerKey, k)
 		}
 		if tt.wantStatus == "SUCCEEDED" {
@@ -73,22 +64,6 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 		require.True(t, replay.Replayed)
 		require.Equal(t, tt.wantStatus, replay.Status)
 	})
-}
-
-// intentsFor lists the fake's PaymentIntents for a client's idempotency key.
-func intentsFor(fake *stripefake.Server, clientKey string) []stripefake.Intent {
-	return fake.IntentsFor("client_idempotency_key", clientKey)
-}
-
-// createKeys lists the Idempotency-Key of every create request the fake got.
-func createKeys(fake *stripefake.Server) []string {
-	var keys []string
-	for _, c := range fake.Calls() {
-		if c.Method == http.MethodPost && c.Path == "/v1/payment_intents" {
-			keys = append(keys, c.IdempotencyKey)
-		}
-	}
-	return keys
 }
 
 // storedProviderKey is the provider key stored on the attempt of a client key.

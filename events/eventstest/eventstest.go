@@ -4,12 +4,15 @@
 package eventstest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"chargeonce/payment"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -122,4 +125,42 @@ func StopShared() {
 	if sharedDir != "" {
 		_ = os.RemoveAll(sharedDir)
 	}
+}
+
+// Message is one message of a stream: its Nats-Msg-Id, its subject, and the
+// chargeonce event it carries.
+type Message struct {
+	MsgID, Subject string
+	Event          payment.Event
+}
+
+// ReadStream reads every message of the stream named stream (events.Stream,
+// which this package cannot name: events' own tests use it), in order; each
+// must be a chargeonce event.
+func ReadStream(t testing.TB, js jetstream.JetStream, stream string) []Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	total := int(info.State.Msgs)
+	out := make([]Message, 0, total)
+	if total == 0 {
+		return out
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	for len(out) < total {
+		batch, err := cons.Fetch(total-len(out), jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for msg := range batch.Messages() {
+			e, err := payment.ParseEvent(msg.Data())
+			require.NoError(t, err)
+			out = append(out, Message{MsgID: msg.Headers().Get(jetstream.MsgIDHeader), Subject: msg.Subject(), Event: e})
+		}
+		require.NoError(t, batch.Error())
+	}
+	return out
 }

@@ -7,50 +7,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
 	"chargeonce/events"
 	"chargeonce/events/eventstest"
-	"chargeonce/payment"
 )
-
-// streamed is one message of the CHARGES stream.
-type streamed struct {
-	msgID, subject string
-	event          payment.Event
-}
-
-// readStream reads every message of the CHARGES stream, in order.
-func readStream(t *testing.T, js jetstream.JetStream) []streamed {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := js.Stream(ctx, events.Stream)
-	require.NoError(t, err)
-	info, err := stream.Info(ctx)
-	require.NoError(t, err)
-	total := int(info.State.Msgs)
-	out := make([]streamed, 0, total)
-	if total == 0 {
-		return out
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
-	for len(out) < total {
-		batch, err := cons.Fetch(total-len(out), jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
-		for msg := range batch.Messages() {
-			e, err := payment.ParseEvent(msg.Data())
-			require.NoError(t, err)
-			out = append(out, streamed{msgID: msg.Headers().Get(jetstream.MsgIDHeader), subject: msg.Subject(), event: e})
-		}
-		require.NoError(t, batch.Error())
-	}
-	return out
-}
 
 // countRows runs a count query.
 func countRows(t require.TestingT, pool *pgxpool.Pool, sql string, args ...any) int {
@@ -108,22 +71,22 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 	require.Equal(t, n, countRows(t, pool, "SELECT count(*) FROM charge_events"), "one outbox event per finalized attempt")
 	waitRows(t, pool, 0, time.Minute, unsentEvents)
 
-	got := readStream(t, broker.JetStream(t))
+	got := eventstest.ReadStream(t, broker.JetStream(t), events.Stream)
 	require.Len(t, got, n, "every event on the stream, none twice")
 	seen := map[string]bool{}
 	for _, m := range got {
-		require.False(t, seen[m.msgID], "event %s is on the stream twice", m.msgID)
-		seen[m.msgID] = true
-		require.Equal(t, m.event.ID.String(), m.msgID, "Nats-Msg-Id is the event id")
-		require.Equal(t, "chargeonce."+m.event.Type, m.subject)
+		require.False(t, seen[m.MsgID], "event %s is on the stream twice", m.MsgID)
+		seen[m.MsgID] = true
+		require.Equal(t, m.Event.ID.String(), m.MsgID, "Nats-Msg-Id is the event id")
+		require.Equal(t, "chargeonce."+m.Event.Type, m.Subject)
 		require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM charge_events WHERE id = $1 AND attempt_id = $2",
-			m.event.ID, m.event.AttemptID), "the stream's event is the outbox's")
+			m.Event.ID, m.Event.AttemptID), "the stream's event is the outbox's")
 	}
 	succeeded := countRows(t, pool, "SELECT count(*) FROM charge_attempts WHERE status = 'SUCCEEDED'")
 	require.Equal(t, n-n/5, succeeded)
 	bySubject := map[string]int{}
 	for _, m := range got {
-		bySubject[m.subject]++
+		bySubject[m.Subject]++
 	}
 	require.Equal(t, map[string]int{"chargeonce.charge.succeeded": succeeded, "chargeonce.charge.failed": n / 5}, bySubject)
 }
@@ -161,11 +124,11 @@ func TestEvents_BrokerAway_EventsWaitInTheOutboxAndAllArrive(t *testing.T) {
 
 	require.NoError(t, broker.Restart())
 	waitRows(t, pool, 0, time.Minute, unsentEvents)
-	got := readStream(t, broker.JetStream(t))
+	got := eventstest.ReadStream(t, broker.JetStream(t), events.Stream)
 	require.Len(t, got, 1+away, "every event arrived, once")
 	ids := map[string]bool{}
 	for _, m := range got {
-		ids[m.msgID] = true
+		ids[m.MsgID] = true
 	}
 	require.Len(t, ids, 1+away)
 	require.Contains(t, s.logText(), "events wait in the outbox")

@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/metrics/metricstest"
 )
 
 // Metrics that move as charges happen: exact deltas of what the hardening
@@ -28,9 +25,9 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	// No reconciler pass: every count here is the requests' own. A slow card
 	// takes two seconds, time enough to send a second request while it works.
 	s := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "SIM_SLOW_DELAY": "2s"})
-	before := scrape(t, s.client, s.URL+"/metrics")
+	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 	require.Contains(t, before, "chargeonce_stuck_processing_attempts")
-	require.Zero(t, before.value("chargeonce_stuck_processing_attempts"))
+	require.Zero(t, before.Value("chargeonce_stuck_processing_attempts"))
 	chargeCards := 0
 	charge := func(apiKey, key string, input apiclient.ChargeCardInput) gqlResponse {
 		chargeCards++
@@ -88,7 +85,7 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	chargeCards++
 	require.Equal(t, "UNAUTHENTICATED", s.do(t, nil, chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)}).code(t))
 
-	after := scrape(t, s.client, s.URL+"/metrics")
+	after := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 	requireDeltas(t, before, after, []metricDelta{
 		{"chargeonce_charges_total", []string{"outcome", "succeeded", "by", "request"}, 2},
 		{"chargeonce_charges_total", []string{"outcome", "failed", "by", "request"}, 1},
@@ -119,13 +116,13 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 		{"chargeonce_reconciler_takeovers_total", nil, 0},
 		{"chargeonce_retention_deleted_total", nil, 0},
 	})
-	require.Equal(t, 1.0, after.value("chargeonce_stuck_processing_attempts"), "keyD waits for the reconciler")
-	require.Positive(t, after.value("chargeonce_provider_request_duration_seconds_sum", "operation", "create_charge", "result", "ok"))
+	require.Equal(t, 1.0, after.Value("chargeonce_stuck_processing_attempts"), "keyD waits for the reconciler")
+	require.Positive(t, after.Value("chargeonce_provider_request_duration_seconds_sum", "operation", "create_charge", "result", "ok"))
 	for _, name := range []string{"pgxpool_acquired_conns", "pgxpool_total_conns", "pgxpool_max_conns", "pgxpool_acquire_count"} {
 		require.Contains(t, after, name)
-		require.Equal(t, "chargeonce", after[name][0].labels["db"], name)
+		require.Equal(t, "chargeonce", after[name][0].Labels["db"], name)
 	}
-	require.Positive(t, after.value("pgxpool_acquire_count"))
+	require.Positive(t, after.Value("pgxpool_acquire_count"))
 	require.Contains(t, after, "go_goroutines")
 }
 
@@ -140,7 +137,7 @@ func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
 		"RECONCILE_INTERVAL": "100ms",
 		"REDRIVE_WINDOW":     "3s",
 	})
-	before := scrape(t, s.client, s.URL+"/metrics")
+	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 
 	// The provider never answers keyP: sent again on every pass within the
 	// redrive window, then given up. keyL was charged but its answer lost:
@@ -149,10 +146,10 @@ func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
 	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyP, withPaymentMethod("pm_card_providerError")).Data.ChargeCard.Status)
 	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyL, withPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
 
-	var after metricSamples
+	var after metricstest.Samples
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		after = scrape(c, s.client, s.URL+"/metrics")
-		require.Equal(c, 2.0, after.value("chargeonce_charges_total", "by", "reconciler"))
+		after = metricstest.Scrape(c, s.client, s.URL+"/metrics")
+		require.Equal(c, 2.0, after.Value("chargeonce_charges_total", "by", "reconciler"))
 	}, 20*time.Second, 50*time.Millisecond, "the reconciler settles both attempts")
 	require.Equal(t, "FAILED", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Status)
 	require.Equal(t, "provider_unavailable", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Failure.Code)
@@ -160,7 +157,7 @@ func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
 	require.Len(t, s.providerCharges(t, "demo", keyL), 1)
 
 	delta := func(name string, labels ...string) float64 {
-		return after.value(name, labels...) - before.value(name, labels...)
+		return after.Value(name, labels...) - before.Value(name, labels...)
 	}
 	redrives := delta("chargeonce_reconciler_redrives_total")
 	require.GreaterOrEqual(t, redrives, 1.0, "keyP was sent again within the window")
@@ -181,7 +178,7 @@ func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
 		delta("chargeonce_provider_request_duration_seconds_count", "operation", "create_charge", "result", "unknown"),
 		delta("chargeonce_provider_errors_total", "operation", "create_charge"),
 		"every unknown outcome is a provider error")
-	require.Zero(t, after.value("chargeonce_stuck_processing_attempts"))
+	require.Zero(t, after.Value("chargeonce_stuck_processing_attempts"))
 }
 
 func TestMetrics_RetentionCountsForgottenKeys(t *testing.T) {
@@ -193,7 +190,7 @@ func TestMetrics_RetentionCountsForgottenKeys(t *testing.T) {
 		"RECONCILE_INTERVAL": "1h",
 	})
 	pool := openPool(t, dbURL)
-	before := scrape(t, s.client, s.URL+"/metrics")
+	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 
 	// The PROCESSING attempt expires first, yet is never forgotten; the
 	// succeeded and the failed one are.
@@ -202,12 +199,12 @@ func TestMetrics_RetentionCountsForgottenKeys(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", keyS, visa(100)).Data.ChargeCard.Status)
 	require.Equal(t, "FAILED", s.chargeCard(t, "demo-key", keyF, withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
 
-	var after metricSamples
+	var after metricstest.Samples
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		after = scrape(c, s.client, s.URL+"/metrics")
-		require.GreaterOrEqual(c, after.value("chargeonce_retention_deleted_total")-before.value("chargeonce_retention_deleted_total"), 2.0)
+		after = metricstest.Scrape(c, s.client, s.URL+"/metrics")
+		require.GreaterOrEqual(c, after.Value("chargeonce_retention_deleted_total")-before.Value("chargeonce_retention_deleted_total"), 2.0)
 	}, 5*time.Second, 50*time.Millisecond)
-	require.Equal(t, 2.0, after.value("chargeonce_retention_deleted_total")-before.value("chargeonce_retention_deleted_total"))
+	require.Equal(t, 2.0, after.Value("chargeonce_retention_deleted_total")-before.Value("chargeonce_retention_deleted_total"))
 	require.Nil(t, s.chargeStatus(t, "demo-key", keyS).Data.ChargeStatus, "keyS is forgotten")
 	require.Nil(t, s.chargeStatus(t, "demo-key", keyF).Data.ChargeStatus, "keyF is forgotten")
 	require.Equal(t, "PROCESSING", attemptStatus(t, pool, keyP))
@@ -225,7 +222,7 @@ func TestMetrics_CountRateLimitedAndUnauthenticatedRequests(t *testing.T) {
 		"RATE_LIMIT_MERCHANT": "0.01", "RATE_LIMIT_MERCHANT_BURST": "1",
 		"RATE_LIMIT_IP": "0.01", "RATE_LIMIT_IP_BURST": "1",
 	})
-	before := scrape(t, s.client, s.URL+"/metrics")
+	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 	post := func(headers http.Header, query string, vars map[string]any) rawResponse {
 		body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 		require.NoError(t, err)
@@ -246,7 +243,7 @@ func TestMetrics_CountRateLimitedAndUnauthenticatedRequests(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, limited.status)
 	require.Equal(t, "RATE_LIMITED", limited.gql(t).code(t))
 
-	after := scrape(t, s.client, s.URL+"/metrics")
+	after := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 	requireDeltas(t, before, after, []metricDelta{
 		{"chargeonce_rate_limited_total", []string{"scope", "merchant"}, 1},
 		{"chargeonce_rate_limited_total", []string{"scope", "ip"}, 1},
@@ -259,63 +256,6 @@ func TestMetrics_CountRateLimitedAndUnauthenticatedRequests(t *testing.T) {
 	})
 }
 
-// metricSamples is one scrape: every sample of every metric, by name.
-type metricSamples map[string][]metricSample
-
-type metricSample struct {
-	labels map[string]string
-	value  float64
-}
-
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
-	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-)
-
-// scrape reads a /metrics endpoint in Prometheus' text format.
-func scrape(t require.TestingT, client *http.Client, url string) metricSamples {
-	helper(t)
-	resp, err := client.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, url)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	samples := metricSamples{}
-	for line := range strings.Lines(string(body)) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		require.NotNil(t, m, "not a sample: %q", line)
-		v, err := strconv.ParseFloat(m[3], 64)
-		require.NoError(t, err, line)
-		labels := map[string]string{}
-		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			labels[p[1]] = p[2]
-		}
-		samples[m[1]] = append(samples[m[1]], metricSample{labels: labels, value: v})
-	}
-	return samples
-}
-
-// value sums the samples of name that carry the given label pairs; 0 when
-// there are none (a labelled counter appears only once it moves).
-func (s metricSamples) value(name string, labels ...string) float64 {
-	sum := 0.0
-next:
-	for _, sample := range s[name] {
-		for i := 0; i+1 < len(labels); i += 2 {
-			if sample.labels[labels[i]] != labels[i+1] {
-				continue next
-			}
-		}
-		sum += sample.value
-	}
-	return sum
-}
-
 type metricDelta struct {
 	name   string
 	labels []string
@@ -323,10 +263,10 @@ type metricDelta struct {
 }
 
 // requireDeltas checks how much each metric moved between two scrapes.
-func requireDeltas(t *testing.T, before, after metricSamples, deltas []metricDelta) {
+func requireDeltas(t *testing.T, before, after metricstest.Samples, deltas []metricDelta) {
 	t.Helper()
 	for _, d := range deltas {
-		got := after.value(d.name, d.labels...) - before.value(d.name, d.labels...)
+		got := after.Value(d.name, d.labels...) - before.Value(d.name, d.labels...)
 		require.Equal(t, d.want, got, "%s%v moved by %v, want %v", d.name, d.labels, got, d.want)
 	}
 }
@@ -338,7 +278,7 @@ func TestAuthCache_RepeatedKey_IsServedFromTheCache(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	hits := func(t require.TestingT) float64 {
-		return scrape(t, s.client, s.URL+"/metrics").value("chargeonce_auth_cache_total", "result", "hit")
+		return metricstest.Scrape(t, s.client, s.URL+"/metrics").Value("chargeonce_auth_cache_total", "result", "hit")
 	}
 	require.Zero(t, hits(t))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

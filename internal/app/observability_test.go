@@ -14,6 +14,7 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/internal/testlog"
 	"chargeonce/merchant"
 )
 
@@ -97,7 +98,7 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 	require.Equal(t, "UNAUTHENTICATED", r.gql(t).code(t))
 	line = accessLine(t, s, "unknown-key-1")
 	require.NotContains(t, line, "merchant")
-	failed := logLines(t, s.logText(), func(l map[string]any) bool {
+	failed := testlog.JSONLines(t, s.logText(), func(l map[string]any) bool {
 		return l["request_id"] == "unknown-key-1" && l["msg"] == "authentication failed"
 	})
 	require.Len(t, failed, 1)
@@ -115,7 +116,7 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 	// An idempotency key means something only within its merchant's scope:
 	// a line that carries one names the merchant too.
 	logged := map[string]bool{}
-	for _, l := range logLines(t, logs, func(map[string]any) bool { return true }) {
+	for _, l := range testlog.JSONLines(t, logs, func(map[string]any) bool { return true }) {
 		raw, err := json.Marshal(l)
 		require.NoError(t, err)
 		for _, key := range clientKeys {
@@ -127,21 +128,6 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 	}
 	require.Len(t, logged, len(clientKeys)-1, "every charge logs its key; the unauthenticated request logs none")
 	require.False(t, logged[clientKeys[len(clientKeys)-1]])
-}
-
-// logLines parses a JSON log and returns the lines keep selects; a line
-// that is not a JSON object fails the test.
-func logLines(t *testing.T, log string, keep func(map[string]any) bool) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for line := range strings.Lines(log) {
-		var l map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &l), "not a JSON log line: %q", line)
-		if keep(l) {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // accessLine waits for the access log line of request id, and requires
@@ -157,7 +143,7 @@ func accessLine(t *testing.T, s *testServer, id string) map[string]any {
 		}
 		return false
 	}, 5*time.Second, 5*time.Millisecond, "no access log line for request %s", id)
-	lines := logLines(t, s.logText(), isAccess)
+	lines := testlog.JSONLines(t, s.logText(), isAccess)
 	require.Len(t, lines, 1, "one access log line for request %s", id)
 	return lines[0]
 }

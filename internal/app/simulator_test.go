@@ -13,6 +13,7 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
 	"chargeonce/merchant"
+	"chargeonce/provider/stripe/stripefake"
 )
 
 // hasCardsim reports whether the database of pool holds anything of the
@@ -38,7 +39,8 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	require.True(t, hasCardsim(t, openPool(t, devURL)), "a development server creates the simulator's schema")
 
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
-	stripe, prodEnv := fakeStripe(t)
+	stripe := stripefake.Start(t)
+	prodEnv := stripe.Env()
 	maps.Copy(prodEnv, map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "NATS_URL": eventstest.Shared(t).URL()})
 	// What `chargeonce apikey create` does: open the database as every
 	// operator command does, and create a key.
@@ -57,6 +59,6 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	r := prod.chargeCard(t, apiKey, key, visa(100))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
-	require.Len(t, intentsFor(stripe, key), 1, "the charge went to the provider")
+	require.Len(t, stripe.ClientIntents(key), 1, "the charge went to the provider")
 	require.False(t, hasCardsim(t, prodPool), "a production server leaves no cardsim schema")
 }

@@ -15,19 +15,10 @@ import (
 	"chargeonce/provider/stripe/stripefake"
 )
 
-// fakeStripe starts a fake Stripe for the test, and returns it with the
-// environment that points chargeonce at it.
-func fakeStripe(t *testing.T) (*stripefake.Server, map[string]string) {
-	t.Helper()
-	fake := stripefake.New("")
-	t.Cleanup(fake.Close)
-	return fake, map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": fake.SecretKey, "STRIPE_API_BASE": fake.URL}
-}
-
 // withFakeStripe is env, charging through a fake Stripe of the test's own.
 func withFakeStripe(t *testing.T, env map[string]string) map[string]string {
 	t.Helper()
-	_, vars := fakeStripe(t)
+	vars := stripefake.Start(t).Env()
 	maps.Copy(vars, env)
 	return vars
 }
@@ -37,25 +28,10 @@ func withFakeStripe(t *testing.T, env map[string]string) map[string]string {
 func stripeServer(t *testing.T, env map[string]string) (*testServer, *stripefake.Server, string) {
 	t.Helper()
 	dbURL := dbtest.NewDatabase(t)
-	fake, vars := fakeStripe(t)
+	fake := stripefake.Start(t)
+	vars := fake.Env()
 	maps.Copy(vars, env)
 	return startServer(t, dbURL, vars), fake, dbURL
-}
-
-// intentsFor lists the fake's PaymentIntents for a client's idempotency key.
-func intentsFor(fake *stripefake.Server, clientKey string) []stripefake.Intent {
-	return fake.IntentsFor("client_idempotency_key", clientKey)
-}
-
-// createKeys lists the Idempotency-Key of every create request the fake got.
-func createKeys(fake *stripefake.Server) []string {
-	var keys []string
-	for _, c := range fake.Calls() {
-		if c.Method == http.MethodPost && c.Path == "/v1/payment_intents" {
-			keys = append(keys, c.IdempotencyKey)
-		}
-	}
-	return keys
 }
 
 // storedProviderKey is the provider key stored on the attempt of a client key.
@@ -85,7 +61,7 @@ func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
 		require.Empty(t, r.Errors, tt.pm)
 		p := r.Data.ChargeCard
 		require.Equal(t, tt.status, p.Status, tt.pm)
-		intents := intentsFor(fake, key)
+		intents := fake.ClientIntents(key)
 		require.Len(t, intents, 1, "%s: one PaymentIntent", tt.pm)
 		attemptID, providerKey := storedProviderKey(t, dbURL, key)
 		require.Equal(t, "chargeonce_"+attemptID, providerKey)
@@ -139,12 +115,12 @@ func TestStripe_SameKeyStorm_OnePaymentIntent(t *testing.T) {
 	}
 	t.Logf("statuses over %d requests: %v", len(responses), statuses)
 	require.Len(t, chargeIDs, 1)
-	intents := intentsFor(fake, key)
+	intents := fake.ClientIntents(key)
 	require.Len(t, intents, 1, "one PaymentIntent for 100 requests")
 	for id := range chargeIDs {
 		require.Equal(t, intents[0].ID, id)
 	}
-	require.Len(t, createKeys(fake), 1, "one send: the claim kept the other 99 from Stripe")
+	require.Len(t, fake.CreateKeys(), 1, "one send: the claim kept the other 99 from Stripe")
 }
 
 func TestStripe_InlineRetry_409InUse_SameKeyThenSucceeded(t *testing.T) {
@@ -155,8 +131,8 @@ func TestStripe_InlineRetry_409InUse_SameKeyThenSucceeded(t *testing.T) {
 	r := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", r.Status, "the request retried inline")
 	_, providerKey := storedProviderKey(t, dbURL, key)
-	require.Equal(t, []string{providerKey, providerKey}, createKeys(fake), "the inline retry sent the same key")
-	require.Len(t, intentsFor(fake, key), 1)
+	require.Equal(t, []string{providerKey, providerKey}, fake.CreateKeys(), "the inline retry sent the same key")
+	require.Len(t, fake.ClientIntents(key), 1)
 }
 
 func TestStripe_LostResponse_ReconcilerFindsTheOnePaymentIntent(t *testing.T) {
@@ -170,14 +146,14 @@ func TestStripe_LostResponse_ReconcilerFindsTheOnePaymentIntent(t *testing.T) {
 
 	final := s.finalStatus(t, key, 15*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status, "the reconciler found the PaymentIntent by the attempt")
-	intents := intentsFor(fake, key)
+	intents := fake.ClientIntents(key)
 	require.Len(t, intents, 1)
 	require.Equal(t, intents[0].ID, final.Charge.ProviderChargeId)
 	_, providerKey := storedProviderKey(t, dbURL, key)
-	for _, k := range createKeys(fake) {
+	for _, k := range fake.CreateKeys() {
 		require.Equal(t, providerKey, k, "one key for every send")
 	}
-	require.Len(t, createKeys(fake), 3, "the inline retries, then the lookup: no further send")
+	require.Len(t, fake.CreateKeys(), 3, "the inline retries, then the lookup: no further send")
 }
 
 func TestStripe_Reconciler_ResendsUnderTheSameKey(t *testing.T) {
@@ -191,9 +167,9 @@ func TestStripe_Reconciler_ResendsUnderTheSameKey(t *testing.T) {
 	final := s.finalStatus(t, key, 15*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status)
 	_, providerKey := storedProviderKey(t, dbURL, key)
-	require.Equal(t, []string{providerKey, providerKey, providerKey, providerKey}, createKeys(fake),
+	require.Equal(t, []string{providerKey, providerKey, providerKey, providerKey}, fake.CreateKeys(),
 		"the reconciler found nothing and sent it again under the same key")
-	intents := intentsFor(fake, key)
+	intents := fake.ClientIntents(key)
 	require.Len(t, intents, 1)
 	require.Equal(t, intents[0].ID, final.Charge.ProviderChargeId)
 }
@@ -212,12 +188,12 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 		attemptID, providerKey := storedProviderKey(t, dbURL, key)
 		first := "chargeonce_" + attemptID
 		require.Equal(t, first+"_2", providerKey, "the new key is derived from the attempt, and recorded on it")
-		keys := createKeys(fake)
+		keys := fake.CreateKeys()
 		require.Equal(t, providerKey, keys[len(keys)-1])
 		for _, k := range keys[:len(keys)-1] {
 			require.Equal(t, first, k, "every send before the rekey used the first key")
 		}
-		intents := intentsFor(fake, key)
+		intents := fake.ClientIntents(key)
 		require.Len(t, intents, 1, "one PaymentIntent")
 		require.Equal(t, providerKey, intents[0].IdempotencyKey)
 		require.Equal(t, intents[0].ID, final.Charge.ProviderChargeId)
@@ -236,10 +212,10 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 		require.Equal(t, "SUCCEEDED", final.Status)
 		attemptID, providerKey := storedProviderKey(t, dbURL, key)
 		require.Equal(t, "chargeonce_"+attemptID, providerKey, "never rekeyed while Stripe holds a PaymentIntent")
-		for _, k := range createKeys(fake) {
+		for _, k := range fake.CreateKeys() {
 			require.Equal(t, providerKey, k)
 		}
-		intents := intentsFor(fake, key)
+		intents := fake.ClientIntents(key)
 		require.Len(t, intents, 1, "the one PaymentIntent, confirmed")
 		require.Equal(t, intents[0].ID, final.Charge.ProviderChargeId)
 	})
@@ -253,10 +229,10 @@ func TestStripe_Processing_StaysProcessingUntilStripeIsFinal(t *testing.T) {
 	time.Sleep(3 * time.Second) // past the lease: the reconciler has asked, more than once
 	require.Equal(t, "PROCESSING", s.chargeStatus(t, "demo-key", key).Data.ChargeStatus.Status, "never guessed")
 
-	fake.SetStatus(intentsFor(fake, key)[0].ID, "succeeded")
+	fake.SetStatus(fake.ClientIntents(key)[0].ID, "succeeded")
 	final := s.finalStatus(t, key, 10*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status)
-	require.Len(t, intentsFor(fake, key), 1)
+	require.Len(t, fake.ClientIntents(key), 1)
 }
 
 func TestStripe_SecretKeyIsNeverLogged(t *testing.T) {
@@ -303,7 +279,7 @@ func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
 		in.Currency = tt.currency
 		r := s.chargeCard(t, "demo-key", key, in).Data.ChargeCard
 		require.Equal(t, tt.status, r.Status, "%s %d", tt.currency, tt.amount)
-		intents := intentsFor(fake, key)
+		intents := fake.ClientIntents(key)
 		if tt.status == "FAILED" {
 			require.Equal(t, stripe.CodeAmountNotSupported, r.Failure.Code)
 			require.Empty(t, intents, "refused before anything was sent")
@@ -319,7 +295,8 @@ func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
 func TestStripe_SameKeyAcrossTwoInstances_OnePaymentIntent(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	fake, env := fakeStripe(t)
+	fake := stripefake.Start(t)
+	env := fake.Env()
 	fake.SlowDelay = 200 * time.Millisecond
 	fake.Script(func(c stripefake.Call) stripefake.Fault {
 		if c.Method == http.MethodPost {
@@ -338,5 +315,5 @@ func TestStripe_SameKeyAcrossTwoInstances_OnePaymentIntent(t *testing.T) {
 		}
 	}
 	require.Positive(t, succeeded)
-	require.Len(t, intentsFor(fake, key), 1)
+	require.Len(t, fake.ClientIntents(key), 1)
 }

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -102,6 +103,14 @@ type saved struct {
 	running     bool
 	status      int
 	body        []byte
+}
+
+// Start starts a fake with the default secret key for t, closed when t
+// ends.
+func Start(t testing.TB) *Server {
+	s := New("")
+	t.Cleanup(s.Close)
+	return s
 }
 
 // New starts a fake that accepts secretKey ("" for SecretKeyDefault).
@@ -178,6 +187,28 @@ func (s *Server) IntentsFor(key, value string) []Intent {
 		}
 	}
 	return out
+}
+
+// ClientIntents lists the PaymentIntents of a chargeonce client's
+// idempotency key (the metadata chargeonce gives each).
+func (s *Server) ClientIntents(clientKey string) []Intent {
+	return s.IntentsFor("client_idempotency_key", clientKey)
+}
+
+// CreateKeys lists the Idempotency-Key of every create request received.
+func (s *Server) CreateKeys() []string {
+	var keys []string
+	for _, c := range s.Calls() {
+		if c.Method == http.MethodPost && c.Path == "/v1/payment_intents" {
+			keys = append(keys, c.IdempotencyKey)
+		}
+	}
+	return keys
+}
+
+// Env is the environment that points a chargeonce server at the fake.
+func (s *Server) Env() map[string]string {
+	return map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": s.SecretKey, "STRIPE_API_BASE": s.URL}
 }
 
 // SetStatus moves a PaymentIntent to status, as Stripe does when a
