@@ -19,6 +19,7 @@ import (
 	"chargeonce/internal/testlog"
 	"chargeonce/merchant"
 	"chargeonce/metrics/metricstest"
+	"chargeonce/provider/stripe/stripefake"
 )
 
 // A production server answers like one, and each environment listens where
@@ -33,7 +34,7 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 	devMetrics := metricsAddr(t, dev)
 	_, apiKey, err := merchant.New(openPool(t, dbURL), false).CreateAPIKey(t.Context(), "shop")
 	require.NoError(t, err)
-	prod := startServer(t, withFakeStripe(t, map[string]string{
+	prod := startServer(t, stripefake.Start(t).Env(map[string]string{
 		"APP_ENV":      "production",
 		"DATABASE_URL": dbURL,
 		"METRICS_ADDR": "127.0.0.1:0",
@@ -139,7 +140,7 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 	waitLogged(t, dev.Process, accessLine, 10*time.Second)
 	requireTextLog(t, dev.Output())
 	// LOG_FORMAT=text is honoured in production.
-	text := startServer(t, withFakeStripe(t, map[string]string{"APP_ENV": "production", "LOG_FORMAT": "text", "DATABASE_URL": dbURL}))
+	text := startServer(t, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production", "LOG_FORMAT": "text", "DATABASE_URL": dbURL}))
 	require.Equal(t, "SUCCEEDED", text.chargeCard(t, apiKey, newKey(), visa(100)).Status)
 	waitLogged(t, text.Process, accessLine, 10*time.Second)
 	requireTextLog(t, text.Output())
@@ -165,7 +166,7 @@ func TestProduction_ListensOnAllInterfaces(t *testing.T) {
 	t.Parallel()
 	other := nonLoopbackIPv4(t)
 	dbURL := dbtest.NewDatabase(t)
-	prod := startServer(t, withFakeStripe(t, map[string]string{"APP_ENV": "production", "DATABASE_URL": dbURL}))
+	prod := startServer(t, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production", "DATABASE_URL": dbURL}))
 	require.True(t, reachable(prod.URL))
 	require.True(t, reachable(atAddress(t, prod, other)), "production listens on %s", other)
 }

@@ -1,7 +1,6 @@
 package systest
 
 import (
-	"maps"
 	"testing"
 	"time"
 
@@ -11,14 +10,6 @@ import (
 	"chargeonce/provider/stripe"
 	"chargeonce/provider/stripe/stripefake"
 )
-
-// withFakeStripe is env, charging through a fake Stripe of the test's own.
-func withFakeStripe(t *testing.T, env map[string]string) map[string]string {
-	t.Helper()
-	vars := stripefake.Start(t).Env()
-	maps.Copy(vars, env)
-	return vars
-}
 
 func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) {
 	needsProcesses(t)
@@ -33,8 +24,7 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 		// Stripe lives outside the process that dies: the crash takes
 		// down chargeonce, not Stripe.
 		fake := stripefake.Start(t)
-		env := fake.Env()
-		env["DATABASE_URL"] = dbURL
+		env := fake.Env(map[string]string{"DATABASE_URL": dbURL})
 		key := chargeUntilCrash(t, env, tt)
 		if tt.crashAt != "after-claim" {
 			require.Len(t, fake.ClientIntents(key), 1, "Stripe answered before the crash")

@@ -15,6 +15,7 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
+	"chargeonce/provider/stripe/stripefake"
 )
 
 // setup starts one server on a fresh database.
@@ -325,7 +326,7 @@ func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 	require.Zero(t, clear, "the key is never stored in clear")
 
 	// Production refuses the development-only demo key, even though it is in the database.
-	prod := startServer(t, dbURL, withFakeStripe(t, map[string]string{"APP_ENV": "production"}))
+	prod := startServer(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
 	require.Equal(t, "UNAUTHENTICATED", prod.chargeCard(t, "demo-key", newKey(), visa(100)).code(t))
 	require.Equal(t, "SUCCEEDED", prod.chargeCard(t, apiKey, newKey(), visa(100)).Data.ChargeCard.Status)
 

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,23 +14,13 @@ import (
 	"chargeonce/provider/stripe/stripefake"
 )
 
-// withFakeStripe is env, charging through a fake Stripe of the test's own.
-func withFakeStripe(t *testing.T, env map[string]string) map[string]string {
-	t.Helper()
-	vars := stripefake.Start(t).Env()
-	maps.Copy(vars, env)
-	return vars
-}
-
 // stripeServer starts an in-process server on a fresh database that charges
 // through a fake Stripe, with env on top.
 func stripeServer(t *testing.T, env map[string]string) (*testServer, *stripefake.Server, string) {
 	t.Helper()
 	dbURL := dbtest.NewDatabase(t)
 	fake := stripefake.Start(t)
-	vars := fake.Env()
-	maps.Copy(vars, env)
-	return startServer(t, dbURL, vars), fake, dbURL
+	return startServer(t, dbURL, fake.Env(env)), fake, dbURL
 }
 
 // storedProviderKey is the provider key stored on the attempt of a client key.

@@ -206,9 +206,14 @@ func (s *Server) CreateKeys() []string {
 	return keys
 }
 
-// Env is the environment that points a chargeonce server at the fake.
-func (s *Server) Env() map[string]string {
-	return map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": s.SecretKey, "STRIPE_API_BASE": s.URL}
+// Env is the environment that points a chargeonce server at the fake,
+// with the variables of over (a server's own) on top.
+func (s *Server) Env(over ...map[string]string) map[string]string {
+	env := map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": s.SecretKey, "STRIPE_API_BASE": s.URL}
+	for _, o := range over {
+		maps.Copy(env, o)
+	}
+	return env
 }
 
 // SetStatus moves a PaymentIntent to status, as Stripe does when a
