@@ -6,7 +6,9 @@
 package metrics
 
 import (
+	"context"
 	"math"
+	"time"
 
 	"github.com/IBM/pgxpoolprometheus"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -186,45 +188,41 @@ func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
 }
 
 // WatchStuck exports the number of stuck attempts (PROCESSING, their lease
-// ended), read by count at each scrape; a failed count reads as NaN.
-func (m *Metrics) WatchStuck(count func() (int, error)) {
+// ended), read by count at each scrape.
+func (m *Metrics) WatchStuck(count Count) {
 	m.watch("stuck_processing_attempts",
 		"Stuck attempts: PROCESSING, their lease ended (their holder is gone, or released it), not taken over yet.", count)
 }
 
 // WatchOutbox exports the number of outbox events the broker has not
 // acknowledged yet, read by count at each scrape.
-func (m *Metrics) WatchOutbox(count func() (int, error)) {
+func (m *Metrics) WatchOutbox(count Count) {
 	m.watch("outbox_unsent_events", "Outbox events not yet acknowledged by the event broker.", count)
 }
 
-// watch exports a gauge read by count at each scrape; a failed count reads as NaN.
-func (m *Metrics) watch(name, help string, count func() (int, error)) {
+// WatchWebhooksPending exports the number of webhook deliveries not yet
+// delivered nor given up, read by count at each scrape.
+func (m *Metrics) WatchWebhooksPending(count Count) {
+	m.watch("webhook_pending_deliveries", "Webhook deliveries waiting for their first attempt or a retry.", count)
+}
+
+// Count reads a gauge's value from the database at a scrape.
+type Count func(context.Context) (int, error)
+
+// countTimeout bounds a Count, so that a slow database cannot hold a scrape.
+const countTimeout = 2 * time.Second
+
+// watch exports a gauge read by count at each scrape, within countTimeout;
+// a failed count reads as NaN.
+func (m *Metrics) watch(name, help string, count Count) {
 	if m.reg == nil {
 		return
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help},
 		func() float64 {
-			n, err := count()
-			if err != nil {
-				return math.NaN()
-			}
-			return float64(n)
-		}))
-}
-
-// WatchWebhooksPending exports the number of webhook deliveries not yet
-// delivered nor given up, read by count at each scrape; a failed count reads
-// as NaN.
-func (m *Metrics) WatchWebhooksPending(count func() (int, error)) {
-	if m.reg == nil {
-		return
-	}
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace,
-		Name: "webhook_pending_deliveries",
-		Help: "Webhook deliveries waiting for their first attempt or a retry."},
-		func() float64 {
-			n, err := count()
+			ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
+			defer cancel()
+			n, err := count(ctx)
 			if err != nil {
 				return math.NaN()
 			}

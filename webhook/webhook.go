@@ -157,11 +157,7 @@ func New(pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, cfg Confi
 		},
 		wake: make(chan struct{}, 1),
 	}
-	cfg.Metrics.WatchWebhooksPending(func() (int, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return s.store.countPending(ctx)
-	})
+	cfg.Metrics.WatchWebhooksPending(s.store.countPending)
 	return s, nil
 }
 

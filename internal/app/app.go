@@ -102,18 +102,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		a.Close()
 		return nil, err
 	}
-	a.metrics.WatchOutbox(func() (int, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return events.CountUnsent(ctx, pool)
-	})
+	a.metrics.WatchOutbox(func(ctx context.Context) (int, error) { return events.CountUnsent(ctx, pool) })
 	a.live = live.NewHub(pool, a.payments, live.Config{PollInterval: cfg.LivePollInterval, Logger: log, Metrics: a.metrics})
 	a.streams = &graph.Streams{}
-	a.metrics.WatchStuck(func() (int, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return a.payments.CountStuck(ctx)
-	})
+	a.metrics.WatchStuck(a.payments.CountStuck)
 	return a, nil
 }
 
