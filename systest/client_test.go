@@ -1,7 +1,6 @@
 package systest
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/db"
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 )
@@ -91,15 +89,6 @@ func requireConnectionDied(t *testing.T, err error) {
 	require.Error(t, err, "the client sees the connection die, not an answer")
 	var answer *apiclient.Error
 	require.False(t, errors.As(err, &answer), "an answer came: %v", err)
-}
-
-// openPool connects to the database of dbURL for the test.
-func openPool(t *testing.T, dbURL string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := db.Connect(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 // queryOne runs a query of one row and one column, and returns its value.

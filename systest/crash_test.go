@@ -113,7 +113,7 @@ func TestShutdown_SIGTERM_FinishesInFlightCharges(t *testing.T) {
 		answered <- answer{r, err}
 	}()
 	// Wait until the charge is in flight, then deploy: SIGTERM.
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	waitRows(t, pool, 1, 10*time.Second, "SELECT count(*) FROM charge_attempts")
 	require.NoError(t, s.Signal(syscall.SIGTERM))
 

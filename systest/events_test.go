@@ -30,7 +30,7 @@ func TestEvents_KilledBetweenPublishAndMark_PublishedAgain_OneReceipt(t *testing
 	broker := eventstest.New(t)
 	dbURL := dbtest.NewDatabase(t)
 	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": broker.URL()}
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 
 	p := startServer(t, withCrash(env, events.FaultAfterPublish))
 	key := newKey()
@@ -77,7 +77,7 @@ func TestEvents_ReceiptsConsumerKilledBeforeAck_RedeliveredStillOneReceipt(t *te
 	dbURL := dbtest.NewDatabase(t)
 	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": broker.URL()}
 	s := startServer(t, env)
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 
 	keys := []string{newKey(), newKey(), newKey()}
 	for i, key := range keys {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db"
+	"chargeonce/db/dbtest"
 	"chargeonce/db/localpg"
 	"chargeonce/internal/apiclient"
 )
@@ -111,7 +112,7 @@ func TestPostgresRestartMidLoad_NoDoubleChargeAndRecovers(t *testing.T) {
 	// No attempt is left PROCESSING once the leases taken before the outage
 	// have run out and the reconciler has had a few passes. The load may
 	// have lasted past that time: the count is read at least once.
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	settleBy := restarted.Add(lease + 10*interval)
 	var open int
 	for {

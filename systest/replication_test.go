@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/db/dbtest"
 	"chargeonce/db/localpg"
 	"chargeonce/internal/apiclient"
 	"chargeonce/internal/testlog"
@@ -29,7 +30,7 @@ func startReplicatedPostgres(t *testing.T) (primary, standby *localpg.Server) {
 	standby, err = localpg.StartStandby(ctx, primary, localpg.Options{Dir: filepath.Join(dir, "standby")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = standby.Stop(context.Background()) })
-	pool := openPool(t, primary.AdminURL)
+	pool := dbtest.Open(t, primary.AdminURL)
 	require.Eventually(t, func() bool {
 		var n int
 		return pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'").Scan(&n) == nil && n == 1
@@ -61,7 +62,7 @@ func TestStart_AsynchronousStandby_Warns(t *testing.T) {
 	require.Len(t, warned, 1, "one WARN at start:\n%s", async.Output())
 	require.Contains(t, warned[0]["msg"], "synchronous_standby_names is empty")
 
-	admin := openPool(t, primary.AdminURL)
+	admin := dbtest.Open(t, primary.AdminURL)
 	_, err := admin.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '*'")
 	require.NoError(t, err)
 	_, err = admin.Exec(ctx, "SELECT pg_reload_conf()")
@@ -90,7 +91,7 @@ func TestDatabaseURL_SeveralHosts_ConnectsToThePrimaryAndReplaysFromIt(t *testin
 	t.Parallel()
 	primary, standby := startReplicatedPostgres(t)
 	ctx := context.Background()
-	standbyPool := openPool(t, standby.AdminURL)
+	standbyPool := dbtest.Open(t, standby.AdminURL)
 	_, err := standbyPool.Exec(ctx, "SELECT pg_wal_replay_pause()")
 	require.NoError(t, err)
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/provider/stripe"
 	"chargeonce/provider/stripe/stripefake"
@@ -59,7 +60,7 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 // storedProviderKey is the provider key stored on the attempt of a client key.
 func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
 	t.Helper()
-	require.NoError(t, openPool(t, dbURL).QueryRow(t.Context(),
+	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(t.Context(),
 		"SELECT id::text, provider_key FROM charge_attempts WHERE idempotency_key = $1", clientKey).Scan(&attemptID, &providerKey))
 	return attemptID, providerKey
 }

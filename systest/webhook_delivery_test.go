@@ -68,7 +68,7 @@ func TestWebhooks_RealCharges_ReceiverVerifiesEachAndHandlesItOnce(t *testing.T)
 	}
 	declined := newKey()
 	require.Equal(t, "FAILED", s.chargeCard(t, "demo-key", declined, withPaymentMethod("pm_card_chargeDeclined")).Status)
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 
 	var out string
 	deadline := time.Now().Add(60 * time.Second)

@@ -221,14 +221,20 @@ func NewDatabase(t testing.TB, opts ...Option) string {
 // NewPool returns a pool on NewDatabase(t, opts...), closed when the test ends.
 func NewPool(t testing.TB, opts ...Option) *pgxpool.Pool {
 	t.Helper()
-	u := NewDatabase(t, opts...)
+	return Open(t, NewDatabase(t, opts...)) // its close runs before NewDatabase's drop (cleanups are LIFO)
+}
+
+// Open connects to the database at url (db.Connect) for the test, and
+// closes the pool when the test ends.
+func Open(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := db.Connect(ctx, u)
+	pool, err := db.Connect(ctx, url)
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
-	t.Cleanup(pool.Close) // runs before NewDatabase's drop (cleanups are LIFO)
+	t.Cleanup(pool.Close)
 	return pool
 }
 

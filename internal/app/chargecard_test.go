@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/db"
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
@@ -156,7 +155,7 @@ func TestChargeCard_UnknownOutcome_StaysProcessing(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	// No reconciler pass during the test: what the request itself leaves behind is checked here.
 	s := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	for pm, want := range map[string]struct {
 		providerCharges int
 		afterRetry      string
@@ -195,7 +194,7 @@ func TestChargeCard_UnknownOutcome_StaysProcessing(t *testing.T) {
 func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 	t.Parallel()
 	s, dbURL := setup(t)
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	long := func(n int) string { return strings.Repeat("x", n) }
 	tests := []struct {
 		name  string
@@ -259,7 +258,7 @@ func TestChargeCard_MissingOrMistypedField_IsAGraphQLError(t *testing.T) {
 func TestChargeCard_KeysAreScopedPerMerchant(t *testing.T) {
 	t.Parallel()
 	s, dbURL := setup(t)
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	_, acmeKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "acme")
 	require.NoError(t, err)
 
@@ -311,13 +310,13 @@ func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 	// A key made as `chargeonce apikey create` makes one works, and is
 	// stored only as its hash (systest's TestAPIKeyCommands_… runs the
 	// command itself).
-	_, apiKey, err := merchant.New(openPool(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
+	_, apiKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(apiKey, "co_sk_"), apiKey)
 	r := s.chargeCard(t, apiKey, newKey(), visa(100))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	var hashed, clear int
 	require.NoError(t, pool.QueryRow(context.Background(),
 		"SELECT count(*) FILTER (WHERE key_hash = sha256(convert_to($1::text, 'UTF8'))), count(*) FILTER (WHERE key_prefix = $1::text) FROM api_keys",
@@ -382,14 +381,6 @@ func TestServer_ProbesAndPlaygroundAnswer_QueriesRunOverGET(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
-}
-
-func openPool(t *testing.T, dbURL string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := db.Connect(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 func attemptStatus(t *testing.T, pool *pgxpool.Pool, key string) string {

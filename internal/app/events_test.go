@@ -67,7 +67,7 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 	close(keys)
 	wg.Wait()
 
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	require.Equal(t, n, countRows(t, pool, "SELECT count(*) FROM charge_events"), "one outbox event per finalized attempt")
 	waitRows(t, pool, 0, time.Minute, unsentEvents)
 
@@ -105,7 +105,7 @@ func TestEvents_BrokerAway_EventsWaitInTheOutboxAndAllArrive(t *testing.T) {
 	broker := eventstest.New(t)
 	dbURL := dbtest.NewDatabase(t)
 	s := startServer(t, dbURL, map[string]string{"NATS_URL": broker.URL()})
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 
 	first := s.chargeCard(t, "demo-key", newKey(), visa(500))
 	require.Equal(t, "SUCCEEDED", first.Data.ChargeCard.Status)

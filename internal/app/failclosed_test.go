@@ -33,7 +33,7 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	proxy := startPGProxy(t, dbURL)
 	s := startServer(t, proxy.url, map[string]string{"PROCESSING_LEASE": "30s", "RECONCILE_INTERVAL": "1h"})
-	pool := openPool(t, dbURL) // around the proxy
+	pool := dbtest.Open(t, dbURL) // around the proxy
 
 	key := newKey()
 	proxy.cutInsertReply(0) // the claim is the charge's first INSERT
@@ -74,7 +74,7 @@ func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	proxy := startPGProxy(t, dbURL)
 	s := startServer(t, proxy.url, map[string]string{"RECONCILE_INTERVAL": "1h"})
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 
 	key := newKey()
 	proxy.cutInsertReply(2) // the claim, the simulator's own charge, then ours

@@ -189,7 +189,7 @@ func TestMetrics_RetentionCountsForgottenKeys(t *testing.T) {
 		"CLEANUP_INTERVAL":   "100ms",
 		"RECONCILE_INTERVAL": "1h",
 	})
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 
 	// The PROCESSING attempt expires first, yet is never forgotten; the

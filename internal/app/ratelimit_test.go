@@ -35,7 +35,7 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	s := startServer(t, dbURL, map[string]string{
 		"RATE_LIMIT_MERCHANT": strconv.Itoa(perSecond), "RATE_LIMIT_MERCHANT_BURST": strconv.Itoa(burst),
 	})
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 
 	type answer struct {
 		key    string

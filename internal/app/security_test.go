@@ -59,7 +59,7 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	s := startServer(t, dbURL, map[string]string{"MAX_BODY_BYTES": "4096"})
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	auth := func(kv ...string) http.Header {
 		return jsonHeaders(append([]string{"Authorization", "Bearer demo-key"}, kv...)...)
 	}
@@ -177,7 +177,7 @@ func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	s := startServer(t, dbURL, nil)
-	pool := openPool(t, dbURL)
+	pool := dbtest.Open(t, dbURL)
 	var doc strings.Builder
 	doc.WriteString("mutation {")
 	for i := range 100 {

@@ -36,7 +36,7 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	// Both databases are empty: each server's own migrations make them.
 	devURL := dbtest.NewDatabase(t, dbtest.Empty)
 	startServer(t, devURL, nil)
-	require.True(t, hasCardsim(t, openPool(t, devURL)), "a development server creates the simulator's schema")
+	require.True(t, hasCardsim(t, dbtest.Open(t, devURL)), "a development server creates the simulator's schema")
 
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
 	stripe := stripefake.Start(t)
@@ -51,7 +51,7 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	_, apiKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "shop")
 	closeDB()
 	require.NoError(t, err)
-	prodPool := openPool(t, prodURL)
+	prodPool := dbtest.Open(t, prodURL)
 	require.False(t, hasCardsim(t, prodPool), "an operator command leaves no cardsim schema")
 
 	prod := startServer(t, prodURL, prodEnv)

@@ -26,7 +26,7 @@ func stripeServer(t *testing.T, env map[string]string) (*testServer, *stripefake
 // storedProviderKey is the provider key stored on the attempt of a client key.
 func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
 	t.Helper()
-	require.NoError(t, openPool(t, dbURL).QueryRow(context.Background(),
+	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(context.Background(),
 		"SELECT id::text, provider_key FROM charge_attempts WHERE idempotency_key = $1", clientKey).Scan(&attemptID, &providerKey))
 	return attemptID, providerKey
 }
