@@ -178,15 +178,10 @@ func (e *Error) Code() string { return e.extension("code") }
 func (e *Error) Field() string { return e.extension("field") }
 
 // RetryAfter is the first error's extensions.retryAfterMs, 0 when absent.
+// MakeRequest decodes JSON numbers as float64.
 func (e *Error) RetryAfter() time.Duration {
-	switch ms := e.Errors[0].Extensions["retryAfterMs"].(type) {
-	case float64:
-		return time.Duration(ms) * time.Millisecond
-	case json.Number:
-		n, _ := ms.Int64()
-		return time.Duration(n) * time.Millisecond
-	}
-	return 0
+	ms, _ := e.Errors[0].Extensions["retryAfterMs"].(float64)
+	return time.Duration(ms) * time.Millisecond
 }
 
 func (e *Error) extension(name string) string {
