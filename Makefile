@@ -86,10 +86,8 @@ pg-auto-failover: ## Install Debian's pg_auto_failover (apt-get, as root) when p
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PG_AUTO_FAILOVER_PACKAGES) >/dev/null; \
 	fi
 
-# The lab (lab/): the local cluster and the chaos run, a program of its own
-# that drives bin/chargeonce as a process.
 .PHONY: lab
-lab:
+lab: ## Build the lab (the local cluster and the chaos run) into bin/lab
 	$(GO) build -o bin/lab ./lab
 
 .PHONY: cluster
