@@ -31,7 +31,7 @@ func (in *instance) ensureCluster(ctx context.Context, log *slog.Logger) error {
 	return in.intoPlace(".initdb", func(scratch string) error {
 		out, err := in.run(ctx, "initdb", "-D", scratch, "-A", "trust", "-U", localUser, "-E", "UTF8", "--no-locale", "--no-sync")
 		if err != nil {
-			return fmt.Errorf("local PostgreSQL: initdb: %w\n%s", err, tail(out, 40))
+			return fmt.Errorf("local PostgreSQL: initdb: %w\n%s", err, Tail(out, 40))
 		}
 		return nil
 	})
@@ -106,12 +106,12 @@ func (in *instance) ensureDatabase(ctx context.Context, adminURL string) error {
 	}
 	defer conn.Close(context.Background())
 	var exists bool
-	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", localDatabase).Scan(&exists)
+	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", Database).Scan(&exists)
 	if err == nil && !exists {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{localDatabase}.Sanitize())
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{Database}.Sanitize())
 	}
 	if err != nil {
-		return fmt.Errorf("local PostgreSQL: create database %s: %w", localDatabase, err)
+		return fmt.Errorf("local PostgreSQL: create database %s: %w", Database, err)
 	}
 	return nil
 }

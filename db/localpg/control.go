@@ -20,7 +20,7 @@ import (
 func (in *instance) server(port int, started, fast bool) *Server {
 	base := "postgres://" + localUser + "@127.0.0.1:" + strconv.Itoa(port) + "/"
 	return &Server{
-		URL:      base + localDatabase + "?sslmode=disable",
+		URL:      base + Database + "?sslmode=disable",
 		AdminURL: base + "postgres?sslmode=disable",
 		Started:  started,
 		port:     port,
@@ -71,7 +71,7 @@ func (in *instance) start(ctx context.Context, fast bool, port int) (int, error)
 	for range 3 {
 		if !fixed {
 			var err error
-			if port, err = freePort(); err != nil {
+			if port, err = FreePort(); err != nil {
 				return 0, fmt.Errorf("local PostgreSQL: pick a port: %w", err)
 			}
 		}
@@ -93,7 +93,7 @@ func (in *instance) start(ctx context.Context, fast bool, port int) (int, error)
 		if err == nil {
 			return port, nil
 		}
-		lastErr = fmt.Errorf("local PostgreSQL: pg_ctl start: %w\n%s%s", err, tail(out, 20), in.logTail())
+		lastErr = fmt.Errorf("local PostgreSQL: pg_ctl start: %w\n%s%s", err, Tail(out, 20), in.logTail())
 		if fixed || !strings.Contains(in.logTail(), "could not bind") {
 			break
 		}
@@ -101,7 +101,9 @@ func (in *instance) start(ctx context.Context, fast bool, port int) (int, error)
 	return 0, lastErr
 }
 
-func freePort() (int, error) {
+// FreePort is a loopback TCP port that was free a moment ago, picked as
+// ListenFree picks it.
+func FreePort() (int, error) {
 	l, err := ListenFree()
 	if err != nil {
 		return 0, err
@@ -166,7 +168,7 @@ func (in *instance) stopLocked(ctx context.Context) error {
 		if _, statErr := os.Stat(filepath.Join(in.dir, "postmaster.pid")); os.IsNotExist(statErr) {
 			return nil // it stopped on its own meanwhile
 		}
-		return fmt.Errorf("local PostgreSQL: pg_ctl stop: %w\n%s%s", err, tail(out, 20), in.logTail())
+		return fmt.Errorf("local PostgreSQL: pg_ctl stop: %w\n%s%s", err, Tail(out, 20), in.logTail())
 	}
 	return nil
 }
@@ -186,15 +188,15 @@ func (in *instance) logTail() string {
 		f.Seek(fi.Size()-max, io.SeekStart)
 	}
 	b, _ := io.ReadAll(f)
-	t := tail(b, 20)
+	t := Tail(b, 20)
 	if t == "" {
 		return ""
 	}
 	return "\n" + in.logPath() + " ends with:\n" + t
 }
 
-// tail returns the last n lines of b.
-func tail(b []byte, n int) string {
+// Tail is the last n lines of b.
+func Tail(b []byte, n int) string {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {

@@ -50,11 +50,12 @@ type Server struct {
 	inst *instance
 }
 
-// The role and database that Start provides on every server.
+// Database is the database (and role) that Start provides on every server.
+const Database = "chargeonce"
+
 const (
-	localUser     = "chargeonce"
-	localDatabase = "chargeonce"
-	logName       = "postgres.log"
+	localUser = Database
+	logName   = "postgres.log"
 )
 
 // Start returns the PostgreSQL server running in opts.Dir, starting it

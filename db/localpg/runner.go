@@ -6,9 +6,6 @@ import (
 	"syscall"
 )
 
-// Database is the database (and role) that every local server provides.
-const Database = localDatabase
-
 // Runner runs PostgreSQL's programs for a data directory, as Start does:
 // from the server binaries on the machine, and when this process is root,
 // as an unprivileged user with a data directory that user can reach. Tools
@@ -64,10 +61,3 @@ func Postmaster(dir string) (pid int, running bool, err error) {
 	}
 	return pf.pid, alive(pf.pid) && isPostgres(pf.pid, dir), nil
 }
-
-// FreePort is a loopback TCP port that was free a moment ago, picked as
-// ListenFree picks it.
-func FreePort() (int, error) { return freePort() }
-
-// Tail is the last n lines of b.
-func Tail(b []byte, n int) string { return tail(b, n) }

@@ -49,7 +49,7 @@ func (in *instance) baseBackup(ctx context.Context, primary *Server, log *slog.L
 		out, err := in.run(ctx, "pg_basebackup", "-D", scratch, "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
 			"-U", localUser, "-R", "-X", "stream", "--checkpoint=fast", "--no-sync")
 		if err != nil {
-			return fmt.Errorf("local PostgreSQL: pg_basebackup: %w\n%s", err, tail(out, 40))
+			return fmt.Errorf("local PostgreSQL: pg_basebackup: %w\n%s", err, Tail(out, 40))
 		}
 		return nil
 	})
