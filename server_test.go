@@ -54,7 +54,7 @@ func TestRun_Serve_ListensAnnouncesAndDrains(t *testing.T) {
 	require.NotEmpty(t, addrs.Metrics, "METRICS_ADDR is announced with the API")
 	api := apiclient.New(addrs.Loopback(), apiclient.DemoAPIKey, nil)
 	require.EventuallyWithT(t, func(c *assert.CollectT) { require.NoError(c, api.Ready(ctx)) }, 30*time.Second, 20*time.Millisecond)
-	res, err := api.ChargeCard(ctx, "run-serve", apiclient.ChargeCardInput{Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"})
+	res, err := api.ChargeCard(ctx, "run-serve", apiclient.ChargeCardInput{Amount: new(100), Currency: new("USD"), PaymentMethod: "pm_card_visa"})
 	require.NoError(t, err)
 	require.Equal(t, apiclient.Succeeded, res.Status)
 	resp, err := http.Get(addrs.Metrics)

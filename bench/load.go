@@ -53,7 +53,7 @@ func chargeBodyWith(key, card string) []byte {
 // chargeInput is what every charge of the bench pays: the same card and
 // amount for every key, so that a replay always matches its first request.
 func chargeInput(card string) apiclient.ChargeCardInput {
-	return apiclient.ChargeCardInput{Amount: 1999, Currency: "USD", PaymentMethod: card}
+	return apiclient.ChargeCardInput{Amount: new(1999), Currency: new("USD"), PaymentMethod: card}
 }
 
 func newKey(prefix string) string {

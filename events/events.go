@@ -27,10 +27,13 @@ import (
 const Stream = "CHARGES"
 
 // Subjects of the stream, one per event type.
-var Subjects = []string{
-	payment.SubjectPrefix + payment.EventChargeSucceeded,
-	payment.SubjectPrefix + payment.EventChargeFailed,
-}
+var Subjects = func() []string {
+	subjects := make([]string, len(payment.EventTypes))
+	for i, t := range payment.EventTypes {
+		subjects[i] = payment.SubjectPrefix + t
+	}
+	return subjects
+}()
 
 // DuplicateWindow is how long the stream remembers a Nats-Msg-Id: a relay
 // that publishes an event again within it (it died between the broker's ack
@@ -47,7 +50,7 @@ const MaxAge = 7 * 24 * time.Hour
 func StreamConfig(replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        Stream,
-		Description: "chargeonce payment events: charge.succeeded and charge.failed",
+		Description: "chargeonce payment events: charge.succeeded, charge.failed, checkout_session.paid and checkout_session.expired",
 		Subjects:    Subjects,
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,

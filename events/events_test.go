@@ -29,7 +29,7 @@ func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "relay", "relay-key")
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "relay", "relay-key", merchant.KeySecret)
 	require.NoError(t, err)
 	js := eventstest.New(t).JetStream(t)
 
@@ -45,7 +45,7 @@ func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
 		30*time.Second, 20*time.Millisecond, "the relay creates the stream at its first pass")
 
 	e := payment.Event{ID: uuid.New(), Type: payment.EventChargeFailed, OccurredAt: time.Now().UTC(), MerchantID: m.ID,
-		IdempotencyKey: "k", AttemptID: uuid.New(), Amount: 100, Currency: "USD",
+		IdempotencyKey: "k", AttemptID: new(uuid.New()), Amount: 100, Currency: "USD",
 		Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
 	body, err := json.Marshal(e)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestRelay_AfterABatch_EventsGatherIntoTheNext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "gather", "gather-key")
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "gather", "gather-key", merchant.KeySecret)
 	require.NoError(t, err)
 	js := eventstest.New(t).JetStream(t)
 	relay := NewRelay(pool, js, RelayConfig{Poll: time.Hour, Gather: 2 * time.Second})
@@ -83,7 +83,7 @@ func TestRelay_AfterABatch_EventsGatherIntoTheNext(t *testing.T) {
 	insert := func(key string) {
 		t.Helper()
 		e := payment.Event{ID: uuid.New(), Type: payment.EventChargeFailed, OccurredAt: time.Now().UTC(), MerchantID: m.ID,
-			IdempotencyKey: key, AttemptID: uuid.New(), Amount: 100, Currency: "USD",
+			IdempotencyKey: key, AttemptID: new(uuid.New()), Amount: 100, Currency: "USD",
 			Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
 		body, err := json.Marshal(e)
 		require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testin
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "receipts", "receipts-key")
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(ctx, "receipts", "receipts-key", merchant.KeySecret)
 	require.NoError(t, err)
 	js := eventstest.New(t).JetStream(t)
 	_, err = EnsureStream(ctx, js, 1)
@@ -155,7 +155,7 @@ func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testin
 
 	publish := func(merchant uuid.UUID) payment.Event {
 		e := payment.Event{ID: uuid.New(), Type: payment.EventChargeSucceeded, OccurredAt: time.Now().UTC(), MerchantID: merchant,
-			IdempotencyKey: "k-" + merchant.String(), AttemptID: uuid.New(), Amount: 100, Currency: "USD",
+			IdempotencyKey: "k-" + merchant.String(), AttemptID: new(uuid.New()), Amount: 100, Currency: "USD",
 			Charge: &payment.EventCharge{ID: uuid.New(), ProviderChargeID: "ch_" + merchant.String(), CreatedAt: time.Now().UTC()}}
 		body, err := json.Marshal(e)
 		require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"chargeonce/merchant"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/ratelimit"
@@ -37,12 +38,14 @@ type edge struct {
 	ipLimit       *ratelimit.Limiter
 	authTimeout   time.Duration
 	streams       *Streams // ends the streams when the server shuts down; may be nil
+	origins       originChecker
+	production    bool
 	log           *slog.Logger
 	metrics       *metrics.Metrics
 }
 
 type authenticator interface {
-	Authenticate(ctx context.Context, apiKey string) (payment.Merchant, error)
+	Authenticate(ctx context.Context, apiKey string) (merchant.Caller, error)
 }
 
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +55,11 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, st: st}
 	defer e.logRequest(r, sw, st, start)
 	r = r.WithContext(withState(r.Context(), st))
-	if status, err := e.admit(r, st); err != nil {
+	if isPreflight(r) {
+		e.preflight(sw, r, st)
+		return
+	}
+	if status, err := e.admit(sw, r, st); err != nil {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 		}
@@ -64,8 +71,11 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admit checks the request and reads what the GraphQL layer needs into st
 // (and the body into r's context). A refusal comes with its HTTP status.
-func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
+func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (int, *RequestError) {
 	st.stream = streamOf(r)
+	if st.origin = r.Header.Get("Origin"); st.origin != "" {
+		st.sameOrigin = sameOrigin(st.origin, r)
+	}
 	if st.stream == streamWebsocket {
 		if status, err := checkWebsocket(r); err != nil {
 			return status, err
@@ -131,6 +141,17 @@ func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
 		if status, err := e.authenticate(r.Context(), st, apiKey); err != nil {
 			return status, err
 		}
+		cors, status, err := e.checkOrigin(r.Context(), st)
+		if err != nil {
+			return status, err
+		}
+		if cors {
+			allowCORS(w, st)
+		}
+	} else if st.stream == streamWebsocket && st.origin != "" && !st.sameOrigin {
+		if status, err := e.websocketOrigin(r.Context(), st); err != nil {
+			return status, err
+		}
 	}
 	if st.stream == streamSSE && st.authErr != nil {
 		// An event stream starts with 200 and its headers: a refusal must
@@ -145,12 +166,13 @@ func (e *edge) admit(r *http.Request, st *requestState) (int, *RequestError) {
 // rate limit is refused.
 func (e *edge) authenticate(ctx context.Context, st *requestState, apiKey string) (int, *RequestError) {
 	lookupCtx, cancel := context.WithTimeout(ctx, e.authTimeout)
-	m, err := e.merchants.Authenticate(lookupCtx, apiKey)
+	c, err := e.merchants.Authenticate(lookupCtx, apiKey)
 	cancel()
 	switch {
 	case err == nil:
-		st.merchant, st.authErr = &m, nil
-		if ok, wait := e.merchantLimit.Allow(m.ID.String()); !ok {
+		st.merchant, st.authErr = &c.Merchant, nil
+		st.kind, st.keyID, st.seed = c.Kind, c.KeyID, merchant.SessionSeed(apiKey)
+		if ok, wait := e.merchantLimit.Allow(c.Merchant.ID.String()); !ok {
 			return e.limited("merchant", wait)
 		}
 	case payment.ErrorCode(err) == payment.EUNAUTHENTICATED:

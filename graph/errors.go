@@ -28,6 +28,10 @@ var errorCodes = map[string]string{
 	payment.EUNAVAILABLE:     codeServiceUnavailable,
 	payment.ENOTFOUND:        "NOT_FOUND",
 	payment.ELIMITED:         codeRateLimited,
+	payment.ESESSIONPAID:     "CHECKOUT_SESSION_PAID",
+	payment.ESESSIONEXPIRED:  "CHECKOUT_SESSION_EXPIRED",
+	payment.ESESSIONLOCKED:   "CHECKOUT_SESSION_LOCKED",
+	payment.EFORBIDDEN:       codeForbidden,
 }
 
 // errorPresenter is the one place where errors become GraphQL errors: domain

@@ -210,7 +210,7 @@ func FuzzChargeCard(f *testing.F) {
 		ProviderRetries: 1, ProviderRetryBudget: 20 * time.Millisecond,
 	})
 	merchants := merchant.New(pool, true)
-	if _, err := merchants.EnsureDevelopmentKey(context.Background(), "demo", "demo-key"); err != nil {
+	if _, err := merchants.EnsureDevelopmentKey(context.Background(), "demo", "demo-key", merchant.KeySecret); err != nil {
 		f.Fatal(err)
 	}
 	// No limiters: rate limits are not what this target is about.

@@ -71,6 +71,9 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		cfg.Metrics = metrics.Discard()
 	}
 	log := cfg.Logger
+	if r.Metrics == nil {
+		r.Metrics = cfg.Metrics
+	}
 	e := &edge{
 		merchants:     r.Merchants,
 		maxBody:       cfg.MaxBodyBytes,
@@ -78,6 +81,8 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		ipLimit:       cfg.IPLimit,
 		authTimeout:   cfg.AuthTimeout,
 		streams:       cfg.Streams,
+		origins:       r.Merchants,
+		production:    cfg.Production,
 		log:           log,
 		metrics:       cfg.Metrics,
 	}

@@ -37,6 +37,9 @@ func (l operationLimits) MutateOperationContext(ctx context.Context, oc *graphql
 	if streaming {
 		st.setOperation(op.Name, rootField(oc))
 	}
+	if err := checkKeyKind(st, oc); err != nil {
+		return err
+	}
 	switch {
 	case streaming && op.Operation != ast.Subscription:
 		return limitError(codeBadRequest,

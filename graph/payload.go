@@ -18,16 +18,7 @@ func toPayload(r payment.Result) *model.ChargeCardPayload {
 		t := r.ExpiresAt.UTC()
 		p.ExpiresAt = &t
 	}
-	if c := r.Charge; c != nil {
-		p.Charge = &model.Charge{
-			ID:               c.ID.String(),
-			Amount:           int(c.Amount),
-			Currency:         c.Currency,
-			OrderID:          optional(c.OrderID),
-			ProviderChargeID: c.ProviderChargeID,
-			CreatedAt:        c.CreatedAt.UTC(),
-		}
-	}
+	p.Charge = toCharge(r.Charge)
 	if f := r.Failure; f != nil {
 		p.Failure = &model.ChargeFailure{Code: f.Code, Message: f.Message}
 	}
@@ -36,6 +27,41 @@ func toPayload(r payment.Result) *model.ChargeCardPayload {
 		p.RetryAfterMs = &ms
 	}
 	return p
+}
+
+// toCharge maps a charge; nil for none.
+func toCharge(c *payment.Charge) *model.Charge {
+	if c == nil {
+		return nil
+	}
+	return &model.Charge{
+		ID:               c.ID.String(),
+		Amount:           int(c.Amount),
+		Currency:         c.Currency,
+		OrderID:          optional(c.OrderID),
+		ProviderChargeID: c.ProviderChargeID,
+		CreatedAt:        c.CreatedAt.UTC(),
+	}
+}
+
+// toSession maps a checkout session; secret is its client secret, shown
+// only when given.
+func toSession(s payment.CheckoutSession, secret string) *model.CheckoutSession {
+	return &model.CheckoutSession{
+		ID:           s.ID.String(),
+		ClientSecret: optional(secret),
+		Status:       model.CheckoutSessionStatus(s.Status),
+		Amount:       int(s.Input.Amount),
+		Currency:     s.Input.Currency,
+		OrderID:      optional(s.Input.OrderID),
+		Description:  optional(s.Input.Description),
+		ReturnURL:    optional(s.Input.ReturnURL),
+		CreatedAt:    s.CreatedAt.UTC(),
+		ExpiresAt:    s.ExpiresAt.UTC(),
+		Charge:       toCharge(s.Charge),
+		Attempts:     s.Attempts,
+		MaxAttempts:  s.MaxAttempts,
+	}
 }
 
 func optional(s string) *string {

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
+	"chargeonce/merchant"
 	"chargeonce/payment"
 )
 
@@ -23,6 +26,16 @@ type requestState struct {
 	// connection_init, before any operation): the merchant, or why not.
 	merchant *payment.Merchant
 	authErr  error
+	// kind and keyID name the key that authenticated; seed is its secret
+	// material for checkout sessions' client secrets (merchant.SessionSeed).
+	kind  merchant.KeyKind
+	keyID uuid.UUID
+	seed  []byte
+
+	// origin is the Origin header, "" when absent; sameOrigin says the page
+	// was served by this server's own host.
+	origin     string
+	sameOrigin bool
 
 	// headerKey is the Idempotency-Key header, "" when absent.
 	headerKey    string

@@ -7,8 +7,10 @@ package graph
 
 import (
 	"chargeonce/live"
+	"chargeonce/metrics"
 	"chargeonce/merchant"
 	"chargeonce/payment"
+	"chargeonce/ratelimit"
 )
 
 //go:generate go tool gqlgen generate
@@ -20,4 +22,9 @@ type Resolver struct {
 	// Live tells chargeUpdated subscribers when an attempt changes; nil
 	// refuses subscriptions.
 	Live *live.Hub
+	// KeyDeclines and IPDeclines ration publishable keys' declined charges
+	// (card testing), per key and per client address; nil: no limit.
+	KeyDeclines, IPDeclines *ratelimit.Limiter
+	// Metrics counts the declines and their refusals; nil: nowhere.
+	Metrics *metrics.Metrics
 }

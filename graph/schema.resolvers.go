@@ -8,54 +8,48 @@ package graph
 import (
 	"chargeonce/graph/generated"
 	"chargeonce/graph/model"
-	"chargeonce/payment"
 	"context"
 )
 
 // ChargeCard is the resolver for the chargeCard field.
 func (r *mutationResolver) ChargeCard(ctx context.Context, idempotencyKey string, input model.ChargeCardInput) (*model.ChargeCardPayload, error) {
-	m, err := r.merchant(ctx)
-	if err != nil {
-		return nil, err
-	}
 	key, err := headerKeyAgrees(ctx, idempotencyKey)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.Payments.ChargeCard(ctx, m, key, payment.ChargeInput{
-		Amount:        int64(input.Amount),
-		Currency:      input.Currency,
-		PaymentMethod: input.PaymentMethod,
-		OrderID:       deref(input.OrderID),
-		Description:   deref(input.Description),
-	})
+	return r.chargeCard(ctx, key, input)
+}
+
+// CreateCheckoutSession is the resolver for the createCheckoutSession field.
+func (r *mutationResolver) CreateCheckoutSession(ctx context.Context, idempotencyKey string, input model.CheckoutSessionInput) (*model.CheckoutSessionPayload, error) {
+	key, err := headerKeyAgrees(ctx, idempotencyKey)
 	if err != nil {
 		return nil, err
 	}
-	return toPayload(res), nil
+	return r.createCheckoutSession(ctx, key, input)
 }
 
 // ChargeStatus is the resolver for the chargeStatus field.
-func (r *queryResolver) ChargeStatus(ctx context.Context, idempotencyKey string) (*model.ChargeCardPayload, error) {
-	m, err := r.merchant(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := r.Payments.ChargeStatus(ctx, m, idempotencyKey)
-	if err != nil || res == nil {
-		return nil, err
-	}
-	return toPayload(*res), nil
+func (r *queryResolver) ChargeStatus(ctx context.Context, idempotencyKey string, checkoutSession *string) (*model.ChargeCardPayload, error) {
+	return r.chargeStatus(ctx, idempotencyKey, checkoutSession)
+}
+
+// CheckoutSession is the resolver for the checkoutSession field.
+func (r *queryResolver) CheckoutSession(ctx context.Context, id string) (*model.CheckoutSession, error) {
+	return r.checkoutSession(ctx, id)
 }
 
 // ChargeUpdated is the resolver for the chargeUpdated field.
-func (r *subscriptionResolver) ChargeUpdated(ctx context.Context, idempotencyKey string) (<-chan *model.ChargeCardPayload, error) {
-	m, err := r.merchant(ctx)
+func (r *subscriptionResolver) ChargeUpdated(ctx context.Context, idempotencyKey string, checkoutSession *string) (<-chan *model.ChargeCardPayload, error) {
+	m, st, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if r.Live == nil {
 		return nil, errNoLiveStatus
+	}
+	if err := r.watchable(ctx, m, st, idempotencyKey, checkoutSession); err != nil {
+		return nil, err
 	}
 	states, err := r.Live.Watch(ctx, m, idempotencyKey)
 	if err != nil {

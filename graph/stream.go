@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -162,12 +161,9 @@ func checkWebsocket(r *http.Request) (int, *RequestError) {
 	if r.Header.Get("Sec-WebSocket-Version") != "13" || len(r.Header.Values("Sec-WebSocket-Key")) != 1 {
 		return http.StatusBadRequest, badRequest(codeBadRequest, "", "not a websocket handshake (RFC 6455, version 13)")
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		// A page of another site may not open a websocket to this server.
-		if u, err := url.Parse(origin); err != nil || !strings.EqualFold(u.Host, r.Host) {
-			return http.StatusForbidden, badRequest(codeBadRequest, "Origin", "cross-origin websockets are refused")
-		}
-	}
+	// The Origin is the edge's to check (checkOrigin, websocketOrigin): a
+	// page of another origin reaches a websocket only with a publishable
+	// key, from an origin its merchant registered.
 	return 0, nil
 }
 
@@ -210,6 +206,14 @@ func (e *edge) websocketInit(ctx context.Context, payload transport.InitPayload)
 	if st.merchant == nil && st.authErr == errNoCredentials {
 		if _, err := e.authenticateInit(ctx, st, payload.Authorization()); err != nil {
 			return closeWith(ctx, closeTooManyRequests, "Too many requests"), nil, err
+		}
+	}
+	if st.merchant != nil {
+		if _, _, err := e.checkOrigin(ctx, st); err != nil {
+			if err.Code == codeServiceUnavailable {
+				return closeWith(ctx, closeTryAgainLater, "Try again later"), nil, errors.New(err.Message)
+			}
+			return closeWith(ctx, closeForbidden, "Forbidden"), nil, errors.New(err.Message)
 		}
 	}
 	switch {

@@ -107,7 +107,7 @@ func TestCluster_UpServesOnEveryInstance_DownStopsEveryPart(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	in := apiclient.ChargeCardInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"}
+	in := apiclient.ChargeCardInput{Amount: new(1999), Currency: new("USD"), PaymentMethod: "pm_card_visa"}
 	for i, c := range instances {
 		key := uuid.NewString()
 		first, err := c.ChargeCard(ctx, key, in)

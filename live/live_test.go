@@ -42,7 +42,7 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(sim.Close)
 	c := &clock{now: time.Now()}
 	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{Now: c.Now})
-	m, err := merchant.New(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key")
+	m, err := merchant.New(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key", merchant.KeySecret)
 	require.NoError(t, err)
 	return &bundle{pool: pool, svc: svc, merchant: m, clock: c}
 }
@@ -209,7 +209,7 @@ func TestHub_UnknownOrOtherMerchantsKey_IsNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	h := newHub(b, Config{})
-	other, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), "other")
+	other, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), "other", merchant.KeySecret)
 	require.NoError(t, err)
 	b.processing(t, "k")
 
@@ -285,7 +285,7 @@ func TestHub_Bounds_RefuseMoreWatchers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	h := newHub(b, Config{PollInterval: noPoll, MaxWatchers: 2, MaxWatchersPerMerchant: 1})
-	other, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), "other")
+	other, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), "other", merchant.KeySecret)
 	require.NoError(t, err)
 	_, err = b.svc.ChargeCard(context.Background(), other, "o", card("pm_card_lostResponse"))
 	require.NoError(t, err)

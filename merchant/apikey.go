@@ -17,36 +17,38 @@ type APIKey struct {
 	ID              uuid.UUID
 	Merchant        string // the merchant's name
 	Prefix          string // the key's first characters (keyPrefix)
+	Kind            KeyKind
 	DevelopmentOnly bool
 	CreatedAt       time.Time
 	RevokedAt       *time.Time // nil while the key is live
 }
 
-// RotateAPIKey makes a new API key for the existing merchant name. The
-// merchant's other live keys are returned and stay valid until they are
-// revoked, so clients can move to the new key before the old one stops
-// working. The key is returned once; only its hash and prefix are stored.
-func (ms *Service) RotateAPIKey(ctx context.Context, name string) (m payment.Merchant, key string, stillValid []APIKey, err error) {
-	if err := checkMerchantName(name); err != nil {
-		return payment.Merchant{}, "", nil, err
+// RotateAPIKey makes a new API key of kind for the existing merchant name.
+// The merchant's other live keys of that kind are returned and stay valid
+// until they are revoked, so clients can move to the new key before the old
+// one stops working. The key is returned once; only its hash and prefix are
+// stored.
+func (ms *Service) RotateAPIKey(ctx context.Context, name string, kind KeyKind) (m payment.Merchant, key string, stillValid []APIKey, err error) {
+	if !kind.valid() {
+		return payment.Merchant{}, "", nil, payment.Invalid("kind", "an API key is secret or publishable, not %q", kind)
 	}
-	m, err = ms.store.merchantByName(ctx, name)
-	if payment.ErrorCode(err) == payment.ENOTFOUND {
-		return payment.Merchant{}, "", nil, &payment.Error{Code: payment.ENOTFOUND, Field: "name",
-			Message: fmt.Sprintf("no merchant named %s; create one with `chargeonce apikey create %s`", name, name)}
-	}
-	if err != nil {
+	if m, err = ms.existingMerchant(ctx, name); err != nil {
 		return payment.Merchant{}, "", nil, err
 	}
 	// Listed before the new key exists, so a failure here loses no key.
-	stillValid, err = ms.store.liveAPIKeysOfMerchant(ctx, m.ID)
+	live, err := ms.store.liveAPIKeysOfMerchant(ctx, m.ID)
 	if err != nil {
 		return payment.Merchant{}, "", nil, err
 	}
-	if key, err = newAPIKey(); err != nil {
+	for _, k := range live {
+		if k.Kind == kind {
+			stillValid = append(stillValid, k)
+		}
+	}
+	if key, err = newAPIKey(kind); err != nil {
 		return payment.Merchant{}, "", nil, err
 	}
-	if err := ms.store.insertAPIKey(ctx, uuid.New(), m.ID, hashAPIKey(key), keyPrefix(key), false); err != nil {
+	if err := ms.store.insertAPIKey(ctx, uuid.New(), m.ID, hashAPIKey(key), keyPrefix(key), kind, false); err != nil {
 		return payment.Merchant{}, "", nil, fmt.Errorf("store API key: %w", err)
 	}
 	return m, key, stillValid, nil

@@ -51,12 +51,12 @@ func requireNoWholeKeyStored(t *testing.T, pool *pgxpool.Pool) {
 
 func TestKeyPrefix_IsAShortStartNeverTheWholeKey(t *testing.T) {
 	t.Parallel()
-	generated, err := newAPIKey()
+	generated, err := newAPIKey(KeySecret)
 	require.NoError(t, err)
-	require.Len(t, generated, len(apiKeyPrefix)+43)
+	require.Len(t, generated, len(KeySecret.keyMark())+43)
 	tests := map[string]struct{ key, want string }{
 		"demo key":       {"demo-key", "demo"},
-		"generated key":  {generated, generated[:len(apiKeyPrefix)+4]},
+		"generated key":  {generated, generated[:len(KeySecret.keyMark())+4]},
 		"three bytes":    {"abc", "a"},
 		"one byte":       {"x", ""},
 		"nineteen bytes": {"0123456789abcdefghi", "012345678"},
@@ -80,10 +80,10 @@ func TestEnsureDevelopmentKey_ShortOrOddKey_IsRefused(t *testing.T) {
 	t.Parallel()
 	b := setupKeys(t)
 	for _, key := range []string{"", "seven77", "has space", "ключ-демо-ключ", "tab\tinside", "bad\xffbytes"} {
-		_, err := b.dev.EnsureDevelopmentKey(context.Background(), "demo", key)
+		_, err := b.dev.EnsureDevelopmentKey(context.Background(), "demo", key, KeySecret)
 		requireCode(t, err, payment.EINVALID, "at least 8 printable ASCII characters")
 	}
-	_, err := b.dev.EnsureDevelopmentKey(context.Background(), "demo", "eight888")
+	_, err := b.dev.EnsureDevelopmentKey(context.Background(), "demo", "eight888", KeySecret)
 	require.NoError(t, err)
 }
 
@@ -91,13 +91,13 @@ func TestAPIKey_LiveKey_Authenticates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	m, key, err := b.prod.CreateAPIKey(ctx, "shop")
+	m, key, err := b.prod.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(key, apiKeyPrefix))
+	require.True(t, strings.HasPrefix(key, KeySecret.keyMark()))
 
 	got, err := b.prod.Authenticate(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, m, got)
+	require.Equal(t, m, got.Merchant)
 
 	_, err = b.prod.Authenticate(ctx, "")
 	requireCode(t, err, payment.EUNAUTHENTICATED, "missing API key")
@@ -112,7 +112,7 @@ func TestAPIKey_RevokedKey_IsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	_, key, err := b.prod.CreateAPIKey(ctx, "shop")
+	_, key, err := b.prod.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	_, err = b.prod.Authenticate(ctx, key)
 	require.NoError(t, err)
@@ -128,11 +128,11 @@ func TestAPIKey_DevelopmentKey_AuthenticatesOnlyWhereAllowed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	m, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	m, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
 	got, err := b.dev.Authenticate(ctx, "demo-key")
 	require.NoError(t, err)
-	require.Equal(t, m, got)
+	require.Equal(t, m, got.Merchant)
 	_, err = b.prod.Authenticate(ctx, "demo-key")
 	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 }
@@ -141,51 +141,51 @@ func TestAPIKey_KeysSharingAPrefix_EachAuthenticateTheirMerchant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	one, err := b.dev.EnsureDevelopmentKey(ctx, "one", "collide-key-1")
+	one, err := b.dev.EnsureDevelopmentKey(ctx, "one", "collide-key-1", KeySecret)
 	require.NoError(t, err)
-	two, err := b.dev.EnsureDevelopmentKey(ctx, "two", "collide-key-2")
+	two, err := b.dev.EnsureDevelopmentKey(ctx, "two", "collide-key-2", KeySecret)
 	require.NoError(t, err)
 	require.Equal(t, keyPrefix("collide-key-1"), keyPrefix("collide-key-2"))
 
 	got, err := b.dev.Authenticate(ctx, "collide-key-1")
 	require.NoError(t, err)
-	require.Equal(t, one, got)
+	require.Equal(t, one, got.Merchant)
 	got, err = b.dev.Authenticate(ctx, "collide-key-2")
 	require.NoError(t, err)
-	require.Equal(t, two, got)
+	require.Equal(t, two, got.Merchant)
 	_, err = b.dev.Authenticate(ctx, "collide-key-3")
 	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 
 	// A generated key whose prefix a development key copies still
 	// authenticates its own merchant, and the copy its own.
-	shop, key, err := b.dev.CreateAPIKey(ctx, "shop")
+	shop, key, err := b.dev.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	copycat := keyPrefix(key) + "-but-another-key-entirely!"
 	require.Equal(t, keyPrefix(key), keyPrefix(copycat))
-	other, err := b.dev.EnsureDevelopmentKey(ctx, "copycat", copycat)
+	other, err := b.dev.EnsureDevelopmentKey(ctx, "copycat", copycat, KeySecret)
 	require.NoError(t, err)
 	got, err = b.dev.Authenticate(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, shop, got)
+	require.Equal(t, shop, got.Merchant)
 	got, err = b.dev.Authenticate(ctx, copycat)
 	require.NoError(t, err)
-	require.Equal(t, other, got)
+	require.Equal(t, other, got.Merchant)
 }
 
 func TestAPIKey_Rotate_OldKeyStaysValidUntilRevoked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	m, oldKey, err := b.prod.CreateAPIKey(ctx, "shop")
+	m, oldKey, err := b.prod.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
-	_, _, err = b.prod.CreateAPIKey(ctx, "elsewhere")
+	_, _, err = b.prod.CreateAPIKey(ctx, "elsewhere", KeySecret)
 	require.NoError(t, err)
 
-	rotated, newKey, stillValid, err := b.prod.RotateAPIKey(ctx, "shop")
+	rotated, newKey, stillValid, err := b.prod.RotateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	require.Equal(t, m, rotated)
 	require.NotEqual(t, oldKey, newKey)
-	require.True(t, strings.HasPrefix(newKey, apiKeyPrefix))
+	require.True(t, strings.HasPrefix(newKey, KeySecret.keyMark()))
 	require.Len(t, stillValid, 1, "the merchant's other live key, not the new one, not another merchant's")
 	require.Equal(t, keyPrefix(oldKey), stillValid[0].Prefix)
 	require.Equal(t, "shop", stillValid[0].Merchant)
@@ -194,7 +194,7 @@ func TestAPIKey_Rotate_OldKeyStaysValidUntilRevoked(t *testing.T) {
 	for _, key := range []string{oldKey, newKey} {
 		got, err := b.prod.Authenticate(ctx, key)
 		require.NoError(t, err)
-		require.Equal(t, m, got)
+		require.Equal(t, m, got.Merchant)
 	}
 
 	_, err = b.prod.RevokeAPIKey(ctx, stillValid[0].ID.String())
@@ -203,9 +203,9 @@ func TestAPIKey_Rotate_OldKeyStaysValidUntilRevoked(t *testing.T) {
 	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
 	got, err := b.prod.Authenticate(ctx, newKey)
 	require.NoError(t, err)
-	require.Equal(t, m, got)
+	require.Equal(t, m, got.Merchant)
 
-	_, _, stillValid, err = b.prod.RotateAPIKey(ctx, "shop")
+	_, _, stillValid, err = b.prod.RotateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	require.Len(t, stillValid, 1, "the revoked key is not listed as valid")
 	require.Equal(t, keyPrefix(newKey), stillValid[0].Prefix)
@@ -214,10 +214,10 @@ func TestAPIKey_Rotate_OldKeyStaysValidUntilRevoked(t *testing.T) {
 func TestAPIKey_Rotate_UnknownMerchant_IsNotFound(t *testing.T) {
 	t.Parallel()
 	b := setupKeys(t)
-	_, key, _, err := b.prod.RotateAPIKey(context.Background(), "nobody")
+	_, key, _, err := b.prod.RotateAPIKey(context.Background(), "nobody", KeySecret)
 	requireCode(t, err, payment.ENOTFOUND, "no merchant named nobody", "apikey create nobody")
 	require.Empty(t, key)
-	_, _, _, err = b.prod.RotateAPIKey(context.Background(), "Not A Name")
+	_, _, _, err = b.prod.RotateAPIKey(context.Background(), "Not A Name", KeySecret)
 	requireCode(t, err, payment.EINVALID, "merchant name")
 	require.Empty(t, dbtest.Query[string](t, b.pool, "SELECT name FROM merchants"), "rotate creates no merchant")
 }
@@ -226,11 +226,11 @@ func TestAPIKey_Revoke(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	_, shopKey, err := b.prod.CreateAPIKey(ctx, "shop")
+	_, shopKey, err := b.prod.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
-	_, err = b.dev.EnsureDevelopmentKey(ctx, "one", "collide-key-1")
+	_, err = b.dev.EnsureDevelopmentKey(ctx, "one", "collide-key-1", KeySecret)
 	require.NoError(t, err)
-	_, err = b.dev.EnsureDevelopmentKey(ctx, "two", "collide-key-2")
+	_, err = b.dev.EnsureDevelopmentKey(ctx, "two", "collide-key-2", KeySecret)
 	require.NoError(t, err)
 	keys, err := b.prod.ListAPIKeys(ctx)
 	require.NoError(t, err)
@@ -283,7 +283,7 @@ func TestAPIKey_Revoke(t *testing.T) {
 		requireCode(t, err, payment.EINVALID, "by its id or its prefix")
 	})
 	t.Run("a whole key is not echoed", func(t *testing.T) {
-		_, key, err := b.prod.CreateAPIKey(ctx, "other")
+		_, key, err := b.prod.CreateAPIKey(ctx, "other", KeySecret)
 		require.NoError(t, err)
 		_, err = b.prod.RevokeAPIKey(ctx, key)
 		requireCode(t, err, payment.EINVALID, "by its id or its prefix")
@@ -300,11 +300,11 @@ func TestAPIKey_List_ShowsEveryKeyButNoSecret(t *testing.T) {
 	require.Empty(t, keys)
 
 	before := time.Now().Add(-time.Minute)
-	demo, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	demo, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
-	_, first, err := b.prod.CreateAPIKey(ctx, "shop")
+	_, first, err := b.prod.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
-	_, second, _, err := b.prod.RotateAPIKey(ctx, "shop")
+	_, second, _, err := b.prod.RotateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	_, err = b.prod.RevokeAPIKey(ctx, keyPrefix(first))
 	require.NoError(t, err)
@@ -334,7 +334,7 @@ func TestAPIKey_DemoKeyStoredWhole_IsCutAndStillAuthenticates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	m, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	m, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
 	require.Equal(t, []string{"demo"}, dbtest.Query[string](t, b.pool, "SELECT key_prefix FROM api_keys"))
 
@@ -342,12 +342,12 @@ func TestAPIKey_DemoKeyStoredWhole_IsCutAndStillAuthenticates(t *testing.T) {
 	// again, as every development start does, corrects it.
 	_, err = b.pool.Exec(ctx, "UPDATE api_keys SET key_prefix = 'demo-key'")
 	require.NoError(t, err)
-	_, err = b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	_, err = b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
 	require.Equal(t, []string{"demo"}, dbtest.Query[string](t, b.pool, "SELECT key_prefix FROM api_keys"))
 	got, err := b.dev.Authenticate(ctx, "demo-key")
 	require.NoError(t, err)
-	require.Equal(t, m, got)
+	require.Equal(t, m, got.Merchant)
 	requireNoWholeKeyStored(t, b.pool)
 }
 
@@ -355,11 +355,11 @@ func TestAPIKey_RevokedDevelopmentKey_StaysRevokedWhenSeededAgain(t *testing.T) 
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	_, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	_, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
 	_, err = b.dev.RevokeAPIKey(ctx, "demo")
 	require.NoError(t, err)
-	_, err = b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	_, err = b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
 	_, err = b.dev.Authenticate(ctx, "demo-key")
 	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
@@ -372,9 +372,9 @@ func TestMigration00005_CutsWholeDevelopmentKeysOutOfThePrefix(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	demo, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	demo, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
-	shop, key, err := b.prod.CreateAPIKey(ctx, "shop")
+	shop, key, err := b.prod.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 
 	sqlDB := stdlib.OpenDBFromPool(b.pool)
@@ -394,8 +394,8 @@ func TestMigration00005_CutsWholeDevelopmentKeysOutOfThePrefix(t *testing.T) {
 	requireNoWholeKeyStored(t, b.pool)
 	got, err := b.dev.Authenticate(ctx, "demo-key")
 	require.NoError(t, err)
-	require.Equal(t, demo, got)
+	require.Equal(t, demo, got.Merchant)
 	got, err = b.prod.Authenticate(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, shop, got)
+	require.Equal(t, shop, got.Merchant)
 }

@@ -44,7 +44,7 @@ type keyCache struct {
 }
 
 type cachedKey struct {
-	merchant payment.Merchant
+	caller Caller
 	at       time.Time
 }
 
@@ -60,34 +60,34 @@ func newKeyCache(ttl time.Duration, size int, m *metrics.Metrics) *keyCache {
 		entries: entries}
 }
 
-// get returns the merchant cached for hash, if live and fresh; otherwise
+// get returns the caller cached for hash, if live and fresh; otherwise
 // the generation to hand to put after the lookup.
-func (c *keyCache) get(hash [sha256.Size]byte) (m payment.Merchant, ok bool, gen uint64) {
+func (c *keyCache) get(hash [sha256.Size]byte) (m Caller, ok bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.live {
 		c.bypass.Inc()
-		return payment.Merchant{}, false, c.gen
+		return Caller{}, false, c.gen
 	}
 	e, ok := c.entries.Get(hash)
 	if ok && c.now().Sub(e.at) < c.ttl {
 		c.hit.Inc()
-		return e.merchant, true, c.gen
+		return e.caller, true, c.gen
 	}
 	c.entries.Remove(hash)
 	c.miss.Inc()
-	return payment.Merchant{}, false, c.gen
+	return Caller{}, false, c.gen
 }
 
 // put caches m for hash, unless the cache is not live or was reset since
 // get returned gen.
-func (c *keyCache) put(hash [sha256.Size]byte, m payment.Merchant, gen uint64) {
+func (c *keyCache) put(hash [sha256.Size]byte, m Caller, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.live || gen != c.gen {
 		return
 	}
-	c.entries.Add(hash, cachedKey{merchant: m, at: c.now()})
+	c.entries.Add(hash, cachedKey{caller: m, at: c.now()})
 }
 
 // reset empties the cache and makes it live or not.

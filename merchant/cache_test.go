@@ -92,14 +92,14 @@ func TestAPIKeyCache_ChangedElsewhere_RefusedWithoutWaitingForTheTTL(t *testing.
 			t.Parallel()
 			ctx := context.Background()
 			pool := dbtest.NewPool(t)
-			shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
+			shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop", KeySecret)
 			require.NoError(t, err)
 			m := metrics.Discard()
 			cached := startCached(t, pool, Config{CacheTTL: noTTL, Metrics: m})
 			for range 2 {
 				got, err := cached.Authenticate(ctx, key)
 				require.NoError(t, err)
-				require.Equal(t, shop, got)
+				require.Equal(t, shop, got.Merchant)
 			}
 			require.Equal(t, [3]int{1, 1, 0}, cacheCounts(m), "the second one came from the cache")
 
@@ -116,18 +116,18 @@ func TestAPIKeyCache_MerchantRenamed_CacheServesTheNewName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	_, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
+	_, key, err := New(pool, false).CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	cached := startCached(t, pool, Config{CacheTTL: noTTL})
 	got, err := cached.Authenticate(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, "shop", got.Name)
+	require.Equal(t, "shop", got.Merchant.Name)
 
 	_, err = pool.Exec(ctx, "UPDATE merchants SET name = 'boutique' WHERE name = 'shop'")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		got, err := cached.Authenticate(ctx, key)
-		return err == nil && got.Name == "boutique"
+		return err == nil && got.Merchant.Name == "boutique"
 	}, revocationWithin, 5*time.Millisecond)
 }
 
@@ -138,9 +138,9 @@ func TestAPIKeyCache_Hit_ReadsNoDatabase(t *testing.T) {
 	pool, err := db.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
+	shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
-	_, other, err := New(pool, false).CreateAPIKey(ctx, "other")
+	_, other, err := New(pool, false).CreateAPIKey(ctx, "other", KeySecret)
 	require.NoError(t, err)
 	// The cached Merchants reads through a pool of its own, closed below.
 	own, err := db.Connect(ctx, url)
@@ -157,7 +157,7 @@ func TestAPIKeyCache_Hit_ReadsNoDatabase(t *testing.T) {
 	revokeUnheard(t, pool, key)
 	got, err := cached.Authenticate(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, shop, got)
+	require.Equal(t, shop, got.Merchant)
 	_, err = New(pool, false).Authenticate(ctx, key)
 	requireCode(t, err, payment.EUNAUTHENTICATED)
 
@@ -165,7 +165,7 @@ func TestAPIKeyCache_Hit_ReadsNoDatabase(t *testing.T) {
 	own.Close()
 	got, err = cached.Authenticate(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, shop, got)
+	require.Equal(t, shop, got.Merchant)
 	_, err = cached.Authenticate(ctx, other)
 	require.Error(t, err)
 	require.Equal(t, [3]int{2, 2, 0}, cacheCounts(m))
@@ -175,7 +175,7 @@ func TestAPIKeyCache_Failures_AreNotCached(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupKeys(t)
-	_, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key")
+	_, err := b.dev.EnsureDevelopmentKey(ctx, "demo", "demo-key", KeySecret)
 	require.NoError(t, err)
 	m := metrics.Discard()
 	prod := startCached(t, b.pool, Config{CacheTTL: noTTL, Metrics: m})
@@ -192,9 +192,9 @@ func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
+	shop, key, err := New(pool, false).CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
-	_, later, err := New(pool, false).CreateAPIKey(ctx, "later")
+	_, later, err := New(pool, false).CreateAPIKey(ctx, "later", KeySecret)
 	require.NoError(t, err)
 	m := metrics.Discard()
 	// A fixed wait before reconnecting: the window in which the cache must
@@ -221,7 +221,7 @@ func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
 	for range 2 {
 		got, err := cached.Authenticate(ctx, later)
 		require.NoError(t, err)
-		require.Equal(t, "later", got.Name)
+		require.Equal(t, "later", got.Merchant.Name)
 	}
 	require.False(t, cached.cache.isLive(), "still within the wait before reconnecting")
 	require.Equal(t, [3]int{1, 1, 3}, cacheCounts(m))
@@ -233,8 +233,8 @@ func TestAPIKeyCache_ListenLost_BypassedUntilBack(t *testing.T) {
 	revokeUnheard(t, pool, later)
 	got, err := cached.Authenticate(ctx, later)
 	require.NoError(t, err, "served from the cache again")
-	require.Equal(t, "later", got.Name)
-	require.NotEqual(t, shop.ID, got.ID)
+	require.Equal(t, "later", got.Merchant.Name)
+	require.NotEqual(t, shop.ID, got.Merchant.ID)
 	require.Equal(t, [3]int{2, 2, 3}, cacheCounts(m))
 }
 
@@ -244,7 +244,7 @@ func TestAPIKeyCache_WithoutRun_EveryRequestReadsTheDatabase(t *testing.T) {
 	pool := dbtest.NewPool(t)
 	m := metrics.Discard()
 	ms := NewWithConfig(pool, false, Config{CacheTTL: noTTL, Metrics: m})
-	_, key, err := ms.CreateAPIKey(ctx, "shop")
+	_, key, err := ms.CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	_, err = ms.Authenticate(ctx, key)
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestAPIKeyCache_EntryOlderThanTTL_IsReadAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	_, key, err := New(pool, false).CreateAPIKey(ctx, "shop")
+	_, key, err := New(pool, false).CreateAPIKey(ctx, "shop", KeySecret)
 	require.NoError(t, err)
 	const ttl = time.Minute
 	now := time.Now()
@@ -286,13 +286,13 @@ func TestKeyCache_Bounded_AndKeepsNoLookupOlderThanAReset(t *testing.T) {
 	c := newKeyCache(time.Hour, 2, metrics.Discard())
 	hash := func(i byte) [sha256.Size]byte { return [sha256.Size]byte{i} }
 	_, _, gen := c.get(hash(1))
-	c.put(hash(1), payment.Merchant{Name: "one"}, gen)
+	c.put(hash(1), Caller{Merchant: payment.Merchant{Name: "one"}}, gen)
 	require.Zero(t, c.entries.Len(), "not live: nothing is kept")
 
 	c.reset(true)
 	for i := range byte(5) {
 		_, _, gen := c.get(hash(i))
-		c.put(hash(i), payment.Merchant{Name: "m"}, gen)
+		c.put(hash(i), Caller{Merchant: payment.Merchant{Name: "m"}}, gen)
 		require.LessOrEqual(t, c.entries.Len(), 2)
 	}
 	_, ok, _ := c.get(hash(4))
@@ -302,7 +302,7 @@ func TestKeyCache_Bounded_AndKeepsNoLookupOlderThanAReset(t *testing.T) {
 	// may have read the key before it changed; its result is not kept.
 	_, _, gen = c.get(hash(9))
 	c.reset(true)
-	c.put(hash(9), payment.Merchant{Name: "stale"}, gen)
+	c.put(hash(9), Caller{Merchant: payment.Merchant{Name: "stale"}}, gen)
 	_, ok, _ = c.get(hash(9))
 	require.False(t, ok)
 }

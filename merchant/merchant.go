@@ -27,8 +27,37 @@ import (
 	"chargeonce/payment"
 )
 
-// apiKeyPrefix marks chargeonce secret keys, so a leaked one is recognizable.
-const apiKeyPrefix = "co_sk_"
+// KeyKind is what an API key may do.
+type KeyKind string
+
+const (
+	// KeySecret (co_sk_…) belongs on the merchant's server and may run
+	// every operation.
+	KeySecret KeyKind = "secret"
+	// KeyPublishable (co_pk_…) may appear in a checkout page's source: alone
+	// it grants nothing, and with a checkout session's client secret it may
+	// pay that session and read its attempts.
+	KeyPublishable KeyKind = "publishable"
+)
+
+// keyMark starts every generated key of a kind, so that a leaked one is
+// recognizable, and its kind with it.
+func (k KeyKind) keyMark() string {
+	if k == KeyPublishable {
+		return "co_pk_"
+	}
+	return "co_sk_"
+}
+
+func (k KeyKind) valid() bool { return k == KeySecret || k == KeyPublishable }
+
+// Caller is who presented an API key: the merchant, and which key of which
+// kind.
+type Caller struct {
+	Merchant payment.Merchant
+	KeyID    uuid.UUID
+	Kind     KeyKind
+}
 
 var merchantNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
@@ -87,15 +116,15 @@ func NewWithConfig(pool *pgxpool.Pool, allowDevelopmentKeys bool, cfg Config) *S
 // matched shows in the response time. While Run listens, a key that
 // authenticated recently is answered from the cache, by its hash; failures
 // are never cached.
-func (ms *Service) Authenticate(ctx context.Context, apiKey string) (payment.Merchant, error) {
+func (ms *Service) Authenticate(ctx context.Context, apiKey string) (Caller, error) {
 	if apiKey == "" {
-		return payment.Merchant{}, payment.Errorf(payment.EUNAUTHENTICATED, "missing API key: send the header Authorization: Bearer <api key>")
+		return Caller{}, payment.Errorf(payment.EUNAUTHENTICATED, "missing API key: send the header Authorization: Bearer <api key>")
 	}
 	unknown := payment.Errorf(payment.EUNAUTHENTICATED, "unknown or revoked API key")
 	if !isKeyText(apiKey) {
 		// No stored key looks like this, and PostgreSQL would refuse a
 		// prefix that is not valid text.
-		return payment.Merchant{}, unknown
+		return Caller{}, unknown
 	}
 	hash := hashAPIKey(apiKey)
 	cached, ok, gen := ms.cache.get([sha256.Size]byte(hash))
@@ -104,30 +133,30 @@ func (ms *Service) Authenticate(ctx context.Context, apiKey string) (payment.Mer
 	}
 	candidates, err := ms.store.apiKeyCandidates(ctx, keyPrefix(apiKey), ms.allowDevelopmentKeys)
 	if err != nil {
-		return payment.Merchant{}, err
+		return Caller{}, err
 	}
-	var found payment.Merchant
+	var found Caller
 	matched := false
 	for _, c := range candidates {
 		if subtle.ConstantTimeCompare(c.hash, hash) == 1 {
-			found, matched = c.merchant, true
+			found, matched = c.caller, true
 		}
 	}
 	if !matched {
-		return payment.Merchant{}, unknown
+		return Caller{}, unknown
 	}
 	ms.cache.put([sha256.Size]byte(hash), found, gen)
 	return found, nil
 }
 
-// CreateAPIKey creates the merchant name if needed and a new API key for it.
-// The key is returned once; only its hash and prefix are stored.
-func (ms *Service) CreateAPIKey(ctx context.Context, name string) (payment.Merchant, string, error) {
-	key, err := newAPIKey()
+// CreateAPIKey creates the merchant name if needed and a new API key of kind
+// for it. The key is returned once; only its hash and prefix are stored.
+func (ms *Service) CreateAPIKey(ctx context.Context, name string, kind KeyKind) (payment.Merchant, string, error) {
+	key, err := newAPIKey(kind)
 	if err != nil {
 		return payment.Merchant{}, "", err
 	}
-	m, err := ms.addKey(ctx, name, key, false)
+	m, err := ms.addKey(ctx, name, key, kind, false)
 	return m, key, err
 }
 
@@ -139,26 +168,30 @@ const minDevelopmentKeyLength = 8
 // authenticates it while development keys are allowed. Safe to repeat: a key
 // that is stored already only gets its prefix corrected (older versions
 // stored short keys whole), and stays revoked if an operator revoked it.
-// key must be at least 8 printable ASCII characters without spaces.
-func (ms *Service) EnsureDevelopmentKey(ctx context.Context, name, key string) (payment.Merchant, error) {
+// key must be at least 8 printable ASCII characters without spaces. A key
+// stored already keeps the kind it was stored with.
+func (ms *Service) EnsureDevelopmentKey(ctx context.Context, name, key string, kind KeyKind) (payment.Merchant, error) {
 	if len(key) < minDevelopmentKeyLength || !isKeyText(key) {
 		return payment.Merchant{}, payment.Invalid("key", "a development API key must be at least %d printable ASCII characters without spaces", minDevelopmentKeyLength)
 	}
-	return ms.addKey(ctx, name, key, true)
+	return ms.addKey(ctx, name, key, kind, true)
 }
 
-func (ms *Service) addKey(ctx context.Context, name, key string, developmentOnly bool) (payment.Merchant, error) {
+func (ms *Service) addKey(ctx context.Context, name, key string, kind KeyKind, developmentOnly bool) (payment.Merchant, error) {
 	if err := checkMerchantName(name); err != nil {
 		return payment.Merchant{}, err
 	}
 	if key == "" {
 		return payment.Merchant{}, payment.Invalid("key", "API key is empty")
 	}
+	if !kind.valid() {
+		return payment.Merchant{}, payment.Invalid("kind", "an API key is secret or publishable, not %q", kind)
+	}
 	m, err := ms.store.upsertMerchant(ctx, name)
 	if err != nil {
 		return payment.Merchant{}, fmt.Errorf("store merchant: %w", err)
 	}
-	if err := ms.store.insertAPIKey(ctx, uuid.New(), m.ID, hashAPIKey(key), keyPrefix(key), developmentOnly); err != nil {
+	if err := ms.store.insertAPIKey(ctx, uuid.New(), m.ID, hashAPIKey(key), keyPrefix(key), kind, developmentOnly); err != nil {
 		return payment.Merchant{}, fmt.Errorf("store API key: %w", err)
 	}
 	return m, nil
@@ -171,17 +204,18 @@ func checkMerchantName(name string) error {
 	return nil
 }
 
-// newAPIKey returns a new secret key: apiKeyPrefix and 256 random bits.
-func newAPIKey() (string, error) {
+// newAPIKey returns a new key of kind: its mark (co_sk_ or co_pk_) and 256
+// random bits.
+func newAPIKey(kind KeyKind) (string, error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return "", err
 	}
-	return apiKeyPrefix + base64.RawURLEncoding.EncodeToString(secret), nil
+	return kind.keyMark() + base64.RawURLEncoding.EncodeToString(secret), nil
 }
 
 // keyPrefix returns a key's public identifier, stored beside its hash: the
-// first min(10, len(key)/2) bytes. For a generated key that is "co_sk_" and 4
+// first min(10, len(key)/2) bytes. For a generated key that is "co_sk_" (or "co_pk_") and 4
 // more characters; for the demo key "demo-key", "demo". It is never the whole
 // key, and for the keys we accept (generated ones, development ones of at
 // least 8 characters) it leaves at least half of the key secret.
@@ -206,5 +240,14 @@ func isKeyText(key string) bool {
 // every request).
 func hashAPIKey(key string) []byte {
 	sum := sha256.Sum256([]byte(key))
+	return sum[:]
+}
+
+// SessionSeed is the secret material of apiKey that checkout sessions'
+// client secrets are derived from (payment.CreateCheckoutSession): only who
+// holds the key can compute them, and it is neither the key nor its stored
+// hash.
+func SessionSeed(apiKey string) []byte {
+	sum := sha256.Sum256([]byte("chargeonce checkout session seed\x00" + apiKey))
 	return sum[:]
 }

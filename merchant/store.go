@@ -35,16 +35,16 @@ func (s *store) merchantByName(ctx context.Context, name string) (payment.Mercha
 
 // insertAPIKey stores a key's hash and prefix under id; for a hash that is
 // stored already it only corrects the prefix.
-func (s *store) insertAPIKey(ctx context.Context, id, merchantID uuid.UUID, hash []byte, prefix string, developmentOnly bool) error {
+func (s *store) insertAPIKey(ctx context.Context, id, merchantID uuid.UUID, hash []byte, prefix string, kind KeyKind, developmentOnly bool) error {
 	return payment.DBError(s.q.InsertAPIKey(ctx, sqlc.InsertAPIKeyParams{
-		ID: id, MerchantID: merchantID, KeyHash: hash, KeyPrefix: prefix, DevelopmentOnly: developmentOnly,
+		ID: id, MerchantID: merchantID, KeyHash: hash, KeyPrefix: prefix, DevelopmentOnly: developmentOnly, Kind: string(kind),
 	}))
 }
 
 // apiKeyCandidate is a live key that may be the one a request presents.
 type apiKeyCandidate struct {
-	hash     []byte
-	merchant payment.Merchant
+	hash   []byte
+	caller Caller
 }
 
 // apiKeyCandidates returns the live keys with prefix, development-only ones
@@ -53,7 +53,9 @@ func (s *store) apiKeyCandidates(ctx context.Context, prefix string, allowDevelo
 	rows, err := s.q.ListAPIKeyCandidates(ctx, sqlc.ListAPIKeyCandidatesParams{KeyPrefix: prefix, AllowDevelopmentOnly: allowDevelopmentOnly})
 	cs := make([]apiKeyCandidate, len(rows))
 	for i, r := range rows {
-		cs[i] = apiKeyCandidate{hash: r.KeyHash, merchant: payment.Merchant{ID: r.MerchantID, Name: r.MerchantName}}
+		cs[i] = apiKeyCandidate{hash: r.KeyHash, caller: Caller{
+			Merchant: payment.Merchant{ID: r.MerchantID, Name: r.MerchantName}, KeyID: r.ID, Kind: KeyKind(r.Kind),
+		}}
 	}
 	return cs, payment.DBError(err)
 }
@@ -92,6 +94,7 @@ type apiKeyRow interface {
 		ID              uuid.UUID
 		MerchantName    string
 		KeyPrefix       string
+		Kind            string
 		DevelopmentOnly bool
 		CreatedAt       time.Time
 		RevokedAt       *time.Time
@@ -101,7 +104,7 @@ type apiKeyRow interface {
 func apiKeyFromRow[R apiKeyRow](row R) APIKey {
 	r := sqlc.ListAPIKeysRow(row)
 	return APIKey{
-		ID: r.ID, Merchant: r.MerchantName, Prefix: r.KeyPrefix,
+		ID: r.ID, Merchant: r.MerchantName, Prefix: r.KeyPrefix, Kind: KeyKind(r.Kind),
 		DevelopmentOnly: r.DevelopmentOnly, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 	}
 }
@@ -112,4 +115,33 @@ func apiKeysFromRows[R apiKeyRow](rows []R) []APIKey {
 		keys[i] = apiKeyFromRow(r)
 	}
 	return keys
+}
+
+func (s *store) addOrigin(ctx context.Context, merchantID uuid.UUID, origin string) (bool, error) {
+	n, err := s.q.AddMerchantOrigin(ctx, sqlc.AddMerchantOriginParams{MerchantID: merchantID, Origin: origin})
+	return n > 0, payment.DBError(err)
+}
+
+func (s *store) removeOrigin(ctx context.Context, merchantID uuid.UUID, origin string) (bool, error) {
+	n, err := s.q.RemoveMerchantOrigin(ctx, sqlc.RemoveMerchantOriginParams{MerchantID: merchantID, Origin: origin})
+	return n > 0, payment.DBError(err)
+}
+
+func (s *store) origins(ctx context.Context, merchantName *string) ([]Origin, error) {
+	rows, err := s.q.ListMerchantOrigins(ctx, merchantName)
+	out := make([]Origin, len(rows))
+	for i, r := range rows {
+		out[i] = Origin{Merchant: r.MerchantName, Origin: r.Origin, CreatedAt: r.CreatedAt}
+	}
+	return out, payment.DBError(err)
+}
+
+func (s *store) originAllowed(ctx context.Context, merchantID uuid.UUID, origin string) (bool, error) {
+	ok, err := s.q.MerchantOriginExists(ctx, sqlc.MerchantOriginExistsParams{MerchantID: merchantID, Origin: origin})
+	return ok, payment.DBError(err)
+}
+
+func (s *store) anyOriginAllowed(ctx context.Context, origin string) (bool, error) {
+	ok, err := s.q.AnyMerchantOriginExists(ctx, origin)
+	return ok, payment.DBError(err)
 }

@@ -54,6 +54,15 @@ type Metrics struct {
 	// RetryTakeovers counts retries that took over a stuck attempt.
 	RetryTakeovers prometheus.Counter
 
+	// CheckoutSessions counts checkout sessions created (not replays).
+	CheckoutSessions prometheus.Counter
+	// SessionRefused counts new charge attempts a checkout session refused,
+	// by reason (paid, expired, locked).
+	SessionRefused *prometheus.CounterVec
+	// Declines counts declined charges made with a publishable key, the
+	// traffic of card testing, by what rations them (key, ip).
+	Declines *prometheus.CounterVec
+
 	// ProviderDuration times calls to the card provider by operation
 	// (create_charge, find_charge) and result (ok, declined, unknown, error).
 	ProviderDuration *prometheus.HistogramVec
@@ -126,6 +135,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		OrderPaid: counter("charge_order_already_paid_total", "Requests refused with ORDER_ALREADY_PAID."),
 		RetryTakeovers: counter("charge_retry_takeovers_total",
 			"Retries that took over a stuck attempt (its holder died, released its lease with the outcome unknown, or lost its claim's reply)."),
+		CheckoutSessions: counter("checkout_sessions_created_total", "Checkout sessions created (replays not counted)."),
+		SessionRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "checkout_session_refused_total",
+			Help: "New charge attempts refused by their checkout session, by reason (paid, expired, locked)."},
+			[]string{"reason"}),
+		Declines: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "publishable_declines_total",
+			Help: "Declined charges made with a publishable key, counted against the key and against the client address (scope: key, ip)."},
+			[]string{"scope"}),
 		ProviderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "provider_request_duration_seconds", Help: "Calls to the card provider, by operation and result.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
@@ -169,6 +185,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
+			m.CheckoutSessions, m.SessionRefused, m.Declines,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,
 			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"chargeonce/db"
 )
 
@@ -66,9 +68,13 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	// and our read is free again, and the second claim takes it.
 	for range 2 {
 		a := newAttempt(m, key, in, s.cfg.Now(), s.cfg.Lease, s.cfg.Retention)
-		c, err := s.store.claim(ctx, a)
+		c, err := s.store.claim(ctx, a, s.cfg.SessionMaxAttempts)
 		if err != nil {
 			switch code := ErrorCode(err); {
+			case code == EORDERPAID && in.CheckoutSessionID != uuid.Nil:
+				// A live attempt holds the order, or the session (whose
+				// index a unique violation may name either way).
+				return Result{}, s.sessionPaidOrOrder(ctx, in.CheckoutSessionID, err)
 			case code == EUNAVAILABLE && db.MayHaveRun(err):
 				// The database may have committed the claim and lost only the
 				// reply: then its lease is this request's, which is about to
@@ -77,6 +83,8 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 				// claim's id and first attempt number, so it changes nothing
 				// if the claim never happened.
 				s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget)
+			case code == ESESSIONPAID:
+				s.metrics.SessionRefused.WithLabelValues("paid").Inc()
 			case code == EORDERPAID:
 				// Another key holds a live attempt for this order (the unique
 				// index refused ours); counted like an order already paid.
@@ -102,7 +110,13 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 		if !errors.Is(err, errNotFound) {
 			return Result{}, err
 		}
-		// Not claimed and not stored: the order is paid, or the key was just freed.
+		// Not claimed and not stored: the session takes no attempt, the order
+		// is paid, or the key was just freed.
+		if in.CheckoutSessionID != uuid.Nil {
+			if err := s.sessionRefusal(ctx, m, in.CheckoutSessionID); err != nil {
+				return Result{}, err
+			}
+		}
 		if in.OrderID != "" {
 			paid, err := s.store.orderIsPaid(ctx, m.ID, in.OrderID)
 			if err != nil {

@@ -38,6 +38,9 @@ type Config struct {
 	// its claim (a connection from the pool included); past it the request
 	// answers EUNAVAILABLE instead of piling up behind a saturated pool.
 	StoreTimeout time.Duration // default 5s
+	// SessionMaxAttempts is how many charge attempts a checkout session
+	// takes; past it, new ones are ESESSIONLOCKED (card testing).
+	SessionMaxAttempts int // default 5
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Fault, when set, is called at each dangerous point of a charge. Only
@@ -58,6 +61,7 @@ const (
 	ProviderRetriesDefault     = 2
 	ProviderRetryBudgetDefault = 3 * time.Second
 	ResultCacheSizeDefault     = 20_000
+	SessionMaxAttemptsDefault  = 5
 )
 
 // FaultPoint names a point of a charge where a crash is most dangerous.
@@ -79,6 +83,7 @@ func (c Config) withDefaults() Config {
 	c.ProviderRetries = cmp.Or(c.ProviderRetries, ProviderRetriesDefault)
 	c.ProviderRetryBudget = cmp.Or(c.ProviderRetryBudget, ProviderRetryBudgetDefault)
 	c.ResultCacheSize = cmp.Or(c.ResultCacheSize, ResultCacheSizeDefault)
+	c.SessionMaxAttempts = cmp.Or(c.SessionMaxAttempts, SessionMaxAttemptsDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -14,6 +14,10 @@ const (
 	EINVALID         = "invalid"                // bad key or input; nothing was stored
 	EKEYREUSED       = "idempotency_key_reused" // same key, different request; nothing was charged
 	EORDERPAID       = "order_already_paid"     // another key paid, or is paying, this order; nothing was charged
+	ESESSIONPAID     = "session_paid"           // another key paid, or is paying, this checkout session; nothing was charged
+	ESESSIONEXPIRED  = "session_expired"        // the checkout session expired; nothing was charged
+	ESESSIONLOCKED   = "session_locked"         // the checkout session took its maximum of attempts; nothing was charged
+	EFORBIDDEN       = "forbidden"              // the API key's kind may not do this; nothing was run
 	EUNAUTHENTICATED = "unauthenticated"        // no or unknown API key
 	ENOTFOUND        = "not_found"
 	// EUNAVAILABLE: the database cannot be reached or is saturated; nothing

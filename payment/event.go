@@ -2,38 +2,61 @@ package payment
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// Event types: what a finalization announces. The outbox row, the NATS
-// subject (SubjectPrefix + type) and the webhook body all carry one of them.
+// Event types: what a finalization, or a checkout session's end, announces.
+// The outbox row, the NATS subject (SubjectPrefix + type) and the webhook
+// body all carry one of them.
 const (
 	EventChargeSucceeded = "charge.succeeded"
 	EventChargeFailed    = "charge.failed"
+	// EventSessionPaid: a charge paid a checkout session (written with the
+	// charge's own charge.succeeded, in the same transaction).
+	EventSessionPaid = "checkout_session.paid"
+	// EventSessionExpired: a checkout session expired unpaid.
+	EventSessionExpired = "checkout_session.expired"
 )
+
+// EventTypes are every event type, in the order of their subjects.
+var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
 const SubjectPrefix = "chargeonce."
 
-// Event is what chargeonce publishes when an attempt becomes final, written
-// to the outbox in the transaction that finalizes the attempt. Its JSON form
-// is the message body on NATS and the body of a merchant's webhook. ID is
-// unique per event: consumers deduplicate on it.
+// Event is what chargeonce publishes when an attempt becomes final, or a
+// checkout session is paid or expires, written to the outbox in the
+// transaction that makes the change. Its JSON form is the message body on
+// NATS and the body of a merchant's webhook. ID is unique per event:
+// consumers deduplicate on it.
 type Event struct {
-	ID             uuid.UUID     `json:"id"`
-	Type           string        `json:"type"`
-	OccurredAt     time.Time     `json:"occurredAt"`
-	MerchantID     uuid.UUID     `json:"merchantId"`
-	IdempotencyKey string        `json:"idempotencyKey"`
-	AttemptID      uuid.UUID     `json:"attemptId"`
-	Amount         int64         `json:"amount"` // in the currency's minor units
-	Currency       string        `json:"currency"`
-	OrderID        string        `json:"orderId,omitempty"`
-	Charge         *EventCharge  `json:"charge,omitempty"`  // charge.succeeded
-	Failure        *EventFailure `json:"failure,omitempty"` // charge.failed
+	ID         uuid.UUID `json:"id"`
+	Type       string    `json:"type"`
+	OccurredAt time.Time `json:"occurredAt"`
+	MerchantID uuid.UUID `json:"merchantId"`
+	// IdempotencyKey and AttemptID are the attempt's: of the charge events,
+	// and of checkout_session.paid (the attempt that paid); empty and
+	// absent in checkout_session.expired.
+	IdempotencyKey  string        `json:"idempotencyKey"`
+	AttemptID       *uuid.UUID    `json:"attemptId,omitempty"`
+	Amount          int64         `json:"amount"` // in the currency's minor units
+	Currency        string        `json:"currency"`
+	OrderID         string        `json:"orderId,omitempty"`
+	Charge          *EventCharge  `json:"charge,omitempty"`  // charge.succeeded, checkout_session.paid
+	Failure         *EventFailure `json:"failure,omitempty"` // charge.failed
+	CheckoutSession *EventSession `json:"checkoutSession,omitempty"`
+}
+
+// EventSession is the checkout session an event concerns: the session's
+// events, and a charge event of an attempt made on a session.
+type EventSession struct {
+	ID        uuid.UUID     `json:"id"`
+	Status    SessionStatus `json:"status"`
+	ExpiresAt time.Time     `json:"expiresAt"`
 }
 
 // EventCharge is the charge a charge.succeeded event announces.
@@ -54,9 +77,10 @@ func (e Event) Subject() string { return SubjectPrefix + e.Type }
 
 // eventOf is the event announcing finalized attempt a, occurring at now.
 func eventOf(a Attempt, now time.Time) Event {
+	id := a.ID
 	e := Event{
 		ID: newID(), OccurredAt: now.UTC(), MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey,
-		AttemptID: a.ID, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
+		AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
 	}
 	switch {
 	case a.Charge != nil:
@@ -69,17 +93,35 @@ func eventOf(a Attempt, now time.Time) Event {
 	return e
 }
 
+// sessionEventOf is the event of type about session sess, occurring at
+// now; paidBy is the attempt that paid it (checkout_session.paid).
+func sessionEventOf(eventType string, sess CheckoutSession, paidBy *Attempt, now time.Time) Event {
+	e := Event{
+		ID: newID(), Type: eventType, OccurredAt: now.UTC(), MerchantID: sess.MerchantID,
+		Amount: sess.Input.Amount, Currency: sess.Input.Currency, OrderID: sess.Input.OrderID,
+		CheckoutSession: &EventSession{ID: sess.ID, Status: sess.Status, ExpiresAt: sess.ExpiresAt.UTC()},
+	}
+	if paidBy != nil {
+		id := paidBy.ID
+		e.IdempotencyKey, e.AttemptID = paidBy.IdempotencyKey, &id
+		e.Charge = &EventCharge{ID: paidBy.Charge.ID, ProviderChargeID: paidBy.Charge.ProviderChargeID, CreatedAt: paidBy.Charge.CreatedAt.UTC()}
+	}
+	return e
+}
+
 // ParseEvent reads an event's JSON body, as a consumer receives it.
 func ParseEvent(body []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(body, &e); err != nil {
 		return Event{}, err
 	}
-	if e.ID == uuid.Nil || (e.Type != EventChargeSucceeded && e.Type != EventChargeFailed) ||
-		(e.Type == EventChargeSucceeded) != (e.Charge != nil) {
+	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid
+	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
+	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
+		(session && e.CheckoutSession == nil) {
 		return Event{}, errMalformedEvent
 	}
 	return e, nil
 }
 
-var errMalformedEvent = Errorf(EINVALID, "not a chargeonce event: it lacks an id, a known type, or the charge a charge.succeeded carries")
+var errMalformedEvent = Errorf(EINVALID, "not a chargeonce event: it lacks an id, a known type, the charge a charge.succeeded or checkout_session.paid carries, or the session a checkout_session event carries")

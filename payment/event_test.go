@@ -28,7 +28,7 @@ func TestEventOf_CarriesTheOutcome(t *testing.T) {
 	e := eventOf(a, now)
 	require.Equal(t, EventChargeSucceeded, e.Type)
 	require.Equal(t, "chargeonce.charge.succeeded", e.Subject())
-	require.Equal(t, a.ID, e.AttemptID)
+	require.Equal(t, &a.ID, e.AttemptID)
 	require.Equal(t, "o-9", e.OrderID)
 	require.NotEqual(t, eventOf(a, now).ID, e.ID, "every event has its own id")
 

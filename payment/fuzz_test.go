@@ -50,7 +50,10 @@ func isValidKey(key string) bool {
 var inputFields = []string{"input.amount", "input.currency", "input.paymentMethod", "input.orderId", "input.description"}
 
 func FuzzChargeInputValidate(f *testing.F) {
-	for _, s := range []ChargeInput{
+	for _, s := range []struct {
+		Amount                                          int64
+		Currency, PaymentMethod, OrderID, Description string
+	}{
 		{1999, "USD", "pm_card_visa", "order-1", "socks"},
 		{1, "JPY", "pm_card_visa", "", ""},
 		{MaxAmount, "KWD", strings.Repeat("p", 255), strings.Repeat("é", MaxOrderIDLength), strings.Repeat("€", MaxDescriptionLength)},
@@ -77,7 +80,7 @@ func FuzzChargeInputValidate(f *testing.F) {
 		f.Add(s.Amount, s.Currency, s.PaymentMethod, s.OrderID, s.Description)
 	}
 	f.Fuzz(func(t *testing.T, amount int64, currency, paymentMethod, orderID, description string) {
-		in := ChargeInput{amount, currency, paymentMethod, orderID, description}
+		in := ChargeInput{Amount: amount, Currency: currency, PaymentMethod: paymentMethod, OrderID: orderID, Description: description}
 		err := in.Validate()
 		field := ""
 		if err != nil {
@@ -159,27 +162,27 @@ func requireInvalid(t *testing.T, err error, fields ...string) string {
 
 func FuzzFingerprint(f *testing.F) {
 	type pair struct{ x, y ChargeInput }
-	base := ChargeInput{1999, "USD", "pm_card_visa", "ab", "c"}
+	base := ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "ab", Description: "c"}
 	for _, s := range []pair{
 		{base, base},
-		{base, ChargeInput{1999, "USD", "pm_card_visa", "a", "bc"}},
-		{base, ChargeInput{1999, "USD", "pm_card_visa", "", "abc"}},
-		{base, ChargeInput{1999, "USD", "pm_card_visa", "abc", ""}},
-		{base, ChargeInput{1999, "USD", "pm_card_visaab", "", "c"}},
-		{ChargeInput{1, "USD", "pm_card_visa", "", ""}, ChargeInput{1, "USD", "pm_card_visa", "", ""}},
-		{ChargeInput{12, "USD", "pm", "", ""}, ChargeInput{1, "2USD", "pm", "", ""}},
-		{ChargeInput{1, "USD", "pm", `","orderId":"x`, ""}, ChargeInput{1, "USD", "pm", "", `","orderId":"x`}},
-		{ChargeInput{1, "USD", "pm", "é", ""}, ChargeInput{1, "USD", "pm", "e\u0301", ""}},
-		{ChargeInput{1, "USD", "pm", "<>&", ""}, ChargeInput{1, "USD", "pm", `\u003c\u003e\u0026`, ""}},
+		{base, ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "a", Description: "bc"}},
+		{base, ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "", Description: "abc"}},
+		{base, ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "abc", Description: ""}},
+		{base, ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visaab", OrderID: "", Description: "c"}},
+		{ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "", Description: ""}, ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm_card_visa", OrderID: "", Description: ""}},
+		{ChargeInput{Amount: 12, Currency: "USD", PaymentMethod: "pm", OrderID: "", Description: ""}, ChargeInput{Amount: 1, Currency: "2USD", PaymentMethod: "pm", OrderID: "", Description: ""}},
+		{ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: `","orderId":"x`, Description: ""}, ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "", Description: `","orderId":"x`}},
+		{ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "é", Description: ""}, ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "e\u0301", Description: ""}},
+		{ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "<>&", Description: ""}, ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: `\u003c\u003e\u0026`, Description: ""}},
 		// Bytes that are not UTF-8 are not valid input, but they are input.
-		{ChargeInput{1, "USD", "pm", "a\xffb", ""}, ChargeInput{1, "USD", "pm", "a\xffb", ""}},
+		{ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "a\xffb", Description: ""}, ChargeInput{Amount: 1, Currency: "USD", PaymentMethod: "pm", OrderID: "a\xffb", Description: ""}},
 	} {
 		f.Add(s.x.Amount, s.x.Currency, s.x.PaymentMethod, s.x.OrderID, s.x.Description,
 			s.y.Amount, s.y.Currency, s.y.PaymentMethod, s.y.OrderID, s.y.Description)
 	}
 	f.Fuzz(func(t *testing.T, a1 int64, c1, p1, o1, d1 string, a2 int64, c2, p2, o2, d2 string) {
-		x := ChargeInput{a1, c1, p1, o1, d1}
-		y := ChargeInput{a2, c2, p2, o2, d2}
+		x := ChargeInput{Amount: a1, Currency: c1, PaymentMethod: p1, OrderID: o1, Description: d1}
+		y := ChargeInput{Amount: a2, Currency: c2, PaymentMethod: p2, OrderID: o2, Description: d2}
 		fx, fy := Fingerprint(x), Fingerprint(y)
 		if len(fx) != 32 || len(fy) != 32 {
 			t.Fatalf("fingerprints of %d and %d bytes; want SHA-256's 32", len(fx), len(fy))

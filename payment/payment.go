@@ -29,6 +29,9 @@ type ChargeInput struct {
 	PaymentMethod string
 	OrderID       string
 	Description   string
+	// CheckoutSessionID is the checkout session the charge pays; zero for
+	// none. Its terms are the fields above (ChargeCheckoutSession).
+	CheckoutSessionID uuid.UUID
 }
 
 // Result is the answer to a charge request or a status query.

@@ -70,7 +70,7 @@ func card(pm string) ChargeInput {
 func (b *bundle) abandon(t *testing.T, key string, in ChargeInput) Attempt {
 	t.Helper()
 	c, err := b.svc.store.claim(context.Background(),
-		newAttempt(b.merchant, key, in, b.clock.Now(), b.svc.cfg.Lease, b.svc.cfg.Retention))
+		newAttempt(b.merchant, key, in, b.clock.Now(), b.svc.cfg.Lease, b.svc.cfg.Retention), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, claimedByUs, c.outcome)
 	return c.attempt
@@ -420,7 +420,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	require.NoError(t, err)
 	const n = 12
 	for i := range n {
-		c, err := a.store.claim(ctx, newAttempt(m, uuid.NewString(), visa(int64(100+i)), time.Now().Add(-time.Minute), time.Second, time.Hour))
+		c, err := a.store.claim(ctx, newAttempt(m, uuid.NewString(), visa(int64(100+i)), time.Now().Add(-time.Minute), time.Second, time.Hour), SessionMaxAttemptsDefault)
 		require.NoError(t, err)
 		require.Equal(t, claimedByUs, c.outcome)
 	}

@@ -60,23 +60,32 @@ func (s *Service) retryAfter(lockedUntil time.Time) time.Duration {
 // ChargeStatus returns the state of the attempt made with key, or nil when
 // this merchant never used the key.
 func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
-	if err := ValidateKey(key); err != nil {
+	a, ok, err := s.attempt(ctx, m, key)
+	if err != nil || !ok {
 		return nil, err
-	}
-	a, ok := s.finished.get(m.ID, key, s.cfg.Now())
-	if !ok {
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-		defer cancel()
-		var err error
-		a, err = s.store.get(ctx, m.ID, key)
-		if errors.Is(err, errNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		s.finished.put(a)
 	}
 	r := s.replay(a)
 	return &r, nil
+}
+
+// attempt is m's attempt under key, from memory when it is finished there;
+// ok is false for a key m never used.
+func (s *Service) attempt(ctx context.Context, m Merchant, key string) (a Attempt, ok bool, err error) {
+	if err := ValidateKey(key); err != nil {
+		return Attempt{}, false, err
+	}
+	if a, ok := s.finished.get(m.ID, key, s.cfg.Now()); ok {
+		return a, true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	a, err = s.store.get(ctx, m.ID, key)
+	if errors.Is(err, errNotFound) {
+		return Attempt{}, false, nil
+	}
+	if err != nil {
+		return Attempt{}, false, err
+	}
+	s.finished.put(a)
+	return a, true, nil
 }

@@ -70,7 +70,9 @@ func (c *Cleaner) Run(ctx context.Context) {
 }
 
 // RunOnce deletes expired finished attempts, and outbox events sent more
-// than Retention ago, batch by batch; it says how many attempts it deleted.
+// than Retention ago, batch by batch, and marks checkout sessions past
+// their expiry EXPIRED (with their events); it says how many attempts it
+// deleted.
 func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
 	n, _, err := c.pass(ctx)
 	return n, err
@@ -86,6 +88,13 @@ func (c *Cleaner) pass(ctx context.Context) (attempts int, backlog bool, err err
 	events, _, err := batches.Run(ctx, c.svc.deleteSentEvents)
 	if err != nil {
 		return attempts, false, fmt.Errorf("delete sent events: %w", err)
+	}
+	sessions, _, err := batches.Run(ctx, c.svc.ExpireSessions)
+	if err != nil {
+		return attempts, false, fmt.Errorf("expire checkout sessions: %w", err)
+	}
+	if sessions > 0 {
+		c.log.Info("retention pass: expired unpaid checkout sessions", "expired", sessions)
 	}
 	if events > 0 {
 		c.log.Info("retention pass: forgot sent events", "deleted", events)

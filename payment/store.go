@@ -29,6 +29,7 @@ const (
 	constraintProviderChargeID = "charges_provider_charge_id_unique" // one charge row per provider charge
 	constraintAttemptOrder     = "charge_attempts_order_idx"         // one live attempt per order
 	constraintChargeOrder      = "charges_order_idx"                 // one charge per order
+	constraintAttemptSession   = "charge_attempts_session_idx"       // one live attempt per checkout session
 )
 
 // errOrderPaid refuses a second payment of an order; errFenced is a
@@ -46,6 +47,9 @@ func interpretError(err error) error {
 	if kind, constraint := db.Classify(err); kind == db.UniqueViolation {
 		if constraint == constraintAttemptOrder || constraint == constraintChargeOrder {
 			return errOrderPaid
+		}
+		if constraint == constraintAttemptSession {
+			return errSessionPaid
 		}
 		return fmt.Errorf("unique violation on %s: %w", constraint, err)
 	}

@@ -22,10 +22,12 @@ import (
 // trip: claimedByUs with a as inserted, foundStored with the stored attempt
 // and its charge, or notVisibleYet when there was none to read (the key was
 // claimed a moment after the statement's snapshot, or the order is paid).
-// The claim takes its connection first, so that a failure to get one (the
-// database is away, or the pool is exhausted) is known to have sent
-// nothing.
-func (s *store) claim(ctx context.Context, a Attempt) (claim, error) {
+// An attempt on a checkout session is inserted only while the session takes
+// it (open, unexpired at a.CreatedAt, below maxSessionAttempts), which it
+// counts. The claim takes its connection first, so that a failure to get
+// one (the database is away, or the pool is exhausted) is known to have
+// sent nothing.
+func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (claim, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return claim{}, interpretError(fmt.Errorf("%w: %w", db.ErrNotSent, err))
@@ -44,6 +46,9 @@ func (s *store) claim(ctx context.Context, a Attempt) (claim, error) {
 		Description:    optional(a.Input.Description),
 		LockedUntil:    a.LockedUntil,
 		ExpiresAt:      a.ExpiresAt,
+		CheckoutSessionID:  optionalID(a.Input.CheckoutSessionID),
+		Now:                a.CreatedAt,
+		MaxSessionAttempts: int32(maxSessionAttempts),
 	})
 	if err = interpretError(err); err == errNotFound {
 		return claim{outcome: notVisibleYet}, nil
@@ -113,7 +118,21 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		}
 		done = attemptFromRow(row)
 		done.Charge = chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt)
-		return insertEvent(ctx, q, eventOf(done, now))
+		if err := insertEvent(ctx, q, eventOf(done, now)); err != nil {
+			return err
+		}
+		if done.Input.CheckoutSessionID == uuid.Nil {
+			return nil
+		}
+		// The session is paid in the same transaction as its charge.
+		sess, err := q.PayCheckoutSession(ctx, sqlc.PayCheckoutSessionParams{ChargeID: &c.ID, Now: now, ID: done.Input.CheckoutSessionID})
+		if isNotFound(err) {
+			return nil // paid already; a session has one live attempt, so by this charge
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, q, sessionEventOf(EventSessionPaid, sessionFromRow(sess), &done, now))
 	})
 	if errors.Is(err, errFenced) {
 		return Attempt{}, errFenced
@@ -145,16 +164,22 @@ func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt t
 	return done, interpretError(err)
 }
 
-// insertEvent writes e to the outbox, in the caller's transaction.
+// insertEvent writes e to the outbox, in the caller's transaction. A
+// session's event is the session's (its row names no attempt), an
+// attempt's the attempt's.
 func insertEvent(ctx context.Context, q *sqlc.Queries, e Event) error {
 	body, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	return q.InsertChargeEvent(ctx, sqlc.InsertChargeEventParams{
+	p := sqlc.InsertChargeEventParams{
 		ID: e.ID, Type: e.Type, MerchantID: e.MerchantID, IdempotencyKey: e.IdempotencyKey,
 		AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt,
-	})
+	}
+	if e.Type == EventSessionPaid || e.Type == EventSessionExpired {
+		p.AttemptID, p.CheckoutSessionID = nil, &e.CheckoutSession.ID
+	}
+	return q.InsertChargeEvent(ctx, p)
 }
 
 // rekey replaces a's provider key with newKey, fenced on a's attempt number
@@ -261,6 +286,9 @@ func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
 		CreatedAt:   r.CreatedAt,
 		ExpiresAt:   r.ExpiresAt,
 	}
+	if r.CheckoutSessionID != nil {
+		a.Input.CheckoutSessionID = *r.CheckoutSessionID
+	}
 	if a.Status == StatusFailed {
 		a.Failure = &Failure{Code: deref(r.FailureCode), Message: deref(r.FailureMessage)}
 	}
@@ -284,6 +312,13 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+func optionalID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
 }
 
 func deref(s *string) string {

@@ -21,7 +21,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	m, err := newMerchant(ctx, pool, "fence")
 	require.NoError(t, err)
 	in := ChargeInput{Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"}
-	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
+	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, claimedByUs, c.outcome)
 	a := c.attempt
@@ -29,7 +29,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 
 	other := in
 	other.Amount = 200
-	c, err = s.claim(ctx, newAttempt(m, "k", other, time.Now(), time.Minute, time.Hour))
+	c, err = s.claim(ctx, newAttempt(m, "k", other, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, foundStored, c.outcome, "a second claim of the key gets nothing but the stored attempt")
 	require.Equal(t, a.ID, c.attempt.ID)
@@ -75,7 +75,7 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	m, err := newMerchant(ctx, pool, "fail-event")
 	require.NoError(t, err)
 	in := ChargeInput{Amount: 250, Currency: "EUR", PaymentMethod: "pm_card_declined", OrderID: "o-1"}
-	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour))
+	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	a := c.attempt
 
@@ -118,7 +118,7 @@ func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testin
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, first.Status)
 
-	c, err := b.svc.store.claim(ctx, newAttempt(b.merchant, "k", visa(700), time.Now(), time.Minute, time.Hour))
+	c, err := b.svc.store.claim(ctx, newAttempt(b.merchant, "k", visa(700), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, foundStored, c.outcome)
 	got := c.attempt
@@ -126,7 +126,7 @@ func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testin
 	require.Equal(t, first.Charge, got.Charge, "with its charge")
 	require.Equal(t, Fingerprint(visa(700)), got.Fingerprint)
 
-	c, err = b.svc.store.claim(ctx, newAttempt(b.merchant, "fresh", visa(700), time.Now(), time.Minute, time.Hour))
+	c, err = b.svc.store.claim(ctx, newAttempt(b.merchant, "fresh", visa(700), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, claimedByUs, c.outcome)
 	require.Equal(t, StatusProcessing, c.attempt.Status)

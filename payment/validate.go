@@ -3,6 +3,8 @@ package payment
 import (
 	"crypto/sha256"
 	"encoding/json"
+
+	"github.com/google/uuid"
 	"regexp"
 	"unicode"
 	"unicode/utf8"
@@ -42,14 +44,8 @@ func ValidateKey(key string) error {
 
 // Validate checks a charge request against the API's limits.
 func (in ChargeInput) Validate() error {
-	if in.Amount < MinAmount || in.Amount > MaxAmount {
-		return Invalid("input.amount", "amount must be between %d and %d minor units of the currency; got %d", MinAmount, MaxAmount, in.Amount)
-	}
-	if !currencyPattern.MatchString(in.Currency) {
-		return Invalid("input.currency", "currency must be an ISO 4217 code of three upper-case letters, e.g. USD; got %q", in.Currency)
-	}
-	if _, ok := MinorUnits(in.Currency); !ok {
-		return Invalid("input.currency", "currency %q is not an active ISO 4217 currency that can be charged (test, fund and precious-metal codes such as XTS, XXX, USN or XAU are not)", in.Currency)
+	if err := validateMoney(in.Amount, in.Currency); err != nil {
+		return err
 	}
 	if in.PaymentMethod == "" {
 		return Invalid("input.paymentMethod", "paymentMethod is empty: pass the provider's token for the card, e.g. pm_card_visa")
@@ -61,6 +57,20 @@ func (in ChargeInput) Validate() error {
 		return err
 	}
 	return checkText("input.description", in.Description, MaxDescriptionLength)
+}
+
+// validateMoney checks an amount and its currency, of a charge or a session.
+func validateMoney(amount int64, currency string) error {
+	if amount < MinAmount || amount > MaxAmount {
+		return Invalid("input.amount", "amount must be between %d and %d minor units of the currency; got %d", MinAmount, MaxAmount, amount)
+	}
+	if !currencyPattern.MatchString(currency) {
+		return Invalid("input.currency", "currency must be an ISO 4217 code of three upper-case letters, e.g. USD; got %q", currency)
+	}
+	if _, ok := MinorUnits(currency); !ok {
+		return Invalid("input.currency", "currency %q is not an active ISO 4217 currency that can be charged (test, fund and precious-metal codes such as XTS, XXX, USN or XAU are not)", currency)
+	}
+	return nil
 }
 
 func checkText(field, s string, limit int) error {
@@ -83,16 +93,23 @@ func checkText(field, s string, limit int) error {
 // Fingerprint identifies a request by its meaning, not its encoding: the
 // SHA-256 of a fixed-order encoding of the input, where an absent optional
 // field and an empty one are the same. The same key with another fingerprint
-// is refused. Two different inputs never share a fingerprint.
+// is refused. Two different inputs never share a fingerprint. A charge on a
+// checkout session adds the session's id; one without keeps the encoding
+// it always had, so stored fingerprints still match.
 func Fingerprint(in ChargeInput) []byte {
+	session := ""
+	if in.CheckoutSessionID != uuid.Nil {
+		session = in.CheckoutSessionID.String()
+	}
 	var canonical any = struct {
-		Version       int    `json:"v"`
-		Amount        int64  `json:"amount"`
-		Currency      string `json:"currency"`
-		PaymentMethod string `json:"paymentMethod"`
-		OrderID       string `json:"orderId"`
-		Description   string `json:"description"`
-	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description}
+		Version         int    `json:"v"`
+		Amount          int64  `json:"amount"`
+		Currency        string `json:"currency"`
+		PaymentMethod   string `json:"paymentMethod"`
+		OrderID         string `json:"orderId"`
+		Description     string `json:"description"`
+		CheckoutSession string `json:"checkoutSession,omitempty"`
+	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description, session}
 	if !utf8.ValidString(in.Currency) || !utf8.ValidString(in.PaymentMethod) ||
 		!utf8.ValidString(in.OrderID) || !utf8.ValidString(in.Description) {
 		// encoding/json writes every byte that is not UTF-8 as U+FFFD, which
@@ -105,8 +122,9 @@ func Fingerprint(in ChargeInput) []byte {
 			Currency      []byte `json:"currency"`
 			PaymentMethod []byte `json:"paymentMethod"`
 			OrderID       []byte `json:"orderId"`
-			Description   []byte `json:"description"`
-		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description)}
+			Description     []byte `json:"description"`
+			CheckoutSession string `json:"checkoutSession,omitempty"`
+		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description), session}
 	}
 	b, err := json.Marshal(canonical)
 	if err != nil {

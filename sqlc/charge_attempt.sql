@@ -10,22 +10,38 @@
 --   the retry from (a replay, PROCESSING, or key reuse).
 --   no row: neither; the key was claimed by a transaction that committed
 --   after this statement's snapshot (read it again), or the order is paid.
+-- An attempt on a checkout session is claimed only while the session is
+-- open, unexpired at now and below max_session_attempts, and counts one
+-- attempt of it; the unique index on checkout_session_id refuses a second
+-- live attempt for the session, as the order's does.
 -- Both parts see the same snapshot, so the read never sees the row this
 -- statement inserts: at most one row comes back.
 WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
-        amount, currency, payment_method, order_id, description, locked_until, expires_at
+        amount, currency, payment_method, order_id, description, locked_until, expires_at,
+        checkout_session_id
     )
     SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
            @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
-           sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz
+           sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
+           sqlc.narg(checkout_session_id)::uuid
     WHERE NOT EXISTS (
         SELECT 1 FROM charges c
         WHERE c.merchant_id = @merchant_id AND c.order_id = sqlc.narg(order_id)
     )
+    AND (sqlc.narg(checkout_session_id)::uuid IS NULL OR EXISTS (
+        SELECT 1 FROM checkout_sessions s
+        WHERE s.id = sqlc.narg(checkout_session_id)::uuid AND s.merchant_id = @merchant_id
+          AND s.status = 'OPEN' AND s.expires_at > sqlc.arg(now)::timestamptz
+          AND s.attempts < sqlc.arg(max_session_attempts)::integer
+    ))
     ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
     RETURNING *
+),
+counted AS (
+    UPDATE checkout_sessions SET attempts = attempts + 1
+    WHERE id = (SELECT checkout_session_id FROM claimed)
 )
 SELECT sqlc.embed(a),
        c.provider_charge_id,

@@ -16,19 +16,31 @@ const claimChargeAttempt = `-- name: ClaimChargeAttempt :one
 WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
-        amount, currency, payment_method, order_id, description, locked_until, expires_at
+        amount, currency, payment_method, order_id, description, locked_until, expires_at,
+        checkout_session_id
     )
     SELECT $1, $2, $3, $4, $5,
            $6, $7, $8, $9, $10,
-           $11::timestamptz, $12::timestamptz
+           $11::timestamptz, $12::timestamptz,
+           $13::uuid
     WHERE NOT EXISTS (
         SELECT 1 FROM charges c
         WHERE c.merchant_id = $2 AND c.order_id = $9
     )
+    AND ($13::uuid IS NULL OR EXISTS (
+        SELECT 1 FROM checkout_sessions s
+        WHERE s.id = $13::uuid AND s.merchant_id = $2
+          AND s.status = 'OPEN' AND s.expires_at > $14::timestamptz
+          AND s.attempts < $15::integer
+    ))
     ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
+),
+counted AS (
+    UPDATE checkout_sessions SET attempts = attempts + 1
+    WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        false AS claimed
@@ -36,22 +48,25 @@ FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
-	ID             uuid.UUID
-	MerchantID     uuid.UUID
-	IdempotencyKey string
-	Fingerprint    []byte
-	ProviderKey    string
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	OrderID        *string
-	Description    *string
-	LockedUntil    time.Time
-	ExpiresAt      time.Time
+	ID                 uuid.UUID
+	MerchantID         uuid.UUID
+	IdempotencyKey     string
+	Fingerprint        []byte
+	ProviderKey        string
+	Amount             int64
+	Currency           string
+	PaymentMethod      string
+	OrderID            *string
+	Description        *string
+	LockedUntil        time.Time
+	ExpiresAt          time.Time
+	CheckoutSessionID  *uuid.UUID
+	Now                time.Time
+	MaxSessionAttempts int32
 }
 
 type ClaimChargeAttemptRow struct {
@@ -74,6 +89,10 @@ type ClaimChargeAttemptRow struct {
 //	no row: neither; the key was claimed by a transaction that committed
 //	after this statement's snapshot (read it again), or the order is paid.
 //
+// An attempt on a checkout session is claimed only while the session is
+// open, unexpired at now and below max_session_attempts, and counts one
+// attempt of it; the unique index on checkout_session_id refuses a second
+// live attempt for the session, as the order's does.
 // Both parts see the same snapshot, so the read never sees the row this
 // statement inserts: at most one row comes back.
 func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttemptParams) (ClaimChargeAttemptRow, error) {
@@ -90,6 +109,9 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.Description,
 		arg.LockedUntil,
 		arg.ExpiresAt,
+		arg.CheckoutSessionID,
+		arg.Now,
+		arg.MaxSessionAttempts,
 	)
 	var i ClaimChargeAttemptRow
 	err := row.Scan(
@@ -112,6 +134,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
 		&i.ChargeAttempt.LockedUntil,
+		&i.ChargeAttempt.CheckoutSessionID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.Claimed,
@@ -167,7 +190,7 @@ SET status = 'FAILED',
     completed_at = now(),
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
 `
 
 type FailChargeAttemptParams struct {
@@ -209,12 +232,13 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,
+		&i.CheckoutSessionID,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at
 FROM charge_attempts a
@@ -258,6 +282,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
 		&i.ChargeAttempt.LockedUntil,
+		&i.ChargeAttempt.CheckoutSessionID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 	)
@@ -307,7 +332,7 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz
@@ -321,26 +346,27 @@ type ListStuckChargeAttemptsParams struct {
 }
 
 type ListStuckChargeAttemptsRow struct {
-	ID             uuid.UUID
-	MerchantID     uuid.UUID
-	IdempotencyKey string
-	Fingerprint    []byte
-	Status         string
-	ProviderKey    string
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	OrderID        *string
-	Description    *string
-	ChargeID       *uuid.UUID
-	FailureCode    *string
-	FailureMessage *string
-	Attempt        int32
-	CreatedAt      time.Time
-	CompletedAt    *time.Time
-	ExpiresAt      time.Time
-	LockedUntil    time.Time
-	MerchantName   string
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	Fingerprint       []byte
+	Status            string
+	ProviderKey       string
+	Amount            int64
+	Currency          string
+	PaymentMethod     string
+	OrderID           *string
+	Description       *string
+	ChargeID          *uuid.UUID
+	FailureCode       *string
+	FailureMessage    *string
+	Attempt           int32
+	CreatedAt         time.Time
+	CompletedAt       *time.Time
+	ExpiresAt         time.Time
+	LockedUntil       time.Time
+	CheckoutSessionID *uuid.UUID
+	MerchantName      string
 }
 
 // For operators: stuck attempts, PROCESSING with their lease ended, oldest
@@ -374,6 +400,7 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.LockedUntil,
+			&i.CheckoutSessionID,
 			&i.MerchantName,
 		); err != nil {
 			return nil, err
@@ -410,7 +437,7 @@ UPDATE charge_attempts
 SET provider_key = $1::text
 WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
   AND provider_key = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
 `
 
 type RekeyChargeAttemptParams struct {
@@ -454,6 +481,7 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,
+		&i.CheckoutSessionID,
 	)
 	return i, err
 }
@@ -486,7 +514,7 @@ SET status = 'SUCCEEDED',
     completed_at = now(),
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
 `
 
 type SucceedChargeAttemptParams struct {
@@ -526,6 +554,7 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,
+		&i.CheckoutSessionID,
 	)
 	return i, err
 }
@@ -535,7 +564,7 @@ UPDATE charge_attempts
 SET attempt = attempt + 1,
     locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -572,6 +601,7 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.LockedUntil,
+		&i.CheckoutSessionID,
 	)
 	return i, err
 }
@@ -587,7 +617,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -630,6 +660,7 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.LockedUntil,
+			&i.CheckoutSessionID,
 		); err != nil {
 			return nil, err
 		}

@@ -2,8 +2,9 @@
 -- The outbox write. Runs in the transaction that finalizes the attempt, after
 -- the fenced update succeeded, so an event exists exactly when the change
 -- committed; its trigger NOTIFYs chargeonce_events at commit.
-INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
-VALUES (@id, @type, @merchant_id, @idempotency_key, @attempt_id, @body, @occurred_at);
+-- A session's event has no attempt_id and names its checkout_session_id.
+INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at)
+VALUES (@id, @type, @merchant_id, @idempotency_key, sqlc.narg(attempt_id), sqlc.narg(checkout_session_id), @body, @occurred_at);
 
 -- name: LockUnsentChargeEvents :many
 -- The relay's batch: the oldest unsent events, locked until the relay's

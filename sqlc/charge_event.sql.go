@@ -50,23 +50,25 @@ func (q *Queries) DeleteSentChargeEvents(ctx context.Context, arg DeleteSentChar
 }
 
 const insertChargeEvent = `-- name: InsertChargeEvent :exec
-INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 `
 
 type InsertChargeEventParams struct {
-	ID             uuid.UUID
-	Type           string
-	MerchantID     uuid.UUID
-	IdempotencyKey string
-	AttemptID      uuid.UUID
-	Body           []byte
-	OccurredAt     time.Time
+	ID                uuid.UUID
+	Type              string
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	AttemptID         *uuid.UUID
+	CheckoutSessionID *uuid.UUID
+	Body              []byte
+	OccurredAt        time.Time
 }
 
 // The outbox write. Runs in the transaction that finalizes the attempt, after
 // the fenced update succeeded, so an event exists exactly when the change
 // committed; its trigger NOTIFYs chargeonce_events at commit.
+// A session's event has no attempt_id and names its checkout_session_id.
 func (q *Queries) InsertChargeEvent(ctx context.Context, arg InsertChargeEventParams) error {
 	_, err := q.db.Exec(ctx, insertChargeEvent,
 		arg.ID,
@@ -74,6 +76,7 @@ func (q *Queries) InsertChargeEvent(ctx context.Context, arg InsertChargeEventPa
 		arg.MerchantID,
 		arg.IdempotencyKey,
 		arg.AttemptID,
+		arg.CheckoutSessionID,
 		arg.Body,
 		arg.OccurredAt,
 	)

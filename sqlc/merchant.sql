@@ -10,15 +10,15 @@ RETURNING *;
 -- development key, at every development start) only corrects its prefix, which
 -- older versions stored whole for short keys; its merchant and revocation stay
 -- as they are, so a revoked development key stays revoked.
-INSERT INTO api_keys (id, merchant_id, key_hash, key_prefix, development_only)
-VALUES (@id, @merchant_id, @key_hash, @key_prefix, @development_only)
+INSERT INTO api_keys (id, merchant_id, key_hash, key_prefix, development_only, kind)
+VALUES (@id, @merchant_id, @key_hash, @key_prefix, @development_only, @kind)
 ON CONFLICT (key_hash) DO UPDATE SET key_prefix = EXCLUDED.key_prefix;
 
 -- name: ListAPIKeyCandidates :many
 -- Authenticates a request: the live keys under the presented key's prefix,
 -- whose hashes the caller compares in constant time. Development-only keys
 -- (the seeded demo key) count only where allowed.
-SELECT k.key_hash, m.id AS merchant_id, m.name AS merchant_name
+SELECT k.key_hash, k.id, k.kind, m.id AS merchant_id, m.name AS merchant_name
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.key_prefix = @key_prefix
@@ -36,7 +36,7 @@ SELECT * FROM merchants WHERE name = @name;
 
 -- name: ListAPIKeys :many
 -- Every key of every merchant, for `apikey list`. Never the hash.
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 ORDER BY m.name, k.created_at, k.id;
@@ -44,7 +44,7 @@ ORDER BY m.name, k.created_at, k.id;
 -- name: ListLiveAPIKeysOfMerchant :many
 -- A merchant's keys that still authenticate, for `apikey rotate` to show what
 -- remains valid until the operator revokes it.
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.merchant_id = @merchant_id AND k.revoked_at IS NULL
@@ -53,7 +53,7 @@ ORDER BY k.created_at, k.id;
 -- name: ListLiveAPIKeysByPrefix :many
 -- The live keys an operator means by a prefix, for `apikey revoke PREFIX`,
 -- which revokes only when exactly one matches.
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.key_prefix = @key_prefix AND k.revoked_at IS NULL
@@ -61,7 +61,7 @@ ORDER BY k.created_at, k.id;
 
 -- name: GetAPIKey :one
 -- Loads a key by id, to tell an unknown id from an already revoked key.
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.id = @id;
@@ -74,4 +74,32 @@ UPDATE api_keys k
 SET revoked_at = now()
 FROM merchants m
 WHERE m.id = k.merchant_id AND k.id = @id AND k.revoked_at IS NULL
-RETURNING k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at;
+RETURNING k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at;
+
+-- name: AddMerchantOrigin :execrows
+-- Registers an origin of a merchant's checkout pages; 0 rows: it was
+-- registered already.
+INSERT INTO merchant_origins (merchant_id, origin) VALUES (@merchant_id, @origin)
+ON CONFLICT DO NOTHING;
+
+-- name: RemoveMerchantOrigin :execrows
+-- Removes an origin; 0 rows: it was not registered.
+DELETE FROM merchant_origins WHERE merchant_id = @merchant_id AND origin = @origin;
+
+-- name: ListMerchantOrigins :many
+-- The registered origins, of one merchant or (no name) of every merchant.
+SELECT m.name AS merchant_name, o.origin, o.created_at
+FROM merchant_origins o
+JOIN merchants m ON m.id = o.merchant_id
+WHERE sqlc.narg(merchant_name)::text IS NULL OR m.name = sqlc.narg(merchant_name)::text
+ORDER BY m.name, o.origin;
+
+-- name: MerchantOriginExists :one
+-- Whether a merchant registered an origin, for a publishable key's
+-- cross-origin request.
+SELECT EXISTS (SELECT 1 FROM merchant_origins WHERE merchant_id = @merchant_id AND origin = @origin);
+
+-- name: AnyMerchantOriginExists :one
+-- Whether any merchant registered an origin, for a preflight, which names
+-- no key.
+SELECT EXISTS (SELECT 1 FROM merchant_origins WHERE origin = @origin);

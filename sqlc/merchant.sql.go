@@ -12,8 +12,41 @@ import (
 	"github.com/google/uuid"
 )
 
+const addMerchantOrigin = `-- name: AddMerchantOrigin :execrows
+INSERT INTO merchant_origins (merchant_id, origin) VALUES ($1, $2)
+ON CONFLICT DO NOTHING
+`
+
+type AddMerchantOriginParams struct {
+	MerchantID uuid.UUID
+	Origin     string
+}
+
+// Registers an origin of a merchant's checkout pages; 0 rows: it was
+// registered already.
+func (q *Queries) AddMerchantOrigin(ctx context.Context, arg AddMerchantOriginParams) (int64, error) {
+	result, err := q.db.Exec(ctx, addMerchantOrigin, arg.MerchantID, arg.Origin)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const anyMerchantOriginExists = `-- name: AnyMerchantOriginExists :one
+SELECT EXISTS (SELECT 1 FROM merchant_origins WHERE origin = $1)
+`
+
+// Whether any merchant registered an origin, for a preflight, which names
+// no key.
+func (q *Queries) AnyMerchantOriginExists(ctx context.Context, origin string) (bool, error) {
+	row := q.db.QueryRow(ctx, anyMerchantOriginExists, origin)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const getAPIKey = `-- name: GetAPIKey :one
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.id = $1
@@ -23,6 +56,7 @@ type GetAPIKeyRow struct {
 	ID              uuid.UUID
 	MerchantName    string
 	KeyPrefix       string
+	Kind            string
 	DevelopmentOnly bool
 	CreatedAt       time.Time
 	RevokedAt       *time.Time
@@ -36,6 +70,7 @@ func (q *Queries) GetAPIKey(ctx context.Context, id uuid.UUID) (GetAPIKeyRow, er
 		&i.ID,
 		&i.MerchantName,
 		&i.KeyPrefix,
+		&i.Kind,
 		&i.DevelopmentOnly,
 		&i.CreatedAt,
 		&i.RevokedAt,
@@ -69,8 +104,8 @@ func (q *Queries) GetMerchantByName(ctx context.Context, name string) (Merchant,
 }
 
 const insertAPIKey = `-- name: InsertAPIKey :exec
-INSERT INTO api_keys (id, merchant_id, key_hash, key_prefix, development_only)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO api_keys (id, merchant_id, key_hash, key_prefix, development_only, kind)
+VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (key_hash) DO UPDATE SET key_prefix = EXCLUDED.key_prefix
 `
 
@@ -80,6 +115,7 @@ type InsertAPIKeyParams struct {
 	KeyHash         []byte
 	KeyPrefix       string
 	DevelopmentOnly bool
+	Kind            string
 }
 
 // Stores a key's hash and prefix. Storing a key that is already stored (the
@@ -93,12 +129,13 @@ func (q *Queries) InsertAPIKey(ctx context.Context, arg InsertAPIKeyParams) erro
 		arg.KeyHash,
 		arg.KeyPrefix,
 		arg.DevelopmentOnly,
+		arg.Kind,
 	)
 	return err
 }
 
 const listAPIKeyCandidates = `-- name: ListAPIKeyCandidates :many
-SELECT k.key_hash, m.id AS merchant_id, m.name AS merchant_name
+SELECT k.key_hash, k.id, k.kind, m.id AS merchant_id, m.name AS merchant_name
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.key_prefix = $1
@@ -113,6 +150,8 @@ type ListAPIKeyCandidatesParams struct {
 
 type ListAPIKeyCandidatesRow struct {
 	KeyHash      []byte
+	ID           uuid.UUID
+	Kind         string
 	MerchantID   uuid.UUID
 	MerchantName string
 }
@@ -129,7 +168,13 @@ func (q *Queries) ListAPIKeyCandidates(ctx context.Context, arg ListAPIKeyCandid
 	var items []ListAPIKeyCandidatesRow
 	for rows.Next() {
 		var i ListAPIKeyCandidatesRow
-		if err := rows.Scan(&i.KeyHash, &i.MerchantID, &i.MerchantName); err != nil {
+		if err := rows.Scan(
+			&i.KeyHash,
+			&i.ID,
+			&i.Kind,
+			&i.MerchantID,
+			&i.MerchantName,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -141,7 +186,7 @@ func (q *Queries) ListAPIKeyCandidates(ctx context.Context, arg ListAPIKeyCandid
 }
 
 const listAPIKeys = `-- name: ListAPIKeys :many
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 ORDER BY m.name, k.created_at, k.id
@@ -151,6 +196,7 @@ type ListAPIKeysRow struct {
 	ID              uuid.UUID
 	MerchantName    string
 	KeyPrefix       string
+	Kind            string
 	DevelopmentOnly bool
 	CreatedAt       time.Time
 	RevokedAt       *time.Time
@@ -170,6 +216,7 @@ func (q *Queries) ListAPIKeys(ctx context.Context) ([]ListAPIKeysRow, error) {
 			&i.ID,
 			&i.MerchantName,
 			&i.KeyPrefix,
+			&i.Kind,
 			&i.DevelopmentOnly,
 			&i.CreatedAt,
 			&i.RevokedAt,
@@ -185,7 +232,7 @@ func (q *Queries) ListAPIKeys(ctx context.Context) ([]ListAPIKeysRow, error) {
 }
 
 const listLiveAPIKeysByPrefix = `-- name: ListLiveAPIKeysByPrefix :many
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.key_prefix = $1 AND k.revoked_at IS NULL
@@ -196,6 +243,7 @@ type ListLiveAPIKeysByPrefixRow struct {
 	ID              uuid.UUID
 	MerchantName    string
 	KeyPrefix       string
+	Kind            string
 	DevelopmentOnly bool
 	CreatedAt       time.Time
 	RevokedAt       *time.Time
@@ -216,6 +264,7 @@ func (q *Queries) ListLiveAPIKeysByPrefix(ctx context.Context, keyPrefix string)
 			&i.ID,
 			&i.MerchantName,
 			&i.KeyPrefix,
+			&i.Kind,
 			&i.DevelopmentOnly,
 			&i.CreatedAt,
 			&i.RevokedAt,
@@ -231,7 +280,7 @@ func (q *Queries) ListLiveAPIKeysByPrefix(ctx context.Context, keyPrefix string)
 }
 
 const listLiveAPIKeysOfMerchant = `-- name: ListLiveAPIKeysOfMerchant :many
-SELECT k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+SELECT k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 FROM api_keys k
 JOIN merchants m ON m.id = k.merchant_id
 WHERE k.merchant_id = $1 AND k.revoked_at IS NULL
@@ -242,6 +291,7 @@ type ListLiveAPIKeysOfMerchantRow struct {
 	ID              uuid.UUID
 	MerchantName    string
 	KeyPrefix       string
+	Kind            string
 	DevelopmentOnly bool
 	CreatedAt       time.Time
 	RevokedAt       *time.Time
@@ -262,6 +312,7 @@ func (q *Queries) ListLiveAPIKeysOfMerchant(ctx context.Context, merchantID uuid
 			&i.ID,
 			&i.MerchantName,
 			&i.KeyPrefix,
+			&i.Kind,
 			&i.DevelopmentOnly,
 			&i.CreatedAt,
 			&i.RevokedAt,
@@ -276,18 +327,90 @@ func (q *Queries) ListLiveAPIKeysOfMerchant(ctx context.Context, merchantID uuid
 	return items, nil
 }
 
+const listMerchantOrigins = `-- name: ListMerchantOrigins :many
+SELECT m.name AS merchant_name, o.origin, o.created_at
+FROM merchant_origins o
+JOIN merchants m ON m.id = o.merchant_id
+WHERE $1::text IS NULL OR m.name = $1::text
+ORDER BY m.name, o.origin
+`
+
+type ListMerchantOriginsRow struct {
+	MerchantName string
+	Origin       string
+	CreatedAt    time.Time
+}
+
+// The registered origins, of one merchant or (no name) of every merchant.
+func (q *Queries) ListMerchantOrigins(ctx context.Context, merchantName *string) ([]ListMerchantOriginsRow, error) {
+	rows, err := q.db.Query(ctx, listMerchantOrigins, merchantName)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListMerchantOriginsRow
+	for rows.Next() {
+		var i ListMerchantOriginsRow
+		if err := rows.Scan(&i.MerchantName, &i.Origin, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const merchantOriginExists = `-- name: MerchantOriginExists :one
+SELECT EXISTS (SELECT 1 FROM merchant_origins WHERE merchant_id = $1 AND origin = $2)
+`
+
+type MerchantOriginExistsParams struct {
+	MerchantID uuid.UUID
+	Origin     string
+}
+
+// Whether a merchant registered an origin, for a publishable key's
+// cross-origin request.
+func (q *Queries) MerchantOriginExists(ctx context.Context, arg MerchantOriginExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, merchantOriginExists, arg.MerchantID, arg.Origin)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const removeMerchantOrigin = `-- name: RemoveMerchantOrigin :execrows
+DELETE FROM merchant_origins WHERE merchant_id = $1 AND origin = $2
+`
+
+type RemoveMerchantOriginParams struct {
+	MerchantID uuid.UUID
+	Origin     string
+}
+
+// Removes an origin; 0 rows: it was not registered.
+func (q *Queries) RemoveMerchantOrigin(ctx context.Context, arg RemoveMerchantOriginParams) (int64, error) {
+	result, err := q.db.Exec(ctx, removeMerchantOrigin, arg.MerchantID, arg.Origin)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const revokeAPIKey = `-- name: RevokeAPIKey :one
 UPDATE api_keys k
 SET revoked_at = now()
 FROM merchants m
 WHERE m.id = k.merchant_id AND k.id = $1 AND k.revoked_at IS NULL
-RETURNING k.id, m.name AS merchant_name, k.key_prefix, k.development_only, k.created_at, k.revoked_at
+RETURNING k.id, m.name AS merchant_name, k.key_prefix, k.kind, k.development_only, k.created_at, k.revoked_at
 `
 
 type RevokeAPIKeyRow struct {
 	ID              uuid.UUID
 	MerchantName    string
 	KeyPrefix       string
+	Kind            string
 	DevelopmentOnly bool
 	CreatedAt       time.Time
 	RevokedAt       *time.Time
@@ -303,6 +426,7 @@ func (q *Queries) RevokeAPIKey(ctx context.Context, id uuid.UUID) (RevokeAPIKeyR
 		&i.ID,
 		&i.MerchantName,
 		&i.KeyPrefix,
+		&i.Kind,
 		&i.DevelopmentOnly,
 		&i.CreatedAt,
 		&i.RevokedAt,

@@ -18,6 +18,7 @@ type ApiKey struct {
 	DevelopmentOnly bool
 	CreatedAt       time.Time
 	RevokedAt       *time.Time
+	Kind            string
 }
 
 type Charge struct {
@@ -32,42 +33,69 @@ type Charge struct {
 }
 
 type ChargeAttempt struct {
-	ID             uuid.UUID
-	MerchantID     uuid.UUID
-	IdempotencyKey string
-	Fingerprint    []byte
-	Status         string
-	ProviderKey    string
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	OrderID        *string
-	Description    *string
-	ChargeID       *uuid.UUID
-	FailureCode    *string
-	FailureMessage *string
-	Attempt        int32
-	CreatedAt      time.Time
-	CompletedAt    *time.Time
-	ExpiresAt      time.Time
-	LockedUntil    time.Time
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	Fingerprint       []byte
+	Status            string
+	ProviderKey       string
+	Amount            int64
+	Currency          string
+	PaymentMethod     string
+	OrderID           *string
+	Description       *string
+	ChargeID          *uuid.UUID
+	FailureCode       *string
+	FailureMessage    *string
+	Attempt           int32
+	CreatedAt         time.Time
+	CompletedAt       *time.Time
+	ExpiresAt         time.Time
+	LockedUntil       time.Time
+	CheckoutSessionID *uuid.UUID
 }
 
 type ChargeEvent struct {
-	ID             uuid.UUID
-	Type           string
-	MerchantID     uuid.UUID
-	IdempotencyKey string
-	AttemptID      uuid.UUID
-	Body           []byte
-	OccurredAt     time.Time
-	SentAt         *time.Time
+	ID                uuid.UUID
+	Type              string
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	AttemptID         *uuid.UUID
+	Body              []byte
+	OccurredAt        time.Time
+	SentAt            *time.Time
+	CheckoutSessionID *uuid.UUID
+}
+
+type CheckoutSession struct {
+	ID               uuid.UUID
+	MerchantID       uuid.UUID
+	IdempotencyKey   string
+	Fingerprint      []byte
+	ClientSecretHash []byte
+	Amount           int64
+	Currency         string
+	OrderID          *string
+	Description      *string
+	ReturnUrl        *string
+	Status           string
+	Attempts         int32
+	ChargeID         *uuid.UUID
+	CreatedAt        time.Time
+	ExpiresAt        time.Time
+	ClosedAt         *time.Time
 }
 
 type Merchant struct {
 	ID        uuid.UUID
 	Name      string
 	CreatedAt time.Time
+}
+
+type MerchantOrigin struct {
+	MerchantID uuid.UUID
+	Origin     string
+	CreatedAt  time.Time
 }
 
 type Receipt struct {

@@ -20,7 +20,7 @@ import (
 func newKey() string { return uuid.NewString() }
 
 func visa(amount int) apiclient.ChargeCardInput {
-	return apiclient.ChargeCardInput{Amount: amount, Currency: "USD", PaymentMethod: "pm_card_visa"}
+	return apiclient.ChargeCardInput{Amount: new(amount), Currency: new("USD"), PaymentMethod: "pm_card_visa"}
 }
 
 func withPaymentMethod(pm string) apiclient.ChargeCardInput {

@@ -32,7 +32,7 @@ func TestProduction_AnswersLikeProduction(t *testing.T) {
 	// Metrics on a listener of their own, as production.
 	dev := startServer(t, map[string]string{"DATABASE_URL": dbURL, "METRICS_ADDR": "127.0.0.1:0"})
 	devMetrics := metricsAddr(t, dev)
-	_, apiKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(t.Context(), "shop")
+	_, apiKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(t.Context(), "shop", merchant.KeySecret)
 	require.NoError(t, err)
 	prod := startServer(t, stripefake.Start(t).Env(map[string]string{
 		"APP_ENV":      "production",

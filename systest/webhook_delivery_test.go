@@ -95,7 +95,7 @@ func TestWebhooks_RealCharges_ReceiverVerifiesEachAndHandlesItOnce(t *testing.T)
 	for _, body := range handled {
 		e, err := payment.ParseEvent(body)
 		require.NoError(t, err)
-		require.Equal(t, merchant.ID, e.MerchantID)
+		require.Equal(t, merchant.Merchant.ID, e.MerchantID)
 		byKey[e.IdempotencyKey] = e
 	}
 	require.Len(t, byKey, 4, "each event handled once")

@@ -79,7 +79,7 @@ func (b *bundle) run(t *testing.T, s *Service) (stop func()) {
 // merchant creates a merchant and returns its id.
 func (b *bundle) merchant(t *testing.T, name string) uuid.UUID {
 	t.Helper()
-	m, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), name)
+	m, _, err := merchant.New(b.pool, false).CreateAPIKey(context.Background(), name, merchant.KeySecret)
 	require.NoError(t, err)
 	return m.ID
 }
@@ -113,7 +113,7 @@ func newEvent(merchant uuid.UUID) payment.Event {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return payment.Event{
 		ID: uuid.New(), Type: payment.EventChargeSucceeded, OccurredAt: now, MerchantID: merchant,
-		IdempotencyKey: uuid.NewString(), AttemptID: uuid.New(), Amount: 1999, Currency: "USD",
+		IdempotencyKey: uuid.NewString(), AttemptID: new(uuid.New()), Amount: 1999, Currency: "USD",
 		Charge: &payment.EventCharge{ID: uuid.New(), ProviderChargeID: "ch_test", CreatedAt: now},
 	}
 }

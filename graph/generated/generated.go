@@ -62,16 +62,40 @@ type ComplexityRoot struct {
 		Message func(childComplexity int) int
 	}
 
+	CheckoutSession struct {
+		Amount       func(childComplexity int) int
+		Attempts     func(childComplexity int) int
+		Charge       func(childComplexity int) int
+		ClientSecret func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Currency     func(childComplexity int) int
+		Description  func(childComplexity int) int
+		ExpiresAt    func(childComplexity int) int
+		ID           func(childComplexity int) int
+		MaxAttempts  func(childComplexity int) int
+		OrderID      func(childComplexity int) int
+		ReturnURL    func(childComplexity int) int
+		Status       func(childComplexity int) int
+	}
+
+	CheckoutSessionPayload struct {
+		IdempotencyKey func(childComplexity int) int
+		Replayed       func(childComplexity int) int
+		Session        func(childComplexity int) int
+	}
+
 	Mutation struct {
-		ChargeCard func(childComplexity int, idempotencyKey string, input model.ChargeCardInput) int
+		ChargeCard            func(childComplexity int, idempotencyKey string, input model.ChargeCardInput) int
+		CreateCheckoutSession func(childComplexity int, idempotencyKey string, input model.CheckoutSessionInput) int
 	}
 
 	Query struct {
-		ChargeStatus func(childComplexity int, idempotencyKey string) int
+		ChargeStatus    func(childComplexity int, idempotencyKey string, checkoutSession *string) int
+		CheckoutSession func(childComplexity int, id string) int
 	}
 
 	Subscription struct {
-		ChargeUpdated func(childComplexity int, idempotencyKey string) int
+		ChargeUpdated func(childComplexity int, idempotencyKey string, checkoutSession *string) int
 	}
 }
 
@@ -81,12 +105,14 @@ type ComplexityRoot struct {
 
 type MutationResolver interface {
 	ChargeCard(ctx context.Context, idempotencyKey string, input model.ChargeCardInput) (*model.ChargeCardPayload, error)
+	CreateCheckoutSession(ctx context.Context, idempotencyKey string, input model.CheckoutSessionInput) (*model.CheckoutSessionPayload, error)
 }
 type QueryResolver interface {
-	ChargeStatus(ctx context.Context, idempotencyKey string) (*model.ChargeCardPayload, error)
+	ChargeStatus(ctx context.Context, idempotencyKey string, checkoutSession *string) (*model.ChargeCardPayload, error)
+	CheckoutSession(ctx context.Context, id string) (*model.CheckoutSession, error)
 }
 type SubscriptionResolver interface {
-	ChargeUpdated(ctx context.Context, idempotencyKey string) (<-chan *model.ChargeCardPayload, error)
+	ChargeUpdated(ctx context.Context, idempotencyKey string, checkoutSession *string) (<-chan *model.ChargeCardPayload, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -200,6 +226,104 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ChargeFailure.Message(childComplexity), true
 
+	case "CheckoutSession.amount":
+		if e.ComplexityRoot.CheckoutSession.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.Amount(childComplexity), true
+	case "CheckoutSession.attempts":
+		if e.ComplexityRoot.CheckoutSession.Attempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.Attempts(childComplexity), true
+	case "CheckoutSession.charge":
+		if e.ComplexityRoot.CheckoutSession.Charge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.Charge(childComplexity), true
+	case "CheckoutSession.clientSecret":
+		if e.ComplexityRoot.CheckoutSession.ClientSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.ClientSecret(childComplexity), true
+	case "CheckoutSession.createdAt":
+		if e.ComplexityRoot.CheckoutSession.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.CreatedAt(childComplexity), true
+	case "CheckoutSession.currency":
+		if e.ComplexityRoot.CheckoutSession.Currency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.Currency(childComplexity), true
+	case "CheckoutSession.description":
+		if e.ComplexityRoot.CheckoutSession.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.Description(childComplexity), true
+	case "CheckoutSession.expiresAt":
+		if e.ComplexityRoot.CheckoutSession.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.ExpiresAt(childComplexity), true
+	case "CheckoutSession.id":
+		if e.ComplexityRoot.CheckoutSession.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.ID(childComplexity), true
+	case "CheckoutSession.maxAttempts":
+		if e.ComplexityRoot.CheckoutSession.MaxAttempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.MaxAttempts(childComplexity), true
+	case "CheckoutSession.orderId":
+		if e.ComplexityRoot.CheckoutSession.OrderID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.OrderID(childComplexity), true
+	case "CheckoutSession.returnUrl":
+		if e.ComplexityRoot.CheckoutSession.ReturnURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.ReturnURL(childComplexity), true
+	case "CheckoutSession.status":
+		if e.ComplexityRoot.CheckoutSession.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSession.Status(childComplexity), true
+
+	case "CheckoutSessionPayload.idempotencyKey":
+		if e.ComplexityRoot.CheckoutSessionPayload.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSessionPayload.IdempotencyKey(childComplexity), true
+	case "CheckoutSessionPayload.replayed":
+		if e.ComplexityRoot.CheckoutSessionPayload.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSessionPayload.Replayed(childComplexity), true
+	case "CheckoutSessionPayload.session":
+		if e.ComplexityRoot.CheckoutSessionPayload.Session == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckoutSessionPayload.Session(childComplexity), true
+
 	case "Mutation.chargeCard":
 		if e.ComplexityRoot.Mutation.ChargeCard == nil {
 			break
@@ -211,6 +335,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ChargeCard(childComplexity, args["idempotencyKey"].(string), args["input"].(model.ChargeCardInput)), true
+	case "Mutation.createCheckoutSession":
+		if e.ComplexityRoot.Mutation.CreateCheckoutSession == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createCheckoutSession_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateCheckoutSession(childComplexity, args["idempotencyKey"].(string), args["input"].(model.CheckoutSessionInput)), true
 
 	case "Query.chargeStatus":
 		if e.ComplexityRoot.Query.ChargeStatus == nil {
@@ -222,7 +357,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.ChargeStatus(childComplexity, args["idempotencyKey"].(string)), true
+		return e.ComplexityRoot.Query.ChargeStatus(childComplexity, args["idempotencyKey"].(string), args["checkoutSession"].(*string)), true
+	case "Query.checkoutSession":
+		if e.ComplexityRoot.Query.CheckoutSession == nil {
+			break
+		}
+
+		args, err := ec.field_Query_checkoutSession_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.CheckoutSession(childComplexity, args["id"].(string)), true
 
 	case "Subscription.chargeUpdated":
 		if e.ComplexityRoot.Subscription.ChargeUpdated == nil {
@@ -234,7 +380,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.ChargeUpdated(childComplexity, args["idempotencyKey"].(string)), true
+		return e.ComplexityRoot.Subscription.ChargeUpdated(childComplexity, args["idempotencyKey"].(string), args["checkoutSession"].(*string)), true
 
 	}
 	return 0, false
@@ -246,6 +392,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("ChargeCardInput", ec.unmarshalInputChargeCardInput),
+			graphql.NewInputUnmarshaler("CheckoutSessionInput", ec.unmarshalInputCheckoutSessionInput),
 		)
 	}
 	first := true
@@ -355,16 +502,102 @@ enum ChargeStatus {
 }
 
 input ChargeCardInput {
+  """
+  Amount in minor units of the currency (cents for USD), 1..99999999.
+  Required without checkoutSession; with one it comes from the session, and
+  if sent must equal the session's.
+  """
+  amount: Int
+  """
+  ISO 4217 currency code, three upper-case letters, e.g. USD. Required
+  without checkoutSession; with one it comes from the session, and if sent
+  must equal the session's.
+  """
+  currency: String
+  "The provider's token for the card, e.g. pm_card_visa."
+  paymentMethod: String!
+  """
+  Optional merchant reference for the order, at most 100 characters. With
+  checkoutSession it comes from the session, and if sent must equal the
+  session's.
+  """
+  orderId: String
+  """
+  Optional description shown to the provider, at most 500 characters. With
+  checkoutSession it comes from the session, and if sent must equal the
+  session's.
+  """
+  description: String
+  """
+  The client secret of the checkout session this charge pays (from
+  createCheckoutSession). Required with a publishable key; optional with a
+  secret key.
+  """
+  checkoutSession: String
+}
+
+"Where a checkout session stands."
+enum CheckoutSessionStatus {
+  "It may be paid: new charge attempts are accepted."
+  OPEN
+  "A charge paid it; see charge. It takes no more attempts."
+  PAID
+  "It expired unpaid and takes no more attempts; create a new one."
+  EXPIRED
+}
+
+input CheckoutSessionInput {
   "Amount in minor units of the currency (cents for USD), 1..99999999."
   amount: Int!
   "ISO 4217 currency code, three upper-case letters, e.g. USD."
   currency: String!
-  "The provider's token for the card, e.g. pm_card_visa."
-  paymentMethod: String!
-  "Optional merchant reference for the order, at most 100 characters."
+  "Optional merchant reference for the order, at most 100 characters: one open or paid session per order."
   orderId: String
   "Optional description shown to the provider, at most 500 characters."
   description: String
+  "Optional absolute http(s) URL to return the shopper to after customer authentication, at most 2048 characters."
+  returnUrl: String
+  "Seconds until the session expires: default 3600, at most 86400."
+  expiresInSeconds: Int
+}
+
+"""
+What the merchant's server fixed to be paid, which a checkout page pays with
+a publishable key and the session's clientSecret.
+"""
+type CheckoutSession {
+  id: ID!
+  """
+  The capability a checkout page pays the session with: pass it as
+  ChargeCardInput.checkoutSession together with a publishable key. Shown only
+  in the answer of createCheckoutSession (and its replay with the same secret
+  key); null everywhere else.
+  """
+  clientSecret: String
+  status: CheckoutSessionStatus!
+  "Amount in minor units of the currency."
+  amount: Int!
+  currency: String!
+  orderId: String
+  description: String
+  returnUrl: String
+  createdAt: Time!
+  "After this no new charge attempt is accepted; one already running still finishes."
+  expiresAt: Time!
+  "Set when status is PAID."
+  charge: Charge
+  "Charge attempts made on the session (retries of a key are not counted)."
+  attempts: Int!
+  "How many attempts the session takes in all; past it new attempts are refused with CHECKOUT_SESSION_LOCKED."
+  maxAttempts: Int!
+}
+
+type CheckoutSessionPayload {
+  "The idempotency key this answer belongs to."
+  idempotencyKey: String!
+  "True when this answer is the stored result of an earlier request with the same key."
+  replayed: Boolean!
+  session: CheckoutSession!
 }
 
 "Money that moved: the business record of a successful charge."
@@ -404,8 +637,15 @@ type ChargeCardPayload {
 }
 
 type Query {
-  "The state of the charge attempt made with this idempotency key; null for a key this merchant never used."
-  chargeStatus(idempotencyKey: String!): ChargeCardPayload
+  """
+  The state of the charge attempt made with this idempotency key; null for a
+  key this merchant never used. With a publishable key, checkoutSession (the
+  session's client secret) is required, and only that session's attempts are
+  answered: any other key is null.
+  """
+  chargeStatus(idempotencyKey: String!, checkoutSession: String): ChargeCardPayload
+  "A checkout session of this merchant by id; null if there is none. Secret keys only."
+  checkoutSession(id: ID!): CheckoutSession
 }
 
 type Mutation {
@@ -416,8 +656,24 @@ type Mutation {
   charging again. Reusing a key with a different input is refused with
   IDEMPOTENCY_KEY_REUSED; paying an orderId that is already paid, or being
   paid, under another key is refused with ORDER_ALREADY_PAID.
+
+  With input.checkoutSession the charge pays that session: its amount,
+  currency, order and description are the session's. A session is paid at
+  most once: a new key on a session that is paid, or being paid, is refused
+  with CHECKOUT_SESSION_PAID; an expired one with CHECKOUT_SESSION_EXPIRED;
+  one that has taken its maximum of attempts with CHECKOUT_SESSION_LOCKED.
+  After a decline, pay again with a new key on the same session.
   """
   chargeCard(idempotencyKey: String!, input: ChargeCardInput!): ChargeCardPayload!
+  """
+  Fix what a checkout page may charge: a session for this amount, currency
+  and order, whose clientSecret the page pays with a publishable key.
+  Idempotent on its key like chargeCard: a retry returns the same session
+  with replayed: true, and the key with another input is refused with
+  IDEMPOTENCY_KEY_REUSED. An orderId that is paid, or has an open session,
+  is refused with ORDER_ALREADY_PAID. Secret keys only.
+  """
+  createCheckoutSession(idempotencyKey: String!, input: CheckoutSessionInput!): CheckoutSessionPayload!
 }
 
 type Subscription {
@@ -426,9 +682,11 @@ type Subscription {
   current state at once, then every change, whichever instance makes it;
   completes after a final state (SUCCEEDED or FAILED). A key this merchant
   never used is a NOT_FOUND error. Served over websockets (graphql-transport-ws)
-  and server-sent events only; queries and mutations go over POST.
+  and server-sent events only; queries and mutations go over POST. With a
+  publishable key, checkoutSession (the session's client secret) is
+  required, and only that session's attempts are answered.
   """
-  chargeUpdated(idempotencyKey: String!): ChargeCardPayload!
+  chargeUpdated(idempotencyKey: String!, checkoutSession: String): ChargeCardPayload!
 }
 `, BuiltIn: false},
 }
@@ -484,6 +742,50 @@ func (ec *executionContext) childFields_ChargeFailure(ctx context.Context, field
 		return ec.fieldContext_ChargeFailure_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ChargeFailure", field.Name)
+}
+
+func (ec *executionContext) childFields_CheckoutSession(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_CheckoutSession_id(ctx, field)
+	case "clientSecret":
+		return ec.fieldContext_CheckoutSession_clientSecret(ctx, field)
+	case "status":
+		return ec.fieldContext_CheckoutSession_status(ctx, field)
+	case "amount":
+		return ec.fieldContext_CheckoutSession_amount(ctx, field)
+	case "currency":
+		return ec.fieldContext_CheckoutSession_currency(ctx, field)
+	case "orderId":
+		return ec.fieldContext_CheckoutSession_orderId(ctx, field)
+	case "description":
+		return ec.fieldContext_CheckoutSession_description(ctx, field)
+	case "returnUrl":
+		return ec.fieldContext_CheckoutSession_returnUrl(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_CheckoutSession_createdAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_CheckoutSession_expiresAt(ctx, field)
+	case "charge":
+		return ec.fieldContext_CheckoutSession_charge(ctx, field)
+	case "attempts":
+		return ec.fieldContext_CheckoutSession_attempts(ctx, field)
+	case "maxAttempts":
+		return ec.fieldContext_CheckoutSession_maxAttempts(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CheckoutSession", field.Name)
+}
+
+func (ec *executionContext) childFields_CheckoutSessionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "idempotencyKey":
+		return ec.fieldContext_CheckoutSessionPayload_idempotencyKey(ctx, field)
+	case "replayed":
+		return ec.fieldContext_CheckoutSessionPayload_replayed(ctx, field)
+	case "session":
+		return ec.fieldContext_CheckoutSessionPayload_session(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CheckoutSessionPayload", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -624,6 +926,28 @@ func (ec *executionContext) field_Mutation_chargeCard_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createCheckoutSession_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CheckoutSessionInput, error) {
+			return ec.unmarshalNCheckoutSessionInput2chargeonceᚋgraphᚋmodelᚐCheckoutSessionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -649,6 +973,28 @@ func (ec *executionContext) field_Query_chargeStatus_args(ctx context.Context, r
 		return nil, err
 	}
 	args["idempotencyKey"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "checkoutSession",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["checkoutSession"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_checkoutSession_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -663,6 +1009,14 @@ func (ec *executionContext) field_Subscription_chargeUpdated_args(ctx context.Co
 		return nil, err
 	}
 	args["idempotencyKey"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "checkoutSession",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["checkoutSession"] = arg1
 	return args, nil
 }
 
@@ -1103,6 +1457,392 @@ func (ec *executionContext) fieldContext_ChargeFailure_message(_ context.Context
 	return graphql.NewScalarFieldContext("ChargeFailure", field, false, false, "String")
 }
 
+func (ec *executionContext) _CheckoutSession_id(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "ID")
+}
+
+func (ec *executionContext) _CheckoutSession_clientSecret(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_clientSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientSecret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_clientSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "String")
+}
+
+func (ec *executionContext) _CheckoutSession_status(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.CheckoutSessionStatus) graphql.Marshaler {
+			return ec.marshalNCheckoutSessionStatus2chargeonceᚋgraphᚋmodelᚐCheckoutSessionStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "CheckoutSessionStatus")
+}
+
+func (ec *executionContext) _CheckoutSession_amount(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CheckoutSession_currency(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Currency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "String")
+}
+
+func (ec *executionContext) _CheckoutSession_orderId(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_orderId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OrderID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_orderId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "String")
+}
+
+func (ec *executionContext) _CheckoutSession_description(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "String")
+}
+
+func (ec *executionContext) _CheckoutSession_returnUrl(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_returnUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReturnURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_returnUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "String")
+}
+
+func (ec *executionContext) _CheckoutSession_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "Time")
+}
+
+func (ec *executionContext) _CheckoutSession_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "Time")
+}
+
+func (ec *executionContext) _CheckoutSession_charge(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_charge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Charge, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Charge) graphql.Marshaler {
+			return ec.marshalOCharge2ᚖchargeonceᚋgraphᚋmodelᚐCharge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_charge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CheckoutSession",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Charge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CheckoutSession_attempts(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_attempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CheckoutSession_maxAttempts(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSession) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSession_maxAttempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxAttempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSession_maxAttempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSession", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CheckoutSessionPayload_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSessionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSessionPayload_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSessionPayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSessionPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _CheckoutSessionPayload_replayed(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSessionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSessionPayload_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSessionPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckoutSessionPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CheckoutSessionPayload_session(ctx context.Context, field graphql.CollectedField, obj *model.CheckoutSessionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckoutSessionPayload_session(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Session, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CheckoutSession) graphql.Marshaler {
+			return ec.marshalNCheckoutSession2ᚖchargeonceᚋgraphᚋmodelᚐCheckoutSession(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckoutSessionPayload_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CheckoutSessionPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CheckoutSession(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_chargeCard(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1147,6 +1887,50 @@ func (ec *executionContext) fieldContext_Mutation_chargeCard(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createCheckoutSession(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createCheckoutSession(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateCheckoutSession(ctx, fc.Args["idempotencyKey"].(string), fc.Args["input"].(model.CheckoutSessionInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CheckoutSessionPayload) graphql.Marshaler {
+			return ec.marshalNCheckoutSessionPayload2ᚖchargeonceᚋgraphᚋmodelᚐCheckoutSessionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createCheckoutSession(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CheckoutSessionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createCheckoutSession_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_chargeStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1157,7 +1941,7 @@ func (ec *executionContext) _Query_chargeStatus(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().ChargeStatus(ctx, fc.Args["idempotencyKey"].(string))
+			return ec.Resolvers.Query().ChargeStatus(ctx, fc.Args["idempotencyKey"].(string), fc.Args["checkoutSession"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ChargeCardPayload) graphql.Marshaler {
@@ -1185,6 +1969,50 @@ func (ec *executionContext) fieldContext_Query_chargeStatus(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_chargeStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_checkoutSession(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_checkoutSession(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().CheckoutSession(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CheckoutSession) graphql.Marshaler {
+			return ec.marshalOCheckoutSession2ᚖchargeonceᚋgraphᚋmodelᚐCheckoutSession(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_checkoutSession(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CheckoutSession(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_checkoutSession_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -1277,7 +2105,7 @@ func (ec *executionContext) _Subscription_chargeUpdated(ctx context.Context, fie
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().ChargeUpdated(ctx, fc.Args["idempotencyKey"].(string))
+			return ec.Resolvers.Subscription().ChargeUpdated(ctx, fc.Args["idempotencyKey"].(string), fc.Args["checkoutSession"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ChargeCardPayload) graphql.Marshaler {
@@ -2395,7 +3223,7 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"amount", "currency", "paymentMethod", "orderId", "description"}
+	fieldsInOrder := [...]string{"amount", "currency", "paymentMethod", "orderId", "description", "checkoutSession"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -2404,14 +3232,14 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 		switch k {
 		case "amount":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount"))
-			data, err := ec.unmarshalNInt2int(ctx, v)
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Amount = data
 		case "currency":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("currency"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -2437,6 +3265,13 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "checkoutSession":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("checkoutSession"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CheckoutSession = data
 		}
 	}
 	return it, nil
@@ -2451,6 +3286,83 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 func UnmarshalChargeCardInput(ctx context.Context, raw any) (model.ChargeCardInput, error) {
 	var out model.ChargeCardInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ChargeCardInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCheckoutSessionInput(ctx context.Context, obj any) (model.CheckoutSessionInput, error) {
+	var it model.CheckoutSessionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"amount", "currency", "orderId", "description", "returnUrl", "expiresInSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "amount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount = data
+		case "currency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("currency"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Currency = data
+		case "orderId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("orderId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OrderID = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "returnUrl":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("returnUrl"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReturnURL = data
+		case "expiresInSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresInSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresInSeconds = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCheckoutSessionInput unmarshals raw into the CheckoutSessionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCheckoutSessionInput(ctx context.Context, raw any) (model.CheckoutSessionInput, error) {
+	var out model.CheckoutSessionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CheckoutSessionInput", raw, &out)
 	return out, err
 }
 
@@ -2621,6 +3533,142 @@ func (ec *executionContext) _ChargeFailure(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var checkoutSessionImplementors = []string{"CheckoutSession"}
+
+func (ec *executionContext) _CheckoutSession(ctx context.Context, sel ast.SelectionSet, obj *model.CheckoutSession) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, checkoutSessionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CheckoutSession")
+		case "id":
+			out.Values[i] = ec._CheckoutSession_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clientSecret":
+			out.Values[i] = ec._CheckoutSession_clientSecret(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._CheckoutSession_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._CheckoutSession_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "currency":
+			out.Values[i] = ec._CheckoutSession_currency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "orderId":
+			out.Values[i] = ec._CheckoutSession_orderId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._CheckoutSession_description(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "returnUrl":
+			out.Values[i] = ec._CheckoutSession_returnUrl(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._CheckoutSession_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._CheckoutSession_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "charge":
+			out.Values[i] = ec._CheckoutSession_charge(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "attempts":
+			out.Values[i] = ec._CheckoutSession_attempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maxAttempts":
+			out.Values[i] = ec._CheckoutSession_maxAttempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var checkoutSessionPayloadImplementors = []string{"CheckoutSessionPayload"}
+
+func (ec *executionContext) _CheckoutSessionPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CheckoutSessionPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, checkoutSessionPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CheckoutSessionPayload")
+		case "idempotencyKey":
+			out.Values[i] = ec._CheckoutSessionPayload_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._CheckoutSessionPayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "session":
+			out.Values[i] = ec._CheckoutSessionPayload_session(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -2643,6 +3691,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "chargeCard":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_chargeCard(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createCheckoutSession":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createCheckoutSession(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -2688,6 +3743,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_chargeStatus(ctx, field)
+				})
+		case "checkoutSession":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_checkoutSession(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -3139,6 +4200,37 @@ func (ec *executionContext) marshalNChargeStatus2chargeonceᚋgraphᚋmodelᚐCh
 	return v
 }
 
+func (ec *executionContext) marshalNCheckoutSession2ᚖchargeonceᚋgraphᚋmodelᚐCheckoutSession(ctx context.Context, sel ast.SelectionSet, v *model.CheckoutSession) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CheckoutSession!")
+		return graphql.Null
+	}
+	return ec._CheckoutSession(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNCheckoutSessionInput2chargeonceᚋgraphᚋmodelᚐCheckoutSessionInput(ctx context.Context, v any) (model.CheckoutSessionInput, error) {
+	res, err := ec.unmarshalInputCheckoutSessionInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCheckoutSessionPayload2ᚖchargeonceᚋgraphᚋmodelᚐCheckoutSessionPayload(ctx context.Context, sel ast.SelectionSet, v *model.CheckoutSessionPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CheckoutSessionPayload!")
+		return graphql.Null
+	}
+	return ec._CheckoutSessionPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNCheckoutSessionStatus2chargeonceᚋgraphᚋmodelᚐCheckoutSessionStatus(ctx context.Context, v any) (model.CheckoutSessionStatus, error) {
+	var res model.CheckoutSessionStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCheckoutSessionStatus2chargeonceᚋgraphᚋmodelᚐCheckoutSessionStatus(ctx context.Context, sel ast.SelectionSet, v model.CheckoutSessionStatus) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -3386,6 +4478,13 @@ func (ec *executionContext) marshalOChargeFailure2ᚖchargeonceᚋgraphᚋmodel�
 		return graphql.Null
 	}
 	return ec._ChargeFailure(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOCheckoutSession2ᚖchargeonceᚋgraphᚋmodelᚐCheckoutSession(ctx context.Context, sel ast.SelectionSet, v *model.CheckoutSession) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CheckoutSession(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {

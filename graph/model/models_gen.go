@@ -24,15 +24,27 @@ type Charge struct {
 
 type ChargeCardInput struct {
 	// Amount in minor units of the currency (cents for USD), 1..99999999.
-	Amount int `json:"amount"`
-	// ISO 4217 currency code, three upper-case letters, e.g. USD.
-	Currency string `json:"currency"`
+	// Required without checkoutSession; with one it comes from the session, and
+	// if sent must equal the session's.
+	Amount *int `json:"amount,omitempty"`
+	// ISO 4217 currency code, three upper-case letters, e.g. USD. Required
+	// without checkoutSession; with one it comes from the session, and if sent
+	// must equal the session's.
+	Currency *string `json:"currency,omitempty"`
 	// The provider's token for the card, e.g. pm_card_visa.
 	PaymentMethod string `json:"paymentMethod"`
-	// Optional merchant reference for the order, at most 100 characters.
+	// Optional merchant reference for the order, at most 100 characters. With
+	// checkoutSession it comes from the session, and if sent must equal the
+	// session's.
 	OrderID *string `json:"orderId,omitempty"`
-	// Optional description shown to the provider, at most 500 characters.
+	// Optional description shown to the provider, at most 500 characters. With
+	// checkoutSession it comes from the session, and if sent must equal the
+	// session's.
 	Description *string `json:"description,omitempty"`
+	// The client secret of the checkout session this charge pays (from
+	// createCheckoutSession). Required with a publishable key; optional with a
+	// secret key.
+	CheckoutSession *string `json:"checkoutSession,omitempty"`
 }
 
 type ChargeCardPayload struct {
@@ -57,6 +69,56 @@ type ChargeFailure struct {
 	Code string `json:"code"`
 	// A human-readable explanation.
 	Message string `json:"message"`
+}
+
+// What the merchant's server fixed to be paid, which a checkout page pays with
+// a publishable key and the session's clientSecret.
+type CheckoutSession struct {
+	ID string `json:"id"`
+	// The capability a checkout page pays the session with: pass it as
+	// ChargeCardInput.checkoutSession together with a publishable key. Shown only
+	// in the answer of createCheckoutSession (and its replay with the same secret
+	// key); null everywhere else.
+	ClientSecret *string               `json:"clientSecret,omitempty"`
+	Status       CheckoutSessionStatus `json:"status"`
+	// Amount in minor units of the currency.
+	Amount      int       `json:"amount"`
+	Currency    string    `json:"currency"`
+	OrderID     *string   `json:"orderId,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	ReturnURL   *string   `json:"returnUrl,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	// After this no new charge attempt is accepted; one already running still finishes.
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Set when status is PAID.
+	Charge *Charge `json:"charge,omitempty"`
+	// Charge attempts made on the session (retries of a key are not counted).
+	Attempts int `json:"attempts"`
+	// How many attempts the session takes in all; past it new attempts are refused with CHECKOUT_SESSION_LOCKED.
+	MaxAttempts int `json:"maxAttempts"`
+}
+
+type CheckoutSessionInput struct {
+	// Amount in minor units of the currency (cents for USD), 1..99999999.
+	Amount int `json:"amount"`
+	// ISO 4217 currency code, three upper-case letters, e.g. USD.
+	Currency string `json:"currency"`
+	// Optional merchant reference for the order, at most 100 characters: one open or paid session per order.
+	OrderID *string `json:"orderId,omitempty"`
+	// Optional description shown to the provider, at most 500 characters.
+	Description *string `json:"description,omitempty"`
+	// Optional absolute http(s) URL to return the shopper to after customer authentication, at most 2048 characters.
+	ReturnURL *string `json:"returnUrl,omitempty"`
+	// Seconds until the session expires: default 3600, at most 86400.
+	ExpiresInSeconds *int `json:"expiresInSeconds,omitempty"`
+}
+
+type CheckoutSessionPayload struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string `json:"idempotencyKey"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool             `json:"replayed"`
+	Session  *CheckoutSession `json:"session"`
 }
 
 type Mutation struct {
@@ -124,6 +186,67 @@ func (e *ChargeStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e ChargeStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where a checkout session stands.
+type CheckoutSessionStatus string
+
+const (
+	// It may be paid: new charge attempts are accepted.
+	CheckoutSessionStatusOpen CheckoutSessionStatus = "OPEN"
+	// A charge paid it; see charge. It takes no more attempts.
+	CheckoutSessionStatusPaid CheckoutSessionStatus = "PAID"
+	// It expired unpaid and takes no more attempts; create a new one.
+	CheckoutSessionStatusExpired CheckoutSessionStatus = "EXPIRED"
+)
+
+var AllCheckoutSessionStatus = []CheckoutSessionStatus{
+	CheckoutSessionStatusOpen,
+	CheckoutSessionStatusPaid,
+	CheckoutSessionStatusExpired,
+}
+
+func (e CheckoutSessionStatus) IsValid() bool {
+	switch e {
+	case CheckoutSessionStatusOpen, CheckoutSessionStatusPaid, CheckoutSessionStatusExpired:
+		return true
+	}
+	return false
+}
+
+func (e CheckoutSessionStatus) String() string {
+	return string(e)
+}
+
+func (e *CheckoutSessionStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CheckoutSessionStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CheckoutSessionStatus", str)
+	}
+	return nil
+}
+
+func (e CheckoutSessionStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CheckoutSessionStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CheckoutSessionStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -31,7 +31,7 @@ func TestChargeCard_ServiceUnavailable_IsAnErrorWithCodeStatusAndHint(t *testing
 	var got http.Header
 	c := serve(t, http.StatusServiceUnavailable,
 		`{"errors":[{"message":"the payment database is unavailable","extensions":{"code":"SERVICE_UNAVAILABLE","retryAfterMs":1000}}],"data":null}`, &got)
-	res, err := c.With("Idempotency-Key", "abc").ChargeCard(context.Background(), "abc", ChargeCardInput{Amount: 1, Currency: "USD", PaymentMethod: "pm_card_visa"})
+	res, err := c.With("Idempotency-Key", "abc").ChargeCard(context.Background(), "abc", ChargeCardInput{Amount: new(1), Currency: new("USD"), PaymentMethod: "pm_card_visa"})
 	require.Nil(t, res)
 	var e *Error
 	require.ErrorAs(t, err, &e)

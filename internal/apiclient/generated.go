@@ -65,6 +65,13 @@ type ChargeCardBriefResponse struct {
 	// charging again. Reusing a key with a different input is refused with
 	// IDEMPOTENCY_KEY_REUSED; paying an orderId that is already paid, or being
 	// paid, under another key is refused with ORDER_ALREADY_PAID.
+	//
+	// With input.checkoutSession the charge pays that session: its amount,
+	// currency, order and description are the session's. A session is paid at
+	// most once: a new key on a session that is paid, or being paid, is refused
+	// with CHECKOUT_SESSION_PAID; an expired one with CHECKOUT_SESSION_EXPIRED;
+	// one that has taken its maximum of attempts with CHECKOUT_SESSION_LOCKED.
+	// After a decline, pay again with a new key on the same session.
 	ChargeCard ChargeCardBriefChargeCardChargeCardPayload `json:"chargeCard"`
 }
 
@@ -169,22 +176,34 @@ func (v *ChargeCardChargeCardChargeCardPayload) __premarshalJSON() (*__premarsha
 
 type ChargeCardInput struct {
 	// Amount in minor units of the currency (cents for USD), 1..99999999.
-	Amount int `json:"amount"`
-	// ISO 4217 currency code, three upper-case letters, e.g. USD.
-	Currency string `json:"currency"`
+	// Required without checkoutSession; with one it comes from the session, and
+	// if sent must equal the session's.
+	Amount *int `json:"amount"`
+	// ISO 4217 currency code, three upper-case letters, e.g. USD. Required
+	// without checkoutSession; with one it comes from the session, and if sent
+	// must equal the session's.
+	Currency *string `json:"currency"`
 	// The provider's token for the card, e.g. pm_card_visa.
 	PaymentMethod string `json:"paymentMethod"`
-	// Optional merchant reference for the order, at most 100 characters.
+	// Optional merchant reference for the order, at most 100 characters. With
+	// checkoutSession it comes from the session, and if sent must equal the
+	// session's.
 	OrderId *string `json:"orderId"`
-	// Optional description shown to the provider, at most 500 characters.
+	// Optional description shown to the provider, at most 500 characters. With
+	// checkoutSession it comes from the session, and if sent must equal the
+	// session's.
 	Description *string `json:"description"`
+	// The client secret of the checkout session this charge pays (from
+	// createCheckoutSession). Required with a publishable key; optional with a
+	// secret key.
+	CheckoutSession *string `json:"checkoutSession"`
 }
 
 // GetAmount returns ChargeCardInput.Amount, and is useful for accessing the field via an interface.
-func (v *ChargeCardInput) GetAmount() int { return v.Amount }
+func (v *ChargeCardInput) GetAmount() *int { return v.Amount }
 
 // GetCurrency returns ChargeCardInput.Currency, and is useful for accessing the field via an interface.
-func (v *ChargeCardInput) GetCurrency() string { return v.Currency }
+func (v *ChargeCardInput) GetCurrency() *string { return v.Currency }
 
 // GetPaymentMethod returns ChargeCardInput.PaymentMethod, and is useful for accessing the field via an interface.
 func (v *ChargeCardInput) GetPaymentMethod() string { return v.PaymentMethod }
@@ -195,6 +214,9 @@ func (v *ChargeCardInput) GetOrderId() *string { return v.OrderId }
 // GetDescription returns ChargeCardInput.Description, and is useful for accessing the field via an interface.
 func (v *ChargeCardInput) GetDescription() *string { return v.Description }
 
+// GetCheckoutSession returns ChargeCardInput.CheckoutSession, and is useful for accessing the field via an interface.
+func (v *ChargeCardInput) GetCheckoutSession() *string { return v.CheckoutSession }
+
 // ChargeCardResponse is returned by ChargeCard on success.
 type ChargeCardResponse struct {
 	// Charge a card at most once per idempotency key. Mint one key per checkout
@@ -203,6 +225,13 @@ type ChargeCardResponse struct {
 	// charging again. Reusing a key with a different input is refused with
 	// IDEMPOTENCY_KEY_REUSED; paying an orderId that is already paid, or being
 	// paid, under another key is refused with ORDER_ALREADY_PAID.
+	//
+	// With input.checkoutSession the charge pays that session: its amount,
+	// currency, order and description are the session's. A session is paid at
+	// most once: a new key on a session that is paid, or being paid, is refused
+	// with CHECKOUT_SESSION_PAID; an expired one with CHECKOUT_SESSION_EXPIRED;
+	// one that has taken its maximum of attempts with CHECKOUT_SESSION_LOCKED.
+	// After a decline, pay again with a new key on the same session.
 	ChargeCard ChargeCardChargeCardChargeCardPayload `json:"chargeCard"`
 }
 
@@ -349,7 +378,10 @@ func (v *ChargeStatusChargeStatusChargeCardPayload) __premarshalJSON() (*__prema
 
 // ChargeStatusResponse is returned by ChargeStatus on success.
 type ChargeStatusResponse struct {
-	// The state of the charge attempt made with this idempotency key; null for a key this merchant never used.
+	// The state of the charge attempt made with this idempotency key; null for a
+	// key this merchant never used. With a publishable key, checkoutSession (the
+	// session's client secret) is required, and only that session's attempts are
+	// answered: any other key is null.
 	ChargeStatus *ChargeStatusChargeStatusChargeCardPayload `json:"chargeStatus"`
 }
 
@@ -466,7 +498,9 @@ type ChargeUpdatedResponse struct {
 	// current state at once, then every change, whichever instance makes it;
 	// completes after a final state (SUCCEEDED or FAILED). A key this merchant
 	// never used is a NOT_FOUND error. Served over websockets (graphql-transport-ws)
-	// and server-sent events only; queries and mutations go over POST.
+	// and server-sent events only; queries and mutations go over POST. With a
+	// publishable key, checkoutSession (the session's client secret) is
+	// required, and only that session's attempts are answered.
 	ChargeUpdated ChargeUpdatedChargeUpdatedChargeCardPayload `json:"chargeUpdated"`
 }
 

@@ -55,7 +55,9 @@ type App struct {
 	broker *events.Broker
 	// webhooks delivers the events to the merchants' endpoints.
 	webhooks *webhook.Service
-	closeDB  func()
+	// demo is the demo merchant, in development only.
+	demo    payment.Merchant
+	closeDB func()
 }
 
 // New opens the database (applying migrations) and builds the app. Its
@@ -80,9 +82,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 			return nil, err
 		}
 		a.simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log}))
-		if _, err := a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey); err != nil {
+		if a.demo, err = a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey, merchant.KeySecret); err != nil {
 			closeDB()
 			return nil, fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)
+		}
+		if _, err := a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoPublishableKey, merchant.KeyPublishable); err != nil {
+			closeDB()
+			return nil, fmt.Errorf("create the demo merchant's DEMO_PUBLISHABLE_KEY: %w", err)
 		}
 	}
 	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics)

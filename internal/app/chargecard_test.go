@@ -88,8 +88,8 @@ func TestChargeCard_SameKeyDifferentInput_IsRefused(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", key, visa(1000)).Data.ChargeCard.Status)
 
 	changes := map[string]func(*apiclient.ChargeCardInput){
-		"amount":        func(in *apiclient.ChargeCardInput) { in.Amount = 1001 },
-		"currency":      func(in *apiclient.ChargeCardInput) { in.Currency = "EUR" },
+		"amount":        func(in *apiclient.ChargeCardInput) { in.Amount = new(1001) },
+		"currency":      func(in *apiclient.ChargeCardInput) { in.Currency = new("EUR") },
 		"paymentMethod": func(in *apiclient.ChargeCardInput) { in.PaymentMethod = "pm_card_mastercard" },
 		"orderId":       func(in *apiclient.ChargeCardInput) { in.OrderId = new("another-order") },
 		"description":   func(in *apiclient.ChargeCardInput) { in.Description = new("something else") },
@@ -259,7 +259,7 @@ func TestChargeCard_KeysAreScopedPerMerchant(t *testing.T) {
 	t.Parallel()
 	s, dbURL := setup(t)
 	pool := dbtest.Open(t, dbURL)
-	_, acmeKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "acme")
+	_, acmeKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
 
 	key := "order-42-attempt-1" // a key two merchants may well both choose
@@ -310,7 +310,7 @@ func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 	// A key made as `chargeonce apikey create` makes one works, and is
 	// stored only as its hash (systest's TestAPIKeyCommands_… runs the
 	// command itself).
-	_, apiKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "shop")
+	_, apiKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "shop", merchant.KeySecret)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(apiKey, "co_sk_"), apiKey)
 	r := s.chargeCard(t, apiKey, newKey(), visa(100))

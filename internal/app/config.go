@@ -20,14 +20,17 @@ import (
 
 // Config is chargeonce's configuration, read from the environment.
 type Config struct {
-	Host        string        // HOST: listen address, default 127.0.0.1 in development, every interface in production
-	Port        string        // PORT: listen port, default 8080 (0 picks a free one)
-	DatabaseURL string        // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
-	Production  bool          // APP_ENV=production: no demo merchant, no playground, no simulator
-	ProviderURL string        // PROVIDER_URL: the simulator's base URL when PROVIDER=cardsim; empty uses the in-process simulator
-	DemoAPIKey  string        // DEMO_API_KEY: the demo merchant's key in development, default demo-key
-	SlowDelay   time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default cardsim.SlowDelayDefault (3s); 0 is no delay
-	DataDir     string        // DATA_DIR: where the project-local PostgreSQL lives, default .data
+	Host        string // HOST: listen address, default 127.0.0.1 in development, every interface in production
+	Port        string // PORT: listen port, default 8080 (0 picks a free one)
+	DatabaseURL string // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
+	Production  bool   // APP_ENV=production: no demo merchant, no playground, no simulator
+	ProviderURL string // PROVIDER_URL: the simulator's base URL when PROVIDER=cardsim; empty uses the in-process simulator
+	DemoAPIKey  string // DEMO_API_KEY: the demo merchant's secret key in development, default demo-key
+	// DEMO_PUBLISHABLE_KEY: the demo merchant's publishable key in
+	// development, default co_pk_demo: what the demo page pays with.
+	DemoPublishableKey string
+	SlowDelay          time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default cardsim.SlowDelayDefault (3s); 0 is no delay
+	DataDir            string        // DATA_DIR: where the project-local PostgreSQL lives, default .data
 
 	// The card provider (see provider.go): PROVIDER is cardsim (the default,
 	// development only) or stripe, with STRIPE_SECRET_KEY (test mode,
@@ -56,6 +59,15 @@ type Config struct {
 	RateLimitMerchantBurst int64
 	RateLimitIP            float64
 	RateLimitIPBurst       int64
+	// RATE_LIMIT_DECLINES_KEY(_BURST) and RATE_LIMIT_DECLINES_IP(_BURST):
+	// declined charges a second per publishable key, and per client
+	// address, and their bursts (card testing). 0 turns a limit off.
+	RateLimitDeclinesKey      float64
+	RateLimitDeclinesKeyBurst int64
+	RateLimitDeclinesIP       float64
+	RateLimitDeclinesIPBurst  int64
+	// SESSION_MAX_ATTEMPTS: charge attempts a checkout session takes, default 5.
+	SessionMaxAttempts int64
 
 	MetricsAddr string // METRICS_ADDR: a separate listener for /metrics; in development /metrics is also on the main port
 	LogFormat   string // LOG_FORMAT: json or text, default json in production and text in development
@@ -78,11 +90,12 @@ var faultPoints = []string{
 
 func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg := Config{
-		Port:        cmp.Or(getenv("PORT"), PortDefault),
-		DatabaseURL: getenv("DATABASE_URL"),
-		ProviderURL: getenv("PROVIDER_URL"),
-		DemoAPIKey:  cmp.Or(getenv("DEMO_API_KEY"), DemoAPIKeyDefault),
-		DataDir:     cmp.Or(getenv("DATA_DIR"), DataDirDefault),
+		Port:               cmp.Or(getenv("PORT"), PortDefault),
+		DatabaseURL:        getenv("DATABASE_URL"),
+		ProviderURL:        getenv("PROVIDER_URL"),
+		DemoAPIKey:         cmp.Or(getenv("DEMO_API_KEY"), DemoAPIKeyDefault),
+		DemoPublishableKey: cmp.Or(getenv("DEMO_PUBLISHABLE_KEY"), DemoPublishableKeyDefault),
+		DataDir:            cmp.Or(getenv("DATA_DIR"), DataDirDefault),
 	}
 	if p, err := strconv.Atoi(cfg.Port); err != nil || p < 0 || p > 65535 {
 		return cfg, fmt.Errorf("PORT must be a port number, got %q", cfg.Port)
@@ -122,6 +135,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.RateLimitMerchantBurst, "RATE_LIMIT_MERCHANT_BURST", RateLimitMerchantBurstDefault, 1},
 		{&cfg.RateLimitIPBurst, "RATE_LIMIT_IP_BURST", RateLimitIPBurstDefault, 1},
 		{&cfg.ResultCacheSize, "RESULT_CACHE_SIZE", payment.ResultCacheSizeDefault, 0},
+		{&cfg.RateLimitDeclinesKeyBurst, "RATE_LIMIT_DECLINES_KEY_BURST", RateLimitDeclinesKeyBurstDefault, 1},
+		{&cfg.RateLimitDeclinesIPBurst, "RATE_LIMIT_DECLINES_IP_BURST", RateLimitDeclinesIPBurstDefault, 1},
+		{&cfg.SessionMaxAttempts, "SESSION_MAX_ATTEMPTS", payment.SessionMaxAttemptsDefault, 1},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
 		if err != nil {
@@ -136,6 +152,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}{
 		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", RateLimitMerchantDefault},
 		{&cfg.RateLimitIP, "RATE_LIMIT_IP", RateLimitIPDefault},
+		{&cfg.RateLimitDeclinesKey, "RATE_LIMIT_DECLINES_KEY", RateLimitDeclinesKeyDefault},
+		{&cfg.RateLimitDeclinesIP, "RATE_LIMIT_DECLINES_IP", RateLimitDeclinesIPDefault},
 	} {
 		v, err := perSecond(getenv, r.name, r.def)
 		if err != nil {
@@ -223,13 +241,26 @@ const (
 	RateLimitIPBurstDefault       = 20
 )
 
+// Declines of publishable keys by default (card testing: a stolen key or
+// session trying many cards). A publishable key serves every shopper of its
+// merchant, so it may average one decline a second with bursts of 100; a
+// client address, one every 20 seconds with bursts of 10, which a shopper
+// retyping a card never reaches and a card-testing script hits at once.
+const (
+	RateLimitDeclinesKeyDefault      = 1
+	RateLimitDeclinesKeyBurstDefault = 100
+	RateLimitDeclinesIPDefault       = 0.05
+	RateLimitDeclinesIPBurstDefault  = 10
+)
+
 // Defaults of the rest of the configuration that no package owns, the one
 // place they are written.
 const (
-	PortDefault         = "8080"
-	DemoAPIKeyDefault   = "demo-key"
-	DataDirDefault      = ".data"
-	NATSReplicasDefault = 1
+	PortDefault               = "8080"
+	DemoAPIKeyDefault         = "demo-key"
+	DemoPublishableKeyDefault = "co_pk_demo"
+	DataDirDefault            = ".data"
+	NATSReplicasDefault       = 1
 )
 
 // integer reads a whole number of at least min from the environment.
@@ -274,12 +305,13 @@ func duration(getenv func(string) string, name string, def time.Duration) (time.
 // PaymentConfig is the payment service's share of the configuration.
 func (c Config) PaymentConfig() payment.Config {
 	pc := payment.Config{
-		Retention:         c.KeyRetention,
-		Lease:             c.Lease,
-		ReconcileInterval: c.ReconcileInterval,
-		RedriveWindow:     c.RedriveWindow,
-		StoreTimeout:      c.DBTimeout,
-		ResultCacheSize:   int(c.ResultCacheSize),
+		Retention:          c.KeyRetention,
+		Lease:              c.Lease,
+		ReconcileInterval:  c.ReconcileInterval,
+		RedriveWindow:      c.RedriveWindow,
+		StoreTimeout:       c.DBTimeout,
+		ResultCacheSize:    int(c.ResultCacheSize),
+		SessionMaxAttempts: int(c.SessionMaxAttempts),
 	}
 	if c.ResultCacheSize == 0 {
 		pc.ResultCacheSize = -1 // none; zero in payment.Config is the default

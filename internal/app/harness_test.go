@@ -334,7 +334,7 @@ func (s *testServer) providerCharges(t *testing.T, merchant, clientKey string) [
 func newKey() string { return uuid.NewString() }
 
 func visa(amount int) apiclient.ChargeCardInput {
-	return apiclient.ChargeCardInput{Amount: amount, Currency: "USD", PaymentMethod: "pm_card_visa"}
+	return apiclient.ChargeCardInput{Amount: new(amount), Currency: new("USD"), PaymentMethod: "pm_card_visa"}
 }
 
 func withPaymentMethod(pm string) apiclient.ChargeCardInput {

@@ -42,7 +42,7 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	require.True(t, charge("demo-key", keyA, paid).Data.ChargeCard.Replayed)
 	require.Equal(t, "FAILED", charge("demo-key", newKey(), withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
 	otherAmount := paid
-	otherAmount.Amount = 2000
+	otherAmount.Amount = new(2000)
 	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", charge("demo-key", keyA, otherAmount).code(t))
 	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", newKey(), paid).code(t))
 

@@ -27,7 +27,7 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	// JSON, so that every attribute can be read back exactly.
 	s := startServer(t, dbURL, map[string]string{"LOG_FORMAT": "json", "RECONCILE_INTERVAL": "1h"})
-	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme")
+	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
 	const unknownKey = "co_sk_NotAKeyAnyoneHas"
 	post := func(headers http.Header, query string, vars map[string]any) rawResponse {

@@ -21,7 +21,11 @@ import (
 func Handler(a *App) http.Handler {
 	cfg := a.cfg
 	mux := http.NewServeMux()
-	api := graph.NewHandler(&graph.Resolver{Payments: a.payments, Merchants: a.merchants, Live: a.live}, graph.HandlerConfig{
+	api := graph.NewHandler(&graph.Resolver{
+		Payments: a.payments, Merchants: a.merchants, Live: a.live,
+		KeyDeclines: ratelimit.New(cfg.RateLimitDeclinesKey, int(cfg.RateLimitDeclinesKeyBurst), 0),
+		IPDeclines:  ratelimit.New(cfg.RateLimitDeclinesIP, int(cfg.RateLimitDeclinesIPBurst), 0),
+	}, graph.HandlerConfig{
 		Production:           cfg.Production,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxChargesPerRequest: int(cfg.MaxChargesPerRequest),
@@ -44,6 +48,7 @@ func Handler(a *App) http.Handler {
 		// GraphiQL, bundled by the web build: it works with no network beyond this server.
 		mux.Handle("GET /playground", webdemo.Playground("/graphql", cfg.DemoAPIKey))
 		mux.Handle("/provider/", a.simulator)
+		mux.HandleFunc("POST /demo/checkout-session", a.demoCheckoutSession)
 		mux.Handle("/", webdemo.Handler())
 	}
 	return mux

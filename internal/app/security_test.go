@@ -125,7 +125,8 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 		{"form-encoded body", "POST", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "query=" + url.QueryEscape(chargeCardMutation), 415, "BAD_REQUEST", "Content-Type"},
 		{"PUT", "PUT", auth(), chargeBody(key, inputWithAmount("100")), 405, "BAD_REQUEST", ""},
 		{"websocket without graphql-transport-ws", "GET", websocketHeaders("Sec-WebSocket-Protocol", "graphql-ws"), "", 400, "BAD_REQUEST", "Sec-WebSocket-Protocol"},
-		{"websocket from another site", "GET", websocketHeaders("Origin", "https://evil.example"), "", 403, "BAD_REQUEST", "Origin"},
+		{"websocket from another site with a secret key", "GET", websocketHeaders("Origin", "https://evil.example"), "", 403, "FORBIDDEN", "Authorization"},
+		{"websocket from an unregistered site, key to come", "GET", websocketHeaders("Origin", "https://evil.example", "Authorization", ""), "", 403, "BAD_REQUEST", "Origin"},
 		{"websocket over POST", "POST", websocketHeaders(), "", 405, "BAD_REQUEST", ""},
 		{"another protocol upgrade (h2c)", "GET", http.Header{"Upgrade": {"h2c"}, "Connection": {"Upgrade"}}, "", 400, "BAD_REQUEST", "Upgrade"},
 	}
@@ -207,12 +208,13 @@ func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 	require.Equal(t, 1, charges, "only the one charge that ran")
 }
 
-// TestCrossOrigin_BrowsersGetNoAccess: chargeonce sends no CORS headers, so
-// a page on another origin can neither pass a preflight (needed for the
-// Authorization header and a JSON body) nor read an answer; the
-// cross-site forms a browser sends without a preflight are refused (see
-// the text/plain and form-encoded cases above).
-func TestCrossOrigin_BrowsersGetNoAccess(t *testing.T) {
+// TestCrossOrigin_UnregisteredOriginsGetNoAccess: a page on an origin no
+// merchant registered can neither pass a preflight (needed for the
+// Authorization header and a JSON body) nor read an answer, and a secret
+// key gets no CORS headers from any origin; the cross-site forms a browser
+// sends without a preflight are refused (see the text/plain and
+// form-encoded cases above). Registered origins: cors_test.go.
+func TestCrossOrigin_UnregisteredOriginsGetNoAccess(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, dbtest.NewDatabase(t), nil)
 	preflight := s.send(t, "OPTIONS", "/graphql", http.Header{
@@ -221,12 +223,11 @@ func TestCrossOrigin_BrowsersGetNoAccess(t *testing.T) {
 	}, nil)
 	post := s.send(t, "POST", "/graphql", jsonHeaders("Origin", "https://evil.example", "Authorization", "Bearer demo-key"),
 		strings.NewReader(`{"query":"{ __typename }"}`))
-	// The preflight is answered as any OPTIONS is, with the methods served
-	// and no permission for another origin; the POST runs (a browser sends
-	// it), but its answer carries nothing that lets the page read it.
-	require.Equal(t, http.StatusOK, preflight.status)
-	require.Equal(t, "OPTIONS, GET, POST", preflight.header.Get("Allow"))
-	require.Empty(t, preflight.body)
+	// The preflight is refused; the POST runs in development (a browser
+	// sends it; production refuses a secret key with an Origin), but its
+	// answer carries nothing that lets the page read it.
+	require.Equal(t, http.StatusForbidden, preflight.status)
+	require.Equal(t, "FORBIDDEN", preflight.gql(t).Errors[0].Extensions["code"])
 	require.Equal(t, http.StatusOK, post.status)
 	require.JSONEq(t, `{"data":{"__typename":"Query"}}`, string(post.body))
 	for name, r := range map[string]rawResponse{"preflight": preflight, "POST": post} {

@@ -48,7 +48,7 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	require.NoError(t, err)
 	pool, closeDB, err := OpenDatabase(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	_, apiKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "shop")
+	_, apiKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "shop", merchant.KeySecret)
 	closeDB()
 	require.NoError(t, err)
 	prodPool := dbtest.Open(t, prodURL)

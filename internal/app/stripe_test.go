@@ -265,7 +265,7 @@ func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
 	} {
 		key := newKey()
 		in := visa(int(tt.amount))
-		in.Currency = tt.currency
+		in.Currency = new(tt.currency)
 		r := s.chargeCard(t, "demo-key", key, in).Data.ChargeCard
 		require.Equal(t, tt.status, r.Status, "%s %d", tt.currency, tt.amount)
 		intents := fake.ClientIntents(key)

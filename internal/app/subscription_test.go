@@ -115,7 +115,7 @@ func TestChargeUpdated_AnotherMerchantsKey_IsNotFoundLikeAnUnknownKey(t *testing
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	s := startListening(t, dbURL, nil)
-	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme")
+	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
 	demoKey := newKey()
 	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", demoKey, visa(4200)).Data.ChargeCard.Status)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -36,6 +37,8 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 		return runAPIKeyCommand(ctx, cfg, args[1:], stdout, log)
 	case len(args) >= 1 && args[0] == "webhook":
 		return runWebhookCommand(ctx, cfg, args[1:], stdout, log)
+	case len(args) >= 2 && args[0] == "merchant" && args[1] == "origins":
+		return runOriginsCommand(ctx, cfg, args[2:], stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
 		pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
 		if err != nil {
@@ -119,6 +122,10 @@ func consume(ctx context.Context, cfg app.Config, log *slog.Logger, run func(con
 // runAPIKeyCommand runs `apikey create|rotate|list|revoke`. A whole key is
 // printed only when it is new, once, and never logged.
 func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, log *slog.Logger) error {
+	kind := merchant.KeySecret
+	if len(args) == 3 && (args[0] == "create" || args[0] == "rotate") && args[2] == "--publishable" {
+		kind, args = merchant.KeyPublishable, args[:2]
+	}
 	switch {
 	case len(args) == 2 && (args[0] == "create" || args[0] == "rotate" || args[0] == "revoke"):
 	case len(args) == 1 && args[0] == "list":
@@ -133,23 +140,26 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 	merchants := merchant.New(pool, false)
 	switch args[0] {
 	case "create":
-		m, key, err := merchants.CreateAPIKey(ctx, args[1])
+		m, key, err := merchants.CreateAPIKey(ctx, args[1], kind)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "API key for merchant %s (shown once; only its hash is stored):\n%s\n", m.Name, key)
+		fmt.Fprintf(stdout, "%s for merchant %s (shown once; only its hash is stored):\n%s\n", keyTitle(kind), m.Name, key)
+		if kind == merchant.KeyPublishable {
+			fmt.Fprintf(stdout, "It may appear in checkout pages; alone it grants nothing. Register their origins with: chargeonce merchant origins add %s <origin>\n", m.Name)
+		}
 		return nil
 	case "rotate":
-		m, key, stillValid, err := merchants.RotateAPIKey(ctx, args[1])
+		m, key, stillValid, err := merchants.RotateAPIKey(ctx, args[1], kind)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "New API key for merchant %s (shown once; only its hash is stored):\n%s\n", m.Name, key)
+		fmt.Fprintf(stdout, "New %s for merchant %s (shown once; only its hash is stored):\n%s\n", strings.ToLower(keyTitle(kind)[:1])+keyTitle(kind)[1:], m.Name, key)
 		if len(stillValid) == 0 {
-			fmt.Fprintln(stdout, "The merchant has no other live key.")
+			fmt.Fprintf(stdout, "The merchant has no other live %s key.\n", kind)
 			return nil
 		}
-		fmt.Fprintln(stdout, "These keys stay valid until you revoke them:")
+		fmt.Fprintf(stdout, "These %s keys stay valid until you revoke them:\n", kind)
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "  PREFIX\tID\tCREATED")
 		for _, k := range stillValid {
@@ -166,7 +176,7 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tMERCHANT\tPREFIX\tCREATED\tREVOKED\tDEV")
+		fmt.Fprintln(w, "ID\tMERCHANT\tKIND\tPREFIX\tCREATED\tREVOKED\tDEV")
 		live := 0
 		for _, k := range keys {
 			revoked := "-"
@@ -179,7 +189,7 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 			if k.DevelopmentOnly {
 				dev = "yes"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Merchant, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked, dev)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Merchant, k.Kind, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked, dev)
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -191,8 +201,71 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Revoked API key %s (id %s) of merchant %s at %s; requests with it are refused from now on.\n",
-			k.Prefix, k.ID, k.Merchant, k.RevokedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(stdout, "Revoked %s API key %s (id %s) of merchant %s at %s; requests with it are refused from now on.\n",
+			k.Kind, k.Prefix, k.ID, k.Merchant, k.RevokedAt.UTC().Format(time.RFC3339))
+		return nil
+	}
+}
+
+// keyTitle names a key of kind in what the commands print.
+func keyTitle(kind merchant.KeyKind) string {
+	if kind == merchant.KeyPublishable {
+		return "Publishable key"
+	}
+	return "Secret API key"
+}
+
+// runOriginsCommand runs `merchant origins add|list|remove`.
+func runOriginsCommand(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, log *slog.Logger) error {
+	switch {
+	case len(args) == 3 && (args[0] == "add" || args[0] == "remove"):
+	case (len(args) == 1 || len(args) == 2) && args[0] == "list":
+	default:
+		return ErrUsage
+	}
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	merchants := merchant.New(pool, false)
+	switch args[0] {
+	case "add":
+		origin, added, err := merchants.AddOrigin(ctx, args[1], args[2])
+		if err != nil {
+			return err
+		}
+		if !added {
+			fmt.Fprintf(stdout, "Merchant %s already has the origin %s.\n", args[1], origin)
+			return nil
+		}
+		fmt.Fprintf(stdout, "Added origin %s for merchant %s: its publishable keys may be used from pages there.\n", origin, args[1])
+		return nil
+	case "remove":
+		origin, err := merchants.RemoveOrigin(ctx, args[1], args[2])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Removed origin %s of merchant %s: cross-origin requests from it are refused from now on.\n", origin, args[1])
+		return nil
+	default: // "list"
+		name := ""
+		if len(args) == 2 {
+			name = args[1]
+		}
+		origins, err := merchants.ListOrigins(ctx, name)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "MERCHANT\tORIGIN\tADDED")
+		for _, o := range origins {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", o.Merchant, o.Origin, o.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d origin(s)\n", len(origins))
 		return nil
 	}
 }
@@ -201,10 +274,18 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 // its text lists them all.
 var ErrUsage = errors.New(`usage:
   chargeonce serve                    serve the API (configuration from the environment; see docs/operators.md)
-  chargeonce apikey create NAME       create merchant NAME if needed and print a new API key for it
-  chargeonce apikey rotate NAME       print a new API key for merchant NAME; its other keys stay valid until revoked
-  chargeonce apikey list              list every merchant's API keys (id, prefix, created, revoked; never the key)
-  chargeonce apikey revoke PREFIX|ID  revoke one API key, by its id or the prefix of exactly one live key
+  chargeonce apikey create NAME [--publishable]
+                                      create merchant NAME if needed and print a new secret (or publishable) key for it
+  chargeonce apikey rotate NAME [--publishable]
+                                      print a new secret (or publishable) key for merchant NAME; its others stay valid until revoked
+  chargeonce apikey list              list every merchant's API keys (id, kind, prefix, created, revoked; never the key)
+  chargeonce apikey revoke PREFIX|ID  revoke one API key of either kind, by its id or the prefix of exactly one live key
+  chargeonce merchant origins add NAME ORIGIN
+                                      let merchant NAME's checkout pages on ORIGIN (scheme://host[:port]) call the API
+  chargeonce merchant origins list [NAME]
+                                      list the registered origins, of NAME or of every merchant
+  chargeonce merchant origins remove NAME ORIGIN
+                                      stop serving cross-origin requests from ORIGIN for merchant NAME
   chargeonce webhook set NAME URL     register (or replace) merchant NAME's webhook endpoint and print its new signing secret
   chargeonce webhook list             list the webhook endpoints (merchant, URL, created; never the secret)
   chargeonce webhook remove NAME      remove merchant NAME's webhook endpoint; its pending deliveries are not sent

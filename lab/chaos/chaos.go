@@ -172,7 +172,7 @@ func (r *run) startLoad(ctx context.Context) {
 
 func (r *run) newCheckout() *checkout {
 	co := &checkout{key: uuid.NewString(), first: time.Now(),
-		input: apiclient.ChargeCardInput{Amount: 100 + rand.IntN(99_900), Currency: "USD", PaymentMethod: "pm_card_visa"}}
+		input: apiclient.ChargeCardInput{Amount: new(100 + rand.IntN(99_900)), Currency: new("USD"), PaymentMethod: "pm_card_visa"}}
 	if rand.IntN(10) == 0 {
 		co.declined = true
 		co.input.PaymentMethod = "pm_card_chargeDeclined"

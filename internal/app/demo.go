@@ -1,0 +1,97 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"chargeonce/merchant"
+	"chargeonce/payment"
+)
+
+// demoCheckoutSession is the demo's "shop backend", in development only:
+// what a merchant's server does before its checkout page pays. It creates a
+// checkout session for the cart with the demo merchant's secret key, on the
+// server side, and gives the page the session's client secret and the
+// publishable key to pay it with; the secret key never reaches the page.
+// POST /demo/checkout-session {"cartId", "amount", "currency", "orderId"?,
+// "description"?}: idempotent on cartId, as a shop's backend keys the
+// session on its cart.
+func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		CartID      string  `json:"cartId"`
+		Amount      int64   `json:"amount"`
+		Currency    string  `json:"currency"`
+		OrderID     *string `json:"orderId"`
+		Description *string `json:"description"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeDemoError(w, payment.Invalid("", "send a JSON object: {\"cartId\", \"amount\", \"currency\", \"orderId\"?, \"description\"?}"))
+		return
+	}
+	if len(req.CartID) > 100 {
+		writeDemoError(w, payment.Invalid("cartId", "cartId is at most 100 characters"))
+		return
+	}
+	key := "demo-cart:" + req.CartID
+	if req.CartID == "" {
+		key = "" // refused as an empty key
+	}
+	in := payment.SessionInput{Amount: req.Amount, Currency: req.Currency}
+	if req.OrderID != nil {
+		in.OrderID = *req.OrderID
+	}
+	if req.Description != nil {
+		in.Description = *req.Description
+	}
+	res, err := a.payments.CreateCheckoutSession(r.Context(), a.demo, merchant.SessionSeed(a.cfg.DemoAPIKey), key, in)
+	if err != nil {
+		writeDemoError(w, err)
+		return
+	}
+	s := res.Session
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": s.ID, "clientSecret": res.ClientSecret, "publishableKey": a.cfg.DemoPublishableKey,
+		"amount": s.Input.Amount, "currency": s.Input.Currency, "orderId": optionalString(s.Input.OrderID),
+		"status": s.Status, "expiresAt": s.ExpiresAt.UTC().Format(time.RFC3339Nano), "replayed": res.Replayed,
+	})
+}
+
+// demoErrorCodes are the codes and statuses of the shop backend's refusals,
+// those of the API.
+var demoErrorCodes = map[string]struct {
+	code   string
+	status int
+}{
+	payment.EINVALID:     {"BAD_USER_INPUT", http.StatusBadRequest},
+	payment.EKEYREUSED:   {"IDEMPOTENCY_KEY_REUSED", http.StatusConflict},
+	payment.EORDERPAID:   {"ORDER_ALREADY_PAID", http.StatusConflict},
+	payment.EUNAVAILABLE: {"SERVICE_UNAVAILABLE", http.StatusServiceUnavailable},
+}
+
+func writeDemoError(w http.ResponseWriter, err error) {
+	c, ok := demoErrorCodes[payment.ErrorCode(err)]
+	msg := "internal server error"
+	var e *payment.Error
+	if ok && errors.As(err, &e) {
+		msg = e.Message
+	} else {
+		c.code, c.status = "INTERNAL_SERVER_ERROR", http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(c.status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": c.code, "message": msg}})
+}
+
+func optionalString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
