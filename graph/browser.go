@@ -82,12 +82,9 @@ func (e *edge) checkOrigin(ctx context.Context, st *requestState) (cors bool, st
 		return false, 0, nil
 	}
 	if st.kind != merchant.KeyPublishable {
-		if e.production {
-			return false, http.StatusForbidden, errSecretFromBrowser
-		}
-		if !st.sameOrigin && st.stream == streamWebsocket {
-			// No CORS guards a websocket: a page of another origin must
-			// not reach a secret key's socket.
+		if e.production || !st.sameOrigin {
+			// A page that holds a secret key is the mistake to make loud:
+			// refused before it runs, rather than run unreadably.
 			return false, http.StatusForbidden, errSecretFromBrowser
 		}
 		return false, 0, nil // development: the playground, on its own origin

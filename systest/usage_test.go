@@ -23,6 +23,7 @@ func TestUsage_NamesExactlyTheBinarysCommands(t *testing.T) {
 	require.Equal(t, []string{
 		"serve",
 		"apikey create", "apikey rotate", "apikey list", "apikey revoke",
+		"merchant origins add", "merchant origins list", "merchant origins remove",
 		"webhook set", "webhook list", "webhook remove", "webhook deliveries",
 		"charges stuck", "reconcile --once", "consume receipts", "consume webhooks",
 		"localdb stop", "help",

@@ -70,6 +70,8 @@ export default defineConfig({
       // ws: the live status subscription (chargeUpdated) is a websocket on /graphql.
       '/graphql': { ...toBackend, ws: true },
       '/provider': toBackend,
+      // The shop's backend: the checkout session the page pays.
+      '/demo': toBackend,
       // The Go server's playground page, and the built assets it loads.
       '/playground': toBackend,
       '/assets': toBackend,

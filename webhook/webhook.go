@@ -1,6 +1,6 @@
-// Package webhook delivers chargeonce's charge events to merchants: each
+// Package webhook delivers chargeonce's events to merchants: each
 // merchant may register one endpoint (Endpoints.Set, `chargeonce webhook
-// set`), and every charge.succeeded and charge.failed event of that merchant
+// set`), and every event of that merchant (charge.* and checkout_session.*)
 // is POSTed to it, signed with the endpoint's secret (Sign). A durable
 // JetStream consumer queues each event as a delivery row before it acks the
 // message, so a redelivered message queues nothing twice; a worker sends due

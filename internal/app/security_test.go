@@ -213,7 +213,7 @@ func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 // Authorization header and a JSON body) nor read an answer, and a secret
 // key gets no CORS headers from any origin; the cross-site forms a browser
 // sends without a preflight are refused (see the text/plain and
-// form-encoded cases above). Registered origins: cors_test.go.
+// form-encoded cases above). Registered origins: checkout_test.go.
 func TestCrossOrigin_UnregisteredOriginsGetNoAccess(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, dbtest.NewDatabase(t), nil)
@@ -223,13 +223,12 @@ func TestCrossOrigin_UnregisteredOriginsGetNoAccess(t *testing.T) {
 	}, nil)
 	post := s.send(t, "POST", "/graphql", jsonHeaders("Origin", "https://evil.example", "Authorization", "Bearer demo-key"),
 		strings.NewReader(`{"query":"{ __typename }"}`))
-	// The preflight is refused; the POST runs in development (a browser
-	// sends it; production refuses a secret key with an Origin), but its
-	// answer carries nothing that lets the page read it.
+	// The preflight is refused; so is the POST (a browser sends one that
+	// needs no preflight), which a secret key sends from another origin.
 	require.Equal(t, http.StatusForbidden, preflight.status)
 	require.Equal(t, "FORBIDDEN", preflight.gql(t).Errors[0].Extensions["code"])
-	require.Equal(t, http.StatusOK, post.status)
-	require.JSONEq(t, `{"data":{"__typename":"Query"}}`, string(post.body))
+	require.Equal(t, http.StatusForbidden, post.status)
+	require.Equal(t, "FORBIDDEN", post.gql(t).Errors[0].Extensions["code"])
 	for name, r := range map[string]rawResponse{"preflight": preflight, "POST": post} {
 		for h := range r.header {
 			require.False(t, strings.HasPrefix(strings.ToLower(h), "access-control-allow"), "%s: %s", name, h)

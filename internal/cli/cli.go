@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -154,7 +153,7 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "New %s for merchant %s (shown once; only its hash is stored):\n%s\n", strings.ToLower(keyTitle(kind)[:1])+keyTitle(kind)[1:], m.Name, key)
+		fmt.Fprintf(stdout, "New %s for merchant %s (shown once; only its hash is stored):\n%s\n", map[merchant.KeyKind]string{merchant.KeySecret: "API key", merchant.KeyPublishable: "publishable key"}[kind], m.Name, key)
 		if len(stillValid) == 0 {
 			fmt.Fprintf(stdout, "The merchant has no other live %s key.\n", kind)
 			return nil
@@ -207,12 +206,13 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 	}
 }
 
-// keyTitle names a key of kind in what the commands print.
+// keyTitle names a key of kind in what the commands print: a secret key is
+// the API key, as it always was.
 func keyTitle(kind merchant.KeyKind) string {
 	if kind == merchant.KeyPublishable {
 		return "Publishable key"
 	}
-	return "Secret API key"
+	return "API key"
 }
 
 // runOriginsCommand runs `merchant origins add|list|remove`.

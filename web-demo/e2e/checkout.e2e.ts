@@ -2,10 +2,25 @@
 // server and PostgreSQL (see global-setup.ts). Each scenario asserts on the
 // card provider's ledger, read from the simulator's API by the test itself,
 // not only on what the page says.
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { chromiumArgs, chromiumPath } from './env';
 import { chargeStatus, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline } from './page';
+
+/** The demo merchant's secret key in development: the page must never hold it. */
+const secretKey = 'demo-key';
+/** The publishable key the server seeds in development, which the page pays with. */
+const publishableKey = 'co_pk_demo';
+
+/** The chargeCard requests the page sent: their keys and the checkout session each paid. */
+function chargeCardsOf(requests: Request[]): { key: string; session: string }[] {
+  return requests.flatMap((r) => {
+    if (!r.url().endsWith('/graphql') || r.method() !== 'POST') return [];
+    const body = r.postDataJSON() as { operationName?: string; variables?: { idempotencyKey: string; input: { checkoutSession: string } } };
+    if (body.operationName !== 'ChargeCard') return [];
+    return [{ key: body.variables!.idempotencyKey, session: body.variables!.input.checkoutSession }];
+  });
+}
 
 const baseURL = inject('baseURL');
 const skip = inject('skipReason');
@@ -65,7 +80,68 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     ]);
   });
 
+  it('holds no secret key: not in its HTML, its scripts or any request; it pays with the publishable key', async () => {
+    const requests: Request[] = [];
+    const loaded: { url: string; type: string; text: Promise<string> }[] = [];
+    const frames: string[] = [];
+    page.on('request', (r) => requests.push(r));
+    page.on('response', (r) => {
+      const type = r.request().resourceType();
+      if (['document', 'script', 'stylesheet'].includes(type)) loaded.push({ url: r.url(), type, text: r.text() });
+    });
+    page.on('websocket', (ws) => ws.on('framesent', (f) => frames.push(String(f.payload))));
+    const doc = await page.goto('/');
+    const html = await doc!.text();
+
+    // A purchase whose answer is lost: the page retries with the same key on the same session.
+    await page.getByRole('switch', { name: /Lose the next response/ }).check();
+    await page.getByTestId('pay').click();
+    await expectFinal(page, 'SUCCEEDED');
+    const key = await storedKey(page);
+    expect((await ledger(key!)).map((c) => c.status)).toEqual(['succeeded']);
+    await expectLedgerPanel(page, 1);
+    // A second purchase, a new cart: the provider loses its answer, and the page follows the live status.
+    await page.getByRole('button', { name: 'Start a new checkout' }).click();
+    await page.getByRole('radio', { name: /0005/ }).check();
+    await page.getByTestId('pay').click();
+    await expectFinal(page, 'SUCCEEDED', 30_000);
+
+    // The page and every script it loaded.
+    expect(html).toContain('<script type="module"');
+    expect(html).not.toContain(secretKey);
+    const scripts = loaded.filter((l) => l.type === 'script');
+    expect(scripts.length).toBeGreaterThanOrEqual(1);
+    for (const l of loaded) expect(await l.text, l.url).not.toContain(secretKey);
+    // Every request it sent: URL, headers, body; and what it sent on the websocket.
+    expect(requests.length).toBeGreaterThan(5);
+    for (const r of requests) {
+      const sent = `${r.url()}\n${JSON.stringify(await r.allHeaders())}\n${r.postData() ?? ''}`;
+      expect(sent, r.url()).not.toContain(secretKey);
+    }
+    expect(frames.length).toBeGreaterThanOrEqual(1);
+    for (const f of frames) expect(f).not.toContain(secretKey);
+    expect(frames.find((f) => f.includes('connection_init'))).toContain(`Bearer ${publishableKey}`);
+    // Every /graphql request carries the publishable key.
+    const graphql = requests.filter((r) => new URL(r.url()).pathname === '/graphql');
+    expect(graphql.length).toBeGreaterThanOrEqual(3);
+    for (const r of graphql) expect((await r.allHeaders()).authorization, r.url()).toBe(`Bearer ${publishableKey}`);
+
+    // Two carts, two checkout sessions: asked for by the page, created by the shop's backend.
+    const sessions = requests.filter((r) => new URL(r.url()).pathname === '/demo/checkout-session');
+    const carts = sessions.map((r) => r.postDataJSON() as { cartId: string; amount: number; currency: string });
+    expect(carts).toHaveLength(2);
+    expect(carts[0]).toMatchObject({ amount: 11300, currency: 'USD' });
+    expect(carts[1].cartId).not.toBe(carts[0].cartId);
+    const charges = chargeCardsOf(requests);
+    expect(charges.map((c) => c.key)).toEqual([key, key, charges[2].key]);
+    expect(charges[0].session).toMatch(/^cs_/);
+    expect(charges[1].session).toBe(charges[0].session);
+    expect(charges[2].session).not.toBe(charges[0].session);
+  });
+
   it('response lost after the charge: retries with the same key, one charge, replayed: true', async () => {
+    const requests: Request[] = [];
+    page.on('request', (r) => requests.push(r));
     await page.getByRole('switch', { name: /Lose the next response/ }).check();
     await page.getByTestId('pay').click();
 
@@ -80,6 +156,11 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     await expect(page.getByTestId('timeline').textContent()).resolves.toContain('network error');
     // The switch loses one response only.
     await expect(page.getByTestId('drop-next').isChecked()).resolves.toBe(false);
+    // The retry carried the key and the checkout session of the first request.
+    expect(chargeCardsOf(requests)).toEqual([
+      { key, session: expect.stringMatching(/^cs_/) },
+      { key, session: chargeCardsOf(requests)[0].session },
+    ]);
 
     const charges = await ledger(key!);
     expect(charges.map((c) => c.status)).toEqual(['succeeded']);
@@ -298,7 +379,9 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     await expectLedgerPanel(page, 1);
   });
 
-  it('decline: FAILED with the reason, and a new attempt gets a new key', async () => {
+  it('decline: FAILED with the reason, and a new attempt gets a new key, on the same checkout session', async () => {
+    const requests: Request[] = [];
+    page.on('request', (r) => requests.push(r));
     await page.getByRole('radio', { name: /0002/ }).check();
     await page.getByTestId('pay').click();
 
@@ -318,9 +401,15 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     expect(newKey).not.toBe(declinedKey);
     expect((await ledger(newKey!)).map((c) => c.status)).toEqual(['succeeded']);
     expect((await timeline(page)).map((r) => r.key)).toEqual([newKey]);
+    // After a decline the shopper pays the same session again: it was not paid.
+    const charges = chargeCardsOf(requests);
+    expect(charges.map((c) => c.key)).toEqual([declinedKey, newKey]);
+    expect(charges[1].session).toBe(charges[0].session);
   });
 
-  it('unsafe mode + lost response: a new key per retry charges twice', async () => {
+  it('unsafe mode + lost response: a new key and a new checkout session per retry charges twice', async () => {
+    const requests: Request[] = [];
+    page.on('request', (r) => requests.push(r));
     await page.getByRole('switch', { name: /Unsafe mode/ }).check();
     await page.getByRole('switch', { name: /Lose the next response/ }).check();
     await page.getByTestId('pay').click();
@@ -331,6 +420,12 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     expect(rows.map((r) => r.outcome)).toEqual(['network-error', 'answered']);
     const [first, retry] = rows.map((r) => r.key);
     expect(retry).not.toBe(first);
+
+    // As a checkout that takes the retry for a new order: a new cart, so a new session
+    // (a new key on the same session would be refused: it is paid).
+    const sent = chargeCardsOf(requests);
+    expect(sent.map((c) => c.key)).toEqual([first, retry]);
+    expect(sent[1].session).not.toBe(sent[0].session);
 
     const charges = [...(await ledger(first)), ...(await ledger(retry))];
     expect(charges.map((c) => c.status)).toEqual(['succeeded', 'succeeded']);

@@ -1,7 +1,8 @@
 // Starts the real chargeonce server for the browser tests and the
 // screenshots: the Go binary built from this checkout (with the demo embedded,
 // so `vite build` must have run), on a free port, with its own PostgreSQL
-// under .data/web-e2e that it starts and, on SIGTERM, stops.
+// under .data/web-e2e that it starts and, on SIGTERM, stops. The tests run the
+// same binary's operator commands against the same data (runCLI).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -17,7 +18,7 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();
     srv.once('error', fail);
@@ -29,16 +30,45 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** The server binary: CHARGEONCE_BIN, or the one that startServer builds. */
+export function binaryPath(): string {
+  return process.env.CHARGEONCE_BIN ? resolve(process.env.CHARGEONCE_BIN) : join(dataDir, 'chargeonce');
+}
+
 /** Builds the server binary, unless CHARGEONCE_BIN names one. */
 function binary(): string {
-  if (process.env.CHARGEONCE_BIN) return resolve(process.env.CHARGEONCE_BIN);
+  if (process.env.CHARGEONCE_BIN) return binaryPath();
   if (!existsSync(join(repoRoot, 'web-demo', 'dist', 'index.html'))) {
     throw new Error('web-demo/dist/index.html is missing: run `npm run build` (or `make web`) first');
   }
   mkdirSync(dataDir, { recursive: true });
-  const bin = join(dataDir, 'chargeonce');
+  const bin = binaryPath();
   execFileSync(process.env.GO ?? 'go', ['build', '-o', bin, '.'], { cwd: repoRoot, stdio: 'inherit' });
   return bin;
+}
+
+/**
+ * The environment of the browser tests' server, and of the operator
+ * commands run beside it: the same DATA_DIR, hence the same PostgreSQL (its
+ * own, never a developer's DATABASE_URL).
+ */
+export function serverEnv(env: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    APP_ENV: 'development',
+    DATA_DIR: dataDir,
+    // Its own embedded event broker on a free port: never a developer's
+    // (make run's, on 4223), whose stream belongs to another database.
+    EMBEDDED_NATS_PORT: '0',
+    SIM_SLOW_DELAY: '2s',
+    ...env,
+  };
+}
+
+/** Runs an operator command of the server binary (e.g. merchant origins add) against the tests' server's data; its output. */
+export function runCLI(args: string[]): string {
+  return execFileSync(binaryPath(), args, { cwd: repoRoot, env: serverEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
@@ -50,18 +80,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   const log = createWriteStream(logPath);
   const child: ChildProcess = spawn(bin, ['serve'], {
     cwd: repoRoot,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/root',
-      APP_ENV: 'development',
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      // Its own embedded event broker on a free port: never a developer's
-      // (make run's, on 4223), whose stream belongs to another database.
-      EMBEDDED_NATS_PORT: '0',
-      SIM_SLOW_DELAY: '2s',
-      ...env,
-    },
+    env: serverEnv({ PORT: String(port), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.pipe(log);

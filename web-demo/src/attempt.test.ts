@@ -15,7 +15,7 @@ class MemoryStorage implements KeyValueStorage {
   }
 }
 
-const visa: ChargeCardInput = { amount: 11300, currency: 'USD', paymentMethod: 'pm_card_visa' };
+const visa: ChargeCardInput = { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_cart' };
 const declined: ChargeCardInput = { ...visa, paymentMethod: 'pm_card_chargeDeclined' };
 
 describe('AttemptStore', () => {
@@ -80,6 +80,17 @@ describe('AttemptStore', () => {
     expect(s.settle(a.key, 'SUCCEEDED')).toBe(true);
     expect(s.settle(a.key, 'FAILED')).toBe(false);
     expect(s.current()?.state).toBe('SUCCEEDED');
+  });
+
+  it('discards an open attempt whose checkout session ended, and only that one', () => {
+    const s = store();
+    const a = s.begin(visa);
+    expect(s.discard('another-key')).toBe(false);
+    expect(s.discard(a.key)).toBe(true);
+    expect(s.current()).toBeNull();
+    expect(s.begin(visa).key).toBe('key-2');
+    s.settle('key-2', 'SUCCEEDED');
+    expect(s.discard('key-2')).toBe(false); // a finished attempt is put away by startNew
   });
 
   it('treats unreadable storage as no attempt', () => {

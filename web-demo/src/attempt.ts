@@ -3,9 +3,10 @@
 // A key is minted when an attempt starts and kept in sessionStorage, so that
 // everything that repeats the attempt (an automatic retry, a double click, a
 // page reload) sends the same key and chargeonce charges at most once. The
-// key is bound to what the attempt charges: while its outcome is unknown the
-// input cannot change, since the same key with another input is refused. Only
-// once the attempt reached SUCCEEDED or FAILED may the shopper start a new
+// key is bound to what the attempt charges (the card, and the checkout
+// session that fixes the amount): while its outcome is unknown the input
+// cannot change, since the same key with another input is refused. Only once
+// the attempt reached SUCCEEDED or FAILED may the shopper start a new
 // attempt, which gets a new key.
 import type { ChargeCardInput } from './generated/graphql';
 
@@ -86,6 +87,19 @@ export class AttemptStore {
   startNew(): boolean {
     const cur = this.current();
     if (cur?.state === 'open') return false;
+    this.storage.removeItem(attemptStorageKey);
+    return true;
+  }
+
+  /**
+   * Puts away the open attempt with key that chargeonce refused without
+   * running it, for good: its checkout session can no longer be paid
+   * (CHECKOUT_SESSION_PAID, _EXPIRED, _LOCKED), so the key charged nothing
+   * and never will. Returns whether it was the current attempt.
+   */
+  discard(key: string): boolean {
+    const cur = this.current();
+    if (!cur || cur.key !== key || cur.state !== 'open') return false;
     this.storage.removeItem(attemptStorageKey);
     return true;
   }

@@ -1,13 +1,16 @@
 // Every transition of the checkout state machine, driven by a fake
-// transport (each answer released by the test), a fake clock and a memory
-// storage.
+// transport (each answer released by the test: the shop's backend too), a
+// fake clock and a memory storage.
 import { CombinedError } from '@urql/core';
 import { describe, expect, it } from 'vitest';
 import { attemptStorageKey, type KeyValueStorage } from './attempt';
+import { cartStorageKey, type CheckoutSession, type SessionAnswer } from './cart';
 import {
   Checkout,
   canPay,
   isBusy,
+  sessionEnded,
+  sessionEndedCodes,
   liveConnectMsDefault,
   liveRecheckMsDefault,
   patienceMsDefault,
@@ -73,8 +76,20 @@ interface Call {
 
 /** A transport whose every answer the test gives, when it wants. */
 class FakeTransport implements CheckoutTransport {
+  readonly sessions: { cartId: string; answer(a: SessionAnswer): Promise<void> }[] = [];
   readonly charges: (Call & { input: ChargeCardInput })[] = [];
   readonly statuses: Call[] = [];
+  createSession(cartId: string): Promise<SessionAnswer> {
+    return new Promise((resolve) =>
+      this.sessions.push({
+        cartId,
+        answer: async (a) => {
+          resolve(a);
+          await settled();
+        },
+      }),
+    );
+  }
   chargeCard(key: string, input: ChargeCardInput, signal: AbortSignal): Promise<Answer> {
     return new Promise((resolve) => this.charges.push({ key, input, signal, answer: release(resolve) }));
   }
@@ -119,8 +134,26 @@ const release = (resolve: (a: Answer) => void) => async (a: Answer) => {
   await settled();
 };
 
-const visa: ChargeCardInput = { amount: 11300, currency: 'USD', paymentMethod: 'pm_card_visa' };
-const slow: ChargeCardInput = { ...visa, paymentMethod: 'pm_card_slow' };
+const visa: ChargeCardInput = { paymentMethod: 'pm_card_visa' };
+const slow: ChargeCardInput = { paymentMethod: 'pm_card_slow' };
+
+/** What the shop's backend answers for a cart. */
+function session(cartId: string, over: Partial<CheckoutSession> = {}): CheckoutSession {
+  return {
+    id: `session-of-${cartId}`,
+    clientSecret: `cs_${cartId}`,
+    publishableKey: 'co_pk_demo',
+    amount: 11300,
+    currency: 'USD',
+    orderId: null,
+    status: 'OPEN',
+    expiresAt: '2026-11-30T12:00:00Z',
+    replayed: false,
+    ...over,
+  };
+}
+/** The input an attempt on cart-0 (the cart setup starts with) is bound to. */
+const onCart0 = (input: ChargeCardInput) => ({ ...input, checkoutSession: 'cs_cart-0' });
 
 function result(status: ChargeStatus, over: Partial<ChargeResultFragment> = {}): ChargeResultFragment {
   return {
@@ -152,12 +185,22 @@ function record(outcome: RequestRecord['outcome'], over: Partial<RequestRecord> 
   return { n: 1, operation: 'ChargeCard', idempotencyKey: 'key-1', sentAt: '', outcome, ...over };
 }
 
-function setup<T extends FakeTransport = FakeTransport>(opts: { storage?: MemoryStorage; transport?: T } = {}) {
+/**
+ * A checkout on fakes. Its cart, cart-0, has its checkout session already
+ * (the shop's backend answered it earlier), unless session is false; the
+ * carts after it are cart-1, cart-2…
+ */
+function setup<T extends FakeTransport = FakeTransport>(opts: { storage?: MemoryStorage; transport?: T; session?: CheckoutSession | false } = {}) {
   const storage = opts.storage ?? new MemoryStorage();
+  if (!storage.getItem(cartStorageKey)) {
+    const s = opts.session === false ? null : (opts.session ?? session('cart-0'));
+    storage.setItem(cartStorageKey, JSON.stringify({ cartId: 'cart-0', session: s, publishableKey: s?.publishableKey ?? null }));
+  }
   const clock = new FakeClock();
   const transport = opts.transport ?? (new FakeTransport() as T);
   let minted = 0;
-  const checkout = new Checkout({ transport, clock, storage, mintKey: () => `key-${++minted}` });
+  let carts = 0;
+  const checkout = new Checkout({ transport, clock, storage, mintKey: () => `key-${++minted}`, mintCartId: () => `cart-${++carts}` });
   const history: CheckoutState[] = [];
   checkout.subscribe((next) => history.push(next));
   const phase = () => checkout.state.phase;
@@ -184,7 +227,7 @@ describe('Checkout: paying', () => {
     checkout.start();
     checkout.pay(visa);
     expect(phase()).toEqual({ kind: 'paying', retry: null });
-    expect(checkout.state.attempt).toMatchObject({ key: 'key-1', state: 'open', input: visa });
+    expect(checkout.state.attempt).toMatchObject({ key: 'key-1', state: 'open', input: onCart0(visa) });
     expect(isBusy(checkout.state)).toBe(true);
     expect(canPay(checkout.state)).toBe(false);
 
@@ -272,6 +315,142 @@ describe('Checkout: paying', () => {
   });
 });
 
+describe('Checkout: the checkout session', () => {
+  it('a cart without a session asks the shop first, then pays the session with its client secret', async () => {
+    const { checkout, transport, phase, storage } = setup({ session: false });
+    checkout.pay(visa);
+    expect(phase()).toEqual({ kind: 'paying', retry: null });
+    expect(checkout.state.attempt).toBeNull();
+    expect(transport.sessions.map((s) => s.cartId)).toEqual(['cart-0']);
+    expect(transport.charges).toHaveLength(0);
+    checkout.pay(visa); // a double click while the shop answers
+    expect(transport.sessions).toHaveLength(1);
+
+    await transport.sessions[0].answer({ session: session('cart-0') });
+    expect(transport.charges.map((c) => [c.key, c.input])).toEqual([['key-1', onCart0(visa)]]);
+    expect(checkout.state.attempt).toMatchObject({ key: 'key-1', state: 'open', input: onCart0(visa) });
+    expect(JSON.parse(storage.getItem(cartStorageKey)!)).toMatchObject({
+      cartId: 'cart-0',
+      publishableKey: 'co_pk_demo',
+      session: { clientSecret: 'cs_cart-0' },
+    });
+    await transport.charges[0].answer(answer('SUCCEEDED'));
+    expect(phase().kind).toBe('final');
+  });
+
+  it('no session from the shop → noSession, nothing sent to chargeonce; Pay asks again for the same cart', async () => {
+    const { checkout, transport, phase, history } = setup({ session: false });
+    checkout.pay(visa);
+    await transport.sessions[0].answer({ error: { code: null, message: 'Failed to fetch' } });
+    expect(phase()).toEqual({ kind: 'noSession', code: null, message: 'Failed to fetch' });
+    expect(resultArrived(history.at(-2)!, checkout.state)).toBe(true);
+    expect(canPay(checkout.state)).toBe(true);
+    expect(transport.charges).toHaveLength(0);
+
+    checkout.pay(visa);
+    await transport.sessions[1].answer({ error: { code: 'SERVICE_UNAVAILABLE', message: 'the database is unavailable' } });
+    expect(phase()).toEqual({ kind: 'noSession', code: 'SERVICE_UNAVAILABLE', message: 'the database is unavailable' });
+    checkout.pay(visa);
+    await transport.sessions[2].answer({ session: session('cart-0') });
+    expect(transport.sessions.map((s) => s.cartId)).toEqual(['cart-0', 'cart-0', 'cart-0']);
+    expect(transport.charges.map((c) => c.key)).toEqual(['key-1']);
+  });
+
+  it('a transport that throws is no answer from the shop', async () => {
+    const { checkout, transport, phase } = setup({ session: false });
+    transport.createSession = () => Promise.reject(new TypeError('Failed to fetch'));
+    checkout.pay(visa);
+    await settled();
+    expect(phase()).toEqual({ kind: 'noSession', code: null, message: 'Failed to fetch' });
+  });
+
+  it.each(['PAID', 'EXPIRED'] as const)('a cart whose session is %s is done: a new cart asks once more', async (status) => {
+    const { checkout, transport, phase } = setup({ session: false });
+    checkout.pay(visa);
+    await transport.sessions[0].answer({ session: session('cart-0', { status }) });
+    expect(transport.sessions.map((s) => s.cartId)).toEqual(['cart-0', 'cart-1']);
+    await transport.sessions[1].answer({ session: session('cart-1') });
+    expect(transport.charges.map((c) => c.input.checkoutSession)).toEqual(['cs_cart-1']);
+    expect(phase()).toEqual({ kind: 'paying', retry: null });
+  });
+
+  it('a new cart whose session is not open either → noSession, with the status as its code', async () => {
+    const { checkout, transport, phase } = setup({ session: false });
+    checkout.pay(visa);
+    await transport.sessions[0].answer({ session: session('cart-0', { status: 'EXPIRED' }) });
+    await transport.sessions[1].answer({ session: session('cart-1', { status: 'EXPIRED' }) });
+    expect(phase()).toEqual({ kind: 'noSession', message: "The shop's checkout session is EXPIRED.", code: 'CHECKOUT_SESSION_EXPIRED' });
+    expect(transport.charges).toHaveLength(0);
+  });
+
+  it('a stored session past its expiry is not paid: the shop is asked again', async () => {
+    const { checkout, transport } = setup({ session: session('cart-0', { expiresAt: '1970-01-01T00:00:01Z' }) });
+    checkout.pay(visa);
+    expect(transport.sessions.map((s) => s.cartId)).toEqual(['cart-0']);
+    expect(transport.charges).toHaveLength(0);
+  });
+
+  it('after a decline, the next attempt pays the same session with a new key', async () => {
+    const { checkout, transport } = setup();
+    checkout.pay({ paymentMethod: 'pm_card_chargeDeclined' });
+    await transport.charges[0].answer(answer('FAILED'));
+    checkout.startNew();
+    checkout.pay(visa);
+    expect(transport.sessions).toHaveLength(0);
+    expect(transport.charges.map((c) => [c.key, c.input.checkoutSession])).toEqual([
+      ['key-1', 'cs_cart-0'],
+      ['key-2', 'cs_cart-0'],
+    ]);
+  });
+
+  it('after a success, the next purchase is a new cart with a new session', async () => {
+    const { checkout, transport } = setup();
+    checkout.pay(visa);
+    await transport.charges[0].answer(answer('SUCCEEDED'));
+    expect(checkout.startNew()).toBe(true);
+    checkout.pay(visa);
+    expect(transport.sessions.map((s) => s.cartId)).toEqual(['cart-1']);
+    await transport.sessions[0].answer({ session: session('cart-1') });
+    expect(transport.charges.map((c) => [c.key, c.input.checkoutSession])).toEqual([
+      ['key-1', 'cs_cart-0'],
+      ['key-2', 'cs_cart-1'],
+    ]);
+  });
+
+  it.each([...sessionEndedCodes])('%s: the session can no longer be paid; Pay is off, and startNew starts a new cart', async (code) => {
+    const { checkout, transport, phase, storage } = setup();
+    checkout.pay(visa);
+    await transport.charges[0].answer({ error: new CombinedError({ graphQLErrors: [{ message: 'no', extensions: { code } }] }) });
+    expect(phase()).toEqual({ kind: 'refused', message: 'no', code });
+    expect(sessionEnded(checkout.state)).toBe(true);
+    expect(canPay(checkout.state)).toBe(false);
+    checkout.pay(visa);
+    expect(transport.charges).toHaveLength(1);
+
+    expect(checkout.startNew()).toBe(true);
+    expect(checkout.state).toEqual({ attempt: null, phase: { kind: 'idle' } });
+    expect(storage.getItem(attemptStorageKey)).toBeNull();
+    checkout.pay(visa);
+    expect(transport.sessions.map((s) => s.cartId)).toEqual(['cart-1']);
+  });
+
+  it('startNew is refused after a refusal that leaves the session open', async () => {
+    const { checkout, transport } = setup();
+    checkout.pay(visa);
+    await transport.charges[0].answer(reused);
+    expect(sessionEnded(checkout.state)).toBe(false);
+    expect(checkout.startNew()).toBe(false);
+  });
+
+  it("the shop's late answer after dispose is ignored", async () => {
+    const { checkout, transport } = setup({ session: false });
+    checkout.pay(visa);
+    checkout.dispose();
+    await transport.sessions[0].answer({ session: session('cart-0') });
+    expect(transport.charges).toHaveLength(0);
+  });
+});
+
 describe('Checkout: retries the client makes', () => {
   it('a lost response → paying with the reason, then the retry is answered', async () => {
     const { checkout, transport, phase } = setup();
@@ -306,9 +485,9 @@ describe('Checkout: retries the client makes', () => {
     checkout.observe(record('network-error'));
     expect(phase()).toEqual({ kind: 'idle' });
     checkout.pay(visa);
-    checkout.observe(record('network-error', { operation: 'ChargeStatus' }));
+    checkout.observe(record('network-error', { operation: 'SessionChargeStatus' }));
     expect(phase()).toEqual({ kind: 'paying', retry: null });
-    checkout.observe(record('pending', { operation: 'ChargeStatus' }));
+    checkout.observe(record('pending', { operation: 'SessionChargeStatus' }));
     expect(clock.pending).toBe(0);
   });
 
@@ -528,7 +707,7 @@ describe('Checkout: a slow bank (chargeCard open for longer than the patience)',
 describe('Checkout: a reload', () => {
   function stored(state: 'open' | 'SUCCEEDED' | 'FAILED', input = visa) {
     const storage = new MemoryStorage();
-    storage.setItem(attemptStorageKey, JSON.stringify({ key: 'stored-key', input, state, startedAt: '2026-11-29T12:00:00Z' }));
+    storage.setItem(attemptStorageKey, JSON.stringify({ key: 'stored-key', input: onCart0(input), state, startedAt: '2026-11-29T12:00:00Z' }));
     return storage;
   }
 
@@ -536,7 +715,7 @@ describe('Checkout: a reload', () => {
     const { checkout, transport, clock, phase } = setup({ storage: stored('open', slow) });
     checkout.start();
     expect(phase()).toEqual({ kind: 'resuming' });
-    expect(checkout.state.attempt).toMatchObject({ key: 'stored-key', input: slow });
+    expect(checkout.state.attempt).toMatchObject({ key: 'stored-key', input: onCart0(slow) });
     expect(isBusy(checkout.state)).toBe(true);
     expect(canPay(checkout.state)).toBe(false);
     expect(transport.statuses.map((s) => s.key)).toEqual(['stored-key']);
@@ -705,7 +884,7 @@ describe('Checkout: live status (chargeUpdated)', () => {
 
   it('a reload: resuming → subscribed → final', async () => {
     const storage = new MemoryStorage();
-    storage.setItem(attemptStorageKey, JSON.stringify({ key: 'stored-key', input: slow, state: 'open', startedAt: '2026-11-29T12:00:00Z' }));
+    storage.setItem(attemptStorageKey, JSON.stringify({ key: 'stored-key', input: onCart0(slow), state: 'open', startedAt: '2026-11-29T12:00:00Z' }));
     const { checkout, transport, phase } = live(storage);
     checkout.start();
     await transport.statuses[0].answer(answer('PROCESSING', { idempotencyKey: 'stored-key' }));
@@ -725,7 +904,8 @@ describe('Checkout: live status (chargeUpdated)', () => {
     await clock.advance(500);
     await transport.statuses[0].answer(answer('SUCCEEDED'));
     expect(checkout.startNew()).toBe(true);
-    checkout.pay(visa);
+    checkout.pay(visa); // a new cart: its session first
+    await transport.sessions[0].answer({ session: session('cart-1') });
     await transport.charges[1].answer(answer('PROCESSING', { idempotencyKey: 'key-2' }));
     expect(transport.watches.map((w) => w.key)).toEqual(['key-1', 'key-2']);
     expect(as(phase(), 'processing').live).toBe('connecting');

@@ -4,12 +4,14 @@
 // unit tests drive every transition with fakes.
 //
 //   idle ──pay──▶ paying ──SUCCEEDED/FAILED──▶ final ──startNew──▶ idle
-//                  │  ▲ │
+//                  │  ▲ │    (first the cart's checkout session, from the
+//                  │  │ │     shop's backend; none ──▶ noSession ──pay──▶ paying)
 //                  │  │ └──PROCESSING──▶ processing ──countdown──▶ chargeStatus
 //                  │  │                   (its answer: final, processing again, …)
 //                  │  └── a request lost or refused busy: the client retries (retry.ts)
 //                  ├── every try failed (network, busy server) ──▶ unknown ──pay──▶ paying (same key)
 //                  └── an error that is an answer ──▶ refused ──pay──▶ paying (same key)
+//                       (the session ended: PAID, EXPIRED, LOCKED ──startNew──▶ idle, a new cart)
 //   (reload) ──▶ resuming ──chargeStatus──▶ final | processing | notReached | unknown | refused
 //
 // While a chargeCard request is on the wire for longer than patienceMs (the
@@ -26,8 +28,14 @@
 // connection can die without a word. A subscription that does not answer
 // within liveConnectMs, fails or ends without a final state falls back to
 // the countdown and chargeStatus, for the rest of the attempt.
+//
+// A checkout session fixes what is paid (cart.ts): the first attempt of a
+// cart asks the shop's backend for it, and every attempt of the cart pays it
+// with its own key. After a decline the next attempt pays the same session;
+// after a success, the next purchase is a new cart with a new session.
 import { CombinedError } from '@urql/core';
 import { AttemptStore, type Attempt, type KeyValueStorage } from './attempt';
+import { CartStore, type SessionAnswer } from './cart';
 import type { ChargeCardInput, ChargeResultFragment } from './generated/graphql';
 import { isRetryable, isRetryableCode, pollDelayMs } from './retry';
 import type { RequestRecord } from './transport';
@@ -41,12 +49,17 @@ export interface Answer {
 /** The network, as the checkout needs it. The GraphQL client in main.ts, a fake in tests. */
 export interface CheckoutTransport {
   /**
+   * Asks the shop's backend for the checkout session of the cart cartId:
+   * the same cart gets the same session back.
+   */
+  createSession(cartId: string): Promise<SessionAnswer>;
+  /**
    * Sends chargeCard, retried by the client's policy (retry.ts) with the same
    * key, and resolves with the last answer. signal aborts it when the page
    * no longer needs the answer.
    */
   chargeCard(key: string, input: ChargeCardInput, signal: AbortSignal): Promise<Answer>;
-  /** Asks chargeStatus for key: a read, which never charges. */
+  /** Asks chargeStatus for key (on the session it was sent with): a read, which never charges. */
   chargeStatus(key: string): Promise<Answer>;
   /**
    * Subscribes to the live status of key (chargeUpdated) and returns what
@@ -114,6 +127,8 @@ export type Phase =
   | { kind: 'refused'; message: string; code: string | null }
   /** chargeStatus knows no such key: the attempt never reached the server. Pay sends it. */
   | { kind: 'notReached' }
+  /** The shop's backend gave no checkout session (code null: no answer). Nothing was charged; Pay asks again. */
+  | { kind: 'noSession'; message: string; code: string | null }
   /** SUCCEEDED or FAILED. */
   | { kind: 'final'; payload: ChargeResultFragment };
 
@@ -128,9 +143,10 @@ export type Listener = (next: CheckoutState, prev: CheckoutState) => void;
 export interface CheckoutOptions {
   transport: CheckoutTransport;
   clock: Clock;
-  /** Where the attempt (its key) survives a reload: sessionStorage in the page. */
+  /** Where the attempt (its key) and the cart survive a reload: sessionStorage in the page. */
   storage: KeyValueStorage;
   mintKey?: () => string;
+  mintCartId?: () => string;
   /** How long a chargeCard request may be open before the page asks chargeStatus. */
   patienceMs?: number;
   /** How long a live status subscription may take to answer before the page polls instead. */
@@ -146,10 +162,30 @@ export const liveConnectMsDefault = 3_000;
 /** As seldom as the polling backs off to (pollPolicy.maxDelayMs). */
 export const liveRecheckMsDefault = 15_000;
 
+/**
+ * The refusals after which the checkout session can no longer be paid, by
+ * this key or any other: nothing was charged, and the shop must start a new
+ * cart, with a new session.
+ */
+export const sessionEndedCodes: ReadonlySet<string> = new Set([
+  'CHECKOUT_SESSION_PAID',
+  'CHECKOUT_SESSION_EXPIRED',
+  'CHECKOUT_SESSION_LOCKED',
+]);
+
+/** Whether chargeonce refused the attempt because its checkout session ended. */
+export function sessionEnded(s: CheckoutState): boolean {
+  return s.phase.kind === 'refused' && s.phase.code !== null && sessionEndedCodes.has(s.phase.code);
+}
+
 /** Whether Pay may be pressed in this state. */
 export function canPay(s: CheckoutState): boolean {
   const k = s.phase.kind;
-  return (k === 'idle' || k === 'unknown' || k === 'refused' || k === 'notReached') && (s.attempt === null || s.attempt.state === 'open');
+  return (
+    (k === 'idle' || k === 'unknown' || k === 'refused' || k === 'notReached' || k === 'noSession') &&
+    !sessionEnded(s) &&
+    (s.attempt === null || s.attempt.state === 'open')
+  );
 }
 
 /** Whether the page is waiting for the server (Pay is busy). */
@@ -164,7 +200,7 @@ export function isBusy(s: CheckoutState): boolean {
  * moves the focus to the outcome then.
  */
 export function resultArrived(prev: CheckoutState, next: CheckoutState): boolean {
-  const settled = ['final', 'unknown', 'refused', 'notReached'];
+  const settled = ['final', 'unknown', 'refused', 'notReached', 'noSession'];
   return isBusy(prev) && settled.includes(next.phase.kind);
 }
 
@@ -181,6 +217,7 @@ export class Checkout {
   private readonly transport: CheckoutTransport;
   private readonly clock: Clock;
   private readonly store: AttemptStore;
+  private readonly cart: CartStore;
   private readonly patienceMs: number;
   private readonly liveConnectMs: number;
   private readonly liveRecheckMs: number;
@@ -213,6 +250,7 @@ export class Checkout {
     this.liveConnectMs = opts.liveConnectMs ?? liveConnectMsDefault;
     this.liveRecheckMs = opts.liveRecheckMs ?? liveRecheckMsDefault;
     this.store = new AttemptStore(opts.storage, opts.mintKey, () => new Date(opts.clock.now()));
+    this.cart = new CartStore(opts.storage, opts.mintCartId);
   }
 
   get state(): CheckoutState {
@@ -243,29 +281,46 @@ export class Checkout {
   }
 
   /**
-   * Pays: starts an attempt with a new key for input, or sends the open
-   * attempt again with its own key and input. Ignored while the page waits
-   * for an answer (a double click) and once the attempt is final.
+   * Pays: starts an attempt with a new key for input (the card), on the
+   * cart's checkout session, or sends the open attempt again with its own
+   * key and input. Ignored while the page waits for an answer (a double
+   * click) and once the attempt is final. A cart without a session asks the
+   * shop's backend for it first.
    */
   pay(input: ChargeCardInput): void {
     if (!canPay(this.current)) return;
-    const attempt = this.store.begin(input);
+    const open = this.store.current();
+    if (open?.state === 'open') {
+      this.charge(open);
+      return;
+    }
+    const session = this.cart.session(this.clock.now());
+    if (session) {
+      this.charge(this.store.begin({ ...input, checkoutSession: session.clientSecret }));
+      return;
+    }
     const flow = this.newFlow();
-    this.charging = true;
-    this.set({ attempt, phase: { kind: 'paying', retry: null } });
-    this.abort = new AbortController();
-    void this.transport.chargeCard(attempt.key, attempt.input, this.abort.signal).then(
-      (answer) => this.charged(flow, attempt, answer),
-      (err: unknown) => this.charged(flow, attempt, { error: networkError(err) }),
-    );
+    this.set({ attempt: null, phase: { kind: 'paying', retry: null } });
+    void this.openSession().then((answer) => this.sessionOpened(flow, input, answer));
   }
 
   /**
-   * Puts a final attempt away, so that the next payment gets a new key.
-   * Refused (false) while the outcome is unknown.
+   * Puts a final attempt away, so that the next payment gets a new key: on
+   * the same checkout session after a decline, on a new cart after a
+   * success. An attempt refused because its session ended is put away too,
+   * with its cart. Refused (false) while the outcome is unknown.
    */
   startNew(): boolean {
-    if (this.current.phase.kind !== 'final' || !this.store.startNew()) return false;
+    const s = this.current;
+    if (s.phase.kind === 'final') {
+      if (!this.store.startNew()) return false;
+      if (s.phase.payload.status === 'SUCCEEDED') this.cart.renew();
+    } else if (sessionEnded(s)) {
+      if (s.attempt) this.store.discard(s.attempt.key);
+      this.cart.renew();
+    } else {
+      return false;
+    }
     this.newFlow(); // a chargeCard still open for the old attempt is dropped
     this.set({ attempt: null, phase: { kind: 'idle' } });
     return true;
@@ -303,6 +358,50 @@ export class Checkout {
   }
 
   // ---- transitions ---------------------------------------------------------
+
+  /** Sends chargeCard for attempt, with its key and input. */
+  private charge(attempt: Attempt): void {
+    const flow = this.newFlow();
+    this.charging = true;
+    this.set({ attempt, phase: { kind: 'paying', retry: null } });
+    this.abort = new AbortController();
+    void this.transport.chargeCard(attempt.key, attempt.input, this.abort.signal).then(
+      (answer) => this.charged(flow, attempt, answer),
+      (err: unknown) => this.charged(flow, attempt, { error: networkError(err) }),
+    );
+  }
+
+  /**
+   * The cart's checkout session from the shop's backend. A cart whose
+   * session was paid or expired meanwhile is done: a new cart asks once more.
+   */
+  private async openSession(): Promise<SessionAnswer> {
+    const ask = () =>
+      this.transport
+        .createSession(this.cart.id())
+        .catch((err: unknown): SessionAnswer => ({ error: { code: null, message: err instanceof Error ? err.message : String(err) } }));
+    const answer = await ask();
+    if (!('session' in answer) || answer.session.status === 'OPEN') return answer;
+    this.cart.renew();
+    return ask();
+  }
+
+  private sessionOpened(flow: number, input: ChargeCardInput, answer: SessionAnswer): void {
+    if (flow !== this.flow) return;
+    if (!('session' in answer)) {
+      this.set({ attempt: null, phase: { kind: 'noSession', ...answer.error } });
+      return;
+    }
+    if (answer.session.status !== 'OPEN') {
+      // A new cart's session was paid or expired already: nothing to pay it with.
+      const { status } = answer.session;
+      const message = `The shop's checkout session is ${status}.`;
+      this.set({ attempt: null, phase: { kind: 'noSession', message, code: `CHECKOUT_SESSION_${status}` } });
+      return;
+    }
+    this.cart.keep(answer.session);
+    this.charge(this.store.begin({ ...input, checkoutSession: answer.session.clientSecret }));
+  }
 
   private resumed(flow: number, attempt: Attempt, answer: Answer): void {
     if (flow !== this.flow) return;

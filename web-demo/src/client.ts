@@ -7,20 +7,23 @@ import { recordingFetch, type TransportHooks } from './transport';
 export interface ClientOptions extends RetryModeOptions {
   url?: string;
   /**
-   * The merchant's chargeonce API key. Only a demo may hold it in a browser:
-   * a real checkout sends the idempotency key to its own backend, which adds
-   * the API key and calls chargeonce with the same retry rules.
+   * The merchant's publishable key (co_pk_…), from the shop's backend, read
+   * at each request: it may only pay a checkout session by its client
+   * secret, so a browser may hold it. The secret key never reaches the page.
    */
-  apiKey: string;
+  publishableKey: () => string | null;
   hooks: TransportHooks;
 }
 
-export function createClient({ url = '/graphql', apiKey, hooks, unsafe, mintKey }: ClientOptions): Client {
+export function createClient({ url = '/graphql', publishableKey, hooks, unsafe, mintKey, newSession }: ClientOptions): Client {
   return new Client({
     url,
-    exchanges: [...retryExchanges({ unsafe, mintKey }), fetchExchange],
+    exchanges: [...retryExchanges({ unsafe, mintKey, newSession }), fetchExchange],
     fetch: recordingFetch(hooks),
-    fetchOptions: { headers: { Authorization: `Bearer ${apiKey}` } },
+    fetchOptions: () => {
+      const key = publishableKey();
+      return key ? { headers: { Authorization: `Bearer ${key}` } } : {};
+    },
     // POST for queries too: one request shape for the timeline to read.
     preferGetMethod: false,
     requestPolicy: 'network-only',

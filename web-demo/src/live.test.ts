@@ -34,16 +34,17 @@ function setup() {
   const client = new FakeClient();
   const rows: RequestRecord[] = [];
   const told: string[] = [];
-  const watch = liveStatus(client, {
-    sent(r) {
+  const hooks = {
+    sent(r: Omit<RequestRecord, 'n'>) {
       const rec = { ...r, n: rows.length + 1 };
       rows.push(rec);
       return rec;
     },
-    update(r) {
+    update(r: RequestRecord) {
       rows[r.n - 1] = r;
     },
-  });
+  };
+  const watch = liveStatus(client, hooks, (key) => `cs_of_${key}`);
   const stop = watch('key-1', {
     next: (p) => told.push(p.status),
     failed: (reason) => told.push(`failed: ${reason}`),
@@ -56,9 +57,9 @@ function setup() {
 describe('live status over graphql-ws', () => {
   it('subscribes to chargeUpdated for the key, and the row says connecting', () => {
     const { sub, rows, text } = setup();
-    expect(sub.payload.query).toContain('subscription ChargeUpdated');
-    expect(sub.payload.variables).toEqual({ idempotencyKey: 'key-1' });
-    expect(rows[0]).toMatchObject({ operation: 'ChargeUpdated', idempotencyKey: 'key-1', outcome: 'pending' });
+    expect(sub.payload.query).toContain('subscription SessionChargeUpdated');
+    expect(sub.payload.variables).toEqual({ idempotencyKey: 'key-1', checkoutSession: 'cs_of_key-1' });
+    expect(rows[0]).toMatchObject({ operation: 'SessionChargeUpdated', idempotencyKey: 'key-1', checkoutSession: 'cs_of_key-1', outcome: 'pending' });
     expect(text()).toBe('live status: connecting…');
   });
 

@@ -2,11 +2,12 @@
 // websocket (graphql-ws, the graphql-transport-ws protocol), as the
 // checkout's transport offers it (CheckoutTransport.watch), recorded in the
 // timeline like every request the page sends. Browsers cannot set headers on
-// a websocket, so the API key goes in connection_init.
+// a websocket, so the publishable key goes in connection_init, and the
+// subscription names the checkout session the attempt pays.
 import { stringifyDocument } from '@urql/core';
 import { createClient, type Client } from 'graphql-ws';
 import type { LiveHandlers } from './checkout';
-import { ChargeUpdatedDocument, type ChargeUpdatedSubscription } from './generated/graphql';
+import { SessionChargeUpdatedDocument, type SessionChargeUpdatedSubscription } from './generated/graphql';
 import type { RequestRecord } from './transport';
 
 /** Where the subscription's timeline row goes: the same hooks as the fetch's. */
@@ -20,10 +21,10 @@ export interface LiveHooks {
  * subscription and never retries: when the socket cannot be had, the
  * checkout polls chargeStatus instead.
  */
-export function createLiveClient(url: string, apiKey: string): Client {
+export function createLiveClient(url: string, publishableKey: () => string | null): Client {
   return createClient({
     url,
-    connectionParams: { authorization: `Bearer ${apiKey}` },
+    connectionParams: () => ({ authorization: `Bearer ${publishableKey() ?? ''}` }),
     lazy: true,
     retryAttempts: 0,
   });
@@ -34,13 +35,18 @@ export function websocketURL(location: Pick<Location, 'protocol' | 'host'>, path
   return `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}${path}`;
 }
 
+/** The operation name of the live status subscription, as the timeline records it. */
+export const liveOperation = 'SessionChargeUpdated';
+
 /**
- * The checkout's watch: subscribes to chargeUpdated for key through client
- * and tells handlers; the timeline row says which path the page took.
+ * The checkout's watch: subscribes to chargeUpdated for key, on the checkout
+ * session sessionOf names for it, through client and tells handlers; the
+ * timeline row says which path the page took.
  */
-export function liveStatus(client: Pick<Client, 'subscribe'>, hooks: LiveHooks) {
+export function liveStatus(client: Pick<Client, 'subscribe'>, hooks: LiveHooks, sessionOf: (key: string) => string) {
   return (key: string, handlers: LiveHandlers): (() => void) => {
-    let rec = hooks.sent({ operation: 'ChargeUpdated', idempotencyKey: key, sentAt: new Date().toISOString(), outcome: 'pending' });
+    const checkoutSession = sessionOf(key);
+    let rec = hooks.sent({ operation: liveOperation, idempotencyKey: key, checkoutSession, sentAt: new Date().toISOString(), outcome: 'pending' });
     let ended = false;
     let unsubscribe: (() => void) | null = null;
     const end = (next: RequestRecord) => {
@@ -54,8 +60,12 @@ export function liveStatus(client: Pick<Client, 'subscribe'>, hooks: LiveHooks) 
       handlers.failed(reason);
       unsubscribe?.();
     };
-    unsubscribe = client.subscribe<ChargeUpdatedSubscription>(
-      { query: stringifyDocument(ChargeUpdatedDocument), operationName: 'ChargeUpdated', variables: { idempotencyKey: key } },
+    unsubscribe = client.subscribe<SessionChargeUpdatedSubscription>(
+      {
+        query: stringifyDocument(SessionChargeUpdatedDocument),
+        operationName: liveOperation,
+        variables: { idempotencyKey: key, checkoutSession },
+      },
       {
         next(result) {
           if (ended) return;

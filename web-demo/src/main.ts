@@ -1,12 +1,15 @@
 // The demo checkout page: wires the checkout state machine (checkout.ts) to
-// the GraphQL client and its retry policy (client.ts, retry.ts), the request
-// timeline, the provider's ledger and the DOM (render.ts). Everything the
-// page holds lives in start()'s closure.
+// the shop's backend (cart.ts), the GraphQL client and its retry policy
+// (client.ts, retry.ts), the request timeline, the provider's ledger and the
+// DOM (render.ts). Everything the page holds lives in start()'s closure. The
+// page holds no secret key: it pays the checkout session that the shop's
+// backend created, with the publishable key and the session's client secret.
 import './style.css';
 import type { AnyVariables, OperationResult, OperationResultSource } from '@urql/core';
+import { CartStore, mintCartId, requestCheckoutSession } from './cart';
 import { Checkout, resultArrived, type Answer, type CheckoutTransport } from './checkout';
 import { createClient } from './client';
-import { ChargeCardDocument, ChargeStatusDocument, type ChargeResultFragment } from './generated/graphql';
+import { ChargeCardDocument, SessionChargeStatusDocument, type ChargeResultFragment } from './generated/graphql';
 import { fetchLedger, type Ledger } from './ledger';
 import { createLiveClient, liveStatus, websocketURL } from './live';
 import {
@@ -18,12 +21,11 @@ import {
   paintLedger,
   paintTimeline,
 } from './render';
-import { chargeInput } from './shop';
+import { cart, chargeInput } from './shop';
 import { Timeline } from './timeline';
 import { dropResponse } from './transport';
 import type { RenderContext } from './view';
 
-const apiKey = import.meta.env.VITE_DEMO_API_KEY ?? 'demo-key';
 const merchant = import.meta.env.VITE_DEMO_MERCHANT ?? 'demo';
 
 /**
@@ -51,13 +53,30 @@ const answerOf = (r: OperationResult, payload: ChargeResultFragment | null | und
 function start(doc: Document, win: Window): void {
   const el = elements(doc);
   const timeline = new Timeline(win.sessionStorage);
+  const carts = new CartStore(win.sessionStorage);
   let ledger: Ledger | null = null;
   let ledgerSeq = 0;
 
+  // The shop's backend: the cart's checkout session, created with the secret key on the server.
+  const createSession = (cartId: string) =>
+    requestCheckoutSession({ cartId, amount: cart.amount, currency: cart.currency, description: cart.description });
+  // The client secret of the session that key was sent on: its requests say (in unsafe mode
+  // each retry has its own), else the attempt's.
+  const sessionOf = (key: string) =>
+    timeline.all().find((r) => r.idempotencyKey === key && r.checkoutSession)?.checkoutSession ??
+    checkout.state.attempt?.input.checkoutSession ??
+    '';
+  const publishableKey = () => carts.publishableKey();
+
   const client = createClient({
-    apiKey,
+    publishableKey,
     unsafe: () => el.unsafe.checked,
     mintKey: () => crypto.randomUUID(),
+    // Unsafe mode: a naive checkout takes a retry for a new order, with a new cart.
+    async newSession() {
+      const answer = await createSession(mintCartId());
+      return 'session' in answer ? answer.session.clientSecret : null;
+    },
     hooks: {
       faultFor(operation) {
         if (operation !== 'ChargeCard' || !el.dropNext.checked) return null;
@@ -90,17 +109,19 @@ function start(doc: Document, win: Window): void {
       paintTimeline(el, timeline.all());
     },
   };
-  // Live status: chargeUpdated over a websocket, the API key in connection_init.
-  const watch = liveStatus(createLiveClient(websocketURL(win.location), apiKey), timelineHooks);
+  // Live status: chargeUpdated over a websocket, the publishable key in connection_init.
+  const watch = liveStatus(createLiveClient(websocketURL(win.location), publishableKey), timelineHooks, sessionOf);
 
   const transport: CheckoutTransport = {
     watch,
+    createSession,
     async chargeCard(idempotencyKey, input, signal) {
       const r = await firstResult(client.mutation(ChargeCardDocument, { idempotencyKey, input }), signal);
       return answerOf(r, r.data?.chargeCard);
     },
     async chargeStatus(idempotencyKey) {
-      const r = await firstResult(client.query(ChargeStatusDocument, { idempotencyKey }));
+      const variables = { idempotencyKey, checkoutSession: sessionOf(idempotencyKey) };
+      const r = await firstResult(client.query(SessionChargeStatusDocument, variables));
       return answerOf(r, r.data?.chargeStatus);
     },
   };

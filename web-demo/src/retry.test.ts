@@ -113,12 +113,17 @@ const lost = 'lost' as const;
 const succeeded = 'succeeded' as const;
 const refused = (status: number, code: string, retryAfterMs?: number): Answer => ({ status, code, retryAfterMs });
 
-function scriptedClient(opts: { unsafe?: boolean; answers: Answer[]; policy?: Readonly<RetryPolicy> }) {
-  const sent: { key: string; at: number }[] = [];
+function scriptedClient(opts: {
+  unsafe?: boolean;
+  answers: Answer[];
+  policy?: Readonly<RetryPolicy>;
+  newSession?: () => Promise<string | null>;
+}) {
+  const sent: { key: string; session: string; at: number }[] = [];
   let minted = 0;
   const fetch: typeof globalThis.fetch = async (_url, init) => {
-    const body = JSON.parse(String(init?.body)) as { variables: { idempotencyKey: string } };
-    sent.push({ key: body.variables.idempotencyKey, at: Date.now() });
+    const body = JSON.parse(String(init?.body)) as { variables: { idempotencyKey: string; input: { checkoutSession: string } } };
+    sent.push({ key: body.variables.idempotencyKey, session: body.variables.input.checkoutSession, at: Date.now() });
     const a = opts.answers[Math.min(sent.length, opts.answers.length) - 1];
     if (a === 'lost') throw new TypeError('Failed to fetch');
     if (a === 'succeeded') {
@@ -134,19 +139,20 @@ function scriptedClient(opts: { unsafe?: boolean; answers: Answer[]; policy?: Re
   const client = new Client({
     url: 'http://test/graphql',
     exchanges: [
-      ...retryExchanges({ unsafe: () => !!opts.unsafe, mintKey: () => `retry-key-${++minted}` }, opts.policy),
+      ...retryExchanges({ unsafe: () => !!opts.unsafe, mintKey: () => `retry-key-${++minted}`, newSession: opts.newSession }, opts.policy),
       fetchExchange,
     ],
     fetch,
   });
   const pay = () =>
     client
-      .mutation(chargeCard, { idempotencyKey: 'attempt-key', input: { amount: 100, currency: 'USD', paymentMethod: 'pm_card_visa' } })
+      .mutation(chargeCard, { idempotencyKey: 'attempt-key', input: { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_cart' } })
       .toPromise();
   const sentKeys = () => sent.map((s) => s.key);
+  const sentSessions = () => sent.map((s) => s.session);
   /** Milliseconds between request i and the one before it. */
   const gap = (i: number) => sent[i].at - sent[i - 1].at;
-  return { pay, sent, sentKeys, gap };
+  return { pay, sent, sentKeys, sentSessions, gap };
 }
 
 // No waiting in these tests; the delays themselves are the exchange's.
@@ -189,6 +195,31 @@ describe('retry policy in the client', () => {
     const res = await c.pay();
     expect(res.data?.chargeCard.status).toBe('SUCCEEDED');
     expect(c.sentKeys()).toEqual(['attempt-key', 'retry-key-1', 'retry-key-2']);
+  });
+
+  it('in unsafe mode each retry is a new order too: a new key on a new checkout session', async () => {
+    let carts = 0;
+    const newSession = async () => `cs_new-cart-${++carts}`;
+    const c = scriptedClient({ unsafe: true, answers: [lost, lost, succeeded], policy: instant, newSession });
+    await c.pay();
+    expect(c.sentKeys()).toEqual(['attempt-key', 'retry-key-1', 'retry-key-2']);
+    expect(c.sentSessions()).toEqual(['cs_cart', 'cs_new-cart-1', 'cs_new-cart-2']);
+  });
+
+  it('in unsafe mode, without a new session (the shop did not answer), the retry goes on the old one', async () => {
+    const newSession = () => Promise.reject(new TypeError('Failed to fetch'));
+    const c = scriptedClient({ unsafe: true, answers: [lost, succeeded], policy: instant, newSession });
+    await c.pay();
+    expect(c.sentKeys()).toEqual(['attempt-key', 'retry-key-1']);
+    expect(c.sentSessions()).toEqual(['cs_cart', 'cs_cart']);
+  });
+
+  it('in safe mode a retry keeps its key and its session, and asks the shop for nothing', async () => {
+    let asked = 0;
+    const c = scriptedClient({ answers: [lost, succeeded], policy: instant, newSession: async () => `cs_${++asked}` });
+    await c.pay();
+    expect(c.sentSessions()).toEqual(['cs_cart', 'cs_cart']);
+    expect(asked).toBe(0);
   });
 });
 

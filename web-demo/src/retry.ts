@@ -76,6 +76,14 @@ export interface RetryModeOptions {
    */
   unsafe: () => boolean;
   mintKey: () => string;
+  /**
+   * In unsafe mode, what a naive checkout does besides: it takes the retry
+   * for a new order and asks the shop for a new checkout session (a new
+   * cart), since a new key on the same session would be refused
+   * (CHECKOUT_SESSION_PAID). Resolves with the new session's client secret,
+   * or null when there is none (the retry then goes on the old session).
+   */
+  newSession?: () => Promise<string | null>;
 }
 
 /**
@@ -83,6 +91,8 @@ export interface RetryModeOptions {
  * set by retryWith from the server's retryAfterMs.
  */
 const notBeforeField = 'retryNotBefore';
+/** The operation context field that asks for a new checkout session first (unsafe mode). */
+const newSessionField = 'retryNewSession';
 
 /**
  * The retry exchanges, to put in front of fetchExchange. retryExchange waits
@@ -93,7 +103,7 @@ const notBeforeField = 'retryNotBefore';
  * maxDelayMs).
  */
 export function retryExchanges(mode: RetryModeOptions, policy: Readonly<RetryPolicy> = retryPolicy): Exchange[] {
-  return [retryExchange(retryOptions(mode, policy)), retryAfterExchange()];
+  return [retryExchange(retryOptions(mode, policy)), retryAfterExchange(mode.newSession)];
 }
 
 /** The options for retryExchange; they honour retryAfterMs only with retryAfterExchange after it. */
@@ -106,25 +116,42 @@ function retryOptions(
     retryIf: (error) => isRetryable(error),
     retryWith: (error, operation) => {
       if (!isRetryable(error)) return null;
-      const op = unsafe() ? withNewKey(operation, mintKey()) : operation;
+      const renew = unsafe() && carriesKey(operation);
+      const op = renew ? withNewKey(operation, mintKey()) : operation;
       const waitMs = Math.min(serverRetryAfterMs(error), policy.maxDelayMs);
       // Always set, so that a hint does not outlive the error that gave it.
-      return makeOperation(op.kind, op, { [notBeforeField]: waitMs > 0 ? Date.now() + waitMs : 0 });
+      return makeOperation(op.kind, op, { [notBeforeField]: waitMs > 0 ? Date.now() + waitMs : 0, [newSessionField]: renew });
     },
   };
 }
 
-/** Holds an operation until its retryNotBefore; passes the others on at once. */
-export function retryAfterExchange(): Exchange {
+/**
+ * Holds an operation until its retryNotBefore, and gives an unsafe retry
+ * the new checkout session it asks for; passes the others on at once.
+ */
+export function retryAfterExchange(newSession?: () => Promise<string | null>): Exchange {
   return mapExchange({
     onOperation(operation) {
       const notBefore: unknown = operation.context[notBeforeField];
       const waitMs = typeof notBefore === 'number' ? notBefore - Date.now() : 0;
-      if (waitMs <= 0) return;
+      const renew = operation.context[newSessionField] === true && newSession !== undefined;
+      if (waitMs <= 0 && !renew) return;
       // mapExchange drops the operation if it is torn down meanwhile.
-      return new Promise<Operation>((resolve) => setTimeout(() => resolve(operation), waitMs));
+      return (async () => {
+        if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+        const secret = renew ? await newSession().catch(() => null) : null;
+        return secret ? withSession(operation, secret) : operation;
+      })();
     },
   });
+}
+
+/** The chargeCard operation with input.checkoutSession set to secret, for unsafe mode. */
+export function withSession(operation: Operation, secret: string): Operation {
+  const vars = operation.variables as { input?: Record<string, unknown> } | undefined;
+  if (operation.kind !== 'mutation' || !vars?.input) return operation;
+  const variables = { ...vars, input: { ...vars.input, checkoutSession: secret } };
+  return makeOperation(operation.kind, { ...operation, variables }, operation.context);
 }
 
 /**
@@ -133,11 +160,15 @@ export function retryAfterExchange(): Exchange {
  * stays, so that the client still routes the result to the caller.
  */
 export function withNewKey(operation: Operation, key: string): Operation {
-  const vars = operation.variables as Record<string, unknown> | undefined;
-  if (operation.kind !== 'mutation' || !vars || typeof vars.idempotencyKey !== 'string') {
-    return operation;
-  }
+  if (!carriesKey(operation)) return operation;
+  const vars = operation.variables as Record<string, unknown>;
   return makeOperation(operation.kind, { ...operation, variables: { ...vars, idempotencyKey: key } }, operation.context);
+}
+
+/** Whether operation is a mutation with an idempotencyKey variable: what unsafe mode gives a new key. */
+function carriesKey(operation: Operation): boolean {
+  const vars = operation.variables as Record<string, unknown> | undefined;
+  return operation.kind === 'mutation' && typeof vars?.idempotencyKey === 'string';
 }
 
 /** Polling a PROCESSING attempt: every retryAfterMs at first, then slower. */

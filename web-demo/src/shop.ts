@@ -24,9 +24,13 @@ export const cards: readonly Card[] = [
   { token: 'pm_card_lostResponse', brand: 'Amex', mark: 'AMEX', last4: '0005', behaviour: 'The provider loses its answer' },
 ];
 
-/** What paying with the card token charges. */
+/**
+ * What the page sends to pay with the card token. The amount, the currency
+ * and the description are the checkout session's, which the shop's backend
+ * fixed (cart.ts); the checkout adds the session's client secret.
+ */
 export function chargeInput(token: string): ChargeCardInput {
-  return { amount: cart.amount, currency: cart.currency, paymentMethod: token, description: cart.description };
+  return { paymentMethod: token };
 }
 
 export const money = (amount: number, currency: string) =>

@@ -32,6 +32,20 @@ describe('recordingFetch', () => {
     ]);
   });
 
+  it("records the checkout session a request names: chargeCard's input, or chargeStatus's argument", async () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    const f = recordingFetch(hooksFor(t), async () => answer({ data: { chargeCard: { status: 'SUCCEEDED', replayed: false } } }));
+    const variables = { idempotencyKey: 'k1', input: { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_1' } };
+    await f('/graphql', { method: 'POST', body: JSON.stringify({ operationName: 'ChargeCard', variables }) });
+    await f('/graphql', {
+      method: 'POST',
+      body: JSON.stringify({ operationName: 'SessionChargeStatus', variables: { idempotencyKey: 'k1', checkoutSession: 'cs_1' } }),
+    });
+    await f('/graphql', request('k1'));
+    expect(t.all().map((r) => r.checkoutSession)).toEqual(['cs_1', 'cs_1', undefined]);
+  });
+
   it('adds the fault header when asked, and records a cut body as a network error', async () => {
     const t = new Timeline(new MemoryStorage());
     t.load('k1');
@@ -90,7 +104,7 @@ describe('Timeline', () => {
     const after = new Timeline(storage);
     after.load('k1');
     expect(after.all()).toMatchObject([{ n: 1, outcome: 'abandoned' }]);
-    after.add({ operation: 'ChargeStatus', idempotencyKey: 'k1', sentAt: '', outcome: 'pending' });
+    after.add({ operation: 'SessionChargeStatus', idempotencyKey: 'k1', sentAt: '', outcome: 'pending' });
     expect(after.all().map((r) => r.n)).toEqual([1, 2]);
   });
 
@@ -100,7 +114,7 @@ describe('Timeline', () => {
     t.load('k1');
     t.add({ operation: 'ChargeCard', idempotencyKey: 'k1', sentAt: '', outcome: 'network-error' });
     t.add({ operation: 'ChargeCard', idempotencyKey: 'k2', sentAt: '', outcome: 'answered' });
-    t.add({ operation: 'ChargeStatus', idempotencyKey: 'k2', sentAt: '', outcome: 'answered' });
+    t.add({ operation: 'SessionChargeStatus', idempotencyKey: 'k2', sentAt: '', outcome: 'answered' });
     expect(t.keys()).toEqual(['k1', 'k2']);
 
     const other = new Timeline(storage);

@@ -21,6 +21,8 @@ export interface RequestRecord {
   n: number;
   operation: string;
   idempotencyKey: string;
+  /** The client secret of the checkout session the request was about, if it named one. */
+  checkoutSession?: string;
   sentAt: string;
   fault?: string;
   outcome: Outcome;
@@ -44,7 +46,7 @@ export interface TransportHooks {
 
 interface GraphQLBody {
   operationName?: string;
-  variables?: { idempotencyKey?: unknown };
+  variables?: { idempotencyKey?: unknown; checkoutSession?: unknown; input?: { checkoutSession?: unknown } };
 }
 
 interface Payload {
@@ -68,6 +70,7 @@ export function recordingFetch(hooks: TransportHooks, base: typeof fetch = fetch
     const body = parseBody(init?.body);
     const operation = body.operationName ?? 'unknown';
     const key = typeof body.variables?.idempotencyKey === 'string' ? body.variables.idempotencyKey : '';
+    const session = body.variables?.input?.checkoutSession ?? body.variables?.checkoutSession;
     const headers = new Headers(init?.headers);
     const fault = hooks.faultFor(operation);
     if (fault) headers.set(faultHeader, fault);
@@ -75,6 +78,7 @@ export function recordingFetch(hooks: TransportHooks, base: typeof fetch = fetch
     const rec = hooks.sent({
       operation,
       idempotencyKey: key,
+      ...(typeof session === 'string' ? { checkoutSession: session } : {}),
       sentAt: new Date().toISOString(),
       outcome: 'pending',
       ...(fault ? { fault } : {}),

@@ -19,7 +19,7 @@ import {
 
 const attempt = (state: Attempt['state'] = 'open'): Attempt => ({
   key: 'key-1',
-  input: { amount: 11300, currency: 'USD', paymentMethod: 'pm_card_visa' },
+  input: { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_cart' },
   state,
   startedAt: '2026-11-29T12:00:00Z',
 });
@@ -73,6 +73,18 @@ describe('the Pay button', () => {
     ['unknown', state({ kind: 'unknown', code: null }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
     ['refused', state({ kind: 'refused', message: 'no', code: 'X' }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
     ['notReached', state({ kind: 'notReached' }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
+    // The shop gave no checkout session: nothing was sent to chargeonce; Pay asks the shop again.
+    [
+      'noSession',
+      state({ kind: 'noSession', message: 'no', code: null }, null),
+      { label: 'Pay $113.00', disabled: false, busy: false, hidden: false },
+    ],
+    // The checkout session can no longer be paid: there is nothing to pay until a new checkout.
+    [
+      'refused, the session ended',
+      state({ kind: 'refused', message: 'no', code: 'CHECKOUT_SESSION_EXPIRED' }),
+      { label: 'Pay $113.00 (same attempt)', disabled: true, busy: false, hidden: true },
+    ],
     ['final', state({ kind: 'final', payload: succeeded() }, attempt('SUCCEEDED')), { label: 'Pay $113.00', disabled: true, busy: false, hidden: true }],
   ])('%s', (_, s, want) => {
     expect(payButtonView(s)).toEqual(want);
@@ -109,6 +121,37 @@ describe('the words in unsafe mode are honest about the key', () => {
     const v = outcomeView(state({ kind: 'unknown', code: 'RATE_LIMITED' }), safe)!;
     expect(v.title).toBe('The payment service is busy');
     expect(words(v)).toContain('ran nothing');
+  });
+});
+
+describe('the checkout session', () => {
+  it("the shop's backend gave none: nothing was charged, and Pay asks again", () => {
+    const lost = outcomeView(state({ kind: 'noSession', message: 'Failed to fetch', code: null }, null), safe)!;
+    expect(lost).toMatchObject({ tone: 'warning', title: 'The shop could not start the payment' });
+    expect(words(lost)).toContain('No answer from the shop: Failed to fetch');
+    expect(words(lost)).toContain('Nothing was charged. Pay asks the shop again');
+    const busy = outcomeView(state({ kind: 'noSession', message: 'the database is unavailable', code: 'SERVICE_UNAVAILABLE' }, null), safe)!;
+    expect(busy.lines.at(-1)).toEqual({ parts: ['SERVICE_UNAVAILABLE'], className: 'code' });
+    expect(newAttemptLabel(state({ kind: 'noSession', message: 'no', code: null }, null))).toBeNull();
+  });
+
+  it.each([
+    ['CHECKOUT_SESSION_PAID', 'This order is already paid'],
+    ['CHECKOUT_SESSION_EXPIRED', 'This checkout expired'],
+    ['CHECKOUT_SESSION_LOCKED', 'Too many attempts'],
+  ])('%s: says why, that nothing was charged, and offers a new checkout', (code, title) => {
+    const s = state({ kind: 'refused', message: 'refused', code });
+    const v = outcomeView(s, safe)!;
+    expect(v).toMatchObject({ tone: 'error', title });
+    expect(words(v)).toMatch(/charged nothing|Nothing was charged/);
+    expect(words(v)).toContain('Start a new checkout');
+    expect(newAttemptLabel(s)).toBe('Start a new checkout');
+  });
+
+  it('another refusal keeps the attempt: no new checkout offered', () => {
+    const s = state({ kind: 'refused', message: 'the same key with another input', code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(outcomeView(s, safe)?.title).toBe('The payment was refused');
+    expect(newAttemptLabel(s)).toBeNull();
   });
 });
 
@@ -216,6 +259,8 @@ describe('the live region', () => {
       { kind: 'refused', message: 'the same key with another input', code: 'IDEMPOTENCY_KEY_REUSED' },
       { kind: 'notReached' },
       { kind: 'resuming' },
+      { kind: 'noSession', message: 'Failed to fetch', code: null },
+      { kind: 'refused', message: 'the session expired', code: 'CHECKOUT_SESSION_EXPIRED' },
     ] as Phase[]) {
       const text = announcement(state(phase), ctx);
       expect(text.length).toBeGreaterThan(0);
@@ -227,7 +272,7 @@ describe('the live region', () => {
 
 describe('a live status row in the timeline', () => {
   const row = (r: Partial<Parameters<typeof describeRequest>[0]>) =>
-    describeRequest({ n: 2, operation: 'ChargeUpdated', idempotencyKey: 'k', sentAt: '', outcome: 'pending', ...r });
+    describeRequest({ n: 2, operation: 'SessionChargeUpdated', idempotencyKey: 'k', sentAt: '', outcome: 'pending', ...r });
   it('says which path the page took', () => {
     expect(row({})).toEqual({ text: 'live status: connecting…', tone: 'pending' });
     expect(row({ status: 'PROCESSING', detail: 'subscribed' })).toEqual({ text: 'live status: subscribed · PROCESSING', tone: 'pending' });

@@ -1,8 +1,9 @@
 // What the page shows and says for a checkout state: plain data, computed
 // without a DOM, that render.ts paints. Unit-tested in view.test.ts.
-import { canPay, isBusy, type CheckoutState, type RetryNote } from './checkout';
+import { canPay, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
 import type { ChargeResultFragment } from './generated/graphql';
 import type { Ledger } from './ledger';
+import { liveOperation } from './live';
 import { isRetryableCode, retryPolicy } from './retry';
 import { cart, money } from './shop';
 import type { RequestRecord } from './transport';
@@ -28,10 +29,11 @@ export interface PayButtonView {
 
 export function payButtonView(s: CheckoutState): PayButtonView {
   const total = money(cart.amount, cart.currency);
-  const final = s.phase.kind === 'final';
+  // Nothing to pay: the attempt is over, or its checkout session is.
+  const over = s.phase.kind === 'final' || sessionEnded(s);
   const busy = isBusy(s);
   return {
-    hidden: final,
+    hidden: over,
     busy,
     disabled: !canPay(s),
     label: busy
@@ -54,9 +56,26 @@ export function lockedNote(s: CheckoutState, ctx: Pick<RenderContext, 'unsafe'>)
 
 /** The label of the button that starts the next attempt, or null while there is none to start. */
 export function newAttemptLabel(s: CheckoutState): string | null {
+  if (sessionEnded(s)) return 'Start a new checkout';
   if (s.phase.kind !== 'final') return null;
   return s.phase.payload.status === 'FAILED' ? 'Try another card' : 'Start a new checkout';
 }
+
+/** Why a checkout session can no longer be paid, by the code chargeonce refused the attempt with. */
+const sessionEndedText: Record<string, { title: string; line: string }> = {
+  CHECKOUT_SESSION_PAID: {
+    title: 'This order is already paid',
+    line: 'Its checkout session is paid, or being paid, under another key. This attempt charged nothing.',
+  },
+  CHECKOUT_SESSION_EXPIRED: {
+    title: 'This checkout expired',
+    line: 'Its checkout session expired before it was paid. Nothing was charged.',
+  },
+  CHECKOUT_SESSION_LOCKED: {
+    title: 'Too many attempts',
+    line: 'Its checkout session took as many attempts as it allows. Nothing was charged by this one.',
+  },
+};
 
 export type Tone = 'pending' | 'success' | 'warning' | 'error' | 'alarm';
 
@@ -184,9 +203,26 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
       };
     }
     case 'refused': {
+      const ended = sessionEnded(s) ? sessionEndedText[p.code!] : undefined;
+      if (ended) {
+        const lines: Line[] = [
+          { parts: [ended.line] },
+          { parts: ['Start a new checkout: the shop creates a new checkout session for it.'] },
+          { parts: [p.code!], className: 'code' },
+        ];
+        return { tone: 'error', pill: null, title: ended.title, spinner: false, lines, facts: [] };
+      }
       const lines: Line[] = [{ parts: [p.message] }];
       if (p.code) lines.push({ parts: [p.code], className: 'code' });
       return { tone: 'error', pill: null, title: 'The payment was refused', spinner: false, lines, facts: [] };
+    }
+    case 'noSession': {
+      const lines: Line[] = [
+        { parts: [p.code ? p.message : `No answer from the shop: ${p.message}`] },
+        { parts: ['Nothing was charged. Pay asks the shop again, for the same cart.'] },
+      ];
+      if (p.code) lines.push({ parts: [p.code], className: 'code' });
+      return { tone: 'warning', pill: null, title: 'The shop could not start the payment', spinner: false, lines, facts: [] };
     }
     case 'notReached':
       return {
@@ -251,7 +287,7 @@ function finalView(p: ChargeResultFragment, ctx: RenderContext): OutcomeView {
         },
         {
           parts: [
-            `chargeonce answered SUCCEEDED to a retry that carried a new key: to chargeonce, a new key is a new payment. The shopper paid ${money(
+            `chargeonce answered SUCCEEDED to a retry that carried a new key, on a new checkout session: to chargeonce, a new payment. The shopper paid ${money(
               (p.charge?.amount ?? cart.amount) * times,
               p.charge?.currency ?? cart.currency,
             )} for a ${amount} order.`,
@@ -295,6 +331,8 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
       return ctx.unsafe ? 'Payment not confirmed.' : 'Payment not confirmed. Pay again sends the same key.';
     case 'refused':
       return `Payment refused: ${p.code ?? p.message}.`;
+    case 'noSession':
+      return 'The shop could not start the payment. Nothing was charged.';
     case 'notReached':
       return 'The payment has not reached the server. Pay sends it.';
     case 'final': {
@@ -305,10 +343,11 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
   }
 }
 
+/** The GraphQL field each operation the page sends asks for, as the timeline names it. */
 export const operationNames: Record<string, string> = {
   ChargeCard: 'chargeCard',
-  ChargeStatus: 'chargeStatus',
-  ChargeUpdated: 'chargeUpdated',
+  SessionChargeStatus: 'chargeStatus',
+  SessionChargeUpdated: 'chargeUpdated',
 };
 
 export const shortKey = (k: string) => (k.length > 13 ? `${k.slice(0, 8)}…${k.slice(-4)}` : k);
@@ -334,7 +373,7 @@ function describeLive(r: RequestRecord): { text: string; tone: 'pending' | 'warn
 
 /** What a timeline row says about a request, and its colour. */
 export function describeRequest(r: RequestRecord): { text: string; tone: 'pending' | 'warn' | 'error' | 'ok' } {
-  if (r.operation === 'ChargeUpdated') return describeLive(r);
+  if (r.operation === liveOperation) return describeLive(r);
   switch (r.outcome) {
     case 'unavailable':
     case 'closed':

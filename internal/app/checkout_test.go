@@ -1,0 +1,634 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"chargeonce/db/dbtest"
+	"chargeonce/graph/graphtest"
+	"chargeonce/merchant"
+	"chargeonce/metrics/metricstest"
+	"chargeonce/provider/stripe/stripefake"
+)
+
+// The browser half: publishable keys and checkout sessions. The demo
+// merchant's development keys: demo-key (secret) and co_pk_demo
+// (publishable).
+
+const publishableKey = DemoPublishableKeyDefault
+
+const createSessionMutation = `mutation Create($key: String!, $input: CheckoutSessionInput!) {
+	createCheckoutSession(idempotencyKey: $key, input: $input) {
+		idempotencyKey replayed
+		session { id clientSecret status amount currency orderId description returnUrl createdAt expiresAt attempts maxAttempts charge { id amount } }
+	} }`
+
+const sessionQuery = `query Session($id: ID!) { checkoutSession(id: $id) {
+	id clientSecret status amount currency orderId attempts maxAttempts charge { id amount currency orderId } } }`
+
+const sessionStatusQuery = `query Status($key: String!, $session: String) { chargeStatus(idempotencyKey: $key, checkoutSession: $session) { ` + payloadFields + ` } }`
+
+const sessionUpdatesSubscription = `subscription Updates($key: String!, $session: String) { chargeUpdated(idempotencyKey: $key, checkoutSession: $session) { status } }`
+
+// session is a checkout session as the GraphQL answers carry it.
+type session struct {
+	ID           string  `json:"id"`
+	ClientSecret *string `json:"clientSecret"`
+	Status       string  `json:"status"`
+	Amount       int     `json:"amount"`
+	Currency     string  `json:"currency"`
+	OrderID      *string `json:"orderId"`
+	ExpiresAt    string  `json:"expiresAt"`
+	Attempts     int     `json:"attempts"`
+	MaxAttempts  int     `json:"maxAttempts"`
+	Charge       *struct {
+		ID     string `json:"id"`
+		Amount int    `json:"amount"`
+	} `json:"charge"`
+}
+
+type sessionResponse struct {
+	status int
+	Data   struct {
+		Create *struct {
+			IdempotencyKey string  `json:"idempotencyKey"`
+			Replayed       bool    `json:"replayed"`
+			Session        session `json:"session"`
+		} `json:"createCheckoutSession"`
+		Session *session `json:"checkoutSession"`
+	} `json:"data"`
+	Errors gqlerror.List `json:"errors"`
+}
+
+func (r sessionResponse) code(t *testing.T) string {
+	t.Helper()
+	require.Len(t, r.Errors, 1, "want exactly one error")
+	code, _ := r.Errors[0].Extensions["code"].(string)
+	return code
+}
+
+// post sends a document with apiKey and extra headers, and decodes into v.
+func (s *testServer) post(t *testing.T, apiKey string, headers http.Header, query string, vars map[string]any, v any) rawResponse {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	require.NoError(t, err)
+	h := jsonHeaders()
+	if apiKey != "" {
+		h.Set("Authorization", "Bearer "+apiKey)
+	}
+	for k, vs := range headers {
+		h[k] = vs
+	}
+	r := s.send(t, http.MethodPost, "/graphql", h, strings.NewReader(string(body)))
+	if v != nil {
+		require.NoError(t, json.Unmarshal(r.body, v), "%s", r.body)
+	}
+	return r
+}
+
+func (s *testServer) createSession(t *testing.T, apiKey, key string, input map[string]any) sessionResponse {
+	t.Helper()
+	var r sessionResponse
+	r.status = s.post(t, apiKey, nil, createSessionMutation, map[string]any{"key": key, "input": input}, &r).status
+	return r
+}
+
+// openSession creates a session of the demo merchant and returns it with
+// its client secret.
+func (s *testServer) openSession(t *testing.T, input map[string]any) (session, string) {
+	t.Helper()
+	r := s.createSession(t, "demo-key", newKey(), input)
+	require.Empty(t, r.Errors)
+	require.NotNil(t, r.Data.Create.Session.ClientSecret)
+	return r.Data.Create.Session, *r.Data.Create.Session.ClientSecret
+}
+
+func (s *testServer) readSession(t *testing.T, apiKey, id string) sessionResponse {
+	t.Helper()
+	var r sessionResponse
+	r.status = s.post(t, apiKey, nil, sessionQuery, map[string]any{"id": id}, &r).status
+	return r
+}
+
+// paySession pays a session from the browser's side: the publishable key,
+// the client secret, the card, and any of the terms in extra.
+func (s *testServer) paySession(t require.TestingT, key, secret, card string, extra map[string]any) gqlResponse {
+	helper(t)
+	input := map[string]any{"paymentMethod": card, "checkoutSession": secret}
+	for k, v := range extra {
+		input[k] = v
+	}
+	res, err := s.api(publishableKey).ChargeCardRaw(context.Background(), key, input)
+	r, err := answered(res, err, "chargeCard")
+	require.NoError(t, err)
+	return r
+}
+
+func (s *testServer) sessionStatus(t *testing.T, apiKey, key string, secret *string) gqlResponse {
+	t.Helper()
+	var r gqlResponse
+	s.post(t, apiKey, nil, sessionStatusQuery, map[string]any{"key": key, "session": secret}, &r)
+	return r
+}
+
+func sessionInput(amount int, extra ...any) map[string]any {
+	in := map[string]any{"amount": amount, "currency": "USD"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		in[extra[i].(string)] = extra[i+1]
+	}
+	return in
+}
+
+// count is a count(*) of the test's database.
+func count(t require.TestingT, pool *pgxpool.Pool, sql string, args ...any) int {
+	helper(t)
+	return dbtest.Query[int](t, pool, sql, args...)[0]
+}
+
+// attemptsOf counts the charge attempts claimed under keys.
+func attemptsOf(t *testing.T, pool *pgxpool.Pool, keys ...string) int {
+	t.Helper()
+	return count(t, pool, "SELECT count(*)::int FROM charge_attempts WHERE idempotency_key = ANY($1)", keys)
+}
+
+// providerChargesOfSession counts what the simulated provider was asked to
+// charge for a session's attempts: declines included.
+func providerChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) int {
+	t.Helper()
+	return count(t, pool, `SELECT count(*)::int FROM cardsim.charges c JOIN charge_attempts a ON c.idempotency_key = a.provider_key
+		WHERE a.checkout_session_id = $1`, sessionID)
+}
+
+func TestPublishableKey_AloneRunsNothing(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, nil)
+	sess, _ := s.openSession(t, sessionInput(1999))
+	key := newKey()
+	for name, tt := range map[string]struct {
+		query string
+		vars  map[string]any
+		field string
+	}{
+		"chargeCard without a session": {chargeCardMutation, map[string]any{"key": key, "input": visa(1999)}, "chargeCard"},
+		"chargeStatus without a session": {chargeStatusQuery, map[string]any{"key": key}, "chargeStatus"},
+		"createCheckoutSession":          {createSessionMutation, map[string]any{"key": key, "input": sessionInput(5000)}, "createCheckoutSession"},
+		"checkoutSession":                {sessionQuery, map[string]any{"id": sess.ID}, "checkoutSession"},
+		"introspection":                  {`{ __schema { types { name } } }`, nil, "__schema"},
+		"two fields, one forbidden":      {`query Q($id: ID!) { chargeStatus(idempotencyKey: "x") { status } checkoutSession(id: $id) { id } }`, map[string]any{"id": sess.ID}, "checkoutSession"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var r gqlResponse
+			raw := s.post(t, publishableKey, nil, tt.query, tt.vars, &r)
+			require.Equal(t, "FORBIDDEN", r.code(t), "%s", raw.body)
+			require.Equal(t, http.StatusForbidden, raw.status)
+			msg := r.Errors[0].Message
+			require.True(t, strings.Contains(msg, "secret key") || strings.Contains(msg, "checkout session"), msg)
+			var data map[string]any
+			require.NoError(t, json.Unmarshal(raw.body, &struct {
+				Data *map[string]any `json:"data"`
+			}{&data}))
+			for field, v := range data {
+				require.Nil(t, v, "%s: nothing ran", field)
+			}
+		})
+	}
+	require.Zero(t, attemptsOf(t, pool, key), "nothing was claimed")
+	require.Equal(t, 1, count(t, pool, "SELECT count(*)::int FROM checkout_sessions"), "no session was created")
+	require.Zero(t, count(t, pool, "SELECT count(*)::int FROM cardsim.charges"), "nothing reached the provider")
+}
+
+func TestCheckoutSession_PaysOnlyItsTerms(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, nil)
+	sess, secret := s.openSession(t, sessionInput(1999, "orderId", "order-7", "description", "two socks"))
+	require.Equal(t, "OPEN", sess.Status)
+	require.Equal(t, 0, sess.Attempts)
+	require.Equal(t, 5, sess.MaxAttempts)
+
+	// A page that changes what is paid is refused, naming the field, and
+	// nothing is claimed or charged.
+	changed := map[string]map[string]any{
+		"input.amount":      {"amount": 1},
+		"input.currency":    {"currency": "EUR"},
+		"input.orderId":     {"orderId": "order-8"},
+		"input.description": {"description": "one sock"},
+	}
+	var refusedKeys []string
+	for field, extra := range changed {
+		key := newKey()
+		refusedKeys = append(refusedKeys, key)
+		r := s.paySession(t, key, secret, "pm_card_visa", extra)
+		require.Equal(t, "BAD_USER_INPUT", r.code(t), field)
+		require.Equal(t, field, r.Errors[0].Extensions["field"])
+	}
+	require.Zero(t, attemptsOf(t, pool, refusedKeys...))
+	require.Zero(t, providerChargesOfSession(t, pool, sess.ID))
+
+	// Terms equal to the session's are accepted; the charge is the session's.
+	key := newKey()
+	paid := s.paySession(t, key, secret, "pm_card_visa", map[string]any{"amount": 1999, "currency": "USD"}).Data.ChargeCard
+	require.Equal(t, "SUCCEEDED", paid.Status)
+	require.Equal(t, 1999, paid.Charge.Amount)
+	require.Equal(t, "USD", paid.Charge.Currency)
+	require.Equal(t, "order-7", *paid.Charge.OrderId)
+	replay := s.paySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard
+	require.True(t, replay.Replayed, "the same key without the terms is the same request")
+	require.Equal(t, paid.Charge.Id, replay.Charge.Id)
+
+	// The merchant's server reads the session back: paid by that charge,
+	// and without its client secret.
+	back := s.readSession(t, "demo-key", sess.ID)
+	require.Empty(t, back.Errors)
+	require.Equal(t, "PAID", back.Data.Session.Status)
+	require.Equal(t, paid.Charge.Id, back.Data.Session.Charge.ID)
+	require.Equal(t, 1, back.Data.Session.Attempts)
+	require.Nil(t, back.Data.Session.ClientSecret)
+	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID))
+
+	// A secret that is not the session's pays nothing.
+	forged := strings.TrimSuffix(secret, secret[len(secret)-4:]) + "AAAA"
+	for _, bad := range []string{forged, "cs_nonsense", ""} {
+		r := s.paySession(t, newKey(), bad, "pm_card_visa", nil)
+		require.Equal(t, "NOT_FOUND", r.code(t), bad)
+		require.Equal(t, "input.checkoutSession", r.Errors[0].Extensions["field"])
+	}
+	// Another merchant's secret key cannot read the session.
+	_, otherKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "other", merchant.KeySecret)
+	require.NoError(t, err)
+	require.Nil(t, s.readSession(t, otherKey, sess.ID).Data.Session)
+}
+
+func TestCheckoutSession_ConcurrentKeys_OneCharge(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, nil)
+	sess, secret := s.openSession(t, sessionInput(4200, "orderId", "order-50"))
+
+	// A second session for the order is refused while the first is open.
+	second := s.createSession(t, "demo-key", newKey(), sessionInput(4200, "orderId", "order-50"))
+	require.Equal(t, "ORDER_ALREADY_PAID", second.code(t))
+
+	const n = 50
+	answers := make([]gqlResponse, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			answers[i] = s.paySession(t, newKey(), secret, "pm_card_visa", nil)
+		})
+	}
+	close(start)
+	wg.Wait()
+	codes := map[string]int{}
+	for i, r := range answers {
+		switch {
+		case len(r.Errors) > 0:
+			codes[r.code(t)]++
+		default:
+			require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status, "answer %d", i)
+			codes["SUCCEEDED"]++
+		}
+	}
+	t.Logf("answers of %d keys paying one session: %v", n, codes)
+	require.Equal(t, map[string]int{"SUCCEEDED": 1, "CHECKOUT_SESSION_PAID": n - 1}, codes)
+	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID), "one charge reached the provider")
+	require.Equal(t, 1, count(t, pool, "SELECT count(*)::int FROM charges"))
+	require.Equal(t, 1, count(t, pool, "SELECT attempts FROM checkout_sessions WHERE id = $1", sess.ID), "refused keys are not attempts")
+
+	// Paid, the order still refuses a second session, and the session a new key.
+	again := s.createSession(t, "demo-key", newKey(), sessionInput(4200, "orderId", "order-50"))
+	require.Equal(t, "ORDER_ALREADY_PAID", again.code(t))
+	require.Equal(t, "CHECKOUT_SESSION_PAID", s.paySession(t, newKey(), secret, "pm_card_visa", nil).code(t))
+	// As does a secret key paying the session.
+	r := s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret})
+	require.Equal(t, "CHECKOUT_SESSION_PAID", r.code(t))
+	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID))
+}
+
+func TestCheckoutSession_Expiry_RefusesNewAttempts_FinishesARunningOne(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, map[string]string{"SIM_SLOW_DELAY": "2500ms", "CLEANUP_INTERVAL": "200ms"})
+
+	// An attempt that starts before the session expires finishes after it.
+	running, runningSecret := s.openSession(t, sessionInput(700, "expiresInSeconds", 1))
+	slowKey := newKey()
+	slow := s.paySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard
+	require.Equal(t, "SUCCEEDED", slow.Status)
+	expiresAt, err := time.Parse(time.RFC3339Nano, running.ExpiresAt)
+	require.NoError(t, err)
+	require.True(t, time.Now().After(expiresAt), "it finished after the expiry")
+	require.Equal(t, "PAID", s.readSession(t, "demo-key", running.ID).Data.Session.Status)
+
+	// A new attempt after the expiry is refused, and claims nothing.
+	expired, expiredSecret := s.openSession(t, sessionInput(800, "expiresInSeconds", 1))
+	expiredAt, err := time.Parse(time.RFC3339Nano, expired.ExpiresAt)
+	require.NoError(t, err)
+	time.Sleep(time.Until(expiredAt.Add(100 * time.Millisecond)))
+	late := newKey()
+	require.Equal(t, "CHECKOUT_SESSION_EXPIRED", s.paySession(t, late, expiredSecret, "pm_card_visa", nil).code(t))
+	require.Zero(t, attemptsOf(t, pool, late))
+	require.Equal(t, "EXPIRED", s.readSession(t, "demo-key", expired.ID).Data.Session.Status)
+	// The retry of the slow key is still answered from its attempt.
+	require.True(t, s.paySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard.Replayed)
+
+	// The sweep marks it expired, with its event; the paid one got only its paid event.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, 1, count(c, pool, "SELECT count(*)::int FROM charge_events WHERE type = 'checkout_session.expired' AND checkout_session_id = $1", expired.ID))
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "EXPIRED", dbtest.Query[string](t, pool, "SELECT status FROM checkout_sessions WHERE id = $1", expired.ID)[0])
+	require.Equal(t, []string{"checkout_session.paid"}, dbtest.Query[string](t, dbtest.Open(t, dbURL),
+		"SELECT type FROM charge_events WHERE checkout_session_id = $1", running.ID))
+}
+
+func TestCheckoutSession_MaxAttempts_LockTheSession(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, map[string]string{"SESSION_MAX_ATTEMPTS": "3"})
+	sess, secret := s.openSession(t, sessionInput(1500))
+	var declinedKeys []string
+	for range 3 {
+		key := newKey()
+		declinedKeys = append(declinedKeys, key)
+		r := s.paySession(t, key, secret, "pm_card_chargeDeclined", nil).Data.ChargeCard
+		require.Equal(t, "FAILED", r.Status, "a decline leaves the session open for a new key")
+	}
+	locked := newKey()
+	r := s.paySession(t, locked, secret, "pm_card_visa", nil)
+	require.Equal(t, "CHECKOUT_SESSION_LOCKED", r.code(t))
+	require.Contains(t, r.Errors[0].Message, "create a new one")
+	require.Zero(t, attemptsOf(t, pool, locked))
+	require.Equal(t, 3, providerChargesOfSession(t, pool, sess.ID), "nothing more reached the provider")
+	// Retries of the declined keys are still answered.
+	require.True(t, s.paySession(t, declinedKeys[2], secret, "pm_card_chargeDeclined", nil).Data.ChargeCard.Replayed)
+	back := s.readSession(t, "demo-key", sess.ID).Data.Session
+	require.Equal(t, "OPEN", back.Status)
+	require.Equal(t, 3, back.Attempts)
+	require.Equal(t, 3, back.MaxAttempts)
+	require.Equal(t, 1.0, metricstest.Scrape(t, s.client, s.URL+"/metrics").Value("chargeonce_checkout_session_refused_total", "reason", "locked"))
+}
+
+func TestCheckoutSession_CrossSessionReads_RevealNothing(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startListening(t, dbURL, nil)
+	_, secretA := s.openSession(t, sessionInput(100))
+	_, secretB := s.openSession(t, sessionInput(200))
+	keyB := newKey()
+	require.Equal(t, "SUCCEEDED", s.paySession(t, keyB, secretB, "pm_card_visa", nil).Data.ChargeCard.Status)
+	direct := newKey()
+	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", direct, visa(300)).Data.ChargeCard.Status)
+
+	// With session A, nothing of B's attempt, nor of a charge without a
+	// session, by any key.
+	for _, key := range []string{keyB, direct, newKey()} {
+		r := s.sessionStatus(t, publishableKey, key, &secretA)
+		require.Empty(t, r.Errors)
+		require.Nil(t, r.Data.ChargeStatus, "key %s", key)
+	}
+	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, publishableKey, keyB, &secretB).Data.ChargeStatus.Status)
+	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, "demo-key", keyB, nil).Data.ChargeStatus.Status, "the secret key reads every attempt")
+
+	// Nor by subscription, over either stream.
+	sse := graphtest.NewSSE(first(graphtest.PostSSE(t, s.client, s.URL, bearer(publishableKey), sessionUpdatesSubscription,
+		map[string]any{"key": keyB, "session": secretA})))
+	if sse.Resp.StatusCode == http.StatusOK {
+		require.Equal(t, "NOT_FOUND", sse.MustNext(t).Code(t))
+	}
+	ws := graphtest.DialWS(t, s.URL, nil)
+	ack, err := ws.Init(t, map[string]any{"authorization": "Bearer " + publishableKey})
+	require.NoError(t, err)
+	require.Equal(t, "connection_ack", ack.Type)
+	ws.Subscribe(t, "1", sessionUpdatesSubscription, map[string]any{"key": keyB, "session": secretA})
+	require.Equal(t, "NOT_FOUND", ws.Next(t, "1").Code(t))
+	require.True(t, ws.Next(t, "1").Complete)
+	ws.Subscribe(t, "2", sessionUpdatesSubscription, map[string]any{"key": keyB})
+	require.Equal(t, "FORBIDDEN", ws.Next(t, "2").Code(t), "a publishable key subscribes only with a session")
+	require.True(t, ws.Next(t, "2").Complete)
+	ws.Subscribe(t, "3", sessionUpdatesSubscription, map[string]any{"key": keyB, "session": secretB})
+	ok := ws.Next(t, "3")
+	require.Empty(t, ok.Errors)
+	require.Equal(t, "SUCCEEDED", ok.Result.Status)
+}
+
+func first[A, B any](a A, _ B) A { return a }
+
+func TestCreateCheckoutSession_ReplayAndMismatch_SecretOnlyAsHash(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, nil)
+	key := newKey()
+	input := sessionInput(2500, "orderId", "order-r", "returnUrl", "https://shop.example/return")
+	created := s.createSession(t, "demo-key", key, input)
+	require.Empty(t, created.Errors)
+	require.False(t, created.Data.Create.Replayed)
+	secret := *created.Data.Create.Session.ClientSecret
+	require.True(t, strings.HasPrefix(secret, "cs_"), secret)
+	require.GreaterOrEqual(t, len(secret), 80, "long")
+
+	replay := s.createSession(t, "demo-key", key, input)
+	require.Empty(t, replay.Errors)
+	require.True(t, replay.Data.Create.Replayed)
+	require.Equal(t, created.Data.Create.Session.ID, replay.Data.Create.Session.ID)
+	require.Equal(t, secret, *replay.Data.Create.Session.ClientSecret, "the replay shows the same secret")
+
+	for field, other := range map[string]map[string]any{
+		"amount":           sessionInput(2501, "orderId", "order-r", "returnUrl", "https://shop.example/return"),
+		"returnUrl":        sessionInput(2500, "orderId", "order-r"),
+		"expiresInSeconds": sessionInput(2500, "orderId", "order-r", "returnUrl", "https://shop.example/return", "expiresInSeconds", 60),
+	} {
+		require.Equal(t, "IDEMPOTENCY_KEY_REUSED", s.createSession(t, "demo-key", key, other).code(t), field)
+	}
+	// Bad input, each naming its field.
+	for field, bad := range map[string]map[string]any{
+		"input.amount":           sessionInput(0),
+		"input.currency":         {"amount": 100, "currency": "XTS"},
+		"input.returnUrl":        sessionInput(100, "returnUrl", "javascript:alert(1)"),
+		"input.expiresInSeconds": sessionInput(100, "expiresInSeconds", 86401),
+	} {
+		r := s.createSession(t, "demo-key", newKey(), bad)
+		require.Equal(t, "BAD_USER_INPUT", r.code(t), field)
+		require.Equal(t, field, r.Errors[0].Extensions["field"])
+	}
+	require.Equal(t, "BAD_USER_INPUT", s.createSession(t, "demo-key", newKey(), sessionInput(100, "expiresInSeconds", 0)).code(t))
+
+	// The database holds the secret's hash, nowhere the secret.
+	hash := sha256.Sum256([]byte(secret))
+	require.Equal(t, 1, count(t, pool, "SELECT count(*)::int FROM checkout_sessions WHERE client_secret_hash = $1", hash[:]))
+	require.Zero(t, count(t, pool, "SELECT count(*)::int FROM checkout_sessions s WHERE s::text LIKE '%' || $1 || '%'", secret[len(secret)-20:]))
+
+	// Paying, reading and refusing never log it.
+	s.paySession(t, newKey(), secret, "pm_card_chargeDeclined", nil)
+	s.paySession(t, newKey(), secret, "pm_card_visa", map[string]any{"amount": 1})
+	s.paySession(t, newKey(), secret, "pm_card_visa", nil)
+	s.sessionStatus(t, publishableKey, newKey(), &secret)
+	logs := s.logText()
+	require.Contains(t, logs, "checkout session created", "the log speaks of the session")
+	require.NotContains(t, logs, secret)
+	require.NotContains(t, logs, secret[len(secret)-43:], "nor its secret part")
+}
+
+func TestCORS_RegisteredOriginsAndPublishableKeysOnly(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, nil)
+	merchants := merchant.New(dbtest.Open(t, dbURL), false)
+	const shop = "https://shop.example"
+	origin, added, err := merchants.AddOrigin(context.Background(), "demo", "HTTPS://Shop.Example:443")
+	require.NoError(t, err)
+	require.True(t, added)
+	require.Equal(t, shop, origin, "stored as a browser sends it")
+	_, secret := s.openSession(t, sessionInput(1234))
+
+	preflight := func(origin string) rawResponse {
+		return s.send(t, http.MethodOptions, "/graphql", http.Header{
+			"Origin": {origin}, "Access-Control-Request-Method": {"POST"},
+			"Access-Control-Request-Headers": {"authorization, content-type, idempotency-key"},
+		}, nil)
+	}
+	ok := preflight(shop)
+	require.Equal(t, http.StatusNoContent, ok.status)
+	require.Equal(t, shop, ok.header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, ok.header.Get("Access-Control-Allow-Methods"), "POST")
+	for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
+		require.Contains(t, ok.header.Get("Access-Control-Allow-Headers"), h)
+	}
+	require.Empty(t, ok.header.Get("Access-Control-Allow-Credentials"), "never credentials")
+	require.Contains(t, ok.header.Values("Vary"), "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+
+	pay := func(apiKey, origin string) (rawResponse, gqlResponse) {
+		var r gqlResponse
+		raw := s.post(t, apiKey, http.Header{"Origin": {origin}}, chargeCardMutation,
+			map[string]any{"key": newKey(), "input": map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}}, &r)
+		return raw, r
+	}
+	raw, r := pay(publishableKey, shop)
+	require.Equal(t, http.StatusOK, raw.status)
+	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
+	require.Equal(t, shop, raw.header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, raw.header.Get("Access-Control-Expose-Headers"), "Retry-After")
+	require.Empty(t, raw.header.Get("Access-Control-Allow-Credentials"))
+
+	noCORS := func(name string, r rawResponse) {
+		t.Helper()
+		for h := range r.header {
+			require.False(t, strings.HasPrefix(strings.ToLower(h), "access-control-allow"), "%s: %s", name, h)
+		}
+	}
+	// Any other origin: refused, without CORS headers.
+	for _, other := range []string{"https://evil.example", "http://shop.example", "https://shop.example:8443", "null"} {
+		pre := preflight(other)
+		require.Equal(t, http.StatusForbidden, pre.status, other)
+		noCORS("preflight from "+other, pre)
+		raw, r := pay(publishableKey, other)
+		require.Equal(t, http.StatusForbidden, raw.status, other)
+		require.Equal(t, "FORBIDDEN", r.code(t))
+		noCORS("POST from "+other, raw)
+	}
+	// A secret key from a browser is refused, even from the registered
+	// origin, without CORS headers; from its own origin (the playground, in
+	// development) it runs.
+	raw, r = pay("demo-key", shop)
+	require.Equal(t, http.StatusForbidden, raw.status)
+	require.Equal(t, "a secret key must not be used from a browser; use a publishable key and a checkout session", r.Errors[0].Message)
+	noCORS("secret key", raw)
+	raw, r = pay("demo-key", s.URL)
+	require.Equal(t, "CHECKOUT_SESSION_PAID", r.code(t), "runs, and the session is paid")
+	noCORS("secret key, same origin", raw)
+
+	// Removed, the origin is refused again.
+	_, err = merchants.RemoveOrigin(context.Background(), "demo", shop)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusForbidden, preflight(shop).status)
+}
+
+func TestProduction_SecretKeyWithAnOrigin_IsRefused(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	merchants := merchant.New(dbtest.Open(t, dbURL), false)
+	_, secretKey, err := merchants.CreateAPIKey(context.Background(), "shop", merchant.KeySecret)
+	require.NoError(t, err)
+	_, pk, err := merchants.CreateAPIKey(context.Background(), "shop", merchant.KeyPublishable)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(pk, "co_pk_"), pk)
+	s := startServer(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
+
+	var r gqlResponse
+	raw := s.post(t, secretKey, http.Header{"Origin": {"https://shop.example"}}, chargeCardMutation,
+		map[string]any{"key": newKey(), "input": visa(100)}, &r)
+	require.Equal(t, http.StatusForbidden, raw.status)
+	require.Equal(t, "FORBIDDEN", r.code(t))
+	require.Equal(t, "a secret key must not be used from a browser; use a publishable key and a checkout session", r.Errors[0].Message)
+	// Server to server, as before.
+	require.Equal(t, "SUCCEEDED", s.chargeCard(t, secretKey, newKey(), visa(100)).Data.ChargeCard.Status)
+	// The development keys do not exist in production.
+	require.Equal(t, "UNAUTHENTICATED", s.paySession(t, newKey(), "cs_x", "pm_card_visa", nil).code(t))
+}
+
+func TestPublishableKey_Declines_AreRationedPerKeyAndAddress(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_DECLINES_IP": "0.001", "RATE_LIMIT_DECLINES_IP_BURST": "3", "SESSION_MAX_ATTEMPTS": "20"})
+	_, secret := s.openSession(t, sessionInput(900))
+	for i := range 3 {
+		require.Equal(t, "FAILED", s.paySession(t, newKey(), secret, "pm_card_chargeDeclined", nil).Data.ChargeCard.Status, "decline %d", i)
+	}
+	key := newKey()
+	res, err := s.api(publishableKey).ChargeCardRaw(context.Background(), key, map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret})
+	r, err := answered(res, err, "chargeCard")
+	require.NoError(t, err)
+	require.Equal(t, "RATE_LIMITED", r.code(t))
+	require.Zero(t, attemptsOf(t, pool, key), "nothing was run")
+	m := metricstest.Scrape(t, s.client, s.URL+"/metrics")
+	require.Equal(t, 3.0, m.Value("chargeonce_publishable_declines_total", "scope", "ip"))
+	require.Equal(t, 3.0, m.Value("chargeonce_publishable_declines_total", "scope", "key"))
+	require.Equal(t, 1.0, m.Value("chargeonce_rate_limited_total", "scope", "declines_ip"))
+	// The merchant's server is not rationed by its shoppers' declines.
+	require.Equal(t, "SUCCEEDED", s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}).Data.ChargeCard.Status)
+}
+
+func TestCheckoutSession_Events_GoThroughTheOutbox(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, nil)
+	sess, secret := s.openSession(t, sessionInput(3300, "orderId", "order-e"))
+	key := newKey()
+	paid := s.paySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard
+	require.Equal(t, "SUCCEEDED", paid.Status)
+	pool := dbtest.Open(t, dbURL)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, []string{"charge.succeeded", "checkout_session.paid"}, dbtest.Query[string](c, pool,
+			"SELECT type FROM charge_events WHERE idempotency_key = $1 AND sent_at IS NOT NULL ORDER BY type", key),
+			"both events, each published to the stream by the relay")
+	}, 10*time.Second, 50*time.Millisecond)
+	bodies := dbtest.Query[map[string]any](t, pool, "SELECT body FROM charge_events WHERE idempotency_key = $1 ORDER BY type", key)
+	body := bodies[1]
+	require.NotEqual(t, bodies[0]["id"], body["id"], "each event has its own id")
+	require.Equal(t, sess.ID, body["checkoutSession"].(map[string]any)["id"])
+	require.Equal(t, "PAID", body["checkoutSession"].(map[string]any)["status"])
+	require.Equal(t, paid.Charge.Id, body["charge"].(map[string]any)["id"])
+	require.Equal(t, fmt.Sprint(3300), fmt.Sprint(body["amount"]))
+	require.Equal(t, "order-e", body["orderId"])
+}
