@@ -7,8 +7,8 @@ package graph
 
 import (
 	"chargeonce/live"
-	"chargeonce/metrics"
 	"chargeonce/merchant"
+	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/ratelimit"
 )

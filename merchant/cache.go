@@ -45,7 +45,7 @@ type keyCache struct {
 
 type cachedKey struct {
 	caller Caller
-	at       time.Time
+	at     time.Time
 }
 
 func newKeyCache(ttl time.Duration, size int, m *metrics.Metrics) *keyCache {

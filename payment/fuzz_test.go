@@ -51,7 +51,7 @@ var inputFields = []string{"input.amount", "input.currency", "input.paymentMetho
 
 func FuzzChargeInputValidate(f *testing.F) {
 	for _, s := range []struct {
-		Amount                                          int64
+		Amount                                        int64
 		Currency, PaymentMethod, OrderID, Description string
 	}{
 		{1999, "USD", "pm_card_visa", "order-1", "socks"},

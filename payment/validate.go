@@ -117,11 +117,11 @@ func Fingerprint(in ChargeInput) []byte {
 		// bytes instead (base64). Valid input, the only kind Validate lets
 		// through, keeps version 1, so stored fingerprints still match.
 		canonical = struct {
-			Version       int    `json:"v"`
-			Amount        int64  `json:"amount"`
-			Currency      []byte `json:"currency"`
-			PaymentMethod []byte `json:"paymentMethod"`
-			OrderID       []byte `json:"orderId"`
+			Version         int    `json:"v"`
+			Amount          int64  `json:"amount"`
+			Currency        []byte `json:"currency"`
+			PaymentMethod   []byte `json:"paymentMethod"`
+			OrderID         []byte `json:"orderId"`
 			Description     []byte `json:"description"`
 			CheckoutSession string `json:"checkoutSession,omitempty"`
 		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description), session}

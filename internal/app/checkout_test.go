@@ -183,7 +183,7 @@ func TestPublishableKey_AloneRunsNothing(t *testing.T) {
 		vars  map[string]any
 		field string
 	}{
-		"chargeCard without a session": {chargeCardMutation, map[string]any{"key": key, "input": visa(1999)}, "chargeCard"},
+		"chargeCard without a session":   {chargeCardMutation, map[string]any{"key": key, "input": visa(1999)}, "chargeCard"},
 		"chargeStatus without a session": {chargeStatusQuery, map[string]any{"key": key}, "chargeStatus"},
 		"createCheckoutSession":          {createSessionMutation, map[string]any{"key": key, "input": sessionInput(5000)}, "createCheckoutSession"},
 		"checkoutSession":                {sessionQuery, map[string]any{"id": sess.ID}, "checkoutSession"},
