@@ -282,7 +282,7 @@ func (e *edge) logRequest(r *http.Request, sw *statusWriter, st *requestState, s
 		slog.String("remote", st.remote),
 	}
 	if st.merchant != nil {
-		attrs = append(attrs, slog.String("merchant", st.merchant.Name))
+		attrs = append(attrs, slog.String("merchant", st.merchant.Name), slog.String("key_kind", string(st.kind)))
 	}
 	if field != "" {
 		attrs = append(attrs, slog.String("operation", cmp.Or(operation, "(anonymous)")), slog.String("field", field))

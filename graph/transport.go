@@ -117,7 +117,7 @@ func rootField(oc *graphql.OperationContext) string {
 	for _, f := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{root}) {
 		n := f.Name
 		switch n {
-		case "chargeCard", "chargeStatus", "chargeUpdated":
+		case "chargeCard", "chargeStatus", "chargeUpdated", "createCheckoutSession", "checkoutSession":
 		case "__schema", "__type", "__typename":
 			n = "introspection"
 		default:

@@ -6,21 +6,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/events/eventstest"
 	"chargeonce/graph/graphtest"
 	"chargeonce/merchant"
 	"chargeonce/metrics/metricstest"
 	"chargeonce/provider/stripe/stripefake"
+	"chargeonce/webhook"
 )
 
 // The browser half: publishable keys and checkout sessions. The demo
@@ -151,23 +155,17 @@ func sessionInput(amount int, extra ...any) map[string]any {
 	return in
 }
 
-// count is a count(*) of the test's database.
-func count(t require.TestingT, pool *pgxpool.Pool, sql string, args ...any) int {
-	helper(t)
-	return dbtest.Query[int](t, pool, sql, args...)[0]
-}
-
 // attemptsOf counts the charge attempts claimed under keys.
 func attemptsOf(t *testing.T, pool *pgxpool.Pool, keys ...string) int {
 	t.Helper()
-	return count(t, pool, "SELECT count(*)::int FROM charge_attempts WHERE idempotency_key = ANY($1)", keys)
+	return countRows(t, pool, "SELECT count(*)::int FROM charge_attempts WHERE idempotency_key = ANY($1)", keys)
 }
 
 // providerChargesOfSession counts what the simulated provider was asked to
 // charge for a session's attempts: declines included.
 func providerChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) int {
 	t.Helper()
-	return count(t, pool, `SELECT count(*)::int FROM cardsim.charges c JOIN charge_attempts a ON c.idempotency_key = a.provider_key
+	return countRows(t, pool, `SELECT count(*)::int FROM cardsim.charges c JOIN charge_attempts a ON c.idempotency_key = a.provider_key
 		WHERE a.checkout_session_id = $1`, sessionID)
 }
 
@@ -207,8 +205,8 @@ func TestPublishableKey_AloneRunsNothing(t *testing.T) {
 		})
 	}
 	require.Zero(t, attemptsOf(t, pool, key), "nothing was claimed")
-	require.Equal(t, 1, count(t, pool, "SELECT count(*)::int FROM checkout_sessions"), "no session was created")
-	require.Zero(t, count(t, pool, "SELECT count(*)::int FROM cardsim.charges"), "nothing reached the provider")
+	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM checkout_sessions"), "no session was created")
+	require.Zero(t, countRows(t, pool, "SELECT count(*)::int FROM cardsim.charges"), "nothing reached the provider")
 }
 
 func TestCheckoutSession_PaysOnlyItsTerms(t *testing.T) {
@@ -310,8 +308,8 @@ func TestCheckoutSession_ConcurrentKeys_OneCharge(t *testing.T) {
 	t.Logf("answers of %d keys paying one session: %v", n, codes)
 	require.Equal(t, map[string]int{"SUCCEEDED": 1, "CHECKOUT_SESSION_PAID": n - 1}, codes)
 	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID), "one charge reached the provider")
-	require.Equal(t, 1, count(t, pool, "SELECT count(*)::int FROM charges"))
-	require.Equal(t, 1, count(t, pool, "SELECT attempts FROM checkout_sessions WHERE id = $1", sess.ID), "refused keys are not attempts")
+	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM charges"))
+	require.Equal(t, 1, countRows(t, pool, "SELECT attempts FROM checkout_sessions WHERE id = $1", sess.ID), "refused keys are not attempts")
 
 	// Paid, the order still refuses a second session, and the session a new key.
 	again := s.createSession(t, "demo-key", newKey(), sessionInput(4200, "orderId", "order-50"))
@@ -327,10 +325,10 @@ func TestCheckoutSession_Expiry_RefusesNewAttempts_FinishesARunningOne(t *testin
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, map[string]string{"SIM_SLOW_DELAY": "2500ms", "CLEANUP_INTERVAL": "200ms"})
+	s := startServer(t, dbURL, map[string]string{"SIM_SLOW_DELAY": "3500ms", "CLEANUP_INTERVAL": "200ms"})
 
 	// An attempt that starts before the session expires finishes after it.
-	running, runningSecret := s.openSession(t, sessionInput(700, "expiresInSeconds", 1))
+	running, runningSecret := s.openSession(t, sessionInput(700, "expiresInSeconds", 2))
 	slowKey := newKey()
 	slow := s.paySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", slow.Status)
@@ -340,7 +338,7 @@ func TestCheckoutSession_Expiry_RefusesNewAttempts_FinishesARunningOne(t *testin
 	require.Equal(t, "PAID", s.readSession(t, "demo-key", running.ID).Data.Session.Status)
 
 	// A new attempt after the expiry is refused, and claims nothing.
-	expired, expiredSecret := s.openSession(t, sessionInput(800, "expiresInSeconds", 1))
+	expired, expiredSecret := s.openSession(t, sessionInput(800, "expiresInSeconds", 2))
 	expiredAt, err := time.Parse(time.RFC3339Nano, expired.ExpiresAt)
 	require.NoError(t, err)
 	time.Sleep(time.Until(expiredAt.Add(100 * time.Millisecond)))
@@ -353,7 +351,7 @@ func TestCheckoutSession_Expiry_RefusesNewAttempts_FinishesARunningOne(t *testin
 
 	// The sweep marks it expired, with its event; the paid one got only its paid event.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.Equal(c, 1, count(c, pool, "SELECT count(*)::int FROM charge_events WHERE type = 'checkout_session.expired' AND checkout_session_id = $1", expired.ID))
+		require.Equal(c, 1, countRows(c, pool, "SELECT count(*)::int FROM charge_events WHERE type = 'checkout_session.expired' AND checkout_session_id = $1", expired.ID))
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, "EXPIRED", dbtest.Query[string](t, pool, "SELECT status FROM checkout_sessions WHERE id = $1", expired.ID)[0])
 	require.Equal(t, []string{"checkout_session.paid"}, dbtest.Query[string](t, dbtest.Open(t, dbURL),
@@ -475,8 +473,8 @@ func TestCreateCheckoutSession_ReplayAndMismatch_SecretOnlyAsHash(t *testing.T) 
 
 	// The database holds the secret's hash, nowhere the secret.
 	hash := sha256.Sum256([]byte(secret))
-	require.Equal(t, 1, count(t, pool, "SELECT count(*)::int FROM checkout_sessions WHERE client_secret_hash = $1", hash[:]))
-	require.Zero(t, count(t, pool, "SELECT count(*)::int FROM checkout_sessions s WHERE s::text LIKE '%' || $1 || '%'", secret[len(secret)-20:]))
+	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM checkout_sessions WHERE client_secret_hash = $1", hash[:]))
+	require.Zero(t, countRows(t, pool, "SELECT count(*)::int FROM checkout_sessions s WHERE s::text LIKE '%' || $1 || '%'", secret[len(secret)-20:]))
 
 	// Paying, reading and refusing never log it.
 	s.paySession(t, newKey(), secret, "pm_card_chargeDeclined", nil)
@@ -609,26 +607,96 @@ func TestPublishableKey_Declines_AreRationedPerKeyAndAddress(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}).Data.ChargeCard.Status)
 }
 
-func TestCheckoutSession_Events_GoThroughTheOutbox(t *testing.T) {
+func TestCheckoutSession_Events_GoThroughTheOutboxTheStreamAndTheWebhook(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, nil)
+	pool := dbtest.Open(t, dbURL)
+	var mu sync.Mutex
+	received := map[string]map[string]any{} // by event type
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e map[string]any
+		if json.NewDecoder(r.Body).Decode(&e) == nil {
+			mu.Lock()
+			received[e["type"].(string)] = e
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	// A broker of its own: the shared one's durable webhook consumer is
+	// shared by every test's server, which would take this test's events.
+	s := startServer(t, dbURL, map[string]string{"CLEANUP_INTERVAL": "200ms", "NATS_URL": eventstest.New(t).URL()})
+	_, _, err := webhook.NewEndpoints(pool, false).Set(context.Background(), "demo", receiver.URL+"/hooks")
+	require.NoError(t, err)
+
 	sess, secret := s.openSession(t, sessionInput(3300, "orderId", "order-e"))
+	unpaid, _ := s.openSession(t, sessionInput(100, "expiresInSeconds", 1))
 	key := newKey()
 	paid := s.paySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", paid.Status)
-	pool := dbtest.Open(t, dbURL)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.Equal(c, []string{"charge.succeeded", "checkout_session.paid"}, dbtest.Query[string](c, pool,
-			"SELECT type FROM charge_events WHERE idempotency_key = $1 AND sent_at IS NOT NULL ORDER BY type", key),
-			"both events, each published to the stream by the relay")
-	}, 10*time.Second, 50*time.Millisecond)
-	bodies := dbtest.Query[map[string]any](t, pool, "SELECT body FROM charge_events WHERE idempotency_key = $1 ORDER BY type", key)
-	body := bodies[1]
-	require.NotEqual(t, bodies[0]["id"], body["id"], "each event has its own id")
-	require.Equal(t, sess.ID, body["checkoutSession"].(map[string]any)["id"])
-	require.Equal(t, "PAID", body["checkoutSession"].(map[string]any)["status"])
-	require.Equal(t, paid.Charge.Id, body["charge"].(map[string]any)["id"])
-	require.Equal(t, fmt.Sprint(3300), fmt.Sprint(body["amount"]))
-	require.Equal(t, "order-e", body["orderId"])
+		require.Equal(c, []string{"charge.succeeded", "checkout_session.expired", "checkout_session.paid"}, dbtest.Query[string](c, pool,
+			"SELECT type FROM charge_events WHERE sent_at IS NOT NULL ORDER BY type"), "every event, each published to the stream by the relay")
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(c, received, 3, "and delivered to the merchant's webhook")
+	}, 15*time.Second, 50*time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	paidEvent, expiredEvent := received["checkout_session.paid"], received["checkout_session.expired"]
+	require.NotEqual(t, received["charge.succeeded"]["id"], paidEvent["id"], "each event has its own id")
+	require.Equal(t, sess.ID, paidEvent["checkoutSession"].(map[string]any)["id"])
+	require.Equal(t, "PAID", paidEvent["checkoutSession"].(map[string]any)["status"])
+	require.Equal(t, paid.Charge.Id, paidEvent["charge"].(map[string]any)["id"])
+	require.Equal(t, key, paidEvent["idempotencyKey"], "the key that paid")
+	require.Equal(t, "3300", fmt.Sprint(paidEvent["amount"]))
+	require.Equal(t, "order-e", paidEvent["orderId"])
+	require.Equal(t, unpaid.ID, expiredEvent["checkoutSession"].(map[string]any)["id"])
+	require.Equal(t, "EXPIRED", expiredEvent["checkoutSession"].(map[string]any)["status"])
+	require.NotContains(t, expiredEvent, "charge")
+	require.NotContains(t, expiredEvent, "attemptId")
+}
+
+func TestCheckoutSession_StreamsFromARegisteredOrigin(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startListening(t, dbURL, nil)
+	const shop = "http://127.0.0.1:5173"
+	_, _, err := merchant.New(dbtest.Open(t, dbURL), false).AddOrigin(context.Background(), "demo", shop)
+	require.NoError(t, err)
+	_, secret := s.openSession(t, sessionInput(600))
+	key := newKey()
+	require.Equal(t, "SUCCEEDED", s.paySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard.Status)
+	vars := map[string]any{"key": key, "session": secret}
+
+	// A websocket from the registered origin, the publishable key in
+	// connection_init, as a browser opens it.
+	ws := graphtest.DialWS(t, s.URL, http.Header{"Origin": {shop}})
+	ack, err := ws.Init(t, map[string]any{"authorization": "Bearer " + publishableKey})
+	require.NoError(t, err)
+	require.Equal(t, "connection_ack", ack.Type)
+	ws.Subscribe(t, "1", sessionUpdatesSubscription, vars)
+	require.Equal(t, "SUCCEEDED", ws.Next(t, "1").Result.Status)
+
+	// The secret key on a socket from that origin is closed at its init.
+	secretWS := graphtest.DialWS(t, s.URL, http.Header{"Origin": {shop}})
+	_, err = secretWS.Init(t, map[string]any{"authorization": "Bearer demo-key"})
+	require.Error(t, err)
+	require.Equal(t, 4403, int(graphtest.CloseStatus(err)))
+
+	// An event stream from that origin carries its CORS header.
+	resp, _ := graphtest.PostSSE(t, s.client, s.URL, map[string]string{"Authorization": "Bearer " + publishableKey, "Origin": shop},
+		sessionUpdatesSubscription, vars)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, shop, resp.Header.Get("Access-Control-Allow-Origin"))
+	require.Equal(t, "SUCCEEDED", graphtest.NewSSE(resp).MustNext(t).Result.Status)
+
+	// A socket from an origin nobody registered does not open.
+	ctx, cancel := context.WithTimeout(context.Background(), graphtest.Within)
+	defer cancel()
+	_, dial, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.URL, "http")+"/graphql", &websocket.DialOptions{
+		Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: http.Header{"Origin": {"https://evil.example"}},
+	})
+	require.Error(t, err)
+	require.Equal(t, http.StatusForbidden, dial.StatusCode)
 }
