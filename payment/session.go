@@ -100,6 +100,8 @@ var (
 		Message: "this checkout session is already paid, or being paid, under another idempotency key; nothing was charged"}
 	errSessionExpired = &Error{Code: ESESSIONEXPIRED, Field: "input.checkoutSession",
 		Message: "this checkout session has expired; nothing was charged. The merchant's server must create a new one"}
+	errOrderHasSession = &Error{Code: EORDERPAID, Field: "input.orderId",
+		Message: "this order is already paid, or has an open checkout session; no second session was created. Pay the open one, or create one after it expires"}
 	errSessionLocked = &Error{Code: ESESSIONLOCKED, Field: "input.checkoutSession",
 		Message: "this checkout session has taken its maximum of charge attempts; nothing was charged. The merchant's server must create a new one"}
 )
@@ -143,6 +145,7 @@ func (s *Service) CreateCheckoutSession(ctx context.Context, m Merchant, seed []
 		if err != nil {
 			if ErrorCode(err) == EORDERPAID {
 				s.metrics.OrderPaid.Inc()
+				return SessionResult{}, errOrderHasSession
 			}
 			return SessionResult{}, err
 		}
@@ -162,7 +165,7 @@ func (s *Service) CreateCheckoutSession(ctx context.Context, m Merchant, seed []
 			}
 			if paid {
 				s.metrics.OrderPaid.Inc()
-				return SessionResult{}, errOrderPaid
+				return SessionResult{}, errOrderHasSession
 			}
 		}
 	}

@@ -338,7 +338,7 @@ func TestCheckoutSession_Expiry_RefusesNewAttempts_FinishesARunningOne(t *testin
 	require.Equal(t, "PAID", s.readSession(t, "demo-key", running.ID).Data.Session.Status)
 
 	// A new attempt after the expiry is refused, and claims nothing.
-	expired, expiredSecret := s.openSession(t, sessionInput(800, "expiresInSeconds", 2))
+	expired, expiredSecret := s.openSession(t, sessionInput(800, "expiresInSeconds", 2, "orderId", "order-x"))
 	expiredAt, err := time.Parse(time.RFC3339Nano, expired.ExpiresAt)
 	require.NoError(t, err)
 	time.Sleep(time.Until(expiredAt.Add(100 * time.Millisecond)))
@@ -346,6 +346,9 @@ func TestCheckoutSession_Expiry_RefusesNewAttempts_FinishesARunningOne(t *testin
 	require.Equal(t, "CHECKOUT_SESSION_EXPIRED", s.paySession(t, late, expiredSecret, "pm_card_visa", nil).code(t))
 	require.Zero(t, attemptsOf(t, pool, late))
 	require.Equal(t, "EXPIRED", s.readSession(t, "demo-key", expired.ID).Data.Session.Status)
+	// Expired, it no longer holds its order: a new session may pay it.
+	next, _ := s.openSession(t, sessionInput(800, "orderId", "order-x"))
+	require.Equal(t, "OPEN", next.Status)
 	// The retry of the slow key is still answered from its attempt.
 	require.True(t, s.paySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard.Replayed)
 
