@@ -215,14 +215,25 @@ func (f *Formation) keep(name string, args ...string) error {
 		return err
 	}
 	defer logFile.Close()
+	// Its state (pid files) under the formation too: without
+	// XDG_RUNTIME_DIR, pg_autoctl keeps it in /tmp/pg_autoctl, whose first
+	// creation two formations starting at once race for ("File exists").
+	runtimeDir := filepath.Join(f.dir, "run")
+	if err := os.MkdirAll(runtimeDir, 0o700); err != nil {
+		return err
+	}
 	cmd := exec.Command("pg_autoctl", args...)
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=" + f.run.BinDir() + ":/usr/bin:/bin", "LC_ALL=C", "HOME=" + f.dir,
-		"XDG_CONFIG_HOME=" + filepath.Join(f.dir, "config"), "XDG_DATA_HOME=" + filepath.Join(f.dir, "share")}
+		"XDG_CONFIG_HOME=" + filepath.Join(f.dir, "config"), "XDG_DATA_HOME=" + filepath.Join(f.dir, "share"),
+		"XDG_RUNTIME_DIR=" + runtimeDir}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if cred := f.run.Credential(); cred != nil {
 		cmd.SysProcAttr.Credential = cred
 		if err := f.run.Own(f.dir); err != nil {
+			return err
+		}
+		if err := f.run.Own(runtimeDir); err != nil {
 			return err
 		}
 		_ = os.Lchown(logFile.Name(), int(cred.Uid), int(cred.Gid))
