@@ -11,6 +11,13 @@ WEB := web-demo
 WEB_DEPS := $(WEB)/node_modules/.installed
 WEB_SRC := $(shell find $(WEB)/src -type f 2>/dev/null) $(WEB)/index.html $(WEB)/playground.html \
 	$(WEB)/package.json $(WEB)/package-lock.json $(WEB)/vite.config.ts $(WEB)/tsconfig.json
+# The checkout client library (client/, @chargeonce/client): its npm
+# packages, its sources, and its build, which the browser tests load as
+# published (npm pack).
+CLIENT := client
+CLIENT_DEPS := $(CLIENT)/node_modules/.installed
+CLIENT_SRC := $(shell find $(CLIENT)/src -type f 2>/dev/null) $(CLIENT)/package.json $(CLIENT)/package-lock.json \
+	$(CLIENT)/tsconfig.json $(CLIENT)/tsconfig.build.json
 
 .DEFAULT_GOAL := help
 
@@ -27,7 +34,21 @@ build: web ## Build the server binary, with the demo checkout, into bin/chargeon
 	$(GO) build -o bin/chargeonce .
 
 .PHONY: web
-web: $(WEB)/dist/index.html ## Build the demo checkout into web-demo/dist when missing or stale (needs Node 20+)
+web: client $(WEB)/dist/index.html ## Build the client library and the demo checkout (web-demo/dist) when missing or stale (needs Node 20+)
+
+.PHONY: client
+client: $(CLIENT)/dist/index.js ## Build @chargeonce/client into client/dist when missing or stale
+
+$(CLIENT_DEPS): $(CLIENT)/package.json $(CLIENT)/package-lock.json
+	cd $(CLIENT) && $(NPM) ci --no-audit --no-fund
+	@touch $@
+
+$(CLIENT)/dist/index.js: $(CLIENT_DEPS) $(CLIENT_SRC)
+	cd $(CLIENT) && $(NPM) run build
+
+.PHONY: check-client
+check-client: client ## The client library's packaging checks: no bare import in dist/, the size budgets, attw on the packed tarball
+	cd $(CLIENT) && $(NPM) run check:imports && $(NPM) run size && $(NPM) run check:pack
 
 $(WEB_DEPS): $(WEB)/package.json $(WEB)/package-lock.json
 	cd $(WEB) && $(NPM) ci --no-audit --no-fund
@@ -48,7 +69,8 @@ test-fast: ## The inner loop: go test -short ./..., which skips the tests of rea
 	$(GO) test -short ./...
 
 .PHONY: test-web
-test-web: web ## The demo's Vitest unit tests, then its browser tests (headless Chromium; skipped without it, except under CI=true)
+test-web: web ## The client library's and the demo's Vitest unit tests, then the browser tests (headless Chromium; skipped without it, except under CI=true)
+	cd $(CLIENT) && $(NPM) test
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run test:e2e
 
@@ -143,5 +165,5 @@ clean: ## Stop a running make cluster and the project-local PostgreSQL servers, 
 	-$(GO) run . localdb stop $(TEST_PG_DIR)
 	-$(GO) run . localdb stop .data/web-e2e/postgres
 	-$(GO) run . localdb stop .data/bench-postgres
-	rm -rf .data bin
+	rm -rf .data bin $(CLIENT)/dist
 	find $(WEB)/dist -mindepth 1 ! -name .gitkeep -delete

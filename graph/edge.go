@@ -138,15 +138,18 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 	}
 
 	if hasKey {
-		if status, err := e.authenticate(r.Context(), st, apiKey); err != nil {
-			return status, err
-		}
+		e.lookUp(r.Context(), st, apiKey)
 		cors, status, err := e.checkOrigin(r.Context(), st)
 		if err != nil {
 			return status, err
 		}
 		if cors {
+			// Before the merchant's ration: a page must be able to read its
+			// RATE_LIMITED and the wait it names.
 			allowCORS(w, st)
+		}
+		if status, err := e.ration(st); err != nil {
+			return status, err
 		}
 	} else if st.stream == streamWebsocket && st.origin != "" && !st.sameOrigin {
 		if status, err := e.websocketOrigin(r.Context(), st); err != nil {
@@ -161,10 +164,27 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 	return 0, nil
 }
 
-// authenticate looks apiKey up, and records in st the merchant or why not.
-// A failure spends one of the client address's tokens; a merchant over its
-// rate limit is refused.
+// authenticate looks apiKey up and rations the merchant it finds (lookUp,
+// then ration).
 func (e *edge) authenticate(ctx context.Context, st *requestState, apiKey string) (int, *RequestError) {
+	e.lookUp(ctx, st, apiKey)
+	return e.ration(st)
+}
+
+// ration refuses a merchant over its rate limit.
+func (e *edge) ration(st *requestState) (int, *RequestError) {
+	if st.merchant == nil {
+		return 0, nil
+	}
+	if ok, wait := e.merchantLimit.Allow(st.merchant.ID.String()); !ok {
+		return e.limited("merchant", wait)
+	}
+	return 0, nil
+}
+
+// lookUp looks apiKey up, and records in st the merchant or why not. A
+// failure spends one of the client address's tokens.
+func (e *edge) lookUp(ctx context.Context, st *requestState, apiKey string) {
 	lookupCtx, cancel := context.WithTimeout(ctx, e.authTimeout)
 	c, err := e.merchants.Authenticate(lookupCtx, apiKey)
 	cancel()
@@ -172,9 +192,6 @@ func (e *edge) authenticate(ctx context.Context, st *requestState, apiKey string
 	case err == nil:
 		st.merchant, st.authErr = &c.Merchant, nil
 		st.kind, st.keyID, st.seed = c.Kind, c.KeyID, merchant.SessionSeed(apiKey)
-		if ok, wait := e.merchantLimit.Allow(c.Merchant.ID.String()); !ok {
-			return e.limited("merchant", wait)
-		}
 	case payment.ErrorCode(err) == payment.EUNAUTHENTICATED:
 		st.authErr = err
 		e.metrics.Unauthenticated.Inc()
@@ -184,7 +201,6 @@ func (e *edge) authenticate(ctx context.Context, st *requestState, apiKey string
 		// The database is away or failing: the resolvers answer with it.
 		st.authErr = err
 	}
-	return 0, nil
 }
 
 func (e *edge) limited(scope string, wait time.Duration) (int, *RequestError) {

@@ -703,3 +703,29 @@ func TestCheckoutSession_StreamsFromARegisteredOrigin(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, http.StatusForbidden, dial.StatusCode)
 }
+
+// TestCORS_RefusalsAfterTheKeyAreReadable: a page on a registered origin
+// must read its RATE_LIMITED and the wait it names, or it retries blind.
+func TestCORS_RefusalsAfterTheKeyAreReadable(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_MERCHANT": "0.001", "RATE_LIMIT_MERCHANT_BURST": "2"})
+	const shop = "https://shop.example"
+	_, _, err := merchant.New(dbtest.Open(t, dbURL), false).AddOrigin(context.Background(), "demo", shop)
+	require.NoError(t, err)
+	_, secret := s.openSession(t, sessionInput(700)) // the merchant's first token
+	pay := func() (rawResponse, gqlResponse) {
+		var r gqlResponse
+		raw := s.post(t, publishableKey, http.Header{"Origin": {shop}}, chargeCardMutation,
+			map[string]any{"key": newKey(), "input": map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}}, &r)
+		return raw, r
+	}
+	raw, r := pay()
+	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
+	raw, r = pay()
+	require.Equal(t, http.StatusTooManyRequests, raw.status)
+	require.Equal(t, "RATE_LIMITED", r.code(t))
+	require.Equal(t, shop, raw.header.Get("Access-Control-Allow-Origin"), "the page may read the refusal")
+	require.Contains(t, raw.header.Get("Access-Control-Expose-Headers"), "Retry-After")
+	require.NotEmpty(t, raw.header.Get("Retry-After"))
+}

@@ -71,12 +71,17 @@ export function runCLI(args: string[]): string {
   return execFileSync(binaryPath(), args, { cwd: repoRoot, env: serverEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
+/**
+ * Starts the server with env on top of serverEnv's. name names its log
+ * (DATA_DIR/<name>.log), so that a second server beside the shared one,
+ * e.g. with tighter limits, keeps a log of its own.
+ */
+export async function startServer(env: Record<string, string> = {}, name = 'server'): Promise<RunningServer> {
   const bin = binary();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   mkdirSync(dataDir, { recursive: true });
-  const logPath = join(dataDir, 'server.log');
+  const logPath = join(dataDir, `${name}.log`);
   const log = createWriteStream(logPath);
   const child: ChildProcess = spawn(bin, ['serve'], {
     cwd: repoRoot,

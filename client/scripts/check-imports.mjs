@@ -1,0 +1,37 @@
+// Fails when a file in dist/ imports anything but its siblings by a
+// relative path with the .js extension: a page loads dist/index.js as a
+// module with no bundler, where a bare specifier ('some-package') or a
+// Node built-in ('node:…') does not resolve. The one exception is the
+// React entry, whose hook imports its optional peer dependency 'react'.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const dir = process.argv[2] ?? 'dist';
+const allowed = { 'react.js': ['react'], 'react.d.ts': ['react'] };
+const specifier = /(?:\bimport|\bexport)\s*(?:type\s+)?(?:[\w*{}\s,$]+\s+from\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+function files(d) {
+  return readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(d, e.name)) : [join(d, e.name)]));
+}
+
+let checked = 0;
+const bad = [];
+for (const f of files(dir).filter((f) => f.endsWith('.js') || f.endsWith('.d.ts'))) {
+  checked++;
+  const name = relative(dir, f);
+  const text = readFileSync(f, 'utf8');
+  for (const m of text.matchAll(specifier)) {
+    const spec = m[1] ?? m[2];
+    const relativeJs = (spec.startsWith('./') || spec.startsWith('../')) && spec.endsWith('.js');
+    if (!relativeJs && !(allowed[name] ?? []).includes(spec)) bad.push(`${name}: ${spec}`);
+  }
+}
+if (checked === 0) {
+  console.error(`check:imports: no files in ${dir}; run npm run build first`);
+  process.exit(1);
+}
+if (bad.length > 0) {
+  console.error(`check:imports: specifiers that a browser cannot load without a bundler:\n  ${bad.join('\n  ')}`);
+  process.exit(1);
+}
+console.log(`check:imports: ${checked} files in ${dir}/ import only each other by relative .js paths (react.js: 'react')`);

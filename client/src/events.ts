@@ -1,0 +1,36 @@
+// What the charger reports as it works: charger.on('event', …) and the
+// onEvent option hear each of these, for logs, metrics and timelines.
+import type { ChargeStatus, LiveMode } from './types.js';
+
+export type ChargerEvent =
+  /** chargeCard (or chargeStatus) went out: attempt is chargeCard's send number for this attempt. */
+  | { type: 'send'; key: string; attempt: number; operation: 'chargeCard' | 'chargeStatus' }
+  /** An answer came back: a status, or an error code; http is absent when no HTTP answer came at all. */
+  | {
+      type: 'answer';
+      key: string;
+      operation: 'chargeCard' | 'chargeStatus';
+      http?: number;
+      status?: ChargeStatus | null;
+      code?: string;
+      replayed?: boolean;
+      reason?: string;
+    }
+  /** The same key goes again after waitMs; cause is 'network' (no GraphQL answer) or the error code. */
+  | { type: 'retry'; key: string; attempt: number; waitMs: number; cause: string }
+  /** Waiting stopped: offline, or a hidden tab polling. */
+  | { type: 'pause'; key: string; reason: 'offline' | 'hidden' }
+  /** Back online or visible: the attempt goes on at once. */
+  | { type: 'unpause'; key: string }
+  | { type: 'live-open'; key: string; mode: Exclude<LiveMode, 'poll'> }
+  | { type: 'live-failed'; key: string; mode: Exclude<LiveMode, 'poll'>; reason: string }
+  /** No answer within the retry budget (or expiresAt passed): resume() asks again with the same key. */
+  | { type: 'unknown'; key: string; expiresAt?: string }
+  /** A pay() caller stopped waiting; the attempt goes on. */
+  | { type: 'abort'; key: string }
+  /** Storage failed; the record lives in memory for this page. */
+  | { type: 'storage-fallback'; reason: string }
+  /** Another tab sends this scope's attempt; this one follows its progress. */
+  | { type: 'remote'; key?: string; kind: string }
+  /** The cross-tab fallback in use, when the Web Locks API is missing. */
+  | { type: 'crosstab'; locks: 'web-locks' | 'lease' | 'none'; channel: 'broadcast-channel' | 'storage-event' | 'none' };

@@ -1,0 +1,135 @@
+// The shapes chargeonce speaks (graph/schema.graphqls) and the charger's
+// own: its state, its outcomes and its options. Types only: nothing here
+// runs.
+
+/** What chargeCard charges. With a checkout session, only paymentMethod is needed. */
+export interface ChargeCardInput {
+  paymentMethod: string;
+  amount?: number;
+  currency?: string;
+  orderId?: string;
+  description?: string;
+  checkoutSession?: string;
+}
+
+/** What pay() takes: the card, and for server-to-server use the terms. The session comes from the charger. */
+export type PayInput = Omit<ChargeCardInput, 'checkoutSession'> & { checkoutSession?: string };
+
+export type ChargeStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED';
+
+/** Money that moved. */
+export interface Charge {
+  id: string;
+  amount: number;
+  currency: string;
+  orderId?: string | null;
+  providerChargeId: string;
+  createdAt: string;
+}
+
+/** Why nothing was charged. */
+export interface ChargeFailure {
+  code: string;
+  message: string;
+}
+
+/** chargeonce's ChargeCardPayload. */
+export interface ChargePayload {
+  idempotencyKey: string;
+  status: ChargeStatus;
+  replayed: boolean;
+  charge?: Charge | null;
+  failure?: ChargeFailure | null;
+  retryAfterMs?: number | null;
+  expiresAt?: string | null;
+}
+
+/** How an attempt ended. A decline is an outcome, not an exception. */
+export type Outcome =
+  | { status: 'SUCCEEDED'; key: string; charge: Charge; replayed: boolean }
+  | { status: 'FAILED'; key: string; failure: ChargeFailure; replayed: boolean };
+
+/** A GraphQL error of chargeonce, as extensions.code names it. */
+export interface ServerError {
+  code: string;
+  message: string;
+  field?: string;
+}
+
+export type StateKind =
+  /** No attempt. pay() starts one. */
+  | 'idle'
+  /** chargeCard is on the wire. */
+  | 'sending'
+  /** No answer (or a busy server): waiting retryInMs before sending the same key again. */
+  | 'retrying'
+  /** Offline, or hidden while waiting: nothing is sent and no budget is spent until it comes back. */
+  | 'paused'
+  /** The server said PROCESSING: followed live (SSE, websocket) or by polling chargeStatus. */
+  | 'processing'
+  /** Retries spent, or expiresAt passed, without an answer. Resumable with the same key; never a new one. */
+  | 'unknown'
+  /** SUCCEEDED or FAILED: see outcome. */
+  | 'settled'
+  /** The server refused the request without running it: see error. */
+  | 'rejected';
+
+/** How a PROCESSING attempt is being followed. */
+export type LiveMode = 'sse' | 'ws' | 'poll';
+
+/** Where the charger is. Rendering only draws this. */
+export interface ChargerState {
+  kind: StateKind;
+  /** The attempt's idempotency key, once minted. */
+  key?: string;
+  /** What the attempt charges: frozen while the attempt is open. */
+  input?: ChargeCardInput;
+  outcome?: Outcome;
+  /** Why it was rejected, or the last error seen while its outcome is unknown. */
+  error?: ServerError;
+  /** When retrying or polling: how long until the next request. */
+  retryInMs?: number;
+  /** chargeCard sends so far for this attempt (1 for the first). */
+  attempt?: number;
+  /** When the server may forget the attempt's stored result. */
+  expiresAt?: string;
+  /** paused: why. */
+  pausedBy?: 'offline' | 'hidden';
+  /** The kind to go back to when the pause ends. */
+  pausedFrom?: 'retrying' | 'processing' | 'unknown';
+  /** processing: how it is followed right now ('poll' once a stream failed). */
+  live?: LiveMode;
+  /** navigator.onLine said false, and no online event has come since. */
+  offline?: boolean;
+  /** The page is hidden (visibilitychange). */
+  hidden?: boolean;
+  /** The attempt is driven by another tab; this one only shows its progress. */
+  remote?: boolean;
+  /** Bookkeeping for the retry budget: when the current run of sends began, and how many were made. */
+  since?: number;
+  tries?: number;
+  /** processing: chargeStatus questions asked so far. */
+  checks?: number;
+  /** processing: the stream has answered at least once. */
+  liveOpen?: boolean;
+  /** processing: the server's pace. */
+  pollMs?: number;
+}
+
+/** Web Storage, as far as the charger needs it. */
+export interface KeyValueStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+export interface RetryOptions {
+  /** The first retry waits up to this (full jitter), each next one up to twice as long. */
+  baseMs?: number;
+  /** The longest wait, the server's hint included. */
+  capMs?: number;
+  /** How long one run of sends may go on without an answer before the outcome is unknown. */
+  budgetMs?: number;
+  /** Sends in one run, the first included. */
+  maxAttempts?: number;
+}

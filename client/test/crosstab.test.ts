@@ -1,0 +1,159 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
+import { createCrossTab } from '../src/crosstab.js';
+import { AttemptOpenError } from '../src/errors.js';
+import { FakeLocks, FakeServer, MemoryStorage } from './fakes.js';
+
+const card = { paymentMethod: 'pm_card_visa' };
+let tabs: Charger[] = [];
+afterEach(() => {
+  for (const t of tabs) t.close();
+  tabs = [];
+});
+
+/** A tab of the same origin: its own sessionStorage, the shared locks and BroadcastChannel. */
+function tab(server: FakeServer, locks: FakeLocks, over: Partial<ChargerOptions> = {}) {
+  let n = 0;
+  const name = `tab${tabs.length + 1}`;
+  const c = createCharger({
+    endpoint: '/graphql',
+    publishableKey: 'co_pk_1',
+    session: 'cs_shared',
+    storage: new MemoryStorage(),
+    live: 'poll',
+    fetch: server.fetch,
+    mintKey: () => `${name}-key-${++n}`,
+    retry: { baseMs: 10, capMs: 20 },
+    environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, shared: null },
+    ...over,
+  });
+  tabs.push(c);
+  return c;
+}
+
+const until = async (ok: () => boolean, ms = 2_000) => {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe('one sender per scope across tabs', () => {
+  it('a second tab paying the same input follows the first: one key, one request, the same outcome', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    let open!: () => void;
+    server.gate = new Promise((r) => (open = r));
+    const a = tab(server, locks);
+    const b = tab(server, locks);
+    const pa = a.pay(card);
+    await until(() => server.chargeCards.length === 1);
+    const pb = b.pay(card);
+    await until(() => b.state.key === 'tab1-key-1');
+    expect(b.state.remote).toBe(true);
+    open();
+    const [oa, ob] = await Promise.all([pa, pb]);
+    expect(ob).toEqual(oa);
+    expect(server.chargeCards).toHaveLength(1);
+    expect(b.state).toMatchObject({ kind: 'settled', key: 'tab1-key-1' });
+  });
+
+  it('another input in the second tab is refused with the first tab\'s key', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    let open!: () => void;
+    server.gate = new Promise((r) => (open = r));
+    const a = tab(server, locks);
+    const b = tab(server, locks);
+    const pa = a.pay(card);
+    await until(() => server.chargeCards.length === 1);
+    const err = await b.pay({ paymentMethod: 'pm_card_mastercard' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AttemptOpenError);
+    expect((err as AttemptOpenError).key).toBe('tab1-key-1');
+    open();
+    await pa;
+    expect(server.chargeCards).toHaveLength(1);
+  });
+
+  it('an idle tab shows another tab\'s outcome instead of paying', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    const a = tab(server, locks);
+    const b = tab(server, locks);
+    await a.pay(card);
+    await until(() => b.state.kind === 'settled');
+    expect(b.state).toMatchObject({ remote: true, outcome: { key: 'tab1-key-1' } });
+    await expect(b.pay(card)).resolves.toMatchObject({ key: 'tab1-key-1' });
+    expect(server.chargeCards).toHaveLength(1);
+  });
+
+  it('a tab that dies holding the lock does not block the other: it resends the same key', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    server.gate = new Promise(() => {}); // the first tab's request never answers
+    const a = tab(server, locks);
+    const b = tab(server, locks);
+    void a.pay(card).catch(() => {});
+    await until(() => server.chargeCards.length === 1);
+    const pb = b.pay(card);
+    await until(() => b.state.key === 'tab1-key-1');
+    server.gate = null;
+    a.close(); // the tab is gone: its lock with it
+    await expect(pb).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab1-key-1' });
+    expect(server.chargeCards.map((r) => r.variables.idempotencyKey)).toEqual(['tab1-key-1', 'tab1-key-1']);
+    expect(server.charges.size).toBe(1);
+  });
+
+  it('with crossTab: false each charger is on its own', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    const a = tab(server, locks, { crossTab: false });
+    await a.pay(card);
+    expect(locks.isHeld('any')).toBe(false);
+  });
+});
+
+describe('the lease fallback (no Web Locks)', () => {
+  it('one holder at a time; a lease whose tab died lapses', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const shared = new MemoryStorage();
+      let aAlive = true;
+      // A dead tab writes nothing more: its heartbeat stops.
+      const aView = { getItem: (k: string) => shared.getItem(k), setItem: (k: string, v: string) => void (aAlive && shared.setItem(k, v)), removeItem: (k: string) => shared.removeItem(k) };
+      const a = createCrossTab('chargeonce:x', 'A', { shared: aView, now: () => Date.now(), leaseMs: 3_000 }, () => {});
+      const b = createCrossTab('chargeonce:x', 'B', { shared, now: () => Date.now(), leaseMs: 3_000 }, () => {});
+      expect(a.locks).toBe('lease');
+      expect(await a.tryAcquire()).toBe(true);
+      expect(await b.tryAcquire()).toBe(false);
+      const granted = vi.fn();
+      b.waitFor(granted);
+      vi.advanceTimersByTime(10_000); // A's heartbeat keeps its lease
+      expect(granted).not.toHaveBeenCalled();
+      aAlive = false;
+      vi.advanceTimersByTime(4_500); // the lease lapses, and B's next look takes it
+      expect(granted).toHaveBeenCalledTimes(1);
+      expect(JSON.parse(shared.getItem('chargeonce:x:lease')!)).toMatchObject({ owner: 'B' });
+      b.release();
+      expect(shared.getItem('chargeonce:x:lease')).toBeNull();
+      a.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('the storage event carries progress when there is no BroadcastChannel', () => {
+    const shared = new MemoryStorage();
+    const fns: ((e: Event) => void)[] = [];
+    const heard = vi.fn();
+    const env = { shared, now: () => 0, addEventListener: (_t: string, f: (e: Event) => void) => void fns.push(f) };
+    const a = createCrossTab('chargeonce:y', 'A', env, () => {});
+    createCrossTab('chargeonce:y', 'B', env, heard);
+    expect(a.channel).toBe('storage-event');
+    a.post({ from: 'A', kind: 'query' });
+    const [key, value] = [...shared.map.entries()].find(([k]) => k.endsWith(':msg'))!;
+    for (const f of fns) f(Object.assign(new Event('storage'), { key, newValue: value }));
+    expect(heard).toHaveBeenCalledWith({ from: 'A', kind: 'query' });
+  });
+});

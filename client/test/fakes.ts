@@ -1,0 +1,159 @@
+// Fakes for the charger's tests: a storage, a chargeonce that charges each
+// key at most once (and can lose answers), and the browser's cross-tab
+// pieces.
+import type { KeyValueStorage } from '../src/types.js';
+
+export class MemoryStorage implements KeyValueStorage {
+  readonly map = new Map<string, string>();
+  getItem(k: string) {
+    return this.map.get(k) ?? null;
+  }
+  setItem(k: string, v: string) {
+    this.map.set(k, v);
+  }
+  removeItem(k: string) {
+    this.map.delete(k);
+  }
+}
+
+export interface SentRequest {
+  operationName: string;
+  variables: { idempotencyKey: string; input?: Record<string, unknown>; checkoutSession?: string };
+  headers: Headers;
+}
+
+type Script = 'charge' | 'lose-after-charge' | 'network' | 'html-502' | 'processing' | { code: string; http?: number; retryAfterMs?: number; retryAfter?: string };
+
+/**
+ * A chargeonce in memory: chargeCard charges a key once and replays it; a
+ * script says what each next chargeCard request meets.
+ */
+export class FakeServer {
+  readonly requests: SentRequest[] = [];
+  readonly charges = new Map<string, { input: unknown; status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING' }>();
+  script: Script[] = [];
+  /** Every chargeCard and chargeStatus waits for this before answering, when set. */
+  gate: Promise<void> | null = null;
+  decline = false;
+
+  get chargeCards() {
+    return this.requests.filter((r) => r.operationName === 'ChargeCard');
+  }
+
+  finish(key: string, status: 'SUCCEEDED' | 'FAILED' = 'SUCCEEDED') {
+    const c = this.charges.get(key);
+    if (c) c.status = status;
+  }
+
+  readonly fetch: typeof fetch = async (_url, init) => {
+    const body = JSON.parse(String(init?.body)) as { operationName: string; variables: SentRequest['variables'] };
+    const req: SentRequest = { operationName: body.operationName, variables: body.variables, headers: new Headers(init?.headers) };
+    this.requests.push(req);
+    if (this.gate) await this.gate;
+    if (init?.signal?.aborted) throw new DOMException('aborted', 'AbortError');
+    const key = body.variables.idempotencyKey;
+    if (body.operationName === 'ChargeStatus') {
+      const c = this.charges.get(key);
+      return json({ data: { chargeStatus: c ? this.payload(key, false) : null } });
+    }
+    const step = this.script.shift() ?? 'charge';
+    if (step === 'network') throw new TypeError('Failed to fetch');
+    if (step === 'html-502') return new Response('<html>Bad Gateway</html>', { status: 502, headers: { 'Content-Type': 'text/html' } });
+    if (typeof step === 'object') {
+      const headers: Record<string, string> = step.retryAfter ? { 'Retry-After': step.retryAfter } : {};
+      return json(
+        { errors: [{ message: step.code, extensions: { code: step.code, ...(step.retryAfterMs ? { retryAfterMs: step.retryAfterMs } : {}) } }] },
+        step.http ?? 200,
+        headers,
+      );
+    }
+    const existing = this.charges.get(key);
+    let replayed = false;
+    if (existing) {
+      if (JSON.stringify(existing.input) !== JSON.stringify(body.variables.input)) {
+        return json({ errors: [{ message: 'reused', extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }] });
+      }
+      replayed = true;
+    } else {
+      this.charges.set(key, { input: body.variables.input, status: step === 'processing' ? 'PROCESSING' : this.decline ? 'FAILED' : 'SUCCEEDED' });
+    }
+    if (step === 'lose-after-charge') throw new TypeError('Failed to fetch');
+    return json({ data: { chargeCard: this.payload(key, replayed) } });
+  };
+
+  payload(key: string, replayed: boolean) {
+    const c = this.charges.get(key)!;
+    return {
+      idempotencyKey: key,
+      status: c.status,
+      replayed,
+      retryAfterMs: c.status === 'PROCESSING' ? 500 : null,
+      expiresAt: c.status === 'PROCESSING' ? null : '2099-01-01T00:00:00Z',
+      charge: c.status === 'SUCCEEDED' ? { id: `ch_${key}`, amount: 2500, currency: 'USD', providerChargeId: `p_${key}`, createdAt: '2026-01-01T00:00:00Z' } : null,
+      failure: c.status === 'FAILED' ? { code: 'card_declined', message: 'The card was declined.' } : null,
+    };
+  }
+}
+
+export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', ...headers } });
+}
+
+/** navigator.locks for tabs in one process: exclusive locks, ifAvailable, signal, released when the callback's promise ends. */
+export class FakeLocks {
+  private held = new Set<string>();
+  private queue = new Map<string, (() => void)[]>();
+
+  request(name: string, opts: { ifAvailable?: boolean; signal?: AbortSignal }, cb: (lock: { name: string } | null) => unknown): Promise<unknown> {
+    const run = async () => {
+      this.held.add(name);
+      try {
+        return await cb({ name });
+      } finally {
+        this.held.delete(name);
+        const next = this.queue.get(name)?.shift();
+        next?.();
+      }
+    };
+    if (!this.held.has(name)) return run();
+    if (opts.ifAvailable) return Promise.resolve(cb(null));
+    return new Promise((resolve, reject) => {
+      const go = () => resolve(run());
+      const q = this.queue.get(name) ?? [];
+      q.push(go);
+      this.queue.set(name, q);
+      opts.signal?.addEventListener('abort', () => {
+        const i = q.indexOf(go);
+        if (i >= 0) q.splice(i, 1);
+        reject(new DOMException('aborted', 'AbortError'));
+      });
+    });
+  }
+
+  /** A tab that dies holding its lock: the browser releases it. */
+  isHeld(name: string) {
+    return this.held.has(name);
+  }
+}
+
+/** A window-like event target for online/offline/visibilitychange/pageshow. */
+export class FakeWindow {
+  private readonly fns = new Map<string, Set<(e: Event) => void>>();
+  onLine = true;
+  visible = true;
+  addEventListener = (t: string, f: (e: Event) => void) => {
+    const s = this.fns.get(t) ?? new Set();
+    s.add(f);
+    this.fns.set(t, s);
+  };
+  removeEventListener = (t: string, f: (e: Event) => void) => {
+    this.fns.get(t)?.delete(f);
+  };
+  fire(t: string, extra: Record<string, unknown> = {}) {
+    const e = Object.assign(new Event(t), extra);
+    for (const f of [...(this.fns.get(t) ?? [])]) f(e);
+  }
+  listeners(t: string) {
+    return this.fns.get(t)?.size ?? 0;
+  }
+}
