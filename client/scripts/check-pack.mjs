@@ -2,11 +2,12 @@
 // Are the Types Wrong (attw) under its esm-only profile: this package is
 // ESM only, so the one rule that profile leaves out is that a CommonJS
 // require() resolves. Then it checks the tarball holds dist/ and nothing
-// of the sources or tests.
+// of the sources or tests, and that it installs into an empty project where
+// `import { createCharger } from '@chargeonce/client'` type-checks.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 const out = mkdtempSync(join(tmpdir(), 'chargeonce-client-pack-'));
 try {
@@ -25,6 +26,32 @@ try {
   }
   console.log(`check:pack: ${info.filename}, ${files.length} files, ${info.size} bytes packed`);
   execFileSync('npx', ['--no-install', 'attw', join(out, info.filename), '--profile', 'esm-only', '--format', 'table'], { stdio: 'inherit' });
+  installs(join(out, info.filename), join(out, 'project'));
 } finally {
   rmSync(out, { recursive: true, force: true });
+}
+
+// installs installs the tarball into an empty ESM project and type-checks a
+// checkout page's use of it with this package's TypeScript.
+function installs(tarball, dir) {
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'empty-checkout', private: true, type: 'module' }));
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], { cwd: dir, stdio: 'inherit' });
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [] },
+    files: ['checkout.ts'],
+  }));
+  writeFileSync(join(dir, 'checkout.ts'), [
+    "import { createCharger, ChargeRejectedError, UnknownOutcomeError, type Charger } from '@chargeonce/client';",
+    "const charger: Charger = createCharger({ endpoint: 'https://api.example/graphql', publishableKey: 'co_pk_x', session: 'cs_x' });",
+    'const off = charger.subscribe((state) => console.log(state.kind));',
+    "charger.pay({ paymentMethod: 'pm_card_visa' }).then((o) => console.log(o.status, o.key), (e: unknown) => {",
+    '  if (e instanceof ChargeRejectedError) console.log(e.code, e.key);',
+    '  else if (e instanceof UnknownOutcomeError) console.log(e.key);',
+    '});',
+    'off();',
+    '',
+  ].join('\n'));
+  execFileSync(resolve('node_modules/.bin/tsc'), ['-p', dir], { stdio: 'inherit' });
+  console.log('check:pack: the tarball installs into an empty project, and its import type-checks');
 }

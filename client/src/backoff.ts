@@ -4,11 +4,15 @@
 // the clock come in as arguments.
 import type { RetryOptions } from './types.js';
 
+// The budget is the bound that matters: 45 s of sends under one key. The
+// attempt count only stops a pathological loop; full jitter can draw short
+// waits, and a 10 s outage must not spend the sends before the network is
+// back.
 export const retryDefaults: Readonly<Required<RetryOptions>> = {
   baseMs: 400,
   capMs: 10_000,
   budgetMs: 45_000,
-  maxAttempts: 8,
+  maxAttempts: 30,
 };
 
 /** The options with every default filled in. */
