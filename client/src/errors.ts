@@ -25,7 +25,7 @@ export class UnknownOutcomeError extends Error {
   constructor(
     readonly key: string,
     readonly expiresAt?: string,
-    message = `the outcome of attempt ${key} is unknown; resume() asks again with the same key`,
+    message = `attempt ${key}: outcome unknown; resume() asks again`,
   ) {
     super(message);
   }
@@ -35,7 +35,7 @@ export class UnknownOutcomeError extends Error {
 export class AttemptOpenError extends Error {
   override readonly name = 'AttemptOpenError';
   constructor(readonly key: string) {
-    super(`attempt ${key} is still open: it finishes with its own input (resume() follows it) before another can start`);
+    super(`attempt ${key} is open: resume() follows it`);
   }
 }
 
@@ -43,7 +43,7 @@ export class AttemptOpenError extends Error {
 export class AbortError extends Error {
   override readonly name = 'AbortError';
   constructor(readonly key?: string) {
-    super(key ? `stopped waiting for attempt ${key}; it goes on, and resume() follows it` : 'aborted');
+    super(key ? `aborted waiting for ${key}: resume() follows it` : 'aborted');
   }
 }
 

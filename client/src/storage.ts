@@ -7,67 +7,53 @@ import type { KeyValueStorage } from './types.js';
 
 export type StorageSpec = 'session' | 'local' | KeyValueStorage;
 
-export class SafeStorage {
-  private readonly memory = new Map<string, string>();
-  private warned = false;
-
-  constructor(
-    private readonly real: KeyValueStorage | null,
-    private readonly onFallback: (reason: string) => void,
-    /** Whether other tabs see it: localStorage, or a storage the caller says is shared. */
-    readonly shared: boolean,
-    reason?: string,
-  ) {
-    if (!real) this.fallback(reason ?? 'no storage');
-  }
-
-  get(k: string): string | null {
-    if (this.memory.has(k)) return this.memory.get(k)!;
-    if (!this.real) return null;
-    try {
-      return this.real.getItem(k);
-    } catch (err) {
-      this.fallback(`getItem failed: ${describe(err)}`);
-      return null;
-    }
-  }
-
-  set(k: string, v: string): void {
-    if (this.real) {
-      try {
-        this.real.setItem(k, v);
-        this.memory.delete(k);
-        return;
-      } catch (err) {
-        this.fallback(`setItem failed: ${describe(err)}`);
-      }
-    }
-    this.memory.set(k, v);
-  }
-
-  remove(k: string): void {
-    this.memory.delete(k);
-    if (!this.real) return;
-    try {
-      this.real.removeItem(k);
-    } catch (err) {
-      this.fallback(`removeItem failed: ${describe(err)}`);
-    }
-  }
-
-  private fallback(reason: string): void {
-    if (this.warned) return;
-    this.warned = true;
-    this.onFallback(reason);
-  }
+export interface SafeStorage {
+  get(k: string): string | null;
+  set(k: string, v: string): void;
+  remove(k: string): void;
+  /** Whether other tabs see it: localStorage, or a storage the caller says is shared. */
+  readonly shared: boolean;
 }
 
 /** The storage spec as a SafeStorage; onFallback hears, once, why memory is used instead. */
 export function resolveStorage(spec: StorageSpec | undefined, onFallback: (reason: string) => void): SafeStorage {
-  if (spec && typeof spec === 'object') return new SafeStorage(spec, onFallback, false);
-  const name = spec === 'local' ? 'localStorage' : 'sessionStorage';
-  const got = webStorage(name);
-  return new SafeStorage(got.storage, onFallback, spec === 'local', got.reason);
+  const own = spec && typeof spec === 'object';
+  const got = own ? { storage: spec } : webStorage(spec === 'local' ? 'localStorage' : 'sessionStorage');
+  const real = got.storage;
+  const memory = new Map<string, string>();
+  let warned = false;
+  const fallback = (reason: string) => {
+    if (!warned) onFallback(reason);
+    warned = true;
+  };
+  if (!real) fallback(got.reason ?? 'no storage');
+  /** Runs call on the real storage; false when there is none or it failed. */
+  const attempt = (what: string, call: (s: KeyValueStorage) => void): boolean => {
+    if (!real) return false;
+    try {
+      call(real);
+      return true;
+    } catch (err) {
+      fallback(`${what} failed: ${describe(err)}`);
+      return false;
+    }
+  };
+  return {
+    shared: spec === 'local',
+    get(k) {
+      let v: string | null = memory.get(k) ?? null;
+      if (!memory.has(k)) attempt('getItem', (s) => (v = s.getItem(k)));
+      return v;
+    },
+    set(k, v) {
+      if (attempt('setItem', (s) => s.setItem(k, v))) memory.delete(k);
+      else memory.set(k, v);
+    },
+    remove(k) {
+      memory.delete(k);
+      attempt('removeItem', (s) => s.removeItem(k));
+    },
+  };
 }
 
 /** window.localStorage or sessionStorage, or why it cannot be had (access itself may throw). */
@@ -75,9 +61,8 @@ export function webStorage(name: 'localStorage' | 'sessionStorage'): { storage: 
   try {
     const s = (globalThis as unknown as Record<string, KeyValueStorage | undefined>)[name];
     if (!s) return { storage: null, reason: `no ${name}` };
-    const probe = 'chargeonce:probe';
-    s.setItem(probe, '1');
-    s.removeItem(probe);
+    s.setItem('chargeonce:probe', '1');
+    s.removeItem('chargeonce:probe');
     return { storage: s };
   } catch (err) {
     return { storage: null, reason: `${name} unavailable: ${describe(err)}` };

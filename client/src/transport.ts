@@ -22,7 +22,7 @@ export const retryableCodes: ReadonlySet<string> = new Set([
   'INTERNAL_SERVER_ERROR',
 ]);
 
-const result = `idempotencyKey status replayed retryAfterMs expiresAt
+export const result = `idempotencyKey status replayed retryAfterMs expiresAt
   charge { id amount currency orderId providerChargeId createdAt }
   failure { code message }`;
 
@@ -32,10 +32,6 @@ export const chargeCardDocument = `mutation ChargeCard($idempotencyKey: String!,
 
 export const chargeStatusDocument = `query ChargeStatus($idempotencyKey: String!, $checkoutSession: String) {
   chargeStatus(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) { ${result} }
-}`;
-
-export const chargeUpdatedDocument = `subscription ChargeUpdated($idempotencyKey: String!, $checkoutSession: String) {
-  chargeUpdated(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) { ${result} }
 }`;
 
 export interface GraphQLRequest {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
 import { createCrossTab } from '../src/crosstab.js';
+import { lease, storageChannel } from '../src/lease.js';
 import { AttemptOpenError } from '../src/errors.js';
 import { FakeLocks, FakeServer, MemoryStorage } from './fakes.js';
 
@@ -39,23 +40,31 @@ const until = async (ok: () => boolean, ms = 2_000) => {
   }
 };
 
+/**
+ * Tab a pays while the server holds its answer; tab b, paying the same
+ * input, must follow a's attempt (one key, one request, the same outcome)
+ * once open() lets the server answer. Returns b.
+ */
+async function secondTabFollows(server: FakeServer, a: ReturnType<typeof tab>, b: ReturnType<typeof tab>, open: () => void) {
+  const pa = a.pay(card);
+  await until(() => server.chargeCards.length === 1);
+  const pb = b.pay(card);
+  await until(() => b.state.key === 'tab1-key-1');
+  expect(b.state.remote).toBe(true);
+  open();
+  const [oa, ob] = await Promise.all([pa, pb]);
+  expect(ob).toEqual(oa);
+  expect(server.chargeCards).toHaveLength(1);
+  return b;
+}
+
 describe('one sender per scope across tabs', () => {
   it('a second tab paying the same input follows the first: one key, one request, the same outcome', async () => {
     const server = new FakeServer();
     const locks = new FakeLocks();
     let open!: () => void;
     server.gate = new Promise((r) => (open = r));
-    const a = tab(server, locks);
-    const b = tab(server, locks);
-    const pa = a.pay(card);
-    await until(() => server.chargeCards.length === 1);
-    const pb = b.pay(card);
-    await until(() => b.state.key === 'tab1-key-1');
-    expect(b.state.remote).toBe(true);
-    open();
-    const [oa, ob] = await Promise.all([pa, pb]);
-    expect(ob).toEqual(oa);
-    expect(server.chargeCards).toHaveLength(1);
+    const b = await secondTabFollows(server, tab(server, locks), tab(server, locks), open);
     expect(b.state).toMatchObject({ kind: 'settled', key: 'tab1-key-1' });
   });
 
@@ -122,9 +131,10 @@ describe('the lease fallback (no Web Locks)', () => {
       let aAlive = true;
       // A dead tab writes nothing more: its heartbeat stops.
       const aView = { getItem: (k: string) => shared.getItem(k), setItem: (k: string, v: string) => void (aAlive && shared.setItem(k, v)), removeItem: (k: string) => shared.removeItem(k) };
-      const a = createCrossTab('chargeonce:x', 'A', { shared: aView, now: () => Date.now(), leaseMs: 3_000 }, () => {});
-      const b = createCrossTab('chargeonce:x', 'B', { shared, now: () => Date.now(), leaseMs: 3_000 }, () => {});
-      expect(a.locks).toBe('lease');
+      const now = () => Date.now();
+      const a = lease('chargeonce:x', 'A', aView, now, 3_000);
+      const b = lease('chargeonce:x', 'B', shared, now, 3_000);
+      expect(a.kind).toBe('lease');
       expect(await a.tryAcquire()).toBe(true);
       expect(await b.tryAcquire()).toBe(false);
       const granted = vi.fn();
@@ -137,7 +147,7 @@ describe('the lease fallback (no Web Locks)', () => {
       expect(JSON.parse(shared.getItem('chargeonce:x:lease')!)).toMatchObject({ owner: 'B' });
       b.release();
       expect(shared.getItem('chargeonce:x:lease')).toBeNull();
-      a.close();
+      a.release();
     } finally {
       vi.useRealTimers();
     }
@@ -147,13 +157,56 @@ describe('the lease fallback (no Web Locks)', () => {
     const shared = new MemoryStorage();
     const fns: ((e: Event) => void)[] = [];
     const heard = vi.fn();
-    const env = { shared, now: () => 0, addEventListener: (_t: string, f: (e: Event) => void) => void fns.push(f) };
-    const a = createCrossTab('chargeonce:y', 'A', env, () => {});
-    createCrossTab('chargeonce:y', 'B', env, heard);
-    expect(a.channel).toBe('storage-event');
+    const listen = (_t: string, f: (e: Event) => void) => {
+      fns.push(f);
+      return () => {};
+    };
+    const a = storageChannel('chargeonce:y', 'A', shared, listen, () => {});
+    storageChannel('chargeonce:y', 'B', shared, listen, heard);
     a.post({ from: 'A', kind: 'query' });
     const [key, value] = [...shared.map.entries()].find(([k]) => k.endsWith(':msg'))!;
     for (const f of fns) f(Object.assign(new Event('storage'), { key, newValue: value }));
     expect(heard).toHaveBeenCalledWith({ from: 'A', kind: 'query' });
+  });
+
+  it('createCrossTab loads the fallback on first use: the lease locks, the storage event carries news', async () => {
+    const shared = new MemoryStorage();
+    const fns: ((e: Event) => void)[] = [];
+    const heard = vi.fn();
+    const env = { shared, now: () => Date.now(), addEventListener: (_t: string, f: (e: Event) => void) => void fns.push(f) };
+    const a = createCrossTab('chargeonce:z', 'A', env, () => {});
+    const b = createCrossTab('chargeonce:z', 'B', env, (m) => heard(m));
+    expect([a.locks, a.channel]).toEqual(['lease', 'storage-event']);
+    expect(await a.tryAcquire()).toBe(true);
+    expect(await b.tryAcquire()).toBe(false);
+    expect(JSON.parse(shared.getItem('chargeonce:z:lease')!)).toMatchObject({ owner: 'A' });
+    a.post({ from: 'A', kind: 'query' });
+    await until(() => shared.getItem('chargeonce:z:msg') !== null);
+    const value = shared.getItem('chargeonce:z:msg');
+    for (const f of fns) f(Object.assign(new Event('storage'), { key: 'chargeonce:z:msg', newValue: value }));
+    expect(heard).toHaveBeenCalledWith({ from: 'A', kind: 'query' });
+    a.close();
+    await until(() => shared.getItem('chargeonce:z:lease') === null);
+    expect(await b.tryAcquire()).toBe(true);
+    b.close();
+  });
+
+  it('two chargers without Web Locks or BroadcastChannel send one key between them', async () => {
+    const server = new FakeServer();
+    const shared = new MemoryStorage();
+    let open!: () => void;
+    server.gate = new Promise((r) => (open = r));
+    const fns: ((e: Event) => void)[] = [];
+    const environment = {
+      shared,
+      addEventListener: (t: string, f: (e: Event) => void) => void (t === 'storage' && fns.push(f)),
+    };
+    // A storage event reaches every other listener, as the browser delivers it to the other tabs.
+    const realSet = shared.setItem.bind(shared);
+    shared.setItem = (k: string, v: string) => {
+      realSet(k, v);
+      if (k.endsWith(':msg')) for (const f of [...fns]) f(Object.assign(new Event('storage'), { key: k, newValue: v }));
+    };
+    await secondTabFollows(server, tab(server, new FakeLocks(), { environment }), tab(server, new FakeLocks(), { environment }), open);
   });
 });

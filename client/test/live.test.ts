@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createCharger } from '../src/charger.js';
 import type { ChargerEvent } from '../src/events.js';
-import { openSse, openWs, websocketUrl, type LiveOptions } from '../src/live.js';
+import { open as openSse } from '../src/sse.js';
+import type { LiveOptions } from '../src/stream.js';
+import { open as openWs, websocketUrl } from '../src/ws.js';
 import type { ChargePayload } from '../src/types.js';
 import { FakeServer, MemoryStorage, json } from './fakes.js';
 
@@ -207,5 +209,53 @@ describe('websocket (graphql-transport-ws)', () => {
   it('websocketUrl maps http(s) to ws(s)', () => {
     expect(websocketUrl('http://localhost:8080/graphql')).toBe('ws://localhost:8080/graphql');
     expect(websocketUrl('https://a.example/graphql')).toBe('wss://a.example/graphql');
+  });
+});
+
+describe('the live transports are loaded when an attempt is PROCESSING', () => {
+  afterEach(() => {
+    FakeSocket.last = null;
+  });
+
+  it('live: ws loads the websocket client, follows PROCESSING to the outcome, and never resends chargeCard', async () => {
+    const server = new FakeServer();
+    server.script = ['processing'];
+    const events: ChargerEvent[] = [];
+    const c = createCharger({
+      endpoint: 'https://api.example/graphql',
+      publishableKey: 'co_pk_1',
+      session: 'cs_1',
+      storage: new MemoryStorage(),
+      crossTab: false,
+      live: 'ws',
+      fetch: server.fetch,
+      environment: { WebSocket: FakeSocket as unknown as typeof WebSocket },
+      onEvent: (e) => events.push(e),
+    });
+    const p = c.pay({ paymentMethod: 'pm' });
+    const end = Date.now() + 2_000;
+    while (!FakeSocket.last && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    const ws = FakeSocket.last!;
+    expect(ws.url).toBe('wss://api.example/graphql');
+    ws.open();
+    ws.say({ type: 'connection_ack' });
+    ws.say({ type: 'next', id: '1', payload: { data: { chargeUpdated: { ...succeeded, idempotencyKey: c.state.key } } } });
+    await expect(p).resolves.toMatchObject({ status: 'SUCCEEDED' });
+    expect(server.chargeCards).toHaveLength(1);
+    expect(events.find((e) => e.type === 'live-open')).toMatchObject({ mode: 'ws' });
+    c.close();
+  });
+
+  it('a charger closed before the stream code loaded opens no stream', async () => {
+    const server = new FakeServer();
+    server.script = ['processing'];
+    const c = createCharger({ endpoint: '/graphql', session: 'cs_1', storage: new MemoryStorage(), crossTab: false, live: 'ws', fetch: server.fetch, environment: { WebSocket: FakeSocket as unknown as typeof WebSocket } });
+    // Closed in the same turn as the PROCESSING answer: the import() has not resolved yet.
+    c.subscribe((s) => s.kind === 'processing' && c.close());
+    const p = c.pay({ paymentMethod: 'pm' }).catch((e: unknown) => e);
+    await expect(p).resolves.toMatchObject({ name: 'AbortError' });
+    await import('../src/ws.js');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(FakeSocket.last).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { machineDefaults, pollDelay, step, type Effect, type MachineConfig, type MachineEvent } from '../src/machine.js';
+import { pollDelay } from '../src/following.js';
+import { machineDefaults, step, type Effect, type MachineConfig, type MachineEvent } from '../src/machine.js';
 import type { AttemptRecord } from '../src/record.js';
 import type { Answer } from '../src/transport.js';
 import type { ChargePayload, ChargerState } from '../src/types.js';

@@ -31,11 +31,23 @@ export async function chargeStatus(key: string): Promise<string | null> {
   return body.data.chargeStatus?.status ?? null;
 }
 
+/**
+ * The key of the attempt the charger persisted in sessionStorage (the
+ * library's record, `chargeonce:attempt:<hash>`), or null when there is none.
+ * The page keeps one record at most: it resets the charger before it starts
+ * a new checkout.
+ */
 export async function storedKey(page: Page): Promise<string | null> {
-  return page.evaluate(() => {
-    const raw = sessionStorage.getItem('chargeonce-demo:attempt');
-    return raw ? (JSON.parse(raw) as { key: string }).key : null;
+  const keys = await page.evaluate(() => {
+    const found: string[] = [];
+    for (let i = 0; i < sessionStorage.length; i++) {
+      const name = sessionStorage.key(i)!;
+      if (name.startsWith('chargeonce:attempt:')) found.push((JSON.parse(sessionStorage.getItem(name)!) as { key: string }).key);
+    }
+    return found;
   });
+  expect(keys.length, 'attempt records in sessionStorage').toBeLessThanOrEqual(1);
+  return keys[0] ?? null;
 }
 
 export interface Row {

@@ -1,7 +1,7 @@
 // The shop's side of the checkout (cart.ts): what the page asks the shop's
 // backend for and how it reads the answer, and the cart kept across reloads.
 import { describe, expect, it } from 'vitest';
-import type { KeyValueStorage } from './attempt';
+import type { KeyValueStorage } from '@chargeonce/client';
 import { CartStore, cartStorageKey, checkoutSessionPath, mintCartId, requestCheckoutSession, type CheckoutSession } from './cart';
 
 class MemoryStorage implements KeyValueStorage {

@@ -8,7 +8,7 @@
 // the page pays it with. The route is idempotent on the cart's id, so a
 // retry, a reload or a second attempt after a decline gets the same session
 // back. A paid cart is done: the next purchase is a new cart, with a new id.
-import type { KeyValueStorage } from './attempt';
+import type { KeyValueStorage } from '@chargeonce/client';
 
 export type CheckoutSessionStatus = 'OPEN' | 'PAID' | 'EXPIRED';
 

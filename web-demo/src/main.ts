@@ -1,136 +1,87 @@
-// The demo checkout page: wires the checkout state machine (checkout.ts) to
-// the shop's backend (cart.ts), the GraphQL client and its retry policy
-// (client.ts, retry.ts), the request timeline, the provider's ledger and the
+// The demo checkout page: wires the checkout (checkout.ts, a view over a
+// Charger from @chargeonce/client) to the shop's backend (cart.ts), the
+// recording fetch and the request timeline, the provider's ledger and the
 // DOM (render.ts). Everything the page holds lives in start()'s closure. The
 // page holds no secret key: it pays the checkout session that the shop's
 // backend created, with the publishable key and the session's client secret.
 import './style.css';
-import type { AnyVariables, OperationResult, OperationResultSource } from '@urql/core';
-import { CartStore, mintCartId, requestCheckoutSession } from './cart';
-import { Checkout, resultArrived, type Answer, type CheckoutTransport } from './checkout';
-import { createClient } from './client';
-import { ChargeCardDocument, SessionChargeStatusDocument, type ChargeResultFragment } from './generated/graphql';
+import { createCharger } from '@chargeonce/client';
+import { requestCheckoutSession } from './cart';
+import { Checkout, demoRetry, resultArrived } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
-import { createLiveClient, liveStatus, websocketURL } from './live';
-import {
-  chosenCard,
-  elements,
-  focusOutcome,
-  paint,
-  paintCards,
-  paintLedger,
-  paintTimeline,
-} from './render';
-import { cart, chargeInput } from './shop';
+import { liveRows } from './liverow';
+import { chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintTimeline } from './render';
+import { cart } from './shop';
 import { Timeline } from './timeline';
-import { dropResponse } from './transport';
+import { dropResponse, recordingFetch, type RequestRecord } from './transport';
 import type { RenderContext } from './view';
 
 const merchant = import.meta.env.VITE_DEMO_MERCHANT ?? 'demo';
 
-/**
- * The first result of an urql operation. Aborting the signal tears the
- * operation down (urql aborts its fetch), and the promise never settles.
- */
-function firstResult<D, V extends AnyVariables>(
-  source: OperationResultSource<OperationResult<D, V>>,
-  signal?: AbortSignal,
-): Promise<OperationResult<D, V>> {
-  return new Promise((resolve) => {
-    let done = false;
-    const sub = source.subscribe((result) => {
-      if (done) return;
-      done = true;
-      resolve(result);
-      queueMicrotask(() => sub.unsubscribe());
-    });
-    signal?.addEventListener('abort', () => sub.unsubscribe(), { once: true });
-  });
-}
-
-const answerOf = (r: OperationResult, payload: ChargeResultFragment | null | undefined): Answer => ({ payload, error: r.error });
-
 function start(doc: Document, win: Window): void {
   const el = elements(doc);
   const timeline = new Timeline(win.sessionStorage);
-  const carts = new CartStore(win.sessionStorage);
+  const endpoint = new URL('/graphql', win.location.href).toString();
   let ledger: Ledger | null = null;
   let ledgerSeq = 0;
+  // A request the browser cuts because the page goes away was not lost by the network: nobody reads its answer.
+  let leaving = false;
+  win.addEventListener('pagehide', () => (leaving = true));
+  win.addEventListener('pageshow', () => (leaving = false));
 
-  // The shop's backend: the cart's checkout session, created with the secret key on the server.
-  const createSession = (cartId: string) =>
-    requestCheckoutSession({ cartId, amount: cart.amount, currency: cart.currency, description: cart.description });
-  // The client secret of the session that key was sent on: its requests say (in unsafe mode
-  // each retry has its own), else the attempt's.
-  const sessionOf = (key: string) =>
-    timeline.all().find((r) => r.idempotencyKey === key && r.checkoutSession)?.checkoutSession ??
-    checkout.state.attempt?.input.checkoutSession ??
-    '';
-  const publishableKey = () => carts.publishableKey();
-
-  const client = createClient({
-    publishableKey,
-    unsafe: () => el.unsafe.checked,
-    mintKey: () => crypto.randomUUID(),
-    // Unsafe mode: a naive checkout takes a retry for a new order, with a new cart.
-    async newSession() {
-      const answer = await createSession(mintCartId());
-      return 'session' in answer ? answer.session.clientSecret : null;
+  const rows = {
+    sent(r: Omit<RequestRecord, 'n'>) {
+      const rec = timeline.add(r);
+      paintTimeline(el, timeline.all());
+      return rec;
     },
-    hooks: {
+    update(r: RequestRecord) {
+      if (leaving && r.outcome === 'network-error') r = { ...r, outcome: 'abandoned', detail: 'the page was reloaded' };
+      timeline.update(r);
+      paintTimeline(el, timeline.all());
+      if (r.outcome !== 'pending') void refreshLedger();
+    },
+  };
+
+  // Every request to chargeonce, the charger's and the page's own, goes through it.
+  const recorded = recordingFetch(
+    {
       faultFor(operation) {
         if (operation !== 'ChargeCard' || !el.dropNext.checked) return null;
         el.dropNext.checked = false; // one response only
         return dropResponse;
       },
-      sent(r) {
-        const rec = timeline.add(r);
-        paintTimeline(el, timeline.all());
-        checkout.observe(rec);
-        return rec;
-      },
-      update(r) {
-        timeline.update(r);
-        paintTimeline(el, timeline.all());
-        checkout.observe(r);
-        if (r.outcome !== 'pending') void refreshLedger();
-      },
+      ...rows,
     },
-  });
-
-  const timelineHooks = {
-    sent(r: Parameters<typeof timeline.add>[0]) {
-      const rec = timeline.add(r);
-      paintTimeline(el, timeline.all());
-      return rec;
-    },
-    update(r: Parameters<typeof timeline.update>[0]) {
-      timeline.update(r);
-      paintTimeline(el, timeline.all());
-    },
-  };
-  // Live status: chargeUpdated over a websocket, the publishable key in connection_init.
-  const watch = liveStatus(createLiveClient(websocketURL(win.location), publishableKey), timelineHooks, sessionOf);
-
-  const transport: CheckoutTransport = {
-    watch,
-    createSession,
-    async chargeCard(idempotencyKey, input, signal) {
-      const r = await firstResult(client.mutation(ChargeCardDocument, { idempotencyKey, input }), signal);
-      return answerOf(r, r.data?.chargeCard);
-    },
-    async chargeStatus(idempotencyKey) {
-      const variables = { idempotencyKey, checkoutSession: sessionOf(idempotencyKey) };
-      const r = await firstResult(client.query(SessionChargeStatusDocument, variables));
-      return answerOf(r, r.data?.chargeStatus);
-    },
-  };
+    (input, init) => win.fetch(input, init),
+  );
+  const live = liveRows(rows);
 
   const checkout = new Checkout({
-    transport,
-    clock: { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) },
     storage: win.sessionStorage,
-    mintKey: () => crypto.randomUUID(),
+    clock: { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) },
+    // The shop's backend: the cart's checkout session, created with the secret key on the server.
+    createSession: (cartId) => requestCheckoutSession({ cartId, amount: cart.amount, currency: cart.currency, description: cart.description }),
+    charger: (session, onEvent) =>
+      createCharger({
+        endpoint,
+        publishableKey: session.publishableKey,
+        session: session.clientSecret,
+        storage: 'session',
+        live: 'ws',
+        retry: demoRetry,
+        fetch: recorded,
+        onEvent,
+      }),
+    endpoint: (publishableKey) => ({ url: endpoint, fetch: recorded, publishableKey }),
+    observer: {
+      event(e) {
+        // The charger's attempt has its own timeline (a reload finds it again).
+        if (e.type === 'send' && timeline.attempt !== e.key) timeline.load(e.key);
+        live.event(e);
+      },
+      state: (next, prev) => live.state(next, prev),
+    },
   });
 
   const context = (): RenderContext => ({
@@ -163,8 +114,8 @@ function start(doc: Document, win: Window): void {
   checkout.subscribe((next, prev) => {
     if (next.attempt?.key !== prev.attempt?.key) {
       // Another attempt, or none: its own timeline and ledger.
-      if (next.attempt) timeline.load(next.attempt.key);
-      else timeline.clear();
+      if (!next.attempt) timeline.clear();
+      else if (timeline.attempt !== next.attempt.key) timeline.load(next.attempt.key);
       ledger = null;
       paintTimeline(el, timeline.all());
       void refreshLedger();
@@ -178,7 +129,7 @@ function start(doc: Document, win: Window): void {
   paintCards(el);
   el.form.addEventListener('submit', (e) => {
     e.preventDefault();
-    checkout.pay(chargeInput(chosenCard(el)));
+    checkout.pay(chosenCard(el), el.unsafe.checked);
   });
   el.newAttempt.addEventListener('click', () => {
     if (checkout.startNew()) el.cards.querySelector<HTMLInputElement>('input[name="card"]:checked')?.focus();

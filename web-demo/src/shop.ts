@@ -1,5 +1,4 @@
 // What the demo shop sells and which test cards it offers.
-import type { ChargeCardInput } from './generated/graphql';
 
 export const cart = {
   amount: 11300,
@@ -23,15 +22,6 @@ export const cards: readonly Card[] = [
   { token: 'pm_card_slow', brand: 'Mastercard', mark: 'MC', last4: '3220', behaviour: 'Slow bank: processing for a few seconds' },
   { token: 'pm_card_lostResponse', brand: 'Amex', mark: 'AMEX', last4: '0005', behaviour: 'The provider loses its answer' },
 ];
-
-/**
- * What the page sends to pay with the card token. The amount, the currency
- * and the description are the checkout session's, which the shop's backend
- * fixed (cart.ts); the checkout adds the session's client secret.
- */
-export function chargeInput(token: string): ChargeCardInput {
-  return { paymentMethod: token };
-}
 
 export const money = (amount: number, currency: string) =>
   new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(amount / 100);

@@ -1,7 +1,7 @@
 // The timeline of the requests sent for the current checkout attempt, kept in
 // sessionStorage beside the attempt so that a reload shows what happened
 // before it.
-import type { KeyValueStorage } from './attempt';
+import type { KeyValueStorage } from '@chargeonce/client';
 import type { RequestRecord } from './transport';
 
 export const timelineStorageKey = 'chargeonce-demo:timeline';
@@ -16,6 +16,11 @@ export class Timeline {
   private requests: RequestRecord[] = [];
 
   constructor(private readonly storage: KeyValueStorage) {}
+
+  /** The key of the attempt whose requests this is, or '' before the first. */
+  get attempt(): string {
+    return this.attemptKey;
+  }
 
   /**
    * Loads the timeline of the attempt with attemptKey, or starts an empty

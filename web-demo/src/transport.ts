@@ -1,6 +1,8 @@
-// The fetch that the GraphQL client uses: it records every request the page
-// sends, for the timeline, and adds the development fault header to the
-// requests that the "lose the next response" switch picks.
+// The fetch the page hands the charger (its `fetch` option) and uses for its
+// own requests: it records every request the page sends, for the timeline,
+// and adds the development fault header to the request that the "lose the
+// next response" switch picks. The charger's retries, keys and live status
+// are the library's; this wrapper only watches them go by.
 import type { ChargeStatus } from './generated/graphql';
 
 /** The request header that asks the development server for a fault. */

@@ -1,9 +1,8 @@
 // What the page shows and says for each state: the views that render.ts
 // paints, computed without a DOM.
 import { describe, expect, it } from 'vitest';
-import type { Attempt } from './attempt';
-import type { CheckoutState, Phase } from './checkout';
-import type { ChargeResultFragment } from './generated/graphql';
+import type { Attempt, CheckoutState, Phase } from './checkout';
+import type { ChargePayload as ChargeResultFragment } from '@chargeonce/client';
 import type { Ledger } from './ledger';
 import {
   announcement,
@@ -21,7 +20,6 @@ const attempt = (state: Attempt['state'] = 'open'): Attempt => ({
   key: 'key-1',
   input: { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_cart' },
   state,
-  startedAt: '2026-11-29T12:00:00Z',
 });
 
 const succeeded = (over: Partial<ChargeResultFragment> = {}): ChargeResultFragment => ({
@@ -71,8 +69,10 @@ describe('the Pay button', () => {
     ['processing', state(processing()), { label: 'Processing…', disabled: true, busy: true, hidden: false }],
     // The network failed for good: Pay is usable again, and says it repeats the attempt.
     ['unknown', state({ kind: 'unknown', code: null }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
-    ['refused', state({ kind: 'refused', message: 'no', code: 'X' }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
-    ['notReached', state({ kind: 'notReached' }), { label: 'Pay $113.00 (same attempt)', disabled: false, busy: false, hidden: false }],
+    // Refused without running: nothing was charged, and Pay starts a new attempt.
+    ['refused', state({ kind: 'refused', message: 'no', code: 'X' }, attempt('rejected')), { label: 'Pay $113.00', disabled: false, busy: false, hidden: false }],
+    // Offline: the attempt waits under its key.
+    ['paused', state({ kind: 'paused', by: 'offline' }), { label: 'Paying…', disabled: true, busy: true, hidden: false }],
     // The shop gave no checkout session: nothing was sent to chargeonce; Pay asks the shop again.
     [
       'noSession',
@@ -254,10 +254,11 @@ describe('the live region', () => {
     );
     expect(announcement(state({ kind: 'idle' }, null), ctx)).toBe('');
     for (const phase of [
-      { kind: 'paying', retry: { kind: 'busy', code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000 } },
+      { kind: 'paying', retry: { kind: 'busy', code: 'SERVICE_UNAVAILABLE', waitMs: 1000 } },
       { kind: 'unknown', code: null },
       { kind: 'refused', message: 'the same key with another input', code: 'IDEMPOTENCY_KEY_REUSED' },
-      { kind: 'notReached' },
+      { kind: 'paused', by: 'offline' },
+      { kind: 'paused', by: 'hidden' },
       { kind: 'resuming' },
       { kind: 'noSession', message: 'Failed to fetch', code: null },
       { kind: 'refused', message: 'the session expired', code: 'CHECKOUT_SESSION_EXPIRED' },
@@ -272,7 +273,7 @@ describe('the live region', () => {
 
 describe('a live status row in the timeline', () => {
   const row = (r: Partial<Parameters<typeof describeRequest>[0]>) =>
-    describeRequest({ n: 2, operation: 'SessionChargeUpdated', idempotencyKey: 'k', sentAt: '', outcome: 'pending', ...r });
+    describeRequest({ n: 2, operation: 'ChargeUpdated', idempotencyKey: 'k', sentAt: '', outcome: 'pending', ...r });
   it('says which path the page took', () => {
     expect(row({})).toEqual({ text: 'live status: connecting…', tone: 'pending' });
     expect(row({ status: 'PROCESSING', detail: 'subscribed' })).toEqual({ text: 'live status: subscribed · PROCESSING', tone: 'pending' });

@@ -1,10 +1,10 @@
 // What the page shows and says for a checkout state: plain data, computed
 // without a DOM, that render.ts paints. Unit-tested in view.test.ts.
-import { canPay, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
-import type { ChargeResultFragment } from './generated/graphql';
+import { canPay, demoRetry, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
+import type { ChargePayload } from '@chargeonce/client';
 import type { Ledger } from './ledger';
-import { liveOperation } from './live';
-import { isRetryableCode, retryPolicy } from './retry';
+import { liveOperation } from './liverow';
+import { retryableCodes } from './request';
 import { cart, money } from './shop';
 import type { RequestRecord } from './transport';
 
@@ -119,7 +119,7 @@ function chargedTimes(ctx: RenderContext): number {
 function retryingLine(retry: RetryNote, unsafe: boolean): { title: string; line: string } {
   const how = unsafe ? 'Retrying with a NEW key (unsafe mode)…' : 'Retrying automatically with the same key…';
   if (retry.kind === 'lost') return { title: 'The response was lost', line: how };
-  const asked = retry.retryAfterMs ? ` and asked to wait ${secondsText(retry.retryAfterMs)}` : '';
+  const asked = retry.waitMs ? `; the next try goes in ${secondsText(retry.waitMs)}` : '';
   const busy = retry.code !== 'INTERNAL_SERVER_ERROR';
   return { title: busy ? 'The payment service is busy' : 'The server had a problem', line: `It answered ${retry.code}${asked}. ${how}` };
 }
@@ -169,12 +169,14 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
                 : 'Still waiting for the card provider to confirm. The attempt stays open under its key.',
           ],
         },
-        liveLine(p),
+        p.charging
+          ? { parts: ['The page asks chargeStatus about its key meanwhile: a read, which never charges.'], className: 'countdown-line' }
+          : liveLine(p),
       ];
       return { tone: 'pending', pill: 'PROCESSING', title: 'Payment processing', spinner: true, lines, facts: [] };
     }
     case 'unknown': {
-      const tries = retryPolicy.maxNumberAttempts;
+      const tries = demoRetry.maxAttempts;
       const busy = p.code === 'SERVICE_UNAVAILABLE' || p.code === 'RATE_LIMITED';
       const again = ctx.unsafe
         ? "Pay sends this attempt's key again, but unsafe mode gives each retry a new key, and a new key can charge again."
@@ -224,13 +226,21 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
       if (p.code) lines.push({ parts: [p.code], className: 'code' });
       return { tone: 'warning', pill: null, title: 'The shop could not start the payment', spinner: false, lines, facts: [] };
     }
-    case 'notReached':
+    case 'paused':
       return {
-        tone: 'warning',
+        tone: 'pending',
         pill: null,
-        title: 'Not sent yet',
-        spinner: false,
-        lines: [{ parts: ['This attempt has not reached the server. Pay sends it, with the same key.'] }],
+        title: p.by === 'offline' ? 'Waiting for the network' : 'Waiting for this tab',
+        spinner: true,
+        lines: [
+          {
+            parts: [
+              p.by === 'offline'
+                ? 'This device is offline. The attempt waits under its key, and goes on as soon as the network is back.'
+                : 'The tab is hidden. The attempt waits under its key, and goes on as soon as you come back.',
+            ],
+          },
+        ],
         facts: [],
       };
     case 'final':
@@ -238,7 +248,7 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
   }
 }
 
-function finalView(p: ChargeResultFragment, ctx: RenderContext): OutcomeView {
+function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
   const facts: Fact[] = [
     { term: 'status', value: p.status, testid: 'result-status' },
     { term: 'replayed', value: String(p.replayed), testid: 'replayed' },
@@ -333,8 +343,8 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
       return `Payment refused: ${p.code ?? p.message}.`;
     case 'noSession':
       return 'The shop could not start the payment. Nothing was charged.';
-    case 'notReached':
-      return 'The payment has not reached the server. Pay sends it.';
+    case 'paused':
+      return p.by === 'offline' ? 'Offline: the payment waits for the network.' : 'The payment waits for this tab.';
     case 'final': {
       if (p.payload.status === 'FAILED') return `Payment declined: ${p.payload.failure?.message ?? 'nothing was charged.'}`;
       const times = chargedTimes(ctx);
@@ -346,8 +356,9 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
 /** The GraphQL field each operation the page sends asks for, as the timeline names it. */
 export const operationNames: Record<string, string> = {
   ChargeCard: 'chargeCard',
+  ChargeStatus: 'chargeStatus',
   SessionChargeStatus: 'chargeStatus',
-  SessionChargeUpdated: 'chargeUpdated',
+  ChargeUpdated: 'chargeUpdated',
 };
 
 export const shortKey = (k: string) => (k.length > 13 ? `${k.slice(0, 8)}…${k.slice(-4)}` : k);
@@ -391,7 +402,7 @@ export function describeRequest(r: RequestRecord): { text: string; tone: 'pendin
       return {
         text: `error ${r.detail ?? ''}${r.retryAfterMs ? `, retry after ${r.retryAfterMs} ms` : ''}`.trim(),
         // A code worth a retry is a busy or failing server, not a refusal.
-        tone: isRetryableCode(r.detail) ? 'warn' : 'error',
+        tone: r.detail !== undefined && retryableCodes.has(r.detail) ? 'warn' : 'error',
       };
     case 'answered':
       if (r.status === null) return { text: 'unknown key: the server has no attempt with it (yet)', tone: 'warn' };

@@ -1,0 +1,66 @@
+// The timeline's row for the live status of an attempt. The charger follows
+// a PROCESSING attempt over a websocket (chargeUpdated) itself, and the
+// recording fetch never sees that socket; so the row is drawn from what the
+// charger says: its state (processing over 'ws', open or not) and its events
+// (live-open, live-failed, the chargeStatus answers).
+import type { ChargerEvent, ChargerState } from '@chargeonce/client';
+import type { ChargerObserver } from './checkout';
+import type { RequestRecord } from './transport';
+
+/** The operation name the timeline gives the live status (the library's own). */
+export const liveOperation = 'ChargeUpdated';
+
+export interface LiveRowHooks {
+  sent(r: Omit<RequestRecord, 'n'>): RequestRecord;
+  update(r: RequestRecord): void;
+}
+
+const followsLive = (s: ChargerState) => s.kind === 'processing' && s.live !== undefined && s.live !== 'poll';
+
+/** An observer of the charger that keeps the live status row of the timeline. */
+export function liveRows(hooks: LiveRowHooks): ChargerObserver {
+  let row: RequestRecord | null = null;
+  let failure: string | null = null;
+  /** The last answer was chargeStatus's: a final state then came by it, not by the stream. */
+  let byStatus = false;
+  const put = (r: RequestRecord) => {
+    row = r;
+    hooks.update(r);
+  };
+  return {
+    event(e: ChargerEvent) {
+      if (e.type === 'answer') byStatus = e.operation === 'chargeStatus';
+      if (e.type === 'live-open') byStatus = false;
+      if (e.type === 'live-failed') failure = e.reason;
+    },
+    state(next: ChargerState, prev: ChargerState) {
+      const was = followsLive(prev) && prev.key === next.key;
+      if (followsLive(next) && !was) {
+        failure = null;
+        row = hooks.sent({
+          operation: liveOperation,
+          idempotencyKey: next.key!,
+          ...(next.input?.checkoutSession ? { checkoutSession: next.input.checkoutSession } : {}),
+          sentAt: new Date().toISOString(),
+          outcome: 'pending',
+        });
+        return;
+      }
+      if (!row) return;
+      if (followsLive(next)) {
+        if (next.liveOpen && row.detail !== 'subscribed') put({ ...row, status: 'PROCESSING', detail: 'subscribed' });
+        return;
+      }
+      // The subscription ended: how?
+      const o = next.outcome;
+      if (next.kind === 'settled' && o && !byStatus) {
+        put({ ...row, outcome: 'answered', status: o.status, replayed: o.replayed, detail: 'subscribed' });
+      } else if (next.kind === 'processing') {
+        put({ ...row, outcome: 'unavailable', detail: failure ?? 'no answer in time' });
+      } else {
+        put({ ...row, outcome: 'closed', ...(o ? { status: o.status } : {}) });
+      }
+      row = null;
+    },
+  };
+}
