@@ -1,74 +1,24 @@
 // The runner: createCharger() keeps a state, feeds every happening to
 // step() as an event, and performs the effects it returns with fetch,
 // timers, storage, the live stream, the sender lock and the tabs' channel.
-// Everything that decides lives in machine.ts; this file only does.
+// Everything that decides lives in machine.ts; this file only does. What
+// only a page needs (crosstab.ts, wake.ts) and the live transports load
+// with import(), outside the core.
 import { retryPolicy } from './backoff.js';
-import { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from './errors.js';
+import { abortable, AbortError, ChargerStateError, settle, type Waiter } from './errors.js';
 import type { ChargerEvent } from './events.js';
-import { initialState, machineDefaults, progressOf, step, type MachineEvent, type Result } from './machine.js';
-import { browser, listen, tabs, type ChargerEnvironment, type Tabs } from './page.js';
-import { hash, readRecord, recordName, sameInput, type AttemptRecord } from './record.js';
-import { resolveStorage, webStorage, type StorageSpec } from './storage.js';
-import type { LiveHandlers, LiveOptions } from './stream.js';
-import { chargeCardDocument, chargeStatusDocument, describe, post, type Answer } from './transport.js';
-import type { ChargeCardInput, ChargerState, LiveMode, Outcome, PayInput, RetryOptions } from './types.js';
+import { initialState, machineDefaults, step, type MachineEvent } from './machine.js';
+import type { Joined } from './crosstab.js';
+import { browser } from './page.js';
+import { openLive } from './live.js';
+import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } from './record.js';
+import { resolveStorage, webStorage } from './storage.js';
+import type { LiveOptions } from './stream.js';
+import { answerEvent, chargeCardDocument, chargeStatusDocument, post, type Answer } from './transport.js';
+import type { ChargeCardInput, ChargerState, Outcome } from './types.js';
+import type { Charger, ChargerOptions } from './api.js';
 
-export type { ChargerEnvironment } from './page.js';
-
-export interface ChargerOptions {
-  /** chargeonce's /graphql URL. */
-  endpoint: string;
-  /** A publishable key (co_pk_…), sent as Authorization: Bearer. */
-  publishableKey?: string;
-  /** Headers for every request, e.g. { Authorization: 'Bearer co_sk_…' } server to server. */
-  headers?: Record<string, string>;
-  /** The checkout session's client secret: sent as input.checkoutSession, and the default scope. */
-  session?: string;
-  /** What one attempt belongs to (one open attempt per scope): the session by default. */
-  scope?: string;
-  /** Where the attempt record lives: 'session' (default), 'local' (shared by tabs), or your own. */
-  storage?: StorageSpec;
-  /** How PROCESSING is followed: 'sse' (default), 'ws' or 'poll'; a stream that fails falls back to polling. */
-  live?: LiveMode;
-  /** The websocket URL for live: 'ws' (endpoint with ws(s): by default). */
-  wsEndpoint?: string;
-  /** One sender per scope across tabs (default true). */
-  crossTab?: boolean;
-  onEvent?: (e: ChargerEvent) => void;
-  fetch?: typeof fetch;
-  /** Mints a key for a new attempt: crypto.randomUUID() by default. */
-  mintKey?: () => string;
-  retry?: RetryOptions;
-  /** A request unanswered after this long is a lost one (default 30 s). */
-  requestTimeoutMs?: number;
-  /** The browser, for tests: globalThis's by default. */
-  environment?: ChargerEnvironment;
-}
-
-export interface PayOptions {
-  /** Stops waiting (an AbortError), never the attempt: it stays persisted and resume() follows it. */
-  signal?: AbortSignal;
-}
-
-export interface Charger {
-  readonly state: ChargerState;
-  /** Calls fn on every state change; returns the unsubscribe function. */
-  subscribe(fn: (state: ChargerState) => void): () => void;
-  /** Charges input once: the outcome (a decline is FAILED, not an error), or a typed error. */
-  pay(input: PayInput, options?: PayOptions): Promise<Outcome>;
-  /** Follows this scope's open attempt to its outcome; null when there is none. */
-  resume(): Promise<Outcome | null>;
-  /** After SUCCEEDED, FAILED or a rejection only: the next pay() gets a new key. Throws otherwise. */
-  reset(): void;
-  on(type: 'event', fn: (e: ChargerEvent) => void): () => void;
-  /** Stops timers, streams and listeners; waiting promises reject with AbortError. */
-  close(): void;
-}
-
-interface Waiter {
-  resolve(v: Outcome | null): void;
-  reject(e: Error): void;
-}
+export type { Charger, ChargerEnvironment, ChargerOptions, PayOptions } from './api.js';
 
 export const requestTimeoutMsDefault = 30_000;
 
@@ -178,19 +128,14 @@ export function createCharger(o: ChargerOptions): Charger {
           clearTimer();
           break;
         case 'Broadcast':
-          cross?.tab.post({ from: id, kind: 'progress', progress: fx.progress });
+          cross?.tell(fx.progress);
           break;
         case 'Emit':
           emit(fx.event);
       }
     }
     if (caller && !answered) waiters.add(caller);
-    if (cross && !closed) {
-      cross.sync(state, waiters.size > 0, () => {
-        const leader = (key: string): MachineEvent => ({ type: 'Leader', key, record: load(), now: now() });
-        dispatch(leader(''), undefined, leader);
-      });
-    }
+    if (cross && !closed) cross.sync(state, waiters.size > 0);
     if (state !== prev) for (const fn of [...subscribers]) fn(state);
   }
 
@@ -218,58 +163,24 @@ export function createCharger(o: ChargerOptions): Charger {
       now,
     }).then((a: Answer) => {
       if (closed || !latest()) return;
-      const p = a.kind === 'payload' ? a.payload : undefined;
-      emit({
-        type: 'answer',
-        key,
-        operation: field,
-        ...(a.http !== undefined && { http: a.http }),
-        ...(a.kind === 'payload' && { status: p?.status ?? null, ...(p && { replayed: p.replayed }) }),
-        ...(a.kind === 'error' && { code: a.error.code }),
-        ...(a.kind === 'lost' && { reason: a.reason }),
-      });
+      emit(answerEvent(key, field, a));
       dispatch({ type, answer: a, now: now(), jitter: random() });
     });
   }
 
   function follow(key: string, mode: 'sse' | 'ws'): void {
     stopStream();
-    const mine = { stop: undefined as (() => void) | undefined };
-    let opened = false;
-    const live = () => !closed && stream === mine;
-    const handlers: LiveHandlers = {
-      next(payload) {
-        if (!live()) return;
-        if (!opened) emit({ type: 'live-open', key, mode });
-        opened = true;
-        dispatch({ type: 'LiveNext', payload, now: now() });
-      },
-      failed(reason) {
-        if (!live()) return;
-        stream = null;
-        emit({ type: 'live-failed', key, mode, reason });
-        dispatch({ type: 'LiveFailed', reason, now: now() });
-      },
-    };
+    const mine: { stop?: () => void } = {};
     stream = mine;
     const options: LiveOptions = { fetch: doFetch, endpoint: o.endpoint, headers, authorization, variables: variables(key) };
     if (o.wsEndpoint) options.wsEndpoint = o.wsEndpoint;
     if (env.WebSocket) options.WebSocket = env.WebSocket;
-    mine.stop = openLive(mode, options, handlers);
-  }
-
-  function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => {
-        reject(new AbortError(current.key));
-        dispatch({ type: 'Abort' });
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      const done = () => signal.removeEventListener('abort', onAbort);
-      p.then(
-        (v) => (done(), resolve(v)),
-        (err: unknown) => (done(), reject(err)),
-      );
+    mine.stop = openLive(key, mode, options, {
+      current: () => !closed && stream === mine,
+      ended: () => void (stream = null),
+      emit,
+      dispatch: (e) => dispatch(e),
+      now,
     });
   }
 
@@ -281,6 +192,7 @@ export function createCharger(o: ChargerOptions): Charger {
   function enqueue(make: (leader: boolean) => (key: string) => MachineEvent): Promise<Outcome | null> {
     if (closed) return refuseClosed();
     const run = chain.then(async () => {
+      await joined;
       const remake = make(cross ? await cross.lead(current) : true);
       return {
         wait: new Promise<Outcome | null>((resolve, reject) => {
@@ -293,24 +205,36 @@ export function createCharger(o: ChargerOptions): Charger {
     return run.then((r) => r.wait);
   }
 
-  // The other tabs: only in a page, and unless crossTab is false.
-  let cross: Tabs | null = null;
+  // The other tabs: only in a page, and unless crossTab is false. Their code
+  // loads apart, right away; pay() and resume() wait for it.
+  let cross: Joined | null = null;
+  let joined: Promise<unknown> = Promise.resolve();
   if (o.crossTab !== false) {
     const local = () => webStorage('localStorage').storage;
     const shared = env.shared !== undefined ? env.shared : !storage.shared ? local() : o.storage === 'local' ? local() : null;
-    cross = tabs('chargeonce:' + name.slice(name.lastIndexOf(':') + 1), id, { ...env, shared, now }, (m) => {
-      const s = current;
-      if (m.kind === 'query') {
-        if (!s.remote && s.key && s.kind !== 'idle') cross?.tab.post({ from: id, kind: 'progress', progress: progressOf(s) });
-        return;
-      }
-      if (m.progress.key && (s.remote || s.kind === 'idle')) emit({ type: 'remote', key: m.progress.key, kind: m.progress.kind });
-      dispatch({ type: 'RemoteProgress', progress: m.progress, now: now() });
-    });
-    const { locks, channel } = cross.tab;
-    if (locks !== 'web-locks' || channel !== 'broadcast-channel') later({ type: 'crosstab', locks, channel });
+    if (env.locks || env.BroadcastChannel || shared) {
+      const member = { id, state: () => current, record: load, emit, dispatch: (e: MachineEvent, remake?: (key: string) => MachineEvent) => dispatch(e, undefined, remake) };
+      const scopeName = 'chargeonce:' + name.slice(name.lastIndexOf(':') + 1);
+      joined = import('./crosstab.js').then(
+        (m) => {
+          if (!closed) cross = m.join(scopeName, { ...env, shared, now }, member);
+        },
+        // Unloadable (the network): this tab sends alone, as without the APIs.
+        () => later({ type: 'crosstab', locks: 'none', channel: 'none' }),
+      );
+    }
   }
-  const unlisten = listen(env, now, (e) => dispatch(e));
+  // The page's online, offline and visibility events: loaded apart, too.
+  let unlisten = () => {};
+  if (env.addEventListener) {
+    const heard = import('./wake.js').then(
+      (m) => {
+        if (!closed) unlisten = m.listen(env, now, (e) => dispatch(e));
+      },
+      () => {}, // unloadable: the attempt still ends, only without pausing
+    );
+    joined = Promise.all([joined, heard]);
+  }
 
   return {
     get state() {
@@ -340,7 +264,12 @@ export function createCharger(o: ChargerOptions): Charger {
         p.then(clear, clear);
         promise = p;
       }
-      return options.signal ? abortable(promise, options.signal) : promise;
+      return options.signal
+        ? abortable(promise, options.signal, () => {
+            dispatch({ type: 'Abort' });
+            return new AbortError(current.key);
+          })
+        : promise;
     },
     resume() {
       return enqueue((leader) => () => ({ type: 'Resume', record: load(), leader, now: now() }));
@@ -366,50 +295,3 @@ export function createCharger(o: ChargerOptions): Charger {
 }
 
 const refuseClosed = () => Promise.reject(new ChargerStateError('closed', 'the charger is closed'));
-
-function settle(w: Waiter, r: Result): void {
-  if ('ok' in r) return w.resolve(r.ok);
-  const e = r.error;
-  w.reject(
-    e.type === 'rejected'
-      ? new ChargeRejectedError(e.key, e.error.code, e.error.message, e.error.field)
-      : e.type === 'unknown'
-        ? new UnknownOutcomeError(e.key, e.expiresAt)
-        : e.type === 'open'
-          ? new AttemptOpenError(e.key)
-          : new ChargerStateError(e.state, e.message),
-  );
-}
-
-/**
- * Opens the live stream, loading its code first: most checkouts never see
- * PROCESSING, so neither transport is in the core. A stop before it loaded
- * opens nothing.
- */
-function openLive(mode: 'sse' | 'ws', o: LiveOptions, h: LiveHandlers): () => void {
-  let stop: (() => void) | undefined;
-  let stopped = false;
-  (mode === 'ws' ? import('./ws.js') : import('./sse.js')).then(
-    (m) => {
-      if (!stopped) stop = m.open(o, h);
-    },
-    (err: unknown) => {
-      if (!stopped) h.failed(describe(err));
-    },
-  );
-  return () => {
-    stopped = true;
-    stop?.();
-  };
-}
-
-/** A UUID v4: crypto.randomUUID where the page is a secure context, else from getRandomValues. */
-export function uuid(): string {
-  const c = globalThis.crypto;
-  if (c.randomUUID) return c.randomUUID();
-  const b = c.getRandomValues(new Uint8Array(16));
-  b[6] = (b[6]! & 15) | 64;
-  b[8] = (b[8]! & 63) | 128;
-  const h = [...b].map((x) => (x | 256).toString(16).slice(1)).join('');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}

@@ -3,8 +3,13 @@
 // where it exists (a lock dies with its tab), progress over
 // BroadcastChannel. Without them, lease.ts (a lease in localStorage, the
 // storage event) is loaded on first use: current browsers never need it.
-import type { Progress } from './machine.js';
-import type { KeyValueStorage } from './types.js';
+// The charger loads this file itself with import() when it is created in a
+// page, so that the core stays small; a server never loads it.
+import type { ChargerEvent } from './events.js';
+import type { AttemptRecord } from './record.js';
+import type { MachineEvent, Progress } from './machine.js';
+import { progressOf } from './steps.js';
+import type { ChargerState, KeyValueStorage } from './types.js';
 
 export type TabMessage = { from: string; kind: 'progress'; progress: Progress } | { from: string; kind: 'query' };
 
@@ -140,5 +145,95 @@ function webLock(name: string, locks: LockManager): Lock {
       free = null;
       f?.();
     },
+  };
+}
+
+/** What the charger needs of the other tabs: the sender lock, and their news. */
+export interface Tabs {
+  readonly tab: CrossTab;
+  /** Takes the lock when this call may have to send. */
+  lead(s: ChargerState): Promise<boolean>;
+  /** Holds the lock exactly while this tab sends; queues for it (granted) while this tab waits on another. */
+  sync(s: ChargerState, waiting: boolean, granted: () => void): void;
+  close(): void;
+}
+
+export function tabs(name: string, id: string, env: CrossTabEnv, hear: (m: TabMessage) => void): Tabs {
+  const tab = createCrossTab(name, id, env, hear);
+  let holding = false;
+  return {
+    tab,
+    async lead(s) {
+      if (holding || (!s.remote && s.kind !== 'idle' && s.kind !== 'unknown')) return true; // runs here already, or answered
+      return (holding = await tab.tryAcquire());
+    },
+    sync(s, waiting, granted) {
+      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'paused' || s.kind === 'processing';
+      if (active && !s.remote) return;
+      if (holding) {
+        holding = false;
+        tab.release();
+      }
+      if (active && waiting) {
+        tab.post({ from: id, kind: 'query' });
+        tab.waitFor(() => {
+          holding = true;
+          granted();
+        });
+      }
+    },
+    close() {
+      tab.close();
+      holding = false;
+    },
+  };
+}
+
+/** What the other tabs need of the charger that joins them. */
+export interface Member {
+  id: string;
+  state(): ChargerState;
+  /** What storage holds for the scope now. */
+  record(): AttemptRecord | null;
+  emit(e: ChargerEvent): void;
+  /** Dispatches e, remade with a freshly minted key if step starts a new attempt. */
+  dispatch(e: MachineEvent, remake?: (key: string) => MachineEvent): void;
+}
+
+/** The charger's side of the scope's tabs. */
+export interface Joined {
+  /** Takes the sender lock when this call may have to send. */
+  lead(s: ChargerState): Promise<boolean>;
+  /** After each step: holds the lock exactly while this tab sends; queues for it while this tab waits on another. */
+  sync(s: ChargerState, waiting: boolean): void;
+  /** Tells the other tabs of this tab's progress. */
+  tell(p: Progress): void;
+  close(): void;
+}
+
+/**
+ * The charger's place among the scope's tabs: it answers their questions
+ * with its own progress, follows theirs while it is idle or waits on
+ * another tab, takes the attempt over when it gets the lock, and says once
+ * which fallback is in use, if any.
+ */
+export function join(name: string, env: CrossTabEnv, m: Member): Joined {
+  const t: Tabs = tabs(name, m.id, env, (msg) => {
+    const s = m.state();
+    if (msg.kind === 'query') {
+      if (!s.remote && s.key && s.kind !== 'idle') t.tab.post({ from: m.id, kind: 'progress', progress: progressOf(s) });
+      return;
+    }
+    if (msg.progress.key && (s.remote || s.kind === 'idle')) m.emit({ type: 'remote', key: msg.progress.key, kind: msg.progress.kind });
+    m.dispatch({ type: 'RemoteProgress', progress: msg.progress, now: env.now() });
+  });
+  const { locks, channel } = t.tab;
+  if (locks !== 'web-locks' || channel !== 'broadcast-channel') m.emit({ type: 'crosstab', locks, channel });
+  const leader = (key: string): MachineEvent => ({ type: 'Leader', key, record: m.record(), now: env.now() });
+  return {
+    lead: t.lead,
+    sync: (s, waiting) => t.sync(s, waiting, () => m.dispatch(leader(''), leader)),
+    tell: (progress) => t.tab.post({ from: m.id, kind: 'progress', progress }),
+    close: t.close,
   };
 }

@@ -1,6 +1,8 @@
 // The errors pay() and resume() reject with. Each carries the attempt's
 // key, so a page can say which attempt it is about; a decline (FAILED) is
 // an outcome, never one of these.
+import type { Result } from './machine.js';
+import type { Outcome } from './types.js';
 
 /** The server refused the request without running it (extensions.code). Nothing was charged under key. */
 export class ChargeRejectedError extends Error {
@@ -56,4 +58,40 @@ export class ChargerStateError extends Error {
   ) {
     super(message);
   }
+}
+
+/** The error class for how the machine says a call failed. */
+export function errorOf(e: Extract<Result, { error: unknown }>['error']): Error {
+  return e.type === 'rejected'
+    ? new ChargeRejectedError(e.key, e.error.code, e.error.message, e.error.field)
+    : e.type === 'unknown'
+      ? new UnknownOutcomeError(e.key, e.expiresAt)
+      : e.type === 'open'
+        ? new AttemptOpenError(e.key)
+        : new ChargerStateError(e.state, e.message);
+}
+
+/** A pay() or resume() caller waiting for its promise. */
+export interface Waiter {
+  resolve(v: Outcome | null): void;
+  reject(e: Error): void;
+}
+
+/** Ends w's promise as the machine's result says: the outcome, or the error class for it. */
+export function settle(w: Waiter, r: Result): void {
+  if ('ok' in r) w.resolve(r.ok);
+  else w.reject(errorOf(r.error));
+}
+
+/** p, or the error abort() makes once signal aborts (the caller stops waiting; the attempt goes on). */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal, abort: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abort());
+    signal.addEventListener('abort', onAbort, { once: true });
+    const done = () => signal.removeEventListener('abort', onAbort);
+    p.then(
+      (v) => (done(), resolve(v)),
+      (err: unknown) => (done(), reject(err)),
+    );
+  });
 }

@@ -3,7 +3,7 @@
 // hook is in @chargeonce/client/react. The retry, record and transport
 // helpers are internal: the tests import them from their own files.
 export { createCharger } from './charger.js';
-export type { Charger, ChargerOptions, ChargerEnvironment, PayOptions } from './charger.js';
+export type { Charger, ChargerOptions, ChargerEnvironment, PayOptions } from './api.js';
 export { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from './errors.js';
 export type { ChargerEvent } from './events.js';
 export { step, initialState } from './machine.js';

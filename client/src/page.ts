@@ -1,9 +1,7 @@
 // The page around the charger: globalThis's window, navigator and document
-// as far as they exist (tests pass fakes), the events that wake a waiting
-// attempt, and the cross-tab lock held exactly while this tab sends.
-import { createCrossTab, type CrossTab, type CrossTabEnv, type TabMessage } from './crosstab.js';
-import type { MachineEvent } from './machine.js';
-import type { ChargerState } from './types.js';
+// as far as they exist (tests pass fakes), and the events that wake a
+// waiting attempt (wake.ts, loaded apart). The other tabs are crosstab.ts's.
+import type { CrossTabEnv } from './crosstab.js';
 
 /** The parts of the browser the charger listens to; tests pass fakes. */
 export interface ChargerEnvironment extends Partial<CrossTabEnv> {
@@ -43,65 +41,4 @@ export function browser(): ChargerEnvironment {
     env.BroadcastChannel = g.BroadcastChannel;
   }
   return env;
-}
-
-/** Feeds online, offline, visibilitychange and pageshow to dispatch; returns what stops listening. */
-export function listen(env: ChargerEnvironment, now: () => number, dispatch: (e: MachineEvent) => void): () => void {
-  const add = env.addEventListener;
-  if (!add) return () => {};
-  const seen = () => dispatch({ type: env.visible?.() === false ? 'Hidden' : 'Visible', now: now() });
-  const on: Record<string, (e: Event) => void> = {
-    online: () => dispatch({ type: 'Online', now: now() }),
-    offline: () => dispatch({ type: 'Offline', now: now() }),
-    visibilitychange: seen,
-    // A back/forward-cache restore: timers may have slept; look again at once.
-    pageshow: (e) => (e as PageTransitionEvent).persisted && dispatch({ type: 'Visible', now: now() }),
-  };
-  for (const t in on) add(t, on[t]!);
-  if (env.onLine?.() === false) on.offline!(new Event('offline'));
-  if (env.visible?.() === false) seen();
-  return () => {
-    for (const t in on) env.removeEventListener?.(t, on[t]!);
-  };
-}
-
-/** What the charger needs of the other tabs: the sender lock, and their news. */
-export interface Tabs {
-  readonly tab: CrossTab;
-  /** Takes the lock when this call may have to send. */
-  lead(s: ChargerState): Promise<boolean>;
-  /** Holds the lock exactly while this tab sends; queues for it (granted) while this tab waits on another. */
-  sync(s: ChargerState, waiting: boolean, granted: () => void): void;
-  close(): void;
-}
-
-export function tabs(name: string, id: string, env: CrossTabEnv, hear: (m: TabMessage) => void): Tabs {
-  const tab = createCrossTab(name, id, env, hear);
-  let holding = false;
-  return {
-    tab,
-    async lead(s) {
-      if (holding || (!s.remote && s.kind !== 'idle' && s.kind !== 'unknown')) return true; // runs here already, or answered
-      return (holding = await tab.tryAcquire());
-    },
-    sync(s, waiting, granted) {
-      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'paused' || s.kind === 'processing';
-      if (active && !s.remote) return;
-      if (holding) {
-        holding = false;
-        tab.release();
-      }
-      if (active && waiting) {
-        tab.post({ from: id, kind: 'query' });
-        tab.waitFor(() => {
-          holding = true;
-          granted();
-        });
-      }
-    },
-    close() {
-      tab.close();
-      holding = false;
-    },
-  };
 }

@@ -80,3 +80,14 @@ export function hash(s: string): string {
   }
   return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
 }
+
+/** A fresh key, UUID v4: crypto.randomUUID where the page is a secure context, else from getRandomValues. */
+export function uuid(): string {
+  const c = globalThis.crypto;
+  if (c.randomUUID) return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 15) | 64;
+  b[8] = (b[8]! & 63) | 128;
+  const h = [...b].map((x) => (x | 256).toString(16).slice(1)).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}

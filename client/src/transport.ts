@@ -3,6 +3,7 @@
 // never over a websocket: that is where chargeonce reads the
 // Idempotency-Key, the body limit and the rate limits.
 import { hintMs } from './backoff.js';
+import type { ChargerEvent } from './events.js';
 import type { ChargePayload, ServerError } from './types.js';
 
 /** What one request came back with. */
@@ -111,4 +112,18 @@ function lost(reason: string, http: number, hint: number | undefined): Answer {
 
 export function describe(err: unknown): string {
   return err instanceof Error ? err.message || err.name : String(err);
+}
+
+/** The answer event for what a request of key came back with. */
+export function answerEvent(key: string, operation: 'chargeCard' | 'chargeStatus', a: Answer): ChargerEvent {
+  const p = a.kind === 'payload' ? a.payload : undefined;
+  return {
+    type: 'answer',
+    key,
+    operation,
+    ...(a.http !== undefined && { http: a.http }),
+    ...(a.kind === 'payload' && { status: p?.status ?? null, ...(p && { replayed: p.replayed }) }),
+    ...(a.kind === 'error' && { code: a.error.code }),
+    ...(a.kind === 'lost' && { reason: a.reason }),
+  };
 }

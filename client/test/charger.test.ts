@@ -255,6 +255,7 @@ describe('createCharger against a fake chargeonce', () => {
       environment: { random: () => 0.5, addEventListener: win.addEventListener, removeEventListener: win.removeEventListener, onLine: () => win.onLine },
     });
     const p = c.pay(card);
+    await vi.dynamicImportSettled(); // the page events load apart, before the first send
     await vi.advanceTimersByTimeAsync(0);
     expect(c.state.kind).toBe('retrying');
     win.onLine = false;
@@ -277,6 +278,7 @@ describe('createCharger against a fake chargeonce', () => {
     win.onLine = false;
     const { c } = make(server, { environment: { addEventListener: win.addEventListener, removeEventListener: win.removeEventListener, onLine: () => win.onLine } });
     void c.pay(card).catch(() => {});
+    await vi.dynamicImportSettled(); // the page events load apart, before the first send
     await vi.advanceTimersByTimeAsync(0);
     expect(c.state.kind).toBe('paused');
   });
@@ -287,6 +289,7 @@ describe('createCharger against a fake chargeonce', () => {
     const win = new FakeWindow();
     const { c } = make(server, { retry: { baseMs: 5_000, capMs: 5_000 }, environment: { random: () => 0.9, addEventListener: win.addEventListener, removeEventListener: win.removeEventListener } });
     const p = c.pay(card);
+    await vi.dynamicImportSettled(); // the page events load apart, before the first send
     await vi.advanceTimersByTimeAsync(0);
     expect(c.state.kind).toBe('retrying');
     win.fire('pageshow', { persisted: true });
@@ -299,12 +302,24 @@ describe('createCharger against a fake chargeonce', () => {
     server.gate = new Promise(() => {});
     const win = new FakeWindow();
     const { c } = make(server, { environment: { addEventListener: win.addEventListener, removeEventListener: win.removeEventListener } });
+    expect(win.listeners('online')).toBe(0); // the page events load apart
+    await vi.dynamicImportSettled();
     expect(win.listeners('online')).toBe(1);
     const p = c.pay(card);
     await vi.advanceTimersByTimeAsync(0);
     c.close();
     await expect(p).rejects.toBeInstanceOf(AbortError);
     expect(win.listeners('online')).toBe(0);
+  });
+
+  it('a charger closed before the page events loaded adds no listener', async () => {
+    const server = new FakeServer();
+    const win = new FakeWindow();
+    const { c } = make(server, { environment: { addEventListener: win.addEventListener, removeEventListener: win.removeEventListener } });
+    c.close();
+    await vi.dynamicImportSettled();
+    for (const t of ['online', 'offline', 'visibilitychange', 'pageshow']) expect(win.listeners(t)).toBe(0);
+    expect(server.requests).toHaveLength(0);
   });
 
   it('server to server: headers instead of a publishable key, the terms in the input', async () => {

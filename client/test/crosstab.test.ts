@@ -123,6 +123,56 @@ describe('one sender per scope across tabs', () => {
   });
 });
 
+describe('the cross-tab code loads apart', () => {
+  /** A BroadcastChannel that counts the channels opened. */
+  const counting = () => {
+    const opened: string[] = [];
+    class Channel extends BroadcastChannel {
+      constructor(name: string) {
+        super(name);
+        opened.push(name);
+      }
+    }
+    return { opened, Channel: Channel as typeof BroadcastChannel };
+  };
+
+  it('a charger created in a page loads it and opens the scope\'s channel, before its first pay() sends', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    const { opened, Channel } = counting();
+    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    expect(opened).toHaveLength(0); // not yet: it loads after createCharger returns
+    await until(() => opened.length === 1);
+    expect(opened[0]).toMatch(/^chargeonce:[0-9a-f]{16}$/);
+    await expect(a.pay(card)).resolves.toMatchObject({ status: 'SUCCEEDED' });
+  });
+
+  it('a charger closed before the code loaded opens no channel and asks for no lock', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    const request = vi.spyOn(locks, 'request');
+    const { opened, Channel } = counting();
+    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    const p = a.pay(card).catch((e: unknown) => e);
+    a.close();
+    await import('../src/crosstab.js');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await p).toBeInstanceOf(Error);
+    expect(opened).toHaveLength(0);
+    expect(request).not.toHaveBeenCalled();
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('with crossTab: false it opens no channel', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    const { opened, Channel } = counting();
+    const a = tab(server, locks, { crossTab: false, environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    await a.pay(card);
+    expect(opened).toHaveLength(0);
+  });
+});
+
 describe('the lease fallback (no Web Locks)', () => {
   it('one holder at a time; a lease whose tab died lapses', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });

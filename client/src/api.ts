@@ -1,0 +1,58 @@
+// The charger's public shapes: what createCharger() takes and what it
+// returns. charger.ts implements them; index.ts exports them.
+import type { ChargerEvent } from './events.js';
+import type { StorageSpec } from './storage.js';
+import type { ChargerState, LiveMode, Outcome, PayInput, RetryOptions } from './types.js';
+import type { ChargerEnvironment } from './page.js';
+
+export type { ChargerEnvironment };
+
+export interface ChargerOptions {
+  /** chargeonce's /graphql URL. */
+  endpoint: string;
+  /** A publishable key (co_pk_…), sent as Authorization: Bearer. */
+  publishableKey?: string;
+  /** Headers for every request, e.g. { Authorization: 'Bearer co_sk_…' } server to server. */
+  headers?: Record<string, string>;
+  /** The checkout session's client secret: sent as input.checkoutSession, and the default scope. */
+  session?: string;
+  /** What one attempt belongs to (one open attempt per scope): the session by default. */
+  scope?: string;
+  /** Where the attempt record lives: 'session' (default), 'local' (shared by tabs), or your own. */
+  storage?: StorageSpec;
+  /** How PROCESSING is followed: 'sse' (default), 'ws' or 'poll'; a stream that fails falls back to polling. */
+  live?: LiveMode;
+  /** The websocket URL for live: 'ws' (endpoint with ws(s): by default). */
+  wsEndpoint?: string;
+  /** One sender per scope across tabs (default true). */
+  crossTab?: boolean;
+  onEvent?: (e: ChargerEvent) => void;
+  fetch?: typeof fetch;
+  /** Mints a key for a new attempt: crypto.randomUUID() by default. */
+  mintKey?: () => string;
+  retry?: RetryOptions;
+  /** A request unanswered after this long is a lost one (default 30 s). */
+  requestTimeoutMs?: number;
+  /** The browser, for tests: globalThis's by default. */
+  environment?: ChargerEnvironment;
+}
+
+export interface PayOptions {
+  /** Stops waiting (an AbortError), never the attempt: it stays persisted and resume() follows it. */
+  signal?: AbortSignal;
+}
+
+export interface Charger {
+  readonly state: ChargerState;
+  /** Calls fn on every state change; returns the unsubscribe function. */
+  subscribe(fn: (state: ChargerState) => void): () => void;
+  /** Charges input once: the outcome (a decline is FAILED, not an error), or a typed error. */
+  pay(input: PayInput, options?: PayOptions): Promise<Outcome>;
+  /** Follows this scope's open attempt to its outcome; null when there is none. */
+  resume(): Promise<Outcome | null>;
+  /** After SUCCEEDED, FAILED or a rejection only: the next pay() gets a new key. Throws otherwise. */
+  reset(): void;
+  on(type: 'event', fn: (e: ChargerEvent) => void): () => void;
+  /** Stops timers, streams and listeners; waiting promises reject with AbortError. */
+  close(): void;
+}
