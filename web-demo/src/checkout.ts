@@ -2,9 +2,9 @@
 // checkout session. The charger owns the client's half of the guarantee:
 // the key minted once per attempt and persisted before the first byte, the
 // narrow retry loop with the same key, PROCESSING followed live (or polled),
-// resume after a reload, and typed errors. This file only turns its state
-// into what the page shows (a Phase, drawn by view.ts and render.ts), and
-// adds what is the demo's own:
+// resume after a reload, and typed errors. This file feeds the charger's
+// state to checkout-state.ts, which turns it into what the page shows (a
+// Phase, drawn by view.ts and render.ts), and adds what is the demo's own:
 //
 //   - the cart and its checkout session, from the shop's backend (cart.ts):
 //     Pay first asks for the session when the cart has none (noSession when
@@ -19,7 +19,7 @@
 //   final FAILED ──Try another card──▶ reset: a new key, the same session
 //   final SUCCEEDED, or refused CHECKOUT_SESSION_PAID/_EXPIRED/_LOCKED ──Start a new checkout──▶ a new cart
 //   (reload) ──▶ charger.resume(): the same key, to its outcome
-import type { ChargeCardInput, ChargePayload, Charger, ChargerEvent, ChargerState, KeyValueStorage } from '@chargeonce/client';
+import type { ChargeCardInput, Charger, ChargerEvent, ChargerState, KeyValueStorage } from '@chargeonce/client';
 import { CartStore, mintCartId, type CheckoutSession, type SessionAnswer } from './cart';
 import { send, type Endpoint } from './request';
 import { SlowWatch, type Clock } from './slow';
@@ -27,73 +27,20 @@ import { payNaively } from './unsafe';
 
 export type { Clock };
 
-/** The attempt the page shows: its key, what it charges, and how far it got. */
-export interface Attempt {
-  key: string;
-  input: ChargeCardInput;
-  /** open while its outcome is unknown; rejected: refused without running, nothing charged. */
-  state: 'open' | 'SUCCEEDED' | 'FAILED' | 'rejected';
-}
+import {
+  canPay,
+  demoRetry,
+  sessionEnded,
+  viewOf,
+  type Attempt,
+  type ChargerObserver,
+  type CheckoutState,
+  type Decor,
+  type Listener,
+  type Phase,
+} from './checkout-state';
 
-/** Why the same attempt is being sent again. */
-export type RetryNote =
-  | { kind: 'lost' }
-  /** waitMs: the charger's wait before the next try (the server's hint, when it gave one). */
-  | { kind: 'busy'; code: string; waitMs: number | null };
-
-/**
- * How a PROCESSING attempt is followed: connecting to its live status,
- * subscribed to it, or polled because live status is unavailable. Absent:
- * polled, with no live status to try.
- */
-export type LiveState = 'connecting' | 'subscribed' | 'unavailable';
-
-export type Phase =
-  /** No attempt yet. Pay starts one. */
-  | { kind: 'idle' }
-  /** After a reload: the charger picks the stored attempt up by its key. */
-  | { kind: 'resuming' }
-  /** chargeCard is on its way (or the cart's session). retry says why it is being sent again, if it is. */
-  | { kind: 'paying'; retry: RetryNote | null }
-  /** Offline, or a hidden tab that was waiting: nothing is sent, nothing fails. */
-  | { kind: 'paused'; by: 'offline' | 'hidden' }
-  /** The server said PROCESSING. charging: the chargeCard request is still open too (a slow bank). */
-  | {
-      kind: 'processing';
-      key: string;
-      /** chargeStatus questions asked so far. */
-      checks: number;
-      retryAfterMs: number | null;
-      /** When the next question goes out (clock time). */
-      nextCheckAt: number;
-      /** Until then: the countdown, updated every second. */
-      remainingMs: number;
-      /** The question is on its way. */
-      checking: boolean;
-      charging: boolean;
-      live?: LiveState;
-    }
-  /** Every try failed without an answer (network, busy server): the outcome is unknown; Pay sends the same key. */
-  | { kind: 'unknown'; code: string | null }
-  /** An error that is an answer: nothing was run. */
-  | { kind: 'refused'; message: string; code: string | null }
-  /** The shop's backend gave no checkout session (code null: no answer). Nothing was charged; Pay asks again. */
-  | { kind: 'noSession'; message: string; code: string | null }
-  /** SUCCEEDED or FAILED. */
-  | { kind: 'final'; payload: ChargePayload };
-
-export interface CheckoutState {
-  attempt: Attempt | null;
-  phase: Phase;
-}
-
-export type Listener = (next: CheckoutState, prev: CheckoutState) => void;
-
-/** What else hears the charger: the timeline's live status rows (liverow.ts). */
-export interface ChargerObserver {
-  event(e: ChargerEvent): void;
-  state(next: ChargerState, prev: ChargerState): void;
-}
+export * from './checkout-state';
 
 export interface CheckoutOptions {
   /** Where the cart survives a reload: sessionStorage in the page. */
@@ -109,100 +56,6 @@ export interface CheckoutOptions {
   mintKey?: () => string;
   mintCartId?: () => string;
   patienceMs?: number;
-}
-
-/** Tries in all, the first included: the demo gives up early to show the unknown outcome. */
-export const demoRetry = { maxAttempts: 4, capMs: 4_000 } as const;
-
-/** The refusals after which the checkout session can no longer be paid: a new cart is needed. */
-export const sessionEndedCodes: ReadonlySet<string> = new Set(['CHECKOUT_SESSION_PAID', 'CHECKOUT_SESSION_EXPIRED', 'CHECKOUT_SESSION_LOCKED']);
-
-export function sessionEnded(s: CheckoutState): boolean {
-  return s.phase.kind === 'refused' && s.phase.code !== null && sessionEndedCodes.has(s.phase.code);
-}
-
-/** Whether Pay may be pressed in this state. */
-export function canPay(s: CheckoutState): boolean {
-  const k = s.phase.kind;
-  return (k === 'idle' || k === 'unknown' || k === 'refused' || k === 'noSession') && !sessionEnded(s);
-}
-
-/** Whether the page is waiting for the server (Pay is busy). */
-export function isBusy(s: CheckoutState): boolean {
-  const k = s.phase.kind;
-  return k === 'paying' || k === 'processing' || k === 'resuming' || k === 'paused';
-}
-
-/** Whether a result arrived with this transition: the page moves the focus to the outcome then. */
-export function resultArrived(prev: CheckoutState, next: CheckoutState): boolean {
-  return isBusy(prev) && ['final', 'unknown', 'refused', 'noSession'].includes(next.phase.kind);
-}
-
-/** What the page shows for the charger's state s. */
-export function viewOf(s: ChargerState, d: Decor, now: number): CheckoutState {
-  const attempt: Attempt | null =
-    s.key && s.input
-      ? { key: s.key, input: s.input, state: s.kind === 'settled' ? s.outcome!.status : s.kind === 'rejected' ? 'rejected' : 'open' }
-      : null;
-  return { attempt, phase: phaseOf(s, d, now) };
-}
-
-/** What the page adds to the charger's state: what its events said, and its own question. */
-export interface Decor {
-  resuming: boolean;
-  /** The cause of the last retry of this attempt. */
-  retry: RetryNote | null;
-  /** Live status failed for this attempt: it is polled. */
-  liveDown: boolean;
-  /** When the charger asks chargeStatus next (clock time). */
-  nextCheckAt: number;
-  /** What chargeStatus said about the open chargeCard (slow.ts). */
-  slow: { checks: number; retryAfterMs: number | null } | null;
-}
-
-function phaseOf(s: ChargerState, d: Decor, now: number): Phase {
-  switch (s.kind) {
-    case 'idle':
-      return d.resuming ? { kind: 'resuming' } : { kind: 'idle' };
-    case 'sending':
-      if (d.slow) {
-        const { checks, retryAfterMs } = d.slow;
-        return { kind: 'processing', key: s.key!, checks, retryAfterMs, nextCheckAt: now, remainingMs: 0, checking: false, charging: true };
-      }
-      if (d.resuming) return { kind: 'resuming' };
-      return { kind: 'paying', retry: (s.attempt ?? 1) > 1 ? d.retry : null };
-    case 'retrying':
-      return { kind: 'paying', retry: d.retry };
-    case 'paused':
-      return { kind: 'paused', by: s.pausedBy ?? 'offline' };
-    case 'processing': {
-      const live: LiveState | undefined =
-        s.live === 'poll' ? (d.liveDown ? 'unavailable' : undefined) : s.liveOpen ? 'subscribed' : 'connecting';
-      return {
-        kind: 'processing',
-        key: s.key!,
-        checks: s.checks ?? 0,
-        retryAfterMs: s.pollMs ?? null,
-        nextCheckAt: d.nextCheckAt,
-        remainingMs: Math.max(0, d.nextCheckAt - now),
-        checking: s.retryInMs === 0,
-        charging: false,
-        ...(live ? { live } : {}),
-      };
-    }
-    case 'unknown':
-      return { kind: 'unknown', code: s.error?.code ?? null };
-    case 'settled': {
-      const o = s.outcome!;
-      const payload: ChargePayload =
-        o.status === 'SUCCEEDED'
-          ? { idempotencyKey: o.key, status: o.status, replayed: o.replayed, charge: o.charge, failure: null }
-          : { idempotencyKey: o.key, status: o.status, replayed: o.replayed, charge: null, failure: o.failure };
-      return { kind: 'final', payload };
-    }
-    case 'rejected':
-      return { kind: 'refused', message: s.error?.message ?? 'refused', code: s.error?.code ?? null };
-  }
 }
 
 const freshDecor = (): Decor => ({ resuming: false, retry: null, liveDown: false, nextCheckAt: 0, slow: null });
