@@ -70,7 +70,7 @@ test-fast: ## The inner loop: go test -short ./..., which skips the tests of rea
 
 .PHONY: test-web
 test-web: web ## The client library's and the demo's Vitest unit tests, then the browser tests (headless Chromium; skipped without it, except under CI=true)
-	cd $(CLIENT) && $(NPM) test
+	cd $(CLIENT) && $(NPM) test && $(NPM) run test:browser
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run test:e2e
 

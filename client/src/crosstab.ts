@@ -131,8 +131,10 @@ function webLock(name: string, locks: LockManager): Lock {
       locks
         .request(name, { signal: ctl.signal }, () => {
           waiting = null;
+          // Held before granted() runs: it may release the lock at once (the attempt settled while this tab waited).
+          const held = hold();
           granted();
-          return hold();
+          return held;
         })
         .catch(() => {
           if (waiting === ctl) waiting = null;

@@ -58,6 +58,19 @@ async function secondTabFollows(server: FakeServer, a: ReturnType<typeof tab>, b
   return b;
 }
 
+/** Two tabs on one lock manager; tab a has sent its chargeCard, whose answer the server holds until open(). */
+async function twoTabsOneSending() {
+  const server = new FakeServer();
+  const locks = new FakeLocks();
+  let open!: () => void;
+  server.gate = new Promise((r) => (open = r));
+  const a = tab(server, locks);
+  const b = tab(server, locks);
+  const pa = a.pay(card);
+  await until(() => server.chargeCards.length === 1);
+  return { server, locks, a, b, pa, open };
+}
+
 describe('one sender per scope across tabs', () => {
   it('a second tab paying the same input follows the first: one key, one request, the same outcome', async () => {
     const server = new FakeServer();
@@ -68,15 +81,22 @@ describe('one sender per scope across tabs', () => {
     expect(b.state).toMatchObject({ kind: 'settled', key: 'tab1-key-1' });
   });
 
+  it('the lock granted to a waiting tab after the attempt settled is released at once', async () => {
+    const { server, locks, b, pa, open } = await twoTabsOneSending();
+    const pb = b.pay(card);
+    await until(() => b.state.key === 'tab1-key-1');
+    // The settled word reaches b before the lock does, as between two real tabs.
+    const release = locks.delayNextGrant();
+    open();
+    await Promise.all([pa, pb]);
+    release();
+    await new Promise((r) => setTimeout(r, 20)); // b is granted the lock, and must give it back
+    expect(locks.heldNames()).toEqual([]);
+    expect(server.chargeCards).toHaveLength(1);
+  });
+
   it('another input in the second tab is refused with the first tab\'s key', async () => {
-    const server = new FakeServer();
-    const locks = new FakeLocks();
-    let open!: () => void;
-    server.gate = new Promise((r) => (open = r));
-    const a = tab(server, locks);
-    const b = tab(server, locks);
-    const pa = a.pay(card);
-    await until(() => server.chargeCards.length === 1);
+    const { server, locks, b, pa, open } = await twoTabsOneSending();
     const err = await b.pay({ paymentMethod: 'pm_card_mastercard' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AttemptOpenError);
     expect((err as AttemptOpenError).key).toBe('tab1-key-1');

@@ -103,6 +103,14 @@ export function json(body: unknown, status = 200, headers: Record<string, string
 export class FakeLocks {
   private held = new Set<string>();
   private queue = new Map<string, (() => void)[]>();
+  private delay: Promise<void> | null = null;
+
+  /** The next handover to a waiting tab waits until the returned function is called (between tabs, a grant crosses processes). */
+  delayNextGrant(): () => void {
+    let go!: () => void;
+    this.delay = new Promise((r) => (go = r));
+    return go;
+  }
 
   request(name: string, opts: { ifAvailable?: boolean; signal?: AbortSignal }, cb: (lock: { name: string } | null) => unknown): Promise<unknown> {
     const run = async () => {
@@ -112,7 +120,10 @@ export class FakeLocks {
       } finally {
         this.held.delete(name);
         const next = this.queue.get(name)?.shift();
-        next?.();
+        const later = this.delay;
+        this.delay = null;
+        if (later) void later.then(() => next?.());
+        else next?.();
       }
     };
     if (!this.held.has(name)) return run();
@@ -133,6 +144,11 @@ export class FakeLocks {
   /** A tab that dies holding its lock: the browser releases it. */
   isHeld(name: string) {
     return this.held.has(name);
+  }
+
+  /** The names held now, by any tab. */
+  heldNames(): string[] {
+    return [...this.held];
   }
 }
 

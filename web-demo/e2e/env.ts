@@ -1,40 +1,12 @@
-// Where the browser tests find Chromium, and what to do without it.
-import { accessSync, constants } from 'node:fs';
+// Where the browser tests find Chromium, and what to do without it: the
+// rule of the client library's own browser tests (client/browser).
+import { chromiumArgs as libraryArgs } from '../../client/browser/chromium';
 
-/** Debian's Chromium (apt-get install chromium); CHROMIUM_PATH overrides. */
-export const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export { chromiumAvailable, chromiumPath, skipReason } from '../../client/browser/chromium';
 
 /**
  * The flags for headless Chromium on a machine without a desktop, sandbox
- * or outside network: no GPU, no QUIC, and none of the background requests
- * that a closed network refuses.
+ * or outside network (the library's tests use the same): no GPU, no QUIC,
+ * and none of the background requests that a closed network refuses.
  */
-export const chromiumArgs = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-export function chromiumAvailable(): boolean {
-  try {
-    accessSync(chromiumPath, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Why the browser tests are skipped, or null when they run. Throws under CI. */
-export function skipReason(): string | null {
-  if (chromiumAvailable()) return null;
-  const why = `Chromium not found at ${chromiumPath}: install it with 'apt-get install chromium' (or set CHROMIUM_PATH)`;
-  if (process.env.CI === 'true') {
-    throw new Error(`${why}. CI=true: the browser tests are required.`);
-  }
-  return why;
-}
+export const chromiumArgs = ['--headless', ...libraryArgs];
