@@ -19,6 +19,16 @@ import (
 	"chargeonce/payment"
 )
 
+// ExtensionCode is the extensions.code the API answers err with, "" for an
+// error that is not a domain one (answered as INTERNAL_SERVER_ERROR).
+func ExtensionCode(err error) string {
+	var domain *payment.Error
+	if errors.As(err, &domain) {
+		return errorCodes[domain.Code]
+	}
+	return ""
+}
+
 // extensions.code of each domain error code.
 var errorCodes = map[string]string{
 	payment.EINVALID:         codeBadUserInput,

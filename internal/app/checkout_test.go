@@ -78,9 +78,7 @@ type sessionResponse struct {
 
 func (r sessionResponse) code(t *testing.T) string {
 	t.Helper()
-	require.Len(t, r.Errors, 1, "want exactly one error")
-	code, _ := r.Errors[0].Extensions["code"].(string)
-	return code
+	return onlyCode(t, r.Errors)
 }
 
 // post sends a document with apiKey and extra headers, and decodes into v.
@@ -411,11 +409,11 @@ func TestCheckoutSession_CrossSessionReads_RevealNothing(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, "demo-key", keyB, nil).Data.ChargeStatus.Status, "the secret key reads every attempt")
 
 	// Nor by subscription, over either stream.
-	sse := graphtest.NewSSE(first(graphtest.PostSSE(t, s.client, s.URL, bearer(publishableKey), sessionUpdatesSubscription,
-		map[string]any{"key": keyB, "session": secretA})))
-	if sse.Resp.StatusCode == http.StatusOK {
-		require.Equal(t, "NOT_FOUND", sse.MustNext(t).Code(t))
-	}
+	resp, _ := graphtest.PostSSE(t, s.client, s.URL, bearer(publishableKey), sessionUpdatesSubscription,
+		map[string]any{"key": keyB, "session": secretA})
+	sse := graphtest.NewSSE(resp)
+	require.Equal(t, http.StatusOK, sse.Resp.StatusCode, "the stream opens, and answers the key as unknown")
+	require.Equal(t, "NOT_FOUND", sse.MustNext(t).Code(t))
 	ws := graphtest.DialWS(t, s.URL, nil)
 	ack, err := ws.Init(t, map[string]any{"authorization": "Bearer " + publishableKey})
 	require.NoError(t, err)
@@ -431,8 +429,6 @@ func TestCheckoutSession_CrossSessionReads_RevealNothing(t *testing.T) {
 	require.Empty(t, ok.Errors)
 	require.Equal(t, "SUCCEEDED", ok.Result.Status)
 }
-
-func first[A, B any](a A, _ B) A { return a }
 
 func TestCreateCheckoutSession_ReplayAndMismatch_SecretOnlyAsHash(t *testing.T) {
 	t.Parallel()
@@ -728,4 +724,50 @@ func TestCORS_RefusalsAfterTheKeyAreReadable(t *testing.T) {
 	require.Equal(t, shop, raw.header.Get("Access-Control-Allow-Origin"), "the page may read the refusal")
 	require.Contains(t, raw.header.Get("Access-Control-Expose-Headers"), "Retry-After")
 	require.NotEmpty(t, raw.header.Get("Retry-After"))
+}
+
+// TestDemoShopBackend_CreatesTheCartsSession: the demo's development shop
+// backend answers one session per cart (the same on a retry), refuses the
+// cart with other terms and a malformed request with the API's codes, and
+// does not exist in production.
+func TestDemoShopBackend_CreatesTheCartsSession(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, dbURL, nil)
+	shop := func(body string) (int, map[string]any) {
+		r := s.send(t, http.MethodPost, "/demo/checkout-session", jsonHeaders(), strings.NewReader(body))
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(r.body, &v), "%s", r.body)
+		return r.status, v
+	}
+	status, first := shop(`{"cartId":"cart-1","amount":1999,"currency":"USD"}`)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, publishableKey, first["publishableKey"])
+	require.Equal(t, false, first["replayed"])
+	secret, _ := first["clientSecret"].(string)
+	require.True(t, strings.HasPrefix(secret, "cs_"), "%v", first)
+	status, again := shop(`{"cartId":"cart-1","amount":1999,"currency":"USD"}`)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, true, again["replayed"])
+	require.Equal(t, secret, again["clientSecret"], "the same cart, the same session and secret")
+	require.Equal(t, "SUCCEEDED", s.paySession(t, newKey(), secret, "pm_card_visa", nil).Data.ChargeCard.Status)
+
+	for body, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		`{"cartId":"cart-1","amount":2000,"currency":"USD"}`:             {http.StatusConflict, "IDEMPOTENCY_KEY_REUSED"},
+		`{"cartId":"cart-2","amount":0,"currency":"USD"}`:                {http.StatusBadRequest, "BAD_USER_INPUT"},
+		`{"cartId":"","amount":100,"currency":"USD"}`:                    {http.StatusBadRequest, "BAD_USER_INPUT"},
+		`{"cartId":"cart-3","amount":100,"currency":"USD","secret":"x"}`: {http.StatusBadRequest, "BAD_USER_INPUT"},
+		`not json`: {http.StatusBadRequest, "BAD_USER_INPUT"},
+	} {
+		status, v := shop(body)
+		require.Equal(t, want.status, status, body)
+		require.Equal(t, want.code, v["error"].(map[string]any)["code"], body)
+	}
+
+	prod := startServer(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
+	require.Equal(t, http.StatusNotFound, prod.send(t, http.MethodPost, "/demo/checkout-session", jsonHeaders(),
+		strings.NewReader(`{"cartId":"cart-9","amount":100,"currency":"USD"}`)).status)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"chargeonce/graph"
 	"chargeonce/merchant"
 	"chargeonce/payment"
 )
@@ -63,30 +64,27 @@ func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// demoErrorCodes are the codes and statuses of the shop backend's refusals,
-// those of the API.
-var demoErrorCodes = map[string]struct {
-	code   string
-	status int
-}{
-	payment.EINVALID:     {"BAD_USER_INPUT", http.StatusBadRequest},
-	payment.EKEYREUSED:   {"IDEMPOTENCY_KEY_REUSED", http.StatusConflict},
-	payment.EORDERPAID:   {"ORDER_ALREADY_PAID", http.StatusConflict},
-	payment.EUNAVAILABLE: {"SERVICE_UNAVAILABLE", http.StatusServiceUnavailable},
+// demoErrorStatuses are the HTTP statuses of the shop backend's refusals;
+// their codes are the API's (graph.ExtensionCode).
+var demoErrorStatuses = map[string]int{
+	payment.EINVALID:     http.StatusBadRequest,
+	payment.EKEYREUSED:   http.StatusConflict,
+	payment.EORDERPAID:   http.StatusConflict,
+	payment.EUNAVAILABLE: http.StatusServiceUnavailable,
 }
 
 func writeDemoError(w http.ResponseWriter, err error) {
-	c, ok := demoErrorCodes[payment.ErrorCode(err)]
-	msg := "internal server error"
+	code, msg := "INTERNAL_SERVER_ERROR", "internal server error"
+	status, ok := demoErrorStatuses[payment.ErrorCode(err)]
 	var e *payment.Error
 	if ok && errors.As(err, &e) {
-		msg = e.Message
+		code, msg = graph.ExtensionCode(err), e.Message
 	} else {
-		c.code, c.status = "INTERNAL_SERVER_ERROR", http.StatusInternalServerError
+		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(c.status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": c.code, "message": msg}})
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 func optionalString(s string) *string {

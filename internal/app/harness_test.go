@@ -172,8 +172,14 @@ type gqlResponse struct {
 // code is the extensions.code of the only error.
 func (r gqlResponse) code(t *testing.T) string {
 	t.Helper()
-	require.Len(t, r.Errors, 1, "want exactly one error")
-	code, _ := r.Errors[0].Extensions["code"].(string)
+	return onlyCode(t, r.Errors)
+}
+
+// onlyCode is the extensions.code of the only error of errs.
+func onlyCode(t *testing.T, errs gqlerror.List) string {
+	t.Helper()
+	require.Len(t, errs, 1, "want exactly one error")
+	code, _ := errs[0].Extensions["code"].(string)
 	return code
 }
 

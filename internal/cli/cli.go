@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -131,19 +132,18 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 	default:
 		return ErrUsage
 	}
-	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
+	merchants, closeDB, err := openMerchants(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	merchants := merchant.New(pool, false)
 	switch args[0] {
 	case "create":
 		m, key, err := merchants.CreateAPIKey(ctx, args[1], kind)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s for merchant %s (shown once; only its hash is stored):\n%s\n", keyTitle(kind), m.Name, key)
+		fmt.Fprintf(stdout, "%s for merchant %s (shown once; only its hash is stored):\n%s\n", upperFirst(keyName(kind)), m.Name, key)
 		if kind == merchant.KeyPublishable {
 			fmt.Fprintf(stdout, "It may appear in checkout pages; alone it grants nothing. Register their origins with: chargeonce merchant origins add %s <origin>\n", m.Name)
 		}
@@ -153,7 +153,7 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "New %s for merchant %s (shown once; only its hash is stored):\n%s\n", map[merchant.KeyKind]string{merchant.KeySecret: "API key", merchant.KeyPublishable: "publishable key"}[kind], m.Name, key)
+		fmt.Fprintf(stdout, "New %s for merchant %s (shown once; only its hash is stored):\n%s\n", keyName(kind), m.Name, key)
 		if len(stillValid) == 0 {
 			fmt.Fprintf(stdout, "The merchant has no other live %s key.\n", kind)
 			return nil
@@ -206,13 +206,25 @@ func runAPIKeyCommand(ctx context.Context, cfg app.Config, args []string, stdout
 	}
 }
 
-// keyTitle names a key of kind in what the commands print: a secret key is
+// keyName names a key of kind in what the commands print: a secret key is
 // the API key, as it always was.
-func keyTitle(kind merchant.KeyKind) string {
+func keyName(kind merchant.KeyKind) string {
 	if kind == merchant.KeyPublishable {
-		return "Publishable key"
+		return "publishable key"
 	}
 	return "API key"
+}
+
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// openMerchants opens the database the server uses, for the commands on
+// merchants, their keys and their origins.
+func openMerchants(ctx context.Context, cfg app.Config, log *slog.Logger) (*merchant.Service, func(), error) {
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return merchant.New(pool, false), closeDB, nil
 }
 
 // runOriginsCommand runs `merchant origins add|list|remove`.
@@ -223,12 +235,11 @@ func runOriginsCommand(ctx context.Context, cfg app.Config, args []string, stdou
 	default:
 		return ErrUsage
 	}
-	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
+	merchants, closeDB, err := openMerchants(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	merchants := merchant.New(pool, false)
 	switch args[0] {
 	case "add":
 		origin, added, err := merchants.AddOrigin(ctx, args[1], args[2])
