@@ -4,7 +4,7 @@
 import { retryWaitMs } from './backoff.js';
 import { expired, type AttemptRecord } from './record.js';
 import type { Effect, MachineConfig, Step } from './machine.js';
-import { rejectedResult, same, strip, unknown } from './steps.js';
+import { rejectedResult, resend, same, strip, unknown } from './steps.js';
 import type { Answer } from './transport.js';
 import type { ChargePayload, ChargerState, Outcome } from './types.js';
 
@@ -69,11 +69,7 @@ export function statusAnswered(s: ChargerState, a: Answer, now: number, c: Machi
     if (!p) {
       // The server knows no such key: the attempt never reached it, or its stored result is gone.
       if (expired(s, now)) return unknown(s);
-      const attempt = (s.attempt ?? 0) + 1;
-      return {
-        state: { ...strip(s), kind: 'sending', attempt, since: now, tries: 1 },
-        effects: [{ type: 'Unsubscribe' }, { type: 'Send', key: s.key!, input: s.input!, attempt }],
-      };
+      return resend(s, now, { type: 'Unsubscribe' });
     }
     if (s.kind === 'paused') return same({ ...s, pollMs: p.retryAfterMs || s.pollMs || c.pollMs, checks });
     const pollMs = p.retryAfterMs && p.retryAfterMs > 0 ? p.retryAfterMs : (s.pollMs ?? c.pollMs);
@@ -115,13 +111,7 @@ export function liveFailed(s: ChargerState, _reason: string, c: MachineConfig): 
 }
 
 export function timerFired(s: ChargerState, now: number, c: MachineConfig): Step {
-  if (s.kind === 'retrying') {
-    const attempt = (s.attempt ?? 1) + 1;
-    return {
-      state: { ...strip(s), error: s.error, kind: 'sending', attempt, tries: (s.tries ?? 1) + 1 },
-      effects: [{ type: 'Send', key: s.key!, input: s.input!, attempt }],
-    };
-  }
+  if (s.kind === 'retrying') return resend(s, undefined);
   if (s.kind !== 'processing') return same(s);
   if (expired(s, now)) return unknown(s);
   if (s.live !== 'poll' && !s.liveOpen) {
@@ -174,20 +164,10 @@ export function wake(s: ChargerState, now: number, c: MachineConfig): Step {
       return { state: { ...st, kind: 'processing', live: live ?? 'poll', liveOpen: false, retryInMs: 0 }, effects: [emit, { type: 'AskStatus', key: s.key! }] };
     }
     // A fresh budget: time offline or hidden was not spent waiting for the server.
-    const attempt = (s.attempt ?? 1) + 1;
-    return {
-      state: { ...strip(st), error: s.error, kind: 'sending', attempt, since: now, tries: 1 },
-      effects: [emit, { type: 'Send', key: s.key!, input: s.input!, attempt }],
-    };
+    return resend(st, now, emit);
   }
   if (s.offline || s.hidden) return same(s);
-  if (s.kind === 'retrying') {
-    const attempt = (s.attempt ?? 1) + 1;
-    return {
-      state: { ...strip(s), kind: 'sending', attempt, tries: (s.tries ?? 1) + 1 },
-      effects: [{ type: 'ClearTimer' }, { type: 'Send', key: s.key!, input: s.input!, attempt }],
-    };
-  }
+  if (s.kind === 'retrying') return resend(s, undefined, { type: 'ClearTimer' });
   if (s.kind === 'processing' && (s.live === 'poll' || s.liveOpen)) {
     return { state: { ...s, retryInMs: 0 }, effects: [{ type: 'ClearTimer' }, { type: 'AskStatus', key: s.key! }] };
   }

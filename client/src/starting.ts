@@ -2,7 +2,7 @@
 // this tab getting the sender lock, and another tab's progress.
 import { expired, sameInput, type AttemptRecord } from './record.js';
 import type { MachineConfig, MachineEvent, Progress, Step, Effect } from './machine.js';
-import { flags, openError, reply, rejectedResult, same, strip } from './steps.js';
+import { flags, openError, reply, rejectedResult, resend, same, strip } from './steps.js';
 import type { ChargerState } from './types.js';
 
 const idle: ChargerState = { kind: 'idle' };
@@ -75,14 +75,14 @@ export function resume(s: ChargerState, e: Extract<MachineEvent, { type: 'Resume
  * since chargeCard would then start a new attempt.
  */
 function restart(s: ChargerState, now: number, c: MachineConfig, rec?: AttemptRecord): Step {
-  const base: ChargerState = strip({ ...s, remote: false, since: now, tries: 1 });
+  const mine: ChargerState = { ...s, remote: false };
   const effects: Effect[] = [];
   if (rec) effects.push({ type: 'Persist', record: rec }); // it may come from another tab's storage: keep it here too
   if (expired(s, now)) {
-    return { state: { ...base, kind: 'processing', live: 'poll', checks: 0, pollMs: c.pollMs }, effects: [...effects, { type: 'AskStatus', key: s.key! }] };
+    const st: ChargerState = { ...strip(mine), since: now, tries: 1, kind: 'processing', live: 'poll', checks: 0, pollMs: c.pollMs };
+    return { state: st, effects: [...effects, { type: 'AskStatus', key: s.key! }] };
   }
-  const attempt = (s.attempt ?? 0) + 1;
-  return { state: { ...base, kind: 'sending', attempt }, effects: [...effects, { type: 'Send', key: s.key!, input: s.input!, attempt }] };
+  return resend(mine, now, ...effects);
 }
 
 export function leader(s: ChargerState, e: Extract<MachineEvent, { type: 'Leader' }>, c: MachineConfig): Step {

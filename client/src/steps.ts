@@ -19,6 +19,20 @@ export function rejectedResult(s: ChargerState): Result {
   return { error: { type: 'rejected', key: s.key!, error: s.error! } };
 }
 
+/**
+ * chargeCard once more with the attempt's own key and input. fresh: the
+ * time a new run of sends begins (its budget starts then); without it,
+ * one more try of the current run.
+ */
+export function resend(s: ChargerState, fresh: number | undefined, ...before: Effect[]): Step {
+  const attempt = (s.attempt ?? 0) + 1;
+  const run = fresh === undefined ? { tries: (s.tries ?? 1) + 1 } : { since: fresh, tries: 1 };
+  return {
+    state: { ...strip(s), error: s.error, kind: 'sending', attempt, ...run },
+    effects: [...before, { type: 'Send', key: s.key!, input: s.input!, attempt }],
+  };
+}
+
 export function same(s: ChargerState): Step {
   return { state: s, effects: [] };
 }
