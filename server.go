@@ -85,6 +85,11 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		}
 		defer metricsLn.Close()
 	}
+	if cfg.SimPublicURL == "" {
+		// The simulator's authentication page is where a shopper's browser
+		// goes: this server's own address, not the private listener below.
+		cfg.SimPublicURL = "http://" + browsable(ln.Addr()) + "/provider"
+	}
 	providerURL := cfg.ProviderURL
 	var simLn net.Listener
 	if providerURL == "" && cfg.Provider == app.ProviderCardsim {
@@ -175,3 +180,16 @@ func metricsMux(a *app.App) http.Handler {
 // maxProfileTime is the longest CPU profile or trace the metrics listener
 // can serve (?seconds=N): its write timeout must outlast the recording.
 const maxProfileTime = time.Minute
+
+// browsable is addr as a browser on this machine reaches it: a listener on
+// every interface is reached on loopback.
+func browsable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,7 +1,8 @@
 // Package cardsim is the simulated card provider that chargeonce charges in
 // development and tests: a real HTTP API with its own idempotency keys, whose
 // behaviour is chosen by the payment method token (success, declines, a slow
-// charge, provider errors, a lost response). It keeps its state in its own
+// charge, provider errors, a lost response, a card that needs 3-D Secure,
+// whose shopper authenticates on the simulator's challenge page). It keeps its state in its own
 // PostgreSQL schema, cardsim, which its own migrations (Migrate) create only
 // where it is mounted, never in production. chargeonce reaches it only over
 // HTTP, so that chargeonce can neither read the provider's tables nor share
@@ -23,5 +24,11 @@ const SlowDelayDefault = 3 * time.Second
 // Config tunes the simulator. The zero value is ready to use, with no delay.
 type Config struct {
 	SlowDelay time.Duration // how long pm_card_slow takes; zero (or less) is no delay
-	Logger    *slog.Logger  // may be nil: nothing is logged
+	// PublicURL is where shoppers' browsers reach the simulator (e.g.
+	// https://shop.example/provider), under which a waiting charge's
+	// next_action sends them to the challenge page. Empty: each request's own
+	// scheme, host and mount prefix, right when the browser reaches the
+	// simulator at the address its caller does.
+	PublicURL string
+	Logger    *slog.Logger // may be nil: nothing is logged
 }

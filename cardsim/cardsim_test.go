@@ -26,18 +26,29 @@ import (
 // charge mirrors the wire form. It cannot tell a null field from a missing
 // one: the tests that must decode the body into map[string]json.RawMessage.
 type charge struct {
-	ID             string            `json:"id"`
-	Object         string            `json:"object"`
-	Amount         int64             `json:"amount"`
-	Currency       string            `json:"currency"`
-	Status         string            `json:"status"`
-	PaymentMethod  string            `json:"payment_method"`
-	Description    *string           `json:"description"`
-	FailureCode    *string           `json:"failure_code"`
-	FailureMessage *string           `json:"failure_message"`
-	IdempotencyKey string            `json:"idempotency_key"`
-	Metadata       map[string]string `json:"metadata"`
-	Created        int64             `json:"created"`
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Amount             int64             `json:"amount"`
+	Currency           string            `json:"currency"`
+	Status             string            `json:"status"`
+	PaymentMethod      string            `json:"payment_method"`
+	Description        *string           `json:"description"`
+	FailureCode        *string           `json:"failure_code"`
+	FailureMessage     *string           `json:"failure_message"`
+	IdempotencyKey     string            `json:"idempotency_key"`
+	Metadata           map[string]string `json:"metadata"`
+	Created            int64             `json:"created"`
+	ReturnURL          *string           `json:"return_url"`
+	CancellationReason *string           `json:"cancellation_reason"`
+	NextAction         *nextAction       `json:"next_action"`
+}
+
+type nextAction struct {
+	Type          string `json:"type"`
+	RedirectToURL struct {
+		URL       string `json:"url"`
+		ReturnURL string `json:"return_url"`
+	} `json:"redirect_to_url"`
 }
 
 type errorBody struct {
@@ -676,6 +687,10 @@ func TestCharges_OtherMethods_Return405(t *testing.T) {
 		{http.MethodPatch, "/v1/charges", "GET, HEAD, POST"},
 		{http.MethodPost, "/v1/charges/ch_x", "GET, HEAD"},
 		{http.MethodDelete, "/v1/charges/ch_x", "GET, HEAD"},
+		{http.MethodGet, "/v1/charges/ch_x/cancel", "POST"},
+		{http.MethodPost, "/authenticate/ch_x", "GET, HEAD"},
+		{http.MethodGet, "/authenticate/ch_x/complete", "POST"},
+		{http.MethodGet, "/authenticate/ch_x/fail", "POST"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {

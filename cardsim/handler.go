@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,16 +16,20 @@ import (
 type handler struct {
 	store     *store
 	slowDelay time.Duration
+	publicURL string // without a trailing slash; "" derives it from each request
 	log       *slog.Logger
 }
 
-// NewHandler returns the simulator's HTTP API, with paths starting at /v1
-// (chargeonce mounts it under /provider with http.StripPrefix). The tables of
-// the cardsim schema must exist (Migrate creates them).
+// NewHandler returns the simulator's HTTP API, with paths starting at /v1,
+// and the 3-D Secure challenge pages that shoppers' browsers see, under
+// /authenticate (chargeonce mounts it all under /provider with
+// http.StripPrefix). The tables of the cardsim schema must exist (Migrate
+// creates them).
 func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	h := &handler{
 		store:     newStore(pool),
 		slowDelay: max(cfg.SlowDelay, 0),
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		log:       cfg.Logger,
 	}
 	if h.log == nil {
@@ -33,10 +39,21 @@ func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/charges", h.createCharge)
 	mux.HandleFunc("GET /v1/charges", h.listCharges)
 	mux.HandleFunc("GET /v1/charges/{id}", h.getCharge)
+	mux.HandleFunc("POST /v1/charges/{id}/cancel", h.cancelCharge)
+	mux.HandleFunc("GET /authenticate/{id}", h.challenge)
+	// The challenge's buttons change a charge: a page of another site must
+	// not be able to press them for the shopper.
+	buttons := http.NewCrossOriginProtection()
+	mux.Handle("POST /authenticate/{id}/complete", buttons.Handler(h.resolveChallenge("complete", h.store.completeAuthentication)))
+	mux.Handle("POST /authenticate/{id}/fail", buttons.Handler(h.resolveChallenge("fail", h.store.failAuthentication)))
 	// Catch-alls, less specific than the patterns above, so that every answer
 	// is JSON: ServeMux's own 404 and 405 answers are plain text.
 	mux.HandleFunc("/v1/charges", methodNotAllowed("GET, HEAD, POST"))
 	mux.HandleFunc("/v1/charges/{id}", methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc("/v1/charges/{id}/cancel", methodNotAllowed("POST"))
+	mux.HandleFunc("/authenticate/{id}", methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc("/authenticate/{id}/complete", methodNotAllowed("POST"))
+	mux.HandleFunc("/authenticate/{id}/fail", methodNotAllowed("POST"))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{
 			Type: "invalid_request_error", Code: "resource_missing",
@@ -107,12 +124,13 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Info("cardsim: charge", "id", c.ID, "status", c.Status,
 		"payment_method", redactToken(c.PaymentMethod), "replayed", replayed)
-	h.answerCharge(w, c, replayed)
+	h.answerCharge(w, r, c, replayed)
 }
 
-// answerCharge answers a stored charge; a replay answers exactly as the first
-// time, lost response included.
-func (h *handler) answerCharge(w http.ResponseWriter, c charge, replayed bool) {
+// answerCharge answers a stored charge as it is now: a replay answers exactly
+// as the first time (lost response included) unless the charge has since
+// stopped waiting for the shopper, and then as it ended.
+func (h *handler) answerCharge(w http.ResponseWriter, r *http.Request, c charge, replayed bool) {
 	if c.PaymentMethod == tokenLostResponse {
 		dropConnection(w)
 		return
@@ -120,13 +138,13 @@ func (h *handler) answerCharge(w http.ResponseWriter, c charge, replayed bool) {
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	if c.Status == statusFailed {
+	if c.Status == statusFailed || c.Status == statusCanceled {
 		writeError(w, http.StatusPaymentRequired, apiError{
 			Type: "card_error", Code: deref(c.FailureCode), Message: deref(c.FailureMessage), Charge: c.ID,
 		})
 		return
 	}
-	writeJSON(w, http.StatusOK, toChargeObject(c))
+	writeJSON(w, http.StatusOK, toChargeObject(c, h.publicBase(r)))
 }
 
 // dropConnection closes the connection without writing a response: the
@@ -155,8 +173,9 @@ func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list := listObject{Object: "list", Data: make([]chargeObject, 0, len(charges))}
+	base := h.publicBase(r)
 	for _, c := range charges {
-		list.Data = append(list.Data, toChargeObject(c))
+		list.Data = append(list.Data, toChargeObject(c, base))
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -173,7 +192,72 @@ func (h *handler) getCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, internalError)
 		return
 	}
-	writeJSON(w, http.StatusOK, toChargeObject(c))
+	writeJSON(w, http.StatusOK, toChargeObject(c, h.publicBase(r)))
+}
+
+// cancelCharge stops a charge waiting for the shopper, as Stripe cancels a
+// PaymentIntent: the caller gives up on an authentication that did not come.
+// It races the challenge's buttons; the conditional update lets exactly one
+// of them end the wait, and a cancel that lost is refused with the charge's
+// status, for the caller to read how it ended.
+func (h *handler) cancelCharge(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	reason, reqErr := decodeCancelRequest(w, r)
+	if reqErr != nil {
+		writeError(w, http.StatusBadRequest, *reqErr)
+		return
+	}
+	c, canceled, err := h.store.cancel(r.Context(), id, reason)
+	if errors.Is(err, errNoCharge) {
+		writeError(w, http.StatusNotFound, invalidRequest("resource_missing", fmt.Sprintf("No such charge: %q.", id)))
+		return
+	}
+	if err != nil {
+		h.log.Error("cardsim: cancel charge", "id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, internalError)
+		return
+	}
+	h.log.Info("cardsim: cancel", "id", c.ID, "status", c.Status, "canceled", canceled, "reason", reason)
+	if !canceled {
+		writeError(w, http.StatusBadRequest, apiError{
+			Type: "invalid_request_error", Code: "charge_unexpected_state", Charge: c.ID,
+			Message: fmt.Sprintf("This charge's status is %s: only a charge that is %s can be canceled.",
+				c.Status, statusRequiresAction),
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, toChargeObject(c, h.publicBase(r)))
+}
+
+// publicBase is the simulator's address as the shopper's browser reaches it,
+// without a trailing slash, under which the challenge pages are:
+// Config.PublicURL when set, else the request's own scheme, host and mount
+// prefix, right for a browser that reaches the simulator as its caller does.
+func (h *handler) publicBase(r *http.Request) string {
+	if h.publicURL != "" {
+		return h.publicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + mountPrefix(r)
+}
+
+// mountPrefix is the path under which the handler is mounted: "/provider"
+// under chargeonce, "" at a server's root. http.StripPrefix shortens
+// r.URL.Path but leaves r.RequestURI as the client sent it, so the prefix is
+// what the one has before the other.
+func mountPrefix(r *http.Request) string {
+	sent, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil {
+		return ""
+	}
+	prefix, ok := strings.CutSuffix(sent.EscapedPath(), r.URL.EscapedPath())
+	if !ok {
+		return ""
+	}
+	return prefix
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

@@ -74,12 +74,15 @@ func TestMigrate_FreshDatabase_CreatesTheSchemaWithNamedConstraints(t *testing.T
 	for _, want := range []string{
 		"cardsim.charges charges_pkey PRIMARY KEY (id)",
 		"cardsim.charges charges_idempotency_key_key UNIQUE (idempotency_key)",
-		"cardsim.charges charges_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))",
+		"cardsim.charges charges_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'requires_action'::text, 'canceled'::text])))",
+		"cardsim.charges charges_return_url_check CHECK (((status <> 'requires_action'::text) OR (return_url IS NOT NULL)))",
+		"charges.return_url text YES",
+		"charges.cancellation_reason text YES",
 		"CREATE INDEX cardsim_charges_created_at_idx ON cardsim.charges USING btree (created_at)",
 	} {
 		require.Contains(t, got, want)
 	}
-	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
 	require.False(t, exists(t, pool, "goose_db_version"), "chargeonce's migrations table is not the simulator's")
 }
 
@@ -94,7 +97,7 @@ func TestMigrate_AfterChargeoncesMigrations_SimulatorCharges(t *testing.T) {
 	require.False(t, exists(t, pool, "cardsim.charges"))
 	require.NoError(t, cardsim.Migrate(ctx, pool))
 	require.Equal(t, appVersions, versions(t, pool, "goose_db_version"), "chargeonce's migrations are untouched")
-	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
 
 	s := newSimOn(t, pool, cardsim.Config{})
 	key := uniqueKey(t)
@@ -102,6 +105,11 @@ func TestMigrate_AfterChargeoncesMigrations_SimulatorCharges(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
 	require.Equal(t, 1, s.rowsWithKey(key))
 }
+
+// visaOrderHash is the request hash that the simulator gave
+// chargeBody("pm_card_visa") before return_url existed: a charge stored then
+// holds it, and the same request must still replay that charge.
+const visaOrderHash = "d96a86f841751e7f2b73506954b619af2a71b844dbf0156026ceea974f2e732f"
 
 // TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges: a development
 // database that chargeonce's old migration 00003 gave the cardsim schema
@@ -116,20 +124,29 @@ func TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges(t *testing.T) {
 	_, err = pool.Exec(ctx, string(old))
 	require.NoError(t, err)
 
-	// A charge made by the simulator of then.
-	s := newSimOn(t, pool, cardsim.Config{})
+	// A charge made by the simulator of then, as it stored it (today's
+	// simulator needs today's schema to store one).
 	key := uniqueKey(t)
-	resp, first := s.mustPost(key, chargeBody("pm_card_visa"))
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(first))
+	const id = "ch_madeBeforeMigrations0000"
+	_, err = pool.Exec(ctx, `INSERT INTO cardsim.charges
+		(id, idempotency_key, request_hash, amount, currency, payment_method, description, status, metadata)
+		VALUES ($1, $2, decode($3, 'hex'), 1999, 'USD', 'pm_card_visa', 'Order 42', 'succeeded', $4)`,
+		id, key, visaOrderHash, `{"client_idempotency_key": "client-1", "merchant": "demo"}`)
+	require.NoError(t, err)
 
 	require.NoError(t, cardsim.Migrate(ctx, pool))
-	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
 
 	// The charge is still there, and its key still replays it.
+	s := newSimOn(t, pool, cardsim.Config{})
 	replay, again := s.mustPost(key, chargeBody("pm_card_visa"))
 	require.Equal(t, http.StatusOK, replay.StatusCode, string(again))
 	require.Equal(t, "true", replay.Header.Get("Idempotent-Replayed"))
-	require.Equal(t, first, again)
+	c := decode[charge](t, again)
+	require.Equal(t, id, c.ID)
+	require.Equal(t, "succeeded", c.Status)
+	require.Nil(t, c.ReturnURL)
+	require.Nil(t, c.NextAction)
 	require.Equal(t, 1, s.rowsWithKey(key))
 
 	fresh := dbtest.NewPool(t)
@@ -150,6 +167,6 @@ func TestMigrate_Concurrently_MigratesOnce(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, []int64{1}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
 	require.True(t, exists(t, pool, "cardsim.charges"))
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +24,7 @@ const (
 	maxAmount        = 99_999_999
 	defaultListLimit = 100
 	maxListLimit     = 1000
+	maxReturnURLLen  = 2048
 )
 
 // createRequest is the validated body of POST /v1/charges.
@@ -31,6 +34,9 @@ type createRequest struct {
 	PaymentMethod string
 	Description   *string
 	Metadata      map[string]string
+	// ReturnURL is where the challenge page sends the shopper back; nil
+	// when the request had none.
+	ReturnURL *string
 }
 
 // idempotencyKey returns the request's Idempotency-Key header: exactly one,
@@ -60,6 +66,7 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		PaymentMethod string             `json:"payment_method"`
 		Description   *string            `json:"description"`
 		Metadata      map[string]*string `json:"metadata"` // pointers, to refuse null values
+		ReturnURL     *string            `json:"return_url"`
 	}
 	fail := func(code, message string) (createRequest, *apiError) {
 		e := invalidRequest(code, message)
@@ -84,6 +91,8 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 				return fail("description_invalid", "description must be a string or null.")
 			case "metadata":
 				return fail("metadata_invalid", "metadata must be an object of string values.")
+			case "return_url":
+				return fail("return_url_invalid", returnURLRule)
 			}
 			return fail("body_invalid", "The request body must be a JSON object.")
 		case errors.Is(err, io.EOF):
@@ -118,6 +127,9 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		}
 		metadata[k] = *v
 	}
+	if body.ReturnURL != nil && !validReturnURL(*body.ReturnURL) {
+		return fail("return_url_invalid", returnURLRule)
+	}
 	return createRequest{
 		Amount: body.Amount,
 		// One spelling per currency, so that "usd" and "USD" are one request.
@@ -125,8 +137,72 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		PaymentMethod: body.PaymentMethod,
 		Description:   body.Description,
 		Metadata:      metadata,
+		ReturnURL:     body.ReturnURL,
 	}, nil
 }
+
+var returnURLRule = fmt.Sprintf("return_url must be an absolute http or https URL of at most %d characters, "+
+	"without credentials or whitespace.", maxReturnURLLen)
+
+// validReturnURL reports whether s may be a charge's return_url: the challenge
+// page redirects the shopper's browser to it verbatim, so it must be a
+// complete web address, and one that carries no password into a Location
+// header. It is the rule chargeonce applies to a checkout's returnUrl.
+func validReturnURL(s string) bool {
+	if len(s) > maxReturnURLLen || strings.ContainsFunc(s, unicode.IsSpace) {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+}
+
+// cancellationReasons are the reasons a caller may give for cancelling a
+// waiting charge: Stripe's, for a PaymentIntent.
+var cancellationReasons = []string{"abandoned", "duplicate", "fraudulent", "requested_by_customer"}
+
+// decodeCancelRequest reads the body of POST /v1/charges/{id}/cancel, a JSON
+// object or a form (as Stripe takes it), with an optional
+// cancellation_reason; "" is none.
+func decodeCancelRequest(w http.ResponseWriter, r *http.Request) (reason string, _ *apiError) {
+	fail := func(code, message string) (string, *apiError) {
+		e := invalidRequest(code, message)
+		return "", &e
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	if mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mediaType == "application/json" {
+		var body struct {
+			CancellationReason *string `json:"cancellation_reason"`
+		}
+		dec := json.NewDecoder(r.Body)
+		err := dec.Decode(&body)
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			// No body: no reason.
+		case errors.As(err, &typeErr) && typeErr.Field == "cancellation_reason":
+			return fail("cancellation_reason_invalid", cancellationReasonRule)
+		case err != nil:
+			return fail("body_invalid", "The request body must be a JSON object.")
+		case !errors.Is(dec.Decode(&struct{}{}), io.EOF):
+			return fail("body_invalid", "The request body must hold a single JSON object.")
+		case body.CancellationReason != nil:
+			reason = *body.CancellationReason
+		}
+	} else {
+		// Any other body is read as a form, as ParseForm does: only a
+		// urlencoded one holds fields.
+		if err := r.ParseForm(); err != nil {
+			return fail("body_invalid", "The request body is not a valid form.")
+		}
+		reason = r.PostForm.Get("cancellation_reason")
+	}
+	if reason != "" && !slices.Contains(cancellationReasons, reason) {
+		return fail("cancellation_reason_invalid", cancellationReasonRule)
+	}
+	return reason, nil
+}
+
+var cancellationReasonRule = "cancellation_reason must be one of " + strings.Join(cancellationReasons, ", ") + "."
 
 // listFilter is the validated query of GET /v1/charges. A nil filter was not
 // given.
@@ -168,7 +244,9 @@ func parseListQuery(r *http.Request) (listFilter, *apiError) {
 // requestHash is the SHA-256 of a canonical encoding of the charge's
 // parameters: a version tag, then each field length-prefixed (so no two
 // requests encode alike), metadata sorted by key, and null description told
-// apart from an empty one.
+// apart from an empty one. The return_url, which came later, is appended only
+// when given: a request without one encodes exactly as before, so the charges
+// stored before it existed still replay their keys.
 func requestHash(req createRequest) []byte {
 	var buf []byte
 	putString := func(s string) {
@@ -194,6 +272,10 @@ func requestHash(req createRequest) []byte {
 	for _, k := range keys {
 		putString(k)
 		putString(req.Metadata[k])
+	}
+	if req.ReturnURL != nil {
+		putString("return_url")
+		putString(*req.ReturnURL)
 	}
 	sum := sha256.Sum256(buf)
 	return sum[:]

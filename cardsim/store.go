@@ -14,10 +14,13 @@ import (
 	"chargeonce/cardsim/internal/sqlc"
 )
 
-// The stored statuses of a charge.
+// The stored statuses of a charge. Only requires_action ever changes, once,
+// to one of the others.
 const (
-	statusSucceeded = "succeeded"
-	statusFailed    = "failed"
+	statusSucceeded      = "succeeded"
+	statusFailed         = "failed"
+	statusRequiresAction = "requires_action" // waits for the shopper to authenticate
+	statusCanceled       = "canceled"        // stopped waiting at the caller's request
 )
 
 var (
@@ -38,6 +41,10 @@ type charge struct {
 	FailureMessage *string
 	Metadata       map[string]string
 	Created        time.Time
+	// ReturnURL is nil when the request had none; CancellationReason is set
+	// when the caller gave one with its cancel.
+	ReturnURL          *string
+	CancellationReason *string
 }
 
 // store keeps the simulator's charges in the cardsim schema. It is the only
@@ -67,13 +74,14 @@ func (s *store) create(ctx context.Context, key string, req createRequest, spec 
 		Currency:       req.Currency,
 		PaymentMethod:  req.PaymentMethod,
 		Description:    req.Description,
-		Status:         statusSucceeded,
 		Metadata:       metadata,
+		ReturnURL:      req.ReturnURL,
 	}
-	if spec.behaviour == decline {
-		params.Status = statusFailed
-		params.FailureCode = &spec.failureCode
-		params.FailureMessage = &spec.failureMessage
+	status, failureCode, failureMessage := spec.outcome(req.ReturnURL != nil)
+	params.Status = status
+	if status == statusFailed {
+		params.FailureCode = &failureCode
+		params.FailureMessage = &failureMessage
 	}
 	row, err := s.queries.InsertCharge(ctx, params)
 	if err == nil {
@@ -107,6 +115,52 @@ func (s *store) get(ctx context.Context, id string) (charge, error) {
 	return chargeFromRow(row)
 }
 
+// completeAuthentication ends the wait of charge id in success. resolved is
+// false when the charge did not wait (any more): it is returned as it is, and
+// nothing changed. Of the calls that end one wait (this one, failAuthentication
+// and cancel), however they race, exactly one resolves it.
+func (s *store) completeAuthentication(ctx context.Context, id string) (c charge, resolved bool, err error) {
+	row, err := s.queries.CompleteAuthentication(ctx, id)
+	return s.afterResolve(ctx, id, row, err)
+}
+
+// failAuthentication ends the wait of charge id in failure,
+// authentication_failed; as completeAuthentication otherwise.
+func (s *store) failAuthentication(ctx context.Context, id string) (c charge, resolved bool, err error) {
+	row, err := s.queries.FailAuthentication(ctx, sqlc.FailAuthenticationParams{
+		ID: id, FailureCode: codeAuthenticationFailed, FailureMessage: messageAuthenticationFailed,
+	})
+	return s.afterResolve(ctx, id, row, err)
+}
+
+// cancel ends the wait of charge id as canceled, authentication_abandoned,
+// with the caller's reason ("" is none); as completeAuthentication otherwise.
+func (s *store) cancel(ctx context.Context, id, reason string) (c charge, resolved bool, err error) {
+	params := sqlc.CancelWaitingChargeParams{
+		ID: id, FailureCode: codeAuthenticationAbandoned, FailureMessage: cancelMessage(reason),
+	}
+	if reason != "" {
+		params.CancellationReason = &reason
+	}
+	row, err := s.queries.CancelWaitingCharge(ctx, params)
+	return s.afterResolve(ctx, id, row, err)
+}
+
+// afterResolve reads the answer of a conditional update of charge id: the
+// updated row, or, when no row waited, the charge as it is now (errNoCharge
+// when there is none).
+func (s *store) afterResolve(ctx context.Context, id string, row sqlc.Charge, err error) (charge, bool, error) {
+	if err == nil {
+		c, err := chargeFromRow(row)
+		return c, true, err
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return charge{}, false, fmt.Errorf("resolve charge %s: %w", id, err)
+	}
+	c, err := s.get(ctx, id)
+	return c, false, err
+}
+
 // list returns the charges that f selects, newest first.
 func (s *store) list(ctx context.Context, f listFilter) ([]charge, error) {
 	rows, err := s.queries.ListCharges(ctx, sqlc.ListChargesParams{
@@ -135,17 +189,19 @@ func chargeFromRow(row sqlc.Charge) (charge, error) {
 		return charge{}, fmt.Errorf("decode metadata of charge %s: %w", row.ID, err)
 	}
 	return charge{
-		ID:             row.ID,
-		IdempotencyKey: row.IdempotencyKey,
-		Amount:         row.Amount,
-		Currency:       row.Currency,
-		Status:         row.Status,
-		PaymentMethod:  row.PaymentMethod,
-		Description:    row.Description,
-		FailureCode:    row.FailureCode,
-		FailureMessage: row.FailureMessage,
-		Metadata:       metadata,
-		Created:        row.CreatedAt,
+		ID:                 row.ID,
+		IdempotencyKey:     row.IdempotencyKey,
+		Amount:             row.Amount,
+		Currency:           row.Currency,
+		Status:             row.Status,
+		PaymentMethod:      row.PaymentMethod,
+		Description:        row.Description,
+		FailureCode:        row.FailureCode,
+		FailureMessage:     row.FailureMessage,
+		Metadata:           metadata,
+		Created:            row.CreatedAt,
+		ReturnURL:          row.ReturnURL,
+		CancellationReason: row.CancellationReason,
 	}, nil
 }
 

@@ -9,11 +9,44 @@ const (
 	slow
 	providerError
 	lostResponse
+	// authenticate: the card needs 3-D Secure. The charge waits for the
+	// shopper when it has a return_url to send them back to, and fails with
+	// authentication_required when it has none.
+	authenticate
 )
 
 // tokenLostResponse is named because answerCharge recognises it again in a
 // stored charge: a replay loses its response too.
 const tokenLostResponse = "pm_card_lostResponse"
+
+// The failure codes of 3-D Secure. They are the strings of chargeonce's
+// payment.FailureAuthentication* constants, repeated rather than imported:
+// the simulator is a provider of its own and knows nothing of chargeonce's
+// domain (whose tests, besides, mount it).
+const (
+	codeAuthenticationRequired  = "authentication_required"
+	codeAuthenticationFailed    = "authentication_failed"
+	codeAuthenticationAbandoned = "authentication_abandoned"
+)
+
+const (
+	messageAuthenticationRequired = "This card requires authentication (3-D Secure), but the charge has no return_url " +
+		"to send the shopper back to after it. The card was not charged."
+	messageAuthenticationFailed = "The shopper failed the card's authentication (3-D Secure). The card was not charged."
+)
+
+// cancelMessage is the failure message of a waiting charge cancelled for
+// reason ("" is none given).
+func cancelMessage(reason string) string {
+	switch reason {
+	case "abandoned":
+		return "The payment was cancelled: the shopper did not authenticate in time."
+	case "":
+		return "The payment was cancelled before the shopper authenticated."
+	default:
+		return "The payment was cancelled before the shopper authenticated (" + reason + ")."
+	}
+}
 
 type tokenSpec struct {
 	behaviour      behaviour
@@ -23,13 +56,30 @@ type tokenSpec struct {
 
 // tokens are the payment methods the simulator knows; any other is refused.
 var tokens = map[string]tokenSpec{
-	"pm_card_visa":              {behaviour: succeed},
-	"pm_card_mastercard":        {behaviour: succeed},
-	"pm_card_chargeDeclined":    {behaviour: decline, failureCode: "card_declined", failureMessage: "Your card was declined."},
-	"pm_card_insufficientFunds": {behaviour: decline, failureCode: "insufficient_funds", failureMessage: "Your card has insufficient funds."},
-	"pm_card_slow":              {behaviour: slow},
-	"pm_card_providerError":     {behaviour: providerError},
-	tokenLostResponse:           {behaviour: lostResponse},
+	"pm_card_visa":                   {behaviour: succeed},
+	"pm_card_mastercard":             {behaviour: succeed},
+	"pm_card_chargeDeclined":         {behaviour: decline, failureCode: "card_declined", failureMessage: "Your card was declined."},
+	"pm_card_insufficientFunds":      {behaviour: decline, failureCode: "insufficient_funds", failureMessage: "Your card has insufficient funds."},
+	"pm_card_slow":                   {behaviour: slow},
+	"pm_card_providerError":          {behaviour: providerError},
+	tokenLostResponse:                {behaviour: lostResponse},
+	"pm_card_authenticationRequired": {behaviour: authenticate},
+}
+
+// outcome is what a new charge with this card becomes: its status and, when
+// it failed, why. Only the card that needs authentication looks at whether
+// the request has a return_url; every other card ignores it.
+func (spec tokenSpec) outcome(hasReturnURL bool) (status, failureCode, failureMessage string) {
+	switch {
+	case spec.behaviour == decline:
+		return statusFailed, spec.failureCode, spec.failureMessage
+	case spec.behaviour == authenticate && hasReturnURL:
+		return statusRequiresAction, "", ""
+	case spec.behaviour == authenticate:
+		return statusFailed, codeAuthenticationRequired, messageAuthenticationRequired
+	default:
+		return statusSucceeded, "", ""
+	}
 }
 
 // redactToken shortens a card token for the log: its first half, at most 8

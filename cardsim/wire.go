@@ -20,6 +20,25 @@ type chargeObject struct {
 	IdempotencyKey string            `json:"idempotency_key"`
 	Metadata       map[string]string `json:"metadata"`
 	Created        int64             `json:"created"`
+	// ReturnURL is the request's, or null; CancellationReason the cancel's.
+	ReturnURL          *string `json:"return_url"`
+	CancellationReason *string `json:"cancellation_reason"`
+	// NextAction is what the shopper must do while the charge is
+	// requires_action, and null in every other status.
+	NextAction *nextAction `json:"next_action"`
+}
+
+// nextAction tells the caller where to send the shopper, as Stripe's
+// PaymentIntent does for a redirect: to the challenge page (URL), which sends
+// them back to ReturnURL.
+type nextAction struct {
+	Type          string        `json:"type"` // always "redirect_to_url"
+	RedirectToURL redirectToURL `json:"redirect_to_url"`
+}
+
+type redirectToURL struct {
+	URL       string `json:"url"`
+	ReturnURL string `json:"return_url"`
 }
 
 type listObject struct {
@@ -31,7 +50,7 @@ type apiError struct {
 	Type    string `json:"type"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Charge  string `json:"charge,omitempty"` // only for card_error
+	Charge  string `json:"charge,omitempty"` // the charge concerned: a card_error's, or charge_unexpected_state's
 }
 
 func invalidRequest(code, message string) apiError {
@@ -40,21 +59,31 @@ func invalidRequest(code, message string) apiError {
 
 var internalError = apiError{Type: "api_error", Code: "internal_error", Message: "The card simulator failed to process the request."}
 
-func toChargeObject(c charge) chargeObject {
-	return chargeObject{
-		ID:             c.ID,
-		Object:         "charge",
-		Amount:         c.Amount,
-		Currency:       c.Currency,
-		Status:         c.Status,
-		PaymentMethod:  c.PaymentMethod,
-		Description:    c.Description,
-		FailureCode:    c.FailureCode,
-		FailureMessage: c.FailureMessage,
-		IdempotencyKey: c.IdempotencyKey,
-		Metadata:       c.Metadata,
-		Created:        c.Created.Unix(),
+// toChargeObject is the wire form of c, whose challenge page, if it waits,
+// is under publicBase (see handler.publicBase).
+func toChargeObject(c charge, publicBase string) chargeObject {
+	o := chargeObject{
+		ID:                 c.ID,
+		Object:             "charge",
+		Amount:             c.Amount,
+		Currency:           c.Currency,
+		Status:             c.Status,
+		PaymentMethod:      c.PaymentMethod,
+		Description:        c.Description,
+		FailureCode:        c.FailureCode,
+		FailureMessage:     c.FailureMessage,
+		IdempotencyKey:     c.IdempotencyKey,
+		Metadata:           c.Metadata,
+		Created:            c.Created.Unix(),
+		ReturnURL:          c.ReturnURL,
+		CancellationReason: c.CancellationReason,
 	}
+	if c.Status == statusRequiresAction {
+		o.NextAction = &nextAction{Type: "redirect_to_url", RedirectToURL: redirectToURL{
+			URL: challengeURL(publicBase, c.ID), ReturnURL: deref(c.ReturnURL),
+		}}
+	}
+	return o
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -26,6 +26,9 @@ func toPayload(r payment.Result) *model.ChargeCardPayload {
 		ms := int(r.RetryAfter / time.Millisecond)
 		p.RetryAfterMs = &ms
 	}
+	if a := r.NextAction; a != nil {
+		p.NextAction = &model.NextAction{Type: model.NextActionType(a.Type), URL: a.URL, ExpiresAt: a.ExpiresAt.UTC()}
+	}
 	return p
 }
 

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,6 +59,7 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 			PaymentMethod: input.PaymentMethod,
 			OrderID:       deref(input.OrderID),
 			Description:   deref(input.Description),
+			ReturnURL:     deref(input.ReturnURL),
 		})
 		if err != nil {
 			return nil, err
@@ -69,7 +71,8 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 			return nil, err
 		}
 	}
-	in := payment.SessionCharge{PaymentMethod: input.PaymentMethod, Currency: input.Currency, OrderID: input.OrderID, Description: input.Description}
+	in := payment.SessionCharge{PaymentMethod: input.PaymentMethod, Currency: input.Currency, OrderID: input.OrderID,
+		Description: input.Description, ReturnURL: input.ReturnURL}
 	if input.Amount != nil {
 		amount := int64(*input.Amount)
 		in.Amount = &amount
@@ -184,12 +187,40 @@ func (r *Resolver) createCheckoutSession(ctx context.Context, key string, input 
 		}
 		in.ExpiresIn = time.Duration(*input.ExpiresInSeconds) * time.Second
 	}
+	if err := r.returnOrigin(ctx, m, in.ReturnURL); err != nil {
+		return nil, err
+	}
 	res, err := r.Payments.CreateCheckoutSession(ctx, m, st.seed, key, in)
 	if err != nil {
 		return nil, err
 	}
 	return &model.CheckoutSessionPayload{IdempotencyKey: res.IdempotencyKey, Replayed: res.Replayed,
 		Session: toSession(res.Session, res.ClientSecret)}, nil
+}
+
+// returnOrigin refuses a session's returnUrl that is not on one of the
+// merchant's registered origins: the provider sends the shopper there with
+// the attempt's key, so it must be the merchant's own checkout.
+func (r *Resolver) returnOrigin(ctx context.Context, m payment.Merchant, returnURL string) error {
+	if returnURL == "" {
+		return nil
+	}
+	if err := payment.ValidateReturnURL("input.returnUrl", returnURL); err != nil {
+		return err
+	}
+	u, _ := url.Parse(returnURL) // valid: checked above
+	origin, err := merchant.NormalizeOrigin(u.Scheme + "://" + u.Host)
+	if err != nil {
+		return payment.Invalid("input.returnUrl", "returnUrl's origin is not a valid origin: %v", err)
+	}
+	ok, err := r.Merchants.OriginAllowed(ctx, m.ID, origin)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return payment.Invalid("input.returnUrl", "returnUrl's origin %s is not one of this merchant's registered origins; nothing was created. Register it with: chargeonce merchant origins add %s %s", origin, m.Name, origin)
+	}
+	return nil
 }
 
 // checkoutSession reads a session back, with a secret key.

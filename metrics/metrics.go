@@ -63,6 +63,14 @@ type Metrics struct {
 	// traffic of card testing, by what rations them (key, ip).
 	Declines *prometheus.CounterVec
 
+	// AuthenticationStarted counts attempts that began waiting for the
+	// shopper to authenticate (3-D Secure); AuthenticationEnded counts how
+	// those ended (completed, failed, abandoned), and AuthenticationWait
+	// how long the shopper took.
+	AuthenticationStarted prometheus.Counter
+	AuthenticationEnded   *prometheus.CounterVec
+	AuthenticationWait    prometheus.Histogram
+
 	// ProviderDuration times calls to the card provider by operation
 	// (create_charge, find_charge) and result (ok, declined, unknown, error).
 	ProviderDuration *prometheus.HistogramVec
@@ -142,6 +150,14 @@ func New(reg prometheus.Registerer) *Metrics {
 		Declines: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "publishable_declines_total",
 			Help: "Declined charges made with a publishable key, counted against the key and against the client address (scope: key, ip)."},
 			[]string{"scope"}),
+		AuthenticationStarted: counter("authentication_started_total",
+			"Charge attempts that began waiting for the shopper to authenticate (3-D Secure)."),
+		AuthenticationEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "authentication_ended_total",
+			Help: "Authentications that ended, by outcome (completed, failed, abandoned: cancelled after the authentication window)."},
+			[]string{"outcome"}),
+		AuthenticationWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace,
+			Name: "authentication_wait_seconds", Help: "How long attempts waited for the shopper to authenticate, from the challenge to the outcome.",
+			Buckets: []float64{5, 10, 20, 30, 60, 120, 300, 600, 900, 1800}}),
 		ProviderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "provider_request_duration_seconds", Help: "Calls to the card provider, by operation and result.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
@@ -186,6 +202,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.CheckoutSessions, m.SessionRefused, m.Declines,
+			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,
 			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,
@@ -209,6 +226,13 @@ func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
 func (m *Metrics) WatchStuck(count Count) {
 	m.watch("stuck_processing_attempts",
 		"Stuck attempts: PROCESSING, their lease ended (their holder is gone, or released it), not taken over yet.", count)
+}
+
+// WatchWaiting exports the number of attempts waiting for the shopper to
+// authenticate, read by count at each scrape.
+func (m *Metrics) WatchWaiting(count Count) {
+	m.watch("authentication_waiting_attempts",
+		"Charge attempts waiting for the shopper to authenticate (3-D Secure): PROCESSING with a next action.", count)
 }
 
 // WatchOutbox exports the number of outbox events the broker has not

@@ -37,7 +37,18 @@ type Attempt struct {
 	ExpiresAt time.Time
 	Charge    *Charge  // set when SUCCEEDED
 	Failure   *Failure // set when FAILED
+	// ActionURL is the provider's challenge page while the attempt waits for
+	// the shopper to authenticate (ActionSince: since when; ActionCheckedAt:
+	// when the provider was last read about it). Empty for an attempt that
+	// never waited. Nothing is sent for an attempt that waited, ever: its
+	// outcome is read from the provider (settle, checkAction).
+	ActionURL       string
+	ActionSince     time.Time
+	ActionCheckedAt time.Time
 }
+
+// waiting reports whether a is PROCESSING and waits for the shopper.
+func (a Attempt) waiting() bool { return a.Status == StatusProcessing && a.ActionURL != "" }
 
 // providerKeyPrefix starts every provider key, so that a charge at the
 // provider can be traced to chargeonce.

@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"errors"
+	"net/url"
 	"time"
 
 	goretry "github.com/sethvargo/go-retry"
@@ -30,6 +31,10 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 		return s.fresh(a)
 	}
 	s.cfg.Fault(FaultAfterProvider)
+	if pc.waiting() {
+		// The shopper must authenticate first: nothing more to send, ever.
+		return s.fresh(s.await(ctx, log, a, pc))
+	}
 	// The provider has answered, and losing that answer now would leave the
 	// attempt to the reconciler for the rest of the lease. A write that fails
 	// for a passing reason (a database restart or failover) is retried while
@@ -83,6 +88,7 @@ func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by
 	}
 	if err == nil {
 		s.metrics.Charges.WithLabelValues(outcome, by.label()).Inc()
+		s.observeAuthentication(a, pc, now)
 	}
 	return done, err
 }
@@ -107,7 +113,24 @@ func providerRequest(m Merchant, a Attempt) ProviderChargeRequest {
 	if a.Input.OrderID != "" {
 		req.Metadata["order_id"] = a.Input.OrderID
 	}
+	if a.Input.ReturnURL != "" {
+		req.ReturnURL = returnURL(a.Input.ReturnURL, a.IdempotencyKey)
+	}
 	return req
+}
+
+// returnURL is raw with the attempt's idempotency key added to its query
+// (ReturnKeyParam), so that the page the shopper comes back to can resume
+// the attempt even when its own storage is gone. raw was validated.
+func returnURL(raw, key string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	q := u.Query()
+	q.Set(ReturnKeyParam, key)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // callProvider charges at the provider under our provider key. An unknown

@@ -157,5 +157,12 @@ func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, finger
 			return Result{}, err
 		}
 	}
+	if a.waiting() {
+		// The shopper may be back from authenticating: read the provider
+		// (never send) and answer what it says.
+		if a = s.checkAction(context.WithoutCancel(ctx), m, a); a.Status != StatusProcessing {
+			return s.fresh(a), nil
+		}
+	}
 	return s.stored(a), nil
 }

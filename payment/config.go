@@ -41,6 +41,16 @@ type Config struct {
 	// SessionMaxAttempts is how many charge attempts a checkout session
 	// takes; past it, new ones are ESESSIONLOCKED (card testing).
 	SessionMaxAttempts int // default 5
+	// AuthenticationWindow is how long an attempt may wait for the shopper
+	// to authenticate (3-D Secure), counted from when it began waiting; after
+	// it the reconciler cancels the payment at the provider as abandoned.
+	AuthenticationWindow time.Duration // default 15m
+	// AuthenticationCheckInterval is how often the reconciler reads the
+	// provider about an attempt that waits for the shopper. A retry of the
+	// key, a poll or a provider's webhook reads it sooner, at most once per
+	// AuthenticationRecheck.
+	AuthenticationCheckInterval time.Duration // default 15s
+	AuthenticationRecheck       time.Duration // default 1s
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Fault, when set, is called at each dangerous point of a charge. Only
@@ -62,6 +72,13 @@ const (
 	ProviderRetryBudgetDefault = 3 * time.Second
 	ResultCacheSizeDefault     = 20_000
 	SessionMaxAttemptsDefault  = 5
+	// AuthenticationWindowDefault is 15 minutes: long enough for a bank's
+	// challenge (an app to open, a code to type), short enough that a
+	// checkout left mid-challenge neither holds its session nor keeps the
+	// reconciler asking for long.
+	AuthenticationWindowDefault        = 15 * time.Minute
+	AuthenticationCheckIntervalDefault = 15 * time.Second
+	AuthenticationRecheckDefault       = time.Second
 )
 
 // FaultPoint names a point of a charge where a crash is most dangerous.
@@ -84,6 +101,9 @@ func (c Config) withDefaults() Config {
 	c.ProviderRetryBudget = cmp.Or(c.ProviderRetryBudget, ProviderRetryBudgetDefault)
 	c.ResultCacheSize = cmp.Or(c.ResultCacheSize, ResultCacheSizeDefault)
 	c.SessionMaxAttempts = cmp.Or(c.SessionMaxAttempts, SessionMaxAttemptsDefault)
+	c.AuthenticationWindow = cmp.Or(c.AuthenticationWindow, AuthenticationWindowDefault)
+	c.AuthenticationCheckInterval = cmp.Or(c.AuthenticationCheckInterval, AuthenticationCheckIntervalDefault)
+	c.AuthenticationRecheck = cmp.Or(c.AuthenticationRecheck, AuthenticationRecheckDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

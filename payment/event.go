@@ -14,6 +14,10 @@ import (
 const (
 	EventChargeSucceeded = "charge.succeeded"
 	EventChargeFailed    = "charge.failed"
+	// EventChargeRequiresAction: an attempt waits for the shopper to
+	// authenticate (3-D Secure), so a merchant may remind them; its
+	// charge.succeeded or charge.failed follows.
+	EventChargeRequiresAction = "charge.requires_action"
 	// EventSessionPaid: a charge paid a checkout session (written with the
 	// charge's own charge.succeeded, in the same transaction).
 	EventSessionPaid = "checkout_session.paid"
@@ -22,7 +26,7 @@ const (
 )
 
 // EventTypes are every event type, in the order of their subjects.
-var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired}
+var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -49,6 +53,15 @@ type Event struct {
 	Charge          *EventCharge  `json:"charge,omitempty"`  // charge.succeeded, checkout_session.paid
 	Failure         *EventFailure `json:"failure,omitempty"` // charge.failed
 	CheckoutSession *EventSession `json:"checkoutSession,omitempty"`
+	NextAction      *EventAction  `json:"nextAction,omitempty"` // charge.requires_action
+}
+
+// EventAction is what the shopper must do, in a charge.requires_action
+// event: follow URL before ExpiresAt.
+type EventAction struct {
+	Type      NextActionType `json:"type"`
+	URL       string         `json:"url"`
+	ExpiresAt time.Time      `json:"expiresAt"`
 }
 
 // EventSession is the checkout session an event concerns: the session's
@@ -93,6 +106,18 @@ func eventOf(a Attempt, now time.Time) Event {
 	return e
 }
 
+// actionEventOf is the charge.requires_action of a, which began waiting
+// for the shopper at now, until expiresAt.
+func actionEventOf(a Attempt, now, expiresAt time.Time) Event {
+	id := a.ID
+	e := Event{
+		ID: newID(), Type: EventChargeRequiresAction, OccurredAt: now.UTC(), MerchantID: a.MerchantID,
+		IdempotencyKey: a.IdempotencyKey, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency,
+		OrderID: a.Input.OrderID, NextAction: &EventAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: expiresAt.UTC()},
+	}
+	return e
+}
+
 // sessionEventOf is the event of type about session sess, occurring at
 // now; paidBy is the attempt that paid it (checkout_session.paid).
 func sessionEventOf(eventType string, sess CheckoutSession, paidBy *Attempt, now time.Time) Event {
@@ -118,7 +143,7 @@ func ParseEvent(body []byte) (Event, error) {
 	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
-		(session && e.CheckoutSession == nil) {
+		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) {
 		return Event{}, errMalformedEvent
 	}
 	return e, nil

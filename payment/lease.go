@@ -121,3 +121,9 @@ func (s *Service) StuckAttempts(ctx context.Context, limit int) ([]StuckAttempt,
 func (s *Service) CountStuck(ctx context.Context) (int, error) {
 	return s.store.countStuck(ctx, s.cfg.Now())
 }
+
+// CountWaiting counts the attempts that wait for the shopper to
+// authenticate, for the waiting-attempts gauge.
+func (s *Service) CountWaiting(ctx context.Context) (int, error) {
+	return s.store.countWaiting(ctx)
+}

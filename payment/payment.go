@@ -32,6 +32,10 @@ type ChargeInput struct {
 	// CheckoutSessionID is the checkout session the charge pays; zero for
 	// none. Its terms are the fields above (ChargeCheckoutSession).
 	CheckoutSessionID uuid.UUID
+	// ReturnURL opts the charge in to customer authentication (3-D
+	// Secure): where the provider sends the shopper back. Empty: a card
+	// that needs authentication fails with authentication_required.
+	ReturnURL string
 }
 
 // Result is the answer to a charge request or a status query.
@@ -45,6 +49,25 @@ type Result struct {
 	// RetryAfter is set when PROCESSING: when to poll or retry.
 	RetryAfter time.Duration
 	ExpiresAt  time.Time
+	// NextAction is set while PROCESSING when the shopper must
+	// authenticate: the same on every answer until the attempt is final.
+	NextAction *NextAction
+}
+
+// NextActionType is what kind of step the shopper must take.
+type NextActionType string
+
+// NextActionRedirect: send the shopper's browser to URL; the provider sends
+// them back to the charge's returnUrl.
+const NextActionRedirect NextActionType = "REDIRECT"
+
+// NextAction is the step the shopper must take before a waiting attempt
+// can complete, and until when: after ExpiresAt the payment is cancelled
+// as abandoned.
+type NextAction struct {
+	Type      NextActionType
+	URL       string
+	ExpiresAt time.Time
 }
 
 // Charge is money that moved.

@@ -37,15 +37,53 @@ type ProviderChargeRequest struct {
 	PaymentMethod    string
 	Description      string
 	Metadata         map[string]string
+	// ReturnURL is where the provider sends the shopper back after
+	// authenticating (3-D Secure), with the attempt's idempotency key in
+	// its query (ReturnKeyParam). Empty: the charge cannot authenticate,
+	// and a card that needs it fails with FailureAuthenticationRequired.
+	ReturnURL string
 }
 
-// ProviderCharge is the provider's definitive answer.
+// ReturnKeyParam is the query parameter of a ReturnURL that names the
+// attempt's idempotency key (the client's), so that a page that lost its
+// storage on the way to the bank and back can still resume the attempt.
+const ReturnKeyParam = "chargeonce_key"
+
+// The failure codes of authentication, which the adapters map their
+// provider's answers to.
+const (
+	// FailureAuthenticationRequired: the card needs authentication and the
+	// charge has no ReturnURL to send the shopper back to.
+	FailureAuthenticationRequired = "authentication_required"
+	// FailureAuthenticationFailed: the shopper failed (or refused) it.
+	FailureAuthenticationFailed = "authentication_failed"
+	// FailureAuthenticationAbandoned: nobody authenticated within the
+	// window, and the provider confirmed that the payment is cancelled.
+	FailureAuthenticationAbandoned = "authentication_abandoned"
+)
+
+// ProviderCharge is the provider's answer: definitive (succeeded, or
+// failed with a code), or, with Action set, waiting for the shopper.
 type ProviderCharge struct {
 	ID             string
 	Succeeded      bool
-	FailureCode    string // set when !Succeeded
+	FailureCode    string // set when failed
 	FailureMessage string
+	// Action is set while the payment waits for the shopper to authenticate:
+	// not final, neither succeeded nor failed. Only a charge with a
+	// ReturnURL ever waits.
+	Action *ProviderAction
 }
+
+// ProviderAction is what the shopper must do before the payment can
+// complete: follow URL (the provider's challenge page), which sends them
+// back to the charge's ReturnURL.
+type ProviderAction struct {
+	URL string
+}
+
+// waiting reports whether pc waits for the shopper.
+func (pc ProviderCharge) waiting() bool { return pc.Action != nil }
 
 // Provider is a card provider that deduplicates on the idempotency key.
 type Provider interface {
@@ -59,6 +97,14 @@ type Provider interface {
 	// whole request so that a provider may also send it again or search by
 	// the attempt.
 	FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error)
+	// CancelCharge cancels the payment of req that waits for the shopper
+	// (abandoned: nobody authenticated in time) and returns the payment as
+	// it then is: a confirmed cancel is a failure with code
+	// FailureAuthenticationAbandoned; a cancel refused because the payment
+	// completed meanwhile is that payment, succeeded or failed. An error
+	// means nobody knows yet; a provider whose charges never wait may
+	// always answer with one.
+	CancelCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error)
 }
 
 // instrumented is a Provider that times and counts every call.
@@ -80,10 +126,26 @@ func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeReques
 		result = "key_spent"
 	case err != nil:
 		result = "error"
+	case pc.waiting():
+		result = "requires_action"
 	case !pc.Succeeded:
 		result = "declined"
 	}
 	p.observe("create_charge", result, start)
+	return pc, err
+}
+
+func (p instrumented) CancelCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+	start := time.Now()
+	pc, err := p.Provider.CancelCharge(ctx, req)
+	result := "ok"
+	switch {
+	case err != nil:
+		result = "error"
+	case pc.Succeeded:
+		result = "succeeded"
+	}
+	p.observe("cancel_charge", result, start)
 	return pc, err
 }
 

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,10 @@ func (p *spendingProvider) CreateCharge(ctx context.Context, req ProviderChargeR
 	id := "pi_" + req.IdempotencyKey
 	p.charges[req.IdempotencyKey] = id
 	return ProviderCharge{ID: id, Succeeded: true}, nil
+}
+
+func (p *spendingProvider) CancelCharge(context.Context, ProviderChargeRequest) (ProviderCharge, error) {
+	return ProviderCharge{}, errors.New("no charge of this provider waits")
 }
 
 func (p *spendingProvider) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {

@@ -39,6 +39,12 @@ func (s *Service) result(a Attempt) Result {
 		r.Failure = a.Failure
 	default:
 		r.RetryAfter = s.retryAfter(a.LockedUntil)
+		if a.ActionURL != "" {
+			// Between the reconciler's looks, locked_until is the next one; a
+			// poll reads the provider itself (checkAction), so come back soon.
+			r.RetryAfter = max(s.cfg.AuthenticationRecheck, minRetryAfter)
+			r.NextAction = s.nextAction(a)
+		}
 	}
 	return r
 }
@@ -63,6 +69,9 @@ func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Re
 	a, ok, err := s.attempt(ctx, m, key)
 	if err != nil || !ok {
 		return nil, err
+	}
+	if a.waiting() {
+		a = s.checkAction(ctx, m, a)
 	}
 	r := s.replay(a)
 	return &r, nil

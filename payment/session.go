@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"strings"
 	"time"
 
@@ -90,6 +89,7 @@ type SessionCharge struct {
 	Currency      *string
 	OrderID       *string
 	Description   *string
+	ReturnURL     *string
 }
 
 // Errors of sessions; each means nothing was claimed and nothing charged.
@@ -232,6 +232,7 @@ func (s *Service) ChargeCheckoutSession(ctx context.Context, m Merchant, key, se
 	return s.ChargeCard(ctx, m, key, ChargeInput{
 		Amount: sess.Input.Amount, Currency: sess.Input.Currency, PaymentMethod: in.PaymentMethod,
 		OrderID: sess.Input.OrderID, Description: sess.Input.Description, CheckoutSessionID: sess.ID,
+		ReturnURL: sess.Input.ReturnURL,
 	})
 }
 
@@ -329,12 +330,8 @@ func (in SessionInput) Validate() error {
 	if err := checkText("input.description", in.Description, MaxDescriptionLength); err != nil {
 		return err
 	}
-	if in.ReturnURL != "" {
-		u, err := url.Parse(in.ReturnURL)
-		if len(in.ReturnURL) > MaxReturnURLLength || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
-			strings.ContainsAny(in.ReturnURL, " \t\r\n") {
-			return Invalid("input.returnUrl", "returnUrl must be an absolute http or https URL of at most %d characters without credentials", MaxReturnURLLength)
-		}
+	if err := ValidateReturnURL("input.returnUrl", in.ReturnURL); err != nil {
+		return err
 	}
 	if in.ExpiresIn < time.Second || in.ExpiresIn > SessionExpiresInMax || in.ExpiresIn%time.Second != 0 {
 		return Invalid("input.expiresInSeconds", "expiresInSeconds must be between 1 and %d; got %v", int(SessionExpiresInMax/time.Second), in.ExpiresIn.Seconds())
@@ -357,6 +354,8 @@ func (in SessionCharge) agrees(terms SessionInput) error {
 		return differs("orderId")
 	case in.Description != nil && *in.Description != terms.Description:
 		return differs("description")
+	case in.ReturnURL != nil && *in.ReturnURL != terms.ReturnURL:
+		return differs("returnUrl")
 	}
 	return nil
 }

@@ -18,6 +18,10 @@ const (
 	// finalizedByAnother: someone else finalized the attempt, or took it
 	// over, first; theirs is the stored answer.
 	finalizedByAnother
+	// waitingForShopper: the provider waits for the shopper to
+	// authenticate; the attempt stays PROCESSING with its next action, for
+	// the reconciler's next look (authentication.go).
+	waitingForShopper
 )
 
 // settle drives an attempt that the holder by has just taken over (the
@@ -47,7 +51,26 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 	}
 	reason := "the provider has the charge"
 	switch {
+	case pc != nil && pc.waiting():
+		if !s.abandoned(a) {
+			return waitingForShopper, s.await(ctx, log, a, *pc)
+		}
+		// Only a cancel the provider confirms ends the attempt FAILED: one it
+		// refuses because the shopper completed meanwhile is that outcome.
+		reason = "nobody authenticated within the authentication window; cancelled the payment at the provider"
+		got, err := s.provider.CancelCharge(ctx, providerRequest(m, a))
+		if err == nil && got.waiting() {
+			err = errors.New("the provider still has the payment waiting after the cancel")
+		}
+		if err != nil {
+			return open("could not cancel the payment abandoned mid-authentication", err)
+		}
+		pc = &got
 	case pc != nil:
+	case a.ActionURL != "":
+		// It waited for the shopper: it is never sent again, whatever the
+		// provider says now. Ask again at the next pass.
+		return open("the provider does not find the payment that waited for authentication", nil)
 	case s.cfg.Now().Sub(a.CreatedAt) >= s.cfg.RedriveWindow:
 		reason = "the provider never saw the charge and the redrive window has passed"
 		if by == byReconciler {
@@ -76,6 +99,9 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		}
 		if err != nil {
 			return open("re-sent the charge, outcome still unknown", err)
+		}
+		if got.waiting() {
+			return waitingForShopper, s.await(ctx, log, a, got)
 		}
 		pc = &got
 	}
@@ -113,7 +139,7 @@ func (s *Service) rekey(ctx context.Context, log *slog.Logger, a Attempt) (Attem
 func (s *Service) resume(ctx context.Context, log *slog.Logger, m Merchant, a Attempt) Result {
 	st, a := s.settle(ctx, log, m, a, byRequest)
 	switch st {
-	case finalized:
+	case finalized, waitingForShopper:
 		return s.fresh(a)
 	case finalizedByAnother:
 		if stored, err := s.store.get(ctx, m.ID, a.IdempotencyKey); err == nil {

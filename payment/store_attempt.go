@@ -47,6 +47,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 		LockedUntil:        a.LockedUntil,
 		ExpiresAt:          a.ExpiresAt,
 		CheckoutSessionID:  optionalID(a.Input.CheckoutSessionID),
+		ReturnURL:          optional(a.Input.ReturnURL),
 		Now:                a.CreatedAt,
 		MaxSessionAttempts: int32(maxSessionAttempts),
 	})
@@ -164,6 +165,50 @@ func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt t
 	return done, interpretError(err)
 }
 
+// await records that a waits for the shopper at url since now (unless it
+// waited already; the window ends window after that) with the
+// reconciler's next look at nextCheck, fenced on
+// a's attempt number; the first time (began), it writes the attempt's
+// charge.requires_action in the same transaction.
+func (s *store) await(ctx context.Context, a Attempt, url string, now, nextCheck time.Time, window time.Duration) (waiting Attempt, began bool, err error) {
+	began = a.ActionSince.IsZero()
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.AwaitChargeAttemptAction(ctx, sqlc.AwaitChargeAttemptActionParams{
+			NextActionURL: url, Now: now, NextCheck: nextCheck, ID: a.ID, Attempt: a.Number,
+		})
+		if isNotFound(err) {
+			return errFenced
+		}
+		if err != nil {
+			return err
+		}
+		waiting = attemptFromRow(row)
+		// a's view of whether it waited is exact: the fence let this write
+		// through, so no other holder wrote in between.
+		if !began {
+			return nil
+		}
+		return insertEvent(ctx, q, actionEventOf(waiting, now, waiting.ActionSince.Add(window)))
+	})
+	if errors.Is(err, errFenced) {
+		return Attempt{}, false, errFenced
+	}
+	return waiting, began, interpretError(err)
+}
+
+// takeActionCheck takes the turn to read the provider about waiting
+// attempt a at now, if nobody read it since checkedBefore; ok is false when
+// another reader has the turn or a is final. It returns the attempt as it
+// is, its attempt number included.
+func (s *store) takeActionCheck(ctx context.Context, a Attempt, now, checkedBefore time.Time) (current Attempt, ok bool, err error) {
+	row, err := s.q.TakeActionCheck(ctx, sqlc.TakeActionCheckParams{ID: a.ID, Now: now, CheckedBefore: checkedBefore})
+	if err = interpretError(err); err == errNotFound {
+		return Attempt{}, false, nil
+	}
+	return attemptFromRow(row), err == nil, err
+}
+
 // insertEvent writes e to the outbox, in the caller's transaction. A
 // session's event is the session's (its row names no attempt), an
 // attempt's the attempt's.
@@ -236,6 +281,12 @@ func (s *store) countStuck(ctx context.Context, now time.Time) (int, error) {
 	return int(n), interpretError(err)
 }
 
+// countWaiting counts the attempts that wait for the shopper.
+func (s *store) countWaiting(ctx context.Context) (int, error) {
+	n, err := s.q.CountWaitingChargeAttempts(ctx)
+	return int(n), interpretError(err)
+}
+
 func (s *store) orderIsPaid(ctx context.Context, merchantID uuid.UUID, orderID string) (bool, error) {
 	paid, err := s.q.OrderIsPaid(ctx, sqlc.OrderIsPaidParams{MerchantID: merchantID, OrderID: &orderID})
 	return paid, interpretError(err)
@@ -276,7 +327,7 @@ func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
 		IdempotencyKey: r.IdempotencyKey,
 		Input: ChargeInput{
 			Amount: r.Amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,
-			OrderID: deref(r.OrderID), Description: deref(r.Description),
+			OrderID: deref(r.OrderID), Description: deref(r.Description), ReturnURL: deref(r.ReturnURL),
 		},
 		Fingerprint: r.Fingerprint,
 		Status:      Status(r.Status),
@@ -291,6 +342,11 @@ func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
 	}
 	if a.Status == StatusFailed {
 		a.Failure = &Failure{Code: deref(r.FailureCode), Message: deref(r.FailureMessage)}
+	}
+	if r.NextActionURL != nil {
+		a.ActionURL = *r.NextActionURL
+		a.ActionSince = deref(r.ActionSince)
+		a.ActionCheckedAt = deref(r.ActionCheckedAt)
 	}
 	return a
 }
@@ -321,9 +377,10 @@ func optionalID(id uuid.UUID) *uuid.UUID {
 	return &id
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
 	}
-	return *s
+	return *p
 }

@@ -34,7 +34,7 @@ func (s *store) createSession(ctx context.Context, sess CheckoutSession, now tim
 		row, err := q.InsertCheckoutSession(ctx, sqlc.InsertCheckoutSessionParams{
 			ID: sess.ID, MerchantID: sess.MerchantID, IdempotencyKey: sess.IdempotencyKey, Fingerprint: sess.fingerprint,
 			ClientSecretHash: sess.secretHash, Amount: sess.Input.Amount, Currency: sess.Input.Currency,
-			OrderID: optional(sess.Input.OrderID), Description: optional(sess.Input.Description), ReturnUrl: optional(sess.Input.ReturnURL),
+			OrderID: optional(sess.Input.OrderID), Description: optional(sess.Input.Description), ReturnURL: optional(sess.Input.ReturnURL),
 			CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
 		})
 		if isNotFound(err) {
@@ -124,7 +124,7 @@ func sessionFromRow(r sqlc.CheckoutSession) CheckoutSession {
 		ID: r.ID, MerchantID: r.MerchantID, IdempotencyKey: r.IdempotencyKey,
 		Input: SessionInput{
 			Amount: r.Amount, Currency: r.Currency, OrderID: deref(r.OrderID), Description: deref(r.Description),
-			ReturnURL: deref(r.ReturnUrl), ExpiresIn: r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second),
+			ReturnURL: deref(r.ReturnURL), ExpiresIn: r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second),
 		},
 		Status: SessionStatus(r.Status), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		fingerprint: r.Fingerprint, secretHash: r.ClientSecretHash, chargeID: r.ChargeID,

@@ -3,11 +3,14 @@ package payment
 import (
 	"crypto/sha256"
 	"encoding/json"
-
-	"github.com/google/uuid"
+	"net"
+	"net/url"
 	"regexp"
+	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 )
 
 // Limits of a charge request, part of the API contract.
@@ -56,7 +59,40 @@ func (in ChargeInput) Validate() error {
 	if err := checkText("input.orderId", in.OrderID, MaxOrderIDLength); err != nil {
 		return err
 	}
-	return checkText("input.description", in.Description, MaxDescriptionLength)
+	if err := checkText("input.description", in.Description, MaxDescriptionLength); err != nil {
+		return err
+	}
+	return ValidateReturnURL("input.returnUrl", in.ReturnURL)
+}
+
+// ValidateReturnURL checks a returnUrl: empty (none), or an absolute https
+// URL of at most MaxReturnURLLength characters without credentials or a
+// fragment; plain http only on a loopback host (development), since the
+// provider sends the shopper's browser there, with the attempt's key in the
+// query.
+func ValidateReturnURL(field, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if len(raw) > MaxReturnURLLength || err != nil || !u.IsAbs() || u.Host == "" || u.User != nil || u.Fragment != "" ||
+		strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
+		(u.Scheme != "https" && u.Scheme != "http") {
+		return Invalid(field, "returnUrl must be an absolute https URL of at most %d characters, without credentials or a fragment", MaxReturnURLLength)
+	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return Invalid(field, "returnUrl must use https; plain http is allowed only on a loopback host (localhost, 127.0.0.1, [::1]) in development")
+	}
+	return nil
+}
+
+// loopback reports whether host names this machine.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // validateMoney checks an amount and its currency, of a charge or a session.
@@ -109,7 +145,8 @@ func Fingerprint(in ChargeInput) []byte {
 		OrderID         string `json:"orderId"`
 		Description     string `json:"description"`
 		CheckoutSession string `json:"checkoutSession,omitempty"`
-	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description, session}
+		ReturnURL       string `json:"returnUrl,omitempty"`
+	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description, session, in.ReturnURL}
 	if !utf8.ValidString(in.Currency) || !utf8.ValidString(in.PaymentMethod) ||
 		!utf8.ValidString(in.OrderID) || !utf8.ValidString(in.Description) {
 		// encoding/json writes every byte that is not UTF-8 as U+FFFD, which
@@ -124,7 +161,8 @@ func Fingerprint(in ChargeInput) []byte {
 			OrderID         []byte `json:"orderId"`
 			Description     []byte `json:"description"`
 			CheckoutSession string `json:"checkoutSession,omitempty"`
-		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description), session}
+			ReturnURL       string `json:"returnUrl,omitempty"`
+		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description), session, in.ReturnURL}
 	}
 	b, err := json.Marshal(canonical)
 	if err != nil {

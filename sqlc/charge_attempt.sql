@@ -20,12 +20,12 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id
+        checkout_session_id, return_url
     )
     SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
            @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
            sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
-           sqlc.narg(checkout_session_id)::uuid
+           sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text
     WHERE NOT EXISTS (
         SELECT 1 FROM charges c
         WHERE c.merchant_id = @merchant_id AND c.order_id = sqlc.narg(order_id)
@@ -106,6 +106,32 @@ WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
   AND provider_key = sqlc.arg(old_provider_key)::text
 RETURNING *;
 
+-- name: AwaitChargeAttemptAction :one
+-- Records that an attempt waits for the shopper to authenticate at the
+-- provider's next_action_url: the first time, since when (the window
+-- counts from there). The holder's lease ends with it: nobody works on an
+-- attempt while the shopper authenticates, and locked_until becomes the
+-- reconciler's next look at it. Fenced like the finalizing writes.
+UPDATE charge_attempts
+SET next_action_url = sqlc.arg(next_action_url)::text,
+    action_since = coalesce(action_since, sqlc.arg(now)::timestamptz),
+    action_checked_at = sqlc.arg(now)::timestamptz,
+    locked_until = sqlc.arg(next_check)::timestamptz
+WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+RETURNING *;
+
+-- name: TakeActionCheck :one
+-- A retry's or a poll's turn to read the provider about an attempt that
+-- waits for the shopper, at most one per interval (checked_before) across
+-- instances, so that a page polling, or many, cannot flood the provider.
+-- It takes nothing else: no lease, no attempt number. A read changes
+-- nothing at the provider, and what it learns is recorded fenced on the
+-- attempt number as it is.
+UPDATE charge_attempts
+SET action_checked_at = sqlc.arg(now)::timestamptz
+WHERE id = @id AND status = 'PROCESSING' AND action_checked_at <= sqlc.arg(checked_before)::timestamptz
+RETURNING *;
+
 -- name: ReleaseChargeAttempt :exec
 -- Releases the holder's lease early, when it leaves the outcome unknown or
 -- cannot know whether its claim committed: the attempt is stuck at once, so
@@ -146,9 +172,17 @@ WHERE id = @id AND status = 'PROCESSING' AND locked_until < sqlc.arg(now)::times
 RETURNING *;
 
 -- name: CountStuckChargeAttempts :one
--- For the stuck-attempts gauge: PROCESSING attempts whose lease has ended.
+-- For the stuck-attempts gauge: PROCESSING attempts whose lease has ended,
+-- but for those that wait for the shopper (their own gauge): between two
+-- looks of the reconciler nobody holds them, by design.
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz;
+WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz AND next_action_url IS NULL;
+
+-- name: CountWaitingChargeAttempts :one
+-- For the waiting-attempts gauge: PROCESSING attempts that wait for the
+-- shopper to authenticate.
+SELECT count(*) FROM charge_attempts
+WHERE status = 'PROCESSING' AND next_action_url IS NOT NULL;
 
 -- name: ListStuckChargeAttempts :many
 -- For operators: stuck attempts, PROCESSING with their lease ended, oldest
@@ -156,7 +190,7 @@ WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz;
 SELECT a.*, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
-WHERE a.status = 'PROCESSING' AND a.locked_until < sqlc.arg(now)::timestamptz
+WHERE a.status = 'PROCESSING' AND a.locked_until < sqlc.arg(now)::timestamptz AND a.next_action_url IS NULL
 ORDER BY a.created_at
 LIMIT sqlc.arg(max_attempts)::integer;
 

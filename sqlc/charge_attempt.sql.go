@@ -12,17 +12,78 @@ import (
 	"github.com/google/uuid"
 )
 
+const awaitChargeAttemptAction = `-- name: AwaitChargeAttemptAction :one
+UPDATE charge_attempts
+SET next_action_url = $1::text,
+    action_since = coalesce(action_since, $2::timestamptz),
+    action_checked_at = $2::timestamptz,
+    locked_until = $3::timestamptz
+WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+`
+
+type AwaitChargeAttemptActionParams struct {
+	NextActionURL string
+	Now           time.Time
+	NextCheck     time.Time
+	ID            uuid.UUID
+	Attempt       int32
+}
+
+// Records that an attempt waits for the shopper to authenticate at the
+// provider's next_action_url: the first time, since when (the window
+// counts from there). The holder's lease ends with it: nobody works on an
+// attempt while the shopper authenticates, and locked_until becomes the
+// reconciler's next look at it. Fenced like the finalizing writes.
+func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeAttemptActionParams) (ChargeAttempt, error) {
+	row := q.db.QueryRow(ctx, awaitChargeAttemptAction,
+		arg.NextActionURL,
+		arg.Now,
+		arg.NextCheck,
+		arg.ID,
+		arg.Attempt,
+	)
+	var i ChargeAttempt
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.IdempotencyKey,
+		&i.Fingerprint,
+		&i.Status,
+		&i.ProviderKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.OrderID,
+		&i.Description,
+		&i.ChargeID,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Attempt,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.LockedUntil,
+		&i.CheckoutSessionID,
+		&i.ReturnURL,
+		&i.NextActionURL,
+		&i.ActionSince,
+		&i.ActionCheckedAt,
+	)
+	return i, err
+}
+
 const claimChargeAttempt = `-- name: ClaimChargeAttempt :one
 WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id
+        checkout_session_id, return_url
     )
     SELECT $1, $2, $3, $4, $5,
            $6, $7, $8, $9, $10,
            $11::timestamptz, $12::timestamptz,
-           $13::uuid
+           $13::uuid, $14::text
     WHERE NOT EXISTS (
         SELECT 1 FROM charges c
         WHERE c.merchant_id = $2 AND c.order_id = $9
@@ -30,17 +91,17 @@ WITH claimed AS (
     AND ($13::uuid IS NULL OR EXISTS (
         SELECT 1 FROM checkout_sessions s
         WHERE s.id = $13::uuid AND s.merchant_id = $2
-          AND s.status = 'OPEN' AND s.expires_at > $14::timestamptz
-          AND s.attempts < $15::integer
+          AND s.status = 'OPEN' AND s.expires_at > $15::timestamptz
+          AND s.attempts < $16::integer
     ))
     ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
 ),
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        false AS claimed
@@ -48,7 +109,7 @@ FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -65,6 +126,7 @@ type ClaimChargeAttemptParams struct {
 	LockedUntil        time.Time
 	ExpiresAt          time.Time
 	CheckoutSessionID  *uuid.UUID
+	ReturnURL          *string
 	Now                time.Time
 	MaxSessionAttempts int32
 }
@@ -110,6 +172,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.LockedUntil,
 		arg.ExpiresAt,
 		arg.CheckoutSessionID,
+		arg.ReturnURL,
 		arg.Now,
 		arg.MaxSessionAttempts,
 	)
@@ -135,6 +198,10 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.ExpiresAt,
 		&i.ChargeAttempt.LockedUntil,
 		&i.ChargeAttempt.CheckoutSessionID,
+		&i.ChargeAttempt.ReturnURL,
+		&i.ChargeAttempt.NextActionURL,
+		&i.ChargeAttempt.ActionSince,
+		&i.ChargeAttempt.ActionCheckedAt,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.Claimed,
@@ -144,12 +211,28 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 
 const countStuckChargeAttempts = `-- name: CountStuckChargeAttempts :one
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND locked_until < $1::timestamptz
+WHERE status = 'PROCESSING' AND locked_until < $1::timestamptz AND next_action_url IS NULL
 `
 
-// For the stuck-attempts gauge: PROCESSING attempts whose lease has ended.
+// For the stuck-attempts gauge: PROCESSING attempts whose lease has ended,
+// but for those that wait for the shopper (their own gauge): between two
+// looks of the reconciler nobody holds them, by design.
 func (q *Queries) CountStuckChargeAttempts(ctx context.Context, now time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, countStuckChargeAttempts, now)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countWaitingChargeAttempts = `-- name: CountWaitingChargeAttempts :one
+SELECT count(*) FROM charge_attempts
+WHERE status = 'PROCESSING' AND next_action_url IS NOT NULL
+`
+
+// For the waiting-attempts gauge: PROCESSING attempts that wait for the
+// shopper to authenticate.
+func (q *Queries) CountWaitingChargeAttempts(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countWaitingChargeAttempts)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -190,7 +273,7 @@ SET status = 'FAILED',
     completed_at = now(),
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
 `
 
 type FailChargeAttemptParams struct {
@@ -233,12 +316,16 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.ExpiresAt,
 		&i.LockedUntil,
 		&i.CheckoutSessionID,
+		&i.ReturnURL,
+		&i.NextActionURL,
+		&i.ActionSince,
+		&i.ActionCheckedAt,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at,
        c.provider_charge_id,
        c.created_at AS charge_created_at
 FROM charge_attempts a
@@ -283,6 +370,10 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.ExpiresAt,
 		&i.ChargeAttempt.LockedUntil,
 		&i.ChargeAttempt.CheckoutSessionID,
+		&i.ChargeAttempt.ReturnURL,
+		&i.ChargeAttempt.NextActionURL,
+		&i.ChargeAttempt.ActionSince,
+		&i.ChargeAttempt.ActionCheckedAt,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 	)
@@ -332,10 +423,10 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
-WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz
+WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz AND a.next_action_url IS NULL
 ORDER BY a.created_at
 LIMIT $2::integer
 `
@@ -366,6 +457,10 @@ type ListStuckChargeAttemptsRow struct {
 	ExpiresAt         time.Time
 	LockedUntil       time.Time
 	CheckoutSessionID *uuid.UUID
+	ReturnURL         *string
+	NextActionURL     *string
+	ActionSince       *time.Time
+	ActionCheckedAt   *time.Time
 	MerchantName      string
 }
 
@@ -401,6 +496,10 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.ExpiresAt,
 			&i.LockedUntil,
 			&i.CheckoutSessionID,
+			&i.ReturnURL,
+			&i.NextActionURL,
+			&i.ActionSince,
+			&i.ActionCheckedAt,
 			&i.MerchantName,
 		); err != nil {
 			return nil, err
@@ -437,7 +536,7 @@ UPDATE charge_attempts
 SET provider_key = $1::text
 WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
   AND provider_key = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
 `
 
 type RekeyChargeAttemptParams struct {
@@ -482,6 +581,10 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.ExpiresAt,
 		&i.LockedUntil,
 		&i.CheckoutSessionID,
+		&i.ReturnURL,
+		&i.NextActionURL,
+		&i.ActionSince,
+		&i.ActionCheckedAt,
 	)
 	return i, err
 }
@@ -514,7 +617,7 @@ SET status = 'SUCCEEDED',
     completed_at = now(),
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
 `
 
 type SucceedChargeAttemptParams struct {
@@ -555,6 +658,61 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 		&i.ExpiresAt,
 		&i.LockedUntil,
 		&i.CheckoutSessionID,
+		&i.ReturnURL,
+		&i.NextActionURL,
+		&i.ActionSince,
+		&i.ActionCheckedAt,
+	)
+	return i, err
+}
+
+const takeActionCheck = `-- name: TakeActionCheck :one
+UPDATE charge_attempts
+SET action_checked_at = $1::timestamptz
+WHERE id = $2 AND status = 'PROCESSING' AND action_checked_at <= $3::timestamptz
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+`
+
+type TakeActionCheckParams struct {
+	Now           time.Time
+	ID            uuid.UUID
+	CheckedBefore time.Time
+}
+
+// A retry's or a poll's turn to read the provider about an attempt that
+// waits for the shopper, at most one per interval (checked_before) across
+// instances, so that a page polling, or many, cannot flood the provider.
+// It takes nothing else: no lease, no attempt number. A read changes
+// nothing at the provider, and what it learns is recorded fenced on the
+// attempt number as it is.
+func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams) (ChargeAttempt, error) {
+	row := q.db.QueryRow(ctx, takeActionCheck, arg.Now, arg.ID, arg.CheckedBefore)
+	var i ChargeAttempt
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.IdempotencyKey,
+		&i.Fingerprint,
+		&i.Status,
+		&i.ProviderKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.OrderID,
+		&i.Description,
+		&i.ChargeID,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Attempt,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.LockedUntil,
+		&i.CheckoutSessionID,
+		&i.ReturnURL,
+		&i.NextActionURL,
+		&i.ActionSince,
+		&i.ActionCheckedAt,
 	)
 	return i, err
 }
@@ -564,7 +722,7 @@ UPDATE charge_attempts
 SET attempt = attempt + 1,
     locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -602,6 +760,10 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.ExpiresAt,
 		&i.LockedUntil,
 		&i.CheckoutSessionID,
+		&i.ReturnURL,
+		&i.NextActionURL,
+		&i.ActionSince,
+		&i.ActionCheckedAt,
 	)
 	return i, err
 }
@@ -617,7 +779,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -661,6 +823,10 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.ExpiresAt,
 			&i.LockedUntil,
 			&i.CheckoutSessionID,
+			&i.ReturnURL,
+			&i.NextActionURL,
+			&i.ActionSince,
+			&i.ActionCheckedAt,
 		); err != nil {
 			return nil, err
 		}

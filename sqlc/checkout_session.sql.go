@@ -67,7 +67,7 @@ func (q *Queries) ExpireCheckoutSessions(ctx context.Context, arg ExpireCheckout
 			&i.Currency,
 			&i.OrderID,
 			&i.Description,
-			&i.ReturnUrl,
+			&i.ReturnURL,
 			&i.Status,
 			&i.Attempts,
 			&i.ChargeID,
@@ -108,7 +108,7 @@ func (q *Queries) GetCheckoutSession(ctx context.Context, arg GetCheckoutSession
 		&i.Currency,
 		&i.OrderID,
 		&i.Description,
-		&i.ReturnUrl,
+		&i.ReturnURL,
 		&i.Status,
 		&i.Attempts,
 		&i.ChargeID,
@@ -142,7 +142,7 @@ func (q *Queries) GetCheckoutSessionByKey(ctx context.Context, arg GetCheckoutSe
 		&i.Currency,
 		&i.OrderID,
 		&i.Description,
-		&i.ReturnUrl,
+		&i.ReturnURL,
 		&i.Status,
 		&i.Attempts,
 		&i.ChargeID,
@@ -200,7 +200,7 @@ type InsertCheckoutSessionParams struct {
 	Currency         string
 	OrderID          *string
 	Description      *string
-	ReturnUrl        *string
+	ReturnURL        *string
 	CreatedAt        time.Time
 	ExpiresAt        time.Time
 }
@@ -220,7 +220,7 @@ func (q *Queries) InsertCheckoutSession(ctx context.Context, arg InsertCheckoutS
 		arg.Currency,
 		arg.OrderID,
 		arg.Description,
-		arg.ReturnUrl,
+		arg.ReturnURL,
 		arg.CreatedAt,
 		arg.ExpiresAt,
 	)
@@ -235,7 +235,7 @@ func (q *Queries) InsertCheckoutSession(ctx context.Context, arg InsertCheckoutS
 		&i.Currency,
 		&i.OrderID,
 		&i.Description,
-		&i.ReturnUrl,
+		&i.ReturnURL,
 		&i.Status,
 		&i.Attempts,
 		&i.ChargeID,
@@ -275,7 +275,7 @@ func (q *Queries) PayCheckoutSession(ctx context.Context, arg PayCheckoutSession
 		&i.Currency,
 		&i.OrderID,
 		&i.Description,
-		&i.ReturnUrl,
+		&i.ReturnURL,
 		&i.Status,
 		&i.Attempts,
 		&i.ChargeID,

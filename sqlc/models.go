@@ -53,6 +53,10 @@ type ChargeAttempt struct {
 	ExpiresAt         time.Time
 	LockedUntil       time.Time
 	CheckoutSessionID *uuid.UUID
+	ReturnURL         *string
+	NextActionURL     *string
+	ActionSince       *time.Time
+	ActionCheckedAt   *time.Time
 }
 
 type ChargeEvent struct {
@@ -77,7 +81,7 @@ type CheckoutSession struct {
 	Currency         string
 	OrderID          *string
 	Description      *string
-	ReturnUrl        *string
+	ReturnURL        *string
 	Status           string
 	Attempts         int32
 	ChargeID         *uuid.UUID

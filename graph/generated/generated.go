@@ -52,6 +52,7 @@ type ComplexityRoot struct {
 		ExpiresAt      func(childComplexity int) int
 		Failure        func(childComplexity int) int
 		IdempotencyKey func(childComplexity int) int
+		NextAction     func(childComplexity int) int
 		Replayed       func(childComplexity int) int
 		RetryAfterMs   func(childComplexity int) int
 		Status         func(childComplexity int) int
@@ -87,6 +88,12 @@ type ComplexityRoot struct {
 	Mutation struct {
 		ChargeCard            func(childComplexity int, idempotencyKey string, input model.ChargeCardInput) int
 		CreateCheckoutSession func(childComplexity int, idempotencyKey string, input model.CheckoutSessionInput) int
+	}
+
+	NextAction struct {
+		ExpiresAt func(childComplexity int) int
+		Type      func(childComplexity int) int
+		URL       func(childComplexity int) int
 	}
 
 	Query struct {
@@ -194,6 +201,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ChargeCardPayload.IdempotencyKey(childComplexity), true
+	case "ChargeCardPayload.nextAction":
+		if e.ComplexityRoot.ChargeCardPayload.NextAction == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChargeCardPayload.NextAction(childComplexity), true
 	case "ChargeCardPayload.replayed":
 		if e.ComplexityRoot.ChargeCardPayload.Replayed == nil {
 			break
@@ -346,6 +359,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateCheckoutSession(childComplexity, args["idempotencyKey"].(string), args["input"].(model.CheckoutSessionInput)), true
+
+	case "NextAction.expiresAt":
+		if e.ComplexityRoot.NextAction.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.ExpiresAt(childComplexity), true
+	case "NextAction.type":
+		if e.ComplexityRoot.NextAction.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.Type(childComplexity), true
+	case "NextAction.url":
+		if e.ComplexityRoot.NextAction.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.URL(childComplexity), true
 
 	case "Query.chargeStatus":
 		if e.ComplexityRoot.Query.ChargeStatus == nil {
@@ -534,6 +566,37 @@ input ChargeCardInput {
   secret key.
   """
   checkoutSession: String
+  """
+  Opts the charge in to customer authentication (3-D Secure): where the
+  provider sends the shopper back after authenticating, with the attempt's
+  idempotency key added as the query parameter chargeonce_key. An absolute
+  https URL (plain http only on a loopback host, in development), at most
+  2048 characters. Without it, a card that needs authentication fails with
+  authentication_required. With checkoutSession it comes from the session,
+  and if sent must equal the session's. Part of the request: the same key
+  with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
+  """
+  returnUrl: String
+}
+
+"What kind of step the shopper must take before the charge can complete."
+enum NextActionType {
+  "Send the shopper's browser to url (the provider's authentication page); the provider sends them back to the charge's returnUrl."
+  REDIRECT
+}
+
+"""
+A step the shopper must take before a PROCESSING charge can complete:
+customer authentication (3-D Secure). Every answer for the attempt carries
+the same one until it is final. Nothing is charged again meanwhile: the
+outcome is read from the provider, so retrying the key or polling
+chargeStatus after the shopper returns is always safe.
+"""
+type NextAction {
+  type: NextActionType!
+  url: String!
+  "After this, the payment is cancelled as abandoned (FAILED, authentication_abandoned), unless the shopper completed it."
+  expiresAt: Time!
 }
 
 "Where a checkout session stands."
@@ -555,7 +618,13 @@ input CheckoutSessionInput {
   orderId: String
   "Optional description shown to the provider, at most 500 characters."
   description: String
-  "Optional absolute http(s) URL to return the shopper to after customer authentication, at most 2048 characters."
+  """
+  Optional: opts the session's charges in to customer authentication (3-D
+  Secure): where the provider sends the shopper back, with the attempt's
+  idempotency key added as the query parameter chargeonce_key. An absolute
+  https URL (plain http only on a loopback host, in development), at most
+  2048 characters, on one of the merchant's registered origins.
+  """
   returnUrl: String
   "Seconds until the session expires: default 3600, at most 86400."
   expiresInSeconds: Int
@@ -634,6 +703,8 @@ type ChargeCardPayload {
   retryAfterMs: Int
   "When the stored result of this key may be forgotten."
   expiresAt: Time
+  "Set when status is PROCESSING and the shopper must authenticate first (only for a charge with a returnUrl)."
+  nextAction: NextAction
 }
 
 type Query {
@@ -730,6 +801,8 @@ func (ec *executionContext) childFields_ChargeCardPayload(ctx context.Context, f
 		return ec.fieldContext_ChargeCardPayload_retryAfterMs(ctx, field)
 	case "expiresAt":
 		return ec.fieldContext_ChargeCardPayload_expiresAt(ctx, field)
+	case "nextAction":
+		return ec.fieldContext_ChargeCardPayload_nextAction(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ChargeCardPayload", field.Name)
 }
@@ -786,6 +859,18 @@ func (ec *executionContext) childFields_CheckoutSessionPayload(ctx context.Conte
 		return ec.fieldContext_CheckoutSessionPayload_session(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CheckoutSessionPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_NextAction(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_NextAction_type(ctx, field)
+	case "url":
+		return ec.fieldContext_NextAction_url(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_NextAction_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NextAction", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1411,6 +1496,38 @@ func (ec *executionContext) fieldContext_ChargeCardPayload_expiresAt(_ context.C
 	return graphql.NewScalarFieldContext("ChargeCardPayload", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ChargeCardPayload_nextAction(ctx context.Context, field graphql.CollectedField, obj *model.ChargeCardPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChargeCardPayload_nextAction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextAction, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NextAction) graphql.Marshaler {
+			return ec.marshalONextAction2ᚖchargeonceᚋgraphᚋmodelᚐNextAction(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ChargeCardPayload_nextAction(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ChargeCardPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NextAction(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ChargeFailure_code(ctx context.Context, field graphql.CollectedField, obj *model.ChargeFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1929,6 +2046,75 @@ func (ec *executionContext) fieldContext_Mutation_createCheckoutSession(ctx cont
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _NextAction_type(ctx context.Context, field graphql.CollectedField, obj *model.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.NextActionType) graphql.Marshaler {
+			return ec.marshalNNextActionType2chargeonceᚋgraphᚋmodelᚐNextActionType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, false, false, "NextActionType")
+}
+
+func (ec *executionContext) _NextAction_url(ctx context.Context, field graphql.CollectedField, obj *model.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, false, false, "String")
+}
+
+func (ec *executionContext) _NextAction_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Query_chargeStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -3223,7 +3409,7 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"amount", "currency", "paymentMethod", "orderId", "description", "checkoutSession"}
+	fieldsInOrder := [...]string{"amount", "currency", "paymentMethod", "orderId", "description", "checkoutSession", "returnUrl"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -3272,6 +3458,13 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 				return it, err
 			}
 			it.CheckoutSession = data
+		case "returnUrl":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("returnUrl"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReturnURL = data
 		}
 	}
 	return it, nil
@@ -3475,6 +3668,11 @@ func (ec *executionContext) _ChargeCardPayload(ctx context.Context, sel ast.Sele
 			}
 		case "expiresAt":
 			out.Values[i] = ec._ChargeCardPayload_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "nextAction":
+			out.Values[i] = ec._ChargeCardPayload_nextAction(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -3699,6 +3897,49 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createCheckoutSession(ctx, field)
 			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var nextActionImplementors = []string{"NextAction"}
+
+func (ec *executionContext) _NextAction(ctx context.Context, sel ast.SelectionSet, obj *model.NextAction) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, nextActionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NextAction")
+		case "type":
+			out.Values[i] = ec._NextAction_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._NextAction_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._NextAction_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -4259,6 +4500,16 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) unmarshalNNextActionType2chargeonceᚋgraphᚋmodelᚐNextActionType(ctx context.Context, v any) (model.NextActionType, error) {
+	var res model.NextActionType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNextActionType2chargeonceᚋgraphᚋmodelᚐNextActionType(ctx context.Context, sel ast.SelectionSet, v model.NextActionType) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -4503,6 +4754,13 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := scalar.MarshalStrictInt(*v)
 	return res
+}
+
+func (ec *executionContext) marshalONextAction2ᚖchargeonceᚋgraphᚋmodelᚐNextAction(ctx context.Context, sel ast.SelectionSet, v *model.NextAction) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NextAction(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -45,6 +45,15 @@ type ChargeCardInput struct {
 	// createCheckoutSession). Required with a publishable key; optional with a
 	// secret key.
 	CheckoutSession *string `json:"checkoutSession,omitempty"`
+	// Opts the charge in to customer authentication (3-D Secure): where the
+	// provider sends the shopper back after authenticating, with the attempt's
+	// idempotency key added as the query parameter chargeonce_key. An absolute
+	// https URL (plain http only on a loopback host, in development), at most
+	// 2048 characters. Without it, a card that needs authentication fails with
+	// authentication_required. With checkoutSession it comes from the session,
+	// and if sent must equal the session's. Part of the request: the same key
+	// with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
+	ReturnURL *string `json:"returnUrl,omitempty"`
 }
 
 type ChargeCardPayload struct {
@@ -61,6 +70,8 @@ type ChargeCardPayload struct {
 	RetryAfterMs *int `json:"retryAfterMs,omitempty"`
 	// When the stored result of this key may be forgotten.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// Set when status is PROCESSING and the shopper must authenticate first (only for a charge with a returnUrl).
+	NextAction *NextAction `json:"nextAction,omitempty"`
 }
 
 // Why a charge attempt failed. Nothing was charged.
@@ -107,7 +118,11 @@ type CheckoutSessionInput struct {
 	OrderID *string `json:"orderId,omitempty"`
 	// Optional description shown to the provider, at most 500 characters.
 	Description *string `json:"description,omitempty"`
-	// Optional absolute http(s) URL to return the shopper to after customer authentication, at most 2048 characters.
+	// Optional: opts the session's charges in to customer authentication (3-D
+	// Secure): where the provider sends the shopper back, with the attempt's
+	// idempotency key added as the query parameter chargeonce_key. An absolute
+	// https URL (plain http only on a loopback host, in development), at most
+	// 2048 characters, on one of the merchant's registered origins.
 	ReturnURL *string `json:"returnUrl,omitempty"`
 	// Seconds until the session expires: default 3600, at most 86400.
 	ExpiresInSeconds *int `json:"expiresInSeconds,omitempty"`
@@ -122,6 +137,18 @@ type CheckoutSessionPayload struct {
 }
 
 type Mutation struct {
+}
+
+// A step the shopper must take before a PROCESSING charge can complete:
+// customer authentication (3-D Secure). Every answer for the attempt carries
+// the same one until it is final. Nothing is charged again meanwhile: the
+// outcome is read from the provider, so retrying the key or polling
+// chargeStatus after the shopper returns is always safe.
+type NextAction struct {
+	Type NextActionType `json:"type"`
+	URL  string         `json:"url"`
+	// After this, the payment is cancelled as abandoned (FAILED, authentication_abandoned), unless the shopper completed it.
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 type Query struct {
@@ -247,6 +274,61 @@ func (e *CheckoutSessionStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e CheckoutSessionStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// What kind of step the shopper must take before the charge can complete.
+type NextActionType string
+
+const (
+	// Send the shopper's browser to url (the provider's authentication page); the provider sends them back to the charge's returnUrl.
+	NextActionTypeRedirect NextActionType = "REDIRECT"
+)
+
+var AllNextActionType = []NextActionType{
+	NextActionTypeRedirect,
+}
+
+func (e NextActionType) IsValid() bool {
+	switch e {
+	case NextActionTypeRedirect:
+		return true
+	}
+	return false
+}
+
+func (e NextActionType) String() string {
+	return string(e)
+}
+
+func (e *NextActionType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = NextActionType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid NextActionType", str)
+	}
+	return nil
+}
+
+func (e NextActionType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *NextActionType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e NextActionType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -112,6 +112,11 @@ func (v *ChargeCardChargeCardChargeCardPayload) GetCharge() *Charge { return v.C
 // GetFailure returns ChargeCardChargeCardChargeCardPayload.Failure, and is useful for accessing the field via an interface.
 func (v *ChargeCardChargeCardChargeCardPayload) GetFailure() *Failure { return v.ChargeResult.Failure }
 
+// GetNextAction returns ChargeCardChargeCardChargeCardPayload.NextAction, and is useful for accessing the field via an interface.
+func (v *ChargeCardChargeCardChargeCardPayload) GetNextAction() *NextAction {
+	return v.ChargeResult.NextAction
+}
+
 func (v *ChargeCardChargeCardChargeCardPayload) UnmarshalJSON(b []byte) error {
 
 	if string(b) == "null" {
@@ -151,6 +156,8 @@ type __premarshalChargeCardChargeCardChargeCardPayload struct {
 	Charge *Charge `json:"charge"`
 
 	Failure *Failure `json:"failure"`
+
+	NextAction *NextAction `json:"nextAction"`
 }
 
 func (v *ChargeCardChargeCardChargeCardPayload) MarshalJSON() ([]byte, error) {
@@ -171,6 +178,7 @@ func (v *ChargeCardChargeCardChargeCardPayload) __premarshalJSON() (*__premarsha
 	retval.ExpiresAt = v.ChargeResult.ExpiresAt
 	retval.Charge = v.ChargeResult.Charge
 	retval.Failure = v.ChargeResult.Failure
+	retval.NextAction = v.ChargeResult.NextAction
 	return &retval, nil
 }
 
@@ -197,6 +205,15 @@ type ChargeCardInput struct {
 	// createCheckoutSession). Required with a publishable key; optional with a
 	// secret key.
 	CheckoutSession *string `json:"checkoutSession"`
+	// Opts the charge in to customer authentication (3-D Secure): where the
+	// provider sends the shopper back after authenticating, with the attempt's
+	// idempotency key added as the query parameter chargeonce_key. An absolute
+	// https URL (plain http only on a loopback host, in development), at most
+	// 2048 characters. Without it, a card that needs authentication fails with
+	// authentication_required. With checkoutSession it comes from the session,
+	// and if sent must equal the session's. Part of the request: the same key
+	// with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
+	ReturnUrl *string `json:"returnUrl"`
 }
 
 // GetAmount returns ChargeCardInput.Amount, and is useful for accessing the field via an interface.
@@ -216,6 +233,9 @@ func (v *ChargeCardInput) GetDescription() *string { return v.Description }
 
 // GetCheckoutSession returns ChargeCardInput.CheckoutSession, and is useful for accessing the field via an interface.
 func (v *ChargeCardInput) GetCheckoutSession() *string { return v.CheckoutSession }
+
+// GetReturnUrl returns ChargeCardInput.ReturnUrl, and is useful for accessing the field via an interface.
+func (v *ChargeCardInput) GetReturnUrl() *string { return v.ReturnUrl }
 
 // ChargeCardResponse is returned by ChargeCard on success.
 type ChargeCardResponse struct {
@@ -255,6 +275,8 @@ type ChargeResult struct {
 	Charge *Charge `json:"charge"`
 	// Set when status is FAILED.
 	Failure *Failure `json:"failure"`
+	// Set when status is PROCESSING and the shopper must authenticate first (only for a charge with a returnUrl).
+	NextAction *NextAction `json:"nextAction"`
 }
 
 // GetIdempotencyKey returns ChargeResult.IdempotencyKey, and is useful for accessing the field via an interface.
@@ -277,6 +299,9 @@ func (v *ChargeResult) GetCharge() *Charge { return v.Charge }
 
 // GetFailure returns ChargeResult.Failure, and is useful for accessing the field via an interface.
 func (v *ChargeResult) GetFailure() *Failure { return v.Failure }
+
+// GetNextAction returns ChargeResult.NextAction, and is useful for accessing the field via an interface.
+func (v *ChargeResult) GetNextAction() *NextAction { return v.NextAction }
 
 // ChargeStatusChargeStatusChargeCardPayload includes the requested fields of the GraphQL type ChargeCardPayload.
 type ChargeStatusChargeStatusChargeCardPayload struct {
@@ -312,6 +337,11 @@ func (v *ChargeStatusChargeStatusChargeCardPayload) GetCharge() *Charge { return
 // GetFailure returns ChargeStatusChargeStatusChargeCardPayload.Failure, and is useful for accessing the field via an interface.
 func (v *ChargeStatusChargeStatusChargeCardPayload) GetFailure() *Failure {
 	return v.ChargeResult.Failure
+}
+
+// GetNextAction returns ChargeStatusChargeStatusChargeCardPayload.NextAction, and is useful for accessing the field via an interface.
+func (v *ChargeStatusChargeStatusChargeCardPayload) GetNextAction() *NextAction {
+	return v.ChargeResult.NextAction
 }
 
 func (v *ChargeStatusChargeStatusChargeCardPayload) UnmarshalJSON(b []byte) error {
@@ -353,6 +383,8 @@ type __premarshalChargeStatusChargeStatusChargeCardPayload struct {
 	Charge *Charge `json:"charge"`
 
 	Failure *Failure `json:"failure"`
+
+	NextAction *NextAction `json:"nextAction"`
 }
 
 func (v *ChargeStatusChargeStatusChargeCardPayload) MarshalJSON() ([]byte, error) {
@@ -373,6 +405,7 @@ func (v *ChargeStatusChargeStatusChargeCardPayload) __premarshalJSON() (*__prema
 	retval.ExpiresAt = v.ChargeResult.ExpiresAt
 	retval.Charge = v.ChargeResult.Charge
 	retval.Failure = v.ChargeResult.Failure
+	retval.NextAction = v.ChargeResult.NextAction
 	return &retval, nil
 }
 
@@ -430,6 +463,11 @@ func (v *ChargeUpdatedChargeUpdatedChargeCardPayload) GetFailure() *Failure {
 	return v.ChargeResult.Failure
 }
 
+// GetNextAction returns ChargeUpdatedChargeUpdatedChargeCardPayload.NextAction, and is useful for accessing the field via an interface.
+func (v *ChargeUpdatedChargeUpdatedChargeCardPayload) GetNextAction() *NextAction {
+	return v.ChargeResult.NextAction
+}
+
 func (v *ChargeUpdatedChargeUpdatedChargeCardPayload) UnmarshalJSON(b []byte) error {
 
 	if string(b) == "null" {
@@ -469,6 +507,8 @@ type __premarshalChargeUpdatedChargeUpdatedChargeCardPayload struct {
 	Charge *Charge `json:"charge"`
 
 	Failure *Failure `json:"failure"`
+
+	NextAction *NextAction `json:"nextAction"`
 }
 
 func (v *ChargeUpdatedChargeUpdatedChargeCardPayload) MarshalJSON() ([]byte, error) {
@@ -489,6 +529,7 @@ func (v *ChargeUpdatedChargeUpdatedChargeCardPayload) __premarshalJSON() (*__pre
 	retval.ExpiresAt = v.ChargeResult.ExpiresAt
 	retval.Charge = v.ChargeResult.Charge
 	retval.Failure = v.ChargeResult.Failure
+	retval.NextAction = v.ChargeResult.NextAction
 	return &retval, nil
 }
 
@@ -525,6 +566,42 @@ func (v *Failure) GetCode() string { return v.Code }
 
 // GetMessage returns Failure.Message, and is useful for accessing the field via an interface.
 func (v *Failure) GetMessage() string { return v.Message }
+
+// NextAction includes the requested fields of the GraphQL type NextAction.
+// The GraphQL type's documentation follows.
+//
+// A step the shopper must take before a PROCESSING charge can complete:
+// customer authentication (3-D Secure). Every answer for the attempt carries
+// the same one until it is final. Nothing is charged again meanwhile: the
+// outcome is read from the provider, so retrying the key or polling
+// chargeStatus after the shopper returns is always safe.
+type NextAction struct {
+	Type NextActionType `json:"type"`
+	Url  string         `json:"url"`
+	// After this, the payment is cancelled as abandoned (FAILED, authentication_abandoned), unless the shopper completed it.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// GetType returns NextAction.Type, and is useful for accessing the field via an interface.
+func (v *NextAction) GetType() NextActionType { return v.Type }
+
+// GetUrl returns NextAction.Url, and is useful for accessing the field via an interface.
+func (v *NextAction) GetUrl() string { return v.Url }
+
+// GetExpiresAt returns NextAction.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *NextAction) GetExpiresAt() time.Time { return v.ExpiresAt }
+
+// What kind of step the shopper must take before the charge can complete.
+type NextActionType string
+
+const (
+	// Send the shopper's browser to url (the provider's authentication page); the provider sends them back to the charge's returnUrl.
+	NextActionTypeRedirect NextActionType = "REDIRECT"
+)
+
+var AllNextActionType = []NextActionType{
+	NextActionTypeRedirect,
+}
 
 // __ChargeCardBriefInput is used internally by genqlient
 type __ChargeCardBriefInput struct {
@@ -590,6 +667,11 @@ fragment ChargeResult on ChargeCardPayload {
 	failure {
 		code
 		message
+	}
+	nextAction {
+		type
+		url
+		expiresAt
 	}
 }
 `
@@ -686,6 +768,11 @@ fragment ChargeResult on ChargeCardPayload {
 		code
 		message
 	}
+	nextAction {
+		type
+		url
+		expiresAt
+	}
 }
 `
 
@@ -738,6 +825,11 @@ fragment ChargeResult on ChargeCardPayload {
 	failure {
 		code
 		message
+	}
+	nextAction {
+		type
+		url
+		expiresAt
 	}
 }
 `

@@ -81,7 +81,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 			closeDB()
 			return nil, err
 		}
-		a.simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, Logger: log}))
+		a.simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, PublicURL: cfg.SimPublicURL, Logger: log}))
 		if a.demo, err = a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey, merchant.KeySecret); err != nil {
 			closeDB()
 			return nil, fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)
@@ -112,6 +112,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	a.live = live.NewHub(pool, a.payments, live.Config{PollInterval: cfg.LivePollInterval, Logger: log, Metrics: a.metrics})
 	a.streams = &graph.Streams{}
 	a.metrics.WatchStuck(a.payments.CountStuck)
+	a.metrics.WatchWaiting(a.payments.CountWaiting)
 	return a, nil
 }
 

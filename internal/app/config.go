@@ -25,7 +25,11 @@ type Config struct {
 	DatabaseURL string // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
 	Production  bool   // APP_ENV=production: no demo merchant, no playground, no simulator
 	ProviderURL string // PROVIDER_URL: the simulator's base URL when PROVIDER=cardsim; empty uses the in-process simulator
-	DemoAPIKey  string // DEMO_API_KEY: the demo merchant's secret key in development, default demo-key
+	// SIM_PUBLIC_URL: the in-process simulator's base URL as a shopper's
+	// browser reaches it, for its authentication page; default this
+	// server's own address plus /provider (server.go sets it once it listens).
+	SimPublicURL string
+	DemoAPIKey   string // DEMO_API_KEY: the demo merchant's secret key in development, default demo-key
 	// DEMO_PUBLISHABLE_KEY: the demo merchant's publishable key in
 	// development, default co_pk_demo: what the demo page pays with.
 	DemoPublishableKey string
@@ -43,11 +47,17 @@ type Config struct {
 	Lease             time.Duration // PROCESSING_LEASE: how long a holder owns an attempt, default 30s
 	ReconcileInterval time.Duration // RECONCILE_INTERVAL: time between reconciler passes, default 5s
 	RedriveWindow     time.Duration // REDRIVE_WINDOW: how long an attempt the provider never saw is re-sent, default 10m
-	KeyRetention      time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
-	CleanupInterval   time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
-	DBTimeout         time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
-	WebhookRetention  time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
-	LivePollInterval  time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
+	// AUTHENTICATION_WINDOW: how long an attempt may wait for the shopper to
+	// authenticate before it is cancelled as abandoned, default 15m;
+	// AUTHENTICATION_CHECK_INTERVAL: how often the reconciler reads the
+	// provider about a waiting attempt, default 15s.
+	AuthenticationWindow        time.Duration
+	AuthenticationCheckInterval time.Duration
+	KeyRetention                time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
+	CleanupInterval             time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
+	DBTimeout                   time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
+	WebhookRetention            time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
+	LivePollInterval            time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
 
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
@@ -93,6 +103,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Port:               cmp.Or(getenv("PORT"), PortDefault),
 		DatabaseURL:        getenv("DATABASE_URL"),
 		ProviderURL:        getenv("PROVIDER_URL"),
+		SimPublicURL:       getenv("SIM_PUBLIC_URL"),
 		DemoAPIKey:         cmp.Or(getenv("DEMO_API_KEY"), DemoAPIKeyDefault),
 		DemoPublishableKey: cmp.Or(getenv("DEMO_PUBLISHABLE_KEY"), DemoPublishableKeyDefault),
 		DataDir:            cmp.Or(getenv("DATA_DIR"), DataDirDefault),
@@ -171,6 +182,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.Lease, "PROCESSING_LEASE", payment.LeaseDefault, false},
 		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", payment.ReconcileIntervalDefault, false},
 		{&cfg.RedriveWindow, "REDRIVE_WINDOW", payment.RedriveWindowDefault, false},
+		{&cfg.AuthenticationWindow, "AUTHENTICATION_WINDOW", payment.AuthenticationWindowDefault, false},
+		{&cfg.AuthenticationCheckInterval, "AUTHENTICATION_CHECK_INTERVAL", payment.AuthenticationCheckIntervalDefault, false},
 		{&cfg.KeyRetention, "KEY_RETENTION", payment.RetentionDefault, false},
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", payment.CleanupIntervalDefault, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
@@ -305,13 +318,15 @@ func duration(getenv func(string) string, name string, def time.Duration) (time.
 // PaymentConfig is the payment service's share of the configuration.
 func (c Config) PaymentConfig() payment.Config {
 	pc := payment.Config{
-		Retention:          c.KeyRetention,
-		Lease:              c.Lease,
-		ReconcileInterval:  c.ReconcileInterval,
-		RedriveWindow:      c.RedriveWindow,
-		StoreTimeout:       c.DBTimeout,
-		ResultCacheSize:    int(c.ResultCacheSize),
-		SessionMaxAttempts: int(c.SessionMaxAttempts),
+		Retention:                   c.KeyRetention,
+		Lease:                       c.Lease,
+		ReconcileInterval:           c.ReconcileInterval,
+		RedriveWindow:               c.RedriveWindow,
+		StoreTimeout:                c.DBTimeout,
+		AuthenticationWindow:        c.AuthenticationWindow,
+		AuthenticationCheckInterval: c.AuthenticationCheckInterval,
+		ResultCacheSize:             int(c.ResultCacheSize),
+		SessionMaxAttempts:          int(c.SessionMaxAttempts),
 	}
 	if c.ResultCacheSize == 0 {
 		pc.ResultCacheSize = -1 // none; zero in payment.Config is the default

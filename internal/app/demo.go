@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"chargeonce/graph"
@@ -18,8 +19,10 @@ import (
 // server side, and gives the page the session's client secret and the
 // publishable key to pay it with; the secret key never reaches the page.
 // POST /demo/checkout-session {"cartId", "amount", "currency", "orderId"?,
-// "description"?}: idempotent on cartId, as a shop's backend keys the
-// session on its cart.
+// "description"?, "returnUrl"?}: idempotent on cartId, as a shop's backend
+// keys the session on its cart. A returnUrl (customer authentication) must
+// be on the demo's own origin, this server's: where a merchant's server
+// would name one of its registered origins.
 func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		CartID      string  `json:"cartId"`
@@ -27,11 +30,12 @@ func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
 		Currency    string  `json:"currency"`
 		OrderID     *string `json:"orderId"`
 		Description *string `json:"description"`
+		ReturnURL   *string `json:"returnUrl"`
 	}
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeDemoError(w, payment.Invalid("", "send a JSON object: {\"cartId\", \"amount\", \"currency\", \"orderId\"?, \"description\"?}"))
+		writeDemoError(w, payment.Invalid("", "send a JSON object: {\"cartId\", \"amount\", \"currency\", \"orderId\"?, \"description\"?, \"returnUrl\"?}"))
 		return
 	}
 	if len(req.CartID) > 100 {
@@ -48,6 +52,13 @@ func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Description != nil {
 		in.Description = *req.Description
+	}
+	if req.ReturnURL != nil {
+		in.ReturnURL = *req.ReturnURL
+		if u, err := url.Parse(in.ReturnURL); err != nil || u.Host != r.Host {
+			writeDemoError(w, payment.Invalid("returnUrl", "the demo's returnUrl must be on its own origin, %s", r.Host))
+			return
+		}
 	}
 	res, err := a.payments.CreateCheckoutSession(r.Context(), a.demo, merchant.SessionSeed(a.cfg.DemoAPIKey), key, in)
 	if err != nil {

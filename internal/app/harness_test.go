@@ -242,7 +242,8 @@ func (s *testServer) chargeStatus(t require.TestingT, apiKey, key string) gqlRes
 // The payload fields of the documents the tests write themselves: the
 // typed client's, the demo's.
 const payloadFields = `idempotencyKey status replayed retryAfterMs expiresAt
-	charge { id amount currency orderId providerChargeId createdAt } failure { code message }`
+	charge { id amount currency orderId providerChargeId createdAt } failure { code message }
+	nextAction { type url expiresAt }`
 
 const chargeCardMutation = `mutation Charge($key: String!, $input: ChargeCardInput!) {
 	chargeCard(idempotencyKey: $key, input: $input) { ` + payloadFields + ` } }`

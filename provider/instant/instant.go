@@ -9,6 +9,7 @@ package instant
 
 import (
 	"context"
+	"errors"
 
 	"chargeonce/payment"
 )
@@ -32,4 +33,10 @@ func (Provider) CreateCharge(_ context.Context, req payment.ProviderChargeReques
 // FindCharge implements payment.Provider.
 func (Provider) FindCharge(context.Context, payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
 	return nil, nil
+}
+
+// CancelCharge implements payment.Provider. Its charges never wait for the
+// shopper, so there is never one to cancel.
+func (Provider) CancelCharge(context.Context, payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+	return payment.ProviderCharge{}, errors.New("instant: no charge waits for authentication")
 }

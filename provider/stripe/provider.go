@@ -159,6 +159,13 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 	return &pc, nil
 }
 
+// CancelCharge implements payment.Provider. A PaymentIntent of this
+// adapter never waits for the shopper (it confirms without a return_url),
+// so there is none to cancel.
+func (p *Provider) CancelCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+	return payment.ProviderCharge{}, errors.New("stripe: no PaymentIntent of this adapter waits for authentication")
+}
+
 // retrieve reads a PaymentIntent by id, as it is now.
 func (p *Provider) retrieve(ctx context.Context, id string) (*stripego.PaymentIntent, error) {
 	pi, err := p.client.V1PaymentIntents.Retrieve(ctx, id, nil)

@@ -3,10 +3,10 @@
 -- requests exactly one insert wins, the others get no row and replay it.
 INSERT INTO cardsim.charges (
     id, idempotency_key, request_hash, amount, currency, payment_method,
-    description, status, failure_code, failure_message, metadata
+    description, status, failure_code, failure_message, metadata, return_url
 ) VALUES (
     @id, @idempotency_key, @request_hash, @amount, @currency, @payment_method,
-    @description, @status, @failure_code, @failure_message, @metadata
+    @description, @status, @failure_code, @failure_message, @metadata, @return_url
 )
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *;
@@ -32,3 +32,29 @@ WHERE (sqlc.narg(idempotency_key)::text IS NULL OR idempotency_key = sqlc.narg(i
   AND (sqlc.narg(merchant)::text IS NULL OR metadata ->> 'merchant' = sqlc.narg(merchant))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
+
+-- name: CompleteAuthentication :one
+-- The shopper passed the challenge. Only a waiting charge moves, so that of a
+-- complete, a fail and a cancel racing for one charge exactly one wins; the
+-- others get no row.
+UPDATE cardsim.charges
+SET status = 'succeeded'
+WHERE id = @id AND status = 'requires_action'
+RETURNING *;
+
+-- name: FailAuthentication :one
+-- The shopper failed (or refused) the challenge; conditional as
+-- CompleteAuthentication.
+UPDATE cardsim.charges
+SET status = 'failed', failure_code = @failure_code::text, failure_message = @failure_message::text
+WHERE id = @id AND status = 'requires_action'
+RETURNING *;
+
+-- name: CancelWaitingCharge :one
+-- The caller gave up on the shopper (POST /v1/charges/{id}/cancel);
+-- conditional as CompleteAuthentication.
+UPDATE cardsim.charges
+SET status = 'canceled', failure_code = @failure_code::text, failure_message = @failure_message::text,
+    cancellation_reason = @cancellation_reason
+WHERE id = @id AND status = 'requires_action'
+RETURNING *;

@@ -9,8 +9,121 @@ import (
 	"context"
 )
 
+const cancelWaitingCharge = `-- name: CancelWaitingCharge :one
+UPDATE cardsim.charges
+SET status = 'canceled', failure_code = $1::text, failure_message = $2::text,
+    cancellation_reason = $3
+WHERE id = $4 AND status = 'requires_action'
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
+`
+
+type CancelWaitingChargeParams struct {
+	FailureCode        string
+	FailureMessage     string
+	CancellationReason *string
+	ID                 string
+}
+
+// The caller gave up on the shopper (POST /v1/charges/{id}/cancel);
+// conditional as CompleteAuthentication.
+func (q *Queries) CancelWaitingCharge(ctx context.Context, arg CancelWaitingChargeParams) (Charge, error) {
+	row := q.db.QueryRow(ctx, cancelWaitingCharge,
+		arg.FailureCode,
+		arg.FailureMessage,
+		arg.CancellationReason,
+		arg.ID,
+	)
+	var i Charge
+	err := row.Scan(
+		&i.ID,
+		&i.IdempotencyKey,
+		&i.RequestHash,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.Description,
+		&i.Status,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Metadata,
+		&i.CreatedAt,
+		&i.ReturnURL,
+		&i.CancellationReason,
+	)
+	return i, err
+}
+
+const completeAuthentication = `-- name: CompleteAuthentication :one
+UPDATE cardsim.charges
+SET status = 'succeeded'
+WHERE id = $1 AND status = 'requires_action'
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
+`
+
+// The shopper passed the challenge. Only a waiting charge moves, so that of a
+// complete, a fail and a cancel racing for one charge exactly one wins; the
+// others get no row.
+func (q *Queries) CompleteAuthentication(ctx context.Context, id string) (Charge, error) {
+	row := q.db.QueryRow(ctx, completeAuthentication, id)
+	var i Charge
+	err := row.Scan(
+		&i.ID,
+		&i.IdempotencyKey,
+		&i.RequestHash,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.Description,
+		&i.Status,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Metadata,
+		&i.CreatedAt,
+		&i.ReturnURL,
+		&i.CancellationReason,
+	)
+	return i, err
+}
+
+const failAuthentication = `-- name: FailAuthentication :one
+UPDATE cardsim.charges
+SET status = 'failed', failure_code = $1::text, failure_message = $2::text
+WHERE id = $3 AND status = 'requires_action'
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
+`
+
+type FailAuthenticationParams struct {
+	FailureCode    string
+	FailureMessage string
+	ID             string
+}
+
+// The shopper failed (or refused) the challenge; conditional as
+// CompleteAuthentication.
+func (q *Queries) FailAuthentication(ctx context.Context, arg FailAuthenticationParams) (Charge, error) {
+	row := q.db.QueryRow(ctx, failAuthentication, arg.FailureCode, arg.FailureMessage, arg.ID)
+	var i Charge
+	err := row.Scan(
+		&i.ID,
+		&i.IdempotencyKey,
+		&i.RequestHash,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.Description,
+		&i.Status,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Metadata,
+		&i.CreatedAt,
+		&i.ReturnURL,
+		&i.CancellationReason,
+	)
+	return i, err
+}
+
 const getCharge = `-- name: GetCharge :one
-SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at FROM cardsim.charges
+SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason FROM cardsim.charges
 WHERE id = $1
 `
 
@@ -31,12 +144,14 @@ func (q *Queries) GetCharge(ctx context.Context, id string) (Charge, error) {
 		&i.FailureMessage,
 		&i.Metadata,
 		&i.CreatedAt,
+		&i.ReturnURL,
+		&i.CancellationReason,
 	)
 	return i, err
 }
 
 const getChargeByIdempotencyKey = `-- name: GetChargeByIdempotencyKey :one
-SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at FROM cardsim.charges
+SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason FROM cardsim.charges
 WHERE idempotency_key = $1
 `
 
@@ -58,6 +173,8 @@ func (q *Queries) GetChargeByIdempotencyKey(ctx context.Context, idempotencyKey 
 		&i.FailureMessage,
 		&i.Metadata,
 		&i.CreatedAt,
+		&i.ReturnURL,
+		&i.CancellationReason,
 	)
 	return i, err
 }
@@ -65,13 +182,13 @@ func (q *Queries) GetChargeByIdempotencyKey(ctx context.Context, idempotencyKey 
 const insertCharge = `-- name: InsertCharge :one
 INSERT INTO cardsim.charges (
     id, idempotency_key, request_hash, amount, currency, payment_method,
-    description, status, failure_code, failure_message, metadata
+    description, status, failure_code, failure_message, metadata, return_url
 ) VALUES (
     $1, $2, $3, $4, $5, $6,
-    $7, $8, $9, $10, $11
+    $7, $8, $9, $10, $11, $12
 )
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
 `
 
 type InsertChargeParams struct {
@@ -86,6 +203,7 @@ type InsertChargeParams struct {
 	FailureCode    *string
 	FailureMessage *string
 	Metadata       []byte
+	ReturnURL      *string
 }
 
 // Stores a charge atomically per idempotency key: under concurrent identical
@@ -103,6 +221,7 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		arg.FailureCode,
 		arg.FailureMessage,
 		arg.Metadata,
+		arg.ReturnURL,
 	)
 	var i Charge
 	err := row.Scan(
@@ -118,12 +237,14 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		&i.FailureMessage,
 		&i.Metadata,
 		&i.CreatedAt,
+		&i.ReturnURL,
+		&i.CancellationReason,
 	)
 	return i, err
 }
 
 const listCharges = `-- name: ListCharges :many
-SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at FROM cardsim.charges
+SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason FROM cardsim.charges
 WHERE ($1::text IS NULL OR idempotency_key = $1)
   AND ($2::text IS NULL
        OR metadata ->> 'client_idempotency_key' = $2)
@@ -168,6 +289,8 @@ func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]Cha
 			&i.FailureMessage,
 			&i.Metadata,
 			&i.CreatedAt,
+			&i.ReturnURL,
+			&i.CancellationReason,
 		); err != nil {
 			return nil, err
 		}

@@ -9,16 +9,18 @@ import (
 )
 
 type Charge struct {
-	ID             string
-	IdempotencyKey string
-	RequestHash    []byte
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	Description    *string
-	Status         string
-	FailureCode    *string
-	FailureMessage *string
-	Metadata       []byte
-	CreatedAt      time.Time
+	ID                 string
+	IdempotencyKey     string
+	RequestHash        []byte
+	Amount             int64
+	Currency           string
+	PaymentMethod      string
+	Description        *string
+	Status             string
+	FailureCode        *string
+	FailureMessage     *string
+	Metadata           []byte
+	CreatedAt          time.Time
+	ReturnURL          *string
+	CancellationReason *string
 }

@@ -1,0 +1,137 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Customer authentication (3-D Secure). A charge with a ReturnURL may get
+// an answer that is neither success nor failure: the provider waits for
+// the shopper to authenticate on its challenge page (ProviderCharge.Action).
+// The attempt then stays PROCESSING with that next action, and from then
+// on nothing is ever sent for it again (no retry, no redrive, no new key):
+// how it ends is only ever read from the provider, by whoever asks first.
+//
+//	claim ─► CreateCharge ─► waits (await: ActionURL, ActionSince, charge.requires_action)
+//	                           │  read by: a retry of the key or a poll (checkAction, at most
+//	                           │  once per AuthenticationRecheck), the reconciler every
+//	                           │  AuthenticationCheckInterval (settle), a provider's webhook
+//	                           ▼
+//	          SUCCEEDED or FAILED authentication_failed, as the provider says; or, once
+//	          AuthenticationWindow has passed since it began waiting, the reconciler
+//	          cancels it at the provider: a confirmed cancel is FAILED
+//	          authentication_abandoned, a cancel refused because the shopper completed
+//	          meanwhile is SUCCEEDED.
+//
+// A double return from the bank, a reload or the back button can only
+// read again; the finalizing write is fenced on the attempt number and
+// conditional on PROCESSING, so whichever reader records the outcome
+// first records it once.
+
+// await records that a waits for the shopper at pc's challenge page, ends
+// the holder's lease (nobody works on an attempt while the shopper
+// authenticates), and schedules the reconciler's next look. The first
+// time, it writes charge.requires_action. When the write fails, the
+// attempt stays held until its lease ends and the reconciler finds the
+// waiting payment at the provider; the answer still carries the next
+// action, which is the provider's truth either way.
+func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, pc ProviderCharge) Attempt {
+	now := s.cfg.Now()
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	defer cancel()
+	// The next look: after the check interval, or at the window's end if
+	// that comes first, so that an abandoned payment is cancelled on time.
+	next := now.Add(s.cfg.AuthenticationCheckInterval)
+	if end := a.ActionSince.Add(s.cfg.AuthenticationWindow); !a.ActionSince.IsZero() && end.Before(next) {
+		next = end
+	}
+	waiting, began, err := s.store.await(writeCtx, a, pc.Action.URL, now, next, s.cfg.AuthenticationWindow)
+	if err != nil {
+		if !errors.Is(err, errFenced) {
+			log.WarnContext(ctx, "could not record that the attempt waits for authentication; the reconciler will find it at the provider", "err", err)
+		}
+		a.ActionURL = pc.Action.URL
+		if a.ActionSince.IsZero() {
+			a.ActionSince = now
+		}
+		return a
+	}
+	if began {
+		s.metrics.AuthenticationStarted.Inc()
+		log.InfoContext(ctx, "attempt waits for the shopper to authenticate", "provider_charge_id", pc.ID)
+	}
+	return waiting
+}
+
+// abandoned reports whether a has waited for the shopper for the whole
+// authentication window: the window counts from when it began waiting,
+// not from its claim.
+func (s *Service) abandoned(a Attempt) bool {
+	return !a.ActionSince.IsZero() && s.cfg.Now().Sub(a.ActionSince) >= s.cfg.AuthenticationWindow
+}
+
+// nextAction is what the shopper of waiting attempt a must do, and until when.
+func (s *Service) nextAction(a Attempt) *NextAction {
+	return &NextAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: a.ActionSince.Add(s.cfg.AuthenticationWindow)}
+}
+
+// checkAction reads the provider about a, which waits for the shopper, for
+// a retry of its key or a poll: at most once per AuthenticationRecheck of
+// all the instances' readers together, so that polling pages cannot flood
+// the provider. A final answer is recorded, fenced on the attempt number
+// as it is now, and returned; otherwise a as it was. It holds no lease and
+// sends nothing: a read changes nothing at the provider.
+func (s *Service) checkAction(ctx context.Context, m Merchant, a Attempt) Attempt {
+	now := s.cfg.Now()
+	if now.Sub(a.ActionCheckedAt) < s.cfg.AuthenticationRecheck {
+		return a
+	}
+	current, ok, err := s.store.takeActionCheck(ctx, a, now, now.Add(-s.cfg.AuthenticationRecheck))
+	if err != nil || !ok {
+		return a // another reader has this turn, or the attempt is final: the next poll sees it
+	}
+	log := s.attemptLog(m, current)
+	pc, err := s.provider.FindCharge(ctx, providerRequest(m, current))
+	switch {
+	case err != nil:
+		log.WarnContext(ctx, "could not read the provider about the attempt that waits for authentication", "err", err)
+		return current
+	case pc == nil || pc.waiting():
+		return current
+	}
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	defer cancel()
+	done, err := s.finalize(writeCtx, current, *pc, byRequest)
+	if errors.Is(err, errFenced) {
+		if stored, err := s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
+			return stored
+		}
+		return current
+	}
+	if err != nil {
+		log.WarnContext(ctx, "could not record how authentication ended; the reconciler will", "err", err)
+		return current
+	}
+	log.InfoContext(ctx, "authentication ended; attempt finalized", "status", done.Status, "provider_charge_id", pc.ID)
+	return done
+}
+
+// observeAuthentication counts how a's authentication ended, when a
+// waited, and how long the shopper took.
+func (s *Service) observeAuthentication(a Attempt, pc ProviderCharge, now time.Time) {
+	if a.ActionSince.IsZero() {
+		return
+	}
+	outcome := "completed"
+	switch {
+	case pc.Succeeded:
+	case pc.FailureCode == FailureAuthenticationAbandoned:
+		outcome = "abandoned"
+	default:
+		outcome = "failed"
+	}
+	s.metrics.AuthenticationEnded.WithLabelValues(outcome).Inc()
+	s.metrics.AuthenticationWait.Observe(now.Sub(a.ActionSince).Seconds())
+}

@@ -1,0 +1,313 @@
+package payment
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The tests of customer authentication charge through the real simulator,
+// whose pm_card_authenticationRequired answers with its challenge page; the
+// shopper is this test pressing the page's buttons over HTTP.
+
+const authCard = "pm_card_authenticationRequired"
+
+func authInput(returnURL string) ChargeInput {
+	in := card(authCard)
+	in.ReturnURL = returnURL
+	return in
+}
+
+// shopper presses a button of the challenge page at actionURL ("complete"
+// or "fail") and returns where the simulator sends the browser back.
+func shopper(t *testing.T, actionURL, button string) *url.URL {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(actionURL+"/"+button, nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	back, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	return back
+}
+
+// simStatus is the simulator's status of the charge of key.
+func (b *bundle) simStatus(t *testing.T, key string) string {
+	t.Helper()
+	var status string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT status FROM cardsim.charges WHERE metadata->>'client_idempotency_key' = $1`, key).Scan(&status))
+	return status
+}
+
+// events counts key's outbox events of type.
+func (b *bundle) events(t *testing.T, key, eventType string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM charge_events WHERE idempotency_key = $1 AND type = $2`, key, eventType).Scan(&n))
+	return n
+}
+
+// countingProvider counts the calls to the provider it wraps.
+type countingProvider struct {
+	Provider
+	creates, finds, cancels atomic.Int32
+}
+
+func (p *countingProvider) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+	p.creates.Add(1)
+	return p.Provider.CreateCharge(ctx, req)
+}
+
+func (p *countingProvider) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
+	p.finds.Add(1)
+	return p.Provider.FindCharge(ctx, req)
+}
+
+func (p *countingProvider) CancelCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+	p.cancels.Add(1)
+	return p.Provider.CancelCharge(ctx, req)
+}
+
+// setupCounting is setup with the provider's calls counted.
+func setupCounting(t *testing.T, cfg Config) (*bundle, *countingProvider) {
+	t.Helper()
+	b := setup(t, cfg)
+	counting := &countingProvider{Provider: b.provider}
+	b.svc = NewService(b.pool, counting, b.svc.cfg)
+	return b, counting
+}
+
+func TestAuthentication_Complete_OneCharge_TheReturnOnlyReads(t *testing.T) {
+	t.Parallel()
+	b, provider := setupCounting(t, Config{})
+	ctx := context.Background()
+	in := authInput("https://shop.example/return?cart=7")
+
+	first, err := b.svc.ChargeCard(ctx, b.merchant, "k", in)
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, first.Status)
+	require.NotNil(t, first.NextAction, "the shopper must authenticate")
+	require.Equal(t, NextActionRedirect, first.NextAction.Type)
+	require.True(t, strings.HasPrefix(first.NextAction.URL, b.simURL+"/authenticate/"), first.NextAction.URL)
+	require.WithinDuration(t, b.clock.Now().Add(AuthenticationWindowDefault), first.NextAction.ExpiresAt, time.Second)
+	require.Equal(t, 1, b.events(t, "k", EventChargeRequiresAction))
+
+	// A retry while the shopper authenticates: the same next action, nothing sent.
+	again, err := b.svc.ChargeCard(ctx, b.merchant, "k", in)
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, again.Status)
+	require.Equal(t, first.NextAction, again.NextAction)
+	require.Equal(t, first.NextAction, b.status(t, "k").NextAction)
+
+	back := shopper(t, first.NextAction.URL, "complete")
+	require.Equal(t, "shop.example", back.Host)
+	require.Equal(t, "/return", back.Path)
+	require.Equal(t, "7", back.Query().Get("cart"), "the merchant's own query is kept")
+	require.Equal(t, "k", back.Query().Get(ReturnKeyParam), "the return names the attempt's key")
+
+	// The page comes back and retries the key: the retry reads the provider.
+	b.clock.Advance(AuthenticationRecheckDefault)
+	done, err := b.svc.ChargeCard(ctx, b.merchant, "k", in)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, done.Status)
+	require.False(t, done.Replayed, "this request learned the outcome")
+	require.Nil(t, done.NextAction)
+	require.Equal(t, 1, b.providerCharges(t, "k"))
+
+	// A double return, a reload, the back button: nothing more is charged.
+	shopper(t, first.NextAction.URL, "complete")
+	b.clock.Advance(AuthenticationRecheckDefault)
+	replay, err := b.svc.ChargeCard(ctx, b.merchant, "k", in)
+	require.NoError(t, err)
+	require.True(t, replay.Replayed)
+	require.Equal(t, done.Charge.ID, replay.Charge.ID)
+	require.Equal(t, 1, b.providerCharges(t, "k"))
+	require.Equal(t, int32(1), provider.creates.Load(), "sent once; every later answer was read")
+	require.Equal(t, int32(0), provider.cancels.Load())
+	require.Equal(t, 1, b.events(t, "k", EventChargeSucceeded))
+	require.Equal(t, 1, b.events(t, "k", EventChargeRequiresAction))
+}
+
+func TestAuthentication_Fail_FailedAuthenticationFailed_NothingCharged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	first, err := b.svc.ChargeCard(ctx, b.merchant, "k", authInput("https://shop.example/return"))
+	require.NoError(t, err)
+	require.NotNil(t, first.NextAction)
+
+	shopper(t, first.NextAction.URL, "fail")
+	b.clock.Advance(AuthenticationRecheckDefault)
+	polled := b.status(t, "k") // a poll reads the provider too
+	require.Equal(t, StatusFailed, polled.Status)
+	require.Equal(t, FailureAuthenticationFailed, polled.Failure.Code)
+	require.Nil(t, polled.NextAction)
+	require.Equal(t, 0, b.providerCharges(t, "k"))
+	require.Equal(t, 1, b.events(t, "k", EventChargeFailed))
+}
+
+func TestAuthentication_WithoutReturnURL_FailsAuthenticationRequired(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	r, err := b.svc.ChargeCard(context.Background(), b.merchant, "k", card(authCard))
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, r.Status)
+	require.Equal(t, FailureAuthenticationRequired, r.Failure.Code)
+	require.Nil(t, r.NextAction)
+	require.Equal(t, 0, b.events(t, "k", EventChargeRequiresAction))
+}
+
+func TestAuthentication_Abandoned_CancelledAfterTheWindow_NeverSentAgain(t *testing.T) {
+	t.Parallel()
+	b, provider := setupCounting(t, Config{AuthenticationWindow: time.Minute})
+	ctx := context.Background()
+	rec := NewReconciler(b.svc, ReconcilerConfig{})
+	first, err := b.svc.ChargeCard(ctx, b.merchant, "k", authInput("https://shop.example/return"))
+	require.NoError(t, err)
+	require.NotNil(t, first.NextAction)
+
+	res, err := rec.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Taken, "checked at its own pace: not before AuthenticationCheckInterval")
+
+	// Within the window, every look only reads: no redrive, ever, even past REDRIVE_WINDOW.
+	for range 3 {
+		b.clock.Advance(AuthenticationCheckIntervalDefault + time.Millisecond)
+		res, err = rec.RunOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, ReconcileResult{Taken: 1, Open: 1}, res)
+	}
+	require.Equal(t, StatusProcessing, b.status(t, "k").Status)
+	require.Equal(t, first.NextAction, b.status(t, "k").NextAction, "the window counts from when it began waiting")
+
+	b.clock.AdvancePast(first.NextAction.ExpiresAt)
+	res, err = rec.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ReconcileResult{Taken: 1, Failed: 1}, res)
+	final := b.status(t, "k")
+	require.Equal(t, StatusFailed, final.Status)
+	require.Equal(t, FailureAuthenticationAbandoned, final.Failure.Code)
+	require.Equal(t, "canceled", b.simStatus(t, "k"), "the provider's payment is cancelled")
+	require.Equal(t, 0, b.providerCharges(t, "k"))
+	require.Equal(t, int32(1), provider.creates.Load())
+	require.Equal(t, int32(1), provider.cancels.Load())
+
+	// The shopper comes back too late: nothing changes.
+	shopper(t, first.NextAction.URL, "complete")
+	require.Equal(t, "canceled", b.simStatus(t, "k"))
+	b.clock.Advance(AuthenticationRecheckDefault)
+	require.Equal(t, StatusFailed, b.status(t, "k").Status)
+}
+
+// The race at the window's end: the shopper completes just as the
+// reconciler cancels. Whichever wins at the provider is the outcome:
+// SUCCEEDED with one charge, or FAILED authentication_abandoned with the
+// payment cancelled and nothing charged; never a charge with a FAILED answer.
+func TestAuthentication_CompleteRacesTheCancel_ExactlyOneOutcome(t *testing.T) {
+	t.Parallel()
+	const rounds = 48
+	b := setup(t, Config{AuthenticationWindow: time.Minute})
+	ctx := context.Background()
+	actions := make([]string, rounds)
+	for i := range rounds {
+		r, err := b.svc.ChargeCard(ctx, b.merchant, raceKey(i), authInput("https://shop.example/return"))
+		require.NoError(t, err)
+		require.NotNil(t, r.NextAction)
+		actions[i] = r.NextAction.URL
+	}
+	b.clock.Advance(time.Minute + time.Second)
+
+	var wg sync.WaitGroup
+	for i := range rounds {
+		wg.Go(func() { shopper(t, actions[i], "complete") })
+	}
+	rec := NewReconciler(b.svc, ReconcilerConfig{BatchSize: rounds})
+	wg.Go(func() {
+		_, err := rec.RunOnce(ctx)
+		require.NoError(t, err)
+	})
+	wg.Wait()
+	// Whatever the pass left open (a cancel refused mid-way is read again), the next ones finish.
+	for range 3 {
+		b.clock.Advance(AuthenticationCheckIntervalDefault + time.Millisecond)
+		_, err := rec.RunOnce(ctx)
+		require.NoError(t, err)
+	}
+
+	outcomes := map[string]int{}
+	for i := range rounds {
+		r := b.status(t, raceKey(i))
+		sim := b.simStatus(t, raceKey(i))
+		switch r.Status {
+		case StatusSucceeded:
+			require.Equal(t, "succeeded", sim, raceKey(i))
+			require.Equal(t, 1, b.providerCharges(t, raceKey(i)))
+			outcomes["succeeded"]++
+		case StatusFailed:
+			require.Equal(t, FailureAuthenticationAbandoned, r.Failure.Code, raceKey(i))
+			require.Equal(t, "canceled", sim, raceKey(i), "FAILED only after a cancel the provider confirmed")
+			require.Equal(t, 0, b.providerCharges(t, raceKey(i)))
+			outcomes["abandoned"]++
+		default:
+			t.Fatalf("%s still %s", raceKey(i), r.Status)
+		}
+	}
+	t.Logf("outcomes of %d races: %v", rounds, outcomes)
+}
+
+func TestAuthentication_ConcurrentPolls_ReadTheProviderOncePerRecheck(t *testing.T) {
+	t.Parallel()
+	b, provider := setupCounting(t, Config{})
+	ctx := context.Background()
+	_, err := b.svc.ChargeCard(ctx, b.merchant, "k", authInput("https://shop.example/return"))
+	require.NoError(t, err)
+	require.Zero(t, provider.finds.Load())
+
+	b.clock.Advance(AuthenticationRecheckDefault)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			r, err := b.svc.ChargeStatus(ctx, b.merchant, "k")
+			require.NoError(t, err)
+			require.Equal(t, StatusProcessing, r.Status)
+			require.NotNil(t, r.NextAction)
+			require.GreaterOrEqual(t, r.RetryAfter, AuthenticationRecheckDefault)
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int32(1), provider.finds.Load(), "50 polls within one recheck interval: one read")
+}
+
+func TestAuthentication_ReturnURL_IsPartOfTheRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	_, err := b.svc.ChargeCard(ctx, b.merchant, "k", authInput("https://shop.example/return"))
+	require.NoError(t, err)
+	_, err = b.svc.ChargeCard(ctx, b.merchant, "k", authInput("https://shop.example/elsewhere"))
+	require.Equal(t, EKEYREUSED, ErrorCode(err))
+
+	for _, bad := range []string{
+		"http://shop.example/return", "javascript:alert(1)", "/return", "https://user:pw@shop.example/",
+		"https://shop.example/return#top", "https://shop.example/a b", "ftp://shop.example/",
+	} {
+		_, err := b.svc.ChargeCard(ctx, b.merchant, "bad", authInput(bad))
+		require.Equal(t, EINVALID, ErrorCode(err), bad)
+	}
+	for _, ok := range []string{"http://127.0.0.1:8080/checkout", "http://localhost:5173/", "http://[::1]/x"} {
+		require.NoError(t, authInput(ok).Validate(), ok)
+	}
+}
+
+func raceKey(i int) string { return fmt.Sprintf("race-%d", i) }
