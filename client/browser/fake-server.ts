@@ -4,8 +4,12 @@
 // request leaves the page.
 import { createCharger, type Charger, type ChargerEvent, type ChargerOptions } from '../src/index.js';
 
-/** What the next chargeCard meets. hold: charged, but the answer never comes (until the caller aborts). */
-export type Step = 'charge' | 'processing' | 'hold' | { code: string; retryAfterMs?: number };
+/**
+ * What the next chargeCard meets. hold: charged, but the answer never comes
+ * (until the caller aborts). action: PROCESSING with a nextAction (3-D
+ * Secure) until finish().
+ */
+export type Step = 'charge' | 'processing' | 'action' | 'hold' | { code: string; retryAfterMs?: number };
 
 export interface Sent {
   operationName: 'ChargeCard' | 'ChargeStatus';
@@ -14,7 +18,7 @@ export interface Sent {
 
 export class FakeServer {
   readonly sent: Sent[] = [];
-  readonly charges = new Map<string, { input: string; status: 'SUCCEEDED' | 'PROCESSING' }>();
+  readonly charges = new Map<string, { input: string; status: 'SUCCEEDED' | 'PROCESSING'; action?: boolean }>();
   script: Step[] = [];
   /** Called on every request, before it is answered: what the page holds at that moment can be read here. */
   onRequest: (s: Sent) => void = () => {};
@@ -29,7 +33,10 @@ export class FakeServer {
 
   finish(key: string): void {
     const c = this.charges.get(key);
-    if (c) c.status = 'SUCCEEDED';
+    if (c) {
+      c.status = 'SUCCEEDED';
+      c.action = false;
+    }
   }
 
   readonly fetch: typeof fetch = async (_url, init) => {
@@ -48,7 +55,7 @@ export class FakeServer {
     const input = JSON.stringify(body.variables.input);
     const existing = this.charges.get(key);
     if (existing && existing.input !== input) return json({ errors: [{ message: 'reused', extensions: { code: 'IDEMPOTENCY_KEY_REUSED' } }] });
-    if (!existing) this.charges.set(key, { input, status: step === 'processing' ? 'PROCESSING' : 'SUCCEEDED' });
+    if (!existing) this.charges.set(key, { input, status: step === 'processing' || step === 'action' ? 'PROCESSING' : 'SUCCEEDED', action: step === 'action' });
     if (step === 'hold') {
       // The charge went through; only its answer never arrives.
       return new Promise<Response>((_, reject) =>
@@ -69,9 +76,12 @@ export class FakeServer {
       expiresAt: done ? '2099-01-01T00:00:00Z' : null,
       charge: done ? { id: `ch_${key}`, amount: 2500, currency: 'USD', providerChargeId: `p_${key}`, createdAt: '2026-01-01T00:00:00Z' } : null,
       failure: null,
+      nextAction: c.action ? { type: 'REDIRECT', url: challengeUrl(key), expiresAt: '2099-01-01T00:10:00Z' } : null,
     };
   }
 }
+
+export const challengeUrl = (key: string) => `https://bank.example/challenge/${key}`;
 
 function json(body: unknown): Response {
   return new Response(JSON.stringify(body), { headers: { 'Content-Type': 'application/json' } });

@@ -48,10 +48,20 @@ export interface Charger {
   subscribe(fn: (state: ChargerState) => void): () => void;
   /** Charges input once: the outcome (a decline is FAILED, not an error), or a typed error. */
   pay(input: PayInput, options?: PayOptions): Promise<Outcome>;
-  /** Follows this scope's open attempt to its outcome; null when there is none. */
+  /**
+   * Follows this scope's open attempt to its outcome; null when there is
+   * none. With no record, on the return from the bank (chargeonce_key in
+   * the address), follows that key by chargeStatus only.
+   */
   resume(): Promise<Outcome | null>;
   /** After SUCCEEDED, FAILED or a rejection only: the next pay() gets a new key. Throws otherwise. */
   reset(): void;
+  /**
+   * In state action only: takes the page to state.nextAction.url, where the
+   * shopper authenticates; the attempt is persisted first, and resume() on
+   * the return follows it. Throws ChargerStateError in any other state.
+   */
+  handleNextAction(): void;
   on(type: 'event', fn: (e: ChargerEvent) => void): () => void;
   /** Stops timers, streams and listeners; waiting promises reject with AbortError. */
   close(): void;

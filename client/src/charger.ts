@@ -22,6 +22,9 @@ export type { Charger, ChargerEnvironment, ChargerOptions, PayOptions } from './
 
 export const requestTimeoutMsDefault = 30_000;
 
+/** The query parameter the provider's redirect back to the returnUrl carries: the attempt's idempotency key. */
+export const returnKeyParam = 'chargeonce_key';
+
 export function createCharger(o: ChargerOptions): Charger {
   const env = o.environment ?? browser();
   const now = env.now ?? Date.now;
@@ -130,6 +133,9 @@ export function createCharger(o: ChargerOptions): Charger {
         case 'Broadcast':
           cross?.tell(fx.progress);
           break;
+        case 'Navigate':
+          (env.navigate ?? ((url) => globalThis.location.assign(url)))(fx.url);
+          break;
         case 'Emit':
           emit(fx.event);
       }
@@ -137,6 +143,12 @@ export function createCharger(o: ChargerOptions): Charger {
     if (caller && !answered) waiters.add(caller);
     if (cross && !closed) cross.sync(state, waiters.size > 0);
     if (state !== prev) for (const fn of [...subscribers]) fn(state);
+  }
+
+  /** chargeonce_key in the page's address: this page is the return from the bank. */
+  function returnKey(): string | undefined {
+    const search = env.location?.search ?? globalThis.location?.search;
+    return (search && new URLSearchParams(search).get(returnKeyParam)) || undefined;
   }
 
   /** The attempt's key, and the session it pays, for chargeStatus and chargeUpdated. */
@@ -272,13 +284,20 @@ export function createCharger(o: ChargerOptions): Charger {
         : promise;
     },
     resume() {
-      return enqueue((leader) => () => ({ type: 'Resume', record: load(), leader, now: now() }));
+      const back = returnKey(); // now: the page may drop it from the address right after this call
+      return enqueue((leader) => () => ({ type: 'Resume', record: load(), returnKey: back, leader, now: now() }));
     },
     reset() {
       let refused: Error | undefined;
       dispatch({ type: 'Reset' }, { resolve() {}, reject: (e) => (refused = e) });
       if (refused) throw refused;
       inflight = null;
+    },
+    handleNextAction() {
+      if (closed) throw closedError();
+      let refused: Error | undefined;
+      dispatch({ type: 'HandleNextAction', record: load() }, { resolve() {}, reject: (e) => (refused = e) });
+      if (refused) throw refused;
     },
     close() {
       if (closed) return;
@@ -294,4 +313,5 @@ export function createCharger(o: ChargerOptions): Charger {
   };
 }
 
-const refuseClosed = () => Promise.reject(new ChargerStateError('closed', 'the charger is closed'));
+const closedError = () => new ChargerStateError('closed', 'the charger is closed');
+const refuseClosed = () => Promise.reject(closedError());

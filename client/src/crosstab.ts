@@ -170,7 +170,7 @@ export function tabs(name: string, id: string, env: CrossTabEnv, hear: (m: TabMe
       return (holding = await tab.tryAcquire());
     },
     sync(s, waiting, granted) {
-      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'paused' || s.kind === 'processing';
+      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'paused' || s.kind === 'processing' || s.kind === 'action';
       if (active && !s.remote) return;
       if (holding) {
         holding = false;

@@ -22,6 +22,8 @@ export type ChargerEvent =
   | { type: 'pause'; key: string; reason: 'offline' | 'hidden' }
   /** Back online or visible: the attempt goes on at once. */
   | { type: 'unpause'; key: string }
+  /** The shopper must authenticate (3-D Secure) at url: handleNextAction() takes them there. */
+  | { type: 'action'; key: string; url: string }
   | { type: 'live-open'; key: string; mode: Exclude<LiveMode, 'poll'> }
   | { type: 'live-failed'; key: string; mode: Exclude<LiveMode, 'poll'>; reason: string }
   /** No answer within the retry budget (or expiresAt passed): resume() asks again with the same key. */

@@ -5,7 +5,7 @@
 // its reading of an answer are exported, for a page's own requests beside
 // the charger's (a status question, a tool), so that they read answers as
 // the charger does.
-export { createCharger } from './charger.js';
+export { createCharger, returnKeyParam } from './charger.js';
 export type { Charger, ChargerOptions, ChargerEnvironment, PayOptions } from './api.js';
 export { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from './errors.js';
 export type { ChargerEvent } from './events.js';
@@ -24,6 +24,7 @@ export type {
   ChargerState,
   KeyValueStorage,
   LiveMode,
+  NextAction,
   Outcome,
   PayInput,
   RetryOptions,

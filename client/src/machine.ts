@@ -4,21 +4,24 @@
 // event, so every transition is deterministic and tested as a table. The
 // runner (charger.ts) performs the effects. The transitions live in
 // starting.ts (pay, resume, another tab's progress) and following.ts
-// (answers, PROCESSING, offline and hidden).
+// (answers, PROCESSING, authentication, offline and hidden).
 //
 //   idle ──Pay──▶ sending ──SUCCEEDED/FAILED──▶ settled ──Reset──▶ idle
 //                  │ ▲  ├──PROCESSING──▶ processing ──live / chargeStatus──▶ settled
+//                  │ │  ├──PROCESSING + nextAction──▶ action ──live / chargeStatus──▶ settled
+//                  │ │  │        (HandleNextAction: to the bank; the return resumes the same key)
 //                  │ │  └──an error that is an answer──▶ rejected ──Reset──▶ idle
 //                  ▼ │
 //               retrying ──budget spent──▶ unknown ──Pay (same input) / Resume──▶ sending (same key)
 //   offline, or hidden while waiting: paused ──Online / Visible──▶ the same key at once
+//   idle ──Resume, no record, the return's key──▶ processing / action: chargeStatus only, never chargeCard
 import { retryDefaults } from './backoff.js';
-import { answered, hidden, liveFailed, liveNext, offline, statusAnswered, timerFired, wake } from './following.js';
+import { answered, hidden, liveFailed, liveNext, offline, statusAnswered, timerFired, toNextAction, wake } from './following.js';
 import type { AttemptRecord } from './record.js';
 import { leader, pay, remote, resume } from './starting.js';
-import { flags, progressOf, reply, same } from './steps.js';
+import { flags, followed, progressOf, reply, same } from './steps.js';
 import type { Answer } from './transport.js';
-import type { ChargeCardInput, ChargePayload, ChargerState, LiveMode, Outcome, RetryOptions, ServerError } from './types.js';
+import type { ChargeCardInput, ChargePayload, ChargerState, LiveMode, NextAction, Outcome, RetryOptions, ServerError } from './types.js';
 import type { ChargerEvent } from './events.js';
 
 /** What another tab says about the scope's attempt (over BroadcastChannel). */
@@ -29,12 +32,14 @@ export interface Progress {
   outcome?: Outcome;
   error?: ServerError;
   expiresAt?: string;
+  nextAction?: NextAction;
 }
 
 export type MachineEvent =
   /** pay(input). key: a fresh key, used only if a new attempt starts. record: what storage holds for the scope now. */
   | { type: 'Pay'; input: ChargeCardInput; key: string; record: AttemptRecord | null; leader: boolean; now: number }
-  | { type: 'Resume'; record: AttemptRecord | null; leader: boolean; now: number }
+  /** resume(). returnKey: chargeonce_key from the page's address (the return from the bank), if any. */
+  | { type: 'Resume'; record: AttemptRecord | null; returnKey?: string; leader: boolean; now: number }
   /** chargeCard's answer. */
   | { type: 'Answered'; answer: Answer; now: number; jitter: number }
   /** chargeStatus's answer. */
@@ -47,6 +52,8 @@ export type MachineEvent =
   | { type: 'Visible'; now: number }
   | { type: 'Hidden'; now: number }
   | { type: 'Reset' }
+  /** handleNextAction(). record: what storage holds for the scope now. */
+  | { type: 'HandleNextAction'; record: AttemptRecord | null }
   /** A pay() caller stopped waiting: the attempt goes on. */
   | { type: 'Abort' }
   | { type: 'RemoteProgress'; progress: Progress; now: number }
@@ -71,6 +78,8 @@ export type Effect =
   | { type: 'SetTimer'; ms: number }
   | { type: 'ClearTimer' }
   | { type: 'Broadcast'; progress: Progress }
+  /** Takes the page to url (the bank's challenge page). */
+  | { type: 'Navigate'; url: string }
   | { type: 'Emit'; event: ChargerEvent }
   /** Ends every promise waiting on the attempt (pay() and resume() callers). */
   | { type: 'Settle'; result: Result }
@@ -148,15 +157,15 @@ function transition(s: ChargerState, e: MachineEvent, c: MachineConfig): Step {
       return remote(s, e.progress);
     case 'Leader':
       return leader(s, e, c);
+    case 'HandleNextAction':
+      return toNextAction(s, e.record);
   }
   if (s.remote) return same(s); // another tab sends; this one only listens
   switch (e.type) {
     case 'Answered':
       return s.kind === 'sending' ? answered(s, e.answer, e.now, e.jitter, c) : same(s);
     case 'StatusAnswered':
-      return s.kind === 'processing' || (s.kind === 'paused' && s.pausedFrom === 'processing')
-        ? statusAnswered(s, e.answer, e.now, c)
-        : same(s);
+      return followed(s) ? statusAnswered(s, e.answer, e.now, c) : same(s);
     case 'LiveNext':
       return liveNext(s, e.payload, c);
     case 'LiveFailed':
@@ -170,6 +179,13 @@ function transition(s: ChargerState, e: MachineEvent, c: MachineConfig): Step {
 export { progressOf };
 
 function visibleChange(a: ChargerState, b: ChargerState): boolean {
-  return a.kind !== b.kind || a.key !== b.key || !a.remote !== !b.remote || a.outcome !== b.outcome || a.expiresAt !== b.expiresAt;
+  return (
+    a.kind !== b.kind ||
+    a.key !== b.key ||
+    !a.remote !== !b.remote ||
+    a.outcome !== b.outcome ||
+    a.expiresAt !== b.expiresAt ||
+    a.nextAction !== b.nextAction
+  );
 }
 

@@ -14,6 +14,10 @@ export interface ChargerEnvironment extends Partial<CrossTabEnv> {
   now?: () => number;
   random?: () => number;
   WebSocket?: typeof WebSocket;
+  /** Takes the page to url (handleNextAction()): location.assign by default. */
+  navigate?: (url: string) => void;
+  /** The page's address, for the return from the bank's chargeonce_key: globalThis.location by default. */
+  location?: { search: string };
 }
 
 /** globalThis's window, navigator and document, as far as they exist. */

@@ -12,6 +12,7 @@ export interface UseCharge {
   pay(input: PayInput, options?: PayOptions): Promise<Outcome>;
   resume(): Promise<Outcome | null>;
   reset(): void;
+  handleNextAction(): void;
 }
 
 const idle: ChargerState = { kind: 'idle' };
@@ -26,5 +27,6 @@ export function useCharge(charger: Charger): UseCharge {
   const pay = useCallback((input: PayInput, options?: PayOptions) => charger.pay(input, options), [charger]);
   const resume = useCallback(() => charger.resume(), [charger]);
   const reset = useCallback(() => charger.reset(), [charger]);
-  return { state, pay, resume, reset };
+  const handleNextAction = useCallback(() => charger.handleNextAction(), [charger]);
+  return { state, pay, resume, reset, handleNextAction };
 }

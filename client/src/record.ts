@@ -4,7 +4,7 @@
 // record never expires on the client (an unknown outcome must never be
 // forgotten); a settled one is kept until the server's expiresAt, the end
 // of its stored result, or until reset().
-import type { ChargeCardInput, Outcome } from './types.js';
+import type { ChargeCardInput, NextAction, Outcome } from './types.js';
 
 export interface AttemptRecord {
   v: 1;
@@ -18,6 +18,8 @@ export interface AttemptRecord {
   expiresAt?: string;
   status: 'open' | 'settled';
   outcome?: Outcome;
+  /** Open and waiting for the shopper to authenticate: where (so that a reload shows it at once). */
+  nextAction?: NextAction;
 }
 
 export const recordPrefix = 'chargeonce:attempt:';
@@ -56,10 +58,11 @@ export function expired(r: { expiresAt?: string | undefined }, now: number): boo
 
 /**
  * Whether two inputs charge the same: the server's fingerprint ignores
- * field order and an empty optional field versus an absent one.
+ * field order and an empty optional field versus an absent one. An attempt
+ * adopted from the return address has no input, and matches none.
  */
-export function sameInput(a: ChargeCardInput, b: ChargeCardInput): boolean {
-  return canonical(a) === canonical(b);
+export function sameInput(a: ChargeCardInput | undefined, b: ChargeCardInput): boolean {
+  return !!a && canonical(a) === canonical(b);
 }
 
 function canonical(i: ChargeCardInput): string {

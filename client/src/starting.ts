@@ -1,8 +1,9 @@
-// The transitions that start an attempt or take one up: pay(), resume(),
-// this tab getting the sender lock, and another tab's progress.
+// The transitions that start an attempt or take one up: pay(), resume()
+// (with the key the return from the bank carries, when storage lost the
+// attempt), this tab getting the sender lock, and another tab's progress.
 import { expired, sameInput, type AttemptRecord } from './record.js';
 import type { MachineConfig, MachineEvent, Progress, Step, Effect } from './machine.js';
-import { flags, openError, reply, rejectedResult, resend, same, strip } from './steps.js';
+import { ask, flags, openError, reply, rejectedResult, resend, same } from './steps.js';
 import type { ChargerState } from './types.js';
 
 const idle: ChargerState = { kind: 'idle' };
@@ -13,14 +14,16 @@ export function pay(s: ChargerState, e: Extract<MachineEvent, { type: 'Pay' }>, 
     case 'retrying':
     case 'paused':
     case 'processing':
-      // Open in this tab (or followed from another): the same input waits for it, another is refused.
-      return sameInput(s.input!, e.input) ? same(s) : reply(s, openError(s.key));
+    case 'action':
+      // Open in this tab (or followed from another): the same input waits for it, another is refused
+      // (and so is any input for a key adopted without one).
+      return sameInput(s.input, e.input) ? same(s) : reply(s, openError(s.key));
     case 'unknown':
-      if (!sameInput(s.input!, e.input)) return reply(s, openError(s.key));
+      if (!sameInput(s.input, e.input)) return reply(s, openError(s.key));
       return e.leader ? restart(s, e.now, c) : same({ ...s, remote: true });
     case 'settled':
     case 'rejected':
-      if (!sameInput(s.input!, e.input)) {
+      if (!sameInput(s.input, e.input)) {
         return reply(s, { error: { type: 'state', state: s.kind, message: `attempt ${s.key} is ${s.kind}: reset() first` } });
       }
       return reply(s, s.kind === 'settled' ? { ok: s.outcome! } : rejectedResult(s));
@@ -29,7 +32,7 @@ export function pay(s: ChargerState, e: Extract<MachineEvent, { type: 'Pay' }>, 
   const r = e.record;
   if (r?.status === 'open') {
     if (!sameInput(r.input, e.input)) return reply(s, openError(r.key));
-    const adopted = flags(s, { kind: 'unknown', key: r.key, input: r.input, expiresAt: r.expiresAt, attempt: 0 });
+    const adopted = flags(s, { kind: 'unknown', key: r.key, input: r.input, expiresAt: r.expiresAt, nextAction: r.nextAction, attempt: 0 });
     return e.leader ? restart(adopted, e.now, c, r) : same({ ...adopted, kind: 'sending', remote: true });
   }
   if (r?.status === 'settled' && r.outcome?.status === 'SUCCEEDED' && sameInput(r.input, e.input)) {
@@ -61,8 +64,12 @@ export function resume(s: ChargerState, e: Extract<MachineEvent, { type: 'Resume
       return same(s); // already running: the caller waits for it
   }
   const r = e.record;
-  if (!r) return reply(s, { ok: null });
-  const known = { key: r.key, input: r.input, expiresAt: r.expiresAt };
+  if (!r) {
+    // Storage lost the attempt (another browser profile, storage cleared, a private window), but the
+    // return from the bank names its key: follow it by asking only, with no input, so never chargeCard.
+    return e.returnKey ? ask(flags(s, { kind: 'idle', key: e.returnKey }), e.now, c) : reply(s, { ok: null });
+  }
+  const known = { key: r.key, input: r.input, expiresAt: r.expiresAt, nextAction: r.nextAction };
   if (r.status === 'settled') return reply(flags(s, { kind: 'settled', ...known, outcome: r.outcome! }), { ok: r.outcome! });
   const adopted = flags(s, { kind: 'unknown', ...known, attempt: 0 });
   return e.leader ? restart(adopted, e.now, c, r) : same({ ...adopted, kind: 'sending', remote: true });
@@ -70,18 +77,17 @@ export function resume(s: ChargerState, e: Extract<MachineEvent, { type: 'Resume
 
 /**
  * Runs an open attempt again with its own key and input: chargeCard once
- * more (the server replays its result or answers PROCESSING), or, once the
- * server may have forgotten the key (expiresAt passed), only chargeStatus,
- * since chargeCard would then start a new attempt.
+ * more (the server replays its result, or answers PROCESSING, reading the
+ * provider if the shopper was authenticating), or, once the server may
+ * have forgotten the key (expiresAt passed), only chargeStatus, since
+ * chargeCard would then start a new attempt. A key adopted without its
+ * input is only ever asked about.
  */
 function restart(s: ChargerState, now: number, c: MachineConfig, rec?: AttemptRecord): Step {
   const mine: ChargerState = { ...s, remote: false };
   const effects: Effect[] = [];
   if (rec) effects.push({ type: 'Persist', record: rec }); // it may come from another tab's storage: keep it here too
-  if (expired(s, now)) {
-    const st: ChargerState = { ...strip(mine), since: now, tries: 1, kind: 'processing', live: 'poll', checks: 0, pollMs: c.pollMs };
-    return { state: st, effects: [...effects, { type: 'AskStatus', key: s.key! }] };
-  }
+  if (!s.input || expired(s, now)) return ask(mine, now, c, ...effects);
   return resend(mine, now, ...effects);
 }
 
@@ -90,9 +96,7 @@ export function leader(s: ChargerState, e: Extract<MachineEvent, { type: 'Leader
   if (s.key) {
     // Take over the other tab's attempt by asking first: its final word may still be on its way here.
     const effects: Effect[] = e.record?.key === s.key ? [{ type: 'Persist', record: e.record }] : [];
-    const st: ChargerState = { ...strip({ ...s, remote: false }), kind: 'processing', live: 'poll', checks: 0, pollMs: c.pollMs, since: e.now, tries: 1 };
-    delete st.remote;
-    return { state: st, effects: [...effects, { type: 'AskStatus', key: s.key }] };
+    return ask(s, e.now, c, ...effects);
   }
   // We never heard which key the other tab used: storage may know; else this tab starts the attempt.
   return pay(flags(s, idle), { type: 'Pay', input: s.input!, key: e.key, record: e.record, leader: true, now: e.now }, c);
@@ -107,6 +111,7 @@ export function remote(s: ChargerState, p: Progress): Step {
   if (p.outcome) st.outcome = p.outcome;
   if (p.error) st.error = p.error;
   if (p.expiresAt) st.expiresAt = p.expiresAt;
+  if (p.nextAction) st.nextAction = p.nextAction;
   const effects: Effect[] = [];
   if (s.remote && s.input && !sameInput(s.input, p.input)) effects.push({ type: 'Settle', result: openError(p.key) });
   else if (p.kind === 'settled' && p.outcome) effects.push({ type: 'Settle', result: { ok: p.outcome } });

@@ -1,12 +1,13 @@
 // What the transitions share: the small results and the state helpers.
-import type { Effect, Progress, Result, Step } from './machine.js';
-import type { ChargerState } from './types.js';
+import type { Effect, MachineConfig, Progress, Result, Step } from './machine.js';
+import type { AttemptRecord } from './record.js';
+import type { ChargerState, Outcome, StateKind } from './types.js';
 
 export function unknown(s: ChargerState): Step {
   const st: ChargerState = { ...strip(s), error: s.error, kind: 'unknown' };
   const result: Result = { error: { type: 'unknown', key: s.key!, expiresAt: s.expiresAt } };
   const effects: Effect[] = [{ type: 'ClearTimer' }];
-  if (s.kind === 'processing' && s.live !== 'poll') effects.push({ type: 'Unsubscribe' });
+  if (following(s.kind) && s.live !== 'poll') effects.push({ type: 'Unsubscribe' });
   effects.push({ type: 'Emit', event: { type: 'unknown', key: s.key!, expiresAt: s.expiresAt } }, { type: 'Settle', result });
   return { state: st, effects };
 }
@@ -33,6 +34,41 @@ export function resend(s: ChargerState, fresh: number | undefined, ...before: Ef
   };
 }
 
+/**
+ * Follows s's key by asking chargeStatus at once, then polling: where
+ * chargeCard must not go (the server may have forgotten the key; a key
+ * adopted without its input) or need not (another tab's attempt, taken
+ * over). While the shopper must authenticate, that stays the kind.
+ */
+export function ask(s: ChargerState, now: number, c: MachineConfig, ...before: Effect[]): Step {
+  const st: ChargerState = { ...strip(s), kind: s.nextAction ? 'action' : 'processing', live: 'poll', checks: 0, pollMs: c.pollMs, since: now, tries: 1 };
+  delete st.remote;
+  return { state: st, effects: [...before, { type: 'AskStatus', key: s.key! }] };
+}
+
+/** The kinds that follow a PROCESSING attempt: live, or by polling chargeStatus. */
+export function following(k: StateKind | ChargerState['pausedFrom']): k is 'processing' | 'action' {
+  return k === 'processing' || k === 'action';
+}
+
+/** s follows a PROCESSING attempt, or did until it paused. */
+export function followed(s: ChargerState): boolean {
+  return following(s.kind) || (s.kind === 'paused' && following(s.pausedFrom));
+}
+
+/**
+ * The Persist effect for s's attempt. None for a key adopted without its
+ * input: it is only ever asked about, and a record must hold what a
+ * restart would send.
+ */
+export function persist(s: ChargerState, r: { status: 'open' } | { status: 'settled'; outcome: Outcome }): Effect[] {
+  if (!s.input) return [];
+  const record: AttemptRecord = { v: 1, key: s.key!, scope: '', input: s.input, createdAt: 0, ...r };
+  if (s.expiresAt) record.expiresAt = s.expiresAt;
+  if (s.nextAction) record.nextAction = s.nextAction;
+  return [{ type: 'Persist', record }];
+}
+
 export function same(s: ChargerState): Step {
   return { state: s, effects: [] };
 }
@@ -41,7 +77,7 @@ export function reply(s: ChargerState, result: Result): Step {
   return { state: s, effects: [{ type: 'Reply', result }] };
 }
 
-const kept = ['key', 'input', 'expiresAt', 'attempt', 'since', 'tries', 'remote', 'offline', 'hidden'] as const;
+const kept = ['key', 'input', 'expiresAt', 'nextAction', 'attempt', 'since', 'tries', 'remote', 'offline', 'hidden'] as const;
 
 /** The attempt's identity and the tab's flags, without the bookkeeping of the state it leaves. */
 export function strip(s: ChargerState): ChargerState {
@@ -60,5 +96,5 @@ function pick<T extends object, K extends keyof ChargerState>(from: ChargerState
 }
 
 export function progressOf(s: ChargerState): Progress {
-  return pick(s, ['key', 'input', 'outcome', 'error', 'expiresAt'], { kind: s.kind });
+  return pick(s, ['key', 'input', 'outcome', 'error', 'expiresAt', 'nextAction'], { kind: s.kind });
 }

@@ -25,7 +25,8 @@ export const retryableCodes: ReadonlySet<string> = new Set([
 
 export const result = `idempotencyKey status replayed retryAfterMs expiresAt
   charge { id amount currency orderId providerChargeId createdAt }
-  failure { code message }`;
+  failure { code message }
+  nextAction { type url expiresAt }`;
 
 export const chargeCardDocument = `mutation ChargeCard($idempotencyKey: String!, $input: ChargeCardInput!) {
   chargeCard(idempotencyKey: $idempotencyKey, input: $input) { ${result} }

@@ -10,6 +10,8 @@ export interface ChargeCardInput {
   orderId?: string;
   description?: string;
   checkoutSession?: string;
+  /** Server to server (secret key) only: opts the charge in to customer authentication; with a session it comes from the session. */
+  returnUrl?: string;
 }
 
 /** What pay() takes: the card, and for server-to-server use the terms. The session comes from the charger. */
@@ -33,6 +35,18 @@ export interface ChargeFailure {
   message: string;
 }
 
+/**
+ * What the shopper must do before the attempt can end: authenticate with
+ * their bank (3-D Secure) on the provider's challenge page at url, before
+ * expiresAt. The provider sends them back to the session's returnUrl with
+ * chargeonce_key added.
+ */
+export interface NextAction {
+  type: 'REDIRECT';
+  url: string;
+  expiresAt: string;
+}
+
 /** chargeonce's ChargeCardPayload. */
 export interface ChargePayload {
   idempotencyKey: string;
@@ -42,6 +56,8 @@ export interface ChargePayload {
   failure?: ChargeFailure | null;
   retryAfterMs?: number | null;
   expiresAt?: string | null;
+  /** PROCESSING only: the shopper must authenticate first. The same on every answer of the attempt until it is final. */
+  nextAction?: NextAction | null;
 }
 
 /** How an attempt ended. A decline is an outcome, not an exception. */
@@ -67,6 +83,8 @@ export type StateKind =
   | 'paused'
   /** The server said PROCESSING: followed live (SSE, websocket) or by polling chargeStatus. */
   | 'processing'
+  /** The shopper must authenticate: see nextAction; handleNextAction() takes them there. Followed as processing is. */
+  | 'action'
   /** Retries spent, or expiresAt passed, without an answer. Resumable with the same key; never a new one. */
   | 'unknown'
   /** SUCCEEDED or FAILED: see outcome. */
@@ -96,8 +114,14 @@ export interface ChargerState {
   /** paused: why. */
   pausedBy?: 'offline' | 'hidden';
   /** The kind to go back to when the pause ends. */
-  pausedFrom?: 'retrying' | 'processing' | 'unknown';
-  /** processing: how it is followed right now ('poll' once a stream failed). */
+  pausedFrom?: 'retrying' | 'processing' | 'action' | 'unknown';
+  /**
+   * action: where the shopper authenticates. Also kept while an attempt
+   * that waited for it is sent again (after a reload, on the return from
+   * the bank), until the server's answer says what holds now.
+   */
+  nextAction?: NextAction;
+  /** processing, action: how it is followed right now ('poll' once a stream failed). */
   live?: LiveMode;
   /** navigator.onLine said false, and no online event has come since. */
   offline?: boolean;

@@ -3,7 +3,7 @@ import { createCharger, type Charger, type ChargerOptions } from '../src/charger
 import { createCrossTab } from '../src/crosstab.js';
 import { lease, storageChannel } from '../src/lease.js';
 import { AttemptOpenError } from '../src/errors.js';
-import { FakeLocks, FakeServer, MemoryStorage } from './fakes.js';
+import { challengeUrl, FakeLocks, FakeServer, MemoryStorage } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
 let tabs: Charger[] = [];
@@ -115,6 +115,32 @@ describe('one sender per scope across tabs', () => {
     expect(b.state).toMatchObject({ remote: true, outcome: { key: 'tab1-key-1' } });
     await expect(b.pay(card)).resolves.toMatchObject({ key: 'tab1-key-1' });
     expect(server.chargeCards).toHaveLength(1);
+  });
+
+  it('a sender in action keeps the lock; an idle tab shows action with its nextAction, and takes the shopper to the bank with the attempt in its own storage first', async () => {
+    const server = new FakeServer();
+    server.script = ['action'];
+    const locks = new FakeLocks();
+    const a = tab(server, locks);
+    const storage = new MemoryStorage();
+    let atNavigate: unknown[] = [];
+    const navigate = vi.fn(() => (atNavigate = [...storage.map.values()].map((v) => JSON.parse(v) as unknown)));
+    const b = tab(server, locks, { storage, environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, shared: null, navigate } });
+    const pa = a.pay(card);
+    await until(() => b.state.kind === 'action');
+    expect(a.state.kind).toBe('action');
+    expect(b.state).toMatchObject({ remote: true, key: 'tab1-key-1', nextAction: { url: challengeUrl('tab1-key-1') } });
+    expect(locks.heldNames()).toHaveLength(1); // the sender's, held while the shopper authenticates
+
+    b.handleNextAction();
+
+    expect(navigate).toHaveBeenCalledExactlyOnceWith(challengeUrl('tab1-key-1'));
+    expect(atNavigate).toEqual([expect.objectContaining({ key: 'tab1-key-1', status: 'open', input: { ...card, checkoutSession: 'cs_shared' } })]);
+    server.finish('tab1-key-1');
+    await expect(pa).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab1-key-1' });
+    await until(() => b.state.kind === 'settled');
+    expect(server.chargeCards).toHaveLength(1);
+    await until(() => locks.heldNames().length === 0);
   });
 
   it('a tab that dies holding the lock does not block the other: it resends the same key', async () => {

@@ -22,7 +22,13 @@ export interface SentRequest {
   headers: Headers;
 }
 
-type Script = 'charge' | 'lose-after-charge' | 'network' | 'html-502' | 'processing' | { code: string; http?: number; retryAfterMs?: number; retryAfter?: string };
+/** action: PROCESSING with a nextAction (3-D Secure) until finish(). */
+type Script = 'charge' | 'lose-after-charge' | 'network' | 'html-502' | 'processing' | 'action' | { code: string; http?: number; retryAfterMs?: number; retryAfter?: string };
+
+type Stored = { input: unknown; status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING'; action?: boolean; failure?: string };
+
+export const challengeUrl = (key: string) => `https://bank.example/challenge/${key}`;
+export const challengeExpiresAt = '2099-01-01T00:10:00Z';
 
 /**
  * A chargeonce in memory: chargeCard charges a key once and replays it; a
@@ -30,7 +36,7 @@ type Script = 'charge' | 'lose-after-charge' | 'network' | 'html-502' | 'process
  */
 export class FakeServer {
   readonly requests: SentRequest[] = [];
-  readonly charges = new Map<string, { input: unknown; status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING' }>();
+  readonly charges = new Map<string, Stored>();
   script: Script[] = [];
   /** Every chargeCard and chargeStatus waits for this before answering, when set. */
   gate: Promise<void> | null = null;
@@ -40,9 +46,20 @@ export class FakeServer {
     return this.requests.filter((r) => r.operationName === 'ChargeCard');
   }
 
-  finish(key: string, status: 'SUCCEEDED' | 'FAILED' = 'SUCCEEDED') {
+  /** The provider's final word on key (for a FAILED one, failure is its code). */
+  finish(key: string, status: 'SUCCEEDED' | 'FAILED' = 'SUCCEEDED', failure?: string) {
     const c = this.charges.get(key);
-    if (c) c.status = status;
+    if (c) {
+      c.status = status;
+      c.action = false;
+      if (failure) c.failure = failure;
+    }
+  }
+
+  /** The shopper authenticated: the provider goes on with the charge, no nextAction any more. */
+  authenticated(key: string) {
+    const c = this.charges.get(key);
+    if (c) c.action = false;
   }
 
   readonly fetch: typeof fetch = async (_url, init) => {
@@ -75,7 +92,8 @@ export class FakeServer {
       }
       replayed = true;
     } else {
-      this.charges.set(key, { input: body.variables.input, status: step === 'processing' ? 'PROCESSING' : this.decline ? 'FAILED' : 'SUCCEEDED' });
+      const waits = step === 'processing' || step === 'action';
+      this.charges.set(key, { input: body.variables.input, status: waits ? 'PROCESSING' : this.decline ? 'FAILED' : 'SUCCEEDED', action: step === 'action' });
     }
     if (step === 'lose-after-charge') throw new TypeError('Failed to fetch');
     return json({ data: { chargeCard: this.payload(key, replayed) } });
@@ -90,7 +108,8 @@ export class FakeServer {
       retryAfterMs: c.status === 'PROCESSING' ? 500 : null,
       expiresAt: c.status === 'PROCESSING' ? null : '2099-01-01T00:00:00Z',
       charge: c.status === 'SUCCEEDED' ? { id: `ch_${key}`, amount: 2500, currency: 'USD', providerChargeId: `p_${key}`, createdAt: '2026-01-01T00:00:00Z' } : null,
-      failure: c.status === 'FAILED' ? { code: 'card_declined', message: 'The card was declined.' } : null,
+      failure: c.status === 'FAILED' ? { code: c.failure ?? 'card_declined', message: 'The card was declined.' } : null,
+      nextAction: c.status === 'PROCESSING' && c.action ? { type: 'REDIRECT', url: challengeUrl(key), expiresAt: challengeExpiresAt } : null,
     };
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classify, post } from '../src/transport.js';
+import { subscription } from '../src/stream.js';
+import { chargeCardDocument, chargeStatusDocument, classify, post } from '../src/transport.js';
 
 const now = Date.parse('2026-03-01T12:00:00Z');
 const j = (b: unknown) => JSON.stringify(b);
@@ -35,6 +36,16 @@ describe('classify', () => {
 
   it('JSON without data or errors is lost', () => {
     expect(classify('chargeCard', 200, j({}), null, now).kind).toBe('lost');
+  });
+});
+
+describe('the documents', () => {
+  it.each([
+    ['chargeCard', chargeCardDocument],
+    ['chargeStatus', chargeStatusDocument],
+    ['chargeUpdated', subscription.query],
+  ])('%s asks for nextAction', (_, doc) => {
+    expect(doc.replace(/\s+/g, ' ')).toContain('nextAction { type url expiresAt }');
   });
 });
 

@@ -138,6 +138,7 @@ function phaseOf(s: ChargerState, d: Decor, now: number): Phase {
       return { kind: 'paying', retry: d.retry };
     case 'paused':
       return { kind: 'paused', by: s.pausedBy ?? 'offline' };
+    case 'action': // not drawn apart yet: the demo's sessions carry no returnUrl
     case 'processing': {
       const live: LiveState | undefined =
         s.live === 'poll' ? (d.liveDown ? 'unavailable' : undefined) : s.liveOpen ? 'subscribed' : 'connecting';
