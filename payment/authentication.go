@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Customer authentication (3-D Secure). A charge with a ReturnURL may get
@@ -84,11 +86,17 @@ func (s *Service) nextAction(a Attempt) *NextAction {
 // as it is now, and returned; otherwise a as it was. It holds no lease and
 // sends nothing: a read changes nothing at the provider.
 func (s *Service) checkAction(ctx context.Context, m Merchant, a Attempt) Attempt {
+	return s.readAction(ctx, m, a, s.cfg.AuthenticationRecheck)
+}
+
+// readAction is checkAction with its own interval between reads: zero for
+// a provider's webhook, which says something changed.
+func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck time.Duration) Attempt {
 	now := s.cfg.Now()
-	if now.Sub(a.ActionCheckedAt) < s.cfg.AuthenticationRecheck {
+	if now.Sub(a.ActionCheckedAt) < recheck {
 		return a
 	}
-	current, ok, err := s.store.takeActionCheck(ctx, a, now, now.Add(-s.cfg.AuthenticationRecheck))
+	current, ok, err := s.store.takeActionCheck(ctx, a, now, now.Add(-recheck))
 	if err != nil || !ok {
 		return a // another reader has this turn, or the attempt is final: the next poll sees it
 	}
@@ -134,4 +142,32 @@ func (s *Service) observeAuthentication(a Attempt, pc ProviderCharge, now time.T
 	}
 	s.metrics.AuthenticationEnded.WithLabelValues(outcome).Inc()
 	s.metrics.AuthenticationWait.Observe(now.Sub(a.ActionSince).Seconds())
+}
+
+// Recheck reads the provider about the attempt with id, because the
+// provider said it changed (a verified webhook event): an attempt that
+// waits for the shopper is read now, and its outcome recorded if final. An
+// event never decides anything by itself, so a forged, redelivered or
+// reordered one changes nothing: what counts is what the provider says
+// when asked. Nothing is ever sent. An unknown id, a final attempt, or
+// one that does not wait (its holder or the reconciler has it) is left
+// as it is.
+func (s *Service) Recheck(ctx context.Context, id uuid.UUID) (Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	a, err := s.store.getByID(ctx, id)
+	if errors.Is(err, errNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !a.waiting() {
+		return a.Status, nil
+	}
+	m, err := s.store.merchant(ctx, a.MerchantID)
+	if err != nil {
+		return "", err
+	}
+	return s.readAction(ctx, m, a, 0).Status, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -311,3 +312,34 @@ func TestAuthentication_ReturnURL_IsPartOfTheRequest(t *testing.T) {
 }
 
 func raceKey(i int) string { return fmt.Sprintf("race-%d", i) }
+
+// A provider's webhook only makes chargeonce read: at once, whatever the
+// last read, and never more than reading.
+func TestAuthentication_Recheck_ReadsAtOnce_DecidesNothingItself(t *testing.T) {
+	t.Parallel()
+	b, provider := setupCounting(t, Config{})
+	ctx := context.Background()
+	first, err := b.svc.ChargeCard(ctx, b.merchant, "k", authInput("https://shop.example/return"))
+	require.NoError(t, err)
+	id := uuid.MustParse(attemptID(t, b, "k"))
+
+	st, err := b.svc.Recheck(ctx, id) // an event while the shopper still authenticates
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, st)
+	require.Equal(t, int32(1), provider.finds.Load())
+
+	shopper(t, first.NextAction.URL, "complete")
+	st, err = b.svc.Recheck(ctx, id) // no clock moved: a webhook is not rationed
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, st)
+	st, err = b.svc.Recheck(ctx, id) // redelivered
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, st)
+	require.Equal(t, 1, b.providerCharges(t, "k"))
+	require.Equal(t, int32(1), provider.creates.Load())
+	require.Equal(t, 1, b.events(t, "k", EventChargeSucceeded))
+
+	st, err = b.svc.Recheck(ctx, uuid.New()) // not an attempt of ours
+	require.NoError(t, err)
+	require.Empty(t, st)
+}

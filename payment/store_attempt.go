@@ -80,6 +80,15 @@ func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Atte
 	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), nil
 }
 
+// getByID loads the attempt with id, with its charge or failure.
+func (s *store) getByID(ctx context.Context, id uuid.UUID) (Attempt, error) {
+	row, err := s.q.GetChargeAttemptByID(ctx, id)
+	if err != nil {
+		return Attempt{}, interpretError(err)
+	}
+	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), nil
+}
+
 // withCharge converts a stored attempt read with its charge's columns.
 func withCharge(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreatedAt *time.Time) Attempt {
 	a := attemptFromRow(row)

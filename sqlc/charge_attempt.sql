@@ -63,6 +63,16 @@ FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key;
 
+-- name: GetChargeAttemptByID :one
+-- Loads an attempt by its id, for a provider's word about it (a webhook
+-- names the attempt by the id in the payment's metadata).
+SELECT sqlc.embed(a),
+       c.provider_charge_id,
+       c.created_at AS charge_created_at
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id
+WHERE a.id = @id;
+
 -- name: InsertCharge :one
 -- Records money that moved. Runs in the same transaction as
 -- SucceedChargeAttempt, so a charge never exists without its attempt's result.

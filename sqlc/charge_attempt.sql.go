@@ -380,6 +380,57 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 	return i, err
 }
 
+const getChargeAttemptByID = `-- name: GetChargeAttemptByID :one
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at,
+       c.provider_charge_id,
+       c.created_at AS charge_created_at
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id
+WHERE a.id = $1
+`
+
+type GetChargeAttemptByIDRow struct {
+	ChargeAttempt    ChargeAttempt
+	ProviderChargeID *string
+	ChargeCreatedAt  *time.Time
+}
+
+// Loads an attempt by its id, for a provider's word about it (a webhook
+// names the attempt by the id in the payment's metadata).
+func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetChargeAttemptByIDRow, error) {
+	row := q.db.QueryRow(ctx, getChargeAttemptByID, id)
+	var i GetChargeAttemptByIDRow
+	err := row.Scan(
+		&i.ChargeAttempt.ID,
+		&i.ChargeAttempt.MerchantID,
+		&i.ChargeAttempt.IdempotencyKey,
+		&i.ChargeAttempt.Fingerprint,
+		&i.ChargeAttempt.Status,
+		&i.ChargeAttempt.ProviderKey,
+		&i.ChargeAttempt.Amount,
+		&i.ChargeAttempt.Currency,
+		&i.ChargeAttempt.PaymentMethod,
+		&i.ChargeAttempt.OrderID,
+		&i.ChargeAttempt.Description,
+		&i.ChargeAttempt.ChargeID,
+		&i.ChargeAttempt.FailureCode,
+		&i.ChargeAttempt.FailureMessage,
+		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.CreatedAt,
+		&i.ChargeAttempt.CompletedAt,
+		&i.ChargeAttempt.ExpiresAt,
+		&i.ChargeAttempt.LockedUntil,
+		&i.ChargeAttempt.CheckoutSessionID,
+		&i.ChargeAttempt.ReturnURL,
+		&i.ChargeAttempt.NextActionURL,
+		&i.ChargeAttempt.ActionSince,
+		&i.ChargeAttempt.ActionCheckedAt,
+		&i.ProviderChargeID,
+		&i.ChargeCreatedAt,
+	)
+	return i, err
+}
+
 const insertCharge = `-- name: InsertCharge :one
 INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
