@@ -2,6 +2,7 @@ package systest
 
 import (
 	"maps"
+	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -151,4 +152,72 @@ func TestOperatorCommands_StuckAndReconcileOnce(t *testing.T) {
 	stuck.requireOK(t)
 	require.Contains(t, stuck.stdout, "0 stuck attempt(s)")
 	require.Equal(t, 1, len(s.providerCharges(t, key)))
+}
+
+// An instance killed (SIGKILL) while an attempt waits for the shopper to
+// authenticate: nothing of the wait lived in it. After a restart the
+// attempt still ends as the provider says: SUCCEEDED with one charge when
+// the shopper completed meanwhile, FAILED authentication_abandoned with
+// the payment cancelled when nobody did within the window.
+func TestCrash_KilledWhileTheShopperAuthenticates_StillEndsRight(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		complete   bool
+		env        map[string]string // the restarted instance's
+		wantStatus string
+		wantSim    string
+	}{
+		{"completed meanwhile", true, nil, "SUCCEEDED", "succeeded"},
+		{"abandoned", false, map[string]string{"AUTHENTICATION_WINDOW": "2s", "AUTHENTICATION_CHECK_INTERVAL": "200ms"}, "FAILED", "canceled"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := dbtest.NewDatabase(t)
+			provider := startServer(t, map[string]string{"DATABASE_URL": dbURL, "RECONCILE_INTERVAL": "1h"})
+			env := map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": provider.URL + "/provider"}
+			doomed := startServer(t, env)
+			key := newKey()
+			in := withPaymentMethod("pm_card_authenticationRequired")
+			back := "https://shop.example/return"
+			in.ReturnUrl = &back
+			waiting := doomed.chargeCard(t, apiclient.DemoAPIKey, key, in)
+			require.Equal(t, "PROCESSING", waiting.Status)
+			require.NotNil(t, waiting.NextAction)
+			require.NoError(t, doomed.Signal(syscall.SIGKILL))
+			requireKilled(t, doomed.Process, 10*time.Second, "killed mid-authentication")
+
+			if tt.complete {
+				client := *provider.HTTP
+				client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+				resp, err := client.PostForm(waiting.NextAction.Url+"/complete", nil)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+			}
+
+			survivor := startServer(t, mergeEnv(env, tt.env))
+			final := survivor.finalStatus(t, key, 20*time.Second)
+			require.Equal(t, tt.wantStatus, final.Status)
+			charges := provider.providerCharges(t, key)
+			require.Len(t, charges, 1, "one payment at the provider, never sent again")
+			require.Equal(t, tt.wantSim, charges[0].Status)
+			if tt.complete {
+				require.Equal(t, charges[0].ID, final.Charge.ProviderChargeId)
+			} else {
+				require.Equal(t, "authentication_abandoned", final.Failure.Code)
+			}
+			replay := survivor.chargeCard(t, apiclient.DemoAPIKey, key, in)
+			require.Equal(t, tt.wantStatus, replay.Status)
+			require.True(t, replay.Replayed)
+		})
+	}
+}
+
+// mergeEnv is base with over on top.
+func mergeEnv(base, over map[string]string) map[string]string {
+	env := maps.Clone(base)
+	maps.Copy(env, over)
+	return env
 }
