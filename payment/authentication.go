@@ -86,44 +86,46 @@ func (s *Service) nextAction(a Attempt) *NextAction {
 // as it is now, and returned; otherwise a as it was. It holds no lease and
 // sends nothing: a read changes nothing at the provider.
 func (s *Service) checkAction(ctx context.Context, m Merchant, a Attempt) Attempt {
-	return s.readAction(ctx, m, a, s.cfg.AuthenticationRecheck)
+	a, _ = s.readAction(ctx, m, a, s.cfg.AuthenticationRecheck)
+	return a // a failed read is logged; the next poll or the reconciler reads again
 }
 
-// readAction is checkAction with its own interval between reads: zero for
-// a provider's webhook, which says something changed.
-func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck time.Duration) Attempt {
+// readAction is checkAction with its own interval between reads (zero for
+// a provider's webhook, which says something changed), and the error of a
+// read or a write that failed, for a caller that can have it done again.
+func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck time.Duration) (Attempt, error) {
 	now := s.cfg.Now()
 	if now.Sub(a.ActionCheckedAt) < recheck {
-		return a
+		return a, nil
 	}
 	current, ok, err := s.store.takeActionCheck(ctx, a, now, now.Add(-recheck))
 	if err != nil || !ok {
-		return a // another reader has this turn, or the attempt is final: the next poll sees it
+		return a, err // !ok: another reader has this turn, or the attempt is final
 	}
 	log := s.attemptLog(m, current)
 	pc, err := s.provider.FindCharge(ctx, providerRequest(m, current))
 	switch {
 	case err != nil:
 		log.WarnContext(ctx, "could not read the provider about the attempt that waits for authentication", "err", err)
-		return current
+		return current, err
 	case pc == nil || pc.waiting():
-		return current
+		return current, nil
 	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
 	done, err := s.finalize(writeCtx, current, *pc, byRequest)
 	if errors.Is(err, errFenced) {
 		if stored, err := s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
-			return stored
+			return stored, nil
 		}
-		return current
+		return current, nil
 	}
 	if err != nil {
 		log.WarnContext(ctx, "could not record how authentication ended; the reconciler will", "err", err)
-		return current
+		return current, err
 	}
 	log.InfoContext(ctx, "authentication ended; attempt finalized", "status", done.Status, "provider_charge_id", pc.ID)
-	return done
+	return done, nil
 }
 
 // observeAuthentication counts how a's authentication ended, when a
@@ -151,7 +153,8 @@ func (s *Service) observeAuthentication(a Attempt, pc ProviderCharge, now time.T
 // reordered one changes nothing: what counts is what the provider says
 // when asked. Nothing is ever sent. An unknown id, a final attempt, or
 // one that does not wait (its holder or the reconciler has it) is left
-// as it is.
+// as it is. An error means the read or its record failed, and the
+// provider should say it again.
 func (s *Service) Recheck(ctx context.Context, id uuid.UUID) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
@@ -169,5 +172,6 @@ func (s *Service) Recheck(ctx context.Context, id uuid.UUID) (Status, error) {
 	if err != nil {
 		return "", err
 	}
-	return s.readAction(ctx, m, a, 0).Status, nil
+	a, err = s.readAction(ctx, m, a, 0)
+	return a.Status, err
 }

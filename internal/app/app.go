@@ -55,6 +55,8 @@ type App struct {
 	broker *events.Broker
 	// webhooks delivers the events to the merchants' endpoints.
 	webhooks *webhook.Service
+	// stripeWebhook hears Stripe's events, when PROVIDER=stripe.
+	stripeWebhook http.Handler
 	// demo is the demo merchant, in development only.
 	demo    payment.Merchant
 	closeDB func()
@@ -92,6 +94,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		}
 	}
 	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics)
+	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log)
 	if a.broker, err = OpenBroker(ctx, cfg, log); err != nil {
 		closeDB()
 		return nil, err

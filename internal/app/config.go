@@ -38,11 +38,14 @@ type Config struct {
 
 	// The card provider (see provider.go): PROVIDER is cardsim (the default,
 	// development only) or stripe, with STRIPE_SECRET_KEY (test mode,
-	// sk_test_…, unless in production; never printed) and STRIPE_API_BASE
-	// (default Stripe's own API).
-	Provider        string
-	StripeSecretKey secret
-	StripeAPIBase   string
+	// sk_test_…, unless in production; never printed), STRIPE_API_BASE
+	// (default Stripe's own API) and STRIPE_WEBHOOK_SECRET (the signing
+	// secret, whsec_…, of the endpoint POST /stripe/webhook; never printed;
+	// unset, the endpoint answers 503).
+	Provider            string
+	StripeSecretKey     secret
+	StripeAPIBase       string
+	StripeWebhookSecret secret
 
 	Lease             time.Duration // PROCESSING_LEASE: how long a holder owns an attempt, default 30s
 	ReconcileInterval time.Duration // RECONCILE_INTERVAL: time between reconciler passes, default 5s

@@ -80,6 +80,13 @@ func (cfg *Config) loadProvider(getenv func(string) string) error {
 		if err := checkStripeAPIBase(cfg.StripeAPIBase, cfg.Production); err != nil {
 			return err
 		}
+		// Optional: without it the webhook endpoint answers 503, and polls and
+		// the reconciler still find how each authentication ended.
+		hook := getenv("STRIPE_WEBHOOK_SECRET")
+		if hook != "" && !strings.HasPrefix(hook, "whsec_") {
+			return errors.New("STRIPE_WEBHOOK_SECRET must be a webhook endpoint's signing secret (whsec_…), as the Dashboard or `stripe listen` prints it")
+		}
+		cfg.StripeWebhookSecret = secret(hook)
 		if cfg.RedriveWindow >= stripeKeyWindow {
 			return fmt.Errorf("REDRIVE_WINDOW must be shorter than 24h when PROVIDER=stripe: Stripe keeps the result of our idempotency key for 24 hours, and a charge sent again after that could be charged twice; got %s", cfg.RedriveWindow)
 		}

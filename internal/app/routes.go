@@ -15,9 +15,9 @@ import (
 )
 
 // Handler is the server's HTTP API: /graphql, the health and readiness
-// probes, and in development the metrics, the playground, the simulated
-// provider and the demo checkout. It needs no listener: tests serve it in
-// process.
+// probes, Stripe's webhook endpoint when PROVIDER=stripe, and in
+// development the metrics, the playground, the simulated provider and the
+// demo checkout. It needs no listener: tests serve it in process.
 func Handler(a *App) http.Handler {
 	cfg := a.cfg
 	mux := http.NewServeMux()
@@ -43,6 +43,9 @@ func Handler(a *App) http.Handler {
 	mux.Handle("/graphql", api)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", a.readyz)
+	if a.stripeWebhook != nil {
+		mux.Handle("POST "+StripeWebhookPath, a.stripeWebhook)
+	}
 	if !cfg.Production {
 		mux.Handle("GET /metrics", a.MetricsHandler())
 		// GraphiQL, bundled by the web build: it works with no network beyond this server.

@@ -29,8 +29,8 @@ import (
 const StripeMockVersion = "v0.203.0"
 
 // TestConformance_EveryRequestIsOneStripeAccepts sends every kind of
-// request the adapter makes (create and confirm, confirm, retrieve, list,
-// cancel) to stripe-mock, and checks that it accepted each, and that every
+// request the adapter makes (create and confirm, with a return_url or
+// without, confirm, retrieve, list, cancel) to stripe-mock, and checks that it accepted each, and that every
 // POST carried an Idempotency-Key derived from our provider key.
 func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 	t.Parallel()
@@ -64,6 +64,7 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 			return r
 		}(),
 		request("pm_card_visa", 1230, "KWD"),
+		withReturnURL(request("pm_card_authenticationRequired", 1999, "EUR")),
 	} {
 		pc, err := p.CreateCharge(ctx, req)
 		t.Logf("%s %d: %+v, %v", req.Currency, req.Amount, pc, err)
@@ -79,6 +80,8 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 	require.NoError(t, err)
 	pc, err := p.settle(ctx, req, &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusRequiresConfirmation})
 	t.Logf("confirm: %+v, %v", pc, err)
+	pc, err = p.settle(ctx, withReturnURL(req), &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusRequiresConfirmation})
+	t.Logf("confirm with a return_url: %+v, %v", pc, err)
 	pc, err = p.refuseAuthentication(ctx, req, &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusRequiresAction})
 	t.Logf("cancel: %+v, %v", pc, err)
 
@@ -100,7 +103,16 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 		"GET /v1/payment_intents":               true,
 		"GET /v1/payment_intents/{id}":          true,
 	}, kinds, "every kind of request the adapter makes")
+	returnURLs := 0
 	for _, c := range calls {
+		if c.method == http.MethodPost && (c.path == "/v1/payment_intents" || strings.HasSuffix(c.path, "/confirm")) {
+			form, err := url.ParseQuery(c.body)
+			require.NoError(t, err)
+			if form.Get("return_url") != "" {
+				returnURLs++
+				require.Empty(t, form.Get("use_stripe_sdk"), "3-D Secure as a redirect")
+			}
+		}
 		if c.method == http.MethodPost && c.path == "/v1/payment_intents" {
 			form, err := url.ParseQuery(c.body)
 			require.NoError(t, err)
@@ -114,6 +126,14 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 			require.NotEmpty(t, q.Get("created[gte]"), "the list is bounded by the attempt's creation")
 		}
 	}
+	require.Equal(t, 2, returnURLs, "a create and a confirm with a return_url, both accepted")
+}
+
+// withReturnURL is req with a return URL, as a charge that may send the
+// shopper to their bank has.
+func withReturnURL(req payment.ProviderChargeRequest) payment.ProviderChargeRequest {
+	req.ReturnURL = "https://shop.example/return?" + payment.ReturnKeyParam + "=checkout-1"
+	return req
 }
 
 // recorder is an http.RoundTripper that keeps every request and its status.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	stripego "github.com/stripe/stripe-go/v85"
 
@@ -13,9 +12,10 @@ import (
 
 // Failure codes of chargeonce's own, beside Stripe's decline codes.
 const (
-	// CodeAuthenticationRequired: the card needs 3-D Secure, which this
-	// checkout cannot do; the PaymentIntent was cancelled.
-	CodeAuthenticationRequired = "authentication_required"
+	// CodeAuthenticationRequired: the card needs 3-D Secure and the charge
+	// has no return URL to bring the shopper back to; the PaymentIntent was
+	// cancelled.
+	CodeAuthenticationRequired = payment.FailureAuthenticationRequired
 	// CodeIdempotencyError: Stripe refused our key, sent before with other
 	// parameters, and holds no PaymentIntent for the attempt.
 	CodeIdempotencyError = "provider_idempotency_error"
@@ -49,6 +49,9 @@ var shopperMessages = map[string]string{
 	"amount_too_large":         "The amount is above the card provider's maximum. The card was not charged.",
 	CodeAmountNotSupported:     "The card provider cannot charge this amount in this currency. The card was not charged.",
 	CodeCurrencyNotSupported:   "The card provider does not charge in this currency. The card was not charged.",
+
+	payment.FailureAuthenticationFailed:    "The card's authentication (3-D Secure) failed. The card was not charged.",
+	payment.FailureAuthenticationAbandoned: "The payment was cancelled because the card's authentication (3-D Secure) was not completed in time. The card was not charged.",
 }
 
 // undisclosed are decline codes that Stripe advises not to show the
@@ -69,8 +72,14 @@ func shopperMessage(code string) string {
 
 // declined is the failure of a card error (or of a PaymentIntent's
 // last_payment_error): Stripe's decline_code when it gives one, else its
-// code.
+// code. A failed 3-D Secure (payment_intent_authentication_failure: the
+// shopper failed or refused the bank's challenge) is
+// authentication_failed.
 func declined(id string, se *stripego.Error) payment.ProviderCharge {
+	if se.Code == stripego.ErrorCodePaymentIntentAuthenticationFailure {
+		code := payment.FailureAuthenticationFailed
+		return payment.ProviderCharge{ID: id, FailureCode: code, FailureMessage: shopperMessage(code)}
+	}
 	code := string(se.DeclineCode)
 	if code == "" {
 		code = string(se.Code)
@@ -94,6 +103,11 @@ func (p *Provider) settle(ctx context.Context, req payment.ProviderChargeRequest
 		return pc, err
 	}
 	params := &stripego.PaymentIntentConfirmParams{}
+	if req.ReturnURL != "" {
+		// As the create would have: a card that needs 3-D Secure waits at a
+		// redirect that brings the shopper back.
+		params.ReturnURL = stripego.String(req.ReturnURL)
+	}
 	params.SetIdempotencyKey(req.IdempotencyKey + "_confirm")
 	confirmed, err := p.client.V1PaymentIntents.Confirm(ctx, pi.ID, params)
 	var se *stripego.Error
@@ -129,9 +143,9 @@ func (p *Provider) outcome(ctx context.Context, req payment.ProviderChargeReques
 	case stripego.PaymentIntentStatusRequiresConfirmation:
 		return payment.ProviderCharge{}, errUnconfirmed
 	case stripego.PaymentIntentStatusRequiresAction:
-		return p.refuseAuthentication(ctx, req, pi)
+		return p.requiresAction(ctx, req, pi)
 	case stripego.PaymentIntentStatusCanceled:
-		return canceled(pi), nil
+		return canceled(req, pi), nil
 	case stripego.PaymentIntentStatusProcessing:
 		return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: PaymentIntent %s is processing", payment.ErrOutcomeUnknown, pi.ID)
 	}
@@ -140,61 +154,4 @@ func (p *Provider) outcome(ctx context.Context, req payment.ProviderChargeReques
 	p.log.ErrorContext(ctx, "the attempt's PaymentIntent is in a status chargeonce does not handle; the attempt stays PROCESSING",
 		"payment_intent", pi.ID, "status", pi.Status, "provider_key", req.IdempotencyKey)
 	return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: PaymentIntent %s is %s", payment.ErrOutcomeUnknown, pi.ID, pi.Status)
-}
-
-// refuseAuthentication answers a PaymentIntent that requires action (3-D
-// Secure). chargeonce's API has no client-side step: nobody is given the
-// client secret, and no page shows the bank's challenge. Left as it is, the
-// PaymentIntent would wait for an authentication that never comes; so it is
-// cancelled at Stripe, which makes sure it can never be completed, and the
-// attempt fails with authentication_required. The cancel's idempotency key
-// is derived from our provider key. If the cancel cannot be confirmed, the
-// outcome stays unknown, and the reconciler's lookup finds the PaymentIntent
-// and cancels it again.
-func (p *Provider) refuseAuthentication(ctx context.Context, req payment.ProviderChargeRequest, pi *stripego.PaymentIntent) (payment.ProviderCharge, error) {
-	params := &stripego.PaymentIntentCancelParams{
-		CancellationReason: stripego.String(string(stripego.PaymentIntentCancellationReasonAbandoned)),
-	}
-	params.SetIdempotencyKey(req.IdempotencyKey + "_cancel")
-	after, cancelErr := p.client.V1PaymentIntents.Cancel(ctx, pi.ID, params)
-	if cancelErr != nil || replayed(after.LastResponse) {
-		// Refused (it moved on: cancelled already, say), lost, or an earlier
-		// cancel's saved answer: read it as it is now.
-		var err error
-		if after, err = p.retrieve(ctx, pi.ID); err != nil {
-			return payment.ProviderCharge{}, err
-		}
-	}
-	failed := payment.ProviderCharge{ID: pi.ID, FailureCode: CodeAuthenticationRequired,
-		FailureMessage: shopperMessage(CodeAuthenticationRequired)}
-	switch after.Status {
-	case stripego.PaymentIntentStatusCanceled:
-		return failed, nil
-	case stripego.PaymentIntentStatusRequiresAction:
-		var se *stripego.Error
-		if errors.As(cancelErr, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 &&
-			se.HTTPStatusCode != http.StatusConflict && se.HTTPStatusCode != http.StatusTooManyRequests {
-			// Stripe refused the cancel for good. The PaymentIntent still
-			// cannot be completed: that takes its client secret, which
-			// chargeonce never hands out. Nothing was charged.
-			p.log.WarnContext(ctx, "Stripe refused to cancel a PaymentIntent that requires authentication; failing the attempt all the same",
-				"payment_intent", pi.ID, "provider_key", req.IdempotencyKey, "stripe_error", p.describe(cancelErr))
-			return failed, nil
-		}
-		return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: PaymentIntent %s requires authentication and could not be cancelled yet",
-			payment.ErrOutcomeUnknown, pi.ID)
-	}
-	return p.outcome(ctx, req, after)
-}
-
-// canceled is the outcome of a cancelled PaymentIntent: nothing was
-// charged. chargeonce cancels only PaymentIntents that require
-// authentication, with the reason "abandoned"; any other was cancelled by
-// someone else.
-func canceled(pi *stripego.PaymentIntent) payment.ProviderCharge {
-	code := CodePaymentCanceled
-	if pi.CancellationReason == stripego.PaymentIntentCancellationReasonAbandoned {
-		code = CodeAuthenticationRequired
-	}
-	return payment.ProviderCharge{ID: pi.ID, FailureCode: code, FailureMessage: shopperMessage(code)}
 }

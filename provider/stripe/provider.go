@@ -5,9 +5,11 @@
 // so that Stripe answers a repeat with the saved result of the first send
 // instead of charging again; the attempt id in the PaymentIntent's metadata
 // finds it again whatever became of the answer (FindCharge). A card that
-// requires 3-D Secure fails with authentication_required, its PaymentIntent
-// cancelled, since chargeonce has no client-side step that could show the
-// shopper their bank's challenge (see refuseAuthentication).
+// requires 3-D Secure waits for the shopper at the bank's page when the
+// charge has a return URL, and is read, or cancelled as abandoned, until it
+// ends (authentication.go); without one it fails with
+// authentication_required, its PaymentIntent cancelled. Stripe's webhook
+// events only make chargeonce read a PaymentIntent at once (webhook.go).
 package stripe
 
 import (
@@ -125,8 +127,8 @@ func createParams(req payment.ProviderChargeRequest, amount int64) *stripego.Pay
 		Amount:        stripego.Int64(amount),
 		Currency:      stripego.String(currencyParam(req.Currency)),
 		PaymentMethod: stripego.String(req.PaymentMethod),
-		// Cards only: no payment method that redirects the shopper, which
-		// this API could not bring back (and which would need a return_url).
+		// Cards only: chargeonce's payment method is a card token, and no
+		// other payment method's redirects or vouchers are handled.
 		PaymentMethodTypes: stripego.StringSlice([]string{"card"}),
 		Confirm:            stripego.Bool(true),
 		Metadata:           metadata,
@@ -134,16 +136,25 @@ func createParams(req payment.ProviderChargeRequest, amount int64) *stripego.Pay
 	if req.Description != "" {
 		params.Description = stripego.String(req.Description)
 	}
+	if req.ReturnURL != "" {
+		// 3-D Secure as a redirect: with return_url and without
+		// use_stripe_sdk, a card that needs it waits in requires_action
+		// with next_action.redirect_to_url, the bank's page, which sends
+		// the shopper back here. It is a function of the attempt, so the
+		// same on every send.
+		params.ReturnURL = stripego.String(req.ReturnURL)
+	}
 	params.SetIdempotencyKey(req.IdempotencyKey)
 	return params
 }
 
 // FindCharge implements payment.Provider: it finds the attempt's
 // PaymentIntent by the attempt id in its metadata, whatever key it was
-// created under, and reads it by id. A PaymentIntent that was created but
-// never confirmed holds no charge: nil, and settle's re-send under the same
-// key confirms it (see settle). Stripe's Search API is not used: it lags
-// behind writes by up to a minute, so "not found" would prove nothing.
+// created under, and reads it by id: how a wait for the shopper ended is
+// found so. A PaymentIntent that was created but never confirmed holds no
+// charge: nil, and settle's re-send under the same key confirms it (see
+// settle). Stripe's Search API is not used: it lags behind writes by up to
+// a minute, so "not found" would prove nothing.
 func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
 	pi, err := p.lookup(ctx, req)
 	if err != nil || pi == nil {
@@ -157,13 +168,6 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 		return nil, err
 	}
 	return &pc, nil
-}
-
-// CancelCharge implements payment.Provider. A PaymentIntent of this
-// adapter never waits for the shopper (it confirms without a return_url),
-// so there is none to cancel.
-func (p *Provider) CancelCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
-	return payment.ProviderCharge{}, errors.New("stripe: no PaymentIntent of this adapter waits for authentication")
 }
 
 // retrieve reads a PaymentIntent by id, as it is now.

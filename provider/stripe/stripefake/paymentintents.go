@@ -28,7 +28,8 @@ type intent struct {
 	CancellationReason *string           `json:"cancellation_reason"`
 	NextAction         map[string]any    `json:"next_action"`
 
-	key string // the idempotency key it was created under
+	key       string // the idempotency key it was created under
+	returnURL string // the return_url it was confirmed with, where its redirect sends the shopper back
 }
 
 type stripeError struct {
@@ -47,6 +48,9 @@ func (s *Server) run(r *http.Request, call Call, fault Fault) (status int, body 
 		return notFound("Unrecognized request URL")
 	}
 	id, action, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if fault == CompletesFirst && id != "" {
+		_ = s.CompleteAuthentication(id)
+	}
 	if fault == Error500 {
 		return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
 	}
@@ -63,7 +67,7 @@ func (s *Server) run(r *http.Request, call Call, fault Fault) (status int, body 
 		}
 		return notFound("No such payment_intent: '" + id + "'")
 	case r.Method == http.MethodPost && action == "confirm":
-		return s.confirm(id)
+		return s.confirm(id, r.PostForm)
 	case r.Method == http.MethodPost && action == "cancel":
 		return s.cancel(id, r.PostForm.Get("cancellation_reason"))
 	}
@@ -94,6 +98,7 @@ func (s *Server) create(form url.Values, key string, fault Fault) (int, []byte, 
 		ID: fmt.Sprintf("pi_fake%06d%s", s.seq, randomID()[:8]), Object: "payment_intent",
 		Amount: amount, Currency: form.Get("currency"), Status: "requires_confirmation",
 		Created: time.Now().Unix(), Metadata: metadata, PaymentMethod: pm, key: key,
+		returnURL: form.Get("return_url"),
 	}
 	if d := form.Get("description"); d != "" {
 		pi.Description = &d
@@ -107,10 +112,10 @@ func (s *Server) create(form url.Values, key string, fault Fault) (int, []byte, 
 	if form.Get("confirm") != "true" {
 		return http.StatusOK, mustJSON(pi), true
 	}
-	return s.confirmLocked(pi)
+	return s.confirmLocked(pi, form.Get("use_stripe_sdk") == "true")
 }
 
-func (s *Server) confirm(id string) (int, []byte, bool) {
+func (s *Server) confirm(id string, form url.Values) (int, []byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pi := s.intents[id]
@@ -120,11 +125,17 @@ func (s *Server) confirm(id string) (int, []byte, bool) {
 	if pi.Status != "requires_confirmation" && pi.Status != "requires_payment_method" {
 		return unexpectedState(pi, "confirm")
 	}
-	return s.confirmLocked(pi)
+	if returnURL := form.Get("return_url"); returnURL != "" {
+		pi.returnURL = returnURL
+	}
+	return s.confirmLocked(pi, form.Get("use_stripe_sdk") == "true")
 }
 
-// confirmLocked runs the card of pi, as Stripe's test cards behave.
-func (s *Server) confirmLocked(pi *intent) (int, []byte, bool) {
+// confirmLocked runs the card of pi, as Stripe's test cards behave. A card
+// that requires 3-D Secure, confirmed with a return_url and without
+// use_stripe_sdk, is sent to the fake's challenge page (redirect_to_url);
+// otherwise it waits for Stripe.js (use_stripe_sdk), which no test has.
+func (s *Server) confirmLocked(pi *intent, useStripeSDK bool) (int, []byte, bool) {
 	decline := func(code, declineCode string) (int, []byte, bool) {
 		pi.Status = "requires_payment_method"
 		pi.LastPaymentError = &stripeError{Type: "card_error", Code: code, DeclineCode: declineCode,
@@ -144,6 +155,11 @@ func (s *Server) confirmLocked(pi *intent) (int, []byte, bool) {
 	case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required":
 		pi.Status = "requires_action"
 		pi.NextAction = map[string]any{"type": "use_stripe_sdk"}
+		if pi.returnURL != "" && !useStripeSDK {
+			pi.NextAction = map[string]any{"type": "redirect_to_url", "redirect_to_url": map[string]any{
+				"url": s.challengeURL(pi.ID), "return_url": pi.returnURL,
+			}}
+		}
 	case "pm_card_processing": // the fake's own: completes when a test says (SetStatus)
 		pi.Status = "processing"
 	default:

@@ -10,8 +10,14 @@
 // Stripe's test payment methods behave as at Stripe: pm_card_visa succeeds,
 // pm_card_chargeDeclined (and …InsufficientFunds, …ExpiredCard) are
 // declined with a 402 card_error, pm_card_authenticationRequired and
-// pm_card_threeDSecure2Required require action (3-D Secure). Tests inject
-// the rest (timeouts, 5xx, lost answers) with Fail.
+// pm_card_threeDSecure2Required require action (3-D Secure): confirmed with
+// a return_url, they wait at the fake's own challenge page
+// (next_action.redirect_to_url), where the test, as the shopper, completes
+// or fails the authentication (authentication.go); without one they wait
+// for Stripe.js (use_stripe_sdk). Event renders the Stripe event of a
+// PaymentIntent as it is, for a test to sign and deliver. Tests inject the
+// rest (timeouts, 5xx, lost answers, a shopper who completes just before a
+// cancel) with Script and FailCreates.
 //
 // stripe-mock checks that chargeonce's requests are ones Stripe accepts, but
 // it keeps no state; this fake keeps state, and counts PaymentIntents per
@@ -64,6 +70,10 @@ const (
 	// NotFound: 404 resource_missing, as for a route or object Stripe does
 	// not know; nothing is saved.
 	NotFound
+	// CompletesFirst: the shopper completes the authentication of the
+	// request's PaymentIntent just before the request runs, as when a
+	// cancel races the shopper's return from the bank.
+	CompletesFirst
 )
 
 // Call is a request the fake received, as a Script sees it and as Requests
@@ -163,6 +173,10 @@ type Intent struct {
 	Currency       string
 	Metadata       map[string]string
 	IdempotencyKey string
+	// NextActionURL is the challenge page of a PaymentIntent that waits for
+	// the shopper at a redirect; CancellationReason is set once cancelled.
+	NextActionURL      string
+	CancellationReason string
 }
 
 // Intents lists the PaymentIntents, oldest first.
@@ -172,7 +186,10 @@ func (s *Server) Intents() []Intent {
 	out := make([]Intent, len(s.order))
 	for i, pi := range s.order {
 		out[i] = Intent{ID: pi.ID, Status: pi.Status, Amount: pi.Amount, Currency: pi.Currency,
-			Metadata: maps.Clone(pi.Metadata), IdempotencyKey: pi.key}
+			Metadata: maps.Clone(pi.Metadata), IdempotencyKey: pi.key, NextActionURL: redirectURL(pi)}
+		if pi.CancellationReason != nil {
+			out[i].CancellationReason = *pi.CancellationReason
+		}
 	}
 	return out
 }
@@ -227,6 +244,11 @@ func (s *Server) SetStatus(id, status string) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, challengePath) {
+		// The shopper's browser, not the API: no key, not a Call.
+		s.serveChallenge(w, r)
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Message: "unreadable form"}), false)
 		return

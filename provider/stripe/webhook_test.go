@@ -1,0 +1,166 @@
+package stripe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
+
+	"chargeonce/payment"
+)
+
+const testWebhookSecret = "whsec_test_0123456789abcdef"
+
+// rechecks is a Rechecker that records the attempts it is asked about.
+type rechecks struct {
+	mu  sync.Mutex
+	ids []uuid.UUID
+	err error
+}
+
+func (r *rechecks) Recheck(_ context.Context, id uuid.UUID) (payment.Status, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, id)
+	return payment.StatusSucceeded, r.err
+}
+
+func (r *rechecks) asked() []uuid.UUID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]uuid.UUID(nil), r.ids...)
+}
+
+type hookBundle struct {
+	*bundle
+	rechecks *rechecks
+	handler  http.Handler
+}
+
+func setupWebhook(t *testing.T) *hookBundle {
+	t.Helper()
+	b := setup(t)
+	r := &rechecks{}
+	h := WebhookHandler(WebhookConfig{Secret: testWebhookSecret, Payments: r,
+		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	return &hookBundle{bundle: b, rechecks: r, handler: h}
+}
+
+// signed signs payload as Stripe does, at t, with secret.
+func signed(payload []byte, secret string, at time.Time) string {
+	return stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: payload, Secret: secret, Timestamp: at}).Header
+}
+
+// deliver posts payload with the Stripe-Signature header sig and returns the status.
+func deliver(h http.Handler, payload []byte, sig string) int {
+	req := httptest.NewRequest(http.MethodPost, "/stripe/webhook", bytes.NewReader(payload))
+	if sig != "" {
+		req.Header.Set("Stripe-Signature", sig)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+func TestWebhook_VerifiedEvent_RechecksTheAttemptOfItsPaymentIntent(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t)
+	req := authRequest("pm_card_authenticationRequired")
+	id := b.waiting(t, req)
+	require.NoError(t, b.fake.CompleteAuthentication(id))
+	for _, typ := range []string{"payment_intent.succeeded", "payment_intent.payment_failed", "payment_intent.canceled", "payment_intent.requires_action"} {
+		payload := b.fake.Event(typ, id)
+		require.Equal(t, http.StatusOK, deliver(b.handler, payload, signed(payload, testWebhookSecret, time.Now())), typ)
+	}
+	require.Equal(t, []uuid.UUID{req.AttemptID, req.AttemptID, req.AttemptID, req.AttemptID}, b.rechecks.asked(),
+		"each event only makes chargeonce read the attempt")
+
+	logs := b.logs.String()
+	require.Contains(t, logs, "stripe_event_id=evt_fake")
+	require.Contains(t, logs, "stripe_event_type=payment_intent.succeeded")
+	require.NotContains(t, logs, req.Metadata["client_idempotency_key"], "never the body")
+	require.NotContains(t, logs, testWebhookSecret)
+}
+
+func TestWebhook_BadSignatureOrBody_400AndNothingRead(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t)
+	id := b.waiting(t, authRequest("pm_card_authenticationRequired"))
+	payload := b.fake.Event("payment_intent.succeeded", id)
+	tampered := bytes.Replace(payload, []byte(`"requires_action"`), []byte(`"succeeded"`), 1)
+	big := append(bytes.Repeat([]byte(" "), WebhookMaxBodyBytes), payload...)
+	for name, tt := range map[string]struct {
+		payload []byte
+		sig     string
+	}{
+		"no signature":             {payload, ""},
+		"another secret":           {payload, signed(payload, "whsec_forged", time.Now())},
+		"unreadable header":        {payload, "garbage"},
+		"signed too long ago":      {payload, signed(payload, testWebhookSecret, time.Now().Add(-WebhookTolerance-time.Minute))},
+		"body changed after":       {tampered, signed(payload, testWebhookSecret, time.Now())},
+		"signed, but not an event": {[]byte(`{"object":"payment_intent"}`), signed([]byte(`{"object":"payment_intent"}`), testWebhookSecret, time.Now())},
+		"larger than the limit":    {big, signed(big, testWebhookSecret, time.Now())},
+	} {
+		require.Equal(t, http.StatusBadRequest, deliver(b.handler, tt.payload, tt.sig), name)
+	}
+	require.Empty(t, b.rechecks.asked(), "nothing read")
+	require.Contains(t, b.logs.String(), "no signature matches STRIPE_WEBHOOK_SECRET")
+	require.NotContains(t, b.logs.String(), "whsec_forged")
+}
+
+func TestWebhook_EventsItIgnores_200AndNothingRead(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t)
+	id := b.waiting(t, authRequest("pm_card_authenticationRequired"))
+	event := func(typ string, object any) []byte {
+		raw, err := json.Marshal(map[string]any{"id": "evt_1", "object": "event", "type": typ, "data": map[string]any{"object": object}})
+		require.NoError(t, err)
+		return raw
+	}
+	for name, payload := range map[string][]byte{
+		"another type": b.fake.Event("payment_intent.created", id),
+		"a charge":     event("charge.succeeded", map[string]any{"id": "ch_1", "object": "charge"}),
+		"no attempt":   event("payment_intent.succeeded", map[string]any{"id": "pi_1", "object": "payment_intent", "metadata": map[string]string{}}),
+		"not a uuid":   event("payment_intent.succeeded", map[string]any{"id": "pi_1", "metadata": map[string]string{MetadataAttemptID: "42"}}),
+		"no object":    []byte(`{"id":"evt_1","object":"event","type":"payment_intent.succeeded"}`),
+	} {
+		require.Equal(t, http.StatusOK, deliver(b.handler, payload, signed(payload, testWebhookSecret, time.Now())), name)
+	}
+	require.Empty(t, b.rechecks.asked())
+}
+
+func TestWebhook_RecheckFails_503SoThatStripeSendsItAgain(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t)
+	b.rechecks.err = errors.New("database unreachable")
+	id := b.waiting(t, authRequest("pm_card_authenticationRequired"))
+	payload := b.fake.Event("payment_intent.succeeded", id)
+	require.Equal(t, http.StatusServiceUnavailable, deliver(b.handler, payload, signed(payload, testWebhookSecret, time.Now())))
+	require.Len(t, b.rechecks.asked(), 1)
+	require.Contains(t, b.logs.String(), "Stripe will send it again")
+}
+
+func TestWebhook_NoSecret_503AndNothingRead(t *testing.T) {
+	t.Parallel()
+	r := &rechecks{}
+	h := WebhookHandler(WebhookConfig{Payments: r})
+	payload := []byte(`{"id":"evt_1","object":"event","type":"payment_intent.succeeded"}`)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/stripe/webhook", bytes.NewReader(payload))
+	req.Header.Set("Stripe-Signature", signed(payload, "", time.Now()))
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code, "an unsigned secret would accept anyone's event")
+	require.True(t, strings.Contains(rec.Body.String(), "STRIPE_WEBHOOK_SECRET"))
+	require.Empty(t, r.asked())
+}
