@@ -31,15 +31,19 @@ type outboxEvent struct {
 }
 
 // relayBatch locks up to limit of the oldest unsent events that no other
-// relay holds (FOR UPDATE SKIP LOCKED), hands them to publish, and marks
-// sent, in the same transaction, the ids publish says the broker took.
-// publish's own error is returned apart from the store's, since the
-// events it did publish are marked all the same.
+// relay holds (FOR UPDATE SKIP LOCKED), makes sure they are durable (see
+// durable), hands them to publish, and marks sent, in the same
+// transaction, the ids publish says the broker took. publish's own error
+// is returned apart from the store's, since the events it did publish are
+// marked all the same.
 func (s *store) relayBatch(ctx context.Context, limit int, publish func([]outboxEvent) ([]uuid.UUID, error)) (sent int, pubErr, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		rows, err := q.LockUnsentChargeEvents(ctx, int32(limit))
 		if err != nil || len(rows) == 0 {
+			return err
+		}
+		if err := s.durable(ctx); err != nil {
 			return err
 		}
 		events := make([]outboxEvent, len(rows))
@@ -58,6 +62,24 @@ func (s *store) relayBatch(ctx context.Context, limit int, publish func([]outbox
 		return 0, pubErr, err
 	}
 	return sent, pubErr, nil
+}
+
+// durable returns once every commit the relay can see is on the
+// synchronous standby, if there is one: it commits a transaction of its own
+// that writes one WAL record and nothing else (a transactional logical
+// decoding message, which no table holds; a transaction that writes no WAL
+// would not wait), whose commit waits for the standby to flush the WAL up
+// to it, and so past the commits of the events just read. A commit
+// is visible on the primary before its standby has it when its wait was
+// cut short (a client that cancelled while waiting, or the standby set
+// aside by pg_auto_failover): publishing such an event would announce an
+// outcome that a failover then rewinds, and announce it twice once it is
+// finalized again. Without a standby it is one local commit per batch.
+func (s *store) durable(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "SELECT pg_logical_emit_message(true, 'chargeonce.relay', '')")
+		return err
+	})
 }
 
 func (s *store) countUnsent(ctx context.Context) (int, error) {

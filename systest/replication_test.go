@@ -2,18 +2,25 @@ package systest
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/db"
 	"chargeonce/db/dbtest"
 	"chargeonce/db/localpg"
+	"chargeonce/events"
+	"chargeonce/events/eventstest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/internal/testlog"
+	"chargeonce/payment"
 )
 
 // startReplicatedPostgres starts, for this test alone, a primary with
@@ -119,4 +126,80 @@ func TestDatabaseURL_SeveralHosts_ConnectsToThePrimaryAndReplaysFromIt(t *testin
 	var seen bool
 	require.NoError(t, standbyPool.QueryRow(ctx, "SELECT pg_is_wal_replay_paused()").Scan(&seen))
 	require.True(t, seen, "the standby was behind all along")
+}
+
+// The relay publishes only what the synchronous standby has. A commit
+// whose wait for the standby is cut short (here: cancelled while no
+// synchronous standby answers) is visible on the primary all the same, and
+// a failover would rewind it; an event of it announced on the stream would
+// tell consumers of an outcome that never was, and the outcome finalized
+// again after the failover would be announced a second time. So the relay
+// waits for the synchronous standby before it publishes: while none
+// answers, it publishes nothing; once one does, everything.
+func TestRelay_PublishesOnlyWhatTheSynchronousStandbyHas(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	primary, _ := startReplicatedPostgres(t)
+	ctx := context.Background()
+	admin := dbtest.Open(t, primary.AdminURL)
+	syncStandby := func(names string) {
+		t.Helper()
+		for _, q := range []string{"ALTER SYSTEM SET synchronous_standby_names = '" + names + "'", "SELECT pg_reload_conf()"} {
+			_, err := admin.Exec(ctx, q)
+			require.NoError(t, err)
+		}
+		require.Eventually(t, func() bool { // a reload reaches the sessions a moment later
+			var now string
+			return admin.QueryRow(ctx, "SHOW synchronous_standby_names").Scan(&now) == nil && now == names
+		}, 10*time.Second, 10*time.Millisecond)
+	}
+	pool := dbtest.Open(t, primary.URL)
+	require.NoError(t, db.Migrate(ctx, pool))
+	var merchant uuid.UUID
+	require.NoError(t, pool.QueryRow(ctx, "INSERT INTO merchants (id, name) VALUES (gen_random_uuid(), 'acme') RETURNING id").Scan(&merchant))
+
+	// No synchronous standby answers (none has that name); an outcome's
+	// commit waits for one, and the wait is cancelled.
+	syncStandby("nobody")
+	event := payment.Event{ID: uuid.New(), Type: payment.EventChargeSucceeded, OccurredAt: time.Now().UTC(), MerchantID: merchant,
+		IdempotencyKey: "k", Amount: 100, Currency: "USD", Charge: &payment.EventCharge{ID: uuid.New(), ProviderChargeID: "ch_1"}}
+	body, err := json.Marshal(event)
+	require.NoError(t, err)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	var pid int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	waited := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+			VALUES ($1, 'charge.succeeded', $2, 'k', gen_random_uuid(), $3, now())`, event.ID, merchant, body)
+		waited <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		return admin.QueryRow(ctx, "SELECT coalesce(wait_event = 'SyncRep', false) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&waiting) == nil && waiting
+	}, 30*time.Second, 20*time.Millisecond, "the commit waits for a synchronous standby")
+	_, err = admin.Exec(ctx, "SELECT pg_cancel_backend($1)", pid)
+	require.NoError(t, err)
+	require.NoError(t, <-waited, "PostgreSQL warns, and the commit stands on the primary without the standby's word")
+	require.Equal(t, 1, dbtest.Query[int](t, pool, "SELECT count(*)::int FROM charge_events")[0], "visible all the same")
+
+	broker := eventstest.New(t)
+	js := broker.JetStream(t)
+	relay := events.NewRelay(pool, js, events.RelayConfig{})
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	n, err := relay.RelayOnce(short)
+	cancel()
+	require.Error(t, err, "the relay waits for the synchronous standby, until its context ends")
+	require.Zero(t, n)
+	require.Empty(t, eventstest.ReadStream(t, js, events.Stream), "nothing unconfirmed is announced")
+
+	syncStandby("*")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		n, err := relay.RelayOnce(ctx)
+		require.NoError(c, err)
+		require.Equal(c, 1, n)
+	}, time.Minute, 100*time.Millisecond)
+	require.Len(t, eventstest.ReadStream(t, js, events.Stream), 1, "once the standby confirms, it is announced")
 }
