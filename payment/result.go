@@ -70,11 +70,18 @@ func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Re
 	if err != nil || !ok {
 		return nil, err
 	}
+	return s.status(ctx, m, a), nil
+}
+
+// status answers a status query about a: a replay, but for an attempt that
+// waits for the shopper, whose provider is read first (checkAction), so
+// that a page polling after the return learns the outcome at once.
+func (s *Service) status(ctx context.Context, m Merchant, a Attempt) *Result {
 	if a.waiting() {
 		a = s.checkAction(ctx, m, a)
 	}
 	r := s.replay(a)
-	return &r, nil
+	return &r
 }
 
 // attempt is m's attempt under key, from memory when it is finished there;

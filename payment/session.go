@@ -247,8 +247,7 @@ func (s *Service) ChargeStatusInSession(ctx context.Context, m Merchant, key, se
 	if err != nil || !ok || a.Input.CheckoutSessionID != sess.ID {
 		return nil, err
 	}
-	r := s.replay(a)
-	return &r, nil
+	return s.status(ctx, m, a), nil
 }
 
 // sessionBySecret is m's session whose client secret is secret, compared by

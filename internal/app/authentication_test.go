@@ -85,14 +85,18 @@ func TestAuthentication_CheckoutSession_ThroughTheChallengeAndBack_OneCharge(t *
 	require.Equal(t, "/checkout/return", back.Path)
 	require.Equal(t, key, back.Query().Get(payment.ReturnKeyParam))
 
-	// The page back from the bank retries the key: it reads the provider
-	// (at most once a second per attempt, so it may answer PROCESSING first).
+	// The page back from the bank polls with its publishable key: the poll
+	// reads the provider (at most once a second per attempt), well before
+	// the reconciler's next look (AUTHENTICATION_CHECK_INTERVAL, 15 s).
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		done := s.paySession(c, key, secret, "pm_card_authenticationRequired", nil)
+		done := s.sessionStatus(t, publishableKey, key, &secret)
 		require.Empty(c, done.Errors)
-		require.Equal(c, "SUCCEEDED", done.Data.ChargeCard.Status)
-		require.Nil(c, done.Data.ChargeCard.NextAction)
-	}, 10*time.Second, 100*time.Millisecond)
+		require.Equal(c, "SUCCEEDED", done.Data.ChargeStatus.Status)
+		require.Nil(c, done.Data.ChargeStatus.NextAction)
+	}, 5*time.Second, 100*time.Millisecond)
+	retried := s.paySession(t, key, secret, "pm_card_authenticationRequired", nil)
+	require.Equal(t, "SUCCEEDED", retried.Data.ChargeCard.Status)
+	require.True(t, retried.Data.ChargeCard.Replayed, "a retry of the key after the outcome is a replay")
 	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID), "one payment at the provider")
 	require.Equal(t, 1, countRows(t, pool, `SELECT count(*)::int FROM cardsim.charges c JOIN charge_attempts a ON c.idempotency_key = a.provider_key
 		WHERE a.checkout_session_id = $1 AND c.status = 'succeeded'`, sess.ID))
