@@ -1,28 +1,33 @@
 // What the browser tests read from the page and from the server: the stored
-// key, the timeline rows, the provider's ledger, focus, boxes, and the
-// accessibility tree as Chromium computes it.
-import type { Page } from 'playwright-core';
+// key, the timeline rows, the provider's ledger, the requests the page
+// sent, focus, boxes, and the accessibility tree as Chromium computes it.
+import type { BrowserContext, Page } from 'playwright-core';
 import { expect, inject } from 'vitest';
 
 const baseURL = inject('baseURL');
 
 export interface ProviderCharge {
   id: string;
-  status: 'succeeded' | 'failed';
+  /** requires_action: waiting for the shopper to authenticate; canceled: nobody did in time. Only succeeded took money. */
+  status: 'succeeded' | 'failed' | 'requires_action' | 'canceled';
   amount: number;
+  failure_code: string | null;
   metadata: Record<string, string>;
 }
 
-/** The provider's charges for one of chargeonce's idempotency keys. */
-export async function ledger(key: string): Promise<ProviderCharge[]> {
+/** The provider's charges for one of chargeonce's idempotency keys, at the server at base (the shared one by default). */
+export async function ledger(key: string, base = baseURL): Promise<ProviderCharge[]> {
   const q = new URLSearchParams({ merchant: 'demo', client_idempotency_key: key });
-  const res = await fetch(`${baseURL}/provider/v1/charges?${q}`);
+  const res = await fetch(`${base}/provider/v1/charges?${q}`);
   expect(res.status).toBe(200);
   return ((await res.json()) as { data: ProviderCharge[] }).data;
 }
 
-export async function chargeStatus(key: string): Promise<string | null> {
-  const res = await fetch(`${baseURL}/graphql`, {
+/** The charges of a ledger that took money. */
+export const charged = (charges: readonly ProviderCharge[]) => charges.filter((c) => c.status === 'succeeded').length;
+
+export async function chargeStatus(key: string, base = baseURL): Promise<string | null> {
+  const res = await fetch(`${base}/graphql`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Authorization: 'Bearer demo-key' },
     body: JSON.stringify({ query: 'query($k:String!){chargeStatus(idempotencyKey:$k){status}}', variables: { k: key } }),
@@ -56,6 +61,8 @@ export interface Row {
   key: string;
   status: string;
   replayed: string;
+  /** A PROCESSING answer's nextAction type (REDIRECT); absent otherwise. */
+  nextAction?: string;
 }
 
 export async function timeline(page: Page): Promise<Row[]> {
@@ -68,6 +75,7 @@ export async function timeline(page: Page): Promise<Row[]> {
         key: d.key ?? '',
         status: d.status ?? '',
         replayed: d.replayed ?? '',
+        ...(d.nextAction ? { nextAction: d.nextAction } : {}),
       };
     }),
   );
@@ -108,4 +116,58 @@ export async function expectFinal(page: Page, status: 'SUCCEEDED' | 'FAILED', ti
 /** Waits until the page's ledger panel shows n charges that took money. */
 export async function expectLedgerPanel(page: Page, succeeded: number) {
   await page.locator(`[data-testid="ledger-summary"][data-succeeded="${succeeded}"]`).waitFor({ timeout: 10_000 });
+}
+
+/** A GraphQL request a page sent, by the field it asks for, and how it ended. */
+export interface Sent {
+  operation: 'chargeCard' | 'chargeStatus' | 'chargeUpdated' | string;
+  key: string;
+  /** The page's address when it was sent. */
+  from: string;
+  /** The answer's status, 'null' for an unknown key, or how it failed. */
+  ended: Promise<string>;
+}
+
+const fields: Record<string, string> = { ChargeCard: 'chargeCard', ChargeStatus: 'chargeStatus', SessionChargeStatus: 'chargeStatus' };
+
+/**
+ * Records every chargeCard and chargeStatus POST that the pages of context
+ * send, across navigations, and each chargeUpdated subscription that page
+ * opens on its websocket.
+ */
+export function watchRequests(context: BrowserContext, page: Page): Sent[] {
+  const sent: Sent[] = [];
+  context.on('request', (r) => {
+    if (new URL(r.url()).pathname !== '/graphql' || r.method() !== 'POST') return;
+    const body = r.postDataJSON() as { operationName?: string; variables?: { idempotencyKey?: string } } | null;
+    const operation = fields[body?.operationName ?? ''] ?? body?.operationName ?? 'unknown';
+    const ended = r.response().then(
+      async (res) => {
+        if (!res) return 'no answer';
+        const json = (await res.json()) as { data?: Record<string, { status: string } | null>; errors?: { extensions?: { code?: string } }[] };
+        if (json.errors?.length) return json.errors[0].extensions?.code ?? 'error';
+        return Object.values(json.data ?? {})[0]?.status ?? 'null';
+      },
+      () => 'network error',
+    );
+    sent.push({ operation, key: body?.variables?.idempotencyKey ?? '', from: r.frame().url(), ended: ended.catch(() => 'network error') });
+  });
+  page.on('websocket', (ws) =>
+    ws.on('framesent', (f) => {
+      const msg = JSON.parse(String(f.payload)) as { type?: string; payload?: { variables?: { idempotencyKey?: string } } };
+      if (msg.type === 'subscribe') sent.push({ operation: 'chargeUpdated', key: msg.payload?.variables?.idempotencyKey ?? '', from: page.url(), ended: Promise.resolve('subscribed') });
+    }),
+  );
+  return sent;
+}
+
+/** One line for the log: each operation's count and how each ended, and the provider's charges. */
+export async function describeRun(sent: readonly Sent[], charges: readonly ProviderCharge[]): Promise<string> {
+  const by = new Map<string, string[]>();
+  for (const s of sent) by.set(s.operation, [...(by.get(s.operation) ?? []), await s.ended]);
+  const requests = ['chargeCard', 'chargeStatus', 'chargeUpdated'].map((op) => {
+    const ends = by.get(op) ?? [];
+    return `${op} ×${ends.length}${ends.length ? ` (${ends.join(', ')})` : ''}`;
+  });
+  return `${requests.join('; ')}; provider: ${charges.map((c) => c.status).join(', ') || 'no charge'} (${charged(charges)} charged)`;
 }

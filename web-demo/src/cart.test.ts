@@ -2,7 +2,16 @@
 // backend for and how it reads the answer, and the cart kept across reloads.
 import { describe, expect, it } from 'vitest';
 import type { KeyValueStorage } from '@chargeonce/client';
-import { CartStore, cartStorageKey, checkoutSessionPath, mintCartId, requestCheckoutSession, type CheckoutSession } from './cart';
+import {
+  CartStore,
+  cartStorageKey,
+  checkoutSessionPath,
+  mintCartId,
+  requestCheckoutSession,
+  returnCartParam,
+  returnUrlOf,
+  type CheckoutSession,
+} from './cart';
 
 class MemoryStorage implements KeyValueStorage {
   readonly items = new Map<string, string>();
@@ -108,5 +117,33 @@ describe('CartStore', () => {
     const storage = new MemoryStorage();
     storage.setItem(cartStorageKey, '{not json');
     expect(new CartStore(storage, () => 'cart-new').id()).toBe('cart-new');
+  });
+
+  it('adopt takes up the cart a return from the bank names, without a session, so that the backend gives it again', () => {
+    const storage = new MemoryStorage();
+    const carts = new CartStore(storage, () => 'cart-fresh');
+    carts.adopt('cart_from_the_address');
+    expect(carts.id()).toBe('cart_from_the_address');
+    expect(carts.session(now)).toBeNull();
+    carts.keep(open);
+    carts.adopt('cart_from_the_address'); // the same cart: its session stays
+    expect(carts.session(now)).toEqual(open);
+  });
+});
+
+describe('the return URL', () => {
+  it('is the checkout page itself, naming the cart, without the rest of the address', () => {
+    const url = returnUrlOf({ origin: 'http://127.0.0.1:8080', pathname: '/' }, 'cart_1');
+    expect(url).toBe(`http://127.0.0.1:8080/?${returnCartParam}=cart_1`);
+    expect(returnUrlOf({ origin: 'https://shop.example', pathname: '/checkout' }, 'cart 2')).toBe('https://shop.example/checkout?cart=cart+2');
+  });
+
+  it('is sent with the cart to the shop backend', async () => {
+    let body = '';
+    await requestCheckoutSession({ cartId: 'c', amount: 1, currency: 'USD', returnUrl: 'http://127.0.0.1/?cart=c' }, async (_url, init) => {
+      body = String(init?.body);
+      return json(200, open);
+    });
+    expect(JSON.parse(body)).toMatchObject({ cartId: 'c', returnUrl: 'http://127.0.0.1/?cart=c' });
   });
 });

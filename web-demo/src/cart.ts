@@ -34,6 +34,25 @@ export interface SessionRequest {
   currency: string;
   orderId?: string;
   description?: string;
+  /** Where the bank sends the shopper back after authenticating (3-D Secure): on the demo's own origin. */
+  returnUrl?: string;
+}
+
+/**
+ * The query parameter of the return URL that names the cart. The bank
+ * sends the shopper back with the attempt's key (chargeonce_key); when this
+ * tab's storage lost the cart meanwhile, the cart's id is how the page gets
+ * its checkout session back from the shop's backend (idempotent on it), and
+ * so can ask about that key at all: a publishable key reads only the
+ * attempts of a session it names.
+ */
+export const returnCartParam = 'cart';
+
+/** The return URL of cartId's session: the checkout page itself (origin and path), naming the cart. */
+export function returnUrlOf(page: { origin: string; pathname: string }, cartId: string): string {
+  const u = new URL(page.pathname, page.origin);
+  u.searchParams.set(returnCartParam, cartId);
+  return u.toString();
 }
 
 /** The backend's session, or why there is none: code is null when no answer arrived. */
@@ -120,6 +139,16 @@ export class CartStore {
   /** The publishable key the page pays with, once a session named it. */
   publishableKey(): string | null {
     return this.load().publishableKey;
+  }
+
+  /**
+   * Takes up the cart a return from the bank names, when this tab holds no
+   * payable session (its storage lost the cart): the shop's backend then
+   * gives the cart's session again (keep).
+   */
+  adopt(cartId: string): void {
+    const c = this.load();
+    if (c.cartId !== cartId) this.save({ cartId, session: null, publishableKey: c.publishableKey });
   }
 
   /** Starts a new cart, with a new id and no session: the next purchase. */

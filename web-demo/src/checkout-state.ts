@@ -1,14 +1,16 @@
 // What the checkout shows: the page's Phase and attempt, made from the
 // charger's state and what the page adds of its own (Decor: the resume, the
-// retry's cause, the live status, the countdown, the slow question), and the
-// rules the view and the checkout both ask (canPay, isBusy, sessionEnded).
+// retry's cause, the live status, the countdown, the slow question, the way
+// to the bank and back), and the rules the view and the checkout both ask
+// (canPay, isBusy, sessionEnded).
 // Pure: checkout.ts feeds it, view.ts and render.ts draw it.
 import type { ChargeCardInput, ChargePayload, ChargerEvent, ChargerState } from '@chargeonce/client';
 
 /** The attempt the page shows: its key, what it charges, and how far it got. */
 export interface Attempt {
   key: string;
-  input: ChargeCardInput;
+  /** null: a key taken from the return's address (chargeonce_key) after storage lost the attempt; its input was never known here. */
+  input: ChargeCardInput | null;
   /** open while its outcome is unknown; rejected: refused without running, nothing charged. */
   state: 'open' | 'SUCCEEDED' | 'FAILED' | 'rejected';
 }
@@ -29,8 +31,8 @@ export type LiveState = 'connecting' | 'subscribed' | 'unavailable';
 export type Phase =
   /** No attempt yet. Pay starts one. */
   | { kind: 'idle' }
-  /** After a reload: the charger picks the stored attempt up by its key. */
-  | { kind: 'resuming' }
+  /** After a reload: the charger picks the stored attempt up by its key. back: the page is the return from the bank. */
+  | { kind: 'resuming'; back?: true }
   /** chargeCard is on its way (or the cart's session). retry says why it is being sent again, if it is. */
   | { kind: 'paying'; retry: RetryNote | null }
   /** Offline, or a hidden tab that was waiting: nothing is sent, nothing fails. */
@@ -51,6 +53,23 @@ export type Phase =
       charging: boolean;
       live?: LiveState;
     }
+  /**
+   * The server said PROCESSING with a nextAction: the bank asks the shopper
+   * to authenticate (3-D Secure) on its page at url, before expiresAt. The
+   * attempt waits under its key and is never sent again: whatever follows
+   * only reads how it ended.
+   */
+  | {
+      kind: 'action';
+      key: string;
+      url: string;
+      expiresAt: string;
+      /** The shopper pressed Authenticate: the page is on its way to the bank. */
+      leaving: boolean;
+      /** The shopper has been to the bank with this key (this page is the return, or a reload of it), and its word has not arrived yet. */
+      back: boolean;
+      live?: LiveState;
+    }
   /** Every try failed without an answer (network, busy server): the outcome is unknown; Pay sends the same key. */
   | { kind: 'unknown'; code: string | null }
   /** An error that is an answer: nothing was run. */
@@ -67,10 +86,19 @@ export interface CheckoutState {
 
 export type Listener = (next: CheckoutState, prev: CheckoutState) => void;
 
-/** What else hears the charger: the timeline's live status rows (liverow.ts). */
+/**
+ * Where the return from the bank found the attempt: in this tab's storage
+ * (the charger's record, with its input), or only in the address
+ * (chargeonce_key), when storage lost it.
+ */
+export type ReturnSource = 'storage' | 'address';
+
+/** What else hears the charger: the timeline's live status rows (liverow.ts), and its steps back from the bank. */
 export interface ChargerObserver {
   event(e: ChargerEvent): void;
   state(next: ChargerState, prev: ChargerState): void;
+  /** The return from the bank took key up (from), right before its first request. */
+  returned?(key: string, from: ReturnSource): void;
 }
 
 
@@ -96,16 +124,22 @@ export function isBusy(s: CheckoutState): boolean {
   return k === 'paying' || k === 'processing' || k === 'resuming' || k === 'paused';
 }
 
-/** Whether a result arrived with this transition: the page moves the focus to the outcome then. */
+/**
+ * Whether a result arrived with this transition, or the bank's question
+ * (action): the page moves the focus to the outcome then. The bank's answer
+ * after action is a result too.
+ */
 export function resultArrived(prev: CheckoutState, next: CheckoutState): boolean {
-  return isBusy(prev) && ['final', 'unknown', 'refused', 'noSession'].includes(next.phase.kind);
+  const k = next.phase.kind;
+  if (k === prev.phase.kind) return false;
+  return (isBusy(prev) || prev.phase.kind === 'action') && ['final', 'unknown', 'refused', 'noSession', 'action'].includes(k);
 }
 
 /** What the page shows for the charger's state s. */
 export function viewOf(s: ChargerState, d: Decor, now: number): CheckoutState {
   const attempt: Attempt | null =
-    s.key && s.input
-      ? { key: s.key, input: s.input, state: s.kind === 'settled' ? s.outcome!.status : s.kind === 'rejected' ? 'rejected' : 'open' }
+    s.key
+      ? { key: s.key, input: s.input ?? null, state: s.kind === 'settled' ? s.outcome!.status : s.kind === 'rejected' ? 'rejected' : 'open' }
       : null;
   return { attempt, phase: phaseOf(s, d, now) };
 }
@@ -121,27 +155,39 @@ export interface Decor {
   nextCheckAt: number;
   /** What chargeStatus said about the open chargeCard (slow.ts). */
   slow: { checks: number; retryAfterMs: number | null } | null;
+  /** The shopper pressed Authenticate: handleNextAction() is taking the page to the bank. */
+  leaving: boolean;
+  /**
+   * The key of the attempt the shopper went to the bank with: this page's
+   * chargeonce_key (the return), or the one Authenticate took there before
+   * this page loaded (a reload of the return, a back button).
+   */
+  backKey: string | null;
 }
 
 function phaseOf(s: ChargerState, d: Decor, now: number): Phase {
   switch (s.kind) {
     case 'idle':
-      return d.resuming ? { kind: 'resuming' } : { kind: 'idle' };
+      return d.resuming ? resuming(d) : { kind: 'idle' };
     case 'sending':
       if (d.slow) {
         const { checks, retryAfterMs } = d.slow;
         return { kind: 'processing', key: s.key!, checks, retryAfterMs, nextCheckAt: now, remainingMs: 0, checking: false, charging: true };
       }
-      if (d.resuming) return { kind: 'resuming' };
+      if (d.resuming) return resuming(d);
       return { kind: 'paying', retry: (s.attempt ?? 1) > 1 ? d.retry : null };
     case 'retrying':
       return { kind: 'paying', retry: d.retry };
     case 'paused':
       return { kind: 'paused', by: s.pausedBy ?? 'offline' };
-    case 'action': // not drawn apart yet: the demo's sessions carry no returnUrl
+    case 'action':
     case 'processing': {
       const live: LiveState | undefined =
         s.live === 'poll' ? (d.liveDown ? 'unavailable' : undefined) : s.liveOpen ? 'subscribed' : 'connecting';
+      if (s.kind === 'action' && s.nextAction) {
+        const { url, expiresAt } = s.nextAction;
+        return { kind: 'action', key: s.key!, url, expiresAt, leaving: d.leaving, back: d.backKey === s.key, ...(live ? { live } : {}) };
+      }
       return {
         kind: 'processing',
         key: s.key!,
@@ -168,3 +214,5 @@ function phaseOf(s: ChargerState, d: Decor, now: number): Phase {
       return { kind: 'refused', message: s.error?.message ?? 'refused', code: s.error?.code ?? null };
   }
 }
+
+const resuming = (d: Decor): Phase => (d.backKey ? { kind: 'resuming', back: true } : { kind: 'resuming' });

@@ -5,7 +5,7 @@
 import { createCharger, type KeyValueStorage } from '@chargeonce/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CheckoutSession, SessionAnswer } from './cart';
-import { Checkout, canPay, demoRetry, sessionEnded, type Phase } from './checkout';
+import { Checkout, canPay, demoRetry, sessionEnded, type Phase, type ReturnSource } from './checkout';
 
 class MemoryStorage implements KeyValueStorage {
   readonly items = new Map<string, string>();
@@ -19,17 +19,31 @@ interface Sent {
   variables: { idempotencyKey: string; input?: { paymentMethod: string; checkoutSession?: string }; checkoutSession?: string };
 }
 
-/** What chargeonce answers to one request: a payload, an error, no answer, or nothing yet. */
-type Reply = { status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING'; replayed?: boolean } | { error: string } | 'lost' | 'hang' | null;
+/**
+ * What chargeonce answers to one request: a payload (action: PROCESSING
+ * with the bank's nextAction; failure: a FAILED answer's code), an error,
+ * no answer, or nothing yet.
+ */
+type Reply =
+  | { status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING'; replayed?: boolean; action?: boolean; failure?: string }
+  | { error: string }
+  | 'lost'
+  | 'hang'
+  | null;
 
-const payload = (key: string, r: { status: string; replayed?: boolean }) => ({
+/** The bank's challenge page, as the simulator names it. */
+const challengeUrl = 'http://shop.test/provider/authenticate/ch_1';
+const nextAction = { type: 'REDIRECT', url: challengeUrl, expiresAt: '2099-01-01T00:15:00Z' };
+
+const payload = (key: string, r: { status: string; replayed?: boolean; action?: boolean; failure?: string }) => ({
   idempotencyKey: key,
   status: r.status,
   replayed: r.replayed ?? false,
   retryAfterMs: r.status === 'PROCESSING' ? 1000 : null,
   expiresAt: '2099-01-01T00:00:00Z',
   charge: r.status === 'SUCCEEDED' ? { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z' } : null,
-  failure: r.status === 'FAILED' ? { code: 'card_declined', message: 'Your card was declined.' } : null,
+  failure: r.status === 'FAILED' ? { code: r.failure ?? 'card_declined', message: r.failure ? `The card failed: ${r.failure}.` : 'Your card was declined.' } : null,
+  nextAction: r.action ? nextAction : null,
 });
 
 const session = (cartId: string): CheckoutSession => ({
@@ -44,9 +58,16 @@ const session = (cartId: string): CheckoutSession => ({
   replayed: false,
 });
 
-/** A page: the checkout over a charger, a fake chargeonce and a fake shop. */
-function page(storage = new MemoryStorage(), opts: { unsafe?: boolean } = {}) {
+/**
+ * A page: the checkout over a charger, a fake chargeonce and a fake shop.
+ * location: the page's address, as the charger reads it (the return from
+ * the bank carries chargeonce_key in it).
+ */
+function page(storage = new MemoryStorage(), opts: { unsafe?: boolean; location?: { search: string }; keyPrefix?: string } = {}) {
   const sent: Sent[] = [];
+  const navigations: string[] = [];
+  const returns: { key: string; from: ReturnSource }[] = [];
+  const location = opts.location ?? { search: '' };
   const carts: string[] = [];
   let replies: ((s: Sent) => Reply)[] = [];
   let shop: (cartId: string) => SessionAnswer = (cartId) => ({ session: session(cartId) });
@@ -81,14 +102,16 @@ function page(storage = new MemoryStorage(), opts: { unsafe?: boolean } = {}) {
         live: 'poll',
         retry: demoRetry,
         crossTab: false,
-        environment: { random: () => 0.5 }, // full jitter may draw 0 ms: a retry would land inside flush()
+        // full jitter may draw 0 ms: a retry would land inside flush()
+        environment: { random: () => 0.5, navigate: (url) => void navigations.push(url), location },
         fetch,
         onEvent,
-        mintKey: () => `key-${++keys}`,
+        mintKey: () => `${opts.keyPrefix ?? ''}key-${++keys}`,
       }),
     endpoint: (publishableKey) => ({ url: 'http://shop.test/graphql', fetch, publishableKey }),
-    mintKey: () => `key-${++keys}`,
+    mintKey: () => `${opts.keyPrefix ?? ''}key-${++keys}`,
     mintCartId: () => `cart${++cartIds}`,
+    observer: { event() {}, state() {}, returned: (key, from) => void returns.push({ key, from }) },
   });
   const phases: Phase['kind'][] = [];
   checkout.subscribe((s) => {
@@ -100,6 +123,9 @@ function page(storage = new MemoryStorage(), opts: { unsafe?: boolean } = {}) {
     carts,
     phases,
     storage,
+    navigations,
+    returns,
+    location,
     charges: () => sent.filter((s) => s.operationName === 'ChargeCard'),
     answer(...r: (Reply | ((s: Sent) => Reply))[]) {
       replies = r.map((x) => (typeof x === 'function' ? x : () => x));
@@ -288,5 +314,180 @@ describe('unsafe mode, beside the charger', () => {
     expect(p.checkout.state).toMatchObject({ attempt: { key: 'key-1', state: 'SUCCEEDED' }, phase: { kind: 'final' } });
     // The library's record holds nothing: the naive sender keeps no key.
     expect([...p.storage.items.keys()].filter((k) => k.startsWith('chargeonce:attempt:'))).toEqual([]);
+  });
+});
+
+describe('customer authentication (3-D Secure): to the bank and back', () => {
+  const authCard = 'pm_card_authenticationRequired';
+  const back = (key = 'key-1', cart = 'cart1') => ({ search: `?cart=${cart}&chargeonce_key=${key}` });
+
+  /** A first page that paid the card and went to the bank: the storage it leaves. */
+  async function wentToTheBank() {
+    const first = page();
+    first.answer({ status: 'PROCESSING', action: true });
+    first.pay(authCard);
+    await flush();
+    expect(first.checkout.authenticate()).toBe(true);
+    first.checkout.dispose();
+    return first;
+  }
+
+  it('PROCESSING with a nextAction is the action phase: no Pay, Authenticate navigates, nothing is sent again', async () => {
+    const p = page();
+    p.answer({ status: 'PROCESSING', action: true }, { status: 'PROCESSING', action: true });
+    p.pay(authCard);
+    await flush();
+    expect(p.checkout.state).toMatchObject({
+      attempt: { key: 'key-1', state: 'open', input: { paymentMethod: authCard } },
+      phase: { kind: 'action', key: 'key-1', url: challengeUrl, expiresAt: nextAction.expiresAt, leaving: false, back: false },
+    });
+    expect(canPay(p.checkout.state)).toBe(false);
+    p.pay(authCard); // a click on a Pay that is hidden anyway
+    expect(p.checkout.startNew()).toBe(false); // a new key now could charge twice
+    // The charger follows the waiting attempt by reading it: chargeStatus, never chargeCard.
+    await flush(1_000);
+    expect(p.sent.map((s) => s.operationName)).toEqual(['ChargeCard', 'ChargeStatus']);
+    expect(p.navigations).toEqual([]);
+
+    expect(p.checkout.authenticate()).toBe(true);
+    expect(p.navigations).toEqual([challengeUrl]);
+    expect(p.checkout.state.phase).toMatchObject({ kind: 'action', leaving: true });
+    // The attempt is in storage with its key, its input and the bank's question.
+    const record = [...p.storage.items].find(([k]) => k.startsWith('chargeonce:attempt:'))![1];
+    expect(JSON.parse(record)).toMatchObject({ key: 'key-1', status: 'open', input: { paymentMethod: authCard }, nextAction: { url: challengeUrl } });
+    expect(p.phases).toEqual(['paying', 'action']);
+  });
+
+  it('Authenticate outside the action phase does nothing', async () => {
+    const p = page();
+    expect(p.checkout.authenticate()).toBe(false);
+    p.answer({ status: 'SUCCEEDED' });
+    p.pay();
+    await flush();
+    expect(p.checkout.authenticate()).toBe(false);
+    expect(p.navigations).toEqual([]);
+  });
+
+  it('a page restored from the back/forward cache after Authenticate offers it again', async () => {
+    const p = page();
+    p.answer({ status: 'PROCESSING', action: true });
+    p.pay(authCard);
+    await flush();
+    p.checkout.authenticate();
+    p.checkout.shown();
+    expect(p.checkout.state.phase).toMatchObject({ kind: 'action', leaving: false });
+  });
+
+  it('the return, storage kept: the stored key and card again, which answers the outcome; no new session', async () => {
+    const first = await wentToTheBank();
+    const ret = page(first.storage, { location: back() });
+    ret.answer({ status: 'SUCCEEDED' });
+    const started = ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    expect(ret.checkout.state.phase).toEqual({ kind: 'resuming', back: true });
+    await started;
+    await flush();
+    expect(ret.charges()).toEqual([
+      expect.objectContaining({ variables: { idempotencyKey: 'key-1', input: { paymentMethod: authCard, checkoutSession: 'cs_cart1' } } }),
+    ]);
+    expect(ret.sent).toHaveLength(1);
+    expect(ret.carts).toEqual([]);
+    expect(ret.returns).toEqual([{ key: 'key-1', from: 'storage' }]);
+    expect(ret.checkout.state).toMatchObject({ attempt: { key: 'key-1', state: 'SUCCEEDED' }, phase: { kind: 'final', payload: { status: 'SUCCEEDED' } } });
+  });
+
+  it('the return before the bank told chargeonce: action again, marked as the return, then the outcome by reading', async () => {
+    const first = await wentToTheBank();
+    const ret = page(first.storage, { location: back() });
+    ret.answer({ status: 'PROCESSING', action: true }, { status: 'SUCCEEDED' });
+    void ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    await flush();
+    expect(ret.checkout.state.phase).toMatchObject({ kind: 'action', back: true, leaving: false });
+    await flush(1_000);
+    expect(ret.sent.map((s) => s.operationName)).toEqual(['ChargeCard', 'ChargeStatus']);
+    expect(ret.checkout.state.phase).toMatchObject({ kind: 'final', payload: { status: 'SUCCEEDED' } });
+  });
+
+  it('a reload of the return (its address tidied) still knows the shopper has been to the bank; a new checkout forgets it', async () => {
+    const first = await wentToTheBank();
+    const reloaded = page(first.storage);
+    reloaded.answer({ status: 'PROCESSING', action: true }, { status: 'SUCCEEDED' });
+    reloaded.checkout.start();
+    expect(reloaded.checkout.state.phase).toEqual({ kind: 'resuming', back: true });
+    await flush();
+    expect(reloaded.checkout.state.phase).toMatchObject({ kind: 'action', back: true });
+    await flush(1_000);
+    expect(reloaded.checkout.state.phase).toMatchObject({ kind: 'final' });
+    expect(reloaded.checkout.startNew()).toBe(true);
+    reloaded.answer({ status: 'PROCESSING', action: true });
+    reloaded.pay(authCard);
+    await flush();
+    expect(reloaded.checkout.state.phase).toMatchObject({ kind: 'action', back: false });
+  });
+
+  it('the return, storage lost: the cart from the address gets its session again, and the key is only asked about', async () => {
+    await wentToTheBank();
+    const location = back();
+    const ret = page(new MemoryStorage(), { location });
+    ret.answer({ status: 'SUCCEEDED' });
+    const started = ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    expect(ret.checkout.state.phase).toEqual({ kind: 'resuming', back: true });
+    await started;
+    // resume() has read the address: the page may drop the key from it now.
+    location.search = '';
+    await flush();
+    expect(ret.carts).toEqual(['cart1']);
+    expect(ret.charges()).toEqual([]);
+    expect(ret.sent).toEqual([
+      expect.objectContaining({ operationName: 'ChargeStatus', variables: { idempotencyKey: 'key-1', checkoutSession: 'cs_cart1' } }),
+    ]);
+    expect(ret.returns).toEqual([{ key: 'key-1', from: 'address' }]);
+    // The card of a key from the address is not known here.
+    expect(ret.checkout.state).toMatchObject({ attempt: { key: 'key-1', input: null, state: 'SUCCEEDED' }, phase: { kind: 'final' } });
+    // A success is the end of the cart: the next purchase is a new one.
+    expect(ret.checkout.startNew()).toBe(true);
+    expect(ret.checkout.state).toEqual({ attempt: null, phase: { kind: 'idle' } });
+  });
+
+  it('the return, storage lost, and the shop gives no session: nothing is asked, and the page says so', async () => {
+    const ret = page(new MemoryStorage(), { location: back() });
+    ret.shop(() => ({ error: { code: null, message: 'Failed to fetch' } }));
+    await ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    await flush();
+    expect(ret.sent).toEqual([]);
+    expect(ret.checkout.state.phase).toEqual({ kind: 'noSession', code: null, message: 'Failed to fetch' });
+  });
+
+  it('authentication failed at the bank: FAILED authentication_failed, and Try another card is a new key on the same session', async () => {
+    const first = await wentToTheBank();
+    const ret = page(first.storage, { location: back(), keyPrefix: 'return-' });
+    ret.answer({ status: 'FAILED', failure: 'authentication_failed' });
+    await ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    await flush();
+    expect(ret.checkout.state.phase).toMatchObject({ kind: 'final', payload: { status: 'FAILED', failure: { code: 'authentication_failed' } } });
+    expect(ret.checkout.startNew()).toBe(true);
+    ret.answer({ status: 'SUCCEEDED' });
+    ret.pay();
+    await flush();
+    expect(ret.charges().map((c) => [c.variables.idempotencyKey, c.variables.input!.checkoutSession])).toEqual([
+      ['key-1', 'cs_cart1'],
+      ['return-key-1', 'cs_cart1'],
+    ]);
+  });
+
+  it('a key from the address whose outcome stays unknown: Pay asks about it again, never charges it', async () => {
+    const ret = page(new MemoryStorage(), { location: back() });
+    ret.answer({ error: 'UNAUTHENTICATED' });
+    await ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    await flush();
+    expect(ret.checkout.state.phase).toMatchObject({ kind: 'unknown' });
+    ret.answer({ status: 'SUCCEEDED' });
+    ret.pay();
+    await flush();
+    expect(ret.charges()).toEqual([]);
+    expect(ret.sent.map((s) => [s.operationName, s.variables.idempotencyKey])).toEqual([
+      ['ChargeStatus', 'key-1'],
+      ['ChargeStatus', 'key-1'],
+    ]);
+    expect(ret.checkout.state.phase).toMatchObject({ kind: 'final' });
   });
 });

@@ -13,9 +13,13 @@
 //     while the request is still open;
 //   - unsafe mode (unsafe.ts): a naive sender beside the charger, which
 //     takes every retry for a new order, to show the double charge;
-//   - the countdown to the charger's next chargeStatus, a second at a time.
+//   - the countdown to the charger's next chargeStatus, a second at a time;
+//   - the way to the bank and back (3-D Secure): Authenticate hands the page
+//     to charger.handleNextAction(), and the return resumes, with the cart
+//     from the address when this tab's storage lost it.
 //
-//   idle ──Pay──▶ (session?) ──▶ charger.pay ──▶ paying ⇄ (retrying) ──▶ final | processing | unknown | refused
+//   idle ──Pay──▶ (session?) ──▶ charger.pay ──▶ paying ⇄ (retrying) ──▶ final | processing | action | unknown | refused
+//   action ──Authenticate──▶ the bank's page ──▶ (the return: chargeonce_key) ──▶ charger.resume() ──▶ final
 //   final FAILED ──Try another card──▶ reset: a new key, the same session
 //   final SUCCEEDED, or refused CHECKOUT_SESSION_PAID/_EXPIRED/_LOCKED ──Start a new checkout──▶ a new cart
 //   (reload) ──▶ charger.resume(): the same key, to its outcome
@@ -38,6 +42,7 @@ import {
   type Decor,
   type Listener,
   type Phase,
+  type ReturnSource,
 } from './checkout-state';
 
 export * from './checkout-state';
@@ -58,7 +63,18 @@ export interface CheckoutOptions {
   patienceMs?: number;
 }
 
-const freshDecor = (): Decor => ({ resuming: false, retry: null, liveDown: false, nextCheckAt: 0, slow: null });
+/** What the page's address says when it is the return from the bank. */
+export interface BankReturn {
+  /** chargeonce_key: the attempt's key. */
+  key: string;
+  /** The cart the return names (cart.ts returnCartParam), for when this tab's storage lost it; null: none named. */
+  cartId: string | null;
+}
+
+/** Where the page keeps the key of the attempt Authenticate took to the bank, for the page that comes back (or reloads). */
+export const bankStorageKey = 'chargeonce-demo:bank';
+
+const freshDecor = (): Decor => ({ resuming: false, retry: null, liveDown: false, nextCheckAt: 0, slow: null, leaving: false, backKey: null });
 
 export class Checkout {
   private readonly cart: CartStore;
@@ -74,6 +90,8 @@ export class Checkout {
   private tick: unknown = null;
   /** Pay was handed to the charger, which has not left idle yet. */
   private handoff = false;
+  /** The return from the bank this page is, if it is one; told (observer.returned) at its first request. */
+  private back: { key: string; told: boolean } | null = null;
 
   constructor(private readonly o: CheckoutOptions) {
     this.cart = new CartStore(o.storage, o.mintCartId);
@@ -89,18 +107,67 @@ export class Checkout {
     return () => this.listeners.delete(fn);
   }
 
-  /** Starts the page: the cart's charger picks up an attempt this tab left, by its key. */
-  start(): void {
-    const session = this.cart.session(this.o.clock.now());
-    if (session) {
-      const c = this.chargerFor(session);
-      this.decor.resuming = true;
-      const done = () => {
-        this.decor.resuming = false;
-        this.update();
-      };
-      c.resume().then(done, done);
+  /**
+   * Starts the page: the cart's charger picks up an attempt this tab left,
+   * by its key. On the return from the bank (back), resume() also finds
+   * the key in the address; when this tab's storage lost the cart, the
+   * shop's backend gives the cart the return names its session again. The
+   * promise resolves once resume() has been called, and so has read the
+   * address: the page may tidy it then.
+   */
+  start(back?: BankReturn): Promise<void> {
+    if (back) this.back = { key: back.key, told: false };
+    const stored = this.cart.session(this.o.clock.now());
+    if (stored || !back?.cartId) {
+      if (stored) this.resume(stored);
+      this.update();
+      return Promise.resolve();
     }
+    // Storage lost the cart: the return names it, and the shop's backend keys its session on it.
+    const cartId = back.cartId;
+    this.cart.adopt(cartId);
+    const run = this.restart({ attempt: null, phase: { kind: 'resuming', back: true } });
+    return this.o
+      .createSession(cartId)
+      .catch((err: unknown): SessionAnswer => ({ error: { code: null, message: err instanceof Error ? err.message : String(err) } }))
+      .then((answer) => {
+        if (run !== this.run) return;
+        if (!('session' in answer)) {
+          this.restart({ attempt: null, phase: { kind: 'noSession', ...answer.error } });
+          return;
+        }
+        // PAID too: the attempt that paid it is the one to show.
+        this.cart.keep(answer.session);
+        this.own = null;
+        this.resume(answer.session);
+        this.update();
+      });
+  }
+
+  /**
+   * Authenticate: hands the page to charger.handleNextAction(), which
+   * navigates to the bank's page (the attempt is in storage already).
+   * False when there is no question of the bank's to answer.
+   */
+  authenticate(): boolean {
+    const c = this.charger?.c;
+    if (this.current.phase.kind !== 'action' || !c) return false;
+    this.o.storage.setItem(bankStorageKey, this.current.phase.key);
+    try {
+      c.handleNextAction();
+    } catch {
+      this.o.storage.removeItem(bankStorageKey);
+      return false; // no longer action: the state says what it is
+    }
+    this.decor.leaving = true;
+    this.update();
+    return true;
+  }
+
+  /** The page is shown again from the back/forward cache: it did not leave after all. */
+  shown(): void {
+    if (!this.decor.leaving) return;
+    this.decor.leaving = false;
     this.update();
   }
 
@@ -113,14 +180,16 @@ export class Checkout {
   pay(paymentMethod: string, unsafe = false): void {
     if (!canPay(this.current)) return;
     const open = this.current.attempt;
-    if (this.own && this.own.phase.kind === 'unknown' && open) {
+    if (this.own && this.own.phase.kind === 'unknown' && open?.input) {
       this.naive(open.input, open.key); // unsafe mode's attempt: its last key again
       return;
     }
     const c = this.charger?.c;
-    if (c?.state.kind === 'unknown' && c.state.input) {
+    if (c?.state.kind === 'unknown') {
       this.own = null;
-      c.pay({ paymentMethod: c.state.input.paymentMethod }).catch(() => {}); // the same key; the state says how it ends
+      const { input } = c.state;
+      // The same key; the state says how it ends. A key taken from the return's address has no input: it is only asked about.
+      (input ? c.pay({ paymentMethod: input.paymentMethod }) : c.resume()).catch(() => {});
       return;
     }
     if (c?.state.kind === 'rejected') c.reset();
@@ -158,6 +227,8 @@ export class Checkout {
     const newCart = sessionEnded(s) || (s.phase.kind === 'final' && s.phase.payload.status === 'SUCCEEDED');
     const c = this.charger?.c;
     if (c && (c.state.kind === 'settled' || c.state.kind === 'rejected')) c.reset();
+    this.o.storage.removeItem(bankStorageKey);
+    this.back = null;
     if (newCart) {
       this.dropCharger();
       this.cart.renew();
@@ -174,6 +245,17 @@ export class Checkout {
   }
 
   // ---- the charger -----------------------------------------------------------
+
+  /** resume() on the session's charger, with the page showing that it picks the attempt up. */
+  private resume(session: CheckoutSession): void {
+    const c = this.chargerFor(session);
+    this.decor.resuming = true;
+    const done = () => {
+      this.decor.resuming = false;
+      this.update();
+    };
+    c.resume().then(done, done);
+  }
 
   private begin(session: CheckoutSession, paymentMethod: string, unsafe: boolean): void {
     if (unsafe) {
@@ -218,6 +300,13 @@ export class Checkout {
   }
 
   private heard(e: ChargerEvent): void {
+    const back = this.back;
+    if (back && !back.told && e.type === 'send' && e.key === back.key) {
+      back.told = true;
+      // Whence the charger took the key: its record (with the input), or the address alone.
+      const from: ReturnSource = this.charger?.c.state.input ? 'storage' : 'address';
+      this.o.observer?.returned?.(e.key, from);
+    }
     if (e.type === 'retry') this.decor.retry = e.cause === 'network' ? { kind: 'lost' } : { kind: 'busy', code: e.cause, waitMs: e.waitMs };
     if (e.type === 'live-failed') this.decor.liveDown = true;
     if (e.type === 'send' && e.operation === 'chargeCard') this.slow.opened(e.key);
@@ -311,7 +400,11 @@ export class Checkout {
   private update(): void {
     const now = this.o.clock.now();
     const slow = this.slow.processing;
-    const d: Decor = { ...this.decor, slow: slow ? { checks: slow.checks, retryAfterMs: slow.retryAfterMs } : null };
+    const d: Decor = {
+      ...this.decor,
+      slow: slow ? { checks: slow.checks, retryAfterMs: slow.retryAfterMs } : null,
+      backKey: this.back?.key ?? this.o.storage.getItem(bankStorageKey),
+    };
     const c = this.charger?.c.state;
     const next = this.own ?? (c ? viewOf(c, d, now) : { attempt: null, phase: { kind: 'idle' } });
     if (next.phase.kind === 'processing') {

@@ -8,7 +8,8 @@ export interface ProviderCharge {
   id: string;
   amount: number;
   currency: string;
-  status: 'succeeded' | 'failed';
+  /** requires_action: waiting for the shopper to authenticate; canceled: nobody did in time. Only succeeded took money. */
+  status: 'succeeded' | 'failed' | 'requires_action' | 'canceled';
   payment_method: string;
   failure_code: string | null;
   metadata: Record<string, string>;

@@ -59,4 +59,17 @@ describe('the live status row', () => {
     live.state({ ...connecting, live: 'poll', retryInMs: 0 }, connecting);
     expect(rows).toMatchObject([{ outcome: 'unavailable', detail: 'no answer in time' }]);
   });
+
+  it('the attempt waits for the shopper to authenticate: followed live as PROCESSING is, until the outcome', () => {
+    const { rows, live } = recorder();
+    const nextAction = { type: 'REDIRECT' as const, url: 'http://x/provider/authenticate/ch', expiresAt: '2099-01-01T00:00:00Z' };
+    const action: ChargerState = { ...connecting, kind: 'action', nextAction };
+    live.state(action, sending);
+    expect(rows).toMatchObject([{ operation: 'ChargeUpdated', outcome: 'pending' }]);
+    live.state({ ...action, liveOpen: true }, action);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ outcome: 'pending', detail: 'subscribed' });
+    live.state(settled, { ...action, liveOpen: true });
+    expect(rows[0]).toMatchObject({ outcome: 'answered', status: 'SUCCEEDED' });
+  });
 });

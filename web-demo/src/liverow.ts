@@ -1,5 +1,6 @@
 // The timeline's row for the live status of an attempt. The charger follows
-// a PROCESSING attempt over a websocket (chargeUpdated) itself, and the
+// a PROCESSING attempt (waiting for the shopper to authenticate, too) over a
+// websocket (chargeUpdated) itself, and the
 // recording fetch never sees that socket; so the row is drawn from what the
 // charger says: its state (processing over 'ws', open or not) and its events
 // (live-open, live-failed, the chargeStatus answers).
@@ -15,7 +16,7 @@ export interface LiveRowHooks {
   update(r: RequestRecord): void;
 }
 
-const followsLive = (s: ChargerState) => s.kind === 'processing' && s.live !== undefined && s.live !== 'poll';
+const followsLive = (s: ChargerState) => (s.kind === 'processing' || s.kind === 'action') && s.live !== undefined && s.live !== 'poll';
 
 /** An observer of the charger that keeps the live status row of the timeline. */
 export function liveRows(hooks: LiveRowHooks): ChargerObserver {
@@ -55,7 +56,7 @@ export function liveRows(hooks: LiveRowHooks): ChargerObserver {
       const o = next.outcome;
       if (next.kind === 'settled' && o && !byStatus) {
         put({ ...row, outcome: 'answered', status: o.status, replayed: o.replayed, detail: 'subscribed' });
-      } else if (next.kind === 'processing') {
+      } else if (next.kind === 'processing' || next.kind === 'action') {
         put({ ...row, outcome: 'unavailable', detail: failure ?? 'no answer in time' });
       } else {
         put({ ...row, outcome: 'closed', ...(o ? { status: o.status } : {}) });

@@ -4,15 +4,17 @@
 // DOM (render.ts). Everything the page holds lives in start()'s closure. The
 // page holds no secret key: it pays the checkout session that the shop's
 // backend created, with the publishable key and the session's client secret.
+// The page is also where the bank sends the shopper back (the session's
+// returnUrl): on load it resumes first, then tidies its address.
 import './style.css';
-import { createCharger } from '@chargeonce/client';
-import { requestCheckoutSession } from './cart';
-import { Checkout, demoRetry, resultArrived } from './checkout';
+import { createCharger, returnKeyParam } from '@chargeonce/client';
+import { requestCheckoutSession, returnCartParam, returnUrlOf } from './cart';
+import { Checkout, demoRetry, resultArrived, type BankReturn } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
 import { liveRows } from './liverow';
 import { chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintTimeline } from './render';
 import { cart } from './shop';
-import { Timeline } from './timeline';
+import { redirectStep, returnStep, Timeline } from './timeline';
 import { dropResponse, recordingFetch, type RequestRecord } from './transport';
 import type { RenderContext } from './view';
 
@@ -25,9 +27,12 @@ function start(doc: Document, win: Window): void {
   let ledger: Ledger | null = null;
   let ledgerSeq = 0;
   // A request the browser cuts because the page goes away was not lost by the network: nobody reads its answer.
-  let leaving = false;
-  win.addEventListener('pagehide', () => (leaving = true));
-  win.addEventListener('pageshow', () => (leaving = false));
+  let leaving: string | null = null;
+  win.addEventListener('pagehide', () => (leaving ??= 'the page was reloaded'));
+  win.addEventListener('pageshow', (e) => {
+    leaving = null;
+    if (e.persisted) checkout.shown(); // back from the back/forward cache: the page did not go to the bank after all
+  });
 
   const rows = {
     sent(r: Omit<RequestRecord, 'n'>) {
@@ -36,7 +41,7 @@ function start(doc: Document, win: Window): void {
       return rec;
     },
     update(r: RequestRecord) {
-      if (leaving && r.outcome === 'network-error') r = { ...r, outcome: 'abandoned', detail: 'the page was reloaded' };
+      if (leaving && r.outcome === 'network-error') r = { ...r, outcome: 'abandoned', detail: leaving };
       timeline.update(r);
       paintTimeline(el, timeline.all());
       if (r.outcome !== 'pending') void refreshLedger();
@@ -61,7 +66,15 @@ function start(doc: Document, win: Window): void {
     storage: win.sessionStorage,
     clock: { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) },
     // The shop's backend: the cart's checkout session, created with the secret key on the server.
-    createSession: (cartId) => requestCheckoutSession({ cartId, amount: cart.amount, currency: cart.currency, description: cart.description }),
+    // returnUrl: this page, so that the bank sends the shopper back to the page that resumes; it names the cart (cart.ts).
+    createSession: (cartId) =>
+      requestCheckoutSession({
+        cartId,
+        amount: cart.amount,
+        currency: cart.currency,
+        description: cart.description,
+        returnUrl: returnUrlOf(win.location, cartId),
+      }),
     charger: (session, onEvent) =>
       createCharger({
         endpoint,
@@ -81,6 +94,10 @@ function start(doc: Document, win: Window): void {
         live.event(e);
       },
       state: (next, prev) => live.state(next, prev),
+      returned(key, from) {
+        if (timeline.attempt !== key) timeline.load(key);
+        rows.sent({ operation: returnStep, idempotencyKey: key, sentAt: new Date().toISOString(), outcome: 'returned', detail: from });
+      },
     },
   });
 
@@ -88,7 +105,7 @@ function start(doc: Document, win: Window): void {
     unsafe: el.unsafe.checked,
     ledger,
     keysSent: timeline.keys().length,
-    responseLost: timeline.all().some((r) => r.outcome === 'network-error' || r.outcome === 'abandoned'),
+    responseLost: timeline.all().some((r) => r.operation === 'ChargeCard' && (r.outcome === 'network-error' || r.outcome === 'abandoned')),
   });
 
   async function refreshLedger(): Promise<void> {
@@ -131,12 +148,42 @@ function start(doc: Document, win: Window): void {
     e.preventDefault();
     checkout.pay(chosenCard(el), el.unsafe.checked);
   });
+  // The shopper's click takes the page to the bank, not the page by itself: leaving the shop is theirs to ask for.
+  el.authenticate.addEventListener('click', () => {
+    const p = checkout.state.phase;
+    if (p.kind !== 'action' || p.leaving || !checkout.authenticate()) return;
+    // The navigation has begun; what follows runs before the page unloads, and the timeline is in sessionStorage for the return.
+    leaving = 'the page went to the bank';
+    rows.sent({ operation: redirectStep, idempotencyKey: p.key, sentAt: new Date().toISOString(), outcome: 'navigated', detail: p.url });
+    timeline.abandonPending(leaving);
+    paintTimeline(el, timeline.all());
+  });
   el.newAttempt.addEventListener('click', () => {
     if (checkout.startNew()) el.cards.querySelector<HTMLInputElement>('input[name="card"]:checked')?.focus();
   });
   // The outcome's words depend on the mode.
   el.unsafe.addEventListener('change', () => paint(el, checkout.state, context()));
-  checkout.start();
+  void checkout.start(bankReturn(win.location)).then(() => tidyAddress(win));
+}
+
+/** The return from the bank, if this page is one: chargeonce_key in the address, and the cart it names. */
+function bankReturn(location: Location): BankReturn | undefined {
+  const q = new URLSearchParams(location.search);
+  const key = q.get(returnKeyParam);
+  return key ? { key, cartId: q.get(returnCartParam) } : undefined;
+}
+
+/**
+ * Drops the return's parameters from the address once resume() has read
+ * them: a reload, a bookmark or a shared link then carries no key. The
+ * attempt is in storage by then, or was only ever asked about.
+ */
+function tidyAddress(win: Window): void {
+  const url = new URL(win.location.href);
+  if (!url.searchParams.has(returnKeyParam) && !url.searchParams.has(returnCartParam)) return;
+  url.searchParams.delete(returnKeyParam);
+  url.searchParams.delete(returnCartParam);
+  win.history.replaceState(win.history.state, '', url);
 }
 
 start(document, window);

@@ -1,18 +1,18 @@
 // Draws a checkout state (checkout.ts) into index.html. It decides nothing:
-// what to show comes from view.ts, and this file puts it into the DOM.
+// what to show comes from view.ts (and rowtext.ts for the timeline), and
+// this file puts it into the DOM.
 import type { CheckoutState } from './checkout';
-import type { Ledger } from './ledger';
+import type { Ledger, ProviderCharge } from './ledger';
 import { cards, money } from './shop';
 import type { RequestRecord } from './transport';
+import { describeRequest, operationNames, shortKey } from './rowtext';
 import {
   announcement,
-  describeRequest,
+  authenticateButtonView,
   lockedNote,
   newAttemptLabel,
-  operationNames,
   outcomeView,
   payButtonView,
-  shortKey,
   type OutcomeView,
   type RenderContext,
 } from './view';
@@ -25,6 +25,7 @@ export interface Elements {
   dropNext: HTMLInputElement;
   unsafe: HTMLInputElement;
   pay: HTMLButtonElement;
+  authenticate: HTMLButtonElement;
   outcome: HTMLElement;
   outcomeSpinner: HTMLElement;
   outcomePill: HTMLElement;
@@ -51,6 +52,7 @@ export function elements(doc: Document): Elements {
     dropNext: el('drop-next'),
     unsafe: el('unsafe'),
     pay: el('pay'),
+    authenticate: el('authenticate'),
     outcome: el('outcome'),
     outcomeSpinner: el('outcome-spinner'),
     outcomePill: el('outcome-pill'),
@@ -105,10 +107,17 @@ export function paint(el: Elements, s: CheckoutState, ctx: RenderContext): void 
   el.pay.setAttribute('aria-busy', String(pay.busy));
   if (el.pay.textContent !== pay.label) el.pay.textContent = pay.label;
 
+  const auth = authenticateButtonView(s);
+  el.authenticate.hidden = auth.hidden;
+  el.authenticate.disabled = auth.disabled;
+  el.authenticate.setAttribute('aria-busy', String(auth.busy));
+  if (el.authenticate.textContent !== auth.label) el.authenticate.textContent = auth.label;
+
   // The card of an attempt is fixed until the attempt is over.
   for (const r of el.cards.querySelectorAll<HTMLInputElement>('input[name="card"]')) {
     r.disabled = s.attempt !== null;
-    if (s.attempt) r.checked = r.value === s.attempt.input.paymentMethod;
+    // A key taken from the return's address came without its card: none is shown as the attempt's.
+    if (s.attempt) r.checked = r.value === s.attempt.input?.paymentMethod;
   }
   const note = lockedNote(s, ctx);
   el.lockedNote.hidden = note === null;
@@ -192,6 +201,7 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
           'data-key': r.idempotencyKey,
           'data-status': r.status ?? '',
           'data-replayed': r.replayed === undefined ? '' : String(r.replayed),
+          'data-next-action': r.nextAction ?? '',
         },
         h('span', { class: 'tl-n' }, `#${r.n}`),
         h(
@@ -212,6 +222,22 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
   );
 }
 
+/** The pill colour of a provider charge's status. */
+const pillOf: Record<ProviderCharge['status'], string> = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  requires_action: 'processing',
+  canceled: 'failed',
+};
+
+/** Why no money moved, as the provider's charges say. */
+function nothingMoved(ledger: Ledger): string {
+  const statuses = new Set(ledger.charges.map((c) => c.status));
+  if (statuses.has('requires_action')) return 'No money moved yet: the bank waits for the shopper to authenticate.';
+  if (statuses.has('canceled') && !statuses.has('failed')) return 'No money moved: the payment was cancelled.';
+  return 'No money moved: the provider declined the charge.';
+}
+
 export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: number): void {
   const summary = el.ledgerSummary;
   summary.className = 'ledger-summary';
@@ -223,8 +249,7 @@ export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: numbe
   }
   const n = ledger.succeeded;
   summary.dataset.succeeded = String(n);
-  summary.textContent =
-    n === 0 ? 'No money moved: the provider declined the charge.' : n === 1 ? 'The card was charged once.' : `The card was charged ${n} times for one order.`;
+  summary.textContent = n === 0 ? nothingMoved(ledger) : n === 1 ? 'The card was charged once.' : `The card was charged ${n} times for one order.`;
   summary.classList.add(n > 1 ? 'is-alarm' : n === 1 ? 'is-ok' : 'is-neutral');
   el.ledger.replaceChildren(
     ...ledger.charges.map((c) =>
@@ -232,7 +257,7 @@ export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: numbe
         'li',
         { 'data-testid': 'provider-charge', 'data-status': c.status },
         h('code', {}, c.id),
-        h('span', { class: `pill pill-${c.status === 'succeeded' ? 'succeeded' : 'failed'}` }, c.status),
+        h('span', { class: `pill pill-${pillOf[c.status]}` }, c.status),
         h('span', { class: 'ledger-amount' }, money(c.amount, c.currency)),
         h('span', { class: 'ledger-key' }, 'key ', h('code', { title: c.metadata.client_idempotency_key ?? '' }, shortKey(c.metadata.client_idempotency_key ?? ''))),
       ),

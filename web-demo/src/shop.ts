@@ -21,6 +21,13 @@ export const cards: readonly Card[] = [
   { token: 'pm_card_insufficientFunds', brand: 'Mastercard', mark: 'MC', last4: '9995', behaviour: 'Insufficient funds' },
   { token: 'pm_card_slow', brand: 'Mastercard', mark: 'MC', last4: '3220', behaviour: 'Slow bank: processing for a few seconds' },
   { token: 'pm_card_lostResponse', brand: 'Amex', mark: 'AMEX', last4: '0005', behaviour: 'The provider loses its answer' },
+  {
+    token: 'pm_card_authenticationRequired',
+    brand: 'Visa',
+    mark: 'VISA',
+    last4: '3184',
+    behaviour: 'Needs authentication (3-D Secure): you confirm at your bank',
+  },
 ];
 
 export const money = (amount: number, currency: string) =>

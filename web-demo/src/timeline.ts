@@ -6,6 +6,14 @@ import type { RequestRecord } from './transport';
 
 export const timelineStorageKey = 'chargeonce-demo:timeline';
 
+/**
+ * The steps of the way to the bank and back, as timeline rows beside the
+ * requests (their operation): the page went to the bank's page, and the
+ * page is back from it. Neither is a request to chargeonce.
+ */
+export const redirectStep = 'Redirect';
+export const returnStep = 'Return';
+
 interface Stored {
   attemptKey: string;
   requests: RequestRecord[];
@@ -59,9 +67,19 @@ export class Timeline {
     return rec;
   }
 
+  /**
+   * The page goes away (to the bank): the requests still pending will not
+   * be read, and stay marked so with why, whatever the page hears while it
+   * unloads.
+   */
+  abandonPending(detail: string): void {
+    this.requests = this.requests.map((r) => (r.outcome === 'pending' ? { ...r, outcome: 'abandoned', detail } : r));
+    this.save();
+  }
+
   update(rec: RequestRecord): void {
     const i = this.requests.findIndex((r) => r.n === rec.n);
-    if (i >= 0) {
+    if (i >= 0 && this.requests[i].outcome !== 'abandoned') {
       this.requests[i] = rec;
       this.save();
     }

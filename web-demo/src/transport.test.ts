@@ -65,6 +65,15 @@ describe('recordingFetch', () => {
     expect(t.all()).toMatchObject([{ n: 1, fault: 'drop-response', outcome: 'network-error' }]);
   });
 
+  it("records a PROCESSING answer's nextAction: the bank asks the shopper to authenticate", async () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    const nextAction = { type: 'REDIRECT', url: 'http://127.0.0.1/provider/authenticate/ch_1', expiresAt: '2099-01-01T00:00:00Z' };
+    const f = recordingFetch(hooksFor(t), async () => answer({ data: { chargeCard: { status: 'PROCESSING', replayed: false, nextAction } } }));
+    await f('/graphql', request('k1'));
+    expect(t.all()[0]).toMatchObject({ outcome: 'answered', status: 'PROCESSING', nextAction: 'REDIRECT' });
+  });
+
   it('records a GraphQL error by its code', async () => {
     const t = new Timeline(new MemoryStorage());
     t.load('k1');
@@ -120,5 +129,18 @@ describe('Timeline', () => {
     const other = new Timeline(storage);
     other.load('k9');
     expect(other.all()).toEqual([]);
+  });
+
+  it('the page goes to the bank: pending requests are marked with why, and stay so whatever answers meanwhile', () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    t.add({ operation: 'ChargeCard', idempotencyKey: 'k1', sentAt: '', outcome: 'answered', status: 'PROCESSING' });
+    const live = t.add({ operation: 'ChargeUpdated', idempotencyKey: 'k1', sentAt: '', outcome: 'pending' });
+    t.abandonPending('the page went to the bank');
+    t.update({ ...live, outcome: 'unavailable', detail: 'closed 1001' });
+    expect(t.all().map((r) => [r.outcome, r.detail])).toEqual([
+      ['answered', undefined],
+      ['abandoned', 'the page went to the bank'],
+    ]);
   });
 });

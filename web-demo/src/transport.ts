@@ -16,7 +16,9 @@ export type Outcome =
   | 'graphql-error' // a GraphQL answer with errors
   | 'abandoned' // the page went away before the answer
   | 'unavailable' // a live status subscription that failed: the page polls instead
-  | 'closed'; // a live status subscription the page ended: the outcome came another way
+  | 'closed' // a live status subscription the page ended: the outcome came another way
+  | 'navigated' // a step, not a request: the page went to the bank's page (nextAction)
+  | 'returned'; // a step, not a request: the page is back from the bank (detail: where it found the attempt)
 
 export interface RequestRecord {
   /** 1 for the first request of the checkout attempt, 2 for the next… */
@@ -32,6 +34,8 @@ export interface RequestRecord {
   /** From the answer: null when chargeStatus knows no such key. */
   status?: ChargeStatus | null;
   replayed?: boolean;
+  /** From a PROCESSING answer: the type of its nextAction (REDIRECT: the shopper must authenticate). */
+  nextAction?: string;
   /** The error's message, or its code. */
   detail?: string;
   /** A GraphQL error's extensions.retryAfterMs (SERVICE_UNAVAILABLE, RATE_LIMITED). */
@@ -54,6 +58,7 @@ interface GraphQLBody {
 interface Payload {
   status?: ChargeStatus;
   replayed?: boolean;
+  nextAction?: { type?: string } | null;
 }
 
 interface GraphQLAnswer {
@@ -131,6 +136,7 @@ function describeAnswer(rec: RequestRecord, httpStatus: number, text: string): R
     httpStatus,
     status: payload?.status ?? null,
     ...(payload ? { replayed: payload.replayed } : {}),
+    ...(payload?.nextAction?.type ? { nextAction: payload.nextAction.type } : {}),
   };
 }
 

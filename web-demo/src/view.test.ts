@@ -4,10 +4,12 @@ import { describe, expect, it } from 'vitest';
 import type { Attempt, CheckoutState, Phase } from './checkout';
 import type { ChargePayload as ChargeResultFragment } from '@chargeonce/client';
 import type { Ledger } from './ledger';
+import { describeRequest } from './rowtext';
 import {
   announcement,
+  authenticateButtonView,
   countdownText,
-  describeRequest,
+  deadlineText,
   lockedNote,
   newAttemptLabel,
   outcomeView,
@@ -294,5 +296,89 @@ describe('a timeline row', () => {
     [{ outcome: 'answered', status: null }, 'unknown key: the server has no attempt with it (yet)', 'warn'],
   ] as const)('%j: %s', (r, text, tone) => {
     expect(describeRequest({ n: 1, operation: 'ChargeCard', idempotencyKey: 'k', sentAt: '', ...r })).toEqual({ text, tone });
+  });
+});
+
+describe('the bank asks the shopper to authenticate (action)', () => {
+  const action = (over: Partial<Extract<Phase, { kind: 'action' }>> = {}): Phase => ({
+    kind: 'action',
+    key: 'key-1',
+    url: 'http://127.0.0.1/provider/authenticate/ch_1',
+    expiresAt: '2099-01-01T00:15:00Z',
+    leaving: false,
+    back: false,
+    ...over,
+  });
+
+  it('Authenticate stands in for Pay: Pay is hidden, Authenticate shown until the page leaves', () => {
+    expect(payButtonView(state(action()))).toMatchObject({ hidden: true, disabled: true, busy: false });
+    expect(authenticateButtonView(state(action()))).toEqual({ hidden: false, disabled: false, busy: false, label: 'Authenticate' });
+    expect(authenticateButtonView(state(action({ leaving: true })))).toEqual({ hidden: false, disabled: true, busy: true, label: 'Going to your bank…' });
+    expect(authenticateButtonView(state(action({ back: true })))).toMatchObject({ hidden: false, label: 'Authenticate again' });
+    for (const phase of [{ kind: 'idle' }, processing(), { kind: 'final', payload: succeeded() }] as Phase[]) {
+      expect(authenticateButtonView(state(phase)).hidden).toBe(true);
+    }
+    expect(newAttemptLabel(state(action()))).toBeNull();
+    expect(lockedNote(state(action()), safe)).toContain('under the same key');
+  });
+
+  it('says what to do, that nothing is charged until then nor twice after, and until when', () => {
+    const v = outcomeView(state(action()), safe)!;
+    expect(v).toMatchObject({ tone: 'pending', pill: 'PROCESSING', title: 'Confirm the payment with your bank', spinner: false });
+    expect(words(v)).toContain('authenticate this payment of $113.00 (3-D Secure)');
+    expect(words(v)).toContain('Nothing is charged until you do, and never twice');
+    expect(words(v)).toContain('coming back only reads how it ended');
+    const deadline = v.lines.flatMap((l) => l.parts).find((p) => typeof p !== 'string' && p.testid === 'action-expires');
+    expect(deadline).toEqual({ text: deadlineText('2099-01-01T00:15:00Z'), testid: 'action-expires' });
+    expect(deadlineText('2099-01-01T00:15:00Z')).toMatch(/^\d{1,2}:\d{2}\s?[AP]M$/);
+    expect(words(outcomeView(state(action({ live: 'subscribed' })), safe))).toContain('this page hears it at once');
+  });
+
+  it('on the way to the bank, and back from it before its word', () => {
+    expect(outcomeView(state(action({ leaving: true })), safe)).toMatchObject({ title: 'Going to your bank…', spinner: true });
+    const back = outcomeView(state(action({ back: true })), safe)!;
+    expect(back).toMatchObject({ title: 'Back from your bank: waiting for its answer', spinner: true });
+    expect(words(back)).toContain('a read, which never charges');
+    const resuming = outcomeView(state({ kind: 'resuming', back: true }, null), safe)!;
+    expect(resuming).toMatchObject({ title: 'Back from your bank: reading the outcome…', spinner: true });
+  });
+
+  it('the live region: one short sentence for each step', () => {
+    expect(announcement(state(action()), safe)).toBe('Your bank asks you to authenticate this payment.');
+    expect(announcement(state(action({ leaving: true })), safe)).toBe('Going to your bank.');
+    expect(announcement(state(action({ back: true })), safe)).toBe('Back from your bank. Waiting for its answer.');
+    expect(announcement(state({ kind: 'resuming', back: true }, null), safe)).toBe('Back from your bank. Reading the outcome.');
+  });
+
+  it.each([
+    ['authentication_failed', 'Authentication failed'],
+    ['authentication_abandoned', 'Payment cancelled: not authenticated in time'],
+    ['card_declined', 'Payment declined'],
+  ])('FAILED %s: %s, and nothing was charged', (code, title) => {
+    const payload = { ...declined, failure: { code, message: 'The bank said no.' } };
+    const s = state({ kind: 'final', payload }, attempt('FAILED'));
+    const v = outcomeView(s, safe)!;
+    expect(v).toMatchObject({ tone: 'error', pill: 'FAILED', title });
+    expect(words(v)).toContain('Nothing was charged');
+    expect(announcement(s, safe)).toBe(`${title}: The bank said no.`);
+    expect(newAttemptLabel(s)).toBe('Try another card');
+  });
+
+  it('the timeline: the PROCESSING answer with its nextAction, the redirect, and the return by where it found the key', () => {
+    const row = (r: Partial<Parameters<typeof describeRequest>[0]>) =>
+      describeRequest({ n: 1, operation: 'ChargeCard', idempotencyKey: 'k', sentAt: '', outcome: 'answered', ...r });
+    expect(row({ status: 'PROCESSING', nextAction: 'REDIRECT' })).toEqual({
+      text: 'PROCESSING · nextAction REDIRECT: the bank asks the shopper to authenticate',
+      tone: 'pending',
+    });
+    expect(row({ operation: 'Redirect', outcome: 'navigated', detail: 'http://x' }).text).toContain("to the bank's challenge page");
+    expect(row({ operation: 'Return', outcome: 'returned', detail: 'storage' }).text).toContain("the attempt from this tab's storage");
+    expect(row({ operation: 'Return', outcome: 'returned', detail: 'address' })).toEqual({
+      text: "back from the bank: this tab's storage lost the attempt; its key from chargeonce_key, only asked about",
+      tone: 'warn',
+    });
+    expect(row({ operation: 'ChargeUpdated', outcome: 'abandoned', detail: 'the page went to the bank' }).text).toBe(
+      'live status: ended, the page went to the bank',
+    );
   });
 });

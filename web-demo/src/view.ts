@@ -1,12 +1,10 @@
 // What the page shows and says for a checkout state: plain data, computed
-// without a DOM, that render.ts paints. Unit-tested in view.test.ts.
+// without a DOM, that render.ts paints (the timeline's rows say theirs in
+// rowtext.ts). Unit-tested in view.test.ts.
 import { canPay, demoRetry, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
 import type { ChargePayload } from '@chargeonce/client';
 import type { Ledger } from './ledger';
-import { liveOperation } from './liverow';
-import { retryableCodes } from './request';
 import { cart, money } from './shop';
-import type { RequestRecord } from './transport';
 
 /** What the page knows besides the state: the switches, the ledger, the timeline. */
 export interface RenderContext {
@@ -29,8 +27,8 @@ export interface PayButtonView {
 
 export function payButtonView(s: CheckoutState): PayButtonView {
   const total = money(cart.amount, cart.currency);
-  // Nothing to pay: the attempt is over, or its checkout session is.
-  const over = s.phase.kind === 'final' || sessionEnded(s);
+  // Nothing to pay: the attempt is over, or its checkout session is; or the bank asks first (Authenticate stands in for Pay).
+  const over = s.phase.kind === 'final' || s.phase.kind === 'action' || sessionEnded(s);
   const busy = isBusy(s);
   return {
     hidden: over,
@@ -44,6 +42,26 @@ export function payButtonView(s: CheckoutState): PayButtonView {
         ? `Pay ${total} (same attempt)`
         : `Pay ${total}`,
   };
+}
+
+export interface AuthenticateButtonView {
+  hidden: boolean;
+  disabled: boolean;
+  busy: boolean;
+  label: string;
+}
+
+/**
+ * The Authenticate button: shown while the bank asks the shopper to
+ * authenticate. The page goes to the bank when the shopper presses it, not
+ * by itself: leaving the shop for another site is a change of context the
+ * shopper should ask for (and read about first).
+ */
+export function authenticateButtonView(s: CheckoutState): AuthenticateButtonView {
+  const p = s.phase;
+  if (p.kind !== 'action') return { hidden: true, disabled: true, busy: false, label: 'Authenticate' };
+  if (p.leaving) return { hidden: false, disabled: true, busy: true, label: 'Going to your bank…' };
+  return { hidden: false, disabled: false, busy: false, label: p.back ? 'Authenticate again' : 'Authenticate' };
 }
 
 /** The note under the cards while an attempt is open, or null. */
@@ -152,7 +170,13 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
     case 'idle':
       return null;
     case 'resuming':
+      if (p.back) {
+        const lines: Line[] = [{ parts: ['The page asks chargeonce how the payment ended, with its key: a read, which never charges again.'] }];
+        return { tone: 'pending', pill: null, title: 'Back from your bank: reading the outcome…', spinner: true, lines, facts: [] };
+      }
       return { tone: 'pending', pill: null, title: 'Picking up your payment where it was…', spinner: true, lines: [], facts: [] };
+    case 'action':
+      return actionView(p);
     case 'paying': {
       if (!p.retry) return { tone: 'pending', pill: null, title: 'Contacting your bank…', spinner: true, lines: [], facts: [] };
       const r = retryingLine(p.retry, ctx.unsafe);
@@ -248,6 +272,63 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
   }
 }
 
+/** The bank's deadline, as the shopper's clock shows it. */
+export const deadlineText = (iso: string) => new Date(iso).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit' });
+
+/** The bank asks the shopper to authenticate: what to do, and that nothing is charged until then, nor twice after. */
+function actionView(p: Extract<CheckoutState['phase'], { kind: 'action' }>): OutcomeView {
+  const total = money(cart.amount, cart.currency);
+  if (p.leaving) {
+    return {
+      tone: 'pending',
+      pill: 'PROCESSING',
+      title: 'Going to your bank…',
+      spinner: true,
+      lines: [{ parts: ["The attempt is in this tab's storage with its key: the page you come back to picks it up."] }],
+      facts: [],
+    };
+  }
+  const deadline = (before: string): Line => ({
+    parts: [before, 'Authenticate before ', { text: deadlineText(p.expiresAt), testid: 'action-expires' }, ', or the payment is cancelled.'],
+  });
+  if (p.back) {
+    return {
+      tone: 'pending',
+      pill: 'PROCESSING',
+      title: 'Back from your bank: waiting for its answer',
+      spinner: true,
+      lines: [
+        { parts: ['chargeonce has not heard from your bank yet. The page asks again with the same key: a read, which never charges.'] },
+        deadline('If you did not finish at your bank, Authenticate again takes you back there. '),
+      ],
+      facts: [],
+    };
+  }
+  const follow: Line =
+    p.live === 'subscribed'
+      ? { parts: ["Live status: if you authenticate elsewhere (your bank's app), this page hears it at once."], className: 'live-line', testid: 'live-status' }
+      : { parts: ['Meanwhile the page follows the attempt by its key: reads, which never charge.'], className: 'countdown-line' };
+  return {
+    tone: 'pending',
+    pill: 'PROCESSING',
+    title: 'Confirm the payment with your bank',
+    spinner: false,
+    lines: [
+      { parts: [`Your bank asks you to authenticate this payment of ${total} (3-D Secure). Authenticate takes you to its page, which sends you back here.`] },
+      deadline('Nothing is charged until you do, and never twice: the attempt waits under its key, and coming back only reads how it ended. '),
+      follow,
+    ],
+    facts: [],
+  };
+}
+
+/** The title of a FAILED outcome: a decline, or an authentication that did not happen. */
+const failedTitles: Record<string, string> = {
+  authentication_failed: 'Authentication failed',
+  authentication_abandoned: 'Payment cancelled: not authenticated in time',
+  authentication_required: 'Your bank asks for authentication',
+};
+
 function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
   const facts: Fact[] = [
     { term: 'status', value: p.status, testid: 'result-status' },
@@ -270,7 +351,7 @@ function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
     return {
       tone: 'error',
       pill: 'FAILED',
-      title: 'Payment declined',
+      title: failedTitles[p.failure?.code ?? ''] ?? 'Payment declined',
       spinner: false,
       lines: [
         { parts: [p.failure?.message ?? 'The card was not charged.'], className: 'reason', testid: 'failure-reason' },
@@ -331,7 +412,10 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
     case 'idle':
       return '';
     case 'resuming':
-      return 'Picking up your payment.';
+      return p.back ? 'Back from your bank. Reading the outcome.' : 'Picking up your payment.';
+    case 'action':
+      if (p.leaving) return 'Going to your bank.';
+      return p.back ? 'Back from your bank. Waiting for its answer.' : 'Your bank asks you to authenticate this payment.';
     case 'paying':
       if (!p.retry) return 'Paying.';
       return `${p.retry.kind === 'lost' ? 'The response was lost' : 'The server is busy'}. Retrying with ${ctx.unsafe ? 'a new key' : 'the same key'}.`;
@@ -346,69 +430,13 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
     case 'paused':
       return p.by === 'offline' ? 'Offline: the payment waits for the network.' : 'The payment waits for this tab.';
     case 'final': {
-      if (p.payload.status === 'FAILED') return `Payment declined: ${p.payload.failure?.message ?? 'nothing was charged.'}`;
+      if (p.payload.status === 'FAILED') {
+        const code = p.payload.failure?.code ?? '';
+        const what = failedTitles[code] ?? 'Payment declined';
+        return `${what}: ${p.payload.failure?.message ?? 'nothing was charged.'}`;
+      }
       const times = chargedTimes(ctx);
       return times > 1 ? `Payment received, but the card was charged ${times} times.` : 'Payment received.';
     }
-  }
-}
-
-/** The GraphQL field each operation the page sends asks for, as the timeline names it. */
-export const operationNames: Record<string, string> = {
-  ChargeCard: 'chargeCard',
-  ChargeStatus: 'chargeStatus',
-  SessionChargeStatus: 'chargeStatus',
-  ChargeUpdated: 'chargeUpdated',
-};
-
-export const shortKey = (k: string) => (k.length > 13 ? `${k.slice(0, 8)}…${k.slice(-4)}` : k);
-
-/** What a timeline row says about a live status subscription: which path the page took. */
-function describeLive(r: RequestRecord): { text: string; tone: 'pending' | 'warn' | 'error' | 'ok' } {
-  const tone = r.status === 'FAILED' ? 'error' : r.status === 'SUCCEEDED' ? 'ok' : 'pending';
-  switch (r.outcome) {
-    case 'pending':
-      return r.detail === 'subscribed'
-        ? { text: `live status: subscribed · ${r.status ?? ''}`.trim(), tone: 'pending' }
-        : { text: 'live status: connecting…', tone: 'pending' };
-    case 'answered':
-      return { text: `live status: subscribed · ${r.status}${r.replayed ? ' · replayed: true' : ''}`, tone };
-    case 'closed':
-      return { text: `live status: subscribed${r.status ? ` · ${r.status}` : ''} · closed, the outcome came first by another request`, tone: 'ok' };
-    case 'abandoned':
-      return { text: `live status: ended, ${r.detail ?? 'abandoned'}`, tone: 'warn' };
-    default:
-      return { text: `live status unavailable: polling${r.detail ? ` (${r.detail})` : ''}`, tone: 'warn' };
-  }
-}
-
-/** What a timeline row says about a request, and its colour. */
-export function describeRequest(r: RequestRecord): { text: string; tone: 'pending' | 'warn' | 'error' | 'ok' } {
-  if (r.operation === liveOperation) return describeLive(r);
-  switch (r.outcome) {
-    case 'unavailable':
-    case 'closed':
-      return { text: r.outcome, tone: 'warn' }; // a subscription's outcomes only
-    case 'pending':
-      return { text: 'waiting for the answer…', tone: 'pending' };
-    case 'abandoned':
-      return { text: `no answer read: ${r.detail ?? 'abandoned'}`, tone: 'warn' };
-    case 'network-error':
-      return {
-        text: r.fault ? 'network error: the response was lost after the server acted' : `network error${r.detail ? `: ${r.detail}` : ''}`,
-        tone: 'error',
-      };
-    case 'graphql-error':
-      return {
-        text: `error ${r.detail ?? ''}${r.retryAfterMs ? `, retry after ${r.retryAfterMs} ms` : ''}`.trim(),
-        // A code worth a retry is a busy or failing server, not a refusal.
-        tone: r.detail !== undefined && retryableCodes.has(r.detail) ? 'warn' : 'error',
-      };
-    case 'answered':
-      if (r.status === null) return { text: 'unknown key: the server has no attempt with it (yet)', tone: 'warn' };
-      return {
-        text: `${r.status}${r.replayed ? ' · replayed: true' : ''}`,
-        tone: r.status === 'FAILED' ? 'error' : r.status === 'SUCCEEDED' ? 'ok' : 'pending',
-      };
   }
 }
