@@ -237,10 +237,10 @@ describe.skipIf(skip !== '')('customer authentication (3-D Secure) in Chromium',
     const before = sent.length;
     await press(page, 'Complete authentication');
 
-    // Asked only by chargeStatus with the session, which (unlike chargeStatus
-    // without one) does not read the provider itself: the reconciler's next
-    // look (AUTHENTICATION_CHECK_INTERVAL, 15 s by default) settles it.
-    await expectFinal(page, 'SUCCEEDED', 30_000);
+    // Asked only by chargeStatus with the session, which reads the provider
+    // (at most once a second per attempt): well before the reconciler's next
+    // look (AUTHENTICATION_CHECK_INTERVAL, 15 s).
+    await expectFinal(page, 'SUCCEEDED', 10_000);
     expect(new URL(page.url()).search).toBe('');
     const returned = since(sent, before);
     // Without the stored input, the key is never sent to chargeCard: chargeStatus only.
