@@ -197,6 +197,19 @@ func (s *Service) CheckoutSession(ctx context.Context, m Merchant, id uuid.UUID)
 	if err != nil {
 		return nil, err
 	}
+	if sess.Status == SessionOpen && !s.cfg.Now().Before(sess.ExpiresAt) {
+		// Past its expiry, but an attempt still running (a slow provider, a
+		// shopper authenticating) may yet pay it: it is not EXPIRED until
+		// that attempt fails, as the sweep leaves it OPEN until then.
+		live, err := s.store.sessionHasLiveAttempt(ctx, sess.ID)
+		if err != nil {
+			return nil, err
+		}
+		if live {
+			sess.MaxAttempts = s.cfg.SessionMaxAttempts
+			return &sess, nil
+		}
+	}
 	sess = s.present(sess)
 	return &sess, nil
 }

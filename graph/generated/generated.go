@@ -601,7 +601,11 @@ type NextAction {
 
 "Where a checkout session stands."
 enum CheckoutSessionStatus {
-  "It may be paid: new charge attempts are accepted."
+  """
+  It may be paid: new charge attempts are accepted until expiresAt. Past
+  it, a session whose attempt is still running (a slow provider, a shopper
+  authenticating) stays OPEN until that attempt ends: its success pays it.
+  """
   OPEN
   "A charge paid it; see charge. It takes no more attempts."
   PAID

@@ -222,7 +222,9 @@ func (e ChargeStatus) MarshalJSON() ([]byte, error) {
 type CheckoutSessionStatus string
 
 const (
-	// It may be paid: new charge attempts are accepted.
+	// It may be paid: new charge attempts are accepted until expiresAt. Past
+	// it, a session whose attempt is still running (a slow provider, a shopper
+	// authenticating) stays OPEN until that attempt ends: its success pays it.
 	CheckoutSessionStatusOpen CheckoutSessionStatus = "OPEN"
 	// A charge paid it; see charge. It takes no more attempts.
 	CheckoutSessionStatusPaid CheckoutSessionStatus = "PAID"

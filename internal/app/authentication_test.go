@@ -15,6 +15,7 @@ import (
 	"chargeonce/graph/graphtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
+	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
 )
 
@@ -125,4 +126,37 @@ func TestAuthentication_SecretKey_ReturnURLRules(t *testing.T) {
 	require.Empty(t, r.Errors)
 	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status)
 	require.NotNil(t, r.Data.ChargeCard.NextAction)
+}
+
+// A checkout session's expiry never cuts an authentication short: the
+// session's one open attempt is the one waiting, and its success pays it.
+// The metrics count the wait and how it ended.
+func TestAuthentication_SessionExpiresMidChallenge_TheWaitStillPaysIt(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := startServer(t, dbURL, map[string]string{"CLEANUP_INTERVAL": "100ms"})
+	_, _, err := merchant.New(pool, false).AddOrigin(context.Background(), "demo", "https://shop.example")
+	require.NoError(t, err)
+	sess, secret := s.openSession(t, sessionInput(900, "returnUrl", "https://shop.example/return", "expiresInSeconds", 1))
+	key := newKey()
+	waiting := s.paySession(t, key, secret, "pm_card_authenticationRequired", nil).Data.ChargeCard
+	require.NotNil(t, waiting.NextAction)
+
+	time.Sleep(1500 * time.Millisecond) // past the session's expiry, and several sweeps
+	require.Equal(t, "OPEN", s.readSession(t, "demo-key", sess.ID).Data.Session.Status, "not expired while its attempt waits")
+	require.Equal(t, "CHECKOUT_SESSION_EXPIRED", s.paySession(t, newKey(), secret, "pm_card_visa", nil).code(t),
+		"no new attempt past the expiry; the waiting one goes on")
+
+	s.pressButton(t, waiting.NextAction.Url, "complete")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, "SUCCEEDED", s.sessionStatus(t, publishableKey, key, &secret).Data.ChargeStatus.Status)
+	}, 5*time.Second, 100*time.Millisecond)
+	require.Equal(t, "PAID", s.readSession(t, "demo-key", sess.ID).Data.Session.Status)
+
+	m := metricstest.Scrape(t, s.client, s.URL+"/metrics")
+	require.Equal(t, 1.0, m.Value("chargeonce_authentication_started_total"))
+	require.Equal(t, 1.0, m.Value("chargeonce_authentication_ended_total", "outcome", "completed"))
+	require.Equal(t, 1.0, m.Value("chargeonce_authentication_wait_seconds_count"))
+	require.Equal(t, 0.0, m.Value("chargeonce_authentication_waiting_attempts"))
 }
