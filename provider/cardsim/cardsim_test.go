@@ -44,6 +44,15 @@ func TestConformance_AgainstTheSimulator(t *testing.T) {
 			LoseOutcome: func(*testing.T) payment.ProviderChargeRequest {
 				return providertest.Request("pm_card_lostResponse", 1999, "USD")
 			},
+			// The shopper presses Complete authentication on the simulator's challenge page.
+			AuthenticationCard: "pm_card_authenticationRequired",
+			Authenticate: func(t *testing.T, pc payment.ProviderCharge) {
+				client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+				resp, err := client.PostForm(pc.Action.URL+"/complete", nil)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+			},
 			Cannot: providertest.Cannot{
 				SpendKey: "the simulator saves no failure for a key: pm_card_providerError answers 500 before anything is stored, " +
 					"on every send alike, so no key is ever spent",

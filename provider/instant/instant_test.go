@@ -20,6 +20,7 @@ func TestConformance(t *testing.T) {
 				FindAfterCharge: "the instant provider stores nothing, so FindCharge knows of no charge, and settle sends again",
 				LoseOutcome:     "the instant provider answers at once, in process: its outcome is never unknown",
 				SpendKey:        "the instant provider saves nothing for a key, so it replays no failure",
+				Authenticate:    "no card of the instant provider needs authentication",
 			},
 		}
 	})

@@ -36,6 +36,11 @@ type Harness struct {
 	// failure for its key, replayed on every later send, with no charge
 	// made, arranging it if needed.
 	SpendKey func(t *testing.T) payment.ProviderChargeRequest
+	// AuthenticationCard is a payment method that needs the shopper to
+	// authenticate (3-D Secure); Authenticate completes the challenge of
+	// pc, a payment that waits for it, as the shopper would.
+	AuthenticationCard string
+	Authenticate       func(t *testing.T, pc payment.ProviderCharge)
 	// Cannot says why the provider cannot show a behaviour.
 	Cannot Cannot
 }
@@ -57,6 +62,9 @@ type Cannot struct {
 	LoseOutcome string
 	// SpendKey: Harness.SpendKey is nil.
 	SpendKey string
+	// Authenticate: Harness.AuthenticationCard and Authenticate are unset:
+	// no card of the provider waits for the shopper.
+	Authenticate string
 }
 
 // Run runs every case against a provider that newHarness builds, one per
@@ -110,6 +118,7 @@ func (h Harness) check(t *testing.T) {
 		{"Charges", h.Charges != nil, h.Cannot.CountCharges},
 		{"LoseOutcome", h.LoseOutcome != nil, h.Cannot.LoseOutcome},
 		{"SpendKey", h.SpendKey != nil, h.Cannot.SpendKey},
+		{"Authenticate", h.Authenticate != nil && h.AuthenticationCard != "", h.Cannot.Authenticate},
 	} {
 		require.True(t, f.has != (f.reason != ""),
 			"providertest: Harness.%s must be set, or else a reason given in Cannot, not both", f.name)
@@ -124,6 +133,21 @@ func (h Harness) charge(t *testing.T) (payment.ProviderChargeRequest, payment.Pr
 	require.NoError(t, err)
 	require.True(t, pc.Succeeded, "%+v", pc)
 	require.NotEmpty(t, pc.ID)
+	return req, pc
+}
+
+// waiting creates a payment of the card that needs authentication, with a
+// return URL, and requires that it waits for the shopper.
+func (h Harness) waiting(t *testing.T) (payment.ProviderChargeRequest, payment.ProviderCharge) {
+	t.Helper()
+	req := Request(h.AuthenticationCard, 1999, "USD")
+	req.ReturnURL = "https://shop.example/checkout/return?" + payment.ReturnKeyParam + "=" + req.Metadata["client_idempotency_key"]
+	pc, err := h.Provider.CreateCharge(t.Context(), req)
+	require.NoError(t, err)
+	require.NotNil(t, pc.Action, "the payment waits for the shopper: %+v", pc)
+	require.NotEmpty(t, pc.Action.URL)
+	require.False(t, pc.Succeeded)
+	require.Empty(t, pc.FailureCode, "waiting is neither success nor failure")
 	return req, pc
 }
 
@@ -184,6 +208,50 @@ var cases = []struct {
 		require.Nil(t, found, "a spent key made no charge")
 		if h.Charges != nil {
 			require.Zero(t, h.Charges(t, req), "no charge at the provider")
+		}
+	}},
+	{"CreateCharge_NeedsAuthentication_WithoutReturnURL_FailsAuthenticationRequired", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.Authenticate)
+		pc, err := h.Provider.CreateCharge(t.Context(), Request(h.AuthenticationCard, 1999, "USD"))
+		require.NoError(t, err, "a card that cannot authenticate is an answer")
+		require.Nil(t, pc.Action, "nowhere to send the shopper back to: it never waits")
+		require.False(t, pc.Succeeded)
+		require.Equal(t, payment.FailureAuthenticationRequired, pc.FailureCode)
+	}},
+	{"FindCharge_WaitingThenAuthenticated_SaysHowItStands", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.Authenticate)
+		req, pc := h.waiting(t)
+		found, err := h.Provider.FindCharge(t.Context(), req)
+		require.NoError(t, err)
+		require.NotNil(t, found)
+		require.Equal(t, pc.Action, found.Action, "read while waiting: the same challenge")
+		h.Authenticate(t, pc)
+		found, err = h.Provider.FindCharge(t.Context(), req)
+		require.NoError(t, err)
+		require.True(t, found.Succeeded, "read after the shopper authenticated: %+v", found)
+		require.Nil(t, found.Action)
+	}},
+	{"CancelCharge_Waiting_IsAbandoned", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.Authenticate)
+		req, _ := h.waiting(t)
+		pc, err := h.Provider.CancelCharge(t.Context(), req)
+		require.NoError(t, err)
+		require.False(t, pc.Succeeded)
+		require.Nil(t, pc.Action)
+		require.Equal(t, payment.FailureAuthenticationAbandoned, pc.FailureCode)
+		found, err := h.Provider.FindCharge(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, payment.FailureAuthenticationAbandoned, found.FailureCode, "cancelled for good")
+	}},
+	{"CancelCharge_AfterTheShopperAuthenticated_IsThatSuccess", func(t *testing.T, h Harness) {
+		skipUnless(t, h.Cannot.Authenticate)
+		req, waiting := h.waiting(t)
+		h.Authenticate(t, waiting)
+		pc, err := h.Provider.CancelCharge(t.Context(), req)
+		require.NoError(t, err)
+		require.True(t, pc.Succeeded, "a cancel refused because the payment completed is that payment: %+v", pc)
+		if h.Charges != nil {
+			require.Equal(t, 1, h.Charges(t, req))
 		}
 	}},
 	{"CreateCharge_Decline_IsAFailedChargeNotAnError", func(t *testing.T, h Harness) {

@@ -35,6 +35,13 @@ func TestConformance_ThroughStripefake(t *testing.T) {
 				b.fake.FailCreates(stripefake.Error500, 1)
 				return request("pm_card_visa", 1999, "USD")
 			},
+			// The shopper completes the fake's redirect page.
+			AuthenticationCard: "pm_card_authenticationRequired",
+			Authenticate: func(t *testing.T, pc payment.ProviderCharge) {
+				if err := b.fake.CompleteAuthentication(pc.ID); err != nil {
+					t.Fatal(err)
+				}
+			},
 		}
 	})
 }
@@ -65,6 +72,7 @@ func TestConformance_ThroughStripeMock(t *testing.T) {
 				CountCharges:    "stripe-mock keeps no PaymentIntents to count",
 				LoseOutcome:     "stripe-mock answers every request it accepts",
 				SpendKey:        "stripe-mock saves no answer for a key, so it replays no failure",
+				Authenticate:    "stripe-mock's PaymentIntent never waits for a shopper (always requires_payment_method, with a placeholder next_action)",
 			},
 		}
 	})
