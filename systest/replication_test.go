@@ -170,6 +170,10 @@ func TestRelay_PublishesOnlyWhatTheSynchronousStandbyHas(t *testing.T) {
 	defer conn.Release()
 	var pid int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	require.Eventually(t, func() bool { // each backend takes a reload in its own time: this one must have it
+		var names string
+		return conn.QueryRow(ctx, "SHOW synchronous_standby_names").Scan(&names) == nil && names == "nobody"
+	}, 10*time.Second, 10*time.Millisecond)
 	waited := make(chan error, 1)
 	go func() {
 		_, err := conn.Exec(ctx, `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
