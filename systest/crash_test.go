@@ -177,7 +177,7 @@ func TestCrash_KilledWhileTheShopperAuthenticates_StillEndsRight(t *testing.T) {
 			dbURL := dbtest.NewDatabase(t)
 			provider := startServer(t, map[string]string{"DATABASE_URL": dbURL, "RECONCILE_INTERVAL": "1h"})
 			env := map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": provider.URL + "/provider"}
-			doomed := startServer(t, env)
+			doomed := startServer(t, mergeEnv(env, tt.env)) // its await schedules the next look by tt.env too
 			key := newKey()
 			in := withPaymentMethod("pm_card_authenticationRequired")
 			back := "https://shop.example/return"
