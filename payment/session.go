@@ -129,7 +129,7 @@ func (s *Service) CreateCheckoutSession(ctx context.Context, m Merchant, seed []
 	for range 2 {
 		stored, err := s.store.sessionByKey(ctx, m.ID, key)
 		if err == nil {
-			return s.replaySession(stored, seed, key, fingerprint)
+			return s.replaySession(ctx, stored, seed, key, fingerprint)
 		}
 		if !errors.Is(err, errNotFound) {
 			return SessionResult{}, err
@@ -173,13 +173,17 @@ func (s *Service) CreateCheckoutSession(ctx context.Context, m Merchant, seed []
 }
 
 // replaySession answers a create whose key is taken by stored.
-func (s *Service) replaySession(stored CheckoutSession, seed []byte, key string, fingerprint []byte) (SessionResult, error) {
+func (s *Service) replaySession(ctx context.Context, stored CheckoutSession, seed []byte, key string, fingerprint []byte) (SessionResult, error) {
 	if !hmac.Equal(stored.fingerprint, fingerprint) {
 		s.metrics.KeyReused.Inc()
 		return SessionResult{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
 			Message: "this idempotency key was already used to create a checkout session with a different input; use a new key for a new session"}
 	}
-	res := SessionResult{IdempotencyKey: key, Replayed: true, Session: s.present(stored)}
+	presented, err := s.present(ctx, stored)
+	if err != nil {
+		return SessionResult{}, err
+	}
+	res := SessionResult{IdempotencyKey: key, Replayed: true, Session: presented}
 	if secret := clientSecret(seed, stored.ID); subtle.ConstantTimeCompare(hashSecret(secret), stored.secretHash) == 1 {
 		res.ClientSecret = secret
 	}
@@ -197,31 +201,29 @@ func (s *Service) CheckoutSession(ctx context.Context, m Merchant, id uuid.UUID)
 	if err != nil {
 		return nil, err
 	}
-	if sess.Status == SessionOpen && !s.cfg.Now().Before(sess.ExpiresAt) {
-		// Past its expiry, but an attempt still running (a slow provider, a
-		// shopper authenticating) may yet pay it: it is not EXPIRED until
-		// that attempt fails, as the sweep leaves it OPEN until then.
-		live, err := s.store.sessionHasLiveAttempt(ctx, sess.ID)
-		if err != nil {
-			return nil, err
-		}
-		if live {
-			sess.MaxAttempts = s.cfg.SessionMaxAttempts
-			return &sess, nil
-		}
+	if sess, err = s.present(ctx, sess); err != nil {
+		return nil, err
 	}
-	sess = s.present(sess)
 	return &sess, nil
 }
 
 // present completes a stored session for an answer: its limit, and EXPIRED
-// once past its expiry.
-func (s *Service) present(sess CheckoutSession) CheckoutSession {
+// once past its expiry, unless an attempt still running (a slow provider, a
+// shopper authenticating) may yet pay it: the sweep leaves such a session
+// OPEN until that attempt ends, and so does the answer.
+func (s *Service) present(ctx context.Context, sess CheckoutSession) (CheckoutSession, error) {
 	sess.MaxAttempts = s.cfg.SessionMaxAttempts
-	if sess.Status == SessionOpen && !s.cfg.Now().Before(sess.ExpiresAt) {
+	if sess.Status != SessionOpen || s.cfg.Now().Before(sess.ExpiresAt) {
+		return sess, nil
+	}
+	live, err := s.store.sessionHasLiveAttempt(ctx, sess.ID)
+	if err != nil {
+		return sess, err
+	}
+	if !live {
 		sess.Status = SessionExpired
 	}
-	return sess
+	return sess, nil
 }
 
 // ChargeCheckoutSession pays m's session that clientSecret names, under
