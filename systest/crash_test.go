@@ -2,7 +2,6 @@ package systest
 
 import (
 	"maps"
-	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/provider/providertest"
 )
 
 // crashCase is a server killed at one dangerous point of a charge, the
@@ -189,12 +189,7 @@ func TestCrash_KilledWhileTheShopperAuthenticates_StillEndsRight(t *testing.T) {
 			requireKilled(t, doomed.Process, 10*time.Second, "killed mid-authentication")
 
 			if tt.complete {
-				client := *provider.HTTP
-				client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-				resp, err := client.PostForm(waiting.NextAction.Url+"/complete", nil)
-				require.NoError(t, err)
-				resp.Body.Close()
-				require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+				providertest.PressChallenge(t, provider.HTTP, waiting.NextAction.Url, "complete")
 			}
 
 			survivor := startServer(t, mergeEnv(env, tt.env))

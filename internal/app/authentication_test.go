@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"chargeonce/merchant"
 	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
+	"chargeonce/provider/providertest"
 )
 
 // Customer authentication over the real server: a checkout session with a
@@ -35,15 +35,7 @@ func (s *testServer) pressButton(t *testing.T, actionURL, button string) *url.UR
 	page, err := url.Parse(actionURL)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(page.Path, "/provider/authenticate/"), actionURL)
-	client := *s.client
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := client.PostForm(s.URL+page.Path+"/"+button, nil)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	back, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	return back
+	return providertest.PressChallenge(t, s.client, s.URL+page.Path, button)
 }
 
 func TestAuthentication_CheckoutSession_ThroughTheChallengeAndBack_OneCharge(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/payment"
+	"chargeonce/provider/providertest"
 	"chargeonce/provider/stripe"
 	"chargeonce/provider/stripe/stripefake"
 )
@@ -129,13 +129,7 @@ func TestStripe_Authentication_RedirectToTheChallengeAndBack_RetryOfTheKeyFindsI
 	require.Equal(t, 1, a.events(t, key, "charge.requires_action"))
 
 	// The shopper authenticates on the challenge page, which sends them back.
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(waiting.NextAction.Url+"/complete", nil)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	back, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
+	back := providertest.PressChallenge(t, nil, waiting.NextAction.Url, "complete")
 	require.Equal(t, "127.0.0.1:5173", back.Host)
 	require.Equal(t, key, back.Query().Get(payment.ReturnKeyParam), "the page back can resume the attempt")
 
@@ -251,11 +245,7 @@ func TestStripe_Authentication_Failed_FoundByWebhook_AuthenticationFailed(t *tes
 	a := stripeAuthServer(t, nil)
 	key := newKey()
 	waiting, pi := a.chargeWaiting(t, key)
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(waiting.NextAction.Url+"/fail", nil)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	providertest.PressChallenge(t, nil, waiting.NextAction.Url, "fail")
 
 	require.Equal(t, http.StatusOK, a.deliver(t, a.fake.Event("payment_intent.payment_failed", pi.ID), testStripeWebhookSecret))
 	status, code := a.stored(t, key)

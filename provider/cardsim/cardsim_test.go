@@ -47,11 +47,7 @@ func TestConformance_AgainstTheSimulator(t *testing.T) {
 			// The shopper presses Complete authentication on the simulator's challenge page.
 			AuthenticationCard: "pm_card_authenticationRequired",
 			Authenticate: func(t *testing.T, pc payment.ProviderCharge) {
-				client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-				resp, err := client.PostForm(pc.Action.URL+"/complete", nil)
-				require.NoError(t, err)
-				resp.Body.Close()
-				require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+				providertest.PressChallenge(t, nil, pc.Action.URL, "complete")
 			},
 			Cannot: providertest.Cannot{
 				SpendKey: "the simulator saves no failure for a key: pm_card_providerError answers 500 before anything is stored, " +
@@ -100,13 +96,8 @@ func (b bundle) waiting(t *testing.T) (payment.ProviderChargeRequest, payment.Pr
 // shopper does.
 func (b bundle) press(t *testing.T, challengeURL, button string) {
 	t.Helper()
-	client := *b.sim.Client()
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := client.Post(challengeURL+"/"+button, "application/x-www-form-urlencoded", nil)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	require.Equal(t, returnURL, resp.Header.Get("Location"))
+	back := providertest.PressChallenge(t, b.sim.Client(), challengeURL, button)
+	require.Equal(t, returnURL, back.String())
 }
 
 func (b bundle) status(t *testing.T, id string) string {

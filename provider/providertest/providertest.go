@@ -7,6 +7,9 @@
 package providertest
 
 import (
+	"cmp"
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -262,4 +265,24 @@ var cases = []struct {
 		require.Equal(t, h.DeclineCode, pc.FailureCode)
 		require.NotEmpty(t, pc.FailureMessage)
 	}},
+}
+
+// PressChallenge presses a button ("complete" or "fail") of the challenge
+// page at challengeURL, the page a waiting payment's Action names, as the
+// shopper's browser does: a form POST, whose answer must be 303 back to the
+// charge's return URL, which it returns. client carries the request (nil:
+// http.DefaultClient); its redirects are not followed.
+func PressChallenge(t require.TestingT, client *http.Client, challengeURL, button string) *url.URL {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	c := *cmp.Or(client, http.DefaultClient)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.PostForm(challengeURL+"/"+button, nil)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the page sends the shopper back")
+	back, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	return back
 }

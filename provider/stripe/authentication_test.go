@@ -3,13 +3,13 @@ package stripe
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/payment"
+	"chargeonce/provider/providertest"
 	"chargeonce/provider/stripe/stripefake"
 )
 
@@ -99,14 +99,8 @@ func TestFindCharge_AuthenticationFailed_IsAuthenticationFailed(t *testing.T) {
 	id := b.waiting(t, req)
 
 	// The shopper fails the challenge on the page, which sends them back.
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	page := b.fake.IntentsFor(MetadataAttemptID, req.AttemptID.String())[0].NextActionURL
-	resp, err := client.PostForm(page+"/fail", nil)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	back, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
+	back := providertest.PressChallenge(t, nil, page, "fail")
 	require.Equal(t, "shop.example", back.Host)
 	require.Equal(t, req.Metadata["client_idempotency_key"], back.Query().Get(payment.ReturnKeyParam), "back to the return URL, as it was")
 
