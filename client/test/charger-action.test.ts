@@ -3,38 +3,17 @@
 // return to the returnUrl with chargeonce_key → resume() → the outcome,
 // with one key and one charge, whether storage kept the attempt or not.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createCharger, returnKeyParam, type Charger, type ChargerOptions } from '../src/charger.js';
+import { returnKeyParam, type Charger, type ChargerOptions } from '../src/charger.js';
 import { AttemptOpenError, ChargerStateError } from '../src/errors.js';
-import type { ChargerEvent } from '../src/events.js';
 import type { ChargerState } from '../src/types.js';
-import { challengeExpiresAt, challengeUrl, FakeServer, FakeWindow, MemoryStorage } from './fakes.js';
+import { challengeExpiresAt, challengeUrl, FakeServer, FakeWindow, MemoryStorage, testCharger } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
 let chargers: Charger[] = [];
 
-function make(server: FakeServer, over: Partial<ChargerOptions> = {}) {
-  const events: ChargerEvent[] = [];
-  const states: ChargerState[] = [];
-  let n = 0;
-  const mintKey = vi.fn(() => `key-${++n}`);
-  const c = createCharger({
-    endpoint: 'https://api.example/graphql',
-    publishableKey: 'co_pk_test',
-    session: 'cs_test_secret',
-    storage: new MemoryStorage(),
-    live: 'poll',
-    crossTab: false,
-    fetch: server.fetch,
-    mintKey,
-    retry: { baseMs: 100, capMs: 2_000, budgetMs: 10_000, maxAttempts: 5 },
-    environment: { random: () => 0.5, navigate: () => {} },
-    onEvent: (e) => events.push(e),
-    ...over,
-  });
-  c.subscribe((s) => states.push(s));
-  chargers.push(c);
-  return { c, events, states, mintKey };
-}
+// The page never leaves in these tests: navigate goes nowhere unless a test says where.
+const make = (server: FakeServer, over: Partial<ChargerOptions> = {}) =>
+  testCharger(server, chargers, { environment: { random: () => 0.5, navigate: () => {} }, ...over });
 
 /** The address the provider sends the shopper back to. */
 const back = (key: string) => ({ search: `?order=42&${returnKeyParam}=${encodeURIComponent(key)}` });
@@ -171,16 +150,24 @@ describe('customer authentication (3-D Secure)', () => {
   });
 });
 
+/**
+ * The first page of a checkout: it pays, is asked to authenticate, and goes
+ * to the bank (the page closes), keeping its record in storage when given.
+ */
+async function toTheBank(server: FakeServer, storage = new MemoryStorage()) {
+  server.script = ['action'];
+  const before = make(server, { storage });
+  void before.c.pay(card).catch(() => {});
+  await vi.advanceTimersByTimeAsync(0);
+  before.c.handleNextAction();
+  before.c.close();
+}
+
 describe('the return from the bank', () => {
   it('with the record in storage: resume() sends chargeCard again with its key and input, and ends with the outcome', async () => {
     const server = new FakeServer();
-    server.script = ['action'];
     const storage = new MemoryStorage();
-    const before = make(server, { storage });
-    void before.c.pay(card).catch(() => {});
-    await vi.advanceTimersByTimeAsync(0);
-    before.c.handleNextAction();
-    before.c.close(); // the page goes to the bank
+    await toTheBank(server, storage);
     server.finish('key-1'); // the shopper authenticates there
 
     const after = make(server, { storage, environment: { location: back('key-1') } });
@@ -193,11 +180,7 @@ describe('the return from the bank', () => {
 
   it('storage lost: resume() adopts chargeonce_key, asks chargeStatus only (with the session), and ends with the outcome', async () => {
     const server = new FakeServer();
-    server.script = ['action'];
-    const before = make(server);
-    void before.c.pay(card).catch(() => {});
-    await vi.advanceTimersByTimeAsync(0);
-    before.c.close();
+    await toTheBank(server);
     server.finish('key-1');
 
     const after = make(server, { storage: new MemoryStorage(), environment: { location: back('key-1') } });
@@ -209,11 +192,7 @@ describe('the return from the bank', () => {
 
   it('storage lost and the shopper not done: the adopted key is followed through action and processing, never with chargeCard', async () => {
     const server = new FakeServer();
-    server.script = ['action'];
-    const before = make(server);
-    void before.c.pay(card).catch(() => {});
-    await vi.advanceTimersByTimeAsync(0);
-    before.c.close();
+    await toTheBank(server);
 
     const navigate = vi.fn();
     const after = make(server, { storage: new MemoryStorage(), environment: { location: back('key-1'), navigate } });

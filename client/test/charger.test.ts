@@ -1,36 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
+import type { Charger, ChargerOptions } from '../src/charger.js';
 import { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from '../src/errors.js';
-import type { ChargerEvent } from '../src/events.js';
 import type { ChargerState } from '../src/types.js';
-import { FakeServer, FakeWindow, MemoryStorage } from './fakes.js';
+import { FakeServer, FakeWindow, MemoryStorage, testCharger } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
 let chargers: Charger[] = [];
 
-function make(server: FakeServer, over: Partial<ChargerOptions> = {}) {
-  const events: ChargerEvent[] = [];
-  const states: ChargerState[] = [];
-  let n = 0;
-  const mintKey = vi.fn(() => `key-${++n}`);
-  const c = createCharger({
-    endpoint: 'https://api.example/graphql',
-    publishableKey: 'co_pk_test',
-    session: 'cs_test_secret',
-    storage: new MemoryStorage(),
-    live: 'poll',
-    crossTab: false,
-    fetch: server.fetch,
-    mintKey,
-    retry: { baseMs: 100, capMs: 2_000, budgetMs: 10_000, maxAttempts: 5 },
-    environment: { random: () => 0.5 },
-    onEvent: (e) => events.push(e),
-    ...over,
-  });
-  c.subscribe((s) => states.push(s));
-  chargers.push(c);
-  return { c, events, states, mintKey };
-}
+const make = (server: FakeServer, over: Partial<ChargerOptions> = {}) => testCharger(server, chargers, over);
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });

@@ -1,7 +1,10 @@
 // Fakes for the charger's tests: a storage, a chargeonce that charges each
 // key at most once (and can lose answers), and the browser's cross-tab
 // pieces.
-import type { KeyValueStorage } from '../src/types.js';
+import { vi } from 'vitest';
+import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
+import type { ChargerEvent } from '../src/events.js';
+import type { ChargerState, KeyValueStorage } from '../src/types.js';
 
 export class MemoryStorage implements KeyValueStorage {
   readonly map = new Map<string, string>();
@@ -191,4 +194,34 @@ export class FakeWindow {
   listeners(t: string) {
     return this.fns.get(t)?.size ?? 0;
   }
+}
+
+/**
+ * A charger of the tests against server: polling, no other tabs, a fixed
+ * jitter, keys key-1, key-2, …; over replaces any of that. It is pushed on
+ * chargers, for the test file to close; what it emitted and every state it
+ * went through are recorded.
+ */
+export function testCharger(server: FakeServer, chargers: Charger[], over: Partial<ChargerOptions> = {}) {
+  const events: ChargerEvent[] = [];
+  const states: ChargerState[] = [];
+  let n = 0;
+  const mintKey = vi.fn(() => `key-${++n}`);
+  const c = createCharger({
+    endpoint: 'https://api.example/graphql',
+    publishableKey: 'co_pk_test',
+    session: 'cs_test_secret',
+    storage: new MemoryStorage(),
+    live: 'poll',
+    crossTab: false,
+    fetch: server.fetch,
+    mintKey,
+    retry: { baseMs: 100, capMs: 2_000, budgetMs: 10_000, maxAttempts: 5 },
+    environment: { random: () => 0.5 },
+    onEvent: (e) => events.push(e),
+    ...over,
+  });
+  c.subscribe((s) => states.push(s));
+  chargers.push(c);
+  return { c, events, states, mintKey };
 }
