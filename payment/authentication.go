@@ -46,7 +46,7 @@ func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, pc Pro
 	// The next look: after the check interval, or at the window's end if
 	// that comes first, so that an abandoned payment is cancelled on time.
 	next := now.Add(s.cfg.AuthenticationCheckInterval)
-	if end := a.ActionSince.Add(s.cfg.AuthenticationWindow); !a.ActionSince.IsZero() && end.Before(next) {
+	if end := s.windowEnd(a); !a.ActionSince.IsZero() && end.Before(next) {
 		next = end
 	}
 	waiting, began, err := s.store.await(writeCtx, a, pc.Action.URL, now, next, s.cfg.AuthenticationWindow)
@@ -71,12 +71,18 @@ func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, pc Pro
 // authentication window: the window counts from when it began waiting,
 // not from its claim.
 func (s *Service) abandoned(a Attempt) bool {
-	return !a.ActionSince.IsZero() && s.cfg.Now().Sub(a.ActionSince) >= s.cfg.AuthenticationWindow
+	return !a.ActionSince.IsZero() && !s.cfg.Now().Before(s.windowEnd(a))
+}
+
+// windowEnd is when a's authentication window ends: AuthenticationWindow
+// after it began waiting.
+func (s *Service) windowEnd(a Attempt) time.Time {
+	return a.ActionSince.Add(s.cfg.AuthenticationWindow)
 }
 
 // nextAction is what the shopper of waiting attempt a must do, and until when.
 func (s *Service) nextAction(a Attempt) *NextAction {
-	return &NextAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: a.ActionSince.Add(s.cfg.AuthenticationWindow)}
+	return &NextAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: s.windowEnd(a)}
 }
 
 // checkAction reads the provider about a, which waits for the shopper, for
