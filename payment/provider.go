@@ -105,6 +105,55 @@ type Provider interface {
 	// means nobody knows yet; a provider whose charges never wait may
 	// always answer with one.
 	CancelCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error)
+	// CreateRefund refunds req.Amount of the charge req.ProviderChargeID, or
+	// returns the refund already made under the same idempotency key. A
+	// refund the provider refuses is a ProviderRefund in RefundFailed, not
+	// an error; an error wrapping ErrOutcomeUnknown means nobody knows yet.
+	CreateRefund(ctx context.Context, req ProviderRefundRequest) (ProviderRefund, error)
+	// FindRefund reads the refund that req made, by its idempotency key or
+	// among the charge's refunds by the attempt id in its metadata; nil when
+	// the provider has none. It never sends: a refund's outcome is read,
+	// so that nothing is refunded again once the provider may have
+	// forgotten the key.
+	FindRefund(ctx context.Context, req ProviderRefundRequest) (*ProviderRefund, error)
+}
+
+// ProviderRefundRequest asks the provider to refund part or all of a
+// charge once per IdempotencyKey (our provider key of the refund attempt).
+type ProviderRefundRequest struct {
+	IdempotencyKey string
+	// AttemptID names the refund attempt whatever its provider key (it is
+	// also in Metadata as chargeonce_attempt_id); AttemptCreatedAt: no
+	// refund for it is older.
+	AttemptID        uuid.UUID
+	AttemptCreatedAt time.Time
+	// ProviderChargeID is the charge refunded, as the provider names it.
+	ProviderChargeID string
+	Amount           int64
+	Currency         string
+	Reason           string
+	Metadata         map[string]string
+}
+
+// RefundState is where a refund stands at the provider.
+type RefundState string
+
+const (
+	// RefundPending: accepted, not final yet; read it again later.
+	RefundPending RefundState = "pending"
+	// RefundSucceeded: the money went back. A succeeded refund may still
+	// fail later (the card was closed), which a later read says.
+	RefundSucceeded RefundState = "succeeded"
+	// RefundFailed: the refund did not happen, or was reversed.
+	RefundFailed RefundState = "failed"
+)
+
+// ProviderRefund is the provider's word on a refund.
+type ProviderRefund struct {
+	ID             string
+	State          RefundState
+	FailureCode    string // set when failed
+	FailureMessage string
 }
 
 // instrumented is a Provider that times and counts every call.

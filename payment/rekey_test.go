@@ -142,3 +142,11 @@ func TestStore_Rekey_IsFencedOnAttemptAndKey(t *testing.T) {
 	_, err = b.svc.store.rekey(ctx, rekeyed, nextProviderKey(rekeyed))
 	require.ErrorIs(t, err, errFenced)
 }
+
+func (p *spendingProvider) CreateRefund(context.Context, ProviderRefundRequest) (ProviderRefund, error) {
+	return ProviderRefund{}, errors.New("this provider refunds nothing")
+}
+
+func (p *spendingProvider) FindRefund(context.Context, ProviderRefundRequest) (*ProviderRefund, error) {
+	return nil, errors.New("this provider refunds nothing")
+}

@@ -277,3 +277,13 @@ func errorCode(raw []byte) string {
 	_ = json.Unmarshal(raw, &e)
 	return e.Error.Code
 }
+
+// CreateRefund implements payment.Provider.
+func (p *Provider) CreateRefund(ctx context.Context, req payment.ProviderRefundRequest) (payment.ProviderRefund, error) {
+	return payment.ProviderRefund{}, fmt.Errorf("cardsim: refunds are not implemented yet: %w", payment.ErrOutcomeUnknown)
+}
+
+// FindRefund implements payment.Provider.
+func (p *Provider) FindRefund(ctx context.Context, req payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
+	return nil, fmt.Errorf("cardsim: refunds are not implemented yet")
+}

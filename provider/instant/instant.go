@@ -40,3 +40,15 @@ func (Provider) FindCharge(context.Context, payment.ProviderChargeRequest) (*pay
 func (Provider) CancelCharge(context.Context, payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
 	return payment.ProviderCharge{}, errors.New("instant: no charge waits for authentication")
 }
+
+// CreateRefund implements payment.Provider: every refund succeeds at once,
+// its id derived from our provider key, so that a re-send gets the same one.
+func (Provider) CreateRefund(_ context.Context, req payment.ProviderRefundRequest) (payment.ProviderRefund, error) {
+	return payment.ProviderRefund{ID: "instant_" + req.IdempotencyKey, State: payment.RefundSucceeded}, nil
+}
+
+// FindRefund implements payment.Provider. Nothing is stored, so it knows
+// of none, and settle sends again under the same key.
+func (Provider) FindRefund(context.Context, payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
+	return nil, nil
+}

@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -190,4 +191,14 @@ func piID(pi *stripego.PaymentIntent) string {
 		return ""
 	}
 	return pi.ID
+}
+
+// CreateRefund implements payment.Provider.
+func (p *Provider) CreateRefund(ctx context.Context, req payment.ProviderRefundRequest) (payment.ProviderRefund, error) {
+	return payment.ProviderRefund{}, fmt.Errorf("stripe: refunds are not implemented yet: %w", payment.ErrOutcomeUnknown)
+}
+
+// FindRefund implements payment.Provider.
+func (p *Provider) FindRefund(ctx context.Context, req payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
+	return nil, fmt.Errorf("stripe: refunds are not implemented yet")
 }
