@@ -42,6 +42,8 @@ var errorCodes = map[string]string{
 	payment.ESESSIONEXPIRED:  "CHECKOUT_SESSION_EXPIRED",
 	payment.ESESSIONLOCKED:   "CHECKOUT_SESSION_LOCKED",
 	payment.EFORBIDDEN:       codeForbidden,
+	payment.ECHARGENOTFOUND:  "CHARGE_NOT_FOUND",
+	payment.EREFUNDEXCEEDS:   "REFUND_EXCEEDS_CHARGE",
 }
 
 // errorPresenter is the one place where errors become GraphQL errors: domain
@@ -87,6 +89,9 @@ func presentDomain(ctx context.Context, log *slog.Logger, presented *gqlerror.Er
 	presented.Extensions = map[string]any{"code": errorCodes[domain.Code]}
 	if domain.Field != "" {
 		presented.Extensions["field"] = domain.Field
+	}
+	if domain.Code == payment.EREFUNDEXCEEDS {
+		presented.Extensions["refundable"] = domain.Refundable
 	}
 	if domain.Code == payment.ELIMITED {
 		presented.Extensions["retryAfterMs"] = retryAfterMs(domain.RetryAfter)

@@ -11,6 +11,22 @@ import (
 	"context"
 )
 
+// AmountRefunded is the resolver for the amountRefunded field.
+func (r *chargeResolver) AmountRefunded(ctx context.Context, obj *model.Charge) (int, error) {
+	refunded, _, err := r.chargeRefunds(ctx, obj)
+	return int(refunded), err
+}
+
+// Refunds is the resolver for the refunds field.
+func (r *chargeResolver) Refunds(ctx context.Context, obj *model.Charge) ([]*model.Refund, error) {
+	_, refunds, err := r.chargeRefunds(ctx, obj)
+	out := make([]*model.Refund, len(refunds))
+	for i := range refunds {
+		out[i] = toRefund(&refunds[i])
+	}
+	return out, err
+}
+
 // ChargeCard is the resolver for the chargeCard field.
 func (r *mutationResolver) ChargeCard(ctx context.Context, idempotencyKey string, input model.ChargeCardInput) (*model.ChargeCardPayload, error) {
 	key, err := headerKeyAgrees(ctx, idempotencyKey)
@@ -29,6 +45,15 @@ func (r *mutationResolver) CreateCheckoutSession(ctx context.Context, idempotenc
 	return r.createCheckoutSession(ctx, key, input)
 }
 
+// RefundCharge is the resolver for the refundCharge field.
+func (r *mutationResolver) RefundCharge(ctx context.Context, idempotencyKey string, input model.RefundInput) (*model.RefundPayload, error) {
+	key, err := headerKeyAgrees(ctx, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return r.refundCharge(ctx, key, input)
+}
+
 // ChargeStatus is the resolver for the chargeStatus field.
 func (r *queryResolver) ChargeStatus(ctx context.Context, idempotencyKey string, checkoutSession *string) (*model.ChargeCardPayload, error) {
 	return r.chargeStatus(ctx, idempotencyKey, checkoutSession)
@@ -37,6 +62,11 @@ func (r *queryResolver) ChargeStatus(ctx context.Context, idempotencyKey string,
 // CheckoutSession is the resolver for the checkoutSession field.
 func (r *queryResolver) CheckoutSession(ctx context.Context, id string) (*model.CheckoutSession, error) {
 	return r.checkoutSession(ctx, id)
+}
+
+// RefundStatus is the resolver for the refundStatus field.
+func (r *queryResolver) RefundStatus(ctx context.Context, idempotencyKey string) (*model.RefundPayload, error) {
+	return r.refundStatus(ctx, idempotencyKey)
 }
 
 // ChargeUpdated is the resolver for the chargeUpdated field.
@@ -69,6 +99,9 @@ func (r *subscriptionResolver) ChargeUpdated(ctx context.Context, idempotencyKey
 	return payloads, nil
 }
 
+// Charge returns generated.ChargeResolver implementation.
+func (r *Resolver) Charge() generated.ChargeResolver { return &chargeResolver{r} }
+
 // Mutation returns generated.MutationResolver implementation.
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
@@ -79,6 +112,7 @@ func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
 
 type (
+	chargeResolver       struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	queryResolver        struct{ *Resolver }
 	subscriptionResolver struct{ *Resolver }

@@ -39,6 +39,12 @@ type Metrics struct {
 	// Charges counts finalized attempts by outcome (succeeded, failed) and
 	// by whom (request, reconciler).
 	Charges *prometheus.CounterVec
+	// Refunds counts finalized refund attempts by outcome (succeeded,
+	// failed) and by whom (request, reconciler); RefundsRefused counts
+	// refunds refused before anything was claimed, by reason
+	// (exceeds_charge, charge_not_found).
+	Refunds        *prometheus.CounterVec
+	RefundsRefused *prometheus.CounterVec
 	// OutcomeUnknown counts requests that answered PROCESSING because the
 	// provider's outcome was unknown, handing the attempt to the reconciler.
 	OutcomeUnknown prometheus.Counter
@@ -134,6 +140,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		Charges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "charges_total",
 			Help: "Charge attempts finalized, by outcome (succeeded, failed) and by whom (request, reconciler)."},
 			[]string{"outcome", "by"}),
+		Refunds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refunds_total",
+			Help: "Refund attempts finalized, by outcome (succeeded, failed) and by whom (request, reconciler)."},
+			[]string{"outcome", "by"}),
+		RefundsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refunds_refused_total",
+			Help: "Refunds refused before anything was claimed, by reason (exceeds_charge, charge_not_found)."},
+			[]string{"reason"}),
 		OutcomeUnknown: counter("charge_outcome_unknown_total",
 			"Requests answered PROCESSING because the provider's outcome was unknown; the reconciler settles them."),
 		Replays:  counter("charge_replays_total", "Stored results returned to a retry (replayed: true)."),
@@ -200,7 +212,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		reg: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Charges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
+		reg.MustRegister(m.Charges, m.Refunds, m.RefundsRefused, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.CheckoutSessions, m.SessionRefused, m.Declines,
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,

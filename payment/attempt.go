@@ -14,6 +14,7 @@ import (
 // store alone converts it to and from database rows.
 type Attempt struct {
 	ID             uuid.UUID
+	Kind           Kind
 	MerchantID     uuid.UUID
 	IdempotencyKey string
 	Input          ChargeInput
@@ -45,6 +46,17 @@ type Attempt struct {
 	ActionURL       string
 	ActionSince     time.Time
 	ActionCheckedAt time.Time
+	// RefundOf is the charge a refund attempt refunds (Input holds its
+	// amount, resolved at the claim, its currency and, as Description, its
+	// reason); Refund is set when it SUCCEEDED. PendingSince is when the
+	// provider accepted the refund without making it final: from then on
+	// it is only ever read.
+	RefundOf uuid.UUID
+	// RefundOfProvider is the provider's id of that charge, when the
+	// attempt was read with it (refundRequest reads it otherwise).
+	RefundOfProvider string
+	Refund           *Refund
+	PendingSince     time.Time
 }
 
 // waiting reports whether a is PROCESSING and waits for the shopper.
@@ -61,6 +73,7 @@ func newAttempt(m Merchant, key string, in ChargeInput, now time.Time, lease, re
 	id := newID()
 	return Attempt{
 		ID:             id,
+		Kind:           KindCharge,
 		MerchantID:     m.ID,
 		IdempotencyKey: key,
 		Input:          in,

@@ -109,7 +109,7 @@ func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck
 		return a, err // !ok: another reader has this turn, or the attempt is final
 	}
 	log := s.attemptLog(m, current)
-	pc, err := s.provider.FindCharge(ctx, providerRequest(m, current))
+	pc, err := s.find(ctx, m, current)
 	switch {
 	case err != nil:
 		log.WarnContext(ctx, "could not read the provider about the attempt that waits for authentication", "err", err)

@@ -7,15 +7,14 @@ import (
 	"time"
 
 	goretry "github.com/sethvargo/go-retry"
-
-	"chargeonce/metrics"
 )
 
 // finalizeTimeout bounds the write of a provider's answer.
 const finalizeTimeout = 10 * time.Second
 
-// charge calls the provider for a freshly claimed attempt and records the outcome.
-func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
+// perform calls the provider for a freshly claimed attempt, of any kind,
+// and records the outcome.
+func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 	log := s.attemptLog(m, a)
 	// Finish the provider phase well within the lease, so that the reconciler
 	// never takes over an attempt whose holder is still working.
@@ -33,7 +32,12 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 	s.cfg.Fault(FaultAfterProvider)
 	if pc.waiting() {
 		// The shopper must authenticate first: nothing more to send, ever.
-		return s.fresh(s.await(ctx, log, a, pc))
+		return s.fresh(s.await(ctx, log, a, pc.ProviderCharge))
+	}
+	if pc.pending {
+		// The provider holds the refund and will make it final later: it is
+		// read from now on, never sent again.
+		return s.fresh(s.pend(ctx, a))
 	}
 	// The provider has answered, and losing that answer now would leave the
 	// attempt to the reconciler for the rest of the lease. A write that fails
@@ -68,29 +72,8 @@ func (s *Service) charge(ctx context.Context, m Merchant, a Attempt) Result {
 		return s.fresh(a)
 	}
 	s.cfg.Fault(FaultAfterFinalize)
-	log.InfoContext(ctx, "charge attempt finalized", "status", done.Status, "provider_charge_id", pc.ID)
+	log.InfoContext(ctx, string(a.Kind)+" attempt finalized", "status", done.Status, "provider_id", pc.ID)
 	return s.fresh(done)
-}
-
-// finalize records the provider's definitive answer, fenced on a's attempt
-// number, for its holder by.
-func (s *Service) finalize(ctx context.Context, a Attempt, pc ProviderCharge, by holder) (Attempt, error) {
-	now := s.cfg.Now()
-	expiresAt := now.Add(s.cfg.Retention)
-	var done Attempt
-	var err error
-	outcome := metrics.BySucceeded
-	if pc.Succeeded {
-		done, err = s.store.succeed(ctx, a, pc.ID, now, expiresAt)
-	} else {
-		outcome = metrics.ByFailed
-		done, err = s.store.fail(ctx, a, Failure{Code: pc.FailureCode, Message: pc.FailureMessage}, now, expiresAt)
-	}
-	if err == nil {
-		s.metrics.Charges.WithLabelValues(outcome, by.label()).Inc()
-		s.observeAuthentication(a, pc, now)
-	}
-	return done, err
 }
 
 // providerRequest is the charge request for attempt a. It must be the same
@@ -133,17 +116,16 @@ func returnURL(raw, key string) string {
 	return u.String()
 }
 
-// callProvider charges at the provider under our provider key. An unknown
+// callProvider sends a's operation under our provider key. An unknown
 // outcome is retried a few times within the retry budget; that is safe
 // because the provider deduplicates on the key.
-func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (ProviderCharge, error) {
-	req := providerRequest(m, a)
+func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (answer, error) {
 	backoff := goretry.WithMaxDuration(s.cfg.ProviderRetryBudget,
 		goretry.WithMaxRetries(s.cfg.ProviderRetries, goretry.NewExponential(200*time.Millisecond)))
-	var pc ProviderCharge
+	var pc answer
 	err := goretry.Do(ctx, backoff, func(ctx context.Context) error {
 		var err error
-		pc, err = s.provider.CreateCharge(ctx, req)
+		pc, err = s.create(ctx, m, a)
 		if errors.Is(err, ErrOutcomeUnknown) {
 			return goretry.RetryableError(err)
 		}

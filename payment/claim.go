@@ -98,7 +98,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			// From here on the attempt is ours and must reach the provider and
 			// the database whatever the client does: a client that hangs up
 			// must not leave a charge unrecorded.
-			return s.charge(context.WithoutCancel(ctx), m, c.attempt), nil
+			return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil
 		case foundStored:
 			// The common retry: the claim's statement read the stored attempt.
 			return s.answerRetry(ctx, m, c.attempt, a.Fingerprint)

@@ -50,7 +50,10 @@ type Config struct {
 	// key, a poll or a provider's webhook reads it sooner, at most once per
 	// AuthenticationRecheck.
 	AuthenticationCheckInterval time.Duration // default 15s
-	AuthenticationRecheck       time.Duration // default 1s
+	// RefundCheckInterval is how often the reconciler reads a refund that
+	// the provider holds pending (REFUND_CHECK_INTERVAL).
+	RefundCheckInterval   time.Duration // default 30s
+	AuthenticationRecheck time.Duration // default 1s
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Fault, when set, is called at each dangerous point of a charge. Only
@@ -78,6 +81,7 @@ const (
 	// reconciler asking for long.
 	AuthenticationWindowDefault        = 15 * time.Minute
 	AuthenticationCheckIntervalDefault = 15 * time.Second
+	RefundCheckIntervalDefault         = 30 * time.Second
 	AuthenticationRecheckDefault       = time.Second
 )
 
@@ -103,6 +107,7 @@ func (c Config) withDefaults() Config {
 	c.SessionMaxAttempts = cmp.Or(c.SessionMaxAttempts, SessionMaxAttemptsDefault)
 	c.AuthenticationWindow = cmp.Or(c.AuthenticationWindow, AuthenticationWindowDefault)
 	c.AuthenticationCheckInterval = cmp.Or(c.AuthenticationCheckInterval, AuthenticationCheckIntervalDefault)
+	c.RefundCheckInterval = cmp.Or(c.RefundCheckInterval, RefundCheckIntervalDefault)
 	c.AuthenticationRecheck = cmp.Or(c.AuthenticationRecheck, AuthenticationRecheckDefault)
 	if c.Now == nil {
 		c.Now = time.Now

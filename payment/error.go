@@ -18,6 +18,8 @@ const (
 	ESESSIONEXPIRED  = "session_expired"        // the checkout session expired; nothing was charged
 	ESESSIONLOCKED   = "session_locked"         // the checkout session took its maximum of attempts; nothing was charged
 	EFORBIDDEN       = "forbidden"              // the API key's kind may not do this; nothing was run
+	ECHARGENOTFOUND  = "charge_not_found"       // no such charge of this merchant; nothing was refunded
+	EREFUNDEXCEEDS   = "refund_exceeds_charge"  // more than remains refundable; nothing was refunded (Error.Refundable)
 	EUNAUTHENTICATED = "unauthenticated"        // no or unknown API key
 	ENOTFOUND        = "not_found"
 	// EUNAVAILABLE: the database cannot be reached or is saturated; nothing
@@ -37,6 +39,8 @@ type Error struct {
 	Field   string
 	// RetryAfter says when a retry may succeed (EUNAVAILABLE).
 	RetryAfter time.Duration
+	// Refundable is what remains refundable of the charge (EREFUNDEXCEEDS).
+	Refundable int64
 	// Err is the cause, for the log; it is never shown to the API's user.
 	Err error
 }

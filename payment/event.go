@@ -23,10 +23,16 @@ const (
 	EventSessionPaid = "checkout_session.paid"
 	// EventSessionExpired: a checkout session expired unpaid.
 	EventSessionExpired = "checkout_session.expired"
+	// EventRefundSucceeded: money went back. EventRefundFailed: a refund
+	// did not happen, or one that succeeded failed later (the card was
+	// closed; the refund's id is then the one of its refund.succeeded).
+	EventRefundSucceeded = "refund.succeeded"
+	EventRefundFailed    = "refund.failed"
 )
 
 // EventTypes are every event type, in the order of their subjects.
-var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction}
+var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction,
+	EventRefundSucceeded, EventRefundFailed}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -54,6 +60,20 @@ type Event struct {
 	Failure         *EventFailure `json:"failure,omitempty"` // charge.failed
 	CheckoutSession *EventSession `json:"checkoutSession,omitempty"`
 	NextAction      *EventAction  `json:"nextAction,omitempty"` // charge.requires_action
+	// Refund is the refund of a refund event (its ChargeID the charge
+	// refunded); absent from a refund.failed whose refund never happened.
+	Refund *EventRefund `json:"refund,omitempty"`
+	// RefundOf is the charge a refund event's attempt refunds.
+	RefundOf *uuid.UUID `json:"refundOf,omitempty"`
+}
+
+// EventRefund is the refund a refund event announces.
+type EventRefund struct {
+	ID               uuid.UUID `json:"id"`
+	ChargeID         uuid.UUID `json:"chargeId"`
+	ProviderRefundID string    `json:"providerRefundId"`
+	Status           Status    `json:"status"`
+	CreatedAt        time.Time `json:"createdAt"`
 }
 
 // EventAction is what the shopper must do, in a charge.requires_action
@@ -95,6 +115,9 @@ func eventOf(a Attempt, now time.Time) Event {
 		ID: newID(), OccurredAt: now.UTC(), MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey,
 		AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
 	}
+	if a.Kind == KindRefund {
+		return refundEventOf(a, e)
+	}
 	switch {
 	case a.Charge != nil:
 		e.Type = EventChargeSucceeded
@@ -102,6 +125,25 @@ func eventOf(a Attempt, now time.Time) Event {
 	case a.Failure != nil:
 		e.Type = EventChargeFailed
 		e.Failure = &EventFailure{Code: a.Failure.Code, Message: a.Failure.Message}
+	}
+	return e
+}
+
+// refundEventOf completes e, the event of finalized refund attempt a.
+func refundEventOf(a Attempt, e Event) Event {
+	charge := a.RefundOf
+	e.RefundOf = &charge
+	e.Type = EventRefundSucceeded
+	if a.Failure != nil {
+		e.Type = EventRefundFailed
+		e.Failure = &EventFailure{Code: a.Failure.Code, Message: a.Failure.Message}
+	}
+	if r := a.Refund; r != nil {
+		e.Refund = &EventRefund{ID: r.ID, ChargeID: r.ChargeID, ProviderRefundID: r.ProviderRefundID, Status: r.Status, CreatedAt: r.CreatedAt.UTC()}
+		if r.Failure != nil {
+			e.Type = EventRefundFailed
+			e.Failure = &EventFailure{Code: r.Failure.Code, Message: r.Failure.Message}
+		}
 	}
 	return e
 }
@@ -143,7 +185,8 @@ func ParseEvent(body []byte) (Event, error) {
 	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
-		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) {
+		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) ||
+		(e.Type == EventRefundSucceeded && e.Refund == nil) {
 		return Event{}, errMalformedEvent
 	}
 	return e, nil

@@ -65,7 +65,8 @@ func (c *finishedCache) get(merchant uuid.UUID, key string, now time.Time) (Atte
 
 // put remembers a if it is finished.
 func (c *finishedCache) put(a Attempt) {
-	if c == nil || a.Status == StatusProcessing {
+	if c == nil || a.Status == StatusProcessing || a.Kind == KindRefund {
+		// A refund that succeeded may still fail later: always read.
 		return
 	}
 	c.entries.Add(finishedKey{a.MerchantID, a.IdempotencyKey}, a)

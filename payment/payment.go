@@ -15,6 +15,16 @@ const (
 	StatusFailed     Status = "FAILED"
 )
 
+// Kind is what an attempt does at the provider. Every kind is claimed,
+// leased, fenced, settled, replayed and forgotten by the same machinery;
+// only its provider call and its record differ (operation.go).
+type Kind string
+
+const (
+	KindCharge Kind = "charge" // charge a card (ChargeCard)
+	KindRefund Kind = "refund" // refund part or all of a charge (RefundCharge)
+)
+
 // Merchant is the tenant that owns idempotency keys and charges.
 type Merchant struct {
 	ID   uuid.UUID
@@ -52,6 +62,31 @@ type Result struct {
 	// NextAction is set while PROCESSING when the shopper must
 	// authenticate: the same on every answer until the attempt is final.
 	NextAction *NextAction
+	// Refund is set when a refund attempt SUCCEEDED.
+	Refund *Refund
+}
+
+// RefundInput is what a merchant asks to refund: Amount of the charge
+// ChargeID, or, when Amount is 0, what remains refundable at the claim.
+type RefundInput struct {
+	ChargeID uuid.UUID
+	Amount   int64
+	Reason   string
+}
+
+// Refund is money that went back. Its Status is SUCCEEDED, or FAILED when
+// a refund that succeeded failed later (the card was closed; Failure says
+// why): its amount is refundable again.
+type Refund struct {
+	ID               uuid.UUID
+	ChargeID         uuid.UUID
+	Amount           int64
+	Currency         string
+	Reason           string
+	ProviderRefundID string
+	Status           Status
+	Failure          *Failure
+	CreatedAt        time.Time
 }
 
 // NextActionType is what kind of step the shopper must take.

@@ -34,7 +34,7 @@ func (s *Service) result(a Attempt) Result {
 	r := Result{IdempotencyKey: a.IdempotencyKey, Status: a.Status, ExpiresAt: a.ExpiresAt}
 	switch a.Status {
 	case StatusSucceeded:
-		r.Charge = a.Charge
+		r.Charge, r.Refund = a.Charge, a.Refund
 	case StatusFailed:
 		r.Failure = a.Failure
 	default:
@@ -67,7 +67,7 @@ func (s *Service) retryAfter(lockedUntil time.Time) time.Duration {
 // this merchant never used the key.
 func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
 	a, ok, err := s.attempt(ctx, m, key)
-	if err != nil || !ok {
+	if err != nil || !ok || a.Kind != KindCharge {
 		return nil, err
 	}
 	return s.status(ctx, m, a), nil

@@ -22,7 +22,17 @@ const (
 	// authenticate; the attempt stays PROCESSING with its next action, for
 	// the reconciler's next look (authentication.go).
 	waitingForShopper
+	// waitingForProvider: the provider holds the refund pending; the
+	// attempt stays PROCESSING, for the reconciler's next read.
+	waitingForProvider
 )
+
+// unavailableMessage is what an attempt of each kind that the provider
+// never saw within the redrive window ends with.
+var unavailableMessage = map[Kind]string{
+	KindCharge: "The card provider could not be reached; the card was not charged.",
+	KindRefund: "The card provider could not be reached; nothing was refunded.",
+}
 
 // settle drives an attempt that the holder by has just taken over (the
 // reconciler, or a retry) to a final status: it asks the provider by our
@@ -45,15 +55,17 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		log.WarnContext(ctx, "attempt stays PROCESSING", "reason", reason, "err", err)
 		return leftOpen, s.release(ctx, log, a, releaseBudget)
 	}
-	pc, err := s.provider.FindCharge(ctx, providerRequest(m, a))
+	pc, err := s.find(ctx, m, a)
 	if err != nil {
 		return open("the provider lookup failed", err)
 	}
-	reason := "the provider has the charge"
+	reason := "the provider has the " + string(a.Kind)
 	switch {
+	case pc != nil && pc.pending:
+		return waitingForProvider, s.pend(ctx, a)
 	case pc != nil && pc.waiting():
 		if !s.abandoned(a) {
-			return waitingForShopper, s.await(ctx, log, a, *pc)
+			return waitingForShopper, s.await(ctx, log, a, pc.ProviderCharge)
 		}
 		// Only a cancel the provider confirms ends the attempt FAILED: one it
 		// refuses because the shopper completed meanwhile is that outcome.
@@ -65,7 +77,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		if err != nil {
 			return open("could not cancel the payment abandoned mid-authentication", err)
 		}
-		pc = &got
+		pc = &answer{ProviderCharge: got}
 	case pc != nil:
 	case a.ActionURL != "":
 		// It waited for the shopper: it is never sent again, whatever the
@@ -76,14 +88,13 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		if by == byReconciler {
 			s.metrics.ReconcilerGiveUps.Inc()
 		}
-		pc = &ProviderCharge{FailureCode: "provider_unavailable",
-			FailureMessage: "The card provider could not be reached; the card was not charged."}
+		pc = &answer{ProviderCharge: ProviderCharge{FailureCode: "provider_unavailable", FailureMessage: unavailableMessage[a.Kind]}}
 	default:
-		reason = "the provider never saw the charge; sent it again under the same provider key"
+		reason = "the provider never saw the " + string(a.Kind) + "; sent it again under the same provider key"
 		if by == byReconciler {
 			s.metrics.ReconcilerRedrives.Inc()
 		}
-		got, err := s.provider.CreateCharge(ctx, providerRequest(m, a))
+		got, err := s.create(ctx, m, a)
 		if errors.Is(err, ErrProviderKeySpent) {
 			rekeyed, rerr := s.rekey(ctx, log, a)
 			if errors.Is(rerr, errFenced) {
@@ -95,13 +106,16 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 			}
 			a = rekeyed
 			reason = "the provider key was spent and the provider held no charge; sent under a new provider key"
-			got, err = s.provider.CreateCharge(ctx, providerRequest(m, a))
+			got, err = s.create(ctx, m, a)
 		}
 		if err != nil {
-			return open("re-sent the charge, outcome still unknown", err)
+			return open("re-sent the "+string(a.Kind)+", outcome still unknown", err)
 		}
 		if got.waiting() {
-			return waitingForShopper, s.await(ctx, log, a, got)
+			return waitingForShopper, s.await(ctx, log, a, got.ProviderCharge)
+		}
+		if got.pending {
+			return waitingForProvider, s.pend(ctx, a)
 		}
 		pc = &got
 	}
@@ -115,8 +129,8 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 	if err != nil {
 		return open("could not record the provider's answer", err)
 	}
-	log.InfoContext(ctx, by.takeover()+": attempt finalized", "status", done.Status, "reason", reason,
-		"provider_charge_id", pc.ID, "failure_code", pc.FailureCode)
+	log.InfoContext(ctx, by.takeover()+": attempt finalized", "kind", a.Kind, "status", done.Status, "reason", reason,
+		"provider_id", pc.ID, "failure_code", pc.FailureCode)
 	return finalized, done
 }
 
@@ -139,7 +153,7 @@ func (s *Service) rekey(ctx context.Context, log *slog.Logger, a Attempt) (Attem
 func (s *Service) resume(ctx context.Context, log *slog.Logger, m Merchant, a Attempt) Result {
 	st, a := s.settle(ctx, log, m, a, byRequest)
 	switch st {
-	case finalized, waitingForShopper:
+	case finalized, waitingForShopper, waitingForProvider:
 		return s.fresh(a)
 	case finalizedByAnother:
 		if stored, err := s.store.get(ctx, m.ID, a.IdempotencyKey); err == nil {

@@ -30,6 +30,7 @@ const (
 	constraintAttemptOrder     = "charge_attempts_order_idx"         // one live attempt per order
 	constraintChargeOrder      = "charges_order_idx"                 // one charge per order
 	constraintAttemptSession   = "charge_attempts_session_idx"       // one live attempt per checkout session
+	constraintProviderRefundID = "refunds_provider_refund_id_unique" // one refund row per provider refund
 )
 
 // errOrderPaid refuses a second payment of an order; errFenced is a

@@ -41,7 +41,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 		ProviderKey:        a.ProviderKey,
 		Amount:             a.Input.Amount,
 		Currency:           a.Input.Currency,
-		PaymentMethod:      a.Input.PaymentMethod,
+		PaymentMethod:      optional(a.Input.PaymentMethod),
 		OrderID:            optional(a.Input.OrderID),
 		Description:        optional(a.Input.Description),
 		LockedUntil:        a.LockedUntil,
@@ -57,7 +57,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 	if err != nil {
 		return claim{}, err
 	}
-	c := claim{outcome: foundStored, attempt: withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt)}
+	c := claim{outcome: foundStored, attempt: withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, row.ProviderRefundID, row.RefundCreatedAt)}
 	if row.Claimed {
 		c.outcome = claimedByUs
 	}
@@ -77,7 +77,7 @@ func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Atte
 	if err != nil {
 		return Attempt{}, interpretError(err)
 	}
-	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), nil
+	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, row.ProviderRefundID, row.RefundCreatedAt), nil
 }
 
 // getByID loads the attempt with id, with its charge or failure.
@@ -86,13 +86,21 @@ func (s *store) getByID(ctx context.Context, id uuid.UUID) (Attempt, error) {
 	if err != nil {
 		return Attempt{}, interpretError(err)
 	}
-	return withCharge(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt), nil
+	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, row.ProviderRefundID, row.RefundCreatedAt), nil
 }
 
-// withCharge converts a stored attempt read with its charge's columns.
-func withCharge(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreatedAt *time.Time) Attempt {
+// withOutcome converts a stored attempt read with the columns of its
+// outcome: a charge's, or a refund's.
+func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreatedAt *time.Time, providerRefundID *string, refundCreatedAt *time.Time) Attempt {
 	a := attemptFromRow(row)
-	if a.Status == StatusSucceeded {
+	if a.Kind == KindRefund {
+		a.RefundOfProvider = deref(providerChargeID)
+	}
+	switch {
+	case a.Status != StatusSucceeded:
+	case a.Kind == KindRefund:
+		a.Refund = refundOf(a, deref(row.RefundID), deref(providerRefundID), deref(refundCreatedAt))
+	default:
 		a.Charge = chargeOf(a, row.ChargeID, deref(providerChargeID), chargeCreatedAt)
 	}
 	return a
@@ -166,6 +174,13 @@ func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt t
 			return err
 		}
 		done = attemptFromRow(row)
+		if done.Kind == KindRefund {
+			// A refund that failed gives its reservation back, in the
+			// transaction that fails it.
+			if err := q.ReleaseRefundReservation(ctx, sqlc.ReleaseRefundReservationParams{Amount: done.Input.Amount, ID: done.RefundOf}); err != nil {
+				return err
+			}
+		}
 		return insertEvent(ctx, q, eventOf(done, now))
 	})
 	if errors.Is(err, errFenced) {
@@ -332,10 +347,11 @@ func (s *store) stuck(ctx context.Context, now time.Time, limit int) ([]StuckAtt
 func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
 	a := Attempt{
 		ID:             r.ID,
+		Kind:           Kind(r.Kind),
 		MerchantID:     r.MerchantID,
 		IdempotencyKey: r.IdempotencyKey,
 		Input: ChargeInput{
-			Amount: r.Amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,
+			Amount: r.Amount, Currency: r.Currency, PaymentMethod: deref(r.PaymentMethod),
 			OrderID: deref(r.OrderID), Description: deref(r.Description), ReturnURL: deref(r.ReturnURL),
 		},
 		Fingerprint: r.Fingerprint,
@@ -351,6 +367,10 @@ func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
 	}
 	if a.Status == StatusFailed {
 		a.Failure = &Failure{Code: deref(r.FailureCode), Message: deref(r.FailureMessage)}
+	}
+	if a.Kind == KindRefund {
+		a.RefundOf = deref(r.ChargeID)
+		a.PendingSince = deref(r.PendingSince)
 	}
 	if r.NextActionURL != nil {
 		a.ActionURL = *r.NextActionURL

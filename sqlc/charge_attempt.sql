@@ -46,21 +46,27 @@ counted AS (
 SELECT sqlc.embed(a),
        c.provider_charge_id,
        c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at,
        false AS claimed
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key
 UNION ALL
-SELECT claimed.*, NULL, NULL, true FROM claimed;
+SELECT claimed.*, NULL, NULL, NULL, NULL, true FROM claimed;
 
 -- name: GetChargeAttempt :one
 -- Loads an attempt with its charge, for a replay or a status query. Scoped by
 -- merchant, so nobody reads another merchant's result.
 SELECT sqlc.embed(a),
        c.provider_charge_id,
-       c.created_at AS charge_created_at
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key;
 
 -- name: GetChargeAttemptByID :one
@@ -68,9 +74,12 @@ WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key;
 -- names the attempt by the id in the payment's metadata).
 SELECT sqlc.embed(a),
        c.provider_charge_id,
-       c.created_at AS charge_created_at
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.id = @id;
 
 -- name: InsertCharge :one
@@ -186,7 +195,7 @@ RETURNING *;
 -- but for those that wait for the shopper (their own gauge): between two
 -- looks of the reconciler nobody holds them, by design.
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz AND next_action_url IS NULL;
+WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz AND next_action_url IS NULL AND pending_since IS NULL;
 
 -- name: CountWaitingChargeAttempts :one
 -- For the waiting-attempts gauge: PROCESSING attempts that wait for the
@@ -200,7 +209,7 @@ WHERE status = 'PROCESSING' AND next_action_url IS NOT NULL;
 SELECT a.*, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
-WHERE a.status = 'PROCESSING' AND a.locked_until < sqlc.arg(now)::timestamptz AND a.next_action_url IS NULL
+WHERE a.status = 'PROCESSING' AND a.locked_until < sqlc.arg(now)::timestamptz AND a.next_action_url IS NULL AND a.pending_since IS NULL
 ORDER BY a.created_at
 LIMIT sqlc.arg(max_attempts)::integer;
 

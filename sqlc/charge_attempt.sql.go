@@ -19,7 +19,7 @@ SET next_action_url = $1::text,
     action_checked_at = $2::timestamptz,
     locked_until = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 `
 
 type AwaitChargeAttemptActionParams struct {
@@ -69,6 +69,9 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		&i.NextActionURL,
 		&i.ActionSince,
 		&i.ActionCheckedAt,
+		&i.Kind,
+		&i.RefundID,
+		&i.PendingSince,
 	)
 	return i, err
 }
@@ -95,21 +98,24 @@ WITH claimed AS (
           AND s.attempts < $16::integer
     ))
     ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 ),
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at,
        false AS claimed
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -120,7 +126,7 @@ type ClaimChargeAttemptParams struct {
 	ProviderKey        string
 	Amount             int64
 	Currency           string
-	PaymentMethod      string
+	PaymentMethod      *string
 	OrderID            *string
 	Description        *string
 	LockedUntil        time.Time
@@ -135,6 +141,8 @@ type ClaimChargeAttemptRow struct {
 	ChargeAttempt    ChargeAttempt
 	ProviderChargeID *string
 	ChargeCreatedAt  *time.Time
+	ProviderRefundID *string
+	RefundCreatedAt  *time.Time
 	Claimed          bool
 }
 
@@ -202,8 +210,13 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.NextActionURL,
 		&i.ChargeAttempt.ActionSince,
 		&i.ChargeAttempt.ActionCheckedAt,
+		&i.ChargeAttempt.Kind,
+		&i.ChargeAttempt.RefundID,
+		&i.ChargeAttempt.PendingSince,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
+		&i.ProviderRefundID,
+		&i.RefundCreatedAt,
 		&i.Claimed,
 	)
 	return i, err
@@ -211,7 +224,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 
 const countStuckChargeAttempts = `-- name: CountStuckChargeAttempts :one
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND locked_until < $1::timestamptz AND next_action_url IS NULL
+WHERE status = 'PROCESSING' AND locked_until < $1::timestamptz AND next_action_url IS NULL AND pending_since IS NULL
 `
 
 // For the stuck-attempts gauge: PROCESSING attempts whose lease has ended,
@@ -273,7 +286,7 @@ SET status = 'FAILED',
     completed_at = now(),
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 `
 
 type FailChargeAttemptParams struct {
@@ -320,16 +333,22 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.NextActionURL,
 		&i.ActionSince,
 		&i.ActionCheckedAt,
+		&i.Kind,
+		&i.RefundID,
+		&i.PendingSince,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since,
        c.provider_charge_id,
-       c.created_at AS charge_created_at
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $1 AND a.idempotency_key = $2
 `
 
@@ -342,6 +361,8 @@ type GetChargeAttemptRow struct {
 	ChargeAttempt    ChargeAttempt
 	ProviderChargeID *string
 	ChargeCreatedAt  *time.Time
+	ProviderRefundID *string
+	RefundCreatedAt  *time.Time
 }
 
 // Loads an attempt with its charge, for a replay or a status query. Scoped by
@@ -374,18 +395,26 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.NextActionURL,
 		&i.ChargeAttempt.ActionSince,
 		&i.ChargeAttempt.ActionCheckedAt,
+		&i.ChargeAttempt.Kind,
+		&i.ChargeAttempt.RefundID,
+		&i.ChargeAttempt.PendingSince,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
+		&i.ProviderRefundID,
+		&i.RefundCreatedAt,
 	)
 	return i, err
 }
 
 const getChargeAttemptByID = `-- name: GetChargeAttemptByID :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since,
        c.provider_charge_id,
-       c.created_at AS charge_created_at
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.id = $1
 `
 
@@ -393,6 +422,8 @@ type GetChargeAttemptByIDRow struct {
 	ChargeAttempt    ChargeAttempt
 	ProviderChargeID *string
 	ChargeCreatedAt  *time.Time
+	ProviderRefundID *string
+	RefundCreatedAt  *time.Time
 }
 
 // Loads an attempt by its id, for a provider's word about it (a webhook
@@ -425,8 +456,13 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeAttempt.NextActionURL,
 		&i.ChargeAttempt.ActionSince,
 		&i.ChargeAttempt.ActionCheckedAt,
+		&i.ChargeAttempt.Kind,
+		&i.ChargeAttempt.RefundID,
+		&i.ChargeAttempt.PendingSince,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
+		&i.ProviderRefundID,
+		&i.RefundCreatedAt,
 	)
 	return i, err
 }
@@ -434,7 +470,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 const insertCharge = `-- name: InsertCharge :one
 INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at
+RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded
 `
 
 type InsertChargeParams struct {
@@ -469,15 +505,17 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		&i.Description,
 		&i.ProviderChargeID,
 		&i.CreatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
-WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz AND a.next_action_url IS NULL
+WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz AND a.next_action_url IS NULL AND a.pending_since IS NULL
 ORDER BY a.created_at
 LIMIT $2::integer
 `
@@ -496,7 +534,7 @@ type ListStuckChargeAttemptsRow struct {
 	ProviderKey       string
 	Amount            int64
 	Currency          string
-	PaymentMethod     string
+	PaymentMethod     *string
 	OrderID           *string
 	Description       *string
 	ChargeID          *uuid.UUID
@@ -512,6 +550,9 @@ type ListStuckChargeAttemptsRow struct {
 	NextActionURL     *string
 	ActionSince       *time.Time
 	ActionCheckedAt   *time.Time
+	Kind              string
+	RefundID          *uuid.UUID
+	PendingSince      *time.Time
 	MerchantName      string
 }
 
@@ -551,6 +592,9 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.NextActionURL,
 			&i.ActionSince,
 			&i.ActionCheckedAt,
+			&i.Kind,
+			&i.RefundID,
+			&i.PendingSince,
 			&i.MerchantName,
 		); err != nil {
 			return nil, err
@@ -587,7 +631,7 @@ UPDATE charge_attempts
 SET provider_key = $1::text
 WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
   AND provider_key = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 `
 
 type RekeyChargeAttemptParams struct {
@@ -636,6 +680,9 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.NextActionURL,
 		&i.ActionSince,
 		&i.ActionCheckedAt,
+		&i.Kind,
+		&i.RefundID,
+		&i.PendingSince,
 	)
 	return i, err
 }
@@ -668,7 +715,7 @@ SET status = 'SUCCEEDED',
     completed_at = now(),
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 `
 
 type SucceedChargeAttemptParams struct {
@@ -713,6 +760,9 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 		&i.NextActionURL,
 		&i.ActionSince,
 		&i.ActionCheckedAt,
+		&i.Kind,
+		&i.RefundID,
+		&i.PendingSince,
 	)
 	return i, err
 }
@@ -721,7 +771,7 @@ const takeActionCheck = `-- name: TakeActionCheck :one
 UPDATE charge_attempts
 SET action_checked_at = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND action_checked_at <= $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 `
 
 type TakeActionCheckParams struct {
@@ -764,6 +814,9 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 		&i.NextActionURL,
 		&i.ActionSince,
 		&i.ActionCheckedAt,
+		&i.Kind,
+		&i.RefundID,
+		&i.PendingSince,
 	)
 	return i, err
 }
@@ -773,7 +826,7 @@ UPDATE charge_attempts
 SET attempt = attempt + 1,
     locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -815,6 +868,9 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.NextActionURL,
 		&i.ActionSince,
 		&i.ActionCheckedAt,
+		&i.Kind,
+		&i.RefundID,
+		&i.PendingSince,
 	)
 	return i, err
 }
@@ -830,7 +886,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -878,6 +934,9 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.NextActionURL,
 			&i.ActionSince,
 			&i.ActionCheckedAt,
+			&i.Kind,
+			&i.RefundID,
+			&i.PendingSince,
 		); err != nil {
 			return nil, err
 		}

@@ -30,6 +30,8 @@ type Charge struct {
 	Description      *string
 	ProviderChargeID string
 	CreatedAt        time.Time
+	AmountReserved   int64
+	AmountRefunded   int64
 }
 
 type ChargeAttempt struct {
@@ -41,7 +43,7 @@ type ChargeAttempt struct {
 	ProviderKey       string
 	Amount            int64
 	Currency          string
-	PaymentMethod     string
+	PaymentMethod     *string
 	OrderID           *string
 	Description       *string
 	ChargeID          *uuid.UUID
@@ -57,6 +59,9 @@ type ChargeAttempt struct {
 	NextActionURL     *string
 	ActionSince       *time.Time
 	ActionCheckedAt   *time.Time
+	Kind              string
+	RefundID          *uuid.UUID
+	PendingSince      *time.Time
 }
 
 type ChargeEvent struct {
@@ -113,6 +118,21 @@ type Receipt struct {
 	ProviderChargeID string
 	ChargedAt        time.Time
 	IssuedAt         time.Time
+}
+
+type Refund struct {
+	ID               uuid.UUID
+	MerchantID       uuid.UUID
+	ChargeID         uuid.UUID
+	Amount           int64
+	Currency         string
+	Reason           *string
+	ProviderRefundID string
+	Status           string
+	FailureCode      *string
+	FailureMessage   *string
+	CreatedAt        time.Time
+	FailedAt         *time.Time
 }
 
 type WebhookAttempt struct {

@@ -29,6 +29,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Charge() ChargeResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
@@ -40,11 +41,13 @@ type DirectiveRoot struct {
 type ComplexityRoot struct {
 	Charge struct {
 		Amount           func(childComplexity int) int
+		AmountRefunded   func(childComplexity int) int
 		CreatedAt        func(childComplexity int) int
 		Currency         func(childComplexity int) int
 		ID               func(childComplexity int) int
 		OrderID          func(childComplexity int) int
 		ProviderChargeID func(childComplexity int) int
+		Refunds          func(childComplexity int) int
 	}
 
 	ChargeCardPayload struct {
@@ -88,6 +91,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		ChargeCard            func(childComplexity int, idempotencyKey string, input model.ChargeCardInput) int
 		CreateCheckoutSession func(childComplexity int, idempotencyKey string, input model.CheckoutSessionInput) int
+		RefundCharge          func(childComplexity int, idempotencyKey string, input model.RefundInput) int
 	}
 
 	NextAction struct {
@@ -99,6 +103,33 @@ type ComplexityRoot struct {
 	Query struct {
 		ChargeStatus    func(childComplexity int, idempotencyKey string, checkoutSession *string) int
 		CheckoutSession func(childComplexity int, id string) int
+		RefundStatus    func(childComplexity int, idempotencyKey string) int
+	}
+
+	Refund struct {
+		Amount           func(childComplexity int) int
+		ChargeID         func(childComplexity int) int
+		CreatedAt        func(childComplexity int) int
+		Currency         func(childComplexity int) int
+		ID               func(childComplexity int) int
+		ProviderRefundID func(childComplexity int) int
+		Reason           func(childComplexity int) int
+		Status           func(childComplexity int) int
+	}
+
+	RefundFailure struct {
+		Code    func(childComplexity int) int
+		Message func(childComplexity int) int
+	}
+
+	RefundPayload struct {
+		ExpiresAt      func(childComplexity int) int
+		Failure        func(childComplexity int) int
+		IdempotencyKey func(childComplexity int) int
+		Refund         func(childComplexity int) int
+		Replayed       func(childComplexity int) int
+		RetryAfterMs   func(childComplexity int) int
+		Status         func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -110,13 +141,19 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ChargeResolver interface {
+	AmountRefunded(ctx context.Context, obj *model.Charge) (int, error)
+	Refunds(ctx context.Context, obj *model.Charge) ([]*model.Refund, error)
+}
 type MutationResolver interface {
 	ChargeCard(ctx context.Context, idempotencyKey string, input model.ChargeCardInput) (*model.ChargeCardPayload, error)
 	CreateCheckoutSession(ctx context.Context, idempotencyKey string, input model.CheckoutSessionInput) (*model.CheckoutSessionPayload, error)
+	RefundCharge(ctx context.Context, idempotencyKey string, input model.RefundInput) (*model.RefundPayload, error)
 }
 type QueryResolver interface {
 	ChargeStatus(ctx context.Context, idempotencyKey string, checkoutSession *string) (*model.ChargeCardPayload, error)
 	CheckoutSession(ctx context.Context, id string) (*model.CheckoutSession, error)
+	RefundStatus(ctx context.Context, idempotencyKey string) (*model.RefundPayload, error)
 }
 type SubscriptionResolver interface {
 	ChargeUpdated(ctx context.Context, idempotencyKey string, checkoutSession *string) (<-chan *model.ChargeCardPayload, error)
@@ -146,6 +183,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Charge.Amount(childComplexity), true
+	case "Charge.amountRefunded":
+		if e.ComplexityRoot.Charge.AmountRefunded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.AmountRefunded(childComplexity), true
 	case "Charge.createdAt":
 		if e.ComplexityRoot.Charge.CreatedAt == nil {
 			break
@@ -176,6 +219,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Charge.ProviderChargeID(childComplexity), true
+	case "Charge.refunds":
+		if e.ComplexityRoot.Charge.Refunds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.Refunds(childComplexity), true
 
 	case "ChargeCardPayload.charge":
 		if e.ComplexityRoot.ChargeCardPayload.Charge == nil {
@@ -359,6 +408,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateCheckoutSession(childComplexity, args["idempotencyKey"].(string), args["input"].(model.CheckoutSessionInput)), true
+	case "Mutation.refundCharge":
+		if e.ComplexityRoot.Mutation.RefundCharge == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_refundCharge_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RefundCharge(childComplexity, args["idempotencyKey"].(string), args["input"].(model.RefundInput)), true
 
 	case "NextAction.expiresAt":
 		if e.ComplexityRoot.NextAction.ExpiresAt == nil {
@@ -402,6 +462,123 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.CheckoutSession(childComplexity, args["id"].(string)), true
 
+	case "Query.refundStatus":
+		if e.ComplexityRoot.Query.RefundStatus == nil {
+			break
+		}
+
+		args, err := ec.field_Query_refundStatus_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.RefundStatus(childComplexity, args["idempotencyKey"].(string)), true
+
+	case "Refund.amount":
+		if e.ComplexityRoot.Refund.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.Amount(childComplexity), true
+	case "Refund.chargeId":
+		if e.ComplexityRoot.Refund.ChargeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.ChargeID(childComplexity), true
+	case "Refund.createdAt":
+		if e.ComplexityRoot.Refund.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.CreatedAt(childComplexity), true
+	case "Refund.currency":
+		if e.ComplexityRoot.Refund.Currency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.Currency(childComplexity), true
+	case "Refund.id":
+		if e.ComplexityRoot.Refund.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.ID(childComplexity), true
+	case "Refund.providerRefundId":
+		if e.ComplexityRoot.Refund.ProviderRefundID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.ProviderRefundID(childComplexity), true
+	case "Refund.reason":
+		if e.ComplexityRoot.Refund.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.Reason(childComplexity), true
+	case "Refund.status":
+		if e.ComplexityRoot.Refund.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.Status(childComplexity), true
+
+	case "RefundFailure.code":
+		if e.ComplexityRoot.RefundFailure.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundFailure.Code(childComplexity), true
+	case "RefundFailure.message":
+		if e.ComplexityRoot.RefundFailure.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundFailure.Message(childComplexity), true
+
+	case "RefundPayload.expiresAt":
+		if e.ComplexityRoot.RefundPayload.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPayload.ExpiresAt(childComplexity), true
+	case "RefundPayload.failure":
+		if e.ComplexityRoot.RefundPayload.Failure == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPayload.Failure(childComplexity), true
+	case "RefundPayload.idempotencyKey":
+		if e.ComplexityRoot.RefundPayload.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPayload.IdempotencyKey(childComplexity), true
+	case "RefundPayload.refund":
+		if e.ComplexityRoot.RefundPayload.Refund == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPayload.Refund(childComplexity), true
+	case "RefundPayload.replayed":
+		if e.ComplexityRoot.RefundPayload.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPayload.Replayed(childComplexity), true
+	case "RefundPayload.retryAfterMs":
+		if e.ComplexityRoot.RefundPayload.RetryAfterMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPayload.RetryAfterMs(childComplexity), true
+	case "RefundPayload.status":
+		if e.ComplexityRoot.RefundPayload.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPayload.Status(childComplexity), true
+
 	case "Subscription.chargeUpdated":
 		if e.ComplexityRoot.Subscription.ChargeUpdated == nil {
 			break
@@ -425,6 +602,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("ChargeCardInput", ec.unmarshalInputChargeCardInput),
 			graphql.NewInputUnmarshaler("CheckoutSessionInput", ec.unmarshalInputCheckoutSessionInput),
+			graphql.NewInputUnmarshaler("RefundInput", ec.unmarshalInputRefundInput),
 		)
 	}
 	first := true
@@ -683,6 +861,71 @@ type Charge {
   "The card provider's id for this charge."
   providerChargeId: String!
   createdAt: Time!
+  "What has been refunded of this charge, in minor units: its refunds that succeeded (and did not fail later)."
+  amountRefunded: Int!
+  "The refunds of this charge, oldest first."
+  refunds: [Refund!]!
+}
+
+"Where a refund attempt stands."
+enum RefundStatus {
+  "The refund is running, or the provider has not made it final yet. Poll refundStatus or retry refundCharge with the same key after retryAfterMs."
+  PROCESSING
+  "The money went back; see refund."
+  SUCCEEDED
+  "Nothing was refunded; see failure. The amount is refundable again."
+  FAILED
+}
+
+input RefundInput {
+  "The charge to refund (Charge.id)."
+  chargeId: ID!
+  "Amount in minor units of the charge's currency, 1..99999999; leave it out to refund what remains refundable."
+  amount: Int
+  "Why, for the merchant's records (at most 500 characters)."
+  reason: String
+}
+
+"Money that went back to the card."
+type Refund {
+  id: ID!
+  "The charge refunded."
+  chargeId: ID!
+  "Amount in minor units of the currency."
+  amount: Int!
+  currency: String!
+  reason: String
+  "The card provider's id for this refund."
+  providerRefundId: String
+  """
+  SUCCEEDED, or FAILED when a refund that succeeded failed later (the card
+  was closed): its amount is then refundable again, and refund.failed says so.
+  """
+  status: RefundStatus!
+  createdAt: Time!
+}
+
+"Why a refund attempt failed. Nothing was refunded."
+type RefundFailure {
+  "Machine-readable reason, e.g. provider_unavailable or expired_or_canceled_card."
+  code: String!
+  message: String!
+}
+
+type RefundPayload {
+  "The idempotency key this answer belongs to."
+  idempotencyKey: String!
+  status: RefundStatus!
+  "True when this answer is the stored result of an earlier request with the same key."
+  replayed: Boolean!
+  "Set when status is SUCCEEDED."
+  refund: Refund
+  "Set when status is FAILED."
+  failure: RefundFailure
+  "Set when status is PROCESSING: wait this many milliseconds, then poll refundStatus or retry refundCharge with the same key."
+  retryAfterMs: Int
+  "When the stored result of this key may be forgotten."
+  expiresAt: Time
 }
 
 "Why a charge attempt failed. Nothing was charged."
@@ -721,6 +964,8 @@ type Query {
   chargeStatus(idempotencyKey: String!, checkoutSession: String): ChargeCardPayload
   "A checkout session of this merchant by id; null if there is none. Secret keys only."
   checkoutSession(id: ID!): CheckoutSession
+  "The state of the refund made with this idempotency key; null for a key this merchant never used for a refund. Secret keys only."
+  refundStatus(idempotencyKey: String!): RefundPayload
 }
 
 type Mutation {
@@ -749,6 +994,18 @@ type Mutation {
   is refused with ORDER_ALREADY_PAID. Secret keys only.
   """
   createCheckoutSession(idempotencyKey: String!, input: CheckoutSessionInput!): CheckoutSessionPayload!
+  """
+  Refund part or all of a charge at most once per idempotency key, with the
+  guarantees of chargeCard: mint one key per refund and send it with every
+  retry; a retry returns the stored result with replayed: true, PROCESSING
+  while the refund runs, and the key with another input is refused with
+  IDEMPOTENCY_KEY_REUSED. Two refunds are two keys, even of the same amount.
+  The refunds of a charge never add up to more than it: more than remains
+  refundable is refused with REFUND_EXCEEDS_CHARGE (extensions.refundable
+  says what remains), an unknown charge with CHARGE_NOT_FOUND; then nothing
+  is refunded. A refund that fails gives its amount back. Secret keys only.
+  """
+  refundCharge(idempotencyKey: String!, input: RefundInput!): RefundPayload!
 }
 
 type Subscription {
@@ -785,6 +1042,10 @@ func (ec *executionContext) childFields_Charge(ctx context.Context, field graphq
 		return ec.fieldContext_Charge_providerChargeId(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Charge_createdAt(ctx, field)
+	case "amountRefunded":
+		return ec.fieldContext_Charge_amountRefunded(ctx, field)
+	case "refunds":
+		return ec.fieldContext_Charge_refunds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Charge", field.Name)
 }
@@ -875,6 +1136,58 @@ func (ec *executionContext) childFields_NextAction(ctx context.Context, field gr
 		return ec.fieldContext_NextAction_expiresAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NextAction", field.Name)
+}
+
+func (ec *executionContext) childFields_Refund(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Refund_id(ctx, field)
+	case "chargeId":
+		return ec.fieldContext_Refund_chargeId(ctx, field)
+	case "amount":
+		return ec.fieldContext_Refund_amount(ctx, field)
+	case "currency":
+		return ec.fieldContext_Refund_currency(ctx, field)
+	case "reason":
+		return ec.fieldContext_Refund_reason(ctx, field)
+	case "providerRefundId":
+		return ec.fieldContext_Refund_providerRefundId(ctx, field)
+	case "status":
+		return ec.fieldContext_Refund_status(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Refund_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Refund", field.Name)
+}
+
+func (ec *executionContext) childFields_RefundFailure(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "code":
+		return ec.fieldContext_RefundFailure_code(ctx, field)
+	case "message":
+		return ec.fieldContext_RefundFailure_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RefundFailure", field.Name)
+}
+
+func (ec *executionContext) childFields_RefundPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "idempotencyKey":
+		return ec.fieldContext_RefundPayload_idempotencyKey(ctx, field)
+	case "status":
+		return ec.fieldContext_RefundPayload_status(ctx, field)
+	case "replayed":
+		return ec.fieldContext_RefundPayload_replayed(ctx, field)
+	case "refund":
+		return ec.fieldContext_RefundPayload_refund(ctx, field)
+	case "failure":
+		return ec.fieldContext_RefundPayload_failure(ctx, field)
+	case "retryAfterMs":
+		return ec.fieldContext_RefundPayload_retryAfterMs(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_RefundPayload_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RefundPayload", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1037,6 +1350,28 @@ func (ec *executionContext) field_Mutation_createCheckoutSession_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_refundCharge_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RefundInput, error) {
+			return ec.unmarshalNRefundInput2chargeonceᚋgraphᚋmodelᚐRefundInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1084,6 +1419,20 @@ func (ec *executionContext) field_Query_checkoutSession_args(ctx context.Context
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_refundStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
 	return args, nil
 }
 
@@ -1319,6 +1668,61 @@ func (ec *executionContext) _Charge_createdAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Charge_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Charge", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Charge_amountRefunded(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_amountRefunded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().AmountRefunded(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_amountRefunded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "Int")
+}
+
+func (ec *executionContext) _Charge_refunds(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_refunds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().Refunds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Refund) graphql.Marshaler {
+			return ec.marshalNRefund2ᚕᚖchargeonceᚋgraphᚋmodelᚐRefundᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_refunds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Charge",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Refund(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ChargeCardPayload_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *model.ChargeCardPayload) (ret graphql.Marshaler) {
@@ -2052,6 +2456,50 @@ func (ec *executionContext) fieldContext_Mutation_createCheckoutSession(ctx cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_refundCharge(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_refundCharge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RefundCharge(ctx, fc.Args["idempotencyKey"].(string), fc.Args["input"].(model.RefundInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RefundPayload) graphql.Marshaler {
+			return ec.marshalNRefundPayload2ᚖchargeonceᚋgraphᚋmodelᚐRefundPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_refundCharge(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RefundPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_refundCharge_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NextAction_type(ctx context.Context, field graphql.CollectedField, obj *model.NextAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2209,6 +2657,50 @@ func (ec *executionContext) fieldContext_Query_checkoutSession(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_refundStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_refundStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().RefundStatus(ctx, fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RefundPayload) graphql.Marshaler {
+			return ec.marshalORefundPayload2ᚖchargeonceᚋgraphᚋmodelᚐRefundPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_refundStatus(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RefundPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_refundStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2283,6 +2775,415 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Refund_id(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Refund_chargeId(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_chargeId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChargeID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_chargeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Refund_amount(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Refund_currency(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Currency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "String")
+}
+
+func (ec *executionContext) _Refund_reason(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "String")
+}
+
+func (ec *executionContext) _Refund_providerRefundId(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_providerRefundId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderRefundID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_providerRefundId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "String")
+}
+
+func (ec *executionContext) _Refund_status(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.RefundStatus) graphql.Marshaler {
+			return ec.marshalNRefundStatus2chargeonceᚋgraphᚋmodelᚐRefundStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "RefundStatus")
+}
+
+func (ec *executionContext) _Refund_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RefundFailure_code(ctx context.Context, field graphql.CollectedField, obj *model.RefundFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundFailure_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundFailure_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundFailure", field, false, false, "String")
+}
+
+func (ec *executionContext) _RefundFailure_message(ctx context.Context, field graphql.CollectedField, obj *model.RefundFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundFailure_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundFailure_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundFailure", field, false, false, "String")
+}
+
+func (ec *executionContext) _RefundPayload_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *model.RefundPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPayload_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _RefundPayload_status(ctx context.Context, field graphql.CollectedField, obj *model.RefundPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPayload_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.RefundStatus) graphql.Marshaler {
+			return ec.marshalNRefundStatus2chargeonceᚋgraphᚋmodelᚐRefundStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPayload_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundPayload", field, false, false, "RefundStatus")
+}
+
+func (ec *executionContext) _RefundPayload_replayed(ctx context.Context, field graphql.CollectedField, obj *model.RefundPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPayload_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _RefundPayload_refund(ctx context.Context, field graphql.CollectedField, obj *model.RefundPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPayload_refund(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Refund, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Refund) graphql.Marshaler {
+			return ec.marshalORefund2ᚖchargeonceᚋgraphᚋmodelᚐRefund(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPayload_refund(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RefundPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Refund(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RefundPayload_failure(ctx context.Context, field graphql.CollectedField, obj *model.RefundPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPayload_failure(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failure, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RefundFailure) graphql.Marshaler {
+			return ec.marshalORefundFailure2ᚖchargeonceᚋgraphᚋmodelᚐRefundFailure(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPayload_failure(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RefundPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RefundFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RefundPayload_retryAfterMs(ctx context.Context, field graphql.CollectedField, obj *model.RefundPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPayload_retryAfterMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetryAfterMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPayload_retryAfterMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RefundPayload_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.RefundPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPayload_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPayload_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundPayload", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Subscription_chargeUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -3563,6 +4464,62 @@ func UnmarshalCheckoutSessionInput(ctx context.Context, raw any) (model.Checkout
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRefundInput(ctx context.Context, obj any) (model.RefundInput, error) {
+	var it model.RefundInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"chargeId", "amount", "reason"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "chargeId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("chargeId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ChargeID = data
+		case "amount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRefundInput unmarshals raw into the RefundInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRefundInput(ctx context.Context, raw any) (model.RefundInput, error) {
+	var out model.RefundInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RefundInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -3585,33 +4542,45 @@ func (ec *executionContext) _Charge(ctx context.Context, sel ast.SelectionSet, o
 		case "id":
 			out.Values[i] = ec._Charge_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "amount":
 			out.Values[i] = ec._Charge_amount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "currency":
 			out.Values[i] = ec._Charge_currency(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "orderId":
 			out.Values[i] = ec._Charge_orderId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "providerChargeId":
 			out.Values[i] = ec._Charge_providerChargeId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Charge_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "amountRefunded":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_amountRefunded(ctx, field, obj)
+				})
+		case "refunds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_refunds(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -3904,6 +4873,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "refundCharge":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_refundCharge(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -3995,6 +4971,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_checkoutSession(ctx, field)
 				})
+		case "refundStatus":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_refundStatus(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -4008,6 +4990,175 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var refundImplementors = []string{"Refund"}
+
+func (ec *executionContext) _Refund(ctx context.Context, sel ast.SelectionSet, obj *model.Refund) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, refundImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Refund")
+		case "id":
+			out.Values[i] = ec._Refund_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chargeId":
+			out.Values[i] = ec._Refund_chargeId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._Refund_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "currency":
+			out.Values[i] = ec._Refund_currency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._Refund_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "providerRefundId":
+			out.Values[i] = ec._Refund_providerRefundId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._Refund_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Refund_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var refundFailureImplementors = []string{"RefundFailure"}
+
+func (ec *executionContext) _RefundFailure(ctx context.Context, sel ast.SelectionSet, obj *model.RefundFailure) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, refundFailureImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RefundFailure")
+		case "code":
+			out.Values[i] = ec._RefundFailure_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._RefundFailure_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var refundPayloadImplementors = []string{"RefundPayload"}
+
+func (ec *executionContext) _RefundPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RefundPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, refundPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RefundPayload")
+		case "idempotencyKey":
+			out.Values[i] = ec._RefundPayload_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._RefundPayload_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._RefundPayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "refund":
+			out.Values[i] = ec._RefundPayload_refund(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failure":
+			out.Values[i] = ec._RefundPayload_failure(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "retryAfterMs":
+			out.Values[i] = ec._RefundPayload_retryAfterMs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._RefundPayload_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -4514,6 +5665,53 @@ func (ec *executionContext) marshalNNextActionType2chargeonceᚋgraphᚋmodelᚐ
 	return v
 }
 
+func (ec *executionContext) marshalNRefund2ᚕᚖchargeonceᚋgraphᚋmodelᚐRefundᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Refund) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRefund2ᚖchargeonceᚋgraphᚋmodelᚐRefund(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRefund2ᚖchargeonceᚋgraphᚋmodelᚐRefund(ctx context.Context, sel ast.SelectionSet, v *model.Refund) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Refund!")
+		return graphql.Null
+	}
+	return ec._Refund(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRefundInput2chargeonceᚋgraphᚋmodelᚐRefundInput(ctx context.Context, v any) (model.RefundInput, error) {
+	res, err := ec.unmarshalInputRefundInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRefundPayload2ᚖchargeonceᚋgraphᚋmodelᚐRefundPayload(ctx context.Context, sel ast.SelectionSet, v *model.RefundPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RefundPayload!")
+		return graphql.Null
+	}
+	return ec._RefundPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRefundStatus2chargeonceᚋgraphᚋmodelᚐRefundStatus(ctx context.Context, v any) (model.RefundStatus, error) {
+	var res model.RefundStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRefundStatus2chargeonceᚋgraphᚋmodelᚐRefundStatus(ctx context.Context, sel ast.SelectionSet, v model.RefundStatus) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -4765,6 +5963,27 @@ func (ec *executionContext) marshalONextAction2ᚖchargeonceᚋgraphᚋmodelᚐN
 		return graphql.Null
 	}
 	return ec._NextAction(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORefund2ᚖchargeonceᚋgraphᚋmodelᚐRefund(ctx context.Context, sel ast.SelectionSet, v *model.Refund) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Refund(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORefundFailure2ᚖchargeonceᚋgraphᚋmodelᚐRefundFailure(ctx context.Context, sel ast.SelectionSet, v *model.RefundFailure) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RefundFailure(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORefundPayload2ᚖchargeonceᚋgraphᚋmodelᚐRefundPayload(ctx context.Context, sel ast.SelectionSet, v *model.RefundPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RefundPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

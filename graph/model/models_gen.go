@@ -20,6 +20,10 @@ type Charge struct {
 	// The card provider's id for this charge.
 	ProviderChargeID string    `json:"providerChargeId"`
 	CreatedAt        time.Time `json:"createdAt"`
+	// What has been refunded of this charge, in minor units: its refunds that succeeded (and did not fail later).
+	AmountRefunded int `json:"amountRefunded"`
+	// The refunds of this charge, oldest first.
+	Refunds []*Refund `json:"refunds"`
 }
 
 type ChargeCardInput struct {
@@ -152,6 +156,55 @@ type NextAction struct {
 }
 
 type Query struct {
+}
+
+// Money that went back to the card.
+type Refund struct {
+	ID string `json:"id"`
+	// The charge refunded.
+	ChargeID string `json:"chargeId"`
+	// Amount in minor units of the currency.
+	Amount   int     `json:"amount"`
+	Currency string  `json:"currency"`
+	Reason   *string `json:"reason,omitempty"`
+	// The card provider's id for this refund.
+	ProviderRefundID *string `json:"providerRefundId,omitempty"`
+	// SUCCEEDED, or FAILED when a refund that succeeded failed later (the card
+	// was closed): its amount is then refundable again, and refund.failed says so.
+	Status    RefundStatus `json:"status"`
+	CreatedAt time.Time    `json:"createdAt"`
+}
+
+// Why a refund attempt failed. Nothing was refunded.
+type RefundFailure struct {
+	// Machine-readable reason, e.g. provider_unavailable or expired_or_canceled_card.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type RefundInput struct {
+	// The charge to refund (Charge.id).
+	ChargeID string `json:"chargeId"`
+	// Amount in minor units of the charge's currency, 1..99999999; leave it out to refund what remains refundable.
+	Amount *int `json:"amount,omitempty"`
+	// Why, for the merchant's records (at most 500 characters).
+	Reason *string `json:"reason,omitempty"`
+}
+
+type RefundPayload struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string       `json:"idempotencyKey"`
+	Status         RefundStatus `json:"status"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool `json:"replayed"`
+	// Set when status is SUCCEEDED.
+	Refund *Refund `json:"refund,omitempty"`
+	// Set when status is FAILED.
+	Failure *RefundFailure `json:"failure,omitempty"`
+	// Set when status is PROCESSING: wait this many milliseconds, then poll refundStatus or retry refundCharge with the same key.
+	RetryAfterMs *int `json:"retryAfterMs,omitempty"`
+	// When the stored result of this key may be forgotten.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 type Subscription struct {
@@ -331,6 +384,67 @@ func (e *NextActionType) UnmarshalJSON(b []byte) error {
 }
 
 func (e NextActionType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where a refund attempt stands.
+type RefundStatus string
+
+const (
+	// The refund is running, or the provider has not made it final yet. Poll refundStatus or retry refundCharge with the same key after retryAfterMs.
+	RefundStatusProcessing RefundStatus = "PROCESSING"
+	// The money went back; see refund.
+	RefundStatusSucceeded RefundStatus = "SUCCEEDED"
+	// Nothing was refunded; see failure. The amount is refundable again.
+	RefundStatusFailed RefundStatus = "FAILED"
+)
+
+var AllRefundStatus = []RefundStatus{
+	RefundStatusProcessing,
+	RefundStatusSucceeded,
+	RefundStatusFailed,
+}
+
+func (e RefundStatus) IsValid() bool {
+	switch e {
+	case RefundStatusProcessing, RefundStatusSucceeded, RefundStatusFailed:
+		return true
+	}
+	return false
+}
+
+func (e RefundStatus) String() string {
+	return string(e)
+}
+
+func (e *RefundStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = RefundStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid RefundStatus", str)
+	}
+	return nil
+}
+
+func (e RefundStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *RefundStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e RefundStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

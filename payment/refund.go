@@ -1,0 +1,168 @@
+package payment
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"chargeonce/db"
+)
+
+// Refunds. A refund is an attempt of its own kind (KindRefund), under its
+// own idempotency key, with every guarantee of a charge from the same
+// machinery: the key is claimed before the provider is called, a retry
+// gets the stored result, one holder at a time works on it under a lease
+// fenced on the attempt number, our own provider key goes to the
+// provider, and the reconciler finishes what dies in the middle. What a
+// refund adds is its claim: the charge's refundable money is reserved in
+// the claim's transaction (store.claimRefund), so that no concurrency
+// refunds more than was charged, and a refund that fails gives its
+// reservation back. A refund the provider holds pending stays PROCESSING
+// and is only ever read again (pend, settle).
+//
+//	claim (lock the charge, insert the key, reserve the amount) ─► CreateRefund
+//	   ├─ succeeded ─► SUCCEEDED: the refund recorded, refund.succeeded
+//	   ├─ failed ────► FAILED: the reservation back, refund.failed
+//	   ├─ pending ───► PROCESSING, read by the reconciler every RefundCheckInterval
+//	   └─ unknown ───► PROCESSING, stuck: settled like a charge (settle.go)
+
+// RefundCharge refunds in.Amount of the merchant's charge in.ChargeID
+// (what remains refundable when Amount is 0), once per key: the first
+// request with a key claims it and calls the provider; every later one
+// gets the stored result, PROCESSING while the refund runs, or EKEYREUSED
+// for another input. More than remains refundable is EREFUNDEXCEEDS, an
+// unknown charge (or another merchant's) ECHARGENOTFOUND; then nothing is
+// claimed or sent.
+func (s *Service) RefundCharge(ctx context.Context, m Merchant, key string, in RefundInput) (Result, error) {
+	if err := ValidateKey(key); err != nil {
+		return Result{}, err
+	}
+	if err := in.Validate(); err != nil {
+		return Result{}, err
+	}
+	fingerprint := RefundFingerprint(in)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	// A retry is answered without locking the charge.
+	stored, err := s.store.get(ctx, m.ID, key)
+	if err == nil {
+		return s.answerRetry(ctx, m, stored, fingerprint)
+	}
+	if !errors.Is(err, errNotFound) {
+		return Result{}, err
+	}
+	a := newRefundAttempt(m, key, in, s.cfg.Now(), s.cfg)
+	c, err := s.store.claimRefund(ctx, a, in.Amount)
+	switch code := ErrorCode(err); {
+	case err == nil:
+	case code == EREFUNDEXCEEDS:
+		s.metrics.RefundsRefused.WithLabelValues("exceeds_charge").Inc()
+		return Result{}, err
+	case code == ECHARGENOTFOUND:
+		s.metrics.RefundsRefused.WithLabelValues("charge_not_found").Inc()
+		return Result{}, err
+	case code == EUNAVAILABLE && db.MayHaveRun(err):
+		// The commit may have happened with only its reply lost: release
+		// the lease, fenced on the claim's id and first number, so that the
+		// client's retry takes the attempt over at once.
+		s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget)
+		return Result{}, err
+	default:
+		return Result{}, err
+	}
+	if c.outcome == foundStored {
+		return s.answerRetry(ctx, m, c.attempt, fingerprint)
+	}
+	s.cfg.Fault(FaultAfterClaim)
+	return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil
+}
+
+// RefundStatus returns the state of the refund made with key, or nil when
+// this merchant never used the key for a refund.
+func (s *Service) RefundStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
+	a, ok, err := s.attempt(ctx, m, key)
+	if err != nil || !ok || a.Kind != KindRefund {
+		return nil, err
+	}
+	r := s.replay(a)
+	return &r, nil
+}
+
+// Refunds lists the refunds of the merchant's charge, oldest first, and
+// what it has refunded.
+func (s *Service) Refunds(ctx context.Context, m Merchant, chargeID uuid.UUID) (refunded int64, refunds []Refund, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	return s.store.refunds(ctx, m.ID, chargeID)
+}
+
+// newRefundAttempt is the refund attempt a request claims for key and in
+// at now; its amount (when in's is 0) and currency come from the charge,
+// in the claim.
+func newRefundAttempt(m Merchant, key string, in RefundInput, now time.Time, cfg Config) Attempt {
+	a := newAttempt(m, key, ChargeInput{Amount: in.Amount, Description: in.Reason}, now, cfg.Lease, cfg.Retention)
+	a.Kind = KindRefund
+	a.RefundOf = in.ChargeID
+	a.Fingerprint = RefundFingerprint(in)
+	return a
+}
+
+// refundRequest is the provider's refund request for refund attempt a. It
+// is the same on every send, or the provider refuses the repeat of our key.
+func (s *Service) refundRequest(ctx context.Context, m Merchant, a Attempt) (ProviderRefundRequest, error) {
+	providerChargeID := a.RefundOfProvider
+	if providerChargeID == "" {
+		var err error
+		if providerChargeID, err = s.store.providerChargeID(ctx, a.RefundOf); err != nil {
+			return ProviderRefundRequest{}, err
+		}
+	}
+	return ProviderRefundRequest{
+		IdempotencyKey:   a.ProviderKey,
+		AttemptID:        a.ID,
+		AttemptCreatedAt: a.CreatedAt,
+		ProviderChargeID: providerChargeID,
+		Amount:           a.Input.Amount,
+		Currency:         a.Input.Currency,
+		Reason:           a.Input.Description,
+		Metadata: map[string]string{
+			"chargeonce_attempt_id":  a.ID.String(),
+			"chargeonce_kind":        string(KindRefund),
+			"chargeonce_charge_id":   a.RefundOf.String(),
+			"client_idempotency_key": a.IdempotencyKey,
+			"merchant":               m.Name,
+		},
+	}, nil
+}
+
+// Validate checks a refund request against the API's limits.
+func (in RefundInput) Validate() error {
+	if in.ChargeID == uuid.Nil {
+		return Invalid("input.chargeId", "chargeId is empty: pass the id of the charge to refund")
+	}
+	if in.Amount < 0 || in.Amount > MaxAmount {
+		return Invalid("input.amount", "amount must be a positive integer in the currency's minor units, at most %d; leave it out to refund what remains", MaxAmount)
+	}
+	return checkText("input.reason", in.Reason, MaxDescriptionLength)
+}
+
+// RefundFingerprint identifies a refund request, as Fingerprint does a
+// charge's: the same key with another request is refused. It never equals
+// a charge's, so a charge's key reused for a refund is refused too.
+func RefundFingerprint(in RefundInput) []byte {
+	canonical, err := json.Marshal(struct {
+		Kind     Kind   `json:"kind"`
+		ChargeID string `json:"chargeId"`
+		Amount   int64  `json:"amount,omitempty"`
+		Reason   []byte `json:"reason,omitempty"`
+	}{KindRefund, in.ChargeID.String(), in.Amount, []byte(in.Reason)})
+	if err != nil {
+		panic(err) // a struct of strings and an integer always marshals
+	}
+	sum := sha256.Sum256(canonical)
+	return sum[:]
+}

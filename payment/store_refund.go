@@ -1,0 +1,188 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"chargeonce/db"
+	"chargeonce/sqlc"
+)
+
+// The store's refunds: the claim that reserves a charge's money, the
+// fenced write that records a refund, and the reads.
+
+// claimRefund claims a's key for a refund of requested of a's charge (what
+// remains refundable when requested is 0), in one transaction that first
+// locks the charge, so that the refunds of one charge are claimed one at a
+// time: claimedByUs with a as inserted (its amount, currency and the
+// provider's charge id filled in), foundStored with the key's stored
+// attempt, ECHARGENOTFOUND for a charge the merchant does not have, and
+// EREFUNDEXCEEDS (with what remains) for more than remains; then nothing
+// is claimed. The amount is reserved by one conditional update in the
+// same transaction, behind which charges_refunds_check holds.
+func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (claim, error) {
+	var c claim
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		charge, err := q.LockChargeForRefund(ctx, sqlc.LockChargeForRefundParams{ID: a.RefundOf, MerchantID: a.MerchantID})
+		if isNotFound(err) {
+			return &Error{Code: ECHARGENOTFOUND, Field: "input.chargeId",
+				Message: "no charge of this merchant has this id; nothing was refunded"}
+		}
+		if err != nil {
+			return err
+		}
+		remaining := charge.Amount - charge.AmountReserved
+		amount := requested
+		if amount == 0 {
+			amount = remaining
+		}
+		exceeds := &Error{Code: EREFUNDEXCEEDS, Field: "input.amount", Refundable: remaining,
+			Message: fmt.Sprintf("the refund exceeds what remains refundable of the charge (%d); nothing was refunded", remaining)}
+		if amount == 0 {
+			// Nothing remains: unless the key was used already, refused.
+			stored, err := q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey})
+			if isNotFound(err) {
+				return exceeds
+			}
+			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, stored.ProviderRefundID, stored.RefundCreatedAt)}
+			return err
+		}
+		a.Input.Amount, a.Input.Currency, a.RefundOfProvider = amount, charge.Currency, charge.ProviderChargeID
+		row, err := q.ClaimRefundAttempt(ctx, sqlc.ClaimRefundAttemptParams{
+			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
+			ProviderKey: a.ProviderKey, Amount: amount, Currency: charge.Currency, ChargeID: &a.RefundOf,
+			Description: optional(a.Input.Description), LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
+		})
+		if isNotFound(err) {
+			// The key is taken: the insert waited for whoever took it, so a
+			// new statement sees the stored attempt.
+			stored, err := q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey})
+			if err != nil {
+				return err
+			}
+			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, stored.ProviderRefundID, stored.RefundCreatedAt)}
+			return errRollback
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := q.ReserveRefund(ctx, sqlc.ReserveRefundParams{Amount: amount, ID: a.RefundOf}); isNotFound(err) {
+			return exceeds // rolls the claim back
+		} else if err != nil {
+			return err
+		}
+		c = claim{outcome: claimedByUs, attempt: attemptFromRow(row)}
+		c.attempt.RefundOfProvider = charge.ProviderChargeID
+		return nil
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return c, interpretError(err)
+}
+
+// errRollback ends a transaction that found what it needed and must
+// change nothing.
+var errRollback = errors.New("rolled back: nothing to change")
+
+// succeedRefund records the refund, finalizes its attempt and writes its
+// refund.succeeded event in one transaction, fenced on a's attempt number;
+// now is when the event occurred.
+func (s *store) succeedRefund(ctx context.Context, a Attempt, providerRefundID string, now, expiresAt time.Time) (Attempt, error) {
+	var done Attempt
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		r, err := q.InsertRefund(ctx, sqlc.InsertRefundParams{
+			ID: newID(), MerchantID: a.MerchantID, ChargeID: a.RefundOf, Amount: a.Input.Amount, Currency: a.Input.Currency,
+			Reason: optional(a.Input.Description), ProviderRefundID: providerRefundID,
+		})
+		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderRefundID {
+			// Recorded already, by whoever finalized the attempt.
+			return errFenced
+		}
+		if err != nil {
+			return err
+		}
+		row, err := q.SucceedRefundAttempt(ctx, sqlc.SucceedRefundAttemptParams{RefundID: &r.ID, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number})
+		if isNotFound(err) {
+			return errFenced // rolls the refund back: the record's owner writes it
+		}
+		if err != nil {
+			return err
+		}
+		done = attemptFromRow(row)
+		done.RefundOfProvider = a.RefundOfProvider
+		done.Refund = refundFromRow(r)
+		return insertEvent(ctx, q, eventOf(done, now))
+	})
+	if errors.Is(err, errFenced) {
+		return Attempt{}, errFenced
+	}
+	return done, interpretError(err)
+}
+
+// pend records that the provider holds a's refund pending since now (or
+// since it first did), with the reconciler's next read at nextCheck,
+// fenced on a's attempt number.
+func (s *store) pend(ctx context.Context, a Attempt, now, nextCheck time.Time) (Attempt, error) {
+	row, err := s.q.PendRefundAttempt(ctx, sqlc.PendRefundAttemptParams{Now: now, NextCheck: nextCheck, ID: a.ID, Attempt: a.Number})
+	if isNotFound(err) {
+		return Attempt{}, errFenced
+	}
+	if err != nil {
+		return Attempt{}, interpretError(err)
+	}
+	pending := attemptFromRow(row)
+	pending.RefundOfProvider = a.RefundOfProvider
+	return pending, nil
+}
+
+// providerChargeID is the provider's id of the charge with id.
+func (s *store) providerChargeID(ctx context.Context, id uuid.UUID) (string, error) {
+	pid, err := s.q.GetRefundCharge(ctx, id)
+	return pid, interpretError(err)
+}
+
+// refunds is what the merchant's charge has refunded, and its refunds,
+// oldest first; ECHARGENOTFOUND when the merchant has no such charge.
+func (s *store) refunds(ctx context.Context, merchantID, chargeID uuid.UUID) (int64, []Refund, error) {
+	refunded, err := s.q.GetChargeRefunded(ctx, sqlc.GetChargeRefundedParams{ID: chargeID, MerchantID: merchantID})
+	if isNotFound(err) {
+		return 0, nil, Errorf(ECHARGENOTFOUND, "no charge of this merchant has this id")
+	}
+	if err != nil {
+		return 0, nil, interpretError(err)
+	}
+	rows, err := s.q.ListChargeRefunds(ctx, sqlc.ListChargeRefundsParams{ChargeID: chargeID, MerchantID: merchantID})
+	if err != nil {
+		return 0, nil, interpretError(err)
+	}
+	out := make([]Refund, len(rows))
+	for i, r := range rows {
+		out[i] = *refundFromRow(r)
+	}
+	return refunded, out, nil
+}
+
+// refundFromRow converts a refunds row.
+func refundFromRow(r sqlc.Refund) *Refund {
+	out := &Refund{ID: r.ID, ChargeID: r.ChargeID, Amount: r.Amount, Currency: r.Currency, Reason: deref(r.Reason),
+		ProviderRefundID: r.ProviderRefundID, Status: Status(r.Status), CreatedAt: r.CreatedAt}
+	if r.FailureCode != nil {
+		out.Failure = &Failure{Code: *r.FailureCode, Message: deref(r.FailureMessage)}
+	}
+	return out
+}
+
+// refundOf is the refund that refund attempt a's success recorded, as its
+// attempt's row and the refund's columns read with it describe it.
+func refundOf(a Attempt, id uuid.UUID, providerRefundID string, createdAt time.Time) *Refund {
+	return &Refund{ID: id, ChargeID: a.RefundOf, Amount: a.Input.Amount, Currency: a.Input.Currency, Reason: a.Input.Description,
+		ProviderRefundID: providerRefundID, Status: StatusSucceeded, CreatedAt: createdAt}
+}
