@@ -166,3 +166,43 @@ func RefundFingerprint(in RefundInput) []byte {
 	sum := sha256.Sum256(canonical)
 	return sum[:]
 }
+
+// recheckRefund reads the provider about refund attempt a, which it holds
+// pending, for a provider's webhook: the reconciler's next read, now. It
+// takes the attempt over first, as the reconciler would, so that one
+// holder at a time records the outcome; an attempt someone else holds is
+// left to them.
+func (s *Service) recheckRefund(ctx context.Context, m Merchant, a Attempt) (Status, error) {
+	now := s.cfg.Now()
+	taken, ok, err := s.store.takeOver(ctx, a, now.Add(s.cfg.RefundCheckInterval), now.Add(s.cfg.Lease))
+	if err != nil || !ok {
+		return a.Status, err
+	}
+	st, done := s.settle(ctx, s.attemptLog(m, taken), m, taken, byRequest)
+	if st == leftOpen {
+		return done.Status, errors.New("the provider could not be read about the refund")
+	}
+	return done.Status, nil
+}
+
+// ProcessingRefund is what operators see of a refund left PROCESSING: its
+// holder died or the outcome is unknown (the reconciler settles it), or the
+// provider holds it pending since PendingSince.
+type ProcessingRefund struct {
+	Merchant         string
+	IdempotencyKey   string
+	ProviderKey      string
+	ChargeID         uuid.UUID
+	ProviderChargeID string
+	Amount           int64
+	Currency         string
+	Attempt          int
+	CreatedAt        time.Time
+	LockedUntil      time.Time
+	PendingSince     time.Time // zero unless the provider holds it pending
+}
+
+// ProcessingRefunds lists up to limit refunds left PROCESSING, oldest first.
+func (s *Service) ProcessingRefunds(ctx context.Context, limit int) ([]ProcessingRefund, error) {
+	return s.store.processingRefunds(ctx, limit)
+}

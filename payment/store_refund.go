@@ -186,3 +186,19 @@ func refundOf(a Attempt, id uuid.UUID, providerRefundID string, createdAt time.T
 	return &Refund{ID: id, ChargeID: a.RefundOf, Amount: a.Input.Amount, Currency: a.Input.Currency, Reason: a.Input.Description,
 		ProviderRefundID: providerRefundID, Status: StatusSucceeded, CreatedAt: createdAt}
 }
+
+// processingRefunds lists up to limit refund attempts still PROCESSING,
+// oldest first.
+func (s *store) processingRefunds(ctx context.Context, limit int) ([]ProcessingRefund, error) {
+	rows, err := s.q.ListProcessingRefunds(ctx, int32(limit))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]ProcessingRefund, len(rows))
+	for i, r := range rows {
+		out[i] = ProcessingRefund{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: r.ProviderKey,
+			ChargeID: deref(r.ChargeID), ProviderChargeID: r.ProviderChargeID, Amount: r.Amount, Currency: r.Currency,
+			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, LockedUntil: r.LockedUntil, PendingSince: deref(r.PendingSince)}
+	}
+	return out, nil
+}

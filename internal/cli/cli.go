@@ -60,6 +60,8 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 		}
 		fmt.Fprintf(stdout, "%d stuck attempt(s)\n", len(stuck))
 		return nil
+	case len(args) == 2 && args[0] == "refunds" && args[1] == "stuck":
+		return runRefundsStuck(ctx, cfg, stdout, log)
 	case len(args) == 2 && args[0] == "reconcile" && args[1] == "--once":
 		if cfg.Provider == app.ProviderCardsim && cfg.ProviderURL == "" {
 			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server), or PROVIDER=stripe")
@@ -303,8 +305,43 @@ var ErrUsage = errors.New(`usage:
   chargeonce webhook deliveries NAME [--limit N]
                                       merchant NAME's webhook attempts, newest first (default 50)
   chargeonce charges stuck            list the stuck attempts: PROCESSING, their lease ended
+  chargeonce refunds stuck            list the refunds left PROCESSING: in flight, stuck, or pending at the provider
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER=stripe, or PROVIDER_URL: a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)
   chargeonce help                     print this`)
+
+// runRefundsStuck lists the refunds left PROCESSING, oldest first: why each
+// is (pending at the provider since when, or when its lease ends or ended)
+// and what it refunds.
+func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	refunds, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard()).ProcessingRefunds(ctx, 1000)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tCHARGE\tPROVIDER CHARGE\tAMOUNT\tATTEMPT\tCREATED\tSTATE")
+	now := time.Now()
+	for _, r := range refunds {
+		state := "held until " + r.LockedUntil.UTC().Format(time.RFC3339)
+		switch {
+		case !r.PendingSince.IsZero():
+			state = "pending at the provider since " + r.PendingSince.UTC().Format(time.RFC3339)
+		case r.LockedUntil.Before(now):
+			state = "stuck since " + r.LockedUntil.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", r.Merchant, r.IdempotencyKey, r.ChargeID, r.ProviderChargeID,
+			r.Amount, r.Currency, r.Attempt, r.CreatedAt.UTC().Format(time.RFC3339), state)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d refund(s) PROCESSING\n", len(refunds))
+	return nil
+}
