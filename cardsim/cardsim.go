@@ -2,7 +2,8 @@
 // development and tests: a real HTTP API with its own idempotency keys, whose
 // behaviour is chosen by the payment method token (success, declines, a slow
 // charge, provider errors, a lost response, a card that needs 3-D Secure,
-// whose shopper authenticates on the simulator's challenge page). It keeps its state in its own
+// whose shopper authenticates on the simulator's challenge page, and cards
+// whose refunds stay pending or fail later). It keeps its state in its own
 // PostgreSQL schema, cardsim, which its own migrations (Migrate) create only
 // where it is mounted, never in production. chargeonce reaches it only over
 // HTTP, so that chargeonce can neither read the provider's tables nor share
@@ -21,9 +22,17 @@ import (
 // retry meet a charge in flight.
 const SlowDelayDefault = 3 * time.Second
 
-// Config tunes the simulator. The zero value is ready to use, with no delay.
+// RefundSettleDefault is how long a pending refund (pm_card_refundPending,
+// pm_card_refundFailsLater) stays pending unless configured.
+const RefundSettleDefault = 2 * time.Second
+
+// Config tunes the simulator. The zero value is ready to use: no slow delay,
+// and pending refunds that settle after RefundSettleDefault.
 type Config struct {
 	SlowDelay time.Duration // how long pm_card_slow takes; zero (or less) is no delay
+	// RefundSettle is how long a pending refund stays pending; zero (or
+	// less) is RefundSettleDefault.
+	RefundSettle time.Duration
 	// PublicURL is where shoppers' browsers reach the simulator (e.g.
 	// https://shop.example/provider), under which a waiting charge's
 	// next_action sends them to the challenge page. Empty: each request's own

@@ -101,6 +101,11 @@ func chargeBody(paymentMethod string) map[string]any {
 
 // post sends POST /v1/charges; body is JSON-encoded unless it is a string.
 func (s *sim) post(key string, body any) (*http.Response, []byte, error) {
+	return s.postTo("/v1/charges", key, body)
+}
+
+// postTo sends POST path, as post does.
+func (s *sim) postTo(path, key string, body any) (*http.Response, []byte, error) {
 	var raw []byte
 	if str, ok := body.(string); ok {
 		raw = []byte(str)
@@ -109,7 +114,7 @@ func (s *sim) post(key string, body any) (*http.Response, []byte, error) {
 		raw, err = json.Marshal(body)
 		require.NoError(s.t, err)
 	}
-	req, err := http.NewRequest(http.MethodPost, s.srv.URL+"/v1/charges", bytes.NewReader(raw))
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+path, bytes.NewReader(raw))
 	require.NoError(s.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {

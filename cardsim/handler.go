@@ -14,10 +14,11 @@ import (
 )
 
 type handler struct {
-	store     *store
-	slowDelay time.Duration
-	publicURL string // without a trailing slash; "" derives it from each request
-	log       *slog.Logger
+	store        *store
+	slowDelay    time.Duration
+	refundSettle time.Duration
+	publicURL    string // without a trailing slash; "" derives it from each request
+	log          *slog.Logger
 }
 
 // NewHandler returns the simulator's HTTP API, with paths starting at /v1,
@@ -27,10 +28,14 @@ type handler struct {
 // creates them).
 func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	h := &handler{
-		store:     newStore(pool),
-		slowDelay: max(cfg.SlowDelay, 0),
-		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
-		log:       cfg.Logger,
+		store:        newStore(pool),
+		slowDelay:    max(cfg.SlowDelay, 0),
+		refundSettle: cfg.RefundSettle,
+		publicURL:    strings.TrimRight(cfg.PublicURL, "/"),
+		log:          cfg.Logger,
+	}
+	if h.refundSettle <= 0 {
+		h.refundSettle = RefundSettleDefault
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -40,17 +45,25 @@ func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	mux.HandleFunc("GET /v1/charges", h.listCharges)
 	mux.HandleFunc("GET /v1/charges/{id}", h.getCharge)
 	mux.HandleFunc("POST /v1/charges/{id}/cancel", h.cancelCharge)
+	mux.HandleFunc("POST /v1/refunds", h.createRefund)
+	mux.HandleFunc("GET /v1/refunds", h.listRefunds)
+	mux.HandleFunc("GET /v1/refunds/{id}", h.getRefund)
 	mux.HandleFunc("GET /authenticate/{id}", h.challenge)
-	// The challenge's buttons change a charge: a page of another site must
-	// not be able to press them for the shopper.
+	// The challenge's buttons change a charge, and the control that fails a
+	// refund a refund: a page of another site must not be able to press them
+	// for whoever's browser visits it.
 	buttons := http.NewCrossOriginProtection()
 	mux.Handle("POST /authenticate/{id}/complete", buttons.Handler(h.resolveChallenge("complete", h.store.completeAuthentication)))
 	mux.Handle("POST /authenticate/{id}/fail", buttons.Handler(h.resolveChallenge("fail", h.store.failAuthentication)))
+	mux.Handle("POST /v1/refunds/{id}/fail", buttons.Handler(http.HandlerFunc(h.failRefund)))
 	// Catch-alls, less specific than the patterns above, so that every answer
 	// is JSON: ServeMux's own 404 and 405 answers are plain text.
 	mux.HandleFunc("/v1/charges", methodNotAllowed("GET, HEAD, POST"))
 	mux.HandleFunc("/v1/charges/{id}", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc("/v1/charges/{id}/cancel", methodNotAllowed("POST"))
+	mux.HandleFunc("/v1/refunds", methodNotAllowed("GET, HEAD, POST"))
+	mux.HandleFunc("/v1/refunds/{id}", methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc("/v1/refunds/{id}/fail", methodNotAllowed("POST"))
 	mux.HandleFunc("/authenticate/{id}", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc("/authenticate/{id}/complete", methodNotAllowed("POST"))
 	mux.HandleFunc("/authenticate/{id}/fail", methodNotAllowed("POST"))
@@ -111,10 +124,7 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
 
 	c, replayed, err := h.store.create(ctx, key, req, spec)
 	if errors.Is(err, errKeyReused) {
-		writeError(w, http.StatusConflict, apiError{
-			Type: "idempotency_error", Code: "idempotency_key_reused",
-			Message: "This idempotency key was already used with other request parameters.",
-		})
+		writeError(w, http.StatusConflict, keyReusedError)
 		return
 	}
 	if err != nil {
@@ -172,7 +182,7 @@ func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, internalError)
 		return
 	}
-	list := listObject{Object: "list", Data: make([]chargeObject, 0, len(charges))}
+	list := listObject[chargeObject]{Object: "list", Data: make([]chargeObject, 0, len(charges))}
 	base := h.publicBase(r)
 	for _, c := range charges {
 		list.Data = append(list.Data, toChargeObject(c, base))

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
@@ -79,10 +81,17 @@ func TestMigrate_FreshDatabase_CreatesTheSchemaWithNamedConstraints(t *testing.T
 		"charges.return_url text YES",
 		"charges.cancellation_reason text YES",
 		"CREATE INDEX cardsim_charges_created_at_idx ON cardsim.charges USING btree (created_at)",
+		"cardsim.refunds refunds_pkey PRIMARY KEY (id)",
+		"cardsim.refunds refunds_charge_id_fkey FOREIGN KEY (charge_id) REFERENCES cardsim.charges(id)",
+		"cardsim.refunds refunds_idempotency_key_key UNIQUE (idempotency_key)",
+		"cardsim.refunds refunds_amount_check CHECK ((amount > 0))",
+		"cardsim.refunds refunds_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text])))",
+		"refunds.settles_at timestamp with time zone NO",
+		"CREATE INDEX cardsim_refunds_pending_idx ON cardsim.refunds USING btree (settles_at) WHERE (status = 'pending'::text)",
 	} {
 		require.Contains(t, got, want)
 	}
-	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
 	require.False(t, exists(t, pool, "goose_db_version"), "chargeonce's migrations table is not the simulator's")
 }
 
@@ -97,7 +106,7 @@ func TestMigrate_AfterChargeoncesMigrations_SimulatorCharges(t *testing.T) {
 	require.False(t, exists(t, pool, "cardsim.charges"))
 	require.NoError(t, cardsim.Migrate(ctx, pool))
 	require.Equal(t, appVersions, versions(t, pool, "goose_db_version"), "chargeonce's migrations are untouched")
-	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
 
 	s := newSimOn(t, pool, cardsim.Config{})
 	key := uniqueKey(t)
@@ -135,7 +144,7 @@ func TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, cardsim.Migrate(ctx, pool))
-	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
 
 	// The charge is still there, and its key still replays it.
 	s := newSimOn(t, pool, cardsim.Config{})
@@ -167,6 +176,31 @@ func TestMigrate_Concurrently_MigratesOnce(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, []int64{1, 2}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
 	require.True(t, exists(t, pool, "cardsim.charges"))
+}
+
+// TestMigrate_RefundsDown_IsTheSchemaOfBefore: 00003's Down section leaves
+// the schema that 00002 made, and Up then applies again.
+func TestMigrate_RefundsDown_IsTheSchemaOfBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	provider := func(pool *pgxpool.Pool) *goose.Provider {
+		p, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(pool), cardsim.MigrationsFS(),
+			goose.WithTableName(cardsim.MigrationsTable))
+		require.NoError(t, err)
+		return p
+	}
+	before := dbtest.NewPool(t, dbtest.Empty)
+	_, err := provider(before).UpTo(ctx, 2)
+	require.NoError(t, err)
+
+	pool := dbtest.NewPool(t, dbtest.Empty)
+	require.NoError(t, cardsim.Migrate(ctx, pool))
+	require.True(t, exists(t, pool, "cardsim.refunds"))
+	_, err = provider(pool).Down(ctx)
+	require.NoError(t, err)
+	require.Equal(t, shape(t, before), shape(t, pool))
+	require.NoError(t, cardsim.Migrate(ctx, pool))
+	require.True(t, exists(t, pool, "cardsim.refunds"))
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -72,41 +73,29 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		e := invalidRequest(code, message)
 		return createRequest{}, &e
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err := dec.Decode(&body); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var sizeErr *http.MaxBytesError
-		switch {
-		case errors.As(err, &sizeErr):
-			return fail("body_invalid", fmt.Sprintf("The request body is larger than %d bytes.", maxBodyBytes))
-		case errors.As(err, &typeErr):
-			switch field, _, _ := strings.Cut(typeErr.Field, "."); field {
-			case "amount":
-				return fail("amount_invalid", fmt.Sprintf("amount must be an integer from 1 to %d.", maxAmount))
-			case "currency":
-				return fail("currency_invalid", "currency must be a three-letter ISO 4217 code.")
-			case "payment_method":
-				return fail("payment_method_invalid", "payment_method must be a string.")
-			case "description":
-				return fail("description_invalid", "description must be a string or null.")
-			case "metadata":
-				return fail("metadata_invalid", "metadata must be an object of string values.")
-			case "return_url":
-				return fail("return_url_invalid", returnURLRule)
-			}
-			return fail("body_invalid", "The request body must be a JSON object.")
-		case errors.Is(err, io.EOF):
-			return fail("body_invalid", "The request body is empty.")
-		default:
-			return fail("body_invalid", "The request body is not valid JSON: "+err.Error())
+	fieldError := func(field string) (apiError, bool) {
+		switch field {
+		case "amount":
+			return invalidRequest("amount_invalid", amountRule), true
+		case "currency":
+			return invalidRequest("currency_invalid", "currency must be a three-letter ISO 4217 code."), true
+		case "payment_method":
+			return invalidRequest("payment_method_invalid", "payment_method must be a string."), true
+		case "description":
+			return invalidRequest("description_invalid", "description must be a string or null."), true
+		case "metadata":
+			return invalidRequest("metadata_invalid", metadataRule), true
+		case "return_url":
+			return invalidRequest("return_url_invalid", returnURLRule), true
 		}
+		return apiError{}, false
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return fail("body_invalid", "The request body must hold a single JSON object.")
+	if e := decodeObject(w, r, &body, fieldError); e != nil {
+		return createRequest{}, e
 	}
 
 	if body.Amount < 1 || body.Amount > maxAmount {
-		return fail("amount_invalid", fmt.Sprintf("amount must be an integer from 1 to %d.", maxAmount))
+		return fail("amount_invalid", amountRule)
 	}
 	if len(body.Currency) != 3 || strings.ContainsFunc(body.Currency, func(c rune) bool {
 		return (c < 'A' || c > 'Z') && (c < 'a' || c > 'z')
@@ -120,12 +109,9 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 	if body.Description != nil && strings.ContainsRune(*body.Description, 0) {
 		return fail("description_invalid", "description must not contain NUL characters.")
 	}
-	metadata := make(map[string]string, len(body.Metadata))
-	for k, v := range body.Metadata {
-		if v == nil || strings.ContainsRune(k, 0) || strings.ContainsRune(*v, 0) {
-			return fail("metadata_invalid", "metadata must be an object of string values.")
-		}
-		metadata[k] = *v
+	metadata, ok := decodeMetadata(body.Metadata)
+	if !ok {
+		return fail("metadata_invalid", metadataRule)
 	}
 	if body.ReturnURL != nil && !validReturnURL(*body.ReturnURL) {
 		return fail("return_url_invalid", returnURLRule)
@@ -139,6 +125,58 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		Metadata:      metadata,
 		ReturnURL:     body.ReturnURL,
 	}, nil
+}
+
+var (
+	amountRule   = fmt.Sprintf("amount must be an integer from 1 to %d.", maxAmount)
+	metadataRule = "metadata must be an object of string values."
+)
+
+// decodeObject reads r's body, which must hold a single JSON object, into
+// v. A field of the wrong type is refused as fieldError says, or else as a
+// body that is not the object expected.
+func decodeObject(w http.ResponseWriter, r *http.Request, v any, fieldError func(field string) (apiError, bool)) *apiError {
+	fail := func(message string) *apiError {
+		e := invalidRequest("body_invalid", message)
+		return &e
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var sizeErr *http.MaxBytesError
+		switch {
+		case errors.As(err, &sizeErr):
+			return fail(fmt.Sprintf("The request body is larger than %d bytes.", maxBodyBytes))
+		case errors.As(err, &typeErr):
+			field, _, _ := strings.Cut(typeErr.Field, ".")
+			if e, ok := fieldError(field); ok {
+				return &e
+			}
+			return fail("The request body must be a JSON object.")
+		case errors.Is(err, io.EOF):
+			return fail("The request body is empty.")
+		default:
+			return fail("The request body is not valid JSON: " + err.Error())
+		}
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return fail("The request body must hold a single JSON object.")
+	}
+	return nil
+}
+
+// decodeMetadata checks a request's metadata, decoded with pointer values
+// so that a null is told apart: string values only, and no NUL anywhere
+// (PostgreSQL's jsonb cannot hold it).
+func decodeMetadata(m map[string]*string) (map[string]string, bool) {
+	metadata := make(map[string]string, len(m))
+	for k, v := range m {
+		if v == nil || strings.ContainsRune(k, 0) || strings.ContainsRune(*v, 0) {
+			return nil, false
+		}
+		metadata[k] = *v
+	}
+	return metadata, true
 }
 
 var returnURLRule = fmt.Sprintf("return_url must be an absolute http or https URL of at most %d characters, "+
@@ -216,29 +254,41 @@ type listFilter struct {
 // parseListQuery reads and validates the query of GET /v1/charges.
 func parseListQuery(r *http.Request) (listFilter, *apiError) {
 	query := r.URL.Query()
-	f := listFilter{Limit: defaultListLimit}
-	if query.Has("limit") {
-		limit, err := strconv.Atoi(query.Get("limit"))
-		if err != nil || limit < 1 || limit > maxListLimit {
-			e := invalidRequest("limit_invalid", fmt.Sprintf("limit must be an integer from 1 to %d.", maxListLimit))
-			return listFilter{}, &e
-		}
-		f.Limit = int32(limit)
+	limit, e := listLimit(query)
+	if e != nil {
+		return listFilter{}, e
 	}
-	// A filter that is given applies as given, even empty: an empty key
-	// matches nothing rather than everything, so a caller's bug cannot make
-	// another charge look like its own.
-	filter := func(name string) *string {
-		if !query.Has(name) {
-			return nil
-		}
-		v := query.Get(name)
-		return &v
+	return listFilter{
+		IdempotencyKey:       queryFilter(query, "idempotency_key"),
+		ClientIdempotencyKey: queryFilter(query, "client_idempotency_key"),
+		Merchant:             queryFilter(query, "merchant"),
+		Limit:                limit,
+	}, nil
+}
+
+// listLimit is the limit of a list's query: defaultListLimit unless given.
+func listLimit(query url.Values) (int32, *apiError) {
+	if !query.Has("limit") {
+		return defaultListLimit, nil
 	}
-	f.IdempotencyKey = filter("idempotency_key")
-	f.ClientIdempotencyKey = filter("client_idempotency_key")
-	f.Merchant = filter("merchant")
-	return f, nil
+	limit, err := strconv.Atoi(query.Get("limit"))
+	if err != nil || limit < 1 || limit > maxListLimit {
+		e := invalidRequest("limit_invalid", fmt.Sprintf("limit must be an integer from 1 to %d.", maxListLimit))
+		return 0, &e
+	}
+	return int32(limit), nil
+}
+
+// queryFilter is the filter name of a list's query; nil when not given. A
+// filter that is given applies as given, even empty: an empty key matches
+// nothing rather than everything, so a caller's bug cannot make another
+// charge look like its own.
+func queryFilter(query url.Values, name string) *string {
+	if !query.Has(name) {
+		return nil
+	}
+	v := query.Get(name)
+	return &v
 }
 
 // requestHash is the SHA-256 of a canonical encoding of the charge's
@@ -248,35 +298,49 @@ func parseListQuery(r *http.Request) (listFilter, *apiError) {
 // when given: a request without one encodes exactly as before, so the charges
 // stored before it existed still replay their keys.
 func requestHash(req createRequest) []byte {
-	var buf []byte
-	putString := func(s string) {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(s)))
-		buf = append(buf, s...)
-	}
-	putString("cardsim.charge.v1")
-	buf = binary.BigEndian.AppendUint64(buf, uint64(req.Amount))
-	putString(req.Currency)
-	putString(req.PaymentMethod)
-	if req.Description == nil {
-		buf = append(buf, 0)
-	} else {
-		buf = append(buf, 1)
-		putString(*req.Description)
-	}
-	keys := make([]string, 0, len(req.Metadata))
-	for k := range req.Metadata {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(keys)))
-	for _, k := range keys {
-		putString(k)
-		putString(req.Metadata[k])
-	}
+	var c canonical
+	c.putString("cardsim.charge.v1")
+	c.putInt(req.Amount)
+	c.putString(req.Currency)
+	c.putString(req.PaymentMethod)
+	c.putOptional(req.Description)
+	c.putMetadata(req.Metadata)
 	if req.ReturnURL != nil {
-		putString("return_url")
-		putString(*req.ReturnURL)
+		c.putString("return_url")
+		c.putString(*req.ReturnURL)
 	}
-	sum := sha256.Sum256(buf)
+	sum := sha256.Sum256(c)
 	return sum[:]
+}
+
+// canonical is the encoding that request hashes are taken of.
+type canonical []byte
+
+func (c *canonical) putInt(n int64) { *c = binary.BigEndian.AppendUint64(*c, uint64(n)) }
+
+// putString puts s length-prefixed, so that no two lists of strings encode
+// alike.
+func (c *canonical) putString(s string) {
+	c.putInt(int64(len(s)))
+	*c = append(*c, s...)
+}
+
+// putOptional tells a nil s apart from an empty one.
+func (c *canonical) putOptional(s *string) {
+	if s == nil {
+		*c = append(*c, 0)
+		return
+	}
+	*c = append(*c, 1)
+	c.putString(*s)
+}
+
+// putMetadata puts m sorted by key.
+func (c *canonical) putMetadata(m map[string]string) {
+	keys := slices.Sorted(maps.Keys(m))
+	c.putInt(int64(len(keys)))
+	for _, k := range keys {
+		c.putString(k)
+		c.putString(m[k])
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/cardsim/internal/sqlc"
 )
@@ -45,16 +46,19 @@ type charge struct {
 	// when the caller gave one with its cancel.
 	ReturnURL          *string
 	CancellationReason *string
+	// AmountRefunded is the sum of the charge's succeeded refunds.
+	AmountRefunded int64
 }
 
-// store keeps the simulator's charges in the cardsim schema. It is the only
-// code that knows the generated queries and their rows.
+// store keeps the simulator's charges and refunds in the cardsim schema. It
+// is the only code that knows the generated queries and their rows.
 type store struct {
+	db      *pgxpool.Pool // for the transactions of refunds
 	queries *sqlc.Queries
 }
 
-func newStore(db sqlc.DBTX) *store {
-	return &store{queries: sqlc.New(db)}
+func newStore(pool *pgxpool.Pool) *store {
+	return &store{db: pool, queries: sqlc.New(pool)}
 }
 
 // create stores the charge of key, or finds the one stored by an earlier
@@ -67,7 +71,7 @@ func (s *store) create(ctx context.Context, key string, req createRequest, spec 
 	}
 	hash := requestHash(req)
 	params := sqlc.InsertChargeParams{
-		ID:             newChargeID(),
+		ID:             newID("ch_"),
 		IdempotencyKey: key,
 		RequestHash:    hash,
 		Amount:         req.Amount,
@@ -92,19 +96,26 @@ func (s *store) create(ctx context.Context, key string, req createRequest, spec 
 		return c, false, fmt.Errorf("insert charge: %w", err)
 	}
 	// No row: the key is taken. Charges are never deleted, so it is there.
-	row, err = s.queries.GetChargeByIdempotencyKey(ctx, key)
+	if err := s.settleRefunds(ctx); err != nil {
+		return c, false, err
+	}
+	stored, err := s.queries.GetChargeByIdempotencyKey(ctx, key)
 	if err != nil {
 		return c, false, fmt.Errorf("load charge of reused key: %w", err)
 	}
-	if !bytes.Equal(row.RequestHash, hash) {
+	if !bytes.Equal(stored.Charge.RequestHash, hash) {
 		return c, false, errKeyReused
 	}
-	c, err = chargeFromRow(row)
+	c, err = chargeFromRow(stored.Charge)
+	c.AmountRefunded = stored.AmountRefunded
 	return c, true, err
 }
 
 // get returns the charge with id, or errNoCharge.
 func (s *store) get(ctx context.Context, id string) (charge, error) {
+	if err := s.settleRefunds(ctx); err != nil {
+		return charge{}, err
+	}
 	row, err := s.queries.GetCharge(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return charge{}, errNoCharge
@@ -112,7 +123,9 @@ func (s *store) get(ctx context.Context, id string) (charge, error) {
 	if err != nil {
 		return charge{}, err
 	}
-	return chargeFromRow(row)
+	c, err := chargeFromRow(row.Charge)
+	c.AmountRefunded = row.AmountRefunded
+	return c, err
 }
 
 // completeAuthentication ends the wait of charge id in success. resolved is
@@ -163,6 +176,9 @@ func (s *store) afterResolve(ctx context.Context, id string, row sqlc.Charge, er
 
 // list returns the charges that f selects, newest first.
 func (s *store) list(ctx context.Context, f listFilter) ([]charge, error) {
+	if err := s.settleRefunds(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.queries.ListCharges(ctx, sqlc.ListChargesParams{
 		IdempotencyKey:       f.IdempotencyKey,
 		ClientIdempotencyKey: f.ClientIdempotencyKey,
@@ -174,10 +190,11 @@ func (s *store) list(ctx context.Context, f listFilter) ([]charge, error) {
 	}
 	charges := make([]charge, 0, len(rows))
 	for _, row := range rows {
-		c, err := chargeFromRow(row)
+		c, err := chargeFromRow(row.Charge)
 		if err != nil {
 			return nil, err
 		}
+		c.AmountRefunded = row.AmountRefunded
 		charges = append(charges, c)
 	}
 	return charges, nil
@@ -207,12 +224,13 @@ func chargeFromRow(row sqlc.Charge) (charge, error) {
 
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-// newChargeID returns "ch_" and 24 random alphanumerics, drawn without modulo
-// bias from crypto/rand so that ids cannot be guessed.
-func newChargeID() string {
+// newID returns prefix ("ch_" for a charge, "re_" for a refund) and 24
+// random alphanumerics, drawn without modulo bias from crypto/rand so that
+// ids cannot be guessed.
+func newID(prefix string) string {
 	const n = 24
-	id := make([]byte, 0, 3+n)
-	id = append(id, "ch_"...)
+	id := make([]byte, 0, len(prefix)+n)
+	id = append(id, prefix...)
 	var random [32]byte
 	for len(id) < cap(id) {
 		_, _ = rand.Read(random[:]) // never fails (crypto/rand since Go 1.24)

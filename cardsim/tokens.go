@@ -48,10 +48,24 @@ func cancelMessage(reason string) string {
 	}
 }
 
+// refundBehaviour is what a card makes of the refunds of its charges.
+type refundBehaviour int
+
+const (
+	refundsSucceed refundBehaviour = iota // every refund succeeds at once
+	// refundsSettleLater: every refund is pending, then succeeds when it
+	// settles.
+	refundsSettleLater
+	// refundsFailLater: the charge's first refund is pending, then fails
+	// when it settles (expired_or_canceled_card); later ones succeed at once.
+	refundsFailLater
+)
+
 type tokenSpec struct {
 	behaviour      behaviour
 	failureCode    string
 	failureMessage string
+	refunds        refundBehaviour
 }
 
 // tokens are the payment methods the simulator knows; any other is refused.
@@ -64,6 +78,8 @@ var tokens = map[string]tokenSpec{
 	"pm_card_providerError":          {behaviour: providerError},
 	tokenLostResponse:                {behaviour: lostResponse},
 	"pm_card_authenticationRequired": {behaviour: authenticate},
+	"pm_card_refundPending":          {behaviour: succeed, refunds: refundsSettleLater},
+	"pm_card_refundFailsLater":       {behaviour: succeed, refunds: refundsFailLater},
 }
 
 // outcome is what a new charge with this card becomes: its status and, when
@@ -79,6 +95,20 @@ func (spec tokenSpec) outcome(hasReturnURL bool) (status, failureCode, failureMe
 		return statusFailed, codeAuthenticationRequired, messageAuthenticationRequired
 	default:
 		return statusSucceeded, "", ""
+	}
+}
+
+// refundOutcome is how a new refund of a charge with this card ends: in
+// settlesTo, at once or, when later, after it was pending. first says
+// whether it is the charge's first refund.
+func (spec tokenSpec) refundOutcome(first bool) (later bool, settlesTo string) {
+	switch {
+	case spec.refunds == refundsSucceed, spec.refunds == refundsFailLater && !first:
+		return false, statusSucceeded
+	case spec.refunds == refundsFailLater:
+		return true, statusFailed
+	default: // refundsSettleLater
+		return true, statusSucceeded
 	}
 }
 

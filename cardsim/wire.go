@@ -26,6 +26,8 @@ type chargeObject struct {
 	// NextAction is what the shopper must do while the charge is
 	// requires_action, and null in every other status.
 	NextAction *nextAction `json:"next_action"`
+	// AmountRefunded is the sum of the charge's succeeded refunds.
+	AmountRefunded int64 `json:"amount_refunded"`
 }
 
 // nextAction tells the caller where to send the shopper, as Stripe's
@@ -41,20 +43,46 @@ type redirectToURL struct {
 	ReturnURL string `json:"return_url"`
 }
 
-type listObject struct {
-	Object string         `json:"object"`
-	Data   []chargeObject `json:"data"`
+// refundObject is the wire form of a refund, in every response.
+type refundObject struct {
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Amount         int64             `json:"amount"`
+	Charge         string            `json:"charge"`
+	Currency       string            `json:"currency"`
+	Status         string            `json:"status"` // pending, succeeded or failed
+	Reason         *string           `json:"reason"`
+	FailureCode    *string           `json:"failure_code"`
+	FailureMessage *string           `json:"failure_message"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Metadata       map[string]string `json:"metadata"`
+	Created        int64             `json:"created"`
+	// SettlesAt is when a pending refund becomes final, or when a final one
+	// did (its creation, for one final at once).
+	SettlesAt int64 `json:"settles_at"`
+}
+
+type listObject[T any] struct {
+	Object string `json:"object"`
+	Data   []T    `json:"data"`
 }
 
 type apiError struct {
 	Type    string `json:"type"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Charge  string `json:"charge,omitempty"` // the charge concerned: a card_error's, or charge_unexpected_state's
+	// Charge is the charge concerned: a card_error's, charge_unexpected_state's,
+	// or that of a refund refused.
+	Charge string `json:"charge,omitempty"`
 }
 
 func invalidRequest(code, message string) apiError {
 	return apiError{Type: "invalid_request_error", Code: code, Message: message}
+}
+
+var keyReusedError = apiError{
+	Type: "idempotency_error", Code: "idempotency_key_reused",
+	Message: "This idempotency key was already used with other request parameters.",
 }
 
 var internalError = apiError{Type: "api_error", Code: "internal_error", Message: "The card simulator failed to process the request."}
@@ -77,6 +105,7 @@ func toChargeObject(c charge, publicBase string) chargeObject {
 		Created:            c.Created.Unix(),
 		ReturnURL:          c.ReturnURL,
 		CancellationReason: c.CancellationReason,
+		AmountRefunded:     c.AmountRefunded,
 	}
 	if c.Status == statusRequiresAction {
 		o.NextAction = &nextAction{Type: "redirect_to_url", RedirectToURL: redirectToURL{
@@ -84,6 +113,24 @@ func toChargeObject(c charge, publicBase string) chargeObject {
 		}}
 	}
 	return o
+}
+
+func toRefundObject(r refund) refundObject {
+	return refundObject{
+		ID:             r.ID,
+		Object:         "refund",
+		Amount:         r.Amount,
+		Charge:         r.ChargeID,
+		Currency:       r.Currency,
+		Status:         r.Status,
+		Reason:         r.Reason,
+		FailureCode:    r.FailureCode,
+		FailureMessage: r.FailureMessage,
+		IdempotencyKey: r.IdempotencyKey,
+		Metadata:       r.Metadata,
+		Created:        r.Created.Unix(),
+		SettlesAt:      r.SettlesAt.Unix(),
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

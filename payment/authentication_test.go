@@ -63,6 +63,7 @@ func (b *bundle) events(t *testing.T, key, eventType string) int {
 type countingProvider struct {
 	Provider
 	creates, finds, cancels atomic.Int32
+	refundCreates           atomic.Int32
 }
 
 func (p *countingProvider) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {

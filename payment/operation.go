@@ -29,9 +29,6 @@ func refundAnswer(r ProviderRefund) answer {
 		FailureCode: r.FailureCode, FailureMessage: r.FailureMessage}, pending: r.State == RefundPending}
 }
 
-// final reports whether ans ends the attempt.
-func (ans answer) final() bool { return !ans.pending && !ans.waiting() }
-
 // create sends a's operation to the provider under a's provider key: a
 // charge, or a refund. The provider deduplicates on the key, so a second
 // send of the same attempt gets the first one's answer.

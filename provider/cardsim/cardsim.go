@@ -1,7 +1,8 @@
 // Package cardsim is chargeonce's client of the card simulator's HTTP API
 // (POST /v1/charges with an Idempotency-Key header, GET /v1/charges to find
 // a charge by that key, POST /v1/charges/{id}/cancel to give up on a charge
-// that waits for 3-D Secure): a payment.Provider for development and tests. The
+// that waits for 3-D Secure, POST and GET /v1/refunds to refund a charge and
+// find the refund): a payment.Provider for development and tests. The
 // simulator itself is a separate service with its own schema, in the
 // top-level package cardsim; code that needs both imports this one under
 // another name (simprovider).
@@ -16,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -278,12 +280,143 @@ func errorCode(raw []byte) string {
 	return e.Error.Code
 }
 
-// CreateRefund implements payment.Provider.
-func (p *Provider) CreateRefund(ctx context.Context, req payment.ProviderRefundRequest) (payment.ProviderRefund, error) {
-	return payment.ProviderRefund{}, fmt.Errorf("cardsim: refunds are not implemented yet: %w", payment.ErrOutcomeUnknown)
+// refund is a refund on the wire. A null failure code or message decodes
+// as "".
+type refund struct {
+	ID             string            `json:"id"`
+	Status         string            `json:"status"`
+	FailureCode    string            `json:"failure_code"`
+	FailureMessage string            `json:"failure_message"`
+	Metadata       map[string]string `json:"metadata"`
 }
 
-// FindRefund implements payment.Provider.
+// domain maps r to chargeonce's terms.
+func (r refund) domain() (payment.ProviderRefund, error) {
+	switch r.Status {
+	case "pending":
+		return payment.ProviderRefund{ID: r.ID, State: payment.RefundPending}, nil
+	case "succeeded":
+		return payment.ProviderRefund{ID: r.ID, State: payment.RefundSucceeded}, nil
+	case "failed":
+		return payment.ProviderRefund{
+			ID:             r.ID,
+			State:          payment.RefundFailed,
+			FailureCode:    cmp.Or(r.FailureCode, "refund_failed"),
+			FailureMessage: cmp.Or(r.FailureMessage, "The refund failed."),
+		}, nil
+	default:
+		return payment.ProviderRefund{}, fmt.Errorf("refund %s has the unknown status %q", r.ID, r.Status)
+	}
+}
+
+// CreateRefund implements payment.Provider: POST /v1/refunds under our
+// provider key. A refund the simulator refuses (400: the charge did not
+// succeed, or the amount is more than remains of it) is RefundFailed, with
+// the simulator's code; any answer but a refund or a refusal leaves the
+// refund's fate open.
+func (p *Provider) CreateRefund(ctx context.Context, req payment.ProviderRefundRequest) (payment.ProviderRefund, error) {
+	fields := map[string]any{"charge": req.ProviderChargeID, "metadata": req.Metadata}
+	if req.Amount > 0 {
+		fields["amount"] = req.Amount
+	}
+	if req.Reason != "" {
+		fields["reason"] = req.Reason
+	}
+	body, err := json.Marshal(fields)
+	if err != nil {
+		return payment.ProviderRefund{}, err
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/v1/refunds", bytes.NewReader(body))
+	if err != nil {
+		return payment.ProviderRefund{}, err
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	status, raw, err := p.send(httpReq)
+	if err != nil {
+		return payment.ProviderRefund{}, fmt.Errorf("%w: %v", payment.ErrOutcomeUnknown, err)
+	}
+	switch status {
+	case http.StatusOK:
+		var r refund
+		if err := json.Unmarshal(raw, &r); err != nil || r.ID == "" {
+			return payment.ProviderRefund{}, fmt.Errorf("%w: unreadable refund (status 200)", payment.ErrOutcomeUnknown)
+		}
+		pr, err := r.domain()
+		if err != nil {
+			return payment.ProviderRefund{}, fmt.Errorf("%w: %v", payment.ErrOutcomeUnknown, err)
+		}
+		return pr, nil
+	case http.StatusBadRequest:
+		// Refused: nothing was refunded, and sending it again would get the
+		// same answer.
+		var e apiError
+		if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" {
+			return payment.ProviderRefund{}, fmt.Errorf("%w: unreadable error (status 400)", payment.ErrOutcomeUnknown)
+		}
+		return payment.ProviderRefund{State: payment.RefundFailed, FailureCode: e.Error.Code, FailureMessage: e.Error.Message}, nil
+	default:
+		// 5xx, 429, 409 and anything unexpected: the refund may exist.
+		return payment.ProviderRefund{}, fmt.Errorf("%w: provider answered %d", payment.ErrOutcomeUnknown, status)
+	}
+}
+
+// FindRefund implements payment.Provider: the refund of our provider key,
+// or else the one among the charge's refunds whose metadata names the
+// attempt (made under an earlier key); nil when there is none.
 func (p *Provider) FindRefund(ctx context.Context, req payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
-	return nil, fmt.Errorf("cardsim: refunds are not implemented yet")
+	found, err := p.listRefunds(ctx, url.Values{"idempotency_key": {req.IdempotencyKey}})
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 && req.ProviderChargeID != "" {
+		all, err := p.listRefunds(ctx, url.Values{"charge": {req.ProviderChargeID}, "limit": {strconv.Itoa(maxListLimit)}})
+		if err != nil {
+			return nil, err
+		}
+		attempt := req.AttemptID.String()
+		for _, r := range all {
+			if r.Metadata["chargeonce_attempt_id"] == attempt {
+				found = append(found, r)
+				break
+			}
+		}
+		if len(found) == 0 && len(all) == maxListLimit {
+			// The attempt's refund may be beyond the page: "none" would be a guess.
+			return nil, fmt.Errorf("look up refund: charge %s has more refunds than one list holds", req.ProviderChargeID)
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	pr, err := found[0].domain()
+	if err != nil {
+		return nil, fmt.Errorf("look up refund: %w", err)
+	}
+	return &pr, nil
+}
+
+// maxListLimit is the most a list of the simulator holds.
+const maxListLimit = 1000
+
+// listRefunds reads GET /v1/refunds with query.
+func (p *Provider) listRefunds(ctx context.Context, query url.Values) ([]refund, error) {
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/v1/refunds?"+query.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	status, raw, err := p.send(httpReq)
+	if err != nil {
+		return nil, fmt.Errorf("look up refund: %w", err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("look up refund: provider answered %d", status)
+	}
+	var list struct {
+		Data []refund `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("look up refund: %w", err)
+	}
+	return list.Data, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
@@ -49,6 +50,7 @@ func TestConformance_AgainstTheSimulator(t *testing.T) {
 			Authenticate: func(t *testing.T, pc payment.ProviderCharge) {
 				providertest.PressChallenge(t, nil, pc.Action.URL, "complete")
 			},
+			Refunds: true,
 			Cannot: providertest.Cannot{
 				SpendKey: "the simulator saves no failure for a key: pm_card_providerError answers 500 before anything is stored, " +
 					"on every send alike, so no key is ever spent",
@@ -70,8 +72,13 @@ type bundle struct {
 
 func setup(t *testing.T, transport http.RoundTripper) bundle {
 	t.Helper()
+	return setupWith(t, cardsim.Config{}, transport)
+}
+
+func setupWith(t *testing.T, cfg cardsim.Config, transport http.RoundTripper) bundle {
+	t.Helper()
 	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
+	sim := httptest.NewServer(cardsim.NewHandler(pool, cfg))
 	t.Cleanup(sim.Close)
 	return bundle{provider: simprovider.New(sim.URL, 5*time.Second, transport), sim: sim, pool: pool}
 }
@@ -276,4 +283,209 @@ func TestCancelCharge_NoAnswerOr5xx_IsAnErrorAndTheChargeStillWaits(t *testing.T
 			require.Equal(t, "requires_action", b.status(t, pc.ID))
 		})
 	}
+}
+
+// Refunds: the simulator's cards pm_card_refundPending and
+// pm_card_refundFailsLater, its refusals, and the lookups of FindRefund.
+
+// settleQuickly is the simulator's refund settle time in the tests that
+// wait for a pending refund to end; long enough that the answer to the
+// create still finds it pending, even under -race.
+const settleQuickly = time.Second
+
+// charged charges paymentMethod 1999 USD and returns the charge's id,
+// succeeded or not.
+func (b bundle) charged(t *testing.T, paymentMethod string) string {
+	t.Helper()
+	pc, err := b.provider.CreateCharge(t.Context(), providertest.Request(paymentMethod, 1999, "USD"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pc.ID)
+	return pc.ID
+}
+
+func (b bundle) refunded(t *testing.T, chargeID string, amount int64) (payment.ProviderRefundRequest, payment.ProviderRefund) {
+	t.Helper()
+	req := providertest.RefundRequest(chargeID, amount, "USD")
+	pr, err := b.provider.CreateRefund(t.Context(), req)
+	require.NoError(t, err)
+	require.NotEmpty(t, pr.ID)
+	return req, pr
+}
+
+// eventually requires that FindRefund of req soon finds want.
+func (b bundle) eventually(t *testing.T, req payment.ProviderRefundRequest, want payment.ProviderRefund) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		found, err := b.provider.FindRefund(t.Context(), req)
+		if assert.NoError(c, err) && assert.NotNil(c, found) {
+			assert.Equal(c, want, *found)
+		}
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+const expiredCardMessage = "The refund failed: the card it went back to is expired or canceled."
+
+func TestCreateRefund_RefundPendingCard_IsPendingThenSucceeded(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, cardsim.Config{RefundSettle: settleQuickly}, nil)
+	req, pr := b.refunded(t, b.charged(t, "pm_card_refundPending"), 1999)
+	require.Equal(t, payment.ProviderRefund{ID: pr.ID, State: payment.RefundPending}, pr)
+	b.eventually(t, req, payment.ProviderRefund{ID: pr.ID, State: payment.RefundSucceeded})
+	again, err := b.provider.CreateRefund(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, payment.ProviderRefund{ID: pr.ID, State: payment.RefundSucceeded}, again, "a replay answers the refund as it is now")
+}
+
+func TestCreateRefund_RefundFailsLaterCard_FirstFailsThenAnotherSucceeds(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, cardsim.Config{RefundSettle: settleQuickly}, nil)
+	chargeID := b.charged(t, "pm_card_refundFailsLater")
+	req, pr := b.refunded(t, chargeID, 1999)
+	require.Equal(t, payment.RefundPending, pr.State)
+	b.eventually(t, req, payment.ProviderRefund{ID: pr.ID, State: payment.RefundFailed,
+		FailureCode: "expired_or_canceled_card", FailureMessage: expiredCardMessage})
+	_, second := b.refunded(t, chargeID, 1999)
+	require.Equal(t, payment.ProviderRefund{ID: second.ID, State: payment.RefundSucceeded}, second,
+		"the failed refund gave the whole amount back")
+}
+
+func TestCreateRefund_Refused_IsAFailedRefundWithTheCode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	visa := b.charged(t, "pm_card_visa")
+	for _, tt := range []struct {
+		name     string
+		chargeID string
+		amount   int64
+		code     string
+	}{
+		{"declined charge", b.charged(t, "pm_card_chargeDeclined"), 1999, "charge_not_refundable"},
+		{"more than the charge", visa, 2000, "amount_too_large"},
+		{"unknown charge", "ch_doesNotExist", 100, "resource_missing"},
+	} {
+		req := providertest.RefundRequest(tt.chargeID, tt.amount, "USD")
+		pr, err := b.provider.CreateRefund(t.Context(), req)
+		require.NoError(t, err, "%s: a refusal is an answer", tt.name)
+		require.Equal(t, payment.RefundFailed, pr.State, tt.name)
+		require.Empty(t, pr.ID, "%s: no refund was made", tt.name)
+		require.Equal(t, tt.code, pr.FailureCode, tt.name)
+		require.NotEmpty(t, pr.FailureMessage, tt.name)
+		found, err := b.provider.FindRefund(t.Context(), req)
+		require.NoError(t, err)
+		require.Nil(t, found, "%s: nothing is stored for a refusal", tt.name)
+	}
+}
+
+func TestCreateRefund_SameKeyOtherAmount_IsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	req, _ := b.refunded(t, b.charged(t, "pm_card_visa"), 500)
+	req.Amount = 600
+	_, err := b.provider.CreateRefund(t.Context(), req)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "409: the key is the simulator's, whatever it holds")
+}
+
+// failingRefunds answers the requests to /v1/refunds of method with status,
+// or drops them unsent (status 0), or sends them and loses the answer
+// (lose), and passes every other request on.
+type failingRefunds struct {
+	method string
+	status int
+	lose   bool
+	next   http.RoundTripper
+}
+
+func (f failingRefunds) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != f.method || req.URL.Path != "/v1/refunds" {
+		return f.next.RoundTrip(req)
+	}
+	if f.lose {
+		resp, err := f.next.RoundTrip(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return nil, errors.New("connection reset by peer")
+	}
+	if f.status == 0 {
+		return nil, errors.New("connection reset by peer")
+	}
+	return &http.Response{StatusCode: f.status, Body: io.NopCloser(strings.NewReader(`{"error":{"type":"api_error","code":"internal_error"}}`)),
+		Header: http.Header{"Content-Type": {"application/json"}}, Request: req}, nil
+}
+
+func TestCreateRefund_NoAnswerOr5xx_IsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{0, http.StatusInternalServerError, http.StatusServiceUnavailable} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, failingRefunds{method: http.MethodPost, status: status, next: http.DefaultTransport})
+			_, err := b.provider.CreateRefund(t.Context(), providertest.RefundRequest(b.charged(t, "pm_card_visa"), 1999, "USD"))
+			require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "nobody knows yet")
+		})
+	}
+}
+
+func TestCreateRefund_AnswerLost_IsOutcomeUnknownAndFindRefundFindsIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, failingRefunds{method: http.MethodPost, lose: true, next: http.DefaultTransport})
+	req := providertest.RefundRequest(b.charged(t, "pm_card_visa"), 1999, "USD")
+	_, err := b.provider.CreateRefund(t.Context(), req)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+	found, err := b.provider.FindRefund(t.Context(), req)
+	require.NoError(t, err)
+	require.NotNil(t, found, "the refund was made")
+	require.Equal(t, payment.RefundSucceeded, found.State)
+}
+
+func TestFindRefund_UnderAnEarlierKey_IsFoundByTheAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	chargeID := b.charged(t, "pm_card_visa")
+	req, pr := b.refunded(t, chargeID, 500)
+	b.refunded(t, chargeID, 600) // another attempt's refund of the same charge
+
+	rekeyed := req
+	rekeyed.IdempotencyKey = req.IdempotencyKey + "_2"
+	found, err := b.provider.FindRefund(t.Context(), rekeyed)
+	require.NoError(t, err)
+	require.Equal(t, &pr, found)
+
+	found, err = b.provider.FindRefund(t.Context(), providertest.RefundRequest(chargeID, 500, "USD"))
+	require.NoError(t, err)
+	require.Nil(t, found, "no refund of the charge names that attempt")
+}
+
+func TestFindRefund_LookupFails_IsAnError(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{0, http.StatusInternalServerError} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, failingRefunds{method: http.MethodGet, status: status, next: http.DefaultTransport})
+			req, _ := b.refunded(t, b.charged(t, "pm_card_visa"), 1999)
+			found, err := b.provider.FindRefund(t.Context(), req)
+			require.Error(t, err)
+			require.Nil(t, found)
+		})
+	}
+}
+
+func TestFindRefund_FailedAfterItSucceeded_IsFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	req, pr := b.refunded(t, b.charged(t, "pm_card_visa"), 1999)
+	require.Equal(t, payment.RefundSucceeded, pr.State)
+	// The card is closed: the simulator's control fails the refund.
+	resp, err := b.sim.Client().Post(b.sim.URL+"/v1/refunds/"+pr.ID+"/fail", "", nil)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	want := payment.ProviderRefund{ID: pr.ID, State: payment.RefundFailed,
+		FailureCode: "expired_or_canceled_card", FailureMessage: expiredCardMessage}
+	found, err := b.provider.FindRefund(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, &want, found)
+	again, err := b.provider.CreateRefund(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, want, again, "the same key, the same refund, as it now is")
 }

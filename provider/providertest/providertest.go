@@ -44,6 +44,10 @@ type Harness struct {
 	// pc, a payment that waits for it, as the shopper would.
 	AuthenticationCard string
 	Authenticate       func(t *testing.T, pc payment.ProviderCharge)
+	// Refunds puts the provider's refunds (CreateRefund, FindRefund) under
+	// test; unset, every refund case is skipped. A provider whose refunds
+	// are still being built leaves it unset until they pass.
+	Refunds bool
 	// Cannot says why the provider cannot show a behaviour.
 	Cannot Cannot
 }
@@ -53,7 +57,7 @@ type Harness struct {
 // function in Harness needs a reason here exactly when the function is nil.
 type Cannot struct {
 	// Deduplicate: a repeat of our provider key does not answer the first
-	// send's charge.
+	// send's charge (or refund).
 	Deduplicate string
 	// FindAfterCharge: FindCharge does not find a charge that was made.
 	FindAfterCharge string
@@ -68,6 +72,11 @@ type Cannot struct {
 	// Authenticate: Harness.AuthenticationCard and Authenticate are unset:
 	// no card of the provider waits for the shopper.
 	Authenticate string
+	// FindAfterRefund: FindRefund does not find a refund that was made.
+	FindAfterRefund string
+	// RefuseRefund: the provider does not refuse a refund of more than the
+	// charge.
+	RefuseRefund string
 }
 
 // Run runs every case against a provider that newHarness builds, one per
@@ -99,6 +108,26 @@ func Request(paymentMethod string, amount int64, currency string) payment.Provid
 		Metadata: map[string]string{
 			"chargeonce_attempt_id": id.String(), "client_idempotency_key": "checkout-" + id.String()[:8],
 			"merchant": "demo", "order_id": "order-42",
+		},
+	}
+}
+
+// RefundRequest is the request of a fresh refund attempt of amount of the
+// charge chargeID, as payment makes it: our provider key, the attempt, and
+// the metadata that names them.
+func RefundRequest(chargeID string, amount int64, currency string) payment.ProviderRefundRequest {
+	id := uuid.New()
+	return payment.ProviderRefundRequest{
+		IdempotencyKey:   "chargeonce_" + id.String(),
+		AttemptID:        id,
+		AttemptCreatedAt: time.Now(),
+		ProviderChargeID: chargeID,
+		Amount:           amount,
+		Currency:         currency,
+		Reason:           "Returned item",
+		Metadata: map[string]string{
+			"chargeonce_attempt_id": id.String(), "chargeonce_kind": "refund",
+			"client_idempotency_key": "refund-" + id.String()[:8], "merchant": "demo",
 		},
 	}
 }
@@ -137,6 +166,30 @@ func (h Harness) charge(t *testing.T) (payment.ProviderChargeRequest, payment.Pr
 	require.True(t, pc.Succeeded, "%+v", pc)
 	require.NotEmpty(t, pc.ID)
 	return req, pc
+}
+
+// refund charges the succeeding card of a fresh attempt and refunds all
+// of it, which must succeed.
+func (h Harness) refund(t *testing.T) (payment.ProviderRefundRequest, payment.ProviderRefund) {
+	t.Helper()
+	req, pc := h.charge(t)
+	refundReq := RefundRequest(pc.ID, req.Amount, req.Currency)
+	pr, err := h.Provider.CreateRefund(t.Context(), refundReq)
+	require.NoError(t, err)
+	require.Equal(t, payment.RefundSucceeded, pr.State, "%+v", pr)
+	require.NotEmpty(t, pr.ID)
+	require.Empty(t, pr.FailureCode)
+	return refundReq, pr
+}
+
+// skipUnlessRefunds skips a refund case unless the harness puts refunds
+// under test, and then as skipUnless.
+func skipUnlessRefunds(t *testing.T, h Harness, reason string) {
+	t.Helper()
+	if !h.Refunds {
+		t.Skip("Harness.Refunds is unset: the provider's refunds are not under test")
+	}
+	skipUnless(t, reason)
 }
 
 // waiting creates a payment of the card that needs authentication, with a
@@ -256,6 +309,40 @@ var cases = []struct {
 		if h.Charges != nil {
 			require.Equal(t, 1, h.Charges(t, req))
 		}
+	}},
+	{"CreateRefund_WholeCharge_Succeeds", func(t *testing.T, h Harness) {
+		skipUnlessRefunds(t, h, "")
+		h.refund(t)
+	}},
+	{"CreateRefund_SameProviderKeyTwice_IsOneRefund", func(t *testing.T, h Harness) {
+		skipUnlessRefunds(t, h, h.Cannot.Deduplicate)
+		req, first := h.refund(t)
+		again, err := h.Provider.CreateRefund(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, first, again, "the same key gets the same refund")
+	}},
+	{"FindRefund_AfterTheRefund_IsTheSameRefund", func(t *testing.T, h Harness) {
+		skipUnlessRefunds(t, h, h.Cannot.FindAfterRefund)
+		req, pr := h.refund(t)
+		found, err := h.Provider.FindRefund(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, &pr, found)
+	}},
+	{"FindRefund_BeforeTheRefund_IsNil", func(t *testing.T, h Harness) {
+		skipUnlessRefunds(t, h, "")
+		req, pc := h.charge(t)
+		found, err := h.Provider.FindRefund(t.Context(), RefundRequest(pc.ID, req.Amount, req.Currency))
+		require.NoError(t, err)
+		require.Nil(t, found, "the provider holds no refund for a request never sent")
+	}},
+	{"CreateRefund_MoreThanTheCharge_IsAFailedRefundNotAnError", func(t *testing.T, h Harness) {
+		skipUnlessRefunds(t, h, h.Cannot.RefuseRefund)
+		req, pc := h.charge(t)
+		pr, err := h.Provider.CreateRefund(t.Context(), RefundRequest(pc.ID, req.Amount+1, req.Currency))
+		require.NoError(t, err, "a refusal is an answer")
+		require.Equal(t, payment.RefundFailed, pr.State, "%+v", pr)
+		require.NotEmpty(t, pr.FailureCode)
+		require.NotEmpty(t, pr.FailureMessage)
 	}},
 	{"CreateCharge_Decline_IsAFailedChargeNotAnError", func(t *testing.T, h Harness) {
 		skipUnless(t, h.Cannot.Decline)

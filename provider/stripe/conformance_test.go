@@ -30,7 +30,8 @@ const StripeMockVersion = "v0.203.0"
 
 // TestConformance_EveryRequestIsOneStripeAccepts sends every kind of
 // request the adapter makes (create and confirm, with a return_url or
-// without, confirm, retrieve, list, cancel) to stripe-mock, and checks that it accepted each, and that every
+// without, confirm, retrieve, list, cancel; a refund, its list and its
+// read) to stripe-mock, and checks that it accepted each, and that every
 // POST carried an Idempotency-Key derived from our provider key.
 func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 	t.Parallel()
@@ -84,12 +85,25 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 	t.Logf("confirm with a return_url: %+v, %v", pc, err)
 	pc, err = p.refuseAuthentication(ctx, req, &stripego.PaymentIntent{ID: "pi_123", Status: stripego.PaymentIntentStatusRequiresAction})
 	t.Logf("cancel: %+v, %v", pc, err)
+	// Refund, with a reason Stripe takes, with one it does not (sent in the
+	// metadata only) and with none; list the PaymentIntent's refunds; read
+	// one.
+	for _, reason := range []string{"requested_by_customer", "The shopper sent the shoes back", ""} {
+		rreq := refundRequest(payment.ProviderCharge{ID: "pi_123"}, 500, "USD", reason)
+		r, err := p.CreateRefund(ctx, rreq)
+		t.Logf("refund (%q): %+v, %v", reason, r, err)
+		found, err := p.FindRefund(ctx, rreq)
+		require.NoError(t, err)
+		require.Nil(t, found, "the list's fixtures carry no attempt id")
+	}
+	_, err = p.retrieveRefund(ctx, "re_123")
+	require.NoError(t, err)
 
 	calls := rec.all()
 	kinds := map[string]bool{}
 	for _, c := range calls {
 		require.Less(t, c.status, 300, "stripe-mock refused %s %s: %s", c.method, c.path, c.body)
-		kind := c.method + " " + regexp.MustCompile(`/pi_[A-Za-z0-9]+`).ReplaceAllString(c.path, "/{id}")
+		kind := c.method + " " + regexp.MustCompile(`/(pi|re)_[A-Za-z0-9]+`).ReplaceAllString(c.path, "/{id}")
 		kinds[kind] = true
 		if c.method == http.MethodPost {
 			require.Regexp(t, `^chargeonce_[0-9a-f-]{36}(_confirm|_cancel)?$`, c.idempotencyKey, "%s: an Idempotency-Key derived from our provider key", kind)
@@ -102,6 +116,9 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 		"POST /v1/payment_intents/{id}/cancel":  true,
 		"GET /v1/payment_intents":               true,
 		"GET /v1/payment_intents/{id}":          true,
+		"POST /v1/refunds":                      true,
+		"GET /v1/refunds":                       true,
+		"GET /v1/refunds/{id}":                  true,
 	}, kinds, "every kind of request the adapter makes")
 	returnURLs := 0
 	for _, c := range calls {
@@ -119,6 +136,19 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 			require.Equal(t, "true", form.Get("confirm"))
 			require.Equal(t, "card", form.Get("payment_method_types[0]"))
 			require.NotEmpty(t, form.Get("metadata[chargeonce_attempt_id]"))
+		}
+		if c.method == http.MethodPost && c.path == "/v1/refunds" {
+			form, err := url.ParseQuery(c.body)
+			require.NoError(t, err)
+			require.Equal(t, "pi_123", form.Get("payment_intent"))
+			require.Equal(t, "500", form.Get("amount"))
+			require.NotEmpty(t, form.Get("metadata[chargeonce_attempt_id]"))
+			require.True(t, form.Get("reason") == "" || stripeReasons[form.Get("reason")], "a reason Stripe takes, or none")
+		}
+		if c.method == http.MethodGet && c.path == "/v1/refunds" {
+			q, err := url.ParseQuery(c.query)
+			require.NoError(t, err)
+			require.Equal(t, "pi_123", q.Get("payment_intent"), "the PaymentIntent's refunds only")
 		}
 		if c.method == http.MethodGet && c.path == "/v1/payment_intents" {
 			q, err := url.ParseQuery(c.query)

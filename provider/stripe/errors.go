@@ -15,35 +15,76 @@ import (
 // Stripe's errors, mapped to an attempt's outcome, and described for logs
 // and errors without Stripe's message text or our secret key.
 
-// createFailed maps an error of the create call.
-func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeRequest, err error) (payment.ProviderCharge, error) {
+// verdict is what an error of a create call (a PaymentIntent's, a
+// refund's) says of what Stripe did with it.
+type verdict int
+
+const (
+	// verdictUnknown: a timeout, a refused or broken connection, an
+	// unreadable answer, 409 idempotency_key_in_use (a send under our key
+	// is still running), 429, a 5xx: Stripe may or may not have run it.
+	// Same key next time.
+	verdictUnknown verdict = iota
+	// verdictKeyRefused: 401 or 403. Nothing was run, but nothing can be
+	// until an operator fixes the secret key.
+	verdictKeyRefused
+	// verdictKeySpent: Stripe saved a 500 for our key and replays it: no
+	// send under this key can ever run.
+	verdictKeySpent
+	// verdictIdempotency: Stripe refused our key, first sent with other
+	// parameters.
+	verdictIdempotency
+	// verdictDeclined: a card error (402).
+	verdictDeclined
+	// verdictRejected: a 400 or 404 invalid_request_error: definitive,
+	// nothing was done, and the same request would be refused again.
+	verdictRejected
+)
+
+// classify is the verdict of an error of a create call, and Stripe's
+// error when it answered with one.
+func classify(err error) (verdict, *stripego.Error) {
 	var se *stripego.Error
 	if !errors.As(err, &se) {
-		// A timeout, a refused or broken connection, an unreadable answer:
-		// Stripe may have charged.
-		return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
+		return verdictUnknown, nil
 	}
 	status := se.HTTPStatusCode
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		// Nothing was charged, but nothing can be until an operator fixes the
-		// key: the attempt stays PROCESSING rather than fail every checkout.
-		return payment.ProviderCharge{}, p.callFailed(ctx, "create PaymentIntent", err)
+		return verdictKeyRefused, se
 	case status >= 500 && replayed(se.LastResponse):
-		// Stripe saved a 500 for our key and replays it: no send under this
-		// key can ever charge. Find what Stripe holds for the attempt.
-		return p.keySpent(ctx, req, err)
+		return verdictKeySpent, se
 	case status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500:
-		// 409 idempotency_key_in_use: a send under our key is still running.
-		// 429, 5xx: Stripe may or may not have run it. Same key next time.
-		return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
+		return verdictUnknown, se
 	case se.Type == stripego.ErrorTypeIdempotency:
-		return p.idempotencyError(ctx, req, se)
+		return verdictIdempotency, se
 	case se.Type == stripego.ErrorTypeCard:
-		return declined(piID(se.PaymentIntent), se), nil
+		return verdictDeclined, se
 	case se.Type == stripego.ErrorTypeInvalidRequest && (status == http.StatusBadRequest || status == http.StatusNotFound):
+		return verdictRejected, se
+	}
+	return verdictUnknown, se
+}
+
+// createFailed maps an error of the create call.
+func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeRequest, err error) (payment.ProviderCharge, error) {
+	v, se := classify(err)
+	switch v {
+	case verdictKeyRefused:
+		// Nothing was charged: the attempt stays PROCESSING rather than fail
+		// every checkout.
+		return payment.ProviderCharge{}, p.callFailed(ctx, "create PaymentIntent", err)
+	case verdictKeySpent:
+		// Find what Stripe holds for the attempt.
+		return p.keySpent(ctx, req, err)
+	case verdictIdempotency:
+		return p.idempotencyError(ctx, req, se)
+	case verdictDeclined:
+		return declined(piID(se.PaymentIntent), se), nil
+	case verdictRejected:
 		return p.rejected(ctx, req, se), nil
 	}
+	// Stripe may have charged.
 	return payment.ProviderCharge{}, p.unknown("create PaymentIntent", err)
 }
 

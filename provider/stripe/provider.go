@@ -8,15 +8,17 @@
 // requires 3-D Secure waits for the shopper at the bank's page when the
 // charge has a return URL, and is read, or cancelled as abandoned, until it
 // ends (authentication.go); without one it fails with
-// authentication_required, its PaymentIntent cancelled. Stripe's webhook
-// events only make chargeonce read a PaymentIntent at once (webhook.go).
+// authentication_required, its PaymentIntent cancelled. A refund attempt
+// is one Refund of the charge's PaymentIntent under its own provider key,
+// found again by its attempt id and never sent to be found (refund.go).
+// Stripe's webhook events only make chargeonce read an attempt at once
+// (webhook.go).
 package stripe
 
 import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -33,8 +35,9 @@ const APIBaseDefault = stripego.APIURL
 // TimeoutDefault bounds one call to Stripe when Config.Timeout is zero.
 const TimeoutDefault = 10 * time.Second
 
-// MetadataAttemptID is the PaymentIntent metadata key that holds the
-// attempt's id: the lookup finds the attempt's PaymentIntent by it.
+// MetadataAttemptID is the PaymentIntent and refund metadata key that
+// holds the attempt's id: the lookups find the attempt's PaymentIntent, or
+// refund, by it.
 const MetadataAttemptID = "chargeonce_attempt_id"
 
 // Config configures a Provider. Zero values take the defaults.
@@ -191,14 +194,4 @@ func piID(pi *stripego.PaymentIntent) string {
 		return ""
 	}
 	return pi.ID
-}
-
-// CreateRefund implements payment.Provider.
-func (p *Provider) CreateRefund(ctx context.Context, req payment.ProviderRefundRequest) (payment.ProviderRefund, error) {
-	return payment.ProviderRefund{}, fmt.Errorf("stripe: refunds are not implemented yet: %w", payment.ErrOutcomeUnknown)
-}
-
-// FindRefund implements payment.Provider.
-func (p *Provider) FindRefund(ctx context.Context, req payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
-	return nil, fmt.Errorf("stripe: refunds are not implemented yet")
 }

@@ -16,12 +16,12 @@ import (
 )
 
 // Stripe's webhook events, heard at an endpoint of chargeonce's. An event
-// says that a PaymentIntent changed; it never decides an outcome. Its
-// signature is checked against the endpoint's signing secret, the attempt
-// is taken from the PaymentIntent's metadata (MetadataAttemptID), and
-// chargeonce reads the PaymentIntent from Stripe at once (Rechecker): so a
-// forged event is refused, and a redelivered, late or reordered one can
-// only make chargeonce read Stripe again.
+// says that a PaymentIntent or a refund changed; it never decides an
+// outcome. Its signature is checked against the endpoint's signing secret,
+// the attempt is taken from its object's metadata (MetadataAttemptID), and
+// chargeonce reads the attempt from Stripe at once (Rechecker): so a forged
+// event is refused, and a redelivered, late or reordered one can only make
+// chargeonce read Stripe again.
 
 // WebhookMaxBodyBytes bounds an event's body: Stripe's events are larger
 // than chargeonce's own requests (MAX_BODY_BYTES), with the whole
@@ -32,17 +32,24 @@ const WebhookMaxBodyBytes = 256 << 10
 // ago is refused, so that a captured one cannot be replayed for long.
 const WebhookTolerance = stripewebhook.DefaultTolerance
 
-// webhookEvents are the events that may end an attempt's wait for the
-// shopper; the endpoint answers any other with 200 and reads nothing.
-var webhookEvents = map[stripego.EventType]bool{
-	stripego.EventTypePaymentIntentSucceeded:      true,
-	stripego.EventTypePaymentIntentPaymentFailed:  true,
-	stripego.EventTypePaymentIntentCanceled:       true,
-	stripego.EventTypePaymentIntentRequiresAction: true,
+// webhookEvents are the events that may end an attempt's wait, for the
+// shopper or for a pending refund, each with the kind of its object (that
+// of charge.refund.updated is a refund too); the endpoint answers any other
+// with 200 and reads nothing.
+var webhookEvents = map[stripego.EventType]string{
+	stripego.EventTypePaymentIntentSucceeded:      "payment_intent",
+	stripego.EventTypePaymentIntentPaymentFailed:  "payment_intent",
+	stripego.EventTypePaymentIntentCanceled:       "payment_intent",
+	stripego.EventTypePaymentIntentRequiresAction: "payment_intent",
+	stripego.EventTypeChargeRefundUpdated:         "refund",
+	stripego.EventTypeRefundCreated:               "refund",
+	stripego.EventTypeRefundUpdated:               "refund",
+	stripego.EventTypeRefundFailed:                "refund",
 }
 
-// Rechecker reads the provider about an attempt at once and records its
-// outcome if final (payment.Service.Recheck).
+// Rechecker reads the provider about an attempt, a charge's or a refund's,
+// at once, and records its outcome if final (payment.Service.Recheck); it
+// never sends.
 type Rechecker interface {
 	Recheck(ctx context.Context, attemptID uuid.UUID) (payment.Status, error)
 }
@@ -60,10 +67,10 @@ type WebhookConfig struct {
 
 // WebhookHandler is the endpoint Stripe sends its events to (POST). It
 // answers 200 for every verified event, those it ignores included (an
-// unknown type, a PaymentIntent that is no attempt's, an attempt chargeonce
-// does not know), so that Stripe does not send them again; 400 for a bad
-// signature or body, before anything is read; 503 when the attempt could
-// not be read now, so that Stripe sends the event again later.
+// unknown type, a PaymentIntent or refund that is no attempt's, an attempt
+// chargeonce does not know), so that Stripe does not send them again; 400
+// for a bad signature or body, before anything is read; 503 when the
+// attempt could not be read now, so that Stripe sends the event again later.
 func WebhookHandler(cfg WebhookConfig) http.Handler {
 	log := cfg.Logger
 	if log == nil {
@@ -93,7 +100,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	event, err := stripewebhook.ConstructEventWithOptions(body, r.Header.Get("Stripe-Signature"), h.secret,
 		stripewebhook.ConstructEventOptions{
 			Tolerance: WebhookTolerance,
-			// Only the PaymentIntent's id and metadata are read, which every
+			// Only the object's id and metadata are read, which every
 			// API version renders alike: an endpoint on the account's own
 			// version (the Stripe CLI's, say) is as good as stripe-go's.
 			IgnoreAPIVersionMismatch: true,
@@ -104,24 +111,25 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := h.log.With("stripe_event_id", event.ID, "stripe_event_type", event.Type)
-	if !webhookEvents[event.Type] {
-		log.DebugContext(ctx, "Stripe event ignored: not one that ends a wait for the shopper")
+	kind := webhookEvents[event.Type]
+	if kind == "" {
+		log.DebugContext(ctx, "Stripe event ignored: not one that ends a wait")
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	var pi struct {
+	var object struct {
 		ID       string            `json:"id"`
 		Metadata map[string]string `json:"metadata"`
 	}
-	if event.Data == nil || json.Unmarshal(event.Data.Raw, &pi) != nil {
-		log.WarnContext(ctx, "Stripe event ignored: its object is not a PaymentIntent")
+	if event.Data == nil || json.Unmarshal(event.Data.Raw, &object) != nil {
+		log.WarnContext(ctx, "Stripe event ignored: its object is not a "+kind)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	log = log.With("payment_intent", pi.ID)
-	attemptID, err := uuid.Parse(pi.Metadata[MetadataAttemptID])
+	log = log.With(kind, object.ID)
+	attemptID, err := uuid.Parse(object.Metadata[MetadataAttemptID])
 	if err != nil {
-		log.InfoContext(ctx, "Stripe event ignored: the PaymentIntent is no chargeonce attempt's")
+		log.InfoContext(ctx, "Stripe event ignored: the "+kind+" is no chargeonce attempt's")
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -135,7 +143,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status == "" {
 		log.InfoContext(ctx, "Stripe event for an attempt chargeonce does not know")
 	} else {
-		log.InfoContext(ctx, "Stripe event: read the attempt's PaymentIntent", "status", status)
+		log.InfoContext(ctx, "Stripe event: read the attempt at Stripe", "status", status)
 	}
 	w.WriteHeader(http.StatusOK)
 }

@@ -18,6 +18,7 @@ import (
 	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
 
 	"chargeonce/payment"
+	"chargeonce/provider/stripe/stripefake"
 )
 
 const testWebhookSecret = "whsec_test_0123456789abcdef"
@@ -129,11 +130,14 @@ func TestWebhook_EventsItIgnores_200AndNothingRead(t *testing.T) {
 		return raw
 	}
 	for name, payload := range map[string][]byte{
-		"another type": b.fake.Event("payment_intent.created", id),
-		"a charge":     event("charge.succeeded", map[string]any{"id": "ch_1", "object": "charge"}),
-		"no attempt":   event("payment_intent.succeeded", map[string]any{"id": "pi_1", "object": "payment_intent", "metadata": map[string]string{}}),
-		"not a uuid":   event("payment_intent.succeeded", map[string]any{"id": "pi_1", "metadata": map[string]string{MetadataAttemptID: "42"}}),
-		"no object":    []byte(`{"id":"evt_1","object":"event","type":"payment_intent.succeeded"}`),
+		"another type":           b.fake.Event("payment_intent.created", id),
+		"a charge":               event("charge.succeeded", map[string]any{"id": "ch_1", "object": "charge"}),
+		"no attempt":             event("payment_intent.succeeded", map[string]any{"id": "pi_1", "object": "payment_intent", "metadata": map[string]string{}}),
+		"not a uuid":             event("payment_intent.succeeded", map[string]any{"id": "pi_1", "metadata": map[string]string{MetadataAttemptID: "42"}}),
+		"no object":              []byte(`{"id":"evt_1","object":"event","type":"payment_intent.succeeded"}`),
+		"a refund of no attempt": event("refund.updated", map[string]any{"id": "re_1", "object": "refund", "metadata": map[string]string{}}),
+		"a charge's refund of no attempt": event("charge.refund.updated", map[string]any{"id": "re_1", "object": "refund",
+			"metadata": map[string]string{"order_id": "order-42"}}),
 	} {
 		require.Equal(t, http.StatusOK, deliver(b.handler, payload, signed(payload, testWebhookSecret, time.Now())), name)
 	}
@@ -163,4 +167,24 @@ func TestWebhook_NoSecret_503AndNothingRead(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code, "an unsigned secret would accept anyone's event")
 	require.True(t, strings.Contains(rec.Body.String(), "STRIPE_WEBHOOK_SECRET"))
 	require.Empty(t, r.asked())
+}
+
+func TestWebhook_RefundEvents_RecheckTheAttemptOfTheRefund(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t)
+	req := refundRequest(b.charged(t, stripefake.RefundPendingCard, 1999, "USD"), 1999, "USD", "")
+	r, err := b.provider.CreateRefund(context.Background(), req)
+	require.NoError(t, err)
+	types := []string{"refund.created", "charge.refund.updated", "refund.updated", "refund.failed"}
+	for _, typ := range types {
+		payload := b.fake.Event(typ, r.ID)
+		require.Equal(t, http.StatusOK, deliver(b.handler, payload, signed(payload, testWebhookSecret, time.Now())), typ)
+	}
+	require.Equal(t, []uuid.UUID{req.AttemptID, req.AttemptID, req.AttemptID, req.AttemptID}, b.rechecks.asked(),
+		"each event only makes chargeonce read the refund attempt")
+	require.Contains(t, b.logs.String(), "refund="+r.ID)
+
+	forged := b.fake.Event("refund.updated", r.ID)
+	require.Equal(t, http.StatusBadRequest, deliver(b.handler, forged, signed(forged, "whsec_forged", time.Now())))
+	require.Len(t, b.rechecks.asked(), len(types), "a forged event reads nothing")
 }

@@ -13,24 +13,36 @@ RETURNING *;
 
 -- name: GetChargeByIdempotencyKey :one
 -- Loads the charge that won the key after an insert found a conflict, to
--- compare request hashes and replay the first answer.
-SELECT * FROM cardsim.charges
-WHERE idempotency_key = @idempotency_key;
+-- compare request hashes and replay the first answer. Like GetCharge and
+-- ListCharges it adds amount_refunded, the sum of the charge's succeeded
+-- refunds; the queries below it return a charge that is new or that waited
+-- until then, which has none, since only a succeeded charge is refunded.
+SELECT sqlc.embed(c),
+       (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
+        WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
+FROM cardsim.charges c
+WHERE c.idempotency_key = @idempotency_key;
 
 -- name: GetCharge :one
 -- Serves GET /v1/charges/{id}.
-SELECT * FROM cardsim.charges
-WHERE id = @id;
+SELECT sqlc.embed(c),
+       (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
+        WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
+FROM cardsim.charges c
+WHERE c.id = @id;
 
 -- name: ListCharges :many
 -- Serves GET /v1/charges: tests, the demo and the reconciler count and find
 -- real charges here. A NULL filter means "not given".
-SELECT * FROM cardsim.charges
-WHERE (sqlc.narg(idempotency_key)::text IS NULL OR idempotency_key = sqlc.narg(idempotency_key))
+SELECT sqlc.embed(c),
+       (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
+        WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
+FROM cardsim.charges c
+WHERE (sqlc.narg(idempotency_key)::text IS NULL OR c.idempotency_key = sqlc.narg(idempotency_key))
   AND (sqlc.narg(client_idempotency_key)::text IS NULL
-       OR metadata ->> 'client_idempotency_key' = sqlc.narg(client_idempotency_key))
-  AND (sqlc.narg(merchant)::text IS NULL OR metadata ->> 'merchant' = sqlc.narg(merchant))
-ORDER BY created_at DESC, id DESC
+       OR c.metadata ->> 'client_idempotency_key' = sqlc.narg(client_idempotency_key))
+  AND (sqlc.narg(merchant)::text IS NULL OR c.metadata ->> 'merchant' = sqlc.narg(merchant))
+ORDER BY c.created_at DESC, c.id DESC
 LIMIT @row_limit;
 
 -- name: CompleteAuthentication :one

@@ -123,58 +123,79 @@ func (q *Queries) FailAuthentication(ctx context.Context, arg FailAuthentication
 }
 
 const getCharge = `-- name: GetCharge :one
-SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason FROM cardsim.charges
-WHERE id = $1
+SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason,
+       (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
+        WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
+FROM cardsim.charges c
+WHERE c.id = $1
 `
 
+type GetChargeRow struct {
+	Charge         Charge
+	AmountRefunded int64
+}
+
 // Serves GET /v1/charges/{id}.
-func (q *Queries) GetCharge(ctx context.Context, id string) (Charge, error) {
+func (q *Queries) GetCharge(ctx context.Context, id string) (GetChargeRow, error) {
 	row := q.db.QueryRow(ctx, getCharge, id)
-	var i Charge
+	var i GetChargeRow
 	err := row.Scan(
-		&i.ID,
-		&i.IdempotencyKey,
-		&i.RequestHash,
-		&i.Amount,
-		&i.Currency,
-		&i.PaymentMethod,
-		&i.Description,
-		&i.Status,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.Metadata,
-		&i.CreatedAt,
-		&i.ReturnURL,
-		&i.CancellationReason,
+		&i.Charge.ID,
+		&i.Charge.IdempotencyKey,
+		&i.Charge.RequestHash,
+		&i.Charge.Amount,
+		&i.Charge.Currency,
+		&i.Charge.PaymentMethod,
+		&i.Charge.Description,
+		&i.Charge.Status,
+		&i.Charge.FailureCode,
+		&i.Charge.FailureMessage,
+		&i.Charge.Metadata,
+		&i.Charge.CreatedAt,
+		&i.Charge.ReturnURL,
+		&i.Charge.CancellationReason,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const getChargeByIdempotencyKey = `-- name: GetChargeByIdempotencyKey :one
-SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason FROM cardsim.charges
-WHERE idempotency_key = $1
+SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason,
+       (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
+        WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
+FROM cardsim.charges c
+WHERE c.idempotency_key = $1
 `
 
+type GetChargeByIdempotencyKeyRow struct {
+	Charge         Charge
+	AmountRefunded int64
+}
+
 // Loads the charge that won the key after an insert found a conflict, to
-// compare request hashes and replay the first answer.
-func (q *Queries) GetChargeByIdempotencyKey(ctx context.Context, idempotencyKey string) (Charge, error) {
+// compare request hashes and replay the first answer. Like GetCharge and
+// ListCharges it adds amount_refunded, the sum of the charge's succeeded
+// refunds; the queries below it return a charge that is new or that waited
+// until then, which has none, since only a succeeded charge is refunded.
+func (q *Queries) GetChargeByIdempotencyKey(ctx context.Context, idempotencyKey string) (GetChargeByIdempotencyKeyRow, error) {
 	row := q.db.QueryRow(ctx, getChargeByIdempotencyKey, idempotencyKey)
-	var i Charge
+	var i GetChargeByIdempotencyKeyRow
 	err := row.Scan(
-		&i.ID,
-		&i.IdempotencyKey,
-		&i.RequestHash,
-		&i.Amount,
-		&i.Currency,
-		&i.PaymentMethod,
-		&i.Description,
-		&i.Status,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.Metadata,
-		&i.CreatedAt,
-		&i.ReturnURL,
-		&i.CancellationReason,
+		&i.Charge.ID,
+		&i.Charge.IdempotencyKey,
+		&i.Charge.RequestHash,
+		&i.Charge.Amount,
+		&i.Charge.Currency,
+		&i.Charge.PaymentMethod,
+		&i.Charge.Description,
+		&i.Charge.Status,
+		&i.Charge.FailureCode,
+		&i.Charge.FailureMessage,
+		&i.Charge.Metadata,
+		&i.Charge.CreatedAt,
+		&i.Charge.ReturnURL,
+		&i.Charge.CancellationReason,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
@@ -244,12 +265,15 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listCharges = `-- name: ListCharges :many
-SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason FROM cardsim.charges
-WHERE ($1::text IS NULL OR idempotency_key = $1)
+SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason,
+       (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
+        WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
+FROM cardsim.charges c
+WHERE ($1::text IS NULL OR c.idempotency_key = $1)
   AND ($2::text IS NULL
-       OR metadata ->> 'client_idempotency_key' = $2)
-  AND ($3::text IS NULL OR metadata ->> 'merchant' = $3)
-ORDER BY created_at DESC, id DESC
+       OR c.metadata ->> 'client_idempotency_key' = $2)
+  AND ($3::text IS NULL OR c.metadata ->> 'merchant' = $3)
+ORDER BY c.created_at DESC, c.id DESC
 LIMIT $4
 `
 
@@ -260,9 +284,14 @@ type ListChargesParams struct {
 	RowLimit             int32
 }
 
+type ListChargesRow struct {
+	Charge         Charge
+	AmountRefunded int64
+}
+
 // Serves GET /v1/charges: tests, the demo and the reconciler count and find
 // real charges here. A NULL filter means "not given".
-func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]Charge, error) {
+func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]ListChargesRow, error) {
 	rows, err := q.db.Query(ctx, listCharges,
 		arg.IdempotencyKey,
 		arg.ClientIdempotencyKey,
@@ -273,24 +302,25 @@ func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]Cha
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Charge
+	var items []ListChargesRow
 	for rows.Next() {
-		var i Charge
+		var i ListChargesRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.IdempotencyKey,
-			&i.RequestHash,
-			&i.Amount,
-			&i.Currency,
-			&i.PaymentMethod,
-			&i.Description,
-			&i.Status,
-			&i.FailureCode,
-			&i.FailureMessage,
-			&i.Metadata,
-			&i.CreatedAt,
-			&i.ReturnURL,
-			&i.CancellationReason,
+			&i.Charge.ID,
+			&i.Charge.IdempotencyKey,
+			&i.Charge.RequestHash,
+			&i.Charge.Amount,
+			&i.Charge.Currency,
+			&i.Charge.PaymentMethod,
+			&i.Charge.Description,
+			&i.Charge.Status,
+			&i.Charge.FailureCode,
+			&i.Charge.FailureMessage,
+			&i.Charge.Metadata,
+			&i.Charge.CreatedAt,
+			&i.Charge.ReturnURL,
+			&i.Charge.CancellationReason,
+			&i.AmountRefunded,
 		); err != nil {
 			return nil, err
 		}

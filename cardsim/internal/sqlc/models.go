@@ -8,6 +8,23 @@ import (
 	"time"
 )
 
+type CardsimRefund struct {
+	ID             string
+	ChargeID       string
+	IdempotencyKey string
+	RequestHash    []byte
+	Amount         int64
+	Currency       string
+	Reason         *string
+	Status         string
+	FailureCode    *string
+	FailureMessage *string
+	Metadata       []byte
+	CreatedAt      time.Time
+	SettlesAt      time.Time
+	SettlesTo      string
+}
+
 type Charge struct {
 	ID                 string
 	IdempotencyKey     string

@@ -123,20 +123,25 @@ func (s *Server) serveChallenge(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Event is the Stripe event of eventType (payment_intent.succeeded, …) for
-// PaymentIntent id as it is now, as Stripe sends it to a webhook endpoint,
-// unsigned; nil when the fake holds no such PaymentIntent.
+// Event is the Stripe event of eventType (payment_intent.succeeded,
+// refund.updated, …) for PaymentIntent or refund id as it is now, as Stripe
+// sends it to a webhook endpoint, unsigned; nil when the fake holds no such
+// object.
 func (s *Server) Event(eventType, id string) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pi := s.intents[id]
-	if pi == nil {
+	var object any
+	if pi := s.intents[id]; pi != nil {
+		object = pi
+	} else if re := s.refunds[id]; re != nil {
+		object = re
+	} else {
 		return nil
 	}
 	return mustJSON(map[string]any{
 		"id": "evt_fake" + randomID(), "object": "event", "api_version": EventAPIVersion,
 		"created": time.Now().Unix(), "livemode": false, "pending_webhooks": 1,
 		"request": map[string]any{"id": nil, "idempotency_key": nil},
-		"type":    eventType, "data": map[string]any{"object": pi},
+		"type":    eventType, "data": map[string]any{"object": object},
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 // The PaymentIntent endpoints: created (and confirmed), read, listed
 // newest first, confirmed and cancelled, as Stripe's test cards behave.
+// run routes the refund endpoints too (refunds.go).
 
 type intent struct {
 	ID                 string            `json:"id"`
@@ -43,6 +44,9 @@ type stripeError struct {
 
 // run routes a request; keep says whether Stripe would save its answer.
 func (s *Server) run(r *http.Request, call Call, fault Fault) (status int, body []byte, keep bool) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/v1/refunds"); ok {
+		return s.runRefund(r, call, fault, rest)
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/v1/payment_intents")
 	if !strings.HasPrefix(r.URL.Path, "/v1/payment_intents") {
 		return notFound("Unrecognized request URL")
@@ -52,7 +56,7 @@ func (s *Server) run(r *http.Request, call Call, fault Fault) (status int, body 
 		_ = s.CompleteAuthentication(id)
 	}
 	if fault == Error500 {
-		return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
+		return internalError()
 	}
 	switch {
 	case r.Method == http.MethodPost && id == "":
@@ -85,12 +89,7 @@ func (s *Server) create(form url.Values, key string, fault Fault) (int, []byte, 
 		return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "resource_missing",
 			Param: "payment_method", Message: "No such PaymentMethod: '" + pm + "'"}), false
 	}
-	metadata := map[string]string{}
-	for k, v := range form {
-		if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") {
-			metadata[strings.TrimSuffix(name, "]")] = v[0]
-		}
-	}
+	metadata := formMetadata(form)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
@@ -107,12 +106,29 @@ func (s *Server) create(form url.Values, key string, fault Fault) (int, []byte, 
 	s.intents[pi.ID] = pi
 	s.order = append(s.order, pi)
 	if fault == Error500AfterCreate {
-		return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
+		return internalError()
 	}
 	if form.Get("confirm") != "true" {
 		return http.StatusOK, mustJSON(pi), true
 	}
 	return s.confirmLocked(pi, form.Get("use_stripe_sdk") == "true")
+}
+
+// formMetadata is the metadata[…] of a POST's form.
+func formMetadata(form url.Values) map[string]string {
+	metadata := map[string]string{}
+	for k, v := range form {
+		if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") {
+			metadata[strings.TrimSuffix(name, "]")] = v[0]
+		}
+	}
+	return metadata
+}
+
+// internalError is a 500 from a request that began to run, which Stripe
+// saves for its key.
+func internalError() (int, []byte, bool) {
+	return http.StatusInternalServerError, errorBody(stripeError{Type: "api_error", Message: "internal error"}), true
 }
 
 func (s *Server) confirm(id string, form url.Values) (int, []byte, bool) {

@@ -1,6 +1,7 @@
 // Package stripefake is a local stand-in for the parts of Stripe's API that
 // chargeonce uses, for tests: PaymentIntents created and confirmed in one
-// call, read, listed, confirmed and cancelled, with Stripe's idempotency. A
+// call, read, listed, confirmed and cancelled, and their refunds (created,
+// read and listed; refunds.go), with Stripe's idempotency. A
 // POST's answer is saved per Idempotency-Key and replayed for a repeat with
 // the header Idempotent-Replayed: true (a 500 included); a repeat with other
 // parameters gets 400 idempotency_error; a repeat while the first is running
@@ -15,13 +16,15 @@
 // (next_action.redirect_to_url), where the test, as the shopper, completes
 // or fails the authentication (authentication.go); without one they wait
 // for Stripe.js (use_stripe_sdk). Event renders the Stripe event of a
-// PaymentIntent as it is, for a test to sign and deliver. Tests inject the
-// rest (timeouts, 5xx, lost answers, a shopper who completes just before a
-// cancel) with Script and FailCreates.
+// PaymentIntent or a refund as it is, for a test to sign and deliver. Tests
+// inject the rest (timeouts, 5xx, lost answers, a shopper who completes
+// just before a cancel, keys Stripe has forgotten) with Script,
+// FailCreates, FailRefunds and ForgetKeys.
 //
 // stripe-mock checks that chargeonce's requests are ones Stripe accepts, but
-// it keeps no state; this fake keeps state, and counts PaymentIntents per
-// idempotency key and per attempt, but only approximates Stripe's answers.
+// it keeps no state; this fake keeps state, and counts PaymentIntents and
+// refunds per idempotency key and per attempt, but only approximates
+// Stripe's answers.
 package stripefake
 
 import (
@@ -60,7 +63,7 @@ const (
 	// Stripe saves it and replays it for every later send of the key.
 	Error500
 	// Error500AfterCreate: the PaymentIntent is created but never
-	// confirmed, and a 500 is saved for the key.
+	// confirmed (a refund: it is made), and a 500 is saved for the key.
 	Error500AfterCreate
 	// CutAfterRun: the request runs (and its answer is saved), then the
 	// connection is cut before the answer is written: a lost response.
@@ -98,13 +101,15 @@ type Server struct {
 
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	script  func(Call) Fault
-	intents map[string]*intent
-	order   []*intent // in creation order
-	saved   map[string]*saved
-	calls   []Call
-	seq     int
+	mu          sync.Mutex
+	script      func(Call) Fault
+	intents     map[string]*intent
+	order       []*intent // in creation order
+	refunds     map[string]*refund
+	refundOrder []*refund // in creation order
+	saved       map[string]*saved
+	calls       []Call
+	seq         int
 }
 
 // saved is the answer saved for an idempotency key.
@@ -129,7 +134,7 @@ func New(secretKey string) *Server {
 		secretKey = SecretKeyDefault
 	}
 	s := &Server{SecretKey: secretKey, SlowDelay: 2 * time.Second,
-		intents: map[string]*intent{}, saved: map[string]*saved{}}
+		intents: map[string]*intent{}, refunds: map[string]*refund{}, saved: map[string]*saved{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -147,15 +152,30 @@ func (s *Server) Script(f func(Call) Fault) {
 
 // FailCreates makes the next n create requests fail with f, then lets the
 // rest through.
-func (s *Server) FailCreates(f Fault, n int) {
+func (s *Server) FailCreates(f Fault, n int) { s.failPosts("/v1/payment_intents", f, n) }
+
+// FailRefunds makes the next n refund requests fail with f, then lets the
+// rest through.
+func (s *Server) FailRefunds(f Fault, n int) { s.failPosts("/v1/refunds", f, n) }
+
+func (s *Server) failPosts(path string, f Fault, n int) {
 	left := n
 	s.Script(func(c Call) Fault {
-		if c.Method == http.MethodPost && c.Path == "/v1/payment_intents" && left > 0 {
+		if c.Method == http.MethodPost && c.Path == path && left > 0 {
 			left--
 			return f
 		}
 		return None
 	})
+}
+
+// ForgetKeys forgets every saved answer, as Stripe does a key's after 24
+// hours: a later send of a key runs anew. A send still running keeps its
+// key.
+func (s *Server) ForgetKeys() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.DeleteFunc(s.saved, func(_ string, v *saved) bool { return !v.running })
 }
 
 // Calls lists the requests received so far.
@@ -276,8 +296,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if cut {
-		// The answer is lost: the connection breaks before it is written.
+		// The answer is lost: the connection breaks before it is written,
+		// but for a few bytes of its status line. Without them, net/http
+		// would send a POST with an Idempotency-Key again on its own when
+		// the connection was a reused one, and the loss would never show.
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_, _ = conn.Write([]byte("HTTP/1.1 "))
 			conn.Close()
 			return
 		}
