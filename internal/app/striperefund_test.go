@@ -1,0 +1,108 @@
+package app
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/provider/stripe/stripefake"
+)
+
+// Refunds through Stripe over the real server, against the project's fake
+// Stripe: a refund, one that pends until a webhook says it settled, one
+// whose answer is lost, and a webhook that arrives before the answer.
+
+// charged charges amount to pm through the fake Stripe and returns the
+// charge's id.
+func (a stripeAuth) charged(t *testing.T, pm string, amount int) string {
+	t.Helper()
+	in := withPaymentMethod(pm)
+	in.Amount = new(amount)
+	r := a.s.chargeCard(t, "demo-key", newKey(), in)
+	require.Empty(t, r.Errors)
+	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
+	return r.Data.ChargeCard.Charge.Id
+}
+
+func (a stripeAuth) refund(t *testing.T, key, chargeID string, amount int) refundResponse {
+	t.Helper()
+	var r refundResponse
+	a.s.post(t, "demo-key", nil, refundMutation, map[string]any{"key": key, "input": map[string]any{"chargeId": chargeID, "amount": amount}}, &r)
+	require.Empty(t, r.Errors)
+	return r
+}
+
+func TestStripe_Refund_SucceedsOnceAndReplays(t *testing.T) {
+	t.Parallel()
+	a := stripeAuthServer(t, nil)
+	chargeID := a.charged(t, "pm_card_visa", 1000)
+	key := newKey()
+	r := a.refund(t, key, chargeID, 400)
+	require.Equal(t, "SUCCEEDED", r.Data.RefundCharge.Status)
+	require.Equal(t, 400, r.Data.RefundCharge.Refund.Amount)
+	again := a.refund(t, key, chargeID, 400)
+	require.True(t, again.Data.RefundCharge.Replayed)
+	refunds := a.fake.Refunds()
+	require.Len(t, refunds, 1)
+	require.Equal(t, *r.Data.RefundCharge.Refund.ProviderRefundID, refunds[0].ID)
+	require.Equal(t, int64(400), refunds[0].Amount)
+	require.NotEmpty(t, refunds[0].Metadata["chargeonce_attempt_id"], "the refund names its attempt")
+}
+
+func TestStripe_Refund_PendingUntilTheWebhook_ReadsAndRecordsOnce(t *testing.T) {
+	t.Parallel()
+	a := stripeAuthServer(t, map[string]string{"REFUND_CHECK_INTERVAL": "1h"}) // only the webhook ends the wait
+	chargeID := a.charged(t, stripefake.RefundPendingCard, 1000)
+	key := newKey()
+	r := a.refund(t, key, chargeID, 1000)
+	require.Equal(t, "PROCESSING", r.Data.RefundCharge.Status)
+	refunds := a.fake.Refunds()
+	require.Len(t, refunds, 1)
+	require.Equal(t, "pending", refunds[0].Status)
+
+	// An event before the refund settles reads it, finds it pending, and
+	// changes nothing.
+	require.Equal(t, http.StatusOK, a.deliver(t, a.fake.Event("refund.created", refunds[0].ID), testStripeWebhookSecret))
+	status, _ := a.stored(t, key)
+	require.Equal(t, "PROCESSING", status)
+
+	require.NoError(t, a.fake.SettleRefund(refunds[0].ID, "succeeded", ""))
+	event := a.fake.Event("charge.refund.updated", refunds[0].ID)
+	for range 2 { // redelivered: the second finds it final
+		require.Equal(t, http.StatusOK, a.deliver(t, event, testStripeWebhookSecret))
+	}
+	a.eventually(t, key, "SUCCEEDED", "")
+	require.Equal(t, 1, a.events(t, key, "refund.succeeded"))
+	require.Equal(t, 1, countRows(t, a.pool, "SELECT count(*)::int FROM refunds"), "one refund recorded")
+	require.Len(t, a.fake.Refunds(), 1, "nothing was sent again")
+}
+
+func TestStripe_Refund_LostAnswer_TheWebhookBeatsTheRetry_OneRefund(t *testing.T) {
+	t.Parallel()
+	a := stripeAuthServer(t, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	chargeID := a.charged(t, "pm_card_visa", 1000)
+	key := newKey()
+	a.fake.FailRefunds(stripefake.CutAfterRun, 100) // every send of the request, inline retries too
+	r := a.refund(t, key, chargeID, 250)
+	require.Equal(t, "PROCESSING", r.Data.RefundCharge.Status, "the answer was lost: nobody knows yet")
+	refunds := a.fake.Refunds()
+	require.Len(t, refunds, 1, "Stripe made the refund once, however often it was sent")
+
+	// The webhook arrives first; the attempt is not pending, so it is the
+	// retry (or the reconciler) that records it: the webhook reads nothing
+	// and records nothing.
+	require.Equal(t, http.StatusOK, a.deliver(t, a.fake.Event("refund.updated", refunds[0].ID), testStripeWebhookSecret))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var retry refundResponse
+		a.s.post(t, "demo-key", nil, refundMutation, map[string]any{"key": key, "input": map[string]any{"chargeId": chargeID, "amount": 250}}, &retry)
+		require.Empty(c, retry.Errors)
+		require.Equal(c, "SUCCEEDED", retry.Data.RefundCharge.Status)
+		require.Equal(c, refunds[0].ID, *retry.Data.RefundCharge.Refund.ProviderRefundID)
+	}, 40*time.Second, 200*time.Millisecond)
+	require.Len(t, a.fake.Refunds(), 1, "one refund at Stripe")
+	require.Equal(t, 1, countRows(t, a.pool, "SELECT count(*)::int FROM refunds"), "one refund recorded")
+	require.Equal(t, 1, a.events(t, key, "refund.succeeded"))
+}
