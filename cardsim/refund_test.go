@@ -389,7 +389,9 @@ func TestRefund_RefundPendingCard_IsPendingThenSucceedsWhenRead(t *testing.T) {
 	require.Equal(t, "pending", second.Status, "every refund of the card is pending")
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		// The second settles a moment after the first: wait for both.
 		assert.Equal(c, "succeeded", s.getRefund(r.ID).Status)
+		assert.Equal(c, "succeeded", s.getRefund(second.ID).Status)
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, "succeeded", s.storedRefundStatus(r.ID), "the read made it final for good")
 	require.Equal(t, int64(1500), s.amountRefunded(id))

@@ -57,6 +57,9 @@ type Attempt struct {
 	RefundOfProvider string
 	Refund           *Refund
 	PendingSince     time.Time
+	// LateChargeID is the charge found at the provider after a charge
+	// attempt failed as provider_unavailable, and refunded (late.go).
+	LateChargeID uuid.UUID
 }
 
 // waiting reports whether a is PROCESSING and waits for the shopper.

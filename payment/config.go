@@ -52,7 +52,11 @@ type Config struct {
 	AuthenticationCheckInterval time.Duration // default 15s
 	// RefundCheckInterval is how often the reconciler reads a refund that
 	// the provider holds pending (REFUND_CHECK_INTERVAL).
-	RefundCheckInterval   time.Duration // default 30s
+	RefundCheckInterval time.Duration // default 30s
+	// LateChargeWatch is how long an attempt failed as provider_unavailable
+	// stays watched for a charge that completed at the provider later
+	// (LATE_CHARGE_WATCH; late.go).
+	LateChargeWatch       time.Duration // default 24h
 	AuthenticationRecheck time.Duration // default 1s
 	// Now is the clock; tests move it.
 	Now func() time.Time
@@ -82,6 +86,7 @@ const (
 	AuthenticationWindowDefault        = 15 * time.Minute
 	AuthenticationCheckIntervalDefault = 15 * time.Second
 	RefundCheckIntervalDefault         = 30 * time.Second
+	LateChargeWatchDefault             = 24 * time.Hour
 	AuthenticationRecheckDefault       = time.Second
 )
 
@@ -108,6 +113,7 @@ func (c Config) withDefaults() Config {
 	c.AuthenticationWindow = cmp.Or(c.AuthenticationWindow, AuthenticationWindowDefault)
 	c.AuthenticationCheckInterval = cmp.Or(c.AuthenticationCheckInterval, AuthenticationCheckIntervalDefault)
 	c.RefundCheckInterval = cmp.Or(c.RefundCheckInterval, RefundCheckIntervalDefault)
+	c.LateChargeWatch = cmp.Or(c.LateChargeWatch, LateChargeWatchDefault)
 	c.AuthenticationRecheck = cmp.Or(c.AuthenticationRecheck, AuthenticationRecheckDefault)
 	if c.Now == nil {
 		c.Now = time.Now

@@ -28,11 +28,16 @@ const (
 	// closed; the refund's id is then the one of its refund.succeeded).
 	EventRefundSucceeded = "refund.succeeded"
 	EventRefundFailed    = "refund.failed"
+	// EventChargeLateRefunded: a charge completed at the provider after
+	// its attempt failed as provider_unavailable, and is being refunded
+	// (its refund's own refund.succeeded follows); the attempt stays
+	// FAILED. It carries the attempt's failure and the late charge.
+	EventChargeLateRefunded = "charge.late_refunded"
 )
 
 // EventTypes are every event type, in the order of their subjects.
 var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction,
-	EventRefundSucceeded, EventRefundFailed}
+	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -182,7 +187,7 @@ func ParseEvent(body []byte) (Event, error) {
 	if err := json.Unmarshal(body, &e); err != nil {
 		return Event{}, err
 	}
-	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid
+	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid || e.Type == EventChargeLateRefunded
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
 		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) ||

@@ -84,7 +84,12 @@ func (s *Service) finalize(ctx context.Context, a Attempt, ans answer, by holder
 		done, err = s.store.succeed(ctx, a, ans.ID, now, expiresAt)
 	default:
 		outcome = metrics.ByFailed
-		done, err = s.store.fail(ctx, a, Failure{Code: ans.FailureCode, Message: ans.FailureMessage}, now, expiresAt)
+		var watch lateWatch
+		if a.Kind == KindCharge && ans.FailureCode == FailureProviderUnavailable {
+			// A send may still be in flight: watch for a late charge.
+			watch = lateWatch{first: now.Add(lateChargeFirstCheck), until: now.Add(s.cfg.LateChargeWatch)}
+		}
+		done, err = s.store.fail(ctx, a, Failure{Code: ans.FailureCode, Message: ans.FailureMessage}, now, expiresAt, watch)
 	}
 	if err != nil {
 		return done, err

@@ -87,6 +87,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
 		})
 	}
 	wg.Wait()
+	// Then the failed attempts watched for a late charge whose read is due.
+	if _, err := r.svc.watchLateCharges(ctx, r.log, r.cfg.BatchSize); err != nil {
+		r.log.WarnContext(ctx, "late-charge watch failed; the next pass tries again", "err", err)
+	}
 	return res, ctx.Err()
 }
 

@@ -137,7 +137,7 @@ func TestStore_Rekey_IsFencedOnAttemptAndKey(t *testing.T) {
 	require.ErrorIs(t, err, errFenced, "a holder whose key is stale changes nothing")
 
 	// A final attempt is never rekeyed.
-	_, err = b.svc.store.fail(ctx, rekeyed, Failure{Code: "card_declined", Message: "declined"}, b.clock.Now(), b.clock.Now().Add(time.Hour))
+	_, err = b.svc.store.fail(ctx, rekeyed, Failure{Code: "card_declined", Message: "declined"}, b.clock.Now(), b.clock.Now().Add(time.Hour), lateWatch{})
 	require.NoError(t, err)
 	_, err = b.svc.store.rekey(ctx, rekeyed, nextProviderKey(rekeyed))
 	require.ErrorIs(t, err, errFenced)

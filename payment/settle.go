@@ -88,7 +88,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		if by == byReconciler {
 			s.metrics.ReconcilerGiveUps.Inc()
 		}
-		pc = &answer{ProviderCharge: ProviderCharge{FailureCode: "provider_unavailable", FailureMessage: unavailableMessage[a.Kind]}}
+		pc = &answer{ProviderCharge: ProviderCharge{FailureCode: FailureProviderUnavailable, FailureMessage: unavailableMessage[a.Kind]}}
 	default:
 		reason = "the provider never saw the " + string(a.Kind) + "; sent it again under the same provider key"
 		if by == byReconciler {

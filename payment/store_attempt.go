@@ -158,9 +158,14 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	return done, interpretError(err)
 }
 
+// lateWatch is when the watch of a failed attempt for a late charge reads
+// the provider first, and when it ends; zero for no watch.
+type lateWatch struct{ first, until time.Time }
+
 // fail finalizes the attempt as FAILED and writes its charge.failed event,
-// in one transaction fenced like succeed.
-func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time) (Attempt, error) {
+// in one transaction fenced like succeed; with watch, the attempt stays
+// watched for a late charge.
+func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time, watch lateWatch) (Attempt, error) {
 	var done Attempt
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -174,6 +179,11 @@ func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt t
 			return err
 		}
 		done = attemptFromRow(row)
+		if !watch.until.IsZero() {
+			if err := q.WatchLateCharge(ctx, sqlc.WatchLateChargeParams{FirstCheck: watch.first, WatchUntil: watch.until, ID: done.ID}); err != nil {
+				return err
+			}
+		}
 		if done.Kind == KindRefund {
 			// A refund that failed gives its reservation back, in the
 			// transaction that fails it.
@@ -372,6 +382,7 @@ func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
 		a.RefundOf = deref(r.ChargeID)
 		a.PendingSince = deref(r.PendingSince)
 	}
+	a.LateChargeID = deref(r.LateChargeID)
 	if r.NextActionURL != nil {
 		a.ActionURL = *r.NextActionURL
 		a.ActionSince = deref(r.ActionSince)

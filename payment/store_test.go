@@ -38,7 +38,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	stale.Number++
 	_, err = s.succeed(ctx, stale, "ch_stale", time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a holder with another attempt number writes nothing")
-	_, err = s.fail(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour))
+	_, err = s.fail(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)
 
 	done, err := s.succeed(ctx, a, "ch_real", time.Now(), time.Now().Add(time.Hour))
@@ -47,7 +47,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	require.Equal(t, "ch_real", done.Charge.ProviderChargeID)
 	_, err = s.succeed(ctx, a, "ch_again", time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
-	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour))
+	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)
 
 	charges := dbtest.Query[string](t, pool, "SELECT provider_charge_id FROM charges ORDER BY created_at")
@@ -88,7 +88,7 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	_, err = locker.Exec(ctx, "LOCK TABLE charge_events IN ACCESS EXCLUSIVE MODE")
 	require.NoError(t, err)
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = s.fail(short, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour))
+	_, err = s.fail(short, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	cancel()
 	require.Error(t, err)
 	require.NoError(t, locker.Rollback(ctx))
@@ -96,7 +96,7 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 		"the status change rolled back with the event")
 	require.Empty(t, dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events"), "a rolled-back finalization wrote an event")
 
-	done, err := s.fail(ctx, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour))
+	done, err := s.fail(ctx, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.NoError(t, err)
 	require.Equal(t, StatusFailed, done.Status)
 	bodies := dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1 AND sent_at IS NULL", a.ID)

@@ -19,7 +19,7 @@ SET next_action_url = $1::text,
     action_checked_at = $2::timestamptz,
     locked_until = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type AwaitChargeAttemptActionParams struct {
@@ -72,6 +72,9 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
@@ -98,13 +101,13 @@ WITH claimed AS (
           AND s.attempts < $16::integer
     ))
     ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 ),
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -115,7 +118,7 @@ LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, NULL, NULL, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -213,6 +216,9 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.Kind,
 		&i.ChargeAttempt.RefundID,
 		&i.ChargeAttempt.PendingSince,
+		&i.ChargeAttempt.LateCheckAt,
+		&i.ChargeAttempt.LateWatchUntil,
+		&i.ChargeAttempt.LateChargeID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -286,7 +292,7 @@ SET status = 'FAILED',
     completed_at = now(),
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type FailChargeAttemptParams struct {
@@ -336,12 +342,15 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -398,6 +407,9 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.Kind,
 		&i.ChargeAttempt.RefundID,
 		&i.ChargeAttempt.PendingSince,
+		&i.ChargeAttempt.LateCheckAt,
+		&i.ChargeAttempt.LateWatchUntil,
+		&i.ChargeAttempt.LateChargeID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -407,7 +419,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 }
 
 const getChargeAttemptByID = `-- name: GetChargeAttemptByID :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -459,6 +471,9 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeAttempt.Kind,
 		&i.ChargeAttempt.RefundID,
 		&i.ChargeAttempt.PendingSince,
+		&i.ChargeAttempt.LateCheckAt,
+		&i.ChargeAttempt.LateWatchUntil,
+		&i.ChargeAttempt.LateChargeID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -512,7 +527,7 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz AND a.next_action_url IS NULL AND a.pending_since IS NULL
@@ -553,6 +568,9 @@ type ListStuckChargeAttemptsRow struct {
 	Kind              string
 	RefundID          *uuid.UUID
 	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
 	MerchantName      string
 }
 
@@ -595,6 +613,9 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.Kind,
 			&i.RefundID,
 			&i.PendingSince,
+			&i.LateCheckAt,
+			&i.LateWatchUntil,
+			&i.LateChargeID,
 			&i.MerchantName,
 		); err != nil {
 			return nil, err
@@ -631,7 +652,7 @@ UPDATE charge_attempts
 SET provider_key = $1::text
 WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
   AND provider_key = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type RekeyChargeAttemptParams struct {
@@ -683,6 +704,9 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
@@ -715,7 +739,7 @@ SET status = 'SUCCEEDED',
     completed_at = now(),
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type SucceedChargeAttemptParams struct {
@@ -763,6 +787,9 @@ func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAtt
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
@@ -771,7 +798,7 @@ const takeActionCheck = `-- name: TakeActionCheck :one
 UPDATE charge_attempts
 SET action_checked_at = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND action_checked_at <= $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type TakeActionCheckParams struct {
@@ -817,6 +844,9 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
@@ -826,7 +856,7 @@ UPDATE charge_attempts
 SET attempt = attempt + 1,
     locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -871,6 +901,9 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
@@ -886,7 +919,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -937,6 +970,9 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.Kind,
 			&i.RefundID,
 			&i.PendingSince,
+			&i.LateCheckAt,
+			&i.LateWatchUntil,
+			&i.LateChargeID,
 		); err != nil {
 			return nil, err
 		}

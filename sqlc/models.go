@@ -62,6 +62,9 @@ type ChargeAttempt struct {
 	Kind              string
 	RefundID          *uuid.UUID
 	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
 }
 
 type ChargeEvent struct {

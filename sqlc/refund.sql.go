@@ -21,7 +21,7 @@ VALUES ($1, $2, $3, $4, $5, 'refund',
         $6, $7, $8, $9,
         $10::timestamptz, $11::timestamptz)
 ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type ClaimRefundAttemptParams struct {
@@ -84,6 +84,9 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
@@ -211,7 +214,7 @@ func (q *Queries) ListChargeRefunds(ctx context.Context, arg ListChargeRefundsPa
 }
 
 const listProcessingRefunds = `-- name: ListProcessingRefunds :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, m.name AS merchant_name, c.provider_charge_id
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
@@ -248,6 +251,9 @@ type ListProcessingRefundsRow struct {
 	Kind              string
 	RefundID          *uuid.UUID
 	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
 	MerchantName      string
 	ProviderChargeID  string
 }
@@ -291,6 +297,9 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 			&i.Kind,
 			&i.RefundID,
 			&i.PendingSince,
+			&i.LateCheckAt,
+			&i.LateWatchUntil,
+			&i.LateChargeID,
 			&i.MerchantName,
 			&i.ProviderChargeID,
 		); err != nil {
@@ -347,7 +356,7 @@ UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, $1::timestamptz),
     locked_until = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type PendRefundAttemptParams struct {
@@ -397,6 +406,9 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }
@@ -447,7 +459,7 @@ SET status = 'SUCCEEDED',
     completed_at = now(),
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
 `
 
 type SucceedRefundAttemptParams struct {
@@ -495,6 +507,9 @@ func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAtt
 		&i.Kind,
 		&i.RefundID,
 		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
 	)
 	return i, err
 }

@@ -59,11 +59,14 @@ type Config struct {
 	// REFUND_CHECK_INTERVAL: how often the reconciler reads a refund the
 	// provider holds pending, default 30s.
 	RefundCheckInterval time.Duration
-	KeyRetention        time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
-	CleanupInterval     time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
-	DBTimeout           time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
-	WebhookRetention    time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
-	LivePollInterval    time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
+	// LATE_CHARGE_WATCH: how long an attempt failed as provider_unavailable
+	// is watched for a charge that completes at the provider later, default 24h.
+	LateChargeWatch  time.Duration
+	KeyRetention     time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
+	CleanupInterval  time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
+	DBTimeout        time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
+	WebhookRetention time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
+	LivePollInterval time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
 
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
@@ -191,6 +194,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.AuthenticationWindow, "AUTHENTICATION_WINDOW", payment.AuthenticationWindowDefault, false},
 		{&cfg.AuthenticationCheckInterval, "AUTHENTICATION_CHECK_INTERVAL", payment.AuthenticationCheckIntervalDefault, false},
 		{&cfg.RefundCheckInterval, "REFUND_CHECK_INTERVAL", payment.RefundCheckIntervalDefault, false},
+		{&cfg.LateChargeWatch, "LATE_CHARGE_WATCH", payment.LateChargeWatchDefault, false},
 		{&cfg.KeyRetention, "KEY_RETENTION", payment.RetentionDefault, false},
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", payment.CleanupIntervalDefault, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
@@ -333,6 +337,7 @@ func (c Config) PaymentConfig() payment.Config {
 		AuthenticationWindow:        c.AuthenticationWindow,
 		AuthenticationCheckInterval: c.AuthenticationCheckInterval,
 		RefundCheckInterval:         c.RefundCheckInterval,
+		LateChargeWatch:             c.LateChargeWatch,
 		ResultCacheSize:             int(c.ResultCacheSize),
 		SessionMaxAttempts:          int(c.SessionMaxAttempts),
 	}

@@ -1,0 +1,140 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"chargeonce/db"
+	"chargeonce/sqlc"
+)
+
+// No late charge left behind. After RedriveWindow, a charge attempt the
+// provider never showed a charge for ends FAILED provider_unavailable
+// (settle.go). A send still in flight at that moment can complete at the
+// provider later: the shopper is charged and was told the card was not.
+// So such an attempt stays watched for LateChargeWatch, on a widening
+// schedule (5 min, 1 h, 6 h after the failure, and at the watch's end),
+// by reading the provider (FindCharge: by our provider key and the
+// attempt's metadata; never a create). A successful charge found for it
+// is recorded as a charge of its own, named on the attempt
+// (late_charge_id), announced as charge.late_refunded, and refunded
+// whole under one refund key derived from the attempt, so that every
+// instance and every pass refunds it once. The attempt stays FAILED: the
+// shopper was told so, and is now made whole.
+
+// FailureProviderUnavailable is the failure of an attempt the provider
+// never answered within the redrive window.
+const FailureProviderUnavailable = "provider_unavailable"
+
+// lateChargeFirstCheck is the watch's first read after the failure.
+const lateChargeFirstCheck = 5 * time.Minute
+
+// lateRefundKey is the idempotency key of the refund of attempt a's late
+// charge: one per attempt, whoever refunds it.
+func lateRefundKey(a Attempt) string { return "chargeonce_late_" + a.ID.String() }
+
+// watchLateCharges reads the provider about up to limit watched attempts
+// whose read is due, and refunds a late charge found; it returns how many
+// it read.
+func (s *Service) watchLateCharges(ctx context.Context, log *slog.Logger, limit int) (int, error) {
+	rows, err := s.store.q.TakeLateChecks(ctx, sqlc.TakeLateChecksParams{Now: s.cfg.Now(), MaxAttempts: int32(limit)})
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	for _, row := range rows {
+		a := attemptFromRow(row)
+		l := log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID)
+		if err := s.checkLate(ctx, l, a); err != nil {
+			l.WarnContext(ctx, "late-charge watch: the read or the refund failed; the next read tries again", "err", err)
+		}
+	}
+	return len(rows), nil
+}
+
+// checkLate reads the provider about failed attempt a and refunds the late
+// charge it holds for it, if any.
+func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) error {
+	m, err := s.store.merchant(ctx, a.MerchantID)
+	if err != nil {
+		return err
+	}
+	if a.LateChargeID == uuid.Nil {
+		pc, err := s.provider.FindCharge(ctx, providerRequest(m, a))
+		if err != nil || pc == nil || !pc.Succeeded {
+			return err // nothing charged: the next read, until the watch ends
+		}
+		var recorded bool
+		if a, recorded, err = s.store.recordLate(ctx, a, pc.ID, s.cfg.Now()); err != nil {
+			return err
+		}
+		if recorded {
+			s.metrics.LateCharges.Inc()
+			log.WarnContext(ctx, "a charge completed at the provider after its attempt failed as provider_unavailable; refunding it",
+				"provider_charge_id", pc.ID, "charge_id", a.LateChargeID, "provider_key", a.ProviderKey)
+		}
+	}
+	r, err := s.RefundCharge(ctx, m, lateRefundKey(a), RefundInput{ChargeID: a.LateChargeID,
+		Reason: "charged after the attempt failed as provider_unavailable"})
+	if err != nil && ErrorCode(err) != EREFUNDEXCEEDS {
+		return err
+	}
+	// The refund is claimed (or the charge refunded already): the
+	// reconciler finishes it like any other.
+	log.InfoContext(ctx, "late charge: its refund is claimed", "charge_id", a.LateChargeID, "refund_status", r.Status)
+	return interpretError(s.store.q.EndLateWatch(ctx, a.ID))
+}
+
+// recordLate records the late charge providerChargeID of failed attempt a
+// as a charge (once, whoever finds it), names it on a, and writes
+// charge.late_refunded, in one transaction; recorded is false when another
+// reader recorded it first, and a then names theirs.
+func (s *store) recordLate(ctx context.Context, a Attempt, providerChargeID string, now time.Time) (_ Attempt, recorded bool, err error) {
+	var done Attempt
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
+			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
+			Description: optional(a.Input.Description), ProviderChargeID: providerChargeID,
+		})
+		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
+			return errFenced // recorded by another reader: its attempt names it
+		}
+		if err != nil {
+			return err
+		}
+		row, err := q.RecordLateCharge(ctx, sqlc.RecordLateChargeParams{LateChargeID: &c.ID, ID: a.ID})
+		if isNotFound(err) {
+			return errFenced
+		}
+		if err != nil {
+			return err
+		}
+		done = attemptFromRow(row)
+		return insertEvent(ctx, q, lateEventOf(done, chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt), now))
+	})
+	if errors.Is(err, errFenced) {
+		got, err := s.getByID(ctx, a.ID)
+		if err != nil {
+			return Attempt{}, false, err
+		}
+		if got.LateChargeID == uuid.Nil {
+			return Attempt{}, false, errors.New("the late charge is recorded, but not on its attempt")
+		}
+		return got, false, nil
+	}
+	return done, err == nil, interpretError(err)
+}
+
+// lateEventOf is the charge.late_refunded of failed attempt a, whose late
+// charge c is being refunded, occurring at now.
+func lateEventOf(a Attempt, c *Charge, now time.Time) Event {
+	e := eventOf(a, now)
+	e.Type = EventChargeLateRefunded
+	e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
+	return e
+}
