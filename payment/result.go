@@ -39,6 +39,11 @@ func (s *Service) result(a Attempt) Result {
 		r.Failure = a.Failure
 	default:
 		r.RetryAfter = s.retryAfter(a.LockedUntil)
+		if !a.PendingSince.IsZero() {
+			// The provider holds the refund pending: nothing changes before
+			// the reconciler's next read, at locked_until.
+			r.RetryAfter = max(a.LockedUntil.Sub(s.cfg.Now()), minRetryAfter)
+		}
 		if a.ActionURL != "" {
 			// Between the reconciler's looks, locked_until is the next one; a
 			// poll reads the provider itself (checkAction), so come back soon.
