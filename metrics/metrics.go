@@ -144,7 +144,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Charge attempts finalized, by outcome (succeeded, failed) and by whom (request, reconciler)."},
 			[]string{"outcome", "by"}),
 		Refunds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refunds_total",
-			Help: "Refund attempts finalized, by outcome (succeeded, failed) and by whom (request, reconciler)."},
+			Help: "Refund attempts finalized, by outcome (succeeded, failed; reversed: a refund that succeeded failed later) and by whom (request, reconciler)."},
 			[]string{"outcome", "by"}),
 		RefundsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refunds_refused_total",
 			Help: "Refunds refused before anything was claimed, by reason (exceeds_charge, charge_not_found)."},

@@ -155,7 +155,8 @@ func (s *Service) observeAuthentication(a Attempt, pc ProviderCharge, now time.T
 // Recheck reads the provider about the attempt with id, because the
 // provider said it changed (a verified webhook event): an attempt that
 // waits for the shopper, or a refund the provider holds pending, is read
-// now, and its outcome recorded if final. An
+// now, and its outcome recorded if final; a refund that succeeded is read
+// too, for one that failed later. An
 // event never decides anything by itself, so a forged, redelivered or
 // reordered one changes nothing: what counts is what the provider says
 // when asked. Nothing is ever sent. An unknown id, a final attempt, or
@@ -173,15 +174,19 @@ func (s *Service) Recheck(ctx context.Context, id uuid.UUID) (Status, error) {
 		return "", err
 	}
 	pendingRefund := a.Kind == KindRefund && a.Status == StatusProcessing && !a.PendingSince.IsZero()
-	if !a.waiting() && !pendingRefund {
+	succeededRefund := a.Kind == KindRefund && a.Refund != nil && a.Refund.Status == StatusSucceeded
+	if !a.waiting() && !pendingRefund && !succeededRefund {
 		return a.Status, nil
 	}
 	m, err := s.store.merchant(ctx, a.MerchantID)
 	if err != nil {
 		return "", err
 	}
-	if pendingRefund {
+	switch {
+	case pendingRefund:
 		return s.recheckRefund(ctx, m, a)
+	case succeededRefund:
+		return s.recheckSucceededRefund(ctx, m, a)
 	}
 	a, err = s.readAction(ctx, m, a, 0)
 	return a.Status, err

@@ -206,3 +206,25 @@ type ProcessingRefund struct {
 func (s *Service) ProcessingRefunds(ctx context.Context, limit int) ([]ProcessingRefund, error) {
 	return s.store.processingRefunds(ctx, limit)
 }
+
+// recheckSucceededRefund reads the provider about a's refund, which
+// succeeded, because the provider said it changed: a refund the provider
+// now says failed (the card was closed) is recorded FAILED, and its
+// amount is refundable again (reverseRefund). Nothing is sent.
+func (s *Service) recheckSucceededRefund(ctx context.Context, m Merchant, a Attempt) (Status, error) {
+	req, err := s.refundRequest(ctx, m, a)
+	if err != nil {
+		return a.Status, err
+	}
+	r, err := s.provider.FindRefund(ctx, req)
+	if err != nil || r == nil || r.State != RefundFailed {
+		return a.Status, err
+	}
+	done, reversed, err := s.store.reverseRefund(ctx, a, Failure{Code: r.FailureCode, Message: r.FailureMessage}, s.cfg.Now())
+	if err == nil && reversed {
+		s.metrics.Refunds.WithLabelValues("reversed", byRequest.label()).Inc()
+		s.attemptLog(m, done).WarnContext(ctx, "a refund that succeeded failed later at the provider; its amount is refundable again",
+			"provider_refund_id", r.ID, "failure_code", r.FailureCode)
+	}
+	return a.Status, err
+}

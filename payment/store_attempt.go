@@ -57,7 +57,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 	if err != nil {
 		return claim{}, err
 	}
-	c := claim{outcome: foundStored, attempt: withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, row.ProviderRefundID, row.RefundCreatedAt)}
+	c := claim{outcome: foundStored, attempt: withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, refundColumns{row.ProviderRefundID, row.RefundCreatedAt, row.RefundStatus, row.RefundFailureCode, row.RefundFailureMessage})}
 	if row.Claimed {
 		c.outcome = claimedByUs
 	}
@@ -77,7 +77,7 @@ func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Atte
 	if err != nil {
 		return Attempt{}, interpretError(err)
 	}
-	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, row.ProviderRefundID, row.RefundCreatedAt), nil
+	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, refundColumns{row.ProviderRefundID, row.RefundCreatedAt, row.RefundStatus, row.RefundFailureCode, row.RefundFailureMessage}), nil
 }
 
 // getByID loads the attempt with id, with its charge or failure.
@@ -86,12 +86,20 @@ func (s *store) getByID(ctx context.Context, id uuid.UUID) (Attempt, error) {
 	if err != nil {
 		return Attempt{}, interpretError(err)
 	}
-	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, row.ProviderRefundID, row.RefundCreatedAt), nil
+	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, refundColumns{row.ProviderRefundID, row.RefundCreatedAt, row.RefundStatus, row.RefundFailureCode, row.RefundFailureMessage}), nil
+}
+
+// refundColumns are a refund's columns as a read of its attempt carries
+// them.
+type refundColumns struct {
+	providerRefundID                    *string
+	createdAt                           *time.Time
+	status, failureCode, failureMessage *string
 }
 
 // withOutcome converts a stored attempt read with the columns of its
 // outcome: a charge's, or a refund's.
-func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreatedAt *time.Time, providerRefundID *string, refundCreatedAt *time.Time) Attempt {
+func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreatedAt *time.Time, r refundColumns) Attempt {
 	a := attemptFromRow(row)
 	if a.Kind == KindRefund {
 		a.RefundOfProvider = deref(providerChargeID)
@@ -99,7 +107,11 @@ func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreated
 	switch {
 	case a.Status != StatusSucceeded:
 	case a.Kind == KindRefund:
-		a.Refund = refundOf(a, deref(row.RefundID), deref(providerRefundID), deref(refundCreatedAt))
+		a.Refund = refundOf(a, deref(row.RefundID), deref(r.providerRefundID), deref(r.createdAt))
+		if r.failureCode != nil {
+			a.Refund.Status = Status(deref(r.status))
+			a.Refund.Failure = &Failure{Code: *r.failureCode, Message: deref(r.failureMessage)}
+		}
 	default:
 		a.Charge = chargeOf(a, row.ChargeID, deref(providerChargeID), chargeCreatedAt)
 	}

@@ -50,7 +50,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			if isNotFound(err) {
 				return exceeds
 			}
-			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, stored.ProviderRefundID, stored.RefundCreatedAt)}
+			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, refundColumns{stored.ProviderRefundID, stored.RefundCreatedAt, stored.RefundStatus, stored.RefundFailureCode, stored.RefundFailureMessage})}
 			return err
 		}
 		a.Input.Amount, a.Input.Currency, a.RefundOfProvider = amount, charge.Currency, charge.ProviderChargeID
@@ -66,7 +66,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			if err != nil {
 				return err
 			}
-			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, stored.ProviderRefundID, stored.RefundCreatedAt)}
+			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, refundColumns{stored.ProviderRefundID, stored.RefundCreatedAt, stored.RefundStatus, stored.RefundFailureCode, stored.RefundFailureMessage})}
 			return errRollback
 		}
 		if err != nil {
@@ -201,4 +201,32 @@ func (s *store) processingRefunds(ctx context.Context, limit int) ([]ProcessingR
 			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, LockedUntil: r.LockedUntil, PendingSince: deref(r.PendingSince)}
 	}
 	return out, nil
+}
+
+// reverseRefund records that a's refund, which succeeded, failed later
+// (f says why): the refund FAILED, its amount refundable again, and
+// refund.failed written, in one transaction, once; reversed is false when
+// it was already.
+func (s *store) reverseRefund(ctx context.Context, a Attempt, f Failure, now time.Time) (done Attempt, reversed bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		r, err := q.ReverseRefund(ctx, sqlc.ReverseRefundParams{FailureCode: f.Code, FailureMessage: f.Message, Now: now, ID: a.Refund.ID})
+		if isNotFound(err) {
+			return errRollback
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.GiveBackRefund(ctx, sqlc.GiveBackRefundParams{Amount: r.Amount, ID: r.ChargeID}); err != nil {
+			return err
+		}
+		done = a
+		done.Refund = refundFromRow(r)
+		reversed = true
+		return insertEvent(ctx, q, eventOf(done, now))
+	})
+	if errors.Is(err, errRollback) {
+		return a, false, nil
+	}
+	return done, reversed, interpretError(err)
 }

@@ -48,13 +48,16 @@ SELECT sqlc.embed(a),
        c.created_at AS charge_created_at,
        r.provider_refund_id,
        r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message,
        false AS claimed
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key
 UNION ALL
-SELECT claimed.*, NULL, NULL, NULL, NULL, true FROM claimed;
+SELECT claimed.*, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed;
 
 -- name: GetChargeAttempt :one
 -- Loads an attempt with its charge, for a replay or a status query. Scoped by
@@ -63,7 +66,10 @@ SELECT sqlc.embed(a),
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
-       r.created_at AS refund_created_at
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
@@ -76,7 +82,10 @@ SELECT sqlc.embed(a),
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
-       r.created_at AS refund_created_at
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id

@@ -112,13 +112,16 @@ SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provid
        c.created_at AS charge_created_at,
        r.provider_refund_id,
        r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message,
        false AS claimed
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, NULL, NULL, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -141,12 +144,15 @@ type ClaimChargeAttemptParams struct {
 }
 
 type ClaimChargeAttemptRow struct {
-	ChargeAttempt    ChargeAttempt
-	ProviderChargeID *string
-	ChargeCreatedAt  *time.Time
-	ProviderRefundID *string
-	RefundCreatedAt  *time.Time
-	Claimed          bool
+	ChargeAttempt        ChargeAttempt
+	ProviderChargeID     *string
+	ChargeCreatedAt      *time.Time
+	ProviderRefundID     *string
+	RefundCreatedAt      *time.Time
+	RefundStatus         *string
+	RefundFailureCode    *string
+	RefundFailureMessage *string
+	Claimed              bool
 }
 
 // The claim, and the replay's read, in one statement and one round trip.
@@ -223,6 +229,9 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
 		&i.RefundCreatedAt,
+		&i.RefundStatus,
+		&i.RefundFailureCode,
+		&i.RefundFailureMessage,
 		&i.Claimed,
 	)
 	return i, err
@@ -354,7 +363,10 @@ SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provid
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
-       r.created_at AS refund_created_at
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
@@ -367,11 +379,14 @@ type GetChargeAttemptParams struct {
 }
 
 type GetChargeAttemptRow struct {
-	ChargeAttempt    ChargeAttempt
-	ProviderChargeID *string
-	ChargeCreatedAt  *time.Time
-	ProviderRefundID *string
-	RefundCreatedAt  *time.Time
+	ChargeAttempt        ChargeAttempt
+	ProviderChargeID     *string
+	ChargeCreatedAt      *time.Time
+	ProviderRefundID     *string
+	RefundCreatedAt      *time.Time
+	RefundStatus         *string
+	RefundFailureCode    *string
+	RefundFailureMessage *string
 }
 
 // Loads an attempt with its charge, for a replay or a status query. Scoped by
@@ -414,6 +429,9 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
 		&i.RefundCreatedAt,
+		&i.RefundStatus,
+		&i.RefundFailureCode,
+		&i.RefundFailureMessage,
 	)
 	return i, err
 }
@@ -423,7 +441,10 @@ SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provid
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
-       r.created_at AS refund_created_at
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
@@ -431,11 +452,14 @@ WHERE a.id = $1
 `
 
 type GetChargeAttemptByIDRow struct {
-	ChargeAttempt    ChargeAttempt
-	ProviderChargeID *string
-	ChargeCreatedAt  *time.Time
-	ProviderRefundID *string
-	RefundCreatedAt  *time.Time
+	ChargeAttempt        ChargeAttempt
+	ProviderChargeID     *string
+	ChargeCreatedAt      *time.Time
+	ProviderRefundID     *string
+	RefundCreatedAt      *time.Time
+	RefundStatus         *string
+	RefundFailureCode    *string
+	RefundFailureMessage *string
 }
 
 // Loads an attempt by its id, for a provider's word about it (a webhook
@@ -478,6 +502,9 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
 		&i.RefundCreatedAt,
+		&i.RefundStatus,
+		&i.RefundFailureCode,
+		&i.RefundFailureMessage,
 	)
 	return i, err
 }

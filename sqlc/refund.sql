@@ -91,3 +91,22 @@ JOIN charges c ON c.id = a.charge_id
 WHERE a.kind = 'refund' AND a.status = 'PROCESSING'
 ORDER BY a.created_at
 LIMIT sqlc.arg(max_attempts)::integer;
+
+-- name: ReverseRefund :one
+-- A refund that succeeded and failed later (the card was closed): FAILED,
+-- once, with when and why; the caller gives its amount back in the same
+-- transaction.
+UPDATE refunds
+SET status = 'FAILED',
+    failure_code = sqlc.arg(failure_code)::text,
+    failure_message = sqlc.arg(failure_message)::text,
+    failed_at = sqlc.arg(now)::timestamptz
+WHERE id = @id AND status = 'SUCCEEDED'
+RETURNING *;
+
+-- name: GiveBackRefund :exec
+-- Gives a reversed refund's amount back to its charge: refundable again.
+UPDATE charges
+SET amount_refunded = amount_refunded - sqlc.arg(amount)::bigint,
+    amount_reserved = amount_reserved - sqlc.arg(amount)::bigint
+WHERE id = @id;

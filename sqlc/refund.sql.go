@@ -120,6 +120,24 @@ func (q *Queries) GetRefundCharge(ctx context.Context, id uuid.UUID) (string, er
 	return provider_charge_id, err
 }
 
+const giveBackRefund = `-- name: GiveBackRefund :exec
+UPDATE charges
+SET amount_refunded = amount_refunded - $1::bigint,
+    amount_reserved = amount_reserved - $1::bigint
+WHERE id = $2
+`
+
+type GiveBackRefundParams struct {
+	Amount int64
+	ID     uuid.UUID
+}
+
+// Gives a reversed refund's amount back to its charge: refundable again.
+func (q *Queries) GiveBackRefund(ctx context.Context, arg GiveBackRefundParams) error {
+	_, err := q.db.Exec(ctx, giveBackRefund, arg.Amount, arg.ID)
+	return err
+}
+
 const insertRefund = `-- name: InsertRefund :one
 WITH applied AS (
     UPDATE charges SET amount_refunded = amount_refunded + $4::bigint
@@ -450,6 +468,51 @@ func (q *Queries) ReserveRefund(ctx context.Context, arg ReserveRefundParams) (i
 	var remaining int64
 	err := row.Scan(&remaining)
 	return remaining, err
+}
+
+const reverseRefund = `-- name: ReverseRefund :one
+UPDATE refunds
+SET status = 'FAILED',
+    failure_code = $1::text,
+    failure_message = $2::text,
+    failed_at = $3::timestamptz
+WHERE id = $4 AND status = 'SUCCEEDED'
+RETURNING id, merchant_id, charge_id, amount, currency, reason, provider_refund_id, status, failure_code, failure_message, created_at, failed_at
+`
+
+type ReverseRefundParams struct {
+	FailureCode    string
+	FailureMessage string
+	Now            time.Time
+	ID             uuid.UUID
+}
+
+// A refund that succeeded and failed later (the card was closed): FAILED,
+// once, with when and why; the caller gives its amount back in the same
+// transaction.
+func (q *Queries) ReverseRefund(ctx context.Context, arg ReverseRefundParams) (Refund, error) {
+	row := q.db.QueryRow(ctx, reverseRefund,
+		arg.FailureCode,
+		arg.FailureMessage,
+		arg.Now,
+		arg.ID,
+	)
+	var i Refund
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.ChargeID,
+		&i.Amount,
+		&i.Currency,
+		&i.Reason,
+		&i.ProviderRefundID,
+		&i.Status,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.CreatedAt,
+		&i.FailedAt,
+	)
+	return i, err
 }
 
 const succeedRefundAttempt = `-- name: SucceedRefundAttempt :one

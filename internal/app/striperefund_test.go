@@ -106,3 +106,32 @@ func TestStripe_Refund_LostAnswer_TheWebhookBeatsTheRetry_OneRefund(t *testing.T
 	require.Equal(t, 1, countRows(t, a.pool, "SELECT count(*)::int FROM refunds"), "one refund recorded")
 	require.Equal(t, 1, a.events(t, key, "refund.succeeded"))
 }
+
+func TestStripe_Refund_FailsAfterItSucceeded_TheAmountComesBackOnce(t *testing.T) {
+	t.Parallel()
+	a := stripeAuthServer(t, nil)
+	chargeID := a.charged(t, "pm_card_visa", 1000)
+	key := newKey()
+	r := a.refund(t, key, chargeID, 1000)
+	require.Equal(t, "SUCCEEDED", r.Data.RefundCharge.Status)
+	refunds := a.fake.Refunds()
+	require.Len(t, refunds, 1)
+
+	// The card was closed: Stripe fails the refund after it succeeded, and
+	// says so (twice, as it may).
+	require.NoError(t, a.fake.SettleRefund(refunds[0].ID, "failed", "expired_or_canceled_card"))
+	event := a.fake.Event("refund.failed", refunds[0].ID)
+	for range 2 {
+		require.Equal(t, http.StatusOK, a.deliver(t, event, testStripeWebhookSecret))
+	}
+	var charge refundResponse
+	a.s.post(t, "demo-key", nil, `query($id: String!) { refundStatus(idempotencyKey: $id) { status refund { id status } } }`, map[string]any{"id": key}, &charge)
+	require.Empty(t, charge.Errors)
+	require.Equal(t, "FAILED", charge.Data.RefundStatus.Refund.Status, "the refund failed later")
+	require.Equal(t, 1, a.events(t, key, "refund.failed"), "announced once")
+	require.Zero(t, countRows(t, a.pool, "SELECT amount_refunded::int FROM charges WHERE id = $1", chargeID))
+
+	again := a.refund(t, newKey(), chargeID, 1000)
+	require.Equal(t, "SUCCEEDED", again.Data.RefundCharge.Status, "the amount is refundable again")
+	require.Len(t, a.fake.Refunds(), 2)
+}
