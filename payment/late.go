@@ -42,18 +42,17 @@ func lateRefundKey(a Attempt) string { return "chargeonce_late_" + a.ID.String()
 // whose read is due, and refunds a late charge found; it returns how many
 // it read.
 func (s *Service) watchLateCharges(ctx context.Context, log *slog.Logger, limit int) (int, error) {
-	rows, err := s.store.q.TakeLateChecks(ctx, sqlc.TakeLateChecksParams{Now: s.cfg.Now(), MaxAttempts: int32(limit)})
+	attempts, err := s.store.takeLateChecks(ctx, s.cfg.Now(), limit)
 	if err != nil {
-		return 0, interpretError(err)
+		return 0, err
 	}
-	for _, row := range rows {
-		a := attemptFromRow(row)
+	for _, a := range attempts {
 		l := log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID)
 		if err := s.checkLate(ctx, l, a); err != nil {
 			l.WarnContext(ctx, "late-charge watch: the read or the refund failed; the next read tries again", "err", err)
 		}
 	}
-	return len(rows), nil
+	return len(attempts), nil
 }
 
 // checkLate reads the provider about failed attempt a and refunds the late
@@ -86,7 +85,7 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 	// The refund is claimed (or the charge refunded already): the
 	// reconciler finishes it like any other.
 	log.InfoContext(ctx, "late charge: its refund is claimed", "charge_id", a.LateChargeID, "refund_status", r.Status)
-	return interpretError(s.store.q.EndLateWatch(ctx, a.ID))
+	return s.store.endLateWatch(ctx, a.ID)
 }
 
 // recordLate records the late charge providerChargeID of failed attempt a

@@ -44,18 +44,17 @@ func (s *Service) RefundCharge(ctx context.Context, m Merchant, key string, in R
 	if err := in.Validate(); err != nil {
 		return Result{}, err
 	}
-	fingerprint := RefundFingerprint(in)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
+	a := newRefundAttempt(m, key, in, s.cfg.Now(), s.cfg)
 	// A retry is answered without locking the charge.
 	stored, err := s.store.get(ctx, m.ID, key)
 	if err == nil {
-		return s.answerRetry(ctx, m, stored, fingerprint)
+		return s.answerRetry(ctx, m, stored, a.Fingerprint)
 	}
 	if !errors.Is(err, errNotFound) {
 		return Result{}, err
 	}
-	a := newRefundAttempt(m, key, in, s.cfg.Now(), s.cfg)
 	c, err := s.store.claimRefund(ctx, a, in.Amount)
 	switch code := ErrorCode(err); {
 	case err == nil:
@@ -75,7 +74,7 @@ func (s *Service) RefundCharge(ctx context.Context, m Merchant, key string, in R
 		return Result{}, err
 	}
 	if c.outcome == foundStored {
-		return s.answerRetry(ctx, m, c.attempt, fingerprint)
+		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint)
 	}
 	s.cfg.Fault(FaultAfterClaim)
 	return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil
@@ -174,6 +173,10 @@ func RefundFingerprint(in RefundInput) []byte {
 // left to them.
 func (s *Service) recheckRefund(ctx context.Context, m Merchant, a Attempt) (Status, error) {
 	now := s.cfg.Now()
+	// A pending refund's lease ends at its next read, at most
+	// RefundCheckInterval away: take it over as if that read were due now.
+	// Should a reconciler hold it meanwhile, the takeover fences it off,
+	// and the worst is one more read of the provider.
 	taken, ok, err := s.store.takeOver(ctx, a, now.Add(s.cfg.RefundCheckInterval), now.Add(s.cfg.Lease))
 	if err != nil || !ok {
 		return a.Status, err

@@ -73,9 +73,15 @@ func isNotFound(err error) bool {
 
 // get loads the merchant's attempt for key, with its charge or failure.
 func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Attempt, error) {
-	row, err := s.q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: merchantID, IdempotencyKey: key})
+	a, err := storedAttempt(ctx, s.q, merchantID, key)
+	return a, interpretError(err)
+}
+
+// storedAttempt is get through q, which may be a transaction's.
+func storedAttempt(ctx context.Context, q *sqlc.Queries, merchantID uuid.UUID, key string) (Attempt, error) {
+	row, err := q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: merchantID, IdempotencyKey: key})
 	if err != nil {
-		return Attempt{}, interpretError(err)
+		return Attempt{}, err
 	}
 	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, refundColumns{row.ProviderRefundID, row.RefundCreatedAt, row.RefundStatus, row.RefundFailureCode, row.RefundFailureMessage}), nil
 }

@@ -46,11 +46,11 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			Message: fmt.Sprintf("the refund exceeds what remains refundable of the charge (%d); nothing was refunded", remaining)}
 		if amount == 0 {
 			// Nothing remains: unless the key was used already, refused.
-			stored, err := q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey})
+			stored, err := storedAttempt(ctx, q, a.MerchantID, a.IdempotencyKey)
 			if isNotFound(err) {
 				return exceeds
 			}
-			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, refundColumns{stored.ProviderRefundID, stored.RefundCreatedAt, stored.RefundStatus, stored.RefundFailureCode, stored.RefundFailureMessage})}
+			c = claim{outcome: foundStored, attempt: stored}
 			return err
 		}
 		a.Input.Amount, a.Input.Currency, a.RefundOfProvider = amount, charge.Currency, charge.ProviderChargeID
@@ -62,11 +62,11 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		if isNotFound(err) {
 			// The key is taken: the insert waited for whoever took it, so a
 			// new statement sees the stored attempt.
-			stored, err := q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey})
+			stored, err := storedAttempt(ctx, q, a.MerchantID, a.IdempotencyKey)
 			if err != nil {
 				return err
 			}
-			c = claim{outcome: foundStored, attempt: withOutcome(stored.ChargeAttempt, stored.ProviderChargeID, stored.ChargeCreatedAt, refundColumns{stored.ProviderRefundID, stored.RefundCreatedAt, stored.RefundStatus, stored.RefundFailureCode, stored.RefundFailureMessage})}
+			c = claim{outcome: foundStored, attempt: stored}
 			return errRollback
 		}
 		if err != nil {
@@ -229,4 +229,23 @@ func (s *store) reverseRefund(ctx context.Context, a Attempt, f Failure, now tim
 		return a, false, nil
 	}
 	return done, reversed, interpretError(err)
+}
+
+// takeLateChecks takes up to limit failed attempts whose late-charge read
+// is due at now, each given its next read first (TakeLateChecks).
+func (s *store) takeLateChecks(ctx context.Context, now time.Time, limit int) ([]Attempt, error) {
+	rows, err := s.q.TakeLateChecks(ctx, sqlc.TakeLateChecksParams{Now: now, MaxAttempts: int32(limit)})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	as := make([]Attempt, len(rows))
+	for i, r := range rows {
+		as[i] = attemptFromRow(r)
+	}
+	return as, nil
+}
+
+// endLateWatch ends the late-charge watch of the attempt with id.
+func (s *store) endLateWatch(ctx context.Context, id uuid.UUID) error {
+	return interpretError(s.q.EndLateWatch(ctx, id))
 }
