@@ -91,7 +91,7 @@ func TestMigrate_FreshDatabase_CreatesTheSchemaWithNamedConstraints(t *testing.T
 	} {
 		require.Contains(t, got, want)
 	}
-	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, allVersions, versions(t, pool, cardsim.MigrationsTable))
 	require.False(t, exists(t, pool, "goose_db_version"), "chargeonce's migrations table is not the simulator's")
 }
 
@@ -106,7 +106,7 @@ func TestMigrate_AfterChargeoncesMigrations_SimulatorCharges(t *testing.T) {
 	require.False(t, exists(t, pool, "cardsim.charges"))
 	require.NoError(t, cardsim.Migrate(ctx, pool))
 	require.Equal(t, appVersions, versions(t, pool, "goose_db_version"), "chargeonce's migrations are untouched")
-	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, allVersions, versions(t, pool, cardsim.MigrationsTable))
 
 	s := newSimOn(t, pool, cardsim.Config{})
 	key := uniqueKey(t)
@@ -144,7 +144,7 @@ func TestMigrate_DatabaseMigratedBefore_AdoptsSchemaAndCharges(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, cardsim.Migrate(ctx, pool))
-	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, allVersions, versions(t, pool, cardsim.MigrationsTable))
 
 	// The charge is still there, and its key still replays it.
 	s := newSimOn(t, pool, cardsim.Config{})
@@ -176,13 +176,16 @@ func TestMigrate_Concurrently_MigratesOnce(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, []int64{1, 2, 3}, versions(t, pool, cardsim.MigrationsTable))
+	require.Equal(t, allVersions, versions(t, pool, cardsim.MigrationsTable))
 	require.True(t, exists(t, pool, "cardsim.charges"))
 }
 
-// TestMigrate_RefundsDown_IsTheSchemaOfBefore: 00003's Down section leaves
-// the schema that 00002 made, and Up then applies again.
-func TestMigrate_RefundsDown_IsTheSchemaOfBefore(t *testing.T) {
+// allVersions are the simulator's migrations.
+var allVersions = []int64{1, 2, 3, 4}
+
+// TestMigrate_EachDown_IsTheSchemaOfBefore: each migration's Down section
+// leaves the schema that the one before made, and Up then applies again.
+func TestMigrate_EachDown_IsTheSchemaOfBefore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	provider := func(pool *pgxpool.Pool) *goose.Provider {
@@ -191,16 +194,17 @@ func TestMigrate_RefundsDown_IsTheSchemaOfBefore(t *testing.T) {
 		require.NoError(t, err)
 		return p
 	}
-	before := dbtest.NewPool(t, dbtest.Empty)
-	_, err := provider(before).UpTo(ctx, 2)
-	require.NoError(t, err)
+	for _, v := range allVersions[1:] {
+		before := dbtest.NewPool(t, dbtest.Empty)
+		_, err := provider(before).UpTo(ctx, v-1)
+		require.NoError(t, err)
 
-	pool := dbtest.NewPool(t, dbtest.Empty)
-	require.NoError(t, cardsim.Migrate(ctx, pool))
-	require.True(t, exists(t, pool, "cardsim.refunds"))
-	_, err = provider(pool).Down(ctx)
-	require.NoError(t, err)
-	require.Equal(t, shape(t, before), shape(t, pool))
-	require.NoError(t, cardsim.Migrate(ctx, pool))
-	require.True(t, exists(t, pool, "cardsim.refunds"))
+		pool := dbtest.NewPool(t, dbtest.Empty)
+		require.NoError(t, cardsim.Migrate(ctx, pool))
+		_, err = provider(pool).DownTo(ctx, v-1)
+		require.NoError(t, err)
+		require.Equal(t, shape(t, before), shape(t, pool), "down to %d", v-1)
+		require.NoError(t, cardsim.Migrate(ctx, pool))
+		require.Equal(t, allVersions, versions(t, pool, cardsim.MigrationsTable))
+	}
 }

@@ -248,7 +248,9 @@ type listFilter struct {
 	IdempotencyKey       *string
 	ClientIdempotencyKey *string
 	Merchant             *string
-	Limit                int32
+	// AttemptID: chargeonce's attempt, in the metadata, whatever the key.
+	AttemptID *string
+	Limit     int32
 }
 
 // parseListQuery reads and validates the query of GET /v1/charges.
@@ -262,6 +264,7 @@ func parseListQuery(r *http.Request) (listFilter, *apiError) {
 		IdempotencyKey:       queryFilter(query, "idempotency_key"),
 		ClientIdempotencyKey: queryFilter(query, "client_idempotency_key"),
 		Merchant:             queryFilter(query, "merchant"),
+		AttemptID:            queryFilter(query, "attempt_id"),
 		Limit:                limit,
 	}, nil
 }

@@ -183,6 +183,7 @@ func (s *store) list(ctx context.Context, f listFilter) ([]charge, error) {
 		IdempotencyKey:       f.IdempotencyKey,
 		ClientIdempotencyKey: f.ClientIdempotencyKey,
 		Merchant:             f.Merchant,
+		AttemptID:            f.AttemptID,
 		RowLimit:             f.Limit,
 	})
 	if err != nil {

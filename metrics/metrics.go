@@ -48,6 +48,9 @@ type Metrics struct {
 	// LateCharges counts charges found at the provider after their attempt
 	// failed as provider_unavailable, each refunded.
 	LateCharges prometheus.Counter
+	// DuplicateCharges counts second successful provider charges found for
+	// one attempt, each refunded.
+	DuplicateCharges prometheus.Counter
 	// OutcomeUnknown counts requests that answered PROCESSING because the
 	// provider's outcome was unknown, handing the attempt to the reconciler.
 	OutcomeUnknown prometheus.Counter
@@ -151,6 +154,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			[]string{"reason"}),
 		LateCharges: counter("late_charges_refunded_total",
 			"Charges found at the provider after their attempt failed as provider_unavailable, each refunded whole."),
+		DuplicateCharges: counter("duplicate_charges_refunded_total",
+			"Second successful provider charges found for one attempt, each refunded whole."),
 		OutcomeUnknown: counter("charge_outcome_unknown_total",
 			"Requests answered PROCESSING because the provider's outcome was unknown; the reconciler settles them."),
 		Replays:  counter("charge_replays_total", "Stored results returned to a retry (replayed: true)."),
@@ -217,7 +222,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		reg: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Charges, m.Refunds, m.RefundsRefused, m.LateCharges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
+		reg.MustRegister(m.Charges, m.Refunds, m.RefundsRefused, m.LateCharges, m.DuplicateCharges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.CheckoutSessions, m.SessionRefused, m.Declines,
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,

@@ -33,11 +33,16 @@ const (
 	// (its refund's own refund.succeeded follows); the attempt stays
 	// FAILED. It carries the attempt's failure and the late charge.
 	EventChargeLateRefunded = "charge.late_refunded"
+	// EventChargeDuplicateRefunded: the provider holds a second successful
+	// charge for one attempt, which is being refunded (its refund's own
+	// refund.succeeded follows); the attempt's answer stands. It carries
+	// the duplicate charge.
+	EventChargeDuplicateRefunded = "charge.duplicate_refunded"
 )
 
 // EventTypes are every event type, in the order of their subjects.
 var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction,
-	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded}
+	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -187,7 +192,8 @@ func ParseEvent(body []byte) (Event, error) {
 	if err := json.Unmarshal(body, &e); err != nil {
 		return Event{}, err
 	}
-	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid || e.Type == EventChargeLateRefunded
+	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid || e.Type == EventChargeLateRefunded ||
+		e.Type == EventChargeDuplicateRefunded
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
 		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) ||

@@ -68,9 +68,11 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 			return err // nothing charged: the next read, until the watch ends
 		}
 		var recorded bool
-		if a, recorded, err = s.store.recordLate(ctx, a, pc.ID, s.cfg.Now()); err != nil {
+		var duplicates []Charge
+		if a, recorded, duplicates, err = s.store.recordLate(ctx, a, *pc, s.cfg.Now()); err != nil {
 			return err
 		}
+		s.announceDuplicates(ctx, a, pc.ID, duplicates)
 		if recorded {
 			s.metrics.LateCharges.Inc()
 			log.WarnContext(ctx, "a charge completed at the provider after its attempt failed as provider_unavailable; refunding it",
@@ -88,17 +90,18 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 	return s.store.endLateWatch(ctx, a.ID)
 }
 
-// recordLate records the late charge providerChargeID of failed attempt a
-// as a charge (once, whoever finds it), names it on a, and writes
-// charge.late_refunded, in one transaction; recorded is false when another
-// reader recorded it first, and a then names theirs.
-func (s *store) recordLate(ctx context.Context, a Attempt, providerChargeID string, now time.Time) (_ Attempt, recorded bool, err error) {
+// recordLate records the late charge pc of failed attempt a as a charge
+// (once, whoever finds it), names it on a, and writes charge.late_refunded,
+// in one transaction, with pc's duplicates, if any, which it returns;
+// recorded is false when another reader recorded it first, and a then
+// names theirs.
+func (s *store) recordLate(ctx context.Context, a Attempt, pc ProviderCharge, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
 	var done Attempt
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
 			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			Description: optional(a.Input.Description), ProviderChargeID: providerChargeID,
+			Description: optional(a.Input.Description), ProviderChargeID: pc.ID,
 		})
 		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			return errFenced // recorded by another reader: its attempt names it
@@ -114,19 +117,26 @@ func (s *store) recordLate(ctx context.Context, a Attempt, providerChargeID stri
 			return err
 		}
 		done = attemptFromRow(row)
-		return insertEvent(ctx, q, lateEventOf(done, chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt), now))
+		if err := insertEvent(ctx, q, lateEventOf(done, chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt), now)); err != nil {
+			return err
+		}
+		duplicates, err = recordDuplicates(ctx, q, done, pc.Duplicates, now)
+		return err
 	})
 	if errors.Is(err, errFenced) {
 		got, err := s.getByID(ctx, a.ID)
 		if err != nil {
-			return Attempt{}, false, err
+			return Attempt{}, false, nil, err
 		}
 		if got.LateChargeID == uuid.Nil {
-			return Attempt{}, false, errors.New("the late charge is recorded, but not on its attempt")
+			return Attempt{}, false, nil, errors.New("the late charge is recorded, but not on its attempt")
 		}
-		return got, false, nil
+		return got, false, nil, nil
 	}
-	return done, err == nil, interpretError(err)
+	if err != nil {
+		return done, false, nil, interpretError(err)
+	}
+	return done, true, duplicates, nil
 }
 
 // lateEventOf is the charge.late_refunded of failed attempt a, whose late

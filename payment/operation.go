@@ -81,7 +81,9 @@ func (s *Service) finalize(ctx context.Context, a Attempt, ans answer, by holder
 	case ans.Succeeded && a.Kind == KindRefund:
 		done, err = s.store.succeedRefund(ctx, a, ans.ID, now, expiresAt)
 	case ans.Succeeded:
-		done, err = s.store.succeed(ctx, a, ans.ID, now, expiresAt)
+		var duplicates []Charge
+		done, duplicates, err = s.store.succeed(ctx, a, ans.ProviderCharge, now, expiresAt)
+		s.announceDuplicates(ctx, a, ans.ID, duplicates)
 	default:
 		outcome = metrics.ByFailed
 		var watch lateWatch

@@ -73,6 +73,11 @@ type ProviderCharge struct {
 	// not final, neither succeeded nor failed. Only a charge with a
 	// ReturnURL ever waits.
 	Action *ProviderAction
+	// Duplicates names the provider's other successful charges for the
+	// same attempt (FindCharge only): one attempt should hold one charge,
+	// so each of these took the shopper's money a second time, and is
+	// refunded (duplicate.go).
+	Duplicates []string
 }
 
 // ProviderAction is what the shopper must do before the payment can

@@ -91,6 +91,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
 	if _, err := r.svc.watchLateCharges(ctx, r.log, r.cfg.BatchSize); err != nil {
 		r.log.WarnContext(ctx, "late-charge watch failed; the next pass tries again", "err", err)
 	}
+	// And the duplicate charges whose refund is still to claim.
+	if _, err := r.svc.refundDuplicates(ctx, r.log, r.cfg.BatchSize); err != nil {
+		r.log.WarnContext(ctx, "duplicate-charge refunds failed; the next pass tries again", "err", err)
+	}
 	return res, ctx.Err()
 }
 

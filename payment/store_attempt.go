@@ -124,16 +124,17 @@ func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreated
 	return a
 }
 
-// succeed records the charge, finalizes the attempt and writes its
+// succeed records the charge pc, finalizes the attempt and writes its
 // charge.succeeded event to the outbox in one transaction, fenced on a's
-// attempt number; now is when the event occurred.
-func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string, now, expiresAt time.Time) (Attempt, error) {
+// attempt number, with pc's duplicates, if any, which it returns; now is
+// when the event occurred.
+func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, now, expiresAt time.Time) (_ Attempt, duplicates []Charge, _ error) {
 	var done Attempt
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
 			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: providerChargeID,
+			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: pc.ID,
 		})
 		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			// This provider charge is recorded already: the provider key is
@@ -157,6 +158,9 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		if err := insertEvent(ctx, q, eventOf(done, now)); err != nil {
 			return err
 		}
+		if duplicates, err = recordDuplicates(ctx, q, done, pc.Duplicates, now); err != nil {
+			return err
+		}
 		if done.Input.CheckoutSessionID == uuid.Nil {
 			return nil
 		}
@@ -171,9 +175,12 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		return insertEvent(ctx, q, sessionEventOf(EventSessionPaid, sessionFromRow(sess), &done, now))
 	})
 	if errors.Is(err, errFenced) {
-		return Attempt{}, errFenced
+		return Attempt{}, nil, errFenced
 	}
-	return done, interpretError(err)
+	if err != nil {
+		return done, nil, interpretError(err)
+	}
+	return done, duplicates, nil
 }
 
 // lateWatch is when the watch of a failed attempt for a late charge reads

@@ -512,7 +512,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 const insertCharge = `-- name: InsertCharge :one
 INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded
+RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at
 `
 
 type InsertChargeParams struct {
@@ -549,6 +549,8 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		&i.CreatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.DuplicateOf,
+		&i.RefundDueAt,
 	)
 	return i, err
 }

@@ -154,7 +154,7 @@ func (q *Queries) GetCheckoutSessionByKey(ctx context.Context, arg GetCheckoutSe
 }
 
 const getCheckoutSessionCharge = `-- name: GetCheckoutSessionCharge :one
-SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded FROM charges WHERE id = $1
+SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at FROM charges WHERE id = $1
 `
 
 // The charge that paid a session.
@@ -172,6 +172,8 @@ func (q *Queries) GetCheckoutSessionCharge(ctx context.Context, id uuid.UUID) (C
 		&i.CreatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.DuplicateOf,
+		&i.RefundDueAt,
 	)
 	return i, err
 }

@@ -23,7 +23,7 @@ func (q *Queries) EndLateWatch(ctx context.Context, id uuid.UUID) error {
 }
 
 const getChargeByProviderID = `-- name: GetChargeByProviderID :one
-SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded FROM charges WHERE provider_charge_id = $1
+SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at FROM charges WHERE provider_charge_id = $1
 `
 
 // A recorded charge by the provider's id.
@@ -41,6 +41,8 @@ func (q *Queries) GetChargeByProviderID(ctx context.Context, providerChargeID st
 		&i.CreatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.DuplicateOf,
+		&i.RefundDueAt,
 	)
 	return i, err
 }

@@ -32,6 +32,8 @@ type Charge struct {
 	CreatedAt        time.Time
 	AmountReserved   int64
 	AmountRefunded   int64
+	DuplicateOf      *uuid.UUID
+	RefundDueAt      *time.Time
 }
 
 type ChargeAttempt struct {

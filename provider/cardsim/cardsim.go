@@ -17,9 +17,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"chargeonce/payment"
 )
@@ -156,10 +159,17 @@ func (p *Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeR
 	}
 }
 
-// FindCharge implements payment.Provider, by our provider key.
+// FindCharge implements payment.Provider: it lists the charges that name
+// the attempt in their metadata, whatever key they were sent under (by our
+// provider key for a request that names no attempt). One attempt should
+// hold one charge; of several, it settles on the first that succeeded and
+// names the other successful ones as Duplicates, to be refunded.
 func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
-	u := p.baseURL + "/v1/charges?" + url.Values{"idempotency_key": {req.IdempotencyKey}}.Encode()
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	query := url.Values{"idempotency_key": {req.IdempotencyKey}}
+	if req.AttemptID != uuid.Nil {
+		query = url.Values{"attempt_id": {req.AttemptID.String()}}
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/v1/charges?"+query.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +182,7 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 		return nil, fmt.Errorf("look up charge: provider answered %d", resp.StatusCode)
 	}
 	var list struct {
-		Data []charge `json:"data"`
+		Data []charge `json:"data"` // newest first
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
 		return nil, fmt.Errorf("look up charge: %w", err)
@@ -180,11 +190,24 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 	if len(list.Data) == 0 {
 		return nil, nil
 	}
-	c, err := list.Data[0].domain()
+	pick := list.Data[0]
+	var succeeded []string
+	for _, c := range slices.Backward(list.Data) {
+		if c.Status == "succeeded" {
+			if succeeded == nil {
+				pick = c
+			}
+			succeeded = append(succeeded, c.ID)
+		}
+	}
+	found, err := pick.domain()
 	if err != nil {
 		return nil, fmt.Errorf("look up charge: %w", err)
 	}
-	return &c, nil
+	if len(succeeded) > 1 {
+		found.Duplicates = succeeded[1:]
+	}
+	return &found, nil
 }
 
 // CancelCharge implements payment.Provider: it finds the charge of our

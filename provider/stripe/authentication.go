@@ -100,7 +100,7 @@ func (p *Provider) refuseAuthentication(ctx context.Context, req payment.Provide
 // the cancel, or an answer that is lost, is an error wrapping
 // payment.ErrOutcomeUnknown: the reconciler asks again.
 func (p *Provider) CancelCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
-	pi, err := p.lookup(ctx, req)
+	pi, _, err := p.lookup(ctx, req)
 	if err != nil {
 		return payment.ProviderCharge{}, err
 	}

@@ -92,7 +92,7 @@ func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeR
 // Stripe holds one, settles the attempt; only when it certainly holds none
 // is the key spent, and settle may send the charge under a new key.
 func (p *Provider) keySpent(ctx context.Context, req payment.ProviderChargeRequest, cause error) (payment.ProviderCharge, error) {
-	pi, err := p.lookup(ctx, req)
+	pi, _, err := p.lookup(ctx, req)
 	if err != nil {
 		return payment.ProviderCharge{}, err
 	}
@@ -111,7 +111,7 @@ func (p *Provider) keySpent(ctx context.Context, req payment.ProviderChargeReque
 func (p *Provider) idempotencyError(ctx context.Context, req payment.ProviderChargeRequest, se *stripego.Error) (payment.ProviderCharge, error) {
 	p.log.ErrorContext(ctx, "Stripe refused our provider key: it was first sent with other parameters; not sent again under a new key",
 		"provider_key", req.IdempotencyKey, "attempt_id", req.AttemptID, "stripe_request_id", se.RequestID)
-	pi, err := p.lookup(ctx, req)
+	pi, _, err := p.lookup(ctx, req)
 	if err != nil {
 		return payment.ProviderCharge{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,10 +27,11 @@ const (
 )
 
 // lookup returns the attempt's PaymentIntent as it is now, read by id; nil
-// when Stripe certainly holds none.
-func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest) (*stripego.PaymentIntent, error) {
+// when Stripe certainly holds none. duplicates are the attempt's other
+// PaymentIntents that succeeded: one attempt should have one.
+func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest) (_ *stripego.PaymentIntent, duplicates []string, _ error) {
 	if req.AttemptID == uuid.Nil || req.AttemptCreatedAt.IsZero() {
-		return nil, errors.New("stripe: look up PaymentIntent: the request names no attempt")
+		return nil, nil, errors.New("stripe: look up PaymentIntent: the request names no attempt")
 	}
 	params := &stripego.PaymentIntentListParams{
 		CreatedRange: &stripego.RangeQueryParams{GreaterThanOrEqual: req.AttemptCreatedAt.Add(-lookupMargin).Unix()},
@@ -40,10 +42,10 @@ func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest
 	listed := 0
 	for pi, err := range p.client.V1PaymentIntents.List(ctx, params).All(ctx) {
 		if err != nil {
-			return nil, p.callFailed(ctx, "list PaymentIntents", err)
+			return nil, nil, p.callFailed(ctx, "list PaymentIntents", err)
 		}
 		if listed++; listed > lookupMaxIntents {
-			return nil, fmt.Errorf("%w: stripe: more than %d PaymentIntents since attempt %s began; cannot tell which is its",
+			return nil, nil, fmt.Errorf("%w: stripe: more than %d PaymentIntents since attempt %s began; cannot tell which is its",
 				payment.ErrOutcomeUnknown, lookupMaxIntents, want)
 		}
 		if pi.Metadata[MetadataAttemptID] == want {
@@ -51,23 +53,28 @@ func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest
 		}
 	}
 	if len(found) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	pick := found[0]
-	succeeded := 0
-	for _, pi := range found {
+	// Listed newest first: settle on the first that succeeded.
+	pick := found[len(found)-1]
+	var succeeded []string
+	for _, pi := range slices.Backward(found) {
 		if pi.Status == stripego.PaymentIntentStatusSucceeded {
-			if succeeded == 0 {
+			if succeeded == nil {
 				pick = pi
 			}
-			succeeded++
+			succeeded = append(succeeded, pi.ID)
 		}
 	}
 	if len(found) > 1 {
-		// One attempt, one PaymentIntent: more is a bug, and two charges
-		// need a refund. Settle on the (first) successful one.
+		// One attempt, one PaymentIntent: more is a bug, and a second
+		// successful one took the money twice; payment refunds it.
 		p.log.ErrorContext(ctx, "Stripe holds several PaymentIntents for one attempt",
-			"attempt_id", want, "payment_intents", len(found), "succeeded", succeeded, "settled_on", pick.ID)
+			"attempt_id", want, "payment_intents", len(found), "succeeded", len(succeeded), "settled_on", pick.ID)
 	}
-	return p.retrieve(ctx, pick.ID)
+	if len(succeeded) > 1 {
+		duplicates = succeeded[1:]
+	}
+	pi, err := p.retrieve(ctx, pick.ID)
+	return pi, duplicates, err
 }

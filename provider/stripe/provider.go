@@ -160,7 +160,7 @@ func createParams(req payment.ProviderChargeRequest, amount int64) *stripego.Pay
 // settle). Stripe's Search API is not used: it lags behind writes by up to
 // a minute, so "not found" would prove nothing.
 func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
-	pi, err := p.lookup(ctx, req)
+	pi, duplicates, err := p.lookup(ctx, req)
 	if err != nil || pi == nil {
 		return nil, err
 	}
@@ -171,6 +171,7 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 	if err != nil {
 		return nil, err
 	}
+	pc.Duplicates = duplicates
 	return &pc, nil
 }
 

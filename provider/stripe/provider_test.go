@@ -485,3 +485,33 @@ func mustInt(t *testing.T, s string) int64 {
 
 // syncBuffer is the log sink the tests read while servers write it.
 type syncBuffer = testlog.Buffer
+
+func TestFindCharge_TwoSucceededForOneAttempt_SettlesOnTheFirstAndNamesTheOther(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	req := request("pm_card_visa", 1500, "USD")
+	first, err := b.provider.CreateCharge(ctx, req)
+	require.NoError(t, err)
+	// A stray send of the same attempt under another key.
+	stray := req
+	stray.IdempotencyKey += "_stray"
+	second, err := b.provider.CreateCharge(ctx, stray)
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, second.ID)
+
+	found, err := b.provider.FindCharge(ctx, req)
+	require.NoError(t, err)
+	require.True(t, found.Succeeded)
+	require.Equal(t, first.ID, found.ID, "settled on the first")
+	require.Equal(t, []string{second.ID}, found.Duplicates, "the other one is to be refunded")
+	require.Contains(t, b.logs.String(), "Stripe holds several PaymentIntents for one attempt")
+
+	// One charge only: no duplicates.
+	single := request("pm_card_visa", 1500, "USD")
+	_, err = b.provider.CreateCharge(ctx, single)
+	require.NoError(t, err)
+	found, err = b.provider.FindCharge(ctx, single)
+	require.NoError(t, err)
+	require.Empty(t, found.Duplicates)
+}

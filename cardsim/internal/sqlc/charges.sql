@@ -42,6 +42,8 @@ WHERE (sqlc.narg(idempotency_key)::text IS NULL OR c.idempotency_key = sqlc.narg
   AND (sqlc.narg(client_idempotency_key)::text IS NULL
        OR c.metadata ->> 'client_idempotency_key' = sqlc.narg(client_idempotency_key))
   AND (sqlc.narg(merchant)::text IS NULL OR c.metadata ->> 'merchant' = sqlc.narg(merchant))
+  AND (sqlc.narg(attempt_id)::text IS NULL
+       OR c.metadata ->> 'chargeonce_attempt_id' = sqlc.narg(attempt_id))
 ORDER BY c.created_at DESC, c.id DESC
 LIMIT @row_limit;
 

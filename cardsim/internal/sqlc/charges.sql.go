@@ -273,14 +273,17 @@ WHERE ($1::text IS NULL OR c.idempotency_key = $1)
   AND ($2::text IS NULL
        OR c.metadata ->> 'client_idempotency_key' = $2)
   AND ($3::text IS NULL OR c.metadata ->> 'merchant' = $3)
+  AND ($4::text IS NULL
+       OR c.metadata ->> 'chargeonce_attempt_id' = $4)
 ORDER BY c.created_at DESC, c.id DESC
-LIMIT $4
+LIMIT $5
 `
 
 type ListChargesParams struct {
 	IdempotencyKey       *string
 	ClientIdempotencyKey *string
 	Merchant             *string
+	AttemptID            *string
 	RowLimit             int32
 }
 
@@ -296,6 +299,7 @@ func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]Lis
 		arg.IdempotencyKey,
 		arg.ClientIdempotencyKey,
 		arg.Merchant,
+		arg.AttemptID,
 		arg.RowLimit,
 	)
 	if err != nil {

@@ -1,0 +1,106 @@
+package payment
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"chargeonce/sqlc"
+)
+
+// No charge taken twice for one attempt. An attempt makes one provider
+// charge, under its provider key; a provider's bug or a stray send can
+// leave a second successful one for the same attempt, which a lookup by the
+// attempt finds (ProviderCharge.Duplicates). The attempt settles on the
+// first; each other one is recorded as a charge of its own (duplicate_of
+// names the attempt), announced as charge.duplicate_refunded, in the
+// transaction that records the attempt's own charge, and refunded whole
+// by the reconciler under one refund key per duplicate, so that every
+// instance and every pass refunds it once. The attempt's answer does not
+// change: the shopper paid once, and is made whole for the rest.
+
+// duplicateRefundKey is the idempotency key of the refund of duplicate
+// charge c: one per duplicate, whoever refunds it.
+func duplicateRefundKey(c uuid.UUID) string { return "chargeonce_duplicate_" + c.String() }
+
+// recordDuplicates records the provider charges duplicates of attempt a
+// (their refund due now) and their charge.duplicate_refunded events, in
+// the caller's transaction, and returns the charges it recorded: a
+// duplicate recorded already, by another reader, is skipped.
+func recordDuplicates(ctx context.Context, q *sqlc.Queries, a Attempt, duplicates []string, now time.Time) ([]Charge, error) {
+	var recorded []Charge
+	for _, id := range duplicates {
+		row, err := q.InsertDuplicateCharge(ctx, sqlc.InsertDuplicateChargeParams{
+			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
+			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: id,
+			DuplicateOf: &a.ID, RefundDueAt: &now,
+		})
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c := chargeOf(a, &row.ID, row.ProviderChargeID, &row.CreatedAt)
+		e := eventOf(a, now)
+		e.Type, e.Failure = EventChargeDuplicateRefunded, nil
+		e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
+		if err := insertEvent(ctx, q, e); err != nil {
+			return nil, err
+		}
+		recorded = append(recorded, *c)
+	}
+	return recorded, nil
+}
+
+// announceDuplicates counts and logs the duplicates of attempt a just
+// recorded; the reconciler refunds them.
+func (s *Service) announceDuplicates(ctx context.Context, a Attempt, settledOn string, recorded []Charge) {
+	for _, c := range recorded {
+		s.metrics.DuplicateCharges.Inc()
+		s.log.WarnContext(ctx, "the provider holds a second successful charge for one attempt; refunding it",
+			"merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID,
+			"provider_charge_id", c.ProviderChargeID, "charge_id", c.ID, "settled_on", settledOn)
+	}
+}
+
+// refundDuplicates claims the refund of up to limit recorded duplicates
+// whose refund is due, and returns how many it took.
+func (s *Service) refundDuplicates(ctx context.Context, log *slog.Logger, limit int) (int, error) {
+	rows, err := s.store.takeDueDuplicates(ctx, s.cfg.Now(), limit)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range rows {
+		l := log.With("merchant_id", c.MerchantID, "charge_id", c.ID, "provider_charge_id", c.ProviderChargeID, "attempt_id", deref(c.DuplicateOf))
+		if err := s.refundDuplicate(ctx, l, c); err != nil {
+			l.WarnContext(ctx, "duplicate charge: claiming its refund failed; the next pass tries again", "err", err)
+		}
+	}
+	return len(rows), nil
+}
+
+func (s *Service) refundDuplicate(ctx context.Context, log *slog.Logger, c sqlc.Charge) error {
+	m, err := s.store.merchant(ctx, c.MerchantID)
+	if err != nil {
+		return err
+	}
+	r, err := s.RefundCharge(ctx, m, duplicateRefundKey(c.ID), RefundInput{ChargeID: c.ID,
+		Reason: "the provider charged twice for one attempt"})
+	if err != nil && ErrorCode(err) != EREFUNDEXCEEDS {
+		return err
+	}
+	// The refund is claimed (or the charge refunded already): the
+	// reconciler finishes it like any other.
+	log.InfoContext(ctx, "duplicate charge: its refund is claimed", "refund_status", r.Status)
+	return s.store.q.EndDuplicateRefundDue(ctx, c.ID)
+}
+
+// takeDueDuplicates takes up to limit duplicates whose refund is due at
+// now, each put off a minute (TakeDueDuplicateRefunds).
+func (s *store) takeDueDuplicates(ctx context.Context, now time.Time, limit int) ([]sqlc.Charge, error) {
+	rows, err := s.q.TakeDueDuplicateRefunds(ctx, sqlc.TakeDueDuplicateRefundsParams{Now: now, MaxCharges: int32(limit)})
+	return rows, interpretError(err)
+}

@@ -1,0 +1,64 @@
+package payment
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDuplicateCharge_TheProviderChargedTwiceForOneAttempt_TheExtraRefundedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	// The charge is made, and its answer lost: the attempt stays PROCESSING.
+	r, err := b.svc.ChargeCard(ctx, b.merchant, "twice", card("pm_card_lostResponse"))
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, r.Status)
+	// A stray send of the same attempt under another key charges again.
+	a, err := b.svc.store.get(ctx, b.merchant.ID, "twice")
+	require.NoError(t, err)
+	stray := providerRequest(b.merchant, a)
+	stray.IdempotencyKey = "stray_" + a.ProviderKey
+	_, _ = b.provider.CreateCharge(ctx, stray) // its answer is lost too
+	require.Equal(t, 2, b.providerCharges(t, "twice"), "the provider holds two charges for the attempt")
+
+	// Two instances' reconcilers take it over at once, twice over, and
+	// a restarted one passes again later.
+	b.clock.AdvancePast(a.LockedUntil)
+	instances := []*Service{b.svc, NewService(b.pool, b.provider, b.svc.cfg)}
+	for range 2 {
+		var wg sync.WaitGroup
+		for _, svc := range instances {
+			wg.Go(func() {
+				_, err := NewReconciler(svc, ReconcilerConfig{}).RunOnce(ctx)
+				require.NoError(t, err)
+			})
+		}
+		wg.Wait()
+	}
+	restarted := NewService(b.pool, b.provider, b.svc.cfg)
+	b.clock.Advance(2 * time.Minute)
+	_, err = NewReconciler(restarted, ReconcilerConfig{}).RunOnce(ctx)
+	require.NoError(t, err)
+
+	done := b.status(t, "twice")
+	require.Equal(t, StatusSucceeded, done.Status, "the attempt's answer stands: the shopper paid")
+	var dup Charge
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id, provider_charge_id FROM charges WHERE duplicate_of = $1`, a.ID).
+		Scan(&dup.ID, &dup.ProviderChargeID))
+	require.NotEqual(t, done.Charge.ProviderChargeID, dup.ProviderChargeID, "the attempt settled on one, the other is the duplicate")
+	n, sum := b.providerRefunds(t, &dup)
+	require.Equal(t, 1, n, "the duplicate refunded once")
+	require.Equal(t, int64(1999), sum, "refunded whole")
+	n, _ = b.providerRefunds(t, done.Charge)
+	require.Zero(t, n, "the charge the attempt settled on is not refunded")
+	require.Equal(t, int64(1999), b.refunded(t, &dup))
+	require.Equal(t, 1, b.events(t, "twice", EventChargeDuplicateRefunded))
+	require.Equal(t, 1, b.events(t, duplicateRefundKey(dup.ID), EventRefundSucceeded))
+	require.InDelta(t, 1, testutil.ToFloat64(b.svc.metrics.DuplicateCharges), 0, "counted once (the instances share their metrics here)")
+	require.Zero(t, countOf(t, b, `SELECT count(*) FROM charges WHERE refund_due_at IS NOT NULL`), "nothing left to claim")
+}
