@@ -49,7 +49,8 @@ type Attempt struct {
 	// RefundOf is the charge a refund attempt refunds (Input holds its
 	// amount, resolved at the claim, its currency and, as Description, its
 	// reason); Refund is set when it SUCCEEDED. PendingSince is when the
-	// provider accepted the refund without making it final: from then on
+	// provider accepted the refund without making it final, or when the
+	// redrive window ended without the provider showing it: from then on
 	// it is only ever read.
 	RefundOf uuid.UUID
 	// RefundOfProvider is the provider's id of that charge, when the

@@ -189,8 +189,9 @@ func (s *Service) recheckRefund(ctx context.Context, m Merchant, a Attempt) (Sta
 }
 
 // ProcessingRefund is what operators see of a refund left PROCESSING: its
-// holder died or the outcome is unknown (the reconciler settles it), or the
-// provider holds it pending since PendingSince.
+// holder died or the outcome is unknown (the reconciler settles it), or it
+// is only read since PendingSince: the provider holds it pending, or did
+// not show it within the redrive window.
 type ProcessingRefund struct {
 	Merchant         string
 	IdempotencyKey   string
@@ -202,7 +203,7 @@ type ProcessingRefund struct {
 	Attempt          int
 	CreatedAt        time.Time
 	LockedUntil      time.Time
-	PendingSince     time.Time // zero unless the provider holds it pending
+	PendingSince     time.Time // zero unless it is only read (see Attempt.PendingSince)
 }
 
 // ProcessingRefunds lists up to limit refunds left PROCESSING, oldest first.

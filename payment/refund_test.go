@@ -307,15 +307,16 @@ func (p *countingProvider) CreateRefund(ctx context.Context, req ProviderRefundR
 }
 
 // refundsDown is the simulator's client with its refunds' answers lost
-// (the refund happens, its answer does not arrive) or with the provider
-// dead (nothing arrives there).
+// (the refund happens, its answer does not arrive), with the provider
+// dead (nothing arrives there), or with sends lost and reads finding
+// nothing (unseen: the provider is still processing them).
 type refundsDown struct {
 	Provider
-	loseAnswers, dead atomic.Bool
+	loseAnswers, dead, unseen atomic.Bool
 }
 
 func (p *refundsDown) CreateRefund(ctx context.Context, req ProviderRefundRequest) (ProviderRefund, error) {
-	if p.dead.Load() {
+	if p.dead.Load() || p.unseen.Load() {
 		return ProviderRefund{}, fmt.Errorf("connection refused: %w", ErrOutcomeUnknown)
 	}
 	r, err := p.Provider.CreateRefund(ctx, req)
@@ -329,5 +330,71 @@ func (p *refundsDown) FindRefund(ctx context.Context, req ProviderRefundRequest)
 	if p.dead.Load() {
 		return nil, errors.New("connection refused")
 	}
+	if p.unseen.Load() {
+		return nil, nil
+	}
 	return p.Provider.FindRefund(ctx, req)
+}
+
+func TestRefund_ProviderUnseenPastTheRedriveWindow_IsReadUntilTheWatchEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{RedriveWindow: time.Minute, LateChargeWatch: time.Hour})
+	ctx := context.Background()
+	c := b.charged(t, "charge", visa(100))
+	down := &refundsDown{Provider: b.provider}
+	b.svc = NewService(b.pool, down, b.svc.cfg)
+	down.dead.Store(true)
+	for _, key := range []string{"lands", "never"} {
+		r, err := b.svc.RefundCharge(ctx, b.merchant, key, RefundInput{ChargeID: c.ID, Amount: 40})
+		require.NoError(t, err)
+		require.Equal(t, StatusProcessing, r.Status)
+	}
+	// The provider answers reads again but still shows neither refund,
+	// past the redrive window: neither fails, so neither gives its amount
+	// back for a second refund to spend.
+	down.dead.Store(false)
+	down.unseen.Store(true)
+	rec := NewReconciler(b.svc, ReconcilerConfig{})
+	b.clock.Advance(time.Minute + b.svc.cfg.Lease)
+	_, err := rec.RunOnce(ctx)
+	require.NoError(t, err)
+	for _, key := range []string{"lands", "never"} {
+		s, err := b.svc.RefundStatus(ctx, b.merchant, key)
+		require.NoError(t, err)
+		require.Equal(t, StatusProcessing, s.Status, key)
+	}
+	_, err = b.svc.RefundCharge(ctx, b.merchant, "more", RefundInput{ChargeID: c.ID, Amount: 30})
+	require.Equal(t, EREFUNDEXCEEDS, ErrorCode(err), "the unseen refunds still hold their 80")
+
+	// The send of "lands" that was in flight completes at the provider.
+	a, err := b.svc.store.get(ctx, b.merchant.ID, "lands")
+	require.NoError(t, err)
+	req, err := b.svc.refundRequest(ctx, b.merchant, a)
+	require.NoError(t, err)
+	_, err = b.provider.CreateRefund(ctx, req)
+	require.NoError(t, err)
+	down.unseen.Store(false)
+	b.clock.Advance(b.svc.cfg.RefundCheckInterval + time.Second)
+	_, err = rec.RunOnce(ctx)
+	require.NoError(t, err)
+	s, err := b.svc.RefundStatus(ctx, b.merchant, "lands")
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, s.Status, "found by reading, never sent again")
+
+	// "never" is read until the watch ends, then fails and gives its 40 back.
+	b.clock.Advance(time.Hour)
+	_, err = rec.RunOnce(ctx)
+	require.NoError(t, err)
+	s, err = b.svc.RefundStatus(ctx, b.merchant, "never")
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, FailureProviderUnavailable, s.Failure.Code)
+	n, sum := b.providerRefunds(t, c)
+	require.Equal(t, 1, n, "one provider refund: the one that landed")
+	require.Equal(t, int64(40), sum)
+	require.Equal(t, int64(40), b.refunded(t, c))
+	r, err := b.svc.RefundCharge(ctx, b.merchant, "rest", RefundInput{ChargeID: c.ID})
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, r.Status)
+	require.Equal(t, int64(60), r.Refund.Amount, "what remains, the failed one's amount back")
 }

@@ -305,7 +305,7 @@ var ErrUsage = errors.New(`usage:
   chargeonce webhook deliveries NAME [--limit N]
                                       merchant NAME's webhook attempts, newest first (default 50)
   chargeonce charges stuck            list the stuck attempts: PROCESSING, their lease ended
-  chargeonce refunds stuck            list the refunds left PROCESSING: in flight, stuck, or pending at the provider
+  chargeonce refunds stuck            list the refunds left PROCESSING: in flight, stuck, or only read at the provider
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER=stripe, or PROVIDER_URL: a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does
@@ -313,7 +313,7 @@ var ErrUsage = errors.New(`usage:
   chargeonce help                     print this`)
 
 // runRefundsStuck lists the refunds left PROCESSING, oldest first: why each
-// is (pending at the provider since when, or when its lease ends or ended)
+// is (only read at the provider since when, or when its lease ends or ended)
 // and what it refunds.
 func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
 	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
@@ -332,7 +332,7 @@ func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log 
 		state := "held until " + r.LockedUntil.UTC().Format(time.RFC3339)
 		switch {
 		case !r.PendingSince.IsZero():
-			state = "pending at the provider since " + r.PendingSince.UTC().Format(time.RFC3339)
+			state = "only read at the provider since " + r.PendingSince.UTC().Format(time.RFC3339) + " (pending there, or not shown within the redrive window)"
 		case r.LockedUntil.Before(now):
 			state = "stuck since " + r.LockedUntil.UTC().Format(time.RFC3339)
 		}
