@@ -136,9 +136,9 @@ func TestCluster_UpServesOnEveryInstance_DownStopsEveryPart(t *testing.T) {
 }
 
 // TestChaos_ShortRun_LosesAndDoublesNothing is the short chaos run of
-// make chaos, run as make chaos runs it: load on three instances while the
-// primary, a NATS node and an instance are killed in turn, then every
-// guarantee checked (see package chaos). It writes its results and its
+// make chaos, run as make chaos runs it: load, refunds included, on three
+// instances while the primary, a NATS node and an instance are killed in
+// turn, then every guarantee checked (see package chaos). It writes its results and its
 // figures where -out and -readme say, and nowhere else.
 func TestChaos_ShortRun_LosesAndDoublesNothing(t *testing.T) {
 	t.Parallel()
@@ -186,6 +186,18 @@ func TestChaos_ShortRun_LosesAndDoublesNothing(t *testing.T) {
 	// retries waited for the leases (10 s) to end, then took them over.
 	require.Equal(t, 4, report.Held)
 	require.GreaterOrEqual(t, report.HeldLongest, 9*time.Second)
+	// The refund load refunded part of succeeded charges through the
+	// kills, raced two refunds of one charge that could not both fit, and
+	// stormed one refund across the instances.
+	require.Positive(t, report.RefundSingles)
+	require.Positive(t, report.RefundRaces)
+	require.Positive(t, report.RefundStorms)
+	require.Positive(t, report.RefundsSucceeded)
+	require.Positive(t, report.RefundsRefused, "one refund of each race does not fit")
+	require.Equal(t, report.RefundsSucceeded, report.ProviderRefunds)
+	require.Zero(t, report.RefundsLost)
+	require.Zero(t, report.RefundedTwice)
+	require.Zero(t, report.RefundedBeyond)
 }
 
 // TestLab_UnknownArguments_PrintTheUsage: the usage names what the lab

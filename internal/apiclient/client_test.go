@@ -79,3 +79,45 @@ func TestChargeCardRaw_SendsTheInputAsGiven(t *testing.T) {
 	require.Contains(t, string(body), `"input":{"amount":"ten"}`)
 	require.Contains(t, string(body), `"idempotencyKey":"k"`)
 }
+
+func TestRefundCharge_ExceedsCharge_IsAnErrorThatSaysWhatRemains(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	c := serve(t, http.StatusOK,
+		`{"errors":[{"message":"the refund exceeds what remains refundable of the charge (40); nothing was refunded","extensions":{"code":"REFUND_EXCEEDS_CHARGE","field":"input.amount","refundable":40}}],"data":null}`, &got)
+	res, err := c.RefundCharge(context.Background(), "r1", RefundInput{ChargeId: "c1", Amount: new(60)})
+	require.Nil(t, res)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "REFUND_EXCEEDS_CHARGE", e.Code())
+	refundable, ok := e.Refundable()
+	require.True(t, ok)
+	require.EqualValues(t, 40, refundable)
+}
+
+func TestRefundStatus_UnknownKey_IsNil(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	c := serve(t, http.StatusOK, `{"data":{"refundStatus":null}}`, &got)
+	res, err := c.RefundStatus(context.Background(), "never")
+	require.NoError(t, err)
+	require.Nil(t, res)
+	require.False(t, res.Final())
+	require.Zero(t, res.RetryAfter())
+}
+
+func TestProviderRefunds_AsksForTheChargesRefundsOfTheMerchant(t *testing.T) {
+	t.Parallel()
+	var query string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query = r.URL.Path + "?" + r.URL.RawQuery
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"re_1","object":"refund","amount":500,"charge":"ch_1","currency":"usd","status":"succeeded",
+			"idempotency_key":"chargeonce_a1","metadata":{"chargeonce_attempt_id":"a1","client_idempotency_key":"r1"}}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	refunds, err := New(srv.URL, "k3y", nil).ProviderRefunds(context.Background(), "", "ch_1")
+	require.NoError(t, err)
+	require.Equal(t, "/provider/v1/refunds?charge=ch_1&merchant=demo", query)
+	require.Equal(t, []ProviderRefund{{ID: "re_1", Charge: "ch_1", Amount: 500, Currency: "usd", Status: "succeeded", IdempotencyKey: "chargeonce_a1",
+		Metadata: map[string]string{"chargeonce_attempt_id": "a1", "client_idempotency_key": "r1"}}}, refunds)
+}

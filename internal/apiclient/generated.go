@@ -260,6 +260,29 @@ func (v *ChargeCardResponse) GetChargeCard() ChargeCardChargeCardChargeCardPaylo
 	return v.ChargeCard
 }
 
+// ChargeRefundsChargeStatusChargeCardPayload includes the requested fields of the GraphQL type ChargeCardPayload.
+type ChargeRefundsChargeStatusChargeCardPayload struct {
+	// Set when status is SUCCEEDED.
+	Charge *RefundedCharge `json:"charge"`
+}
+
+// GetCharge returns ChargeRefundsChargeStatusChargeCardPayload.Charge, and is useful for accessing the field via an interface.
+func (v *ChargeRefundsChargeStatusChargeCardPayload) GetCharge() *RefundedCharge { return v.Charge }
+
+// ChargeRefundsResponse is returned by ChargeRefunds on success.
+type ChargeRefundsResponse struct {
+	// The state of the charge attempt made with this idempotency key; null for a
+	// key this merchant never used. With a publishable key, checkoutSession (the
+	// session's client secret) is required, and only that session's attempts are
+	// answered: any other key is null.
+	ChargeStatus *ChargeRefundsChargeStatusChargeCardPayload `json:"chargeStatus"`
+}
+
+// GetChargeStatus returns ChargeRefundsResponse.ChargeStatus, and is useful for accessing the field via an interface.
+func (v *ChargeRefundsResponse) GetChargeStatus() *ChargeRefundsChargeStatusChargeCardPayload {
+	return v.ChargeStatus
+}
+
 // ChargeResult includes the GraphQL fields of ChargeCardPayload requested by the fragment ChargeResult.
 type ChargeResult struct {
 	// The idempotency key this answer belongs to.
@@ -603,6 +626,350 @@ var AllNextActionType = []NextActionType{
 	NextActionTypeRedirect,
 }
 
+// Refund includes the requested fields of the GraphQL type Refund.
+// The GraphQL type's documentation follows.
+//
+// Money that went back to the card.
+type Refund struct {
+	Id string `json:"id"`
+	// The charge refunded.
+	ChargeId string `json:"chargeId"`
+	// Amount in minor units of the currency.
+	Amount   int    `json:"amount"`
+	Currency string `json:"currency"`
+	// The card provider's id for this refund.
+	ProviderRefundId *string `json:"providerRefundId"`
+	// SUCCEEDED, or FAILED when a refund that succeeded failed later (the card
+	// was closed): its amount is then refundable again, and refund.failed says so.
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// GetId returns Refund.Id, and is useful for accessing the field via an interface.
+func (v *Refund) GetId() string { return v.Id }
+
+// GetChargeId returns Refund.ChargeId, and is useful for accessing the field via an interface.
+func (v *Refund) GetChargeId() string { return v.ChargeId }
+
+// GetAmount returns Refund.Amount, and is useful for accessing the field via an interface.
+func (v *Refund) GetAmount() int { return v.Amount }
+
+// GetCurrency returns Refund.Currency, and is useful for accessing the field via an interface.
+func (v *Refund) GetCurrency() string { return v.Currency }
+
+// GetProviderRefundId returns Refund.ProviderRefundId, and is useful for accessing the field via an interface.
+func (v *Refund) GetProviderRefundId() *string { return v.ProviderRefundId }
+
+// GetStatus returns Refund.Status, and is useful for accessing the field via an interface.
+func (v *Refund) GetStatus() string { return v.Status }
+
+// GetCreatedAt returns Refund.CreatedAt, and is useful for accessing the field via an interface.
+func (v *Refund) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// RefundChargeRefundChargeRefundPayload includes the requested fields of the GraphQL type RefundPayload.
+type RefundChargeRefundChargeRefundPayload struct {
+	RefundResult `json:"-"`
+}
+
+// GetIdempotencyKey returns RefundChargeRefundChargeRefundPayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *RefundChargeRefundChargeRefundPayload) GetIdempotencyKey() string {
+	return v.RefundResult.IdempotencyKey
+}
+
+// GetStatus returns RefundChargeRefundChargeRefundPayload.Status, and is useful for accessing the field via an interface.
+func (v *RefundChargeRefundChargeRefundPayload) GetStatus() string { return v.RefundResult.Status }
+
+// GetReplayed returns RefundChargeRefundChargeRefundPayload.Replayed, and is useful for accessing the field via an interface.
+func (v *RefundChargeRefundChargeRefundPayload) GetReplayed() bool { return v.RefundResult.Replayed }
+
+// GetRetryAfterMs returns RefundChargeRefundChargeRefundPayload.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *RefundChargeRefundChargeRefundPayload) GetRetryAfterMs() *int {
+	return v.RefundResult.RetryAfterMs
+}
+
+// GetRefund returns RefundChargeRefundChargeRefundPayload.Refund, and is useful for accessing the field via an interface.
+func (v *RefundChargeRefundChargeRefundPayload) GetRefund() *Refund { return v.RefundResult.Refund }
+
+// GetFailure returns RefundChargeRefundChargeRefundPayload.Failure, and is useful for accessing the field via an interface.
+func (v *RefundChargeRefundChargeRefundPayload) GetFailure() *RefundFailure {
+	return v.RefundResult.Failure
+}
+
+func (v *RefundChargeRefundChargeRefundPayload) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RefundChargeRefundChargeRefundPayload
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RefundChargeRefundChargeRefundPayload = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.RefundResult)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRefundChargeRefundChargeRefundPayload struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	Status string `json:"status"`
+
+	Replayed bool `json:"replayed"`
+
+	RetryAfterMs *int `json:"retryAfterMs"`
+
+	Refund *Refund `json:"refund"`
+
+	Failure *RefundFailure `json:"failure"`
+}
+
+func (v *RefundChargeRefundChargeRefundPayload) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RefundChargeRefundChargeRefundPayload) __premarshalJSON() (*__premarshalRefundChargeRefundChargeRefundPayload, error) {
+	var retval __premarshalRefundChargeRefundChargeRefundPayload
+
+	retval.IdempotencyKey = v.RefundResult.IdempotencyKey
+	retval.Status = v.RefundResult.Status
+	retval.Replayed = v.RefundResult.Replayed
+	retval.RetryAfterMs = v.RefundResult.RetryAfterMs
+	retval.Refund = v.RefundResult.Refund
+	retval.Failure = v.RefundResult.Failure
+	return &retval, nil
+}
+
+// RefundChargeResponse is returned by RefundCharge on success.
+type RefundChargeResponse struct {
+	// Refund part or all of a charge at most once per idempotency key, with the
+	// guarantees of chargeCard: mint one key per refund and send it with every
+	// retry; a retry returns the stored result with replayed: true, PROCESSING
+	// while the refund runs, and the key with another input is refused with
+	// IDEMPOTENCY_KEY_REUSED. Two refunds are two keys, even of the same amount.
+	// The refunds of a charge never add up to more than it: more than remains
+	// refundable is refused with REFUND_EXCEEDS_CHARGE (extensions.refundable
+	// says what remains), an unknown charge with CHARGE_NOT_FOUND; then nothing
+	// is refunded. A refund that fails gives its amount back. Secret keys only.
+	RefundCharge RefundChargeRefundChargeRefundPayload `json:"refundCharge"`
+}
+
+// GetRefundCharge returns RefundChargeResponse.RefundCharge, and is useful for accessing the field via an interface.
+func (v *RefundChargeResponse) GetRefundCharge() RefundChargeRefundChargeRefundPayload {
+	return v.RefundCharge
+}
+
+// RefundFailure includes the requested fields of the GraphQL type RefundFailure.
+// The GraphQL type's documentation follows.
+//
+// Why a refund attempt failed. Nothing was refunded.
+type RefundFailure struct {
+	// Machine-readable reason, e.g. provider_unavailable or expired_or_canceled_card.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// GetCode returns RefundFailure.Code, and is useful for accessing the field via an interface.
+func (v *RefundFailure) GetCode() string { return v.Code }
+
+// GetMessage returns RefundFailure.Message, and is useful for accessing the field via an interface.
+func (v *RefundFailure) GetMessage() string { return v.Message }
+
+type RefundInput struct {
+	// The charge to refund (Charge.id).
+	ChargeId string `json:"chargeId"`
+	// Amount in minor units of the charge's currency, 1..99999999; leave it out to refund what remains refundable.
+	Amount *int `json:"amount"`
+	// Why, for the merchant's records (at most 500 characters).
+	Reason *string `json:"reason"`
+}
+
+// GetChargeId returns RefundInput.ChargeId, and is useful for accessing the field via an interface.
+func (v *RefundInput) GetChargeId() string { return v.ChargeId }
+
+// GetAmount returns RefundInput.Amount, and is useful for accessing the field via an interface.
+func (v *RefundInput) GetAmount() *int { return v.Amount }
+
+// GetReason returns RefundInput.Reason, and is useful for accessing the field via an interface.
+func (v *RefundInput) GetReason() *string { return v.Reason }
+
+// RefundResult is a refund's answer, as ChargeResult is a charge's.
+type RefundResult struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string `json:"idempotencyKey"`
+	Status         string `json:"status"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool `json:"replayed"`
+	// Set when status is PROCESSING: wait this many milliseconds, then poll refundStatus or retry refundCharge with the same key.
+	RetryAfterMs *int `json:"retryAfterMs"`
+	// Set when status is SUCCEEDED.
+	Refund *Refund `json:"refund"`
+	// Set when status is FAILED.
+	Failure *RefundFailure `json:"failure"`
+}
+
+// GetIdempotencyKey returns RefundResult.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *RefundResult) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetStatus returns RefundResult.Status, and is useful for accessing the field via an interface.
+func (v *RefundResult) GetStatus() string { return v.Status }
+
+// GetReplayed returns RefundResult.Replayed, and is useful for accessing the field via an interface.
+func (v *RefundResult) GetReplayed() bool { return v.Replayed }
+
+// GetRetryAfterMs returns RefundResult.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *RefundResult) GetRetryAfterMs() *int { return v.RetryAfterMs }
+
+// GetRefund returns RefundResult.Refund, and is useful for accessing the field via an interface.
+func (v *RefundResult) GetRefund() *Refund { return v.Refund }
+
+// GetFailure returns RefundResult.Failure, and is useful for accessing the field via an interface.
+func (v *RefundResult) GetFailure() *RefundFailure { return v.Failure }
+
+// RefundStatusRefundStatusRefundPayload includes the requested fields of the GraphQL type RefundPayload.
+type RefundStatusRefundStatusRefundPayload struct {
+	RefundResult `json:"-"`
+}
+
+// GetIdempotencyKey returns RefundStatusRefundStatusRefundPayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *RefundStatusRefundStatusRefundPayload) GetIdempotencyKey() string {
+	return v.RefundResult.IdempotencyKey
+}
+
+// GetStatus returns RefundStatusRefundStatusRefundPayload.Status, and is useful for accessing the field via an interface.
+func (v *RefundStatusRefundStatusRefundPayload) GetStatus() string { return v.RefundResult.Status }
+
+// GetReplayed returns RefundStatusRefundStatusRefundPayload.Replayed, and is useful for accessing the field via an interface.
+func (v *RefundStatusRefundStatusRefundPayload) GetReplayed() bool { return v.RefundResult.Replayed }
+
+// GetRetryAfterMs returns RefundStatusRefundStatusRefundPayload.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *RefundStatusRefundStatusRefundPayload) GetRetryAfterMs() *int {
+	return v.RefundResult.RetryAfterMs
+}
+
+// GetRefund returns RefundStatusRefundStatusRefundPayload.Refund, and is useful for accessing the field via an interface.
+func (v *RefundStatusRefundStatusRefundPayload) GetRefund() *Refund { return v.RefundResult.Refund }
+
+// GetFailure returns RefundStatusRefundStatusRefundPayload.Failure, and is useful for accessing the field via an interface.
+func (v *RefundStatusRefundStatusRefundPayload) GetFailure() *RefundFailure {
+	return v.RefundResult.Failure
+}
+
+func (v *RefundStatusRefundStatusRefundPayload) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RefundStatusRefundStatusRefundPayload
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RefundStatusRefundStatusRefundPayload = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.RefundResult)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRefundStatusRefundStatusRefundPayload struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	Status string `json:"status"`
+
+	Replayed bool `json:"replayed"`
+
+	RetryAfterMs *int `json:"retryAfterMs"`
+
+	Refund *Refund `json:"refund"`
+
+	Failure *RefundFailure `json:"failure"`
+}
+
+func (v *RefundStatusRefundStatusRefundPayload) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RefundStatusRefundStatusRefundPayload) __premarshalJSON() (*__premarshalRefundStatusRefundStatusRefundPayload, error) {
+	var retval __premarshalRefundStatusRefundStatusRefundPayload
+
+	retval.IdempotencyKey = v.RefundResult.IdempotencyKey
+	retval.Status = v.RefundResult.Status
+	retval.Replayed = v.RefundResult.Replayed
+	retval.RetryAfterMs = v.RefundResult.RetryAfterMs
+	retval.Refund = v.RefundResult.Refund
+	retval.Failure = v.RefundResult.Failure
+	return &retval, nil
+}
+
+// RefundStatusResponse is returned by RefundStatus on success.
+type RefundStatusResponse struct {
+	// The state of the refund made with this idempotency key; null for a key this merchant never used for a refund. Secret keys only.
+	RefundStatus *RefundStatusRefundStatusRefundPayload `json:"refundStatus"`
+}
+
+// GetRefundStatus returns RefundStatusResponse.RefundStatus, and is useful for accessing the field via an interface.
+func (v *RefundStatusResponse) GetRefundStatus() *RefundStatusRefundStatusRefundPayload {
+	return v.RefundStatus
+}
+
+// RefundedCharge includes the requested fields of the GraphQL type Charge.
+// The GraphQL type's documentation follows.
+//
+// Money that moved: the business record of a successful charge.
+type RefundedCharge struct {
+	Id string `json:"id"`
+	// Amount in minor units of the currency.
+	Amount int `json:"amount"`
+	// The card provider's id for this charge.
+	ProviderChargeId string `json:"providerChargeId"`
+	// What has been refunded of this charge, in minor units: its refunds that succeeded (and did not fail later).
+	AmountRefunded int `json:"amountRefunded"`
+	// The refunds of this charge, oldest first.
+	Refunds []Refund `json:"refunds"`
+}
+
+// GetId returns RefundedCharge.Id, and is useful for accessing the field via an interface.
+func (v *RefundedCharge) GetId() string { return v.Id }
+
+// GetAmount returns RefundedCharge.Amount, and is useful for accessing the field via an interface.
+func (v *RefundedCharge) GetAmount() int { return v.Amount }
+
+// GetProviderChargeId returns RefundedCharge.ProviderChargeId, and is useful for accessing the field via an interface.
+func (v *RefundedCharge) GetProviderChargeId() string { return v.ProviderChargeId }
+
+// GetAmountRefunded returns RefundedCharge.AmountRefunded, and is useful for accessing the field via an interface.
+func (v *RefundedCharge) GetAmountRefunded() int { return v.AmountRefunded }
+
+// GetRefunds returns RefundedCharge.Refunds, and is useful for accessing the field via an interface.
+func (v *RefundedCharge) GetRefunds() []Refund { return v.Refunds }
+
 // __ChargeCardBriefInput is used internally by genqlient
 type __ChargeCardBriefInput struct {
 	IdempotencyKey string          `json:"idempotencyKey"`
@@ -627,6 +994,14 @@ func (v *__ChargeCardInput) GetIdempotencyKey() string { return v.IdempotencyKey
 // GetInput returns __ChargeCardInput.Input, and is useful for accessing the field via an interface.
 func (v *__ChargeCardInput) GetInput() ChargeCardInput { return v.Input }
 
+// __ChargeRefundsInput is used internally by genqlient
+type __ChargeRefundsInput struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// GetIdempotencyKey returns __ChargeRefundsInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__ChargeRefundsInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
 // __ChargeStatusInput is used internally by genqlient
 type __ChargeStatusInput struct {
 	IdempotencyKey string `json:"idempotencyKey"`
@@ -642,6 +1017,26 @@ type __ChargeUpdatedInput struct {
 
 // GetIdempotencyKey returns __ChargeUpdatedInput.IdempotencyKey, and is useful for accessing the field via an interface.
 func (v *__ChargeUpdatedInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// __RefundChargeInput is used internally by genqlient
+type __RefundChargeInput struct {
+	IdempotencyKey string      `json:"idempotencyKey"`
+	Input          RefundInput `json:"input"`
+}
+
+// GetIdempotencyKey returns __RefundChargeInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__RefundChargeInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetInput returns __RefundChargeInput.Input, and is useful for accessing the field via an interface.
+func (v *__RefundChargeInput) GetInput() RefundInput { return v.Input }
+
+// __RefundStatusInput is used internally by genqlient
+type __RefundStatusInput struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// GetIdempotencyKey returns __RefundStatusInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__RefundStatusInput) GetIdempotencyKey() string { return v.IdempotencyKey }
 
 // The mutation executed by ChargeCard.
 const ChargeCard_Operation = `
@@ -732,6 +1127,56 @@ func ChargeCardBrief(
 	}
 
 	data_ = &ChargeCardBriefResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by ChargeRefunds.
+const ChargeRefunds_Operation = `
+query ChargeRefunds ($idempotencyKey: String!) {
+	chargeStatus(idempotencyKey: $idempotencyKey) {
+		charge {
+			id
+			amount
+			providerChargeId
+			amountRefunded
+			refunds {
+				id
+				chargeId
+				amount
+				currency
+				providerRefundId
+				status
+				createdAt
+			}
+		}
+	}
+}
+`
+
+// ChargeRefunds is a charge as its refunds left it: what chargeonce counts
+// as refunded, and each refund.
+func ChargeRefunds(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+) (data_ *ChargeRefundsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ChargeRefunds",
+		Query:  ChargeRefunds_Operation,
+		Variables: &__ChargeRefundsInput{
+			IdempotencyKey: idempotencyKey,
+		},
+	}
+
+	data_ = &ChargeRefundsResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -877,4 +1322,112 @@ func ChargeUpdatedForwardData(interfaceChan interface{}, jsonRawMsg json.RawMess
 	}
 	dataChan_ <- wsResp
 	return nil
+}
+
+// The mutation executed by RefundCharge.
+const RefundCharge_Operation = `
+mutation RefundCharge ($idempotencyKey: String!, $input: RefundInput!) {
+	refundCharge(idempotencyKey: $idempotencyKey, input: $input) {
+		... RefundResult
+	}
+}
+fragment RefundResult on RefundPayload {
+	idempotencyKey
+	status
+	replayed
+	retryAfterMs
+	refund {
+		id
+		chargeId
+		amount
+		currency
+		providerRefundId
+		status
+		createdAt
+	}
+	failure {
+		code
+		message
+	}
+}
+`
+
+func RefundCharge(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+	input RefundInput,
+) (data_ *RefundChargeResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RefundCharge",
+		Query:  RefundCharge_Operation,
+		Variables: &__RefundChargeInput{
+			IdempotencyKey: idempotencyKey,
+			Input:          input,
+		},
+	}
+
+	data_ = &RefundChargeResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by RefundStatus.
+const RefundStatus_Operation = `
+query RefundStatus ($idempotencyKey: String!) {
+	refundStatus(idempotencyKey: $idempotencyKey) {
+		... RefundResult
+	}
+}
+fragment RefundResult on RefundPayload {
+	idempotencyKey
+	status
+	replayed
+	retryAfterMs
+	refund {
+		id
+		chargeId
+		amount
+		currency
+		providerRefundId
+		status
+		createdAt
+	}
+	failure {
+		code
+		message
+	}
+}
+`
+
+func RefundStatus(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+) (data_ *RefundStatusResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RefundStatus",
+		Query:  RefundStatus_Operation,
+		Variables: &__RefundStatusInput{
+			IdempotencyKey: idempotencyKey,
+		},
+	}
+
+	data_ = &RefundStatusResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
 }

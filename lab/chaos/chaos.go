@@ -1,10 +1,12 @@
 // Package chaos is chargeonce's chaos run: bounded loopback load (fresh
-// checkouts, same-key storms, replays) against a three-instance cluster
-// while, in turn, the PostgreSQL primary, a NATS node and an instance are
-// killed with SIGKILL; then it checks that every key is final, that no
-// answer a client got was lost or changed, that the provider charged each
-// succeeded key once and no failed one, and that the receipts consumer
-// issued each succeeded charge's receipt exactly once.
+// checkouts, same-key storms, replays, and refunds of part of what was
+// charged) against a three-instance cluster while, in turn, the PostgreSQL
+// primary, a NATS node and an instance are killed with SIGKILL; then it
+// checks that every key is final, that no answer a client got was lost or
+// changed, that the provider charged each succeeded key once and no failed
+// one, that it refunded each succeeded refund key once and no charge beyond
+// what it was charged, and that the receipts consumer issued each succeeded
+// charge's receipt exactly once.
 package chaos
 
 import (
@@ -61,6 +63,7 @@ type run struct {
 	report  *Report
 	mu      sync.Mutex
 	keys    []*checkout
+	refunds []*refund
 	stop    atomic.Bool
 	workers sync.WaitGroup
 }
@@ -107,7 +110,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r.report.Duration = time.Since(r.report.Started)
-	r.logf("load stopped; checking %d keys", len(r.keys))
+	r.logf("load stopped; checking %d keys and %d refund keys", len(r.keys), len(r.refunds))
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
@@ -128,7 +131,8 @@ func (r *run) pause() time.Duration {
 }
 
 // startLoad starts the clients: fresh checkouts (one in ten declined),
-// a same-key storm every half second, and replays of finished keys.
+// a same-key storm every half second, replays of finished keys, and
+// refunds of succeeded ones.
 func (r *run) startLoad(ctx context.Context) {
 	fresh := 6
 	if r.opts.Short {
@@ -138,7 +142,7 @@ func (r *run) startLoad(ctx context.Context) {
 		r.workers.Go(func() {
 			for !r.stop.Load() && ctx.Err() == nil {
 				co := r.newCheckout()
-				r.client.settle(ctx, co, "")
+				r.client.settle(ctx, &co.record, "", co.charge)
 			}
 		})
 	}
@@ -146,12 +150,10 @@ func (r *run) startLoad(ctx context.Context) {
 		const clients = 12
 		for !r.stop.Load() && ctx.Err() == nil {
 			co := r.newCheckout()
-			r.mu.Lock()
-			r.report.Storms++
-			r.mu.Unlock()
+			r.count(&r.report.Storms)
 			var storm sync.WaitGroup
 			for range clients {
-				storm.Go(func() { r.client.settle(ctx, co, "") })
+				storm.Go(func() { r.client.settle(ctx, &co.record, "", co.charge) })
 			}
 			storm.Wait()
 			time.Sleep(500 * time.Millisecond)
@@ -159,20 +161,22 @@ func (r *run) startLoad(ctx context.Context) {
 	})
 	r.workers.Go(func() {
 		for !r.stop.Load() && ctx.Err() == nil {
-			if co := r.finishedCheckout(); co != nil {
-				r.client.settle(ctx, co, "")
-				r.mu.Lock()
-				r.report.Replays++
-				r.mu.Unlock()
+			if co := r.pick(finished); co != nil {
+				r.client.settle(ctx, &co.record, "", co.charge)
+				r.count(&r.report.Replays)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+	for range refundWorkers {
+		r.workers.Go(func() { r.refundLoad(ctx) })
+	}
 }
 
 func (r *run) newCheckout() *checkout {
-	co := &checkout{key: uuid.NewString(), first: time.Now(),
+	co := &checkout{key: uuid.NewString(),
 		input: apiclient.ChargeCardInput{Amount: new(100 + rand.IntN(99_900)), Currency: new("USD"), PaymentMethod: "pm_card_visa"}}
+	co.first = time.Now()
 	if rand.IntN(10) == 0 {
 		co.declined = true
 		co.input.PaymentMethod = "pm_card_chargeDeclined"
@@ -183,23 +187,26 @@ func (r *run) newCheckout() *checkout {
 	return co
 }
 
-// finishedCheckout is a random key that has had a final answer, or nil.
-func (r *run) finishedCheckout() *checkout {
+// pick is a random checkout that choose says yes to, or nil when none of
+// ten draws is. choose runs under r.mu, so that it may take the checkout.
+func (r *run) pick(choose func(*checkout) bool) *checkout {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for range 10 {
 		if len(r.keys) == 0 {
 			return nil
 		}
-		co := r.keys[rand.IntN(len(r.keys))]
-		co.mu.Lock()
-		done := !co.final.IsZero()
-		co.mu.Unlock()
-		if done {
+		if co := r.keys[rand.IntN(len(r.keys))]; choose(co) {
 			return co
 		}
 	}
 	return nil
+}
+
+// finished says yes to a checkout that has had a final answer.
+func finished(co *checkout) bool {
+	_, ok := co.told()
+	return ok
 }
 
 // kills kills the primary, a NATS node and an instance in turn, with the
@@ -274,7 +281,7 @@ func (r *run) holdLeases(ctx context.Context, url string) {
 		co := r.newCheckout()
 		co.held, co.declined = true, false
 		co.input.PaymentMethod = "pm_card_slow"
-		r.workers.Go(func() { r.client.settle(ctx, co, url) })
+		r.workers.Go(func() { r.client.settle(ctx, &co.record, url, co.charge) })
 	}
 	// The simulator takes 3 s for the slow card; the claims take far less.
 	time.Sleep(time.Second)
@@ -313,7 +320,7 @@ func (r *run) firstSuccess(after time.Time) time.Duration {
 			continue
 		}
 		co.mu.Lock()
-		if !co.final.IsZero() && len(co.answers) > 0 && co.answers[0].status == "SUCCEEDED" {
+		if !co.final.IsZero() && len(co.answers) > 0 && co.answers[0].status == apiclient.Succeeded {
 			if d := co.final.Sub(after); first == 0 || d < first {
 				first = d
 			}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +12,7 @@ import (
 
 	"chargeonce/events"
 	"chargeonce/internal/apiclient"
+	"chargeonce/payment"
 )
 
 // check compares what the clients were told with what the database, the
@@ -21,42 +23,40 @@ func (r *run) check(ctx context.Context) error {
 	for _, co := range r.keys {
 		byKey[co.key] = co
 		rep.Checkouts++
-		rep.Tries += co.tries
-		for _, code := range co.unknown {
-			rep.problem("key %s: a client got %q, which is neither final nor to be retried", co.key, code)
-		}
-		if co.final.IsZero() {
-			rep.problem("key %s never had a final answer", co.key)
+		if !r.checkAnswers("key", co.key, &co.record) {
 			continue
 		}
-		rep.LongestWait = max(rep.LongestWait, co.final.Sub(co.first))
 		if co.held {
 			rep.Held++
 			rep.HeldLongest = max(rep.HeldLongest, co.final.Sub(co.first))
 		}
-		first := co.answers[0]
-		switch first.status {
-		case "SUCCEEDED":
+		switch co.answers[0].status {
+		case apiclient.Succeeded:
 			rep.Succeeded++
 		default:
 			rep.Failed++
 		}
-		if want := map[bool]string{false: "SUCCEEDED", true: "FAILED"}[co.declined]; first.status != want {
-			rep.problem("key %s (%s): answered %s", co.key, co.input.PaymentMethod, first.status)
+		if want := map[bool]string{false: apiclient.Succeeded, true: apiclient.Failed}[co.declined]; co.answers[0].status != want {
+			rep.problem("key %s (%s): answered %s", co.key, co.input.PaymentMethod, co.answers[0].status)
 		}
-		for _, a := range co.answers[1:] {
-			if a.status != first.status || a.chargeID != first.chargeID {
-				rep.Changed++
-				rep.problem("key %s: answered %s %s, then %s %s", co.key, first.status, first.chargeID, a.status, a.chargeID)
-			}
+	}
+	// The refunds of each charge, in the order they were made.
+	var refunded []*checkout
+	refundsOf := map[*checkout][]*refund{}
+	for _, rf := range r.refunds {
+		rep.Refunds++
+		r.checkAnswers("refund key", rf.key, &rf.record)
+		if refundsOf[rf.of] == nil {
+			refunded = append(refunded, rf.of)
 		}
+		refundsOf[rf.of] = append(refundsOf[rf.of], rf)
 	}
 
 	// What the database holds now, through the API (the primary), and what
-	// the provider holds, key by key.
+	// the provider holds, key by key and refunded charge by refunded charge.
 	var g errgroup.Group
 	g.SetLimit(16)
-	results := make(chan func(), len(r.keys))
+	results := make(chan func(), len(r.keys)+len(refunded))
 	for _, co := range r.keys {
 		if co.final.IsZero() {
 			continue
@@ -71,6 +71,16 @@ func (r *run) check(ctx context.Context) error {
 				return err
 			}
 			results <- func() { r.checkStored(co, st, charges) }
+			return nil
+		})
+	}
+	for _, co := range refunded {
+		g.Go(func() error {
+			seen, err := r.client.refundsSeen(ctx, co.key, refundsOf[co])
+			if err != nil {
+				return err
+			}
+			results <- func() { r.checkRefunds(co, refundsOf[co], seen) }
 			return nil
 		})
 	}
@@ -93,6 +103,30 @@ func (r *run) check(ctx context.Context) error {
 	return nil
 }
 
+// checkAnswers checks what the clients of one key, of a checkout or a
+// refund, were told: final, with codes only to retry before, and the same
+// for every client. It is false when the key never had a final answer.
+func (r *run) checkAnswers(what, key string, rec *record) bool {
+	rep := r.report
+	rep.Tries += rec.tries
+	for _, code := range rec.unknown {
+		rep.problem("%s %s: a client got %q, which is neither final nor to be retried", what, key, code)
+	}
+	if rec.final.IsZero() {
+		rep.problem("%s %s never had a final answer", what, key)
+		return false
+	}
+	rep.LongestWait = max(rep.LongestWait, rec.final.Sub(rec.first))
+	first := rec.answers[0]
+	for _, a := range rec.answers[1:] {
+		if a.status != first.status || a.id != first.id {
+			rep.Changed++
+			rep.problem("%s %s: answered %s %s, then %s %s", what, key, first.status, first.id, a.status, a.id)
+		}
+	}
+	return true
+}
+
 // checkStored checks one key's stored state and provider charges against
 // the answers its clients got.
 func (r *run) checkStored(co *checkout, st *apiclient.ChargeResult, charges []apiclient.ProviderCharge) {
@@ -102,9 +136,9 @@ func (r *run) checkStored(co *checkout, st *apiclient.ChargeResult, charges []ap
 	case st == nil:
 		rep.Lost++
 		rep.problem("key %s: answered %s, and unknown now", co.key, told.status)
-	case st.Status != told.status || chargeID(st) != told.chargeID:
+	case st.Status != told.status || chargeID(st) != told.id:
 		rep.Lost++
-		rep.problem("key %s: answered %s %s, and %s %s now", co.key, told.status, told.chargeID, st.Status, chargeID(st))
+		rep.problem("key %s: answered %s %s, and %s %s now", co.key, told.status, told.id, st.Status, chargeID(st))
 	}
 	succeeded := 0
 	for _, c := range charges {
@@ -117,13 +151,13 @@ func (r *run) checkStored(co *checkout, st *apiclient.ChargeResult, charges []ap
 		rep.problem("key %s: the provider holds %d charges", co.key, len(charges))
 	}
 	switch told.status {
-	case "SUCCEEDED":
+	case apiclient.Succeeded:
 		if succeeded != 1 {
 			rep.problem("key %s succeeded, and the provider holds %d successful charges of it", co.key, succeeded)
 		} else if st != nil && st.Charge != nil && st.Charge.ProviderChargeId != charges[0].ID {
 			rep.problem("key %s: charge %s is the provider's %s, not %s", co.key, chargeID(st), charges[0].ID, st.Charge.ProviderChargeId)
 		}
-	case "FAILED":
+	case apiclient.Failed:
 		if succeeded != 0 {
 			rep.problem("key %s failed, and the provider charged it", co.key)
 		}
@@ -133,7 +167,8 @@ func (r *run) checkStored(co *checkout, st *apiclient.ChargeResult, charges []ap
 // checkEvents waits until the outbox has sent every event and the receipts
 // consumer has issued a receipt per succeeded key, then checks that each
 // final key has one event, each succeeded one exactly one receipt, of its
-// charge, and no failed one a receipt.
+// charge, and no failed one a receipt; and that each succeeded refund key
+// has one refund.succeeded event and nothing else, and a refused one none.
 func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error {
 	rep := r.report
 	conn, err := pgx.Connect(ctx, r.c.Formation.URL)
@@ -159,14 +194,23 @@ func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	events := map[string]int{}
-	rows, err := conn.Query(ctx, `SELECT idempotency_key, count(*) FROM charge_events GROUP BY idempotency_key`)
+	// events counts each key's events by type.
+	events := map[string]map[string]int{}
+	total := 0
+	rows, err := conn.Query(ctx, `SELECT idempotency_key, type, count(*) FROM charge_events GROUP BY idempotency_key, type`)
 	if err != nil {
 		return err
 	}
-	var key string
+	var key, typ string
 	var n int
-	if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error { events[key] = n; return nil }); err != nil {
+	if _, err := pgx.ForEachRow(rows, []any{&key, &typ, &n}, func() error {
+		if events[key] == nil {
+			events[key] = map[string]int{}
+		}
+		events[key][typ] = n
+		total += n
+		return nil
+	}); err != nil {
 		return err
 	}
 	receipts := map[string][]string{}
@@ -186,18 +230,18 @@ func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error
 			continue
 		}
 		told := co.answers[0]
-		if events[co.key] != 1 {
-			rep.problem("key %s: %d events in the outbox, want 1", co.key, events[co.key])
+		if n := sum(events[co.key]); n != 1 {
+			rep.problem("key %s: %d events in the outbox, want 1", co.key, n)
 		}
 		got := receipts[co.key]
 		rep.Receipts += len(got)
 		switch {
-		case told.status == "FAILED" && len(got) != 0:
+		case told.status == apiclient.Failed && len(got) != 0:
 			rep.problem("key %s failed and has %d receipts", co.key, len(got))
-		case told.status == "SUCCEEDED" && len(got) != 1:
+		case told.status == apiclient.Succeeded && len(got) != 1:
 			rep.problem("key %s succeeded and has %d receipts, want exactly 1", co.key, len(got))
-		case told.status == "SUCCEEDED" && got[0] != told.chargeID:
-			rep.problem("key %s: the receipt is for charge %s, not %s", co.key, got[0], told.chargeID)
+		case told.status == apiclient.Succeeded && got[0] != told.id:
+			rep.problem("key %s: the receipt is for charge %s, not %s", co.key, got[0], told.id)
 		}
 	}
 	for key := range receipts {
@@ -205,7 +249,32 @@ func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error
 			rep.problem("a receipt for key %s, which no client sent", key)
 		}
 	}
-	return r.checkStream(ctx, len(events))
+	for _, rf := range r.refunds {
+		told, ok := rf.told()
+		if !ok {
+			continue
+		}
+		var want map[string]int
+		switch told.status {
+		case apiclient.Succeeded:
+			want = map[string]int{payment.EventRefundSucceeded: 1}
+		case apiclient.Failed:
+			want = map[string]int{payment.EventRefundFailed: 1}
+		}
+		if got := events[rf.key]; !maps.Equal(got, want) {
+			rep.problem("refund key %s (%s): events %v in the outbox, want %v", rf.key, told.status, got, want)
+		}
+	}
+	return r.checkStream(ctx, total)
+}
+
+// sum adds up counts.
+func sum(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // checkStream reads the CHARGES stream's copies and messages: three copies

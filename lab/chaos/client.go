@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -53,19 +54,14 @@ func chargeID(r *apiclient.ChargeResult) string {
 	return r.Charge.Id
 }
 
-// retryable are the error codes after which a checkout sends the same
+// retryable are the error codes after which a client sends the same
 // request again with the same key, as the demo does.
 var retryable = map[string]bool{"SERVICE_UNAVAILABLE": true, "RATE_LIMITED": true}
 
-// checkout is one idempotency key: the request, and every final answer any
-// client got for it.
-type checkout struct {
-	key      string
-	input    apiclient.ChargeCardInput
-	declined bool
-	// held: sent to an instance that was killed during its provider call.
-	held  bool
-	first time.Time
+// record is what the clients of one idempotency key were told: every final
+// answer, and the tries before them.
+type record struct {
+	first time.Time // the first request
 
 	mu      sync.Mutex
 	answers []answer
@@ -74,70 +70,108 @@ type checkout struct {
 	unknown []string  // error codes no client should see
 }
 
-// answer is a final answer a client received.
-type answer struct {
-	status, chargeID string
-	replayed         bool
+// told is the first final answer, and whether there is one.
+func (rec *record) told() (answer, bool) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.answers) == 0 {
+		return answer{}, false
+	}
+	return rec.answers[0], true
 }
 
-// settle sends the checkout's request until a final answer or ctx's end:
-// after a network error, a retryable error or PROCESSING (after its
-// retryAfterMs), the same request with the same key goes to the next
-// instance. The first goes to first, or to the next instance when it is "".
-func (c *client) settle(ctx context.Context, co *checkout, first string) {
+// answer is a final answer a client received.
+type answer struct {
+	status string
+	id     string // the charge's, or the refund's
+	// replayed: the stored result of an earlier request.
+	replayed bool
+}
+
+// checkout is one idempotency key of a charge: the request, and what its
+// clients were told.
+type checkout struct {
+	key      string
+	input    apiclient.ChargeCardInput
+	declined bool
+	// held: sent to an instance that was killed during its provider call.
+	held bool
+	// refunded: the refund load has taken it (guarded by run.mu).
+	refunded bool
+	record
+}
+
+// send is one try of a key's request at an instance: its answer and true
+// when the answer is final; else the hint of a PROCESSING answer (0 when
+// none) and the error, if any.
+type send func(ctx context.Context, at *apiclient.Client) (answer, bool, time.Duration, error)
+
+// charge is the checkout's send.
+func (co *checkout) charge(ctx context.Context, at *apiclient.Client) (answer, bool, time.Duration, error) {
+	p, err := at.ChargeCard(ctx, co.key, co.input)
+	if !p.Final() {
+		return answer{}, false, p.RetryAfter(), err
+	}
+	return answer{status: p.Status, id: chargeID(p), replayed: p.Replayed}, true, 0, nil
+}
+
+// settle sends a key's request until a final answer or ctx's end, and
+// records what its client was told in rec: after a network error, a
+// retryable error or PROCESSING (after its retryAfterMs), the same request
+// with the same key goes to the next instance. The first goes to first, or
+// to the next instance when it is "".
+func (c *client) settle(ctx context.Context, rec *record, first string, send send) {
 	for instance := c.at(first); ctx.Err() == nil; instance = c.pick() {
-		p, err := instance.ChargeCard(ctx, co.key, co.input)
-		if p.Final() {
-			co.mu.Lock()
-			co.answers = append(co.answers, answer{status: p.Status, chargeID: chargeID(p), replayed: p.Replayed})
-			if co.final.IsZero() {
-				co.final = time.Now()
+		a, final, retryAfter, err := send(ctx, instance)
+		if final {
+			rec.mu.Lock()
+			rec.answers = append(rec.answers, a)
+			if rec.final.IsZero() {
+				rec.final = time.Now()
 			}
-			co.mu.Unlock()
+			rec.mu.Unlock()
 			return
 		}
-		co.mu.Lock()
-		co.tries++
+		rec.mu.Lock()
+		rec.tries++
 		if code := apiclient.Code(err); code != "" && !retryable[code] {
-			co.unknown = append(co.unknown, code)
+			rec.unknown = append(rec.unknown, code)
 		}
-		co.mu.Unlock()
-		wait := 100 * time.Millisecond
-		if p != nil {
-			wait = min(max(p.RetryAfter(), wait), 2*time.Second)
-		}
+		rec.mu.Unlock()
 		select {
 		case <-ctx.Done():
-		case <-time.After(wait):
+		case <-time.After(min(max(retryAfter, 100*time.Millisecond), 2*time.Second)):
 		}
 	}
 }
 
 // status reads the key's stored state through the API.
 func (c *client) status(ctx context.Context, key string) (*apiclient.ChargeResult, error) {
-	for {
-		p, err := c.pick().ChargeStatus(ctx, key)
-		if err == nil {
-			return p, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("chargeStatus %s: %w", key, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return ask(ctx, c, "chargeStatus "+key, func(i *apiclient.Client) (*apiclient.ChargeResult, error) {
+		return i.ChargeStatus(ctx, key)
+	})
 }
 
 // providerCharges lists the provider's charges for the demo merchant's
-// key, through any instance that answers.
+// key.
 func (c *client) providerCharges(ctx context.Context, key string) ([]apiclient.ProviderCharge, error) {
+	return ask(ctx, c, "the provider's charges of "+key, func(i *apiclient.Client) ([]apiclient.ProviderCharge, error) {
+		return i.ProviderCharges(ctx, apiclient.DemoMerchant, key)
+	})
+}
+
+// ask reads what through any instance that answers, trying each in turn
+// for about ten seconds.
+func ask[T any](ctx context.Context, c *client, what string, read func(*apiclient.Client) (T, error)) (T, error) {
 	var lastErr error
-	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
-		charges, err := c.pick().ProviderCharges(ctx, apiclient.DemoMerchant, key)
+	for attempt := 0; attempt < 100 && ctx.Err() == nil; attempt++ {
+		v, err := read(c.pick())
 		if err == nil {
-			return charges, nil
+			return v, nil
 		}
 		lastErr = err
 		time.Sleep(100 * time.Millisecond)
 	}
-	return nil, fmt.Errorf("the provider's charges of %s: %w", key, lastErr)
+	var zero T
+	return zero, fmt.Errorf("%s: %w", what, cmp.Or(lastErr, ctx.Err()))
 }

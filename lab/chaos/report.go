@@ -23,11 +23,12 @@ type Report struct {
 	// key again after its final answer.
 	Storms  int `json:"storms"`
 	Replays int `json:"replays"`
-	// Tries are requests answered with an error, a dropped connection or
-	// PROCESSING, each followed by a retry with the same key.
+	// Tries are requests, of checkouts and refunds, answered with an
+	// error, a dropped connection or PROCESSING, each followed by a retry
+	// with the same key.
 	Tries int `json:"retried_tries"`
-	// LongestWait is the longest a client waited from its first request to
-	// a final answer.
+	// LongestWait is the longest a client, of a checkout or a refund,
+	// waited from its first request to a final answer.
 	LongestWait time.Duration `json:"longest_wait_ns"`
 	// Failover is the time from the primary's kill to the standby's
 	// promotion.
@@ -39,11 +40,35 @@ type Report struct {
 	HeldLongest time.Duration `json:"held_longest_ns"`
 
 	// Lost are keys whose stored state is not what a client was told;
-	// Changed are keys whose clients were told different things; Doubled
-	// are keys the provider charged more than once.
+	// Changed are answers, of checkouts and refunds, that differ from what
+	// another client of the key was told; Doubled are keys the provider
+	// charged more than once.
 	Lost    int `json:"lost"`
 	Changed int `json:"changed"`
 	Doubled int `json:"doubled"`
+
+	// The refund load took succeeded charges and refunded part of each:
+	// RefundSingles with one partial refund, RefundRaces with two at once
+	// that together exceed the charge (each under its own key), and
+	// RefundStorms with one partial refund sent by several clients at once.
+	RefundSingles int `json:"refund_singles"`
+	RefundRaces   int `json:"refund_races"`
+	RefundStorms  int `json:"refund_storms"`
+	// Refunds are the refund keys sent; RefundsSucceeded those answered
+	// SUCCEEDED, RefundsRefused those refused with REFUND_EXCEEDS_CHARGE.
+	Refunds          int `json:"refunds"`
+	RefundsSucceeded int `json:"refunds_succeeded"`
+	RefundsRefused   int `json:"refunds_refused"`
+	// ProviderRefunds are the provider's refunds (succeeded or pending) of
+	// the refunded charges: one per succeeded refund key.
+	ProviderRefunds int `json:"provider_refunds"`
+	// RefundsLost are refund keys whose stored state is not what a client
+	// was told; RefundedTwice are refund keys the provider refunded more
+	// than once; RefundedBeyond are charges refunded, in chargeonce or at
+	// the provider, by more than they charged.
+	RefundsLost    int `json:"refunds_lost"`
+	RefundedTwice  int `json:"refunded_twice"`
+	RefundedBeyond int `json:"refunded_beyond"`
 
 	Events         int `json:"events"`
 	Receipts       int `json:"receipts"`
@@ -81,13 +106,20 @@ func (r *Report) Markdown() string {
 		{"checkouts (keys)", fmt.Sprint(r.Checkouts)},
 		{"succeeded / failed (declined card)", fmt.Sprintf("%d / %d", r.Succeeded, r.Failed)},
 		{"same-key storms (12 clients each) / replays", fmt.Sprintf("%d / %d", r.Storms, r.Replays)},
-		{"tries retried with the same key (error, dropped connection, PROCESSING)", fmt.Sprint(r.Tries)},
+		{"tries retried with the same key (error, dropped connection, PROCESSING), of checkouts and refunds", fmt.Sprint(r.Tries)},
 		{"failover: primary killed → standby promoted", round(r.Failover).String()},
 		{"longest a client waited for a final answer", round(r.LongestWait).String()},
 		{"checkouts the killed instance held (slow card, lease held) / longest until final", fmt.Sprintf("%d / %s", r.Held, round(r.HeldLongest))},
 		{"**charges lost** (stored state differs from an answer)", fmt.Sprintf("**%d**", r.Lost)},
 		{"**charges doubled** (more than one provider charge for a key)", fmt.Sprintf("**%d**", r.Doubled)},
 		{"answers changed between clients of one key", fmt.Sprint(r.Changed)},
+		{fmt.Sprintf("refunded charges: one partial refund / two at once, together beyond the charge / a same-key storm (%d clients)", refundStormClients),
+			fmt.Sprintf("%d / %d / %d", r.RefundSingles, r.RefundRaces, r.RefundStorms)},
+		{"refunds (keys): succeeded / refused (REFUND_EXCEEDS_CHARGE)", fmt.Sprintf("%d: %d / %d", r.Refunds, r.RefundsSucceeded, r.RefundsRefused)},
+		{"provider refunds (one per succeeded refund key)", fmt.Sprint(r.ProviderRefunds)},
+		{"**refunds lost** (stored state differs from an answer)", fmt.Sprintf("**%d**", r.RefundsLost)},
+		{"**refunded twice** (more than one provider refund for a refund key)", fmt.Sprintf("**%d**", r.RefundedTwice)},
+		{"**refunded beyond the charge** (charges refunded by more than they charged)", fmt.Sprintf("**%d**", r.RefundedBeyond)},
 		{"events / stream messages (copies each)", fmt.Sprintf("%d / %d (%d)", r.Events, r.StreamMessages, r.StreamReplicas)},
 		{"receipts (one per succeeded key)", fmt.Sprint(r.Receipts)},
 		{"problems found", fmt.Sprint(len(r.Problems))},
