@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,16 +29,7 @@ func TestDuplicateCharge_TheProviderChargedTwiceForOneAttempt_TheExtraRefundedOn
 	// a restarted one passes again later.
 	b.clock.AdvancePast(a.LockedUntil)
 	instances := []*Service{b.svc, NewService(b.pool, b.provider, b.svc.cfg)}
-	for range 2 {
-		var wg sync.WaitGroup
-		for _, svc := range instances {
-			wg.Go(func() {
-				_, err := NewReconciler(svc, ReconcilerConfig{}).RunOnce(ctx)
-				require.NoError(t, err)
-			})
-		}
-		wg.Wait()
-	}
+	reconcileAtOnce(t, instances, 2)
 	restarted := NewService(b.pool, b.provider, b.svc.cfg)
 	b.clock.Advance(2 * time.Minute)
 	_, err = NewReconciler(restarted, ReconcilerConfig{}).RunOnce(ctx)

@@ -67,16 +67,7 @@ func TestLateCharge_CompletedAfterTheAttemptFailed_RefundedOnceAcrossInstances(t
 	require.NoError(t, err)
 	require.Zero(t, b.events(t, "late", EventChargeLateRefunded), "the first read is 5 minutes after the failure")
 	b.clock.Advance(lateChargeFirstCheck)
-	for range 2 {
-		var wg sync.WaitGroup
-		for _, svc := range instances {
-			wg.Go(func() {
-				_, err := NewReconciler(svc, ReconcilerConfig{}).RunOnce(ctx)
-				require.NoError(t, err)
-			})
-		}
-		wg.Wait()
-	}
+	reconcileAtOnce(t, instances, 2)
 	late := &Charge{ProviderChargeID: pc.ID}
 	n, sum := b.providerRefunds(t, late)
 	require.Equal(t, 1, n, "refunded once")
@@ -127,6 +118,22 @@ func TestLateCharge_NoneFound_TheWatchEndsAfterItsWindow(t *testing.T) {
 	var expires time.Time
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT expires_at FROM charge_attempts WHERE idempotency_key = 'never'`).Scan(&expires))
 	require.False(t, expires.Before(b.clock.Now().Add(-time.Minute)), "the result was kept for the whole watch")
+}
+
+// reconcileAtOnce runs a reconciler pass of every instance at once, passes
+// times over.
+func reconcileAtOnce(t *testing.T, instances []*Service, passes int) {
+	t.Helper()
+	for range passes {
+		var wg sync.WaitGroup
+		for _, svc := range instances {
+			wg.Go(func() {
+				_, err := NewReconciler(svc, ReconcilerConfig{}).RunOnce(context.Background())
+				require.NoError(t, err)
+			})
+		}
+		wg.Wait()
+	}
 }
 
 func countOf(t *testing.T, b *bundle, sql string) int {
