@@ -33,7 +33,7 @@ func (r *Resolver) refundCharge(ctx context.Context, key string, input model.Ref
 	if err != nil {
 		return nil, err
 	}
-	return toRefundPayload(res), nil
+	return RefundPayload(res), nil
 }
 
 // refundStatus is the state of the refund made with key, with a secret
@@ -50,7 +50,7 @@ func (r *Resolver) refundStatus(ctx context.Context, key string) (*model.RefundP
 	if err != nil || res == nil {
 		return nil, err
 	}
-	return toRefundPayload(*res), nil
+	return RefundPayload(*res), nil
 }
 
 // chargeRefunds is what the caller's charge has refunded, and its refunds.
@@ -75,8 +75,9 @@ func chargeID(raw, field string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// toRefundPayload maps a refund attempt's result to the GraphQL payload.
-func toRefundPayload(r payment.Result) *model.RefundPayload {
+// RefundPayload maps a refund attempt's result to the GraphQL payload, which
+// the demo's shop backend answers too.
+func RefundPayload(r payment.Result) *model.RefundPayload {
 	p := &model.RefundPayload{
 		IdempotencyKey: r.IdempotencyKey,
 		Status:         model.RefundStatus(r.Status),

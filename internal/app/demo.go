@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/google/uuid"
+
 	"chargeonce/graph"
 	"chargeonce/merchant"
 	"chargeonce/payment"
@@ -75,27 +77,87 @@ func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// demoRefund is the shop backend's refund, in development only: what a
+// merchant's server does when its back office refunds an order, with the
+// demo merchant's secret key on the server side. POST /demo/refund
+// {"refundId", "chargeId", "amount"?}: chargeId is Charge.id, and amount
+// (minor units) defaults to what remains refundable. refundId is the
+// page's idempotency key for one refund, minted once per click and sent
+// with every retry of it, as the page's cart id is for its session: the
+// same refundId answers the stored refund (replayed), never a second one.
+// The answer is refundCharge's payload, as JSON.
+func (a *App) demoRefund(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		RefundID string `json:"refundId"`
+		ChargeID string `json:"chargeId"`
+		Amount   *int64 `json:"amount"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeDemoError(w, payment.Invalid("", "send a JSON object: {\"refundId\", \"chargeId\", \"amount\"?}"))
+		return
+	}
+	if len(req.RefundID) > 100 {
+		writeDemoError(w, payment.Invalid("refundId", "refundId is at most 100 characters"))
+		return
+	}
+	key := "demo-refund:" + req.RefundID
+	if req.RefundID == "" {
+		key = "" // refused as an empty key
+	}
+	chargeID, err := uuid.Parse(req.ChargeID)
+	if err != nil {
+		writeDemoError(w, payment.Invalid("chargeId", "chargeId is not a charge id: pass Charge.id, a UUID"))
+		return
+	}
+	in := payment.RefundInput{ChargeID: chargeID}
+	if req.Amount != nil {
+		// Zero would mean "what remains" to the domain: a page that names an amount means that amount.
+		if *req.Amount < payment.MinAmount {
+			writeDemoError(w, payment.Invalid("amount", "amount must be at least %d minor unit; leave it out to refund what remains", payment.MinAmount))
+			return
+		}
+		in.Amount = *req.Amount
+	}
+	res, err := a.payments.RefundCharge(r.Context(), a.demo, key, in)
+	if err != nil {
+		writeDemoError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(graph.RefundPayload(res))
+}
+
 // demoErrorStatuses are the HTTP statuses of the shop backend's refusals;
 // their codes are the API's (graph.ExtensionCode).
 var demoErrorStatuses = map[string]int{
-	payment.EINVALID:     http.StatusBadRequest,
-	payment.EKEYREUSED:   http.StatusConflict,
-	payment.EORDERPAID:   http.StatusConflict,
-	payment.EUNAVAILABLE: http.StatusServiceUnavailable,
+	payment.EINVALID:        http.StatusBadRequest,
+	payment.EKEYREUSED:      http.StatusConflict,
+	payment.EORDERPAID:      http.StatusConflict,
+	payment.EREFUNDEXCEEDS:  http.StatusConflict,
+	payment.ECHARGENOTFOUND: http.StatusNotFound,
+	payment.EUNAVAILABLE:    http.StatusServiceUnavailable,
 }
 
 func writeDemoError(w http.ResponseWriter, err error) {
-	code, msg := "INTERNAL_SERVER_ERROR", "internal server error"
+	refusal := map[string]any{"code": "INTERNAL_SERVER_ERROR", "message": "internal server error"}
 	status, ok := demoErrorStatuses[payment.ErrorCode(err)]
 	var e *payment.Error
 	if ok && errors.As(err, &e) {
-		code, msg = graph.ExtensionCode(err), e.Message
+		refusal["code"], refusal["message"] = graph.ExtensionCode(err), e.Message
+		if e.Code == payment.EREFUNDEXCEEDS {
+			// What remains, as the API's extensions.refundable: the page can tell a
+			// charge refunded in full from one that has some left.
+			refusal["refundable"] = e.Refundable
+		}
 	} else {
 		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": refusal})
 }
 
 func optionalString(s string) *string {

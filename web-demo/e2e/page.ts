@@ -1,6 +1,7 @@
 // What the browser tests read from the page and from the server: the stored
-// key, the timeline rows, the provider's ledger, the requests the page
-// sent, focus, boxes, and the accessibility tree as Chromium computes it.
+// key, the timeline rows, the provider's ledger (its charges and refunds),
+// the requests the page sent, focus, boxes, and the accessibility tree as
+// Chromium computes it.
 import type { BrowserContext, Page } from 'playwright-core';
 import { expect, inject } from 'vitest';
 
@@ -26,14 +27,46 @@ export async function ledger(key: string, base = baseURL): Promise<ProviderCharg
 /** The charges of a ledger that took money. */
 export const charged = (charges: readonly ProviderCharge[]) => charges.filter((c) => c.status === 'succeeded').length;
 
-export async function chargeStatus(key: string, base = baseURL): Promise<string | null> {
+export interface ProviderRefund {
+  id: string;
+  /** pending: accepted, not settled yet. Only succeeded gave money back. */
+  status: 'pending' | 'succeeded' | 'failed';
+  amount: number;
+  charge: string;
+  metadata: Record<string, string>;
+}
+
+/** The provider's refunds of one of its charges (its id, ch_…), at the server at base. */
+export async function refunds(chargeId: string, base = baseURL): Promise<ProviderRefund[]> {
+  const q = new URLSearchParams({ merchant: 'demo', charge: chargeId });
+  const res = await fetch(`${base}/provider/v1/refunds?${q}`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { data: ProviderRefund[] }).data;
+}
+
+/** Asks chargeonce about the attempt of key with the demo merchant's secret key, as its server would: chargeStatus's payload, or null. */
+async function askChargeStatus<T>(key: string, fields: string, base: string): Promise<T | null> {
   const res = await fetch(`${base}/graphql`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Authorization: 'Bearer demo-key' },
-    body: JSON.stringify({ query: 'query($k:String!){chargeStatus(idempotencyKey:$k){status}}', variables: { k: key } }),
+    body: JSON.stringify({ query: `query($k:String!){chargeStatus(idempotencyKey:$k){${fields}}}`, variables: { k: key } }),
   });
-  const body = (await res.json()) as { data: { chargeStatus: { status: string } | null } };
-  return body.data.chargeStatus?.status ?? null;
+  const body = (await res.json()) as { data: { chargeStatus: T | null } };
+  return body.data.chargeStatus;
+}
+
+export async function chargeStatus(key: string, base = baseURL): Promise<string | null> {
+  return (await askChargeStatus<{ status: string }>(key, 'status', base))?.status ?? null;
+}
+
+/** What chargeonce says the charge of key has refunded, and its refunds' ids. */
+export async function chargeRefunds(key: string, base = baseURL): Promise<{ amountRefunded: number; refunds: { id: string }[] } | null> {
+  const p = await askChargeStatus<{ charge: { amountRefunded: number; refunds: { id: string }[] } | null }>(
+    key,
+    'charge{amountRefunded refunds{id}}',
+    base,
+  );
+  return p?.charge ?? null;
 }
 
 /**

@@ -5,17 +5,22 @@
 // page holds no secret key: it pays the checkout session that the shop's
 // backend created, with the publishable key and the session's client secret.
 // The page is also where the bank sends the shopper back (the session's
-// returnUrl): on load it resumes first, then tidies its address.
+// returnUrl): on load it resumes first, then tidies its address. Once the
+// charge SUCCEEDED, the ledger offers its refund (refund.ts), through the
+// shop's backend too.
 import './style.css';
 import { createCharger, returnKeyParam } from '@chargeonce/client';
 import { requestCheckoutSession, returnCartParam, returnUrlOf } from './cart';
 import { Checkout, demoRetry, resultArrived, type BankReturn } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
 import { liveRows } from './liverow';
-import { chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintTimeline } from './render';
+import { RefundDesk, refundTarget, requestRefund } from './refund';
+import { refundSettled } from './refund-view';
+import { chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintRefund, paintTimeline } from './render';
 import { cart } from './shop';
+import type { Clock } from './slow';
 import { redirectStep, returnStep, Timeline } from './timeline';
-import { dropResponse, recordingFetch, type RequestRecord } from './transport';
+import { dropResponse, recordingFetch, refundOperation, type RequestRecord } from './transport';
 import type { RenderContext } from './view';
 
 const merchant = import.meta.env.VITE_DEMO_MERCHANT ?? 'demo';
@@ -52,7 +57,8 @@ function start(doc: Document, win: Window): void {
   const recorded = recordingFetch(
     {
       faultFor(operation) {
-        if (operation !== 'ChargeCard' || !el.dropNext.checked) return null;
+        // The answer the switch loses: a charge's, or a refund's (the backend refunds, then the connection drops).
+        if ((operation !== 'ChargeCard' && operation !== refundOperation) || !el.dropNext.checked) return null;
         el.dropNext.checked = false; // one response only
         return dropResponse;
       },
@@ -61,10 +67,13 @@ function start(doc: Document, win: Window): void {
     (input, init) => win.fetch(input, init),
   );
   const live = liveRows(rows);
+  const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) };
+  // The shop's backend refunds, with the secret key on the server; the request goes through the recording fetch.
+  const refunds = new RefundDesk({ storage: win.sessionStorage, clock, send: (req) => requestRefund(req, recorded) });
 
   const checkout = new Checkout({
     storage: win.sessionStorage,
-    clock: { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) },
+    clock,
     // The shop's backend: the cart's checkout session, created with the secret key on the server.
     // returnUrl: this page, so that the bank sends the shopper back to the page that resumes; it names the cart (cart.ts).
     createSession: (cartId) =>
@@ -106,6 +115,7 @@ function start(doc: Document, win: Window): void {
     ledger,
     keysSent: timeline.keys().length,
     responseLost: timeline.all().some((r) => r.operation === 'ChargeCard' && (r.outcome === 'network-error' || r.outcome === 'abandoned')),
+    refund: refunds.state,
   });
 
   async function refreshLedger(): Promise<void> {
@@ -137,11 +147,23 @@ function start(doc: Document, win: Window): void {
       paintTimeline(el, timeline.all());
       void refreshLedger();
     }
+    // A charge that SUCCEEDED may be refunded; a stored refund of it is picked up.
+    refunds.show(refundTarget(next));
     paint(el, next, context());
     if (next.phase.kind === 'final' && prev.phase.kind !== 'final') void refreshLedger();
     // A result arrived: its heading takes the focus (Pay may have just been hidden).
     if (resultArrived(prev, next) && focusIsWaiting()) focusOutcome(el);
   });
+
+  refunds.subscribe((next, prev) => {
+    paintRefund(el, next);
+    paint(el, checkout.state, context()); // the live region says how the refund goes
+    // The refund's outcome arrived: its note takes the focus, from the button that is busy or gone.
+    const a = doc.activeElement;
+    if (refundSettled(prev.phase, next.phase) && (a === null || a === doc.body || a === el.refund)) el.refundNote.focus();
+  });
+  paintRefund(el, refunds.state);
+  el.refund.addEventListener('click', () => refunds.refund());
 
   paintCards(el);
   el.form.addEventListener('submit', (e) => {

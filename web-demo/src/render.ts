@@ -2,9 +2,11 @@
 // what to show comes from view.ts (and rowtext.ts for the timeline), and
 // this file puts it into the DOM.
 import type { CheckoutState } from './checkout';
-import type { Ledger, ProviderCharge } from './ledger';
+import type { Ledger, ProviderCharge, ProviderRefund } from './ledger';
+import type { RefundState } from './refund';
+import { refundButtonView, refundClause, refundNote } from './refund-view';
 import { cards, money } from './shop';
-import type { RequestRecord } from './transport';
+import { refundOperation, type RequestRecord } from './transport';
 import { describeRequest, operationNames, shortKey } from './rowtext';
 import {
   announcement,
@@ -37,6 +39,9 @@ export interface Elements {
   timeline: HTMLOListElement;
   ledger: HTMLUListElement;
   ledgerSummary: HTMLParagraphElement;
+  refundBox: HTMLElement;
+  refund: HTMLButtonElement;
+  refundNote: HTMLParagraphElement;
 }
 
 export function elements(doc: Document): Elements {
@@ -64,6 +69,9 @@ export function elements(doc: Document): Elements {
     timeline: el('timeline'),
     ledger: el('ledger'),
     ledgerSummary: el('ledger-summary'),
+    refundBox: el('refund-box'),
+    refund: el('refund'),
+    refundNote: el('refund-note'),
   };
 }
 
@@ -211,9 +219,10 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
           h(
             'span',
             { class: 'tl-key' },
-            'key ',
+            // A refund has a key of its own by design: only a charge's other key is news.
+            r.operation === refundOperation ? 'refund id ' : 'key ',
             h('code', { title: r.idempotencyKey }, shortKey(r.idempotencyKey)),
-            r.idempotencyKey !== firstKey ? h('span', { class: 'tag tag-danger' }, 'new key') : null,
+            r.operation !== refundOperation && r.idempotencyKey !== firstKey ? h('span', { class: 'tag tag-danger' }, 'new key') : null,
           ),
           h('span', { class: 'tl-result' }, d.text),
         ),
@@ -228,6 +237,13 @@ const pillOf: Record<ProviderCharge['status'], string> = {
   failed: 'failed',
   requires_action: 'processing',
   canceled: 'failed',
+};
+
+/** The pill colour of a provider refund's status. */
+const refundPillOf: Record<ProviderRefund['status'], string> = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  pending: 'processing',
 };
 
 /** Why no money moved, as the provider's charges say. */
@@ -245,11 +261,16 @@ export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: numbe
     el.ledger.replaceChildren();
     summary.textContent = keysSent ? 'No charge at the provider for this attempt.' : 'Nothing charged yet.';
     summary.dataset.succeeded = '0';
+    summary.dataset.refunded = '0';
     return;
   }
   const n = ledger.succeeded;
+  const refunds = ledger.refunds;
   summary.dataset.succeeded = String(n);
-  summary.textContent = n === 0 ? nothingMoved(ledger) : n === 1 ? 'The card was charged once.' : `The card was charged ${n} times for one order.`;
+  summary.dataset.refunded = String(refunds.filter((r) => r.status === 'succeeded').length);
+  const also = refundClause(ledger);
+  summary.textContent =
+    n === 0 ? nothingMoved(ledger) : n === 1 ? `The card was charged once${also}.` : `The card was charged ${n} times for one order${also}.`;
   summary.classList.add(n > 1 ? 'is-alarm' : n === 1 ? 'is-ok' : 'is-neutral');
   el.ledger.replaceChildren(
     ...ledger.charges.map((c) =>
@@ -262,5 +283,29 @@ export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: numbe
         h('span', { class: 'ledger-key' }, 'key ', h('code', { title: c.metadata.client_idempotency_key ?? '' }, shortKey(c.metadata.client_idempotency_key ?? ''))),
       ),
     ),
+    ...refunds.map((r) =>
+      h(
+        'li',
+        { class: 'ledger-refund', 'data-testid': 'provider-refund', 'data-status': r.status },
+        h('code', {}, r.id),
+        h('span', { class: `pill pill-${refundPillOf[r.status]}` }, r.status),
+        h('span', { class: 'ledger-amount' }, `refund ${money(r.amount, r.currency)}`),
+        h('span', { class: 'ledger-key' }, 'of ', h('code', {}, r.charge)),
+      ),
+    ),
   );
+}
+
+/** Draws the refund under the ledger: the button and its note. */
+export function paintRefund(el: Elements, s: RefundState): void {
+  el.refundBox.hidden = s.target === null;
+  el.refundBox.dataset.state = s.phase.kind;
+  const b = refundButtonView(s);
+  el.refund.hidden = b.hidden;
+  el.refund.disabled = b.disabled;
+  el.refund.setAttribute('aria-busy', String(b.busy));
+  if (el.refund.textContent !== b.label) el.refund.textContent = b.label;
+  const note = refundNote(s);
+  el.refundNote.className = `refund-note is-${note?.tone ?? 'neutral'}`;
+  if (el.refundNote.textContent !== (note?.text ?? '')) el.refundNote.textContent = note?.text ?? '';
 }

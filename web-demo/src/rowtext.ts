@@ -4,7 +4,7 @@
 import { liveOperation } from './liverow';
 import { retryableCodes } from './request';
 import { redirectStep, returnStep } from './timeline';
-import type { RequestRecord } from './transport';
+import { refundOperation, type RequestRecord } from './transport';
 
 /** The GraphQL field each operation the page sends asks for, as the timeline names it. */
 export const operationNames: Record<string, string> = {
@@ -12,6 +12,7 @@ export const operationNames: Record<string, string> = {
   ChargeStatus: 'chargeStatus',
   SessionChargeStatus: 'chargeStatus',
   ChargeUpdated: 'chargeUpdated',
+  [refundOperation]: 'refundCharge',
   [redirectStep]: 'redirect',
   [returnStep]: 'return',
 };

@@ -2,7 +2,7 @@
 // sessionStorage beside the attempt so that a reload shows what happened
 // before it.
 import type { KeyValueStorage } from '@chargeonce/client';
-import type { RequestRecord } from './transport';
+import { refundOperation, type RequestRecord } from './transport';
 
 export const timelineStorageKey = 'chargeonce-demo:timeline';
 
@@ -89,9 +89,13 @@ export class Timeline {
     return this.requests;
   }
 
-  /** Every idempotency key sent for this attempt, in order (several in unsafe mode). */
+  /**
+   * Every idempotency key sent for this attempt's charge, in order (several
+   * in unsafe mode). A refund's id is not one: it is the refund's own key.
+   */
   keys(): string[] {
-    return [...new Set(this.requests.map((r) => r.idempotencyKey).filter((k) => k !== ''))];
+    const charging = this.requests.filter((r) => r.operation !== refundOperation);
+    return [...new Set(charging.map((r) => r.idempotencyKey).filter((k) => k !== ''))];
   }
 
   private save(): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Timeline } from './timeline';
-import { faultHeader, recordingFetch, type TransportHooks } from './transport';
+import { faultHeader, recordingFetch, refundOperation, type TransportHooks } from './transport';
 
 class MemoryStorage {
   readonly items = new Map<string, string>();
@@ -100,6 +100,44 @@ describe('recordingFetch', () => {
     expect(res.headers.get('Retry-After')).toBe('1');
     expect(await res.json()).toEqual(body);
     expect(t.all()[0]).toMatchObject({ outcome: 'graphql-error', httpStatus: status, detail: code, retryAfterMs: 1000 });
+  });
+});
+
+describe('recordingFetch: the refund, through the shop backend', () => {
+  const refundRequest = (refundId: string) => ({ method: 'POST', body: JSON.stringify({ refundId, chargeId: 'c1' }) });
+
+  it('records it as RefundCharge under the refund id, with its status and replayed, and asks for the fault', async () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    let sentFault: string | null = null;
+    const f = recordingFetch(hooksFor(t, 'drop-response'), async (_, init) => {
+      sentFault = new Headers(init?.headers).get(faultHeader);
+      return answer({ status: 'SUCCEEDED', replayed: true, refund: { id: 'r1' } });
+    });
+    await f('/demo/refund', refundRequest('rf-1'));
+    expect(sentFault).toBe('drop-response');
+    expect(t.all()).toMatchObject([
+      { n: 1, operation: refundOperation, idempotencyKey: 'rf-1', outcome: 'answered', status: 'SUCCEEDED', replayed: true, fault: 'drop-response' },
+    ]);
+  });
+
+  it("records the backend's refusal by its code", async () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    const f = recordingFetch(hooksFor(t), async () =>
+      new Response(JSON.stringify({ error: { code: 'REFUND_EXCEEDS_CHARGE', message: 'nothing remains', refundable: 0 } }), { status: 409 }),
+    );
+    const res = await f('/demo/refund', refundRequest('rf-1'));
+    expect(res.status).toBe(409);
+    expect(t.all()[0]).toMatchObject({ operation: refundOperation, outcome: 'graphql-error', httpStatus: 409, detail: 'REFUND_EXCEEDS_CHARGE' });
+  });
+
+  it("a refund id is not one of the charge's keys: the ledger and unsafe mode count charge keys only", () => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    t.add({ operation: 'ChargeCard', idempotencyKey: 'k1', sentAt: '', outcome: 'answered' });
+    t.add({ operation: refundOperation, idempotencyKey: 'rf-1', sentAt: '', outcome: 'answered' });
+    expect(t.keys()).toEqual(['k1']);
   });
 });
 

@@ -2,18 +2,25 @@
 // own requests: it records every request the page sends, for the timeline,
 // and adds the development fault header to the request that the "lose the
 // next response" switch picks. The charger's retries, keys and live status
-// are the library's; this wrapper only watches them go by.
+// are the library's; this wrapper only watches them go by. The refund
+// (refund.ts) goes through it too, to the shop's backend rather than to
+// chargeonce: its row is the refundCharge that the backend makes, under the
+// page's refund id.
 import type { ChargeStatus } from './generated/graphql';
+import { refundPath, type RefundStatus } from './refund';
 
 /** The request header that asks the development server for a fault. */
 export const faultHeader = 'X-Chargeonce-Fault';
 export const dropResponse = 'drop-response';
 
+/** The operation of a refund's row: the shop's backend is asked, and it asks chargeonce's refundCharge. */
+export const refundOperation = 'RefundCharge';
+
 export type Outcome =
   | 'pending' // sent, no answer yet
   | 'network-error' // no usable answer: the outcome is unknown
   | 'answered' // a GraphQL answer with data
-  | 'graphql-error' // a GraphQL answer with errors
+  | 'graphql-error' // a GraphQL answer with errors, or the shop's backend's refusal (it carries the API's code)
   | 'abandoned' // the page went away before the answer
   | 'unavailable' // a live status subscription that failed: the page polls instead
   | 'closed' // a live status subscription the page ended: the outcome came another way
@@ -32,7 +39,7 @@ export interface RequestRecord {
   outcome: Outcome;
   httpStatus?: number;
   /** From the answer: null when chargeStatus knows no such key. */
-  status?: ChargeStatus | null;
+  status?: ChargeStatus | RefundStatus | null;
   replayed?: boolean;
   /** From a PROCESSING answer: the type of its nextAction (REDIRECT: the shopper must authenticate). */
   nextAction?: string;
@@ -53,10 +60,12 @@ export interface TransportHooks {
 interface GraphQLBody {
   operationName?: string;
   variables?: { idempotencyKey?: unknown; checkoutSession?: unknown; input?: { checkoutSession?: unknown } };
+  /** The refund's body (refund.ts): its key is the page's refund id. */
+  refundId?: unknown;
 }
 
 interface Payload {
-  status?: ChargeStatus;
+  status?: ChargeStatus | RefundStatus;
   replayed?: boolean;
   nextAction?: { type?: string } | null;
 }
@@ -75,8 +84,10 @@ interface GraphQLAnswer {
 export function recordingFetch(hooks: TransportHooks, base: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const body = parseBody(init?.body);
-    const operation = body.operationName ?? 'unknown';
-    const key = typeof body.variables?.idempotencyKey === 'string' ? body.variables.idempotencyKey : '';
+    const refund = pathOf(input) === refundPath;
+    const operation = refund ? refundOperation : (body.operationName ?? 'unknown');
+    const rawKey = refund ? body.refundId : body.variables?.idempotencyKey;
+    const key = typeof rawKey === 'string' ? rawKey : '';
     const session = body.variables?.input?.checkoutSession ?? body.variables?.checkoutSession;
     const headers = new Headers(init?.headers);
     const fault = hooks.faultFor(operation);
@@ -103,7 +114,7 @@ export function recordingFetch(hooks: TransportHooks, base: typeof fetch = fetch
       }
       throw err;
     }
-    hooks.update(describeAnswer(rec, res.status, text));
+    hooks.update(refund ? describeShopAnswer(rec, res.status, text) : describeAnswer(rec, res.status, text));
     return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
@@ -138,6 +149,25 @@ function describeAnswer(rec: RequestRecord, httpStatus: number, text: string): R
     ...(payload ? { replayed: payload.replayed } : {}),
     ...(payload?.nextAction?.type ? { nextAction: payload.nextAction.type } : {}),
   };
+}
+
+/** A refund's answer from the shop's backend: refundCharge's payload, or {error: {code, message}}. */
+function describeShopAnswer(rec: RequestRecord, httpStatus: number, text: string): RequestRecord {
+  let answer: (Payload & { error?: { code?: string; message?: string } }) | null;
+  try {
+    answer = JSON.parse(text) as typeof answer;
+  } catch {
+    return { ...rec, outcome: 'network-error', httpStatus, detail: `HTTP ${httpStatus}: not an answer of the shop's backend` };
+  }
+  if (answer?.error) return { ...rec, outcome: 'graphql-error', httpStatus, detail: answer.error.code ?? answer.error.message ?? `HTTP ${httpStatus}` };
+  if (typeof answer?.status !== 'string') return { ...rec, outcome: 'network-error', httpStatus, detail: `HTTP ${httpStatus}: no refund in the answer` };
+  return { ...rec, outcome: 'answered', httpStatus, status: answer.status, replayed: answer.replayed };
+}
+
+/** The path a request goes to, as the page names it (relative) or in full. */
+function pathOf(input: RequestInfo | URL): string {
+  const url = input instanceof Request ? input.url : String(input);
+  return new URL(url, 'http://page.invalid').pathname;
 }
 
 function parseBody(body: BodyInit | null | undefined): GraphQLBody {

@@ -45,7 +45,7 @@ const declined: ChargeResultFragment = {
 const state = (phase: Phase, a: Attempt | null = attempt()): CheckoutState => ({ attempt: a, phase });
 const safe: RenderContext = { unsafe: false, ledger: null, keysSent: 1, responseLost: false };
 const unsafe: RenderContext = { ...safe, unsafe: true };
-const ledgerOf = (succeededCharges: number): Ledger => ({ charges: [], succeeded: succeededCharges });
+const ledgerOf = (succeededCharges: number): Ledger => ({ charges: [], succeeded: succeededCharges, refunds: [] });
 
 /** All the words of an outcome view. */
 const words = (v: OutcomeView | null) =>

@@ -4,6 +4,8 @@
 import { canPay, demoRetry, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
 import type { ChargePayload } from '@chargeonce/client';
 import type { Ledger } from './ledger';
+import type { RefundState } from './refund';
+import { refundAnnouncement } from './refund-view';
 import { cart, money } from './shop';
 
 /** What the page knows besides the state: the switches, the ledger, the timeline. */
@@ -16,6 +18,8 @@ export interface RenderContext {
   keysSent: number;
   /** Whether a response of this attempt was lost, or abandoned by a reload. */
   responseLost: boolean;
+  /** The refund of the charge, once the page offers one (refund.ts). */
+  refund?: RefundState;
 }
 
 export interface PayButtonView {
@@ -435,6 +439,9 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
         const what = failedTitles[code] ?? 'Payment declined';
         return `${what}: ${p.payload.failure?.message ?? 'nothing was charged.'}`;
       }
+      // Once a refund is asked for, it is the news: one live region says one thing at a time.
+      const refund = ctx.refund ? refundAnnouncement(ctx.refund) : null;
+      if (refund) return refund;
       const times = chargedTimes(ctx);
       return times > 1 ? `Payment received, but the card was charged ${times} times.` : 'Payment received.';
     }
