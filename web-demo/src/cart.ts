@@ -9,6 +9,7 @@
 // retry, a reload or a second attempt after a decline gets the same session
 // back. A paid cart is done: the next purchase is a new cart, with a new id.
 import type { KeyValueStorage } from '@chargeonce/client';
+import { postToBackend } from './backend';
 
 export type CheckoutSessionStatus = 'OPEN' | 'PAID' | 'EXPIRED';
 
@@ -62,36 +63,11 @@ export const checkoutSessionPath = '/demo/checkout-session';
 
 /** Asks the shop's backend for the checkout session of a cart. It never throws. */
 export async function requestCheckoutSession(req: SessionRequest, base: typeof fetch = fetch): Promise<SessionAnswer> {
-  let res: Response;
-  let text: string;
-  try {
-    res = await base(checkoutSessionPath, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: JSON.stringify(req),
-    });
-    text = await res.text();
-  } catch (err) {
-    return { error: { code: null, message: err instanceof Error ? err.message : String(err) } };
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return { error: { code: null, message: `HTTP ${res.status}: not an answer of the shop's backend` } };
-  }
-  if (!res.ok) {
-    const e = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-    return {
-      error: {
-        code: typeof e?.code === 'string' ? e.code : null,
-        message: typeof e?.message === 'string' ? e.message : `HTTP ${res.status}`,
-      },
-    };
-  }
-  const s = body as Partial<CheckoutSession> | null;
+  const answer = await postToBackend(checkoutSessionPath, req, base);
+  if (!answer.ok) return { error: answer.error };
+  const s = answer.body as Partial<CheckoutSession> | null;
   if (typeof s?.clientSecret !== 'string' || typeof s.publishableKey !== 'string' || typeof s.status !== 'string') {
-    return { error: { code: null, message: `HTTP ${res.status}: no checkout session in the answer` } };
+    return { error: { code: null, message: `HTTP ${answer.status}: no checkout session in the answer` } };
   }
   return { session: s as CheckoutSession };
 }

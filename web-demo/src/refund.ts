@@ -17,6 +17,7 @@
 //   unknown ──Refund──▶ sending (the same id); failed, or refused with some left ──Refund──▶ sending (a new id)
 //   (reload) ──▶ an open refund is sent again with its own id
 import type { KeyValueStorage } from '@chargeonce/client';
+import { postToBackend, type BackendRefusal } from './backend';
 import type { CheckoutState } from './checkout-state';
 import { retryableCodes } from './request';
 import type { Clock } from './slow';
@@ -53,43 +54,15 @@ export interface RefundPayload {
 }
 
 /** The backend's answer, or why there is none: code is null when no answer arrived. */
-export type RefundAnswer =
-  | { payload: RefundPayload }
-  | { error: { code: string | null; message: string; refundable?: number } };
+export type RefundAnswer = { payload: RefundPayload } | { error: BackendRefusal };
 
 /** Asks the shop's backend for the refund. It never throws. */
 export async function requestRefund(req: RefundRequest, base: typeof fetch = fetch): Promise<RefundAnswer> {
-  let res: Response;
-  let text: string;
-  try {
-    res = await base(refundPath, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: JSON.stringify(req),
-    });
-    text = await res.text();
-  } catch (err) {
-    return { error: { code: null, message: err instanceof Error ? err.message : String(err) } };
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return { error: { code: null, message: `HTTP ${res.status}: not an answer of the shop's backend` } };
-  }
-  if (!res.ok) {
-    const e = (body as { error?: { code?: unknown; message?: unknown; refundable?: unknown } } | null)?.error;
-    return {
-      error: {
-        code: typeof e?.code === 'string' ? e.code : null,
-        message: typeof e?.message === 'string' ? e.message : `HTTP ${res.status}`,
-        ...(typeof e?.refundable === 'number' ? { refundable: e.refundable } : {}),
-      },
-    };
-  }
-  const p = body as Partial<RefundPayload> | null;
+  const answer = await postToBackend(refundPath, req, base);
+  if (!answer.ok) return { error: answer.error };
+  const p = answer.body as Partial<RefundPayload> | null;
   if (!p || !['PROCESSING', 'SUCCEEDED', 'FAILED'].includes(p.status as string) || (p.status === 'SUCCEEDED' && !p.refund)) {
-    return { error: { code: null, message: `HTTP ${res.status}: no refund in the answer` } };
+    return { error: { code: null, message: `HTTP ${answer.status}: no refund in the answer` } };
   }
   return { payload: p as RefundPayload };
 }
