@@ -44,11 +44,14 @@ func main() {
 
 // options are the bench's flags.
 type options struct {
-	smoke      bool
-	duration   time.Duration
-	concs      []int
-	replayKeys int
-	stormSize  int
+	smoke bool
+	// inFlightConcs are the concurrencies of the slow provider's many
+	// checkouts in flight (fresh-300ms).
+	inFlightConcs []int
+	duration      time.Duration
+	concs         []int
+	replayKeys    int
+	stormSize     int
 	// scaleOut is how many instances the scale-out runs grow to.
 	scaleOut int
 	// growthKeys finished keys are stored before the growth runs, and
@@ -112,11 +115,13 @@ func parseOptions(args []string) (options, error) {
 		}
 	}
 	o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8, 32, 64}, 1000, 1000, 3
+	o.inFlightConcs = []int{256, 1024}
 	def, out := 10*time.Second, filepath.Join("bench", "results")
 	if o.smoke {
 		// Two instances are enough to keep the scale-out's round-robin from
 		// rotting, and the smoke run under a minute.
 		o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8}, 100, 200, 2
+		o.inFlightConcs = []int{64}
 		def, out = 2*time.Second, filepath.Join("bench", "results", "smoke")
 	}
 	growth, expired := 10_000_000, 1_000_000
@@ -264,6 +269,11 @@ func (b *bench) runAll(ctx context.Context) error {
 	if o.wants("slow") {
 		if err := b.slowProvider(ctx); err != nil {
 			return err
+		}
+		if primary == "instant" {
+			if err := b.manyInFlight(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	if o.wants("storm") {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The minimum SQL of one charge, as sqlc/charge_attempt.sql and
@@ -48,6 +50,26 @@ COMMIT;
 // the server's do.
 const newIDSQL = `(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid`
 
+// The bare two-commit limit: what PostgreSQL does for the least any
+// idempotent side effect must write, on this machine. A claim committed on
+// its own (it must be durable before the side effect runs), then the
+// finalize committed, on a table whose one index is its primary key: no
+// charge row, no event, no order check. Fresh keys are measured against it
+// as well as against chargeonce's own SQL.
+const (
+	twoCommitTable = `CREATE TABLE IF NOT EXISTS bench_two_commit (
+    key    text PRIMARY KEY,
+    status text NOT NULL,
+    result text
+)`
+	twoCommitScript = `
+INSERT INTO bench_two_commit (key, status) VALUES ('k-' || gen_random_uuid(), 'PROCESSING')
+ON CONFLICT (key) DO NOTHING
+RETURNING key AS claim_key \gset
+UPDATE bench_two_commit SET status = 'SUCCEEDED', result = 'ch_1' WHERE key = :claim_key::text AND status = 'PROCESSING';
+`
+)
+
 // replayLookupScript is GetChargeAttempt: the read that answers a replay.
 const replayLookupScript = `
 \set k random(1, :replay_keys)
@@ -64,7 +86,17 @@ func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
 		return err
 	}
 	vars := map[string]string{"merchant": b.merchant, "replay_keys": fmt.Sprint(replayKeys)}
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, twoCommitTable)
+	conn.Close(ctx)
+	if err != nil {
+		return fmt.Errorf("the two-commit ceiling's table: %w", err)
+	}
 	for _, s := range []struct{ name, what, script string }{
+		{"pgbench-two-commit", "pgbench: the bare two-commit limit: a claim INSERT … ON CONFLICT DO NOTHING committed, then the finalize UPDATE committed, on a table with one primary key and nothing else", twoCommitScript},
 		{"pgbench-claim-finalize", "pgbench: the claim INSERT … ON CONFLICT DO NOTHING, committed, then the finalize transaction (INSERT charge, fenced UPDATE attempt, INSERT event)", claimFinalizeScript},
 		{"pgbench-replay-lookup", "pgbench: GetChargeAttempt, the read that answers a replay", replayLookupScript},
 	} {

@@ -97,3 +97,31 @@ func ratioNames(ratios []Ratio) []string {
 	}
 	return names
 }
+
+func TestInFlightRatios_AgainstTheDelayOrTheFreshCeiling(t *testing.T) {
+	t.Parallel()
+	r := Results{Runs: []Run{
+		{Name: "fresh", Figures: []Figures{{Concurrency: 32, Throughput: 1200, P99ms: 40}}},
+		{Name: "fresh-300ms", Figures: []Figures{
+			{Concurrency: 256, Throughput: 800, P99ms: 400, PeakRSSMB: 120},
+			{Concurrency: 1024, Throughput: 900, P99ms: 700, Errors: 3, PeakRSSMB: 210},
+		}},
+	}}
+	r.computeRatios(r.concurrencies())
+	got := map[string]string{}
+	for _, q := range r.Ratios {
+		got[fmt.Sprintf("%s c=%d", q.Name, q.Concurrency)] = q.valueText() + " " + q.metText()
+	}
+	// c=256: 256 / 300 ms = 853/s is below the fresh ceiling of 1200/s.
+	require.Equal(t, "0.94 met", got["fresh-300ms: throughput / min(c / 300 ms, fresh at c=32) c=256"])
+	// c=1024: 3413/s would be above it, so 1200/s is what it could do.
+	require.Equal(t, "0.75 missed", got["fresh-300ms: throughput / min(c / 300 ms, fresh at c=32) c=1024"])
+	require.Equal(t, "0.62 met", got["fresh-300ms: p99 / (2 × 300 ms + fresh p99 at c=32) c=256"])
+	require.Equal(t, "1.09 missed", got["fresh-300ms: p99 / (2 × 300 ms + fresh p99 at c=32) c=1024"])
+	require.Equal(t, "3 missed", got["fresh-300ms: errors c=1024"])
+	require.Equal(t, "210 missed", got["fresh-300ms: server peak RSS, MB c=1024"])
+	require.Equal(t, "0 met", got["fresh-300ms: errors c=256"])
+	for _, q := range r.Ratios {
+		require.NotEqual(t, "server peak RSS, MB (the most of any run)", q.Name, "the in-flight run's RSS has its own target")
+	}
+}

@@ -34,7 +34,10 @@ type Config struct {
 	// development, default co_pk_demo: what the demo page pays with.
 	DemoPublishableKey string
 	SlowDelay          time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default cardsim.SlowDelayDefault (3s); 0 is no delay
-	DataDir            string        // DATA_DIR: where the project-local PostgreSQL lives, default .data
+	// INSTANT_DELAY: how long PROVIDER=instant takes to answer a charge,
+	// default 0: a slow provider that costs nothing else, for benchmarks.
+	InstantDelay time.Duration
+	DataDir      string // DATA_DIR: where the project-local PostgreSQL lives, default .data
 
 	// The card provider (see provider.go): PROVIDER is cardsim (the default,
 	// development only) or stripe, with STRIPE_SECRET_KEY (test mode,
@@ -188,6 +191,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		allowZero bool
 	}{
 		{&cfg.SlowDelay, "SIM_SLOW_DELAY", cardsim.SlowDelayDefault, true},
+		{&cfg.InstantDelay, "INSTANT_DELAY", 0, true},
 		{&cfg.Lease, "PROCESSING_LEASE", payment.LeaseDefault, false},
 		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", payment.ReconcileIntervalDefault, false},
 		{&cfg.RedriveWindow, "REDRIVE_WINDOW", payment.RedriveWindowDefault, false},

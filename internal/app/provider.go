@@ -135,7 +135,7 @@ func checkStripeAPIBase(base string, production bool) error {
 func NewProvider(cfg Config, providerURL string, transport http.RoundTripper, log *slog.Logger) payment.Provider {
 	switch cfg.Provider {
 	case ProviderInstant:
-		return instant.Provider{}
+		return instant.Provider{Delay: cfg.InstantDelay}
 	case ProviderStripe:
 		return stripe.New(stripe.Config{SecretKey: string(cfg.StripeSecretKey), APIBase: cfg.StripeAPIBase,
 			Timeout: providerTimeout, Transport: transport, Logger: log})

@@ -4,26 +4,51 @@
 // only). A card token of Declined is declined; any other succeeds. Its
 // charge id is derived from our provider key, so a re-send gets the same
 // charge; FindCharge knows of none, since nothing is stored, and settle
-// then sends again.
+// then sends again. With a Delay, a charge is answered after it, as a slow
+// provider would, at no other cost: what a charge holds while it waits.
 package instant
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"chargeonce/payment"
 )
 
 // Provider is the instant provider.
-type Provider struct{}
+type Provider struct {
+	// Delay is how long each charge takes (INSTANT_DELAY); zero: none.
+	Delay time.Duration
+}
 
 var _ payment.Provider = Provider{}
+
+// wait takes p's delay, or until ctx ends: then the call's outcome is
+// unknown, as a provider's that did not answer in time.
+func (p Provider) wait(ctx context.Context) error {
+	if p.Delay <= 0 {
+		return nil
+	}
+	t := time.NewTimer(p.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", payment.ErrOutcomeUnknown, ctx.Err())
+	}
+}
 
 // Declined is the card token Provider declines.
 const Declined = "pm_card_chargeDeclined"
 
 // CreateCharge implements payment.Provider.
-func (Provider) CreateCharge(_ context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+func (p Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+	if err := p.wait(ctx); err != nil {
+		return payment.ProviderCharge{}, err
+	}
 	if req.PaymentMethod == Declined {
 		return payment.ProviderCharge{FailureCode: "card_declined", FailureMessage: "The card was declined."}, nil
 	}

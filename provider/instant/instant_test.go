@@ -1,8 +1,13 @@
 package instant_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/payment"
 	"chargeonce/provider/instant"
 	"chargeonce/provider/providertest"
 )
@@ -27,4 +32,20 @@ func TestConformance(t *testing.T) {
 			},
 		}
 	})
+}
+
+func TestDelay_AnswersAfterIt_OrUnknownWhenTheCallerGivesUp(t *testing.T) {
+	t.Parallel()
+	p := instant.Provider{Delay: 200 * time.Millisecond}
+	req := providertest.Request("pm_card_visa", 1999, "USD")
+	start := time.Now()
+	pc, err := p.CreateCharge(t.Context(), req)
+	require.NoError(t, err)
+	require.True(t, pc.Succeeded)
+	require.GreaterOrEqual(t, time.Since(start), p.Delay, "answered after its delay")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	_, err = p.CreateCharge(ctx, req)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "a caller that stops waiting does not know the outcome")
 }
