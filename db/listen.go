@@ -5,14 +5,32 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// EventsChannel is the channel that the outbox's trigger (migration 00007)
-// NOTIFYs at each commit of an event, with the event's id, merchant and
-// idempotency key as JSON.
+// EventsChannel is the channel on which an instance tells the others that
+// events it wrote committed: one NOTIFY for many commits, with an
+// EventsNotice as JSON, sent after the commits rather than in them
+// (events.Notifier). Before migration 00015 the outbox's trigger sent one
+// per event, in the writing transaction, naming its attempt.
 const EventsChannel = "chargeonce_events"
+
+// EventsNotice is the payload on EventsChannel: the attempts whose events
+// the instance From committed; All, when they are too many to name, says
+// that every watcher should look.
+type EventsNotice struct {
+	From     string           `json:"from"`
+	Attempts []NoticedAttempt `json:"attempts,omitempty"`
+	All      bool             `json:"all,omitempty"`
+}
+
+// NoticedAttempt names an attempt: its merchant and idempotency key.
+type NoticedAttempt struct {
+	MerchantID     uuid.UUID `json:"merchantId"`
+	IdempotencyKey string    `json:"idempotencyKey"`
+}
 
 // APIKeysChannel is the channel that api_keys' and merchants' triggers
 // (migration 00009) NOTIFY, with an empty payload, at each commit that

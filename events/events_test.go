@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 	"chargeonce/payment"
 )
 
-func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
+func TestRelay_AWakeOrAnotherInstancesNotice_NotThePoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
@@ -33,36 +34,45 @@ func TestRelay_ANotifyWakesIt_NotThePoll(t *testing.T) {
 	require.NoError(t, err)
 	js := eventstest.New(t).JetStream(t)
 
-	// The poll is an hour: only the outbox's NOTIFY can get an event out
-	// within the test's deadline.
+	// The poll is an hour: only a wake can get an event out within the
+	// test's deadline.
 	relay := NewRelay(pool, js, RelayConfig{Poll: time.Hour})
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); relay.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	var loops sync.WaitGroup
+	loops.Go(func() { relay.Run(runCtx) })
+	// Another instance, whose commits its notifier tells this one of.
+	other := NewNotifier(pool, nil)
+	loops.Go(func() { other.Run(runCtx) })
+	t.Cleanup(func() { stop(); loops.Wait() })
 	var stream jetstream.Stream
 	require.Eventually(t, func() bool { stream, err = js.Stream(ctx, Stream); return err == nil },
 		30*time.Second, 20*time.Millisecond, "the relay creates the stream at its first pass")
 
-	e := payment.Event{ID: uuid.New(), Type: payment.EventChargeFailed, OccurredAt: time.Now().UTC(), MerchantID: m.ID,
-		IdempotencyKey: "k", AttemptID: new(uuid.New()), Amount: 100, Currency: "USD",
-		Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
-	body, err := json.Marshal(e)
-	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return writeOutbox(ctx, tx, e, body) }))
+	for i, wake := range []func(payment.Event){
+		func(payment.Event) { relay.Wake() }, // committed on the relay's own instance
+		func(e payment.Event) { other.Committed([]payment.Event{e}) },
+	} {
+		e := payment.Event{ID: uuid.New(), Type: payment.EventChargeFailed, OccurredAt: time.Now().UTC(), MerchantID: m.ID,
+			IdempotencyKey: fmt.Sprint("k", i), AttemptID: new(uuid.New()), Amount: 100, Currency: "USD",
+			Failure: &payment.EventFailure{Code: "card_declined", Message: "declined"}}
+		body, err := json.Marshal(e)
+		require.NoError(t, err)
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return writeOutbox(ctx, tx, e, body) }))
+		wake(e)
 
-	require.Eventually(t, func() bool {
-		info, err := stream.Info(ctx)
-		return err == nil && info.State.Msgs == 1
-	}, 30*time.Second, 10*time.Millisecond, "the NOTIFY woke the relay")
-	msg, err := stream.GetLastMsgForSubject(ctx, "chargeonce.charge.failed")
-	require.NoError(t, err)
-	require.Equal(t, e.ID.String(), msg.Header.Get(jetstream.MsgIDHeader))
-	require.JSONEq(t, string(body), string(msg.Data), "the body is published as the outbox holds it")
-	require.Eventually(t, func() bool {
-		n, err := CountUnsent(ctx, pool)
-		return err == nil && n == 0
-	}, 30*time.Second, 10*time.Millisecond, "the relay marked the event sent")
+		require.Eventually(t, func() bool {
+			info, err := stream.Info(ctx)
+			return err == nil && info.State.Msgs == uint64(i+1)
+		}, 30*time.Second, 10*time.Millisecond, "the wake got the event out")
+		msg, err := stream.GetLastMsgForSubject(ctx, "chargeonce.charge.failed")
+		require.NoError(t, err)
+		require.Equal(t, e.ID.String(), msg.Header.Get(jetstream.MsgIDHeader))
+		require.JSONEq(t, string(body), string(msg.Data), "the body is published as the outbox holds it")
+		require.Eventually(t, func() bool {
+			n, err := CountUnsent(ctx, pool)
+			return err == nil && n == 0
+		}, 30*time.Second, 10*time.Millisecond, "the relay marked the event sent")
+	}
 }
 
 // Under load the relay lets events gather after each batch, so that a

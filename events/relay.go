@@ -69,9 +69,11 @@ func (c RelayConfig) withDefaults() RelayConfig {
 // the outbox without publishing an event twice, and a relay that dies
 // before its commit leaves the events unsent, to be published again (the
 // stream's duplicate window, then the consumers' deduplication, absorb the
-// repeat). A NOTIFY on each outbox insert wakes it within milliseconds; a
+// repeat). Wake, right after an event commits on this instance, and a
+// notice from another instance (Notifier) wake it within milliseconds; a
 // poll is the fallback.
 type Relay struct {
+	wake   chan struct{}
 	pool   *pgxpool.Pool
 	store  *store
 	js     jetstream.JetStream
@@ -83,17 +85,20 @@ type Relay struct {
 // NewRelay returns a relay from pool's outbox to js.
 func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) *Relay {
 	cfg = cfg.withDefaults()
-	return &Relay{pool: pool, store: newStore(pool), js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
+	return &Relay{wake: make(chan struct{}, 1), pool: pool, store: newStore(pool), js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
 }
 
-// Run relays until ctx ends: at once, whenever a NOTIFY says an event was
-// written, and every Poll; after a batch it lets the next events gather
-// for Gather, and while the broker or the database is away it tries again
-// with a growing wait, up to MaxBackoff.
+// Wake has the relay look at once: an event committed. It never blocks; a
+// wake already pending covers this one.
+func (r *Relay) Wake() { loop.Signal(r.wake) }
+
+// Run relays until ctx ends: at once, whenever Wake or another instance's
+// notice says an event was written, and every Poll; after a batch it lets
+// the next events gather for Gather, and while the broker or the database
+// is away it tries again with a growing wait, up to MaxBackoff.
 func (r *Relay) Run(ctx context.Context) {
-	wake := make(chan struct{}, 1)
-	go listen(ctx, r.pool, r.log, wake)
-	loop.Runner{Name: "relay", Interval: r.cfg.Poll, Wake: wake, Logger: r.log,
+	go listen(ctx, r.pool, r.log, r.wake)
+	loop.Runner{Name: "relay", Interval: r.cfg.Poll, Wake: r.wake, Logger: r.log,
 		Backoff: loop.Backoff{Min: 100 * time.Millisecond, Max: r.cfg.MaxBackoff},
 		Outage:  func(err error) bool { return errors.Is(err, errNoBroker) || db.IsUnavailable(err) },
 	}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
@@ -102,7 +107,7 @@ func (r *Relay) Run(ctx context.Context) {
 			return loop.Next{}, fmt.Errorf("events wait in the outbox: %w", err)
 		}
 		if sent > 0 {
-			// Let the next events gather; their NOTIFYs wait in wake.
+			// Let the next events gather; their wakes wait in wake.
 			return loop.Next{Rest: r.cfg.Gather}, nil
 		}
 		return loop.Next{}, nil

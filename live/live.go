@@ -1,8 +1,9 @@
 // Package live tells a checkout when its charge attempt changes: the
-// chargeUpdated subscription's watchers. One connection per instance
-// LISTENs to the notification that each finalization sends at its commit
-// (db.EventsChannel), and wakes the watchers of that merchant's key, which
-// read the attempt again; each watcher also reads it every PollInterval,
+// chargeUpdated subscription's watchers. A finalization on this instance
+// pokes the watchers of its merchant's key at once (Poke, from the
+// events.Notifier), and one connection per instance LISTENs to the other
+// instances' notices of theirs (db.EventsChannel); a poked watcher reads the
+// attempt again. Each watcher also reads it every PollInterval,
 // and all of them once the LISTEN connection is back after an outage, so
 // that no lost notification leaves a client waiting. The connections that
 // carry subscriptions (websockets, event streams) are the GraphQL layer's.
@@ -37,6 +38,9 @@ type Config struct {
 	// ReconnectMin and ReconnectMax bound the wait before the LISTEN
 	// connection is opened again; the wait doubles after each failure.
 	ReconnectMin, ReconnectMax time.Duration // defaults db.ReconnectMinDefault, db.ReconnectMaxDefault
+	// Self is this instance's id in its own notices (events.Notifier.ID):
+	// the Hub skips them, as Poke told it already.
+	Self string
 
 	Logger  *slog.Logger     // default: discard
 	Metrics *metrics.Metrics // default: instruments nobody scrapes
@@ -240,22 +244,38 @@ func (h *Hub) Watchers() int {
 	return h.count
 }
 
-// notice is the payload of a notification on db.EventsChannel.
-type notice struct {
-	MerchantID     uuid.UUID `json:"merchantId"`
-	IdempotencyKey string    `json:"idempotencyKey"`
-}
-
-// notified wakes the watchers of the attempt that payload names.
+// notified wakes the watchers of the attempts that a notice on
+// db.EventsChannel names, or all of them for a notice that names too many;
+// this instance's own notices are skipped. A payload of the per-event
+// trigger that migration 00015 removed (one attempt, during a rolling
+// deploy) is still understood.
 func (h *Hub) notified(payload string) {
-	var n notice
+	var n struct {
+		db.EventsNotice
+		db.NoticedAttempt
+	}
 	if err := json.Unmarshal([]byte(payload), &n); err != nil {
 		h.log.Warn("live status: a notification that names no attempt", "err", err)
 		return
 	}
+	switch {
+	case n.From != "" && n.From == h.cfg.Self:
+	case n.All:
+		h.wakeAll()
+	case n.From == "":
+		h.Poke(n.NoticedAttempt)
+	default:
+		for _, a := range n.Attempts {
+			h.Poke(a)
+		}
+	}
+}
+
+// Poke wakes the watchers of attempt a: its events just committed.
+func (h *Hub) Poke(a db.NoticedAttempt) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for w := range h.watchers[watchKey{merchant: n.MerchantID, key: n.IdempotencyKey}] {
+	for w := range h.watchers[watchKey{merchant: a.MerchantID, key: a.IdempotencyKey}] {
 		w.poke()
 	}
 }

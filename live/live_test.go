@@ -14,6 +14,7 @@ import (
 	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
+	"chargeonce/events"
 	"chargeonce/merchant"
 	"chargeonce/payment"
 	simprovider "chargeonce/provider/cardsim"
@@ -33,18 +34,28 @@ type bundle struct {
 	svc      *payment.Service
 	merchant payment.Merchant
 	clock    *clock
+	provider payment.Provider
+	notifier *events.Notifier
 }
 
+// setup's service stands for another instance: its commits reach the hub
+// by its notifier's NOTIFY, as they would from elsewhere.
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t, cardsimtest.Schema)
 	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
 	t.Cleanup(sim.Close)
 	c := &clock{now: time.Now()}
-	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{Now: c.Now})
+	notifier := events.NewNotifier(pool, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); notifier.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	provider := simprovider.New(sim.URL, 5*time.Second, nil)
+	svc := payment.NewService(pool, provider, payment.Config{Now: c.Now, EventsCommitted: notifier.Committed})
 	m, err := merchant.New(pool, true).EnsureDevelopmentKey(context.Background(), "demo", "demo-key", merchant.KeySecret)
 	require.NoError(t, err)
-	return &bundle{pool: pool, svc: svc, merchant: m, clock: c}
+	return &bundle{pool: pool, svc: svc, merchant: m, clock: c, provider: provider, notifier: notifier}
 }
 
 // clock is a clock that moves only when told to.
@@ -188,6 +199,24 @@ func TestHub_FinalizedElsewhere_NotificationWakesTheWatcher(t *testing.T) {
 	require.Eventually(t, func() bool { return h.Watchers() == 0 }, watchWithin, 10*time.Millisecond, "a final state ends the watcher")
 }
 
+func TestHub_FinalizedHere_PokedInProcess(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// The hub of the instance that commits: never Run, so it LISTENs to
+	// nothing and does not poll; only its notifier's in-process poke can
+	// tell the watcher.
+	h := newHub(b, Config{PollInterval: noPoll, Self: b.notifier.ID})
+	b.notifier.OnCommit(h.Poke)
+	b.processing(t, "k")
+	states, err := h.Watch(context.Background(), b.merchant, "k")
+	require.NoError(t, err)
+	first, _ := next(t, states)
+	require.Equal(t, payment.StatusProcessing, first.Status)
+
+	b.reconcile(t)
+	requireStates(t, states, payment.StatusSucceeded)
+}
+
 func TestHub_AlreadyFinal_OneStateThenClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -230,9 +259,9 @@ func TestHub_UnknownOrOtherMerchantsKey_IsNotFound(t *testing.T) {
 func TestHub_MissedNotification_PollFindsTheChange(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	// No notification at all: only the poll can tell the watcher.
-	_, err := b.pool.Exec(context.Background(), `DROP TRIGGER charge_events_notify ON charge_events`)
-	require.NoError(t, err)
+	// An instance that tells nobody of its commits (it died before its
+	// notice went out): only the poll can tell the watcher.
+	b.svc = payment.NewService(b.pool, b.provider, payment.Config{Now: b.clock.Now})
 	h := startHub(t, b, Config{PollInterval: 100 * time.Millisecond})
 	b.processing(t, "k")
 	states, err := h.Watch(context.Background(), b.merchant, "k")

@@ -65,6 +65,11 @@ type Config struct {
 	Fault   func(FaultPoint)
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics // default: instruments nobody scrapes
+	// EventsCommitted is told, right after a transaction commits, of the
+	// outbox events it wrote: how the relay and the live status hear of
+	// them without a NOTIFY in the writing transaction. It must not block.
+	// nil: nobody is told; the relay's poll finds the events.
+	EventsCommitted func([]Event)
 }
 
 // Defaults of Config, the one place they are written.

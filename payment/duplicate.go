@@ -29,7 +29,7 @@ func duplicateRefundKey(c uuid.UUID) string { return "chargeonce_duplicate_" + c
 // (their refund due now) and their charge.duplicate_refunded events, in
 // the caller's transaction, and returns the charges it recorded: a
 // duplicate recorded already, by another reader, is skipped.
-func recordDuplicates(ctx context.Context, q *sqlc.Queries, a Attempt, duplicates []string, now time.Time) ([]Charge, error) {
+func recordDuplicates(ctx context.Context, q *txQueries, a Attempt, duplicates []string, now time.Time) ([]Charge, error) {
 	var recorded []Charge
 	for _, id := range duplicates {
 		row, err := q.InsertDuplicateCharge(ctx, sqlc.InsertDuplicateChargeParams{

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"chargeonce/db"
 	"chargeonce/sqlc"
@@ -97,8 +96,7 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 // names theirs.
 func (s *store) recordLate(ctx context.Context, a Attempt, pc ProviderCharge, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
 	var done Attempt
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err = s.inTx(ctx, func(q *txQueries) error {
 		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
 			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
 			Description: optional(a.Input.Description), ProviderChargeID: pc.ID,

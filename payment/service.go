@@ -26,7 +26,9 @@ type Service struct {
 // NewService returns a Service on pool that charges through provider.
 func NewService(pool *pgxpool.Pool, provider Provider, cfg Config) *Service {
 	cfg = cfg.withDefaults()
-	return &Service{store: newStore(pool), provider: instrument(provider, cfg.Metrics), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
+	st := newStore(pool)
+	st.committed = cfg.EventsCommitted
+	return &Service{store: st, provider: instrument(provider, cfg.Metrics), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
 		finished: newFinishedCache(cfg.ResultCacheSize, cfg.Metrics)}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
@@ -18,10 +19,36 @@ import (
 type store struct {
 	pool *pgxpool.Pool
 	q    *sqlc.Queries
+	// committed is told of the outbox events of each transaction once it
+	// commits (Config.EventsCommitted); nil: nobody is.
+	committed func([]Event)
 }
 
 func newStore(pool *pgxpool.Pool) *store {
 	return &store{pool: pool, q: sqlc.New(pool)}
+}
+
+// txQueries are the queries of one transaction, with the outbox events it
+// wrote (insertEvent).
+type txQueries struct {
+	*sqlc.Queries
+	events []Event
+}
+
+// inTx runs fn in a transaction, and once it commits tells s.committed of
+// the events fn wrote: the events' own wake-up, in place of a NOTIFY in
+// the writing transaction (whose commit would take PostgreSQL's one lock
+// on the notification queue, and so serialize every commit of an event).
+func (s *store) inTx(ctx context.Context, fn func(q *txQueries) error) error {
+	var q *txQueries
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q = &txQueries{Queries: s.q.WithTx(tx)}
+		return fn(q)
+	})
+	if err == nil && len(q.events) > 0 && s.committed != nil {
+		s.committed(q.events)
+	}
+	return err
 }
 
 // Constraints the store tells apart, by the names the migrations give them.

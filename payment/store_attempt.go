@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"chargeonce/db"
 	"chargeonce/sqlc"
@@ -130,8 +129,7 @@ func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreated
 // when the event occurred.
 func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, now, expiresAt time.Time) (_ Attempt, duplicates []Charge, _ error) {
 	var done Attempt
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *txQueries) error {
 		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
 			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
 			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: pc.ID,
@@ -192,8 +190,7 @@ type lateWatch struct{ first, until time.Time }
 // watched for a late charge.
 func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time, watch lateWatch) (Attempt, error) {
 	var done Attempt
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *txQueries) error {
 		row, err := q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
 			FailureCode: f.Code, FailureMessage: f.Message, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
 		})
@@ -231,8 +228,7 @@ func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt t
 // charge.requires_action in the same transaction.
 func (s *store) await(ctx context.Context, a Attempt, url string, now, nextCheck time.Time, window time.Duration) (waiting Attempt, began bool, err error) {
 	began = a.ActionSince.IsZero()
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err = s.inTx(ctx, func(q *txQueries) error {
 		row, err := q.AwaitChargeAttemptAction(ctx, sqlc.AwaitChargeAttemptActionParams{
 			NextActionURL: url, Now: now, NextCheck: nextCheck, ID: a.ID, Attempt: a.Number,
 		})
@@ -268,10 +264,11 @@ func (s *store) takeActionCheck(ctx context.Context, a Attempt, now, checkedBefo
 	return attemptFromRow(row), err == nil, err
 }
 
-// insertEvent writes e to the outbox, in the caller's transaction. A
+// insertEvent writes e to the outbox, in the caller's transaction, which
+// announces it once it commits (inTx). A
 // session's event is the session's (its row names no attempt), an
 // attempt's the attempt's.
-func insertEvent(ctx context.Context, q *sqlc.Queries, e Event) error {
+func insertEvent(ctx context.Context, q *txQueries, e Event) error {
 	body, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -283,7 +280,11 @@ func insertEvent(ctx context.Context, q *sqlc.Queries, e Event) error {
 	if e.Type == EventSessionPaid || e.Type == EventSessionExpired {
 		p.AttemptID, p.CheckoutSessionID = nil, &e.CheckoutSession.ID
 	}
-	return q.InsertChargeEvent(ctx, p)
+	if err := q.InsertChargeEvent(ctx, p); err != nil {
+		return err
+	}
+	q.events = append(q.events, e)
+	return nil
 }
 
 // rekey replaces a's provider key with newKey, fenced on a's attempt number

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"chargeonce/db"
 	"chargeonce/sqlc"
@@ -27,8 +26,7 @@ import (
 // same transaction, behind which charges_refunds_check holds.
 func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (claim, error) {
 	var c claim
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *txQueries) error {
 		charge, err := q.LockChargeForRefund(ctx, sqlc.LockChargeForRefundParams{ID: a.RefundOf, MerchantID: a.MerchantID})
 		if isNotFound(err) {
 			return &Error{Code: ECHARGENOTFOUND, Field: "input.chargeId",
@@ -46,7 +44,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			Message: fmt.Sprintf("the refund exceeds what remains refundable of the charge (%d); nothing was refunded", remaining)}
 		if amount == 0 {
 			// Nothing remains: unless the key was used already, refused.
-			stored, err := storedAttempt(ctx, q, a.MerchantID, a.IdempotencyKey)
+			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, a.IdempotencyKey)
 			if isNotFound(err) {
 				return exceeds
 			}
@@ -62,7 +60,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		if isNotFound(err) {
 			// The key is taken: the insert waited for whoever took it, so a
 			// new statement sees the stored attempt.
-			stored, err := storedAttempt(ctx, q, a.MerchantID, a.IdempotencyKey)
+			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, a.IdempotencyKey)
 			if err != nil {
 				return err
 			}
@@ -96,8 +94,7 @@ var errRollback = errors.New("rolled back: nothing to change")
 // now is when the event occurred.
 func (s *store) succeedRefund(ctx context.Context, a Attempt, providerRefundID string, now, expiresAt time.Time) (Attempt, error) {
 	var done Attempt
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *txQueries) error {
 		r, err := q.InsertRefund(ctx, sqlc.InsertRefundParams{
 			ID: newID(), MerchantID: a.MerchantID, ChargeID: a.RefundOf, Amount: a.Input.Amount, Currency: a.Input.Currency,
 			Reason: optional(a.Input.Description), ProviderRefundID: providerRefundID,
@@ -208,8 +205,7 @@ func (s *store) processingRefunds(ctx context.Context, limit int) ([]ProcessingR
 // refund.failed written, in one transaction, once; reversed is false when
 // it was already.
 func (s *store) reverseRefund(ctx context.Context, a Attempt, f Failure, now time.Time) (done Attempt, reversed bool, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err = s.inTx(ctx, func(q *txQueries) error {
 		r, err := q.ReverseRefund(ctx, sqlc.ReverseRefundParams{FailureCode: f.Code, FailureMessage: f.Message, Now: now, ID: a.Refund.ID})
 		if isNotFound(err) {
 			return errRollback

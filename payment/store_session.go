@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"chargeonce/db"
 	"chargeonce/sqlc"
@@ -24,8 +23,7 @@ const constraintSessionOrder = "checkout_sessions_open_order_idx"
 func (s *store) createSession(ctx context.Context, sess CheckoutSession, now time.Time) (CheckoutSession, bool, error) {
 	var created CheckoutSession
 	inserted := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *txQueries) error {
 		if sess.Input.OrderID != "" {
 			if _, err := expireSessionsTx(ctx, q, now, sess.MerchantID, sess.Input.OrderID, 10); err != nil {
 				return err
@@ -92,15 +90,15 @@ func (s *store) sessionHasLiveAttempt(ctx context.Context, id uuid.UUID) (bool, 
 // transaction.
 func (s *store) expireSessions(ctx context.Context, now time.Time, merchantID uuid.UUID, orderID string, limit int) (int, error) {
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(q *txQueries) error {
 		var err error
-		n, err = expireSessionsTx(ctx, s.q.WithTx(tx), now, merchantID, orderID, limit)
+		n, err = expireSessionsTx(ctx, q, now, merchantID, orderID, limit)
 		return err
 	})
 	return n, interpretError(err)
 }
 
-func expireSessionsTx(ctx context.Context, q *sqlc.Queries, now time.Time, merchantID uuid.UUID, orderID string, limit int) (int, error) {
+func expireSessionsTx(ctx context.Context, q *txQueries, now time.Time, merchantID uuid.UUID, orderID string, limit int) (int, error) {
 	p := sqlc.ExpireCheckoutSessionsParams{Now: now, MaxSessions: int32(limit)}
 	if orderID != "" {
 		p.MerchantID, p.OrderID = &merchantID, &orderID

@@ -46,6 +46,10 @@ type App struct {
 	payments  *payment.Service
 	// live tells chargeUpdated subscribers when an attempt changes.
 	live *live.Hub
+	// notifier tells the relay and the live status of committed events;
+	// relay publishes the outbox.
+	notifier *events.Notifier
+	relay    *events.Relay
 	// streams are the websockets and event streams that carry them.
 	streams *graph.Streams
 	// simulator is the simulated card provider's API under /provider/, in
@@ -93,7 +97,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 			return nil, fmt.Errorf("create the demo merchant's DEMO_PUBLISHABLE_KEY: %w", err)
 		}
 	}
-	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics)
+	// The relay and the live status hear of committed events from the
+	// notifier, in process here and by one coalesced NOTIFY elsewhere.
+	a.notifier = events.NewNotifier(pool, log)
+	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics, a.notifier.Committed)
 	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log)
 	if a.broker, err = OpenBroker(ctx, cfg, log); err != nil {
 		closeDB()
@@ -112,7 +119,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		return nil, err
 	}
 	a.metrics.WatchOutbox(func(ctx context.Context) (int, error) { return events.CountUnsent(ctx, pool) })
-	a.live = live.NewHub(pool, a.payments, live.Config{PollInterval: cfg.LivePollInterval, Logger: log, Metrics: a.metrics})
+	a.live = live.NewHub(pool, a.payments, live.Config{PollInterval: cfg.LivePollInterval, Logger: log, Metrics: a.metrics, Self: a.notifier.ID})
+	a.notifier.OnCommit(a.live.Poke)
+	a.relay = events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
+		Replicas: cfg.NATSReplicas, Logger: log, Fault: cfg.Fault,
+		Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
+	})
+	a.notifier.OnCommit(func(db.NoticedAttempt) { a.relay.Wake() })
 	a.streams = &graph.Streams{}
 	a.metrics.WatchStuck(a.payments.CountStuck)
 	a.metrics.WatchWaiting(a.payments.CountWaiting)
@@ -136,12 +149,8 @@ func (a *App) StartLoops() (stop func()) {
 	loops.Go(func() { a.live.Run(ctx) })
 	loops.Go(func() { a.merchants.Run(ctx) })
 	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
-	loops.Go(func() {
-		events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
-			Replicas: a.cfg.NATSReplicas, Logger: a.log, Fault: a.cfg.Fault,
-			Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
-		}).Run(ctx)
-	})
+	loops.Go(func() { a.notifier.Run(ctx) })
+	loops.Go(func() { a.relay.Run(ctx) })
 	loops.Go(func() { a.webhooks.Run(ctx) })
 	loops.Go(func() {
 		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
@@ -159,11 +168,14 @@ func (a *App) CloseStreams() {
 }
 
 // NewPaymentService builds the payment service of cfg on pool, charging
-// through provider.
-func NewPaymentService(cfg Config, pool *pgxpool.Pool, provider payment.Provider, log *slog.Logger, m *metrics.Metrics) *payment.Service {
+// through provider;
+// committed is told of the events each transaction commits
+// (payment.Config.EventsCommitted); nil where nothing waits for them.
+func NewPaymentService(cfg Config, pool *pgxpool.Pool, provider payment.Provider, log *slog.Logger, m *metrics.Metrics, committed func([]payment.Event)) *payment.Service {
 	pc := cfg.PaymentConfig()
 	pc.Logger = log
 	pc.Metrics = m
+	pc.EventsCommitted = committed
 	return payment.NewService(pool, provider, pc)
 }
 

@@ -45,7 +45,7 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 			return err
 		}
 		defer closeDB()
-		stuck, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard()).StuckAttempts(ctx, 1000)
+		stuck, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).StuckAttempts(ctx, 1000)
 		if err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 			return err
 		}
 		defer closeDB()
-		svc := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard())
+		svc := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil)
 		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
 		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 		return err
@@ -321,7 +321,7 @@ func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log 
 		return err
 	}
 	defer closeDB()
-	refunds, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard()).ProcessingRefunds(ctx, 1000)
+	refunds, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).ProcessingRefunds(ctx, 1000)
 	if err != nil {
 		return err
 	}
