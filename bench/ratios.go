@@ -154,12 +154,25 @@ func (r *Results) inFlightRatios() {
 	if fresh == nil || inFlight == nil {
 		return
 	}
-	for _, f := range inFlight.Figures {
-		ideal := min(float64(f.Concurrency)/inFlightDelay.Seconds(), fresh.Throughput)
-		r.addRatio("fresh-300ms: throughput / min(c / 300 ms, fresh at c=32)", f.Concurrency, f.Throughput/ideal, inFlightThroughputTarget, 2)
-		r.addRatio("fresh-300ms: p99 / (2 × 300 ms + fresh p99 at c=32)", f.Concurrency, f.P99ms/(2*ms(inFlightDelay)+fresh.P99ms), inFlightP99Target, 2)
-		r.addRatio("fresh-300ms: errors", f.Concurrency, float64(f.Errors), inFlightErrorsTarget, 0)
-		r.addRatio("fresh-300ms: server peak RSS, MB", f.Concurrency, f.PeakRSSMB, inFlightRSSTarget, 0)
+	// Each figure's rows together, by concurrency, as the tables group them.
+	for _, q := range []struct {
+		name     string
+		value    func(Figures) float64
+		target   target
+		decimals int
+	}{
+		{"fresh-300ms: throughput / min(c / 300 ms, fresh at c=32)", func(f Figures) float64 {
+			return f.Throughput / min(float64(f.Concurrency)/inFlightDelay.Seconds(), fresh.Throughput)
+		}, inFlightThroughputTarget, 2},
+		{"fresh-300ms: p99 / (2 × 300 ms + fresh p99 at c=32)", func(f Figures) float64 {
+			return f.P99ms / (2*ms(inFlightDelay) + fresh.P99ms)
+		}, inFlightP99Target, 2},
+		{"fresh-300ms: errors", func(f Figures) float64 { return float64(f.Errors) }, inFlightErrorsTarget, 0},
+		{"fresh-300ms: server peak RSS, MB", func(f Figures) float64 { return f.PeakRSSMB }, inFlightRSSTarget, 0},
+	} {
+		for _, f := range inFlight.Figures {
+			r.addRatio(q.name, f.Concurrency, q.value(f), q.target, q.decimals)
+		}
 	}
 }
 
