@@ -1,32 +1,18 @@
 // Accessibility and layout of the demo checkout in real headless Chromium:
 // the skip link, the switches' names, the fold on a desktop screen, and what
 // sits together on a phone.
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { chromiumArgs, chromiumPath } from './env';
-import { accessible, box, expectFinal, expectLedgerPanel, focused } from './page';
+import { accessible, box, eachDemoPage, expectFinal, expectLedgerPanel, focused } from './page';
 
 const baseURL = inject('baseURL');
 const skip = inject('skipReason');
 
 describe.skipIf(skip !== '')('demo checkout accessibility in Chromium', () => {
-  let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
-
-  beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs });
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext({ baseURL });
-    page = await context.newPage();
-    await page.goto('/');
-  });
-  afterEach(async () => {
-    await context?.close();
+  eachDemoPage((d) => {
+    page = d.page;
   });
 
   it('skip link: the first Tab shows it above the header, not over it, and it moves the focus to the checkout', async () => {

@@ -2,10 +2,9 @@
 // server and PostgreSQL (see global-setup.ts). Each scenario asserts on the
 // card provider's ledger, read from the simulator's API by the test itself,
 // not only on what the page says.
-import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
-import { chargeStatus, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline } from './page';
+import type { Page, Request } from 'playwright-core';
+import { describe, expect, inject, it } from 'vitest';
+import { chargeStatus, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline } from './page';
 
 /** The demo merchant's secret key in development: the page must never hold it. */
 const secretKey = 'demo-key';
@@ -22,27 +21,12 @@ function chargeCardsOf(requests: Request[]): { key: string; session: string }[] 
   });
 }
 
-const baseURL = inject('baseURL');
 const skip = inject('skipReason');
 
 describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
-  let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
-
-  beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs });
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext({ baseURL });
-    page = await context.newPage();
-    await page.goto('/');
-  });
-  afterEach(async () => {
-    await context?.close();
+  eachDemoPage((d) => {
+    page = d.page;
   });
 
   it('happy path, from the keyboard: pays once, and the focus moves to the outcome', async () => {

@@ -2,8 +2,9 @@
 // key, the timeline rows, the provider's ledger (its charges and refunds),
 // the requests the page sent, focus, boxes, and the accessibility tree as
 // Chromium computes it.
-import type { BrowserContext, Page } from 'playwright-core';
-import { expect, inject } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from 'vitest';
+import { chromiumArgs, chromiumPath } from './env';
 
 const baseURL = inject('baseURL');
 
@@ -203,4 +204,36 @@ export async function describeRun(sent: readonly Sent[], charges: readonly Provi
     return `${op} ×${ends.length}${ends.length ? ` (${ends.join(', ')})` : ''}`;
   });
   return `${requests.join('; ')}; provider: ${charges.map((c) => c.status).join(', ') || 'no charge'} (${charged(charges)} charged)`;
+}
+
+/** The browser, context and page of one test of the demo (eachDemoPage). */
+export interface DemoPage {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+}
+
+/**
+ * Registers, in the describe block it is called in, one Chromium for the
+ * block and, for each test, a fresh context and page on the demo page, which
+ * set receives before the test runs.
+ */
+export function eachDemoPage(set: (d: DemoPage) => void): void {
+  let browser: Browser;
+  let context: BrowserContext | undefined;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    context = await browser.newContext({ baseURL });
+    const page = await context.newPage();
+    await page.goto('/');
+    set({ browser, context, page });
+  });
+  afterEach(async () => {
+    await context?.close();
+  });
 }

@@ -4,12 +4,10 @@
 // it paid, under one refund id. Each scenario asserts on the card
 // provider's refunds and on chargeonce's record of the charge, read by the
 // test itself, not only on what the page says.
-import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
-import { accessible, chargeRefunds, expectFinal, expectLedgerPanel, focused, ledger, refunds, storedKey, timeline, type Row } from './page';
+import type { Page, Request } from 'playwright-core';
+import { describe, expect, inject, it } from 'vitest';
+import { accessible, chargeRefunds, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, refunds, type Row, storedKey, timeline } from './page';
 
-const baseURL = inject('baseURL');
 const skip = inject('skipReason');
 
 /** The refund rows of the page's timeline. */
@@ -42,23 +40,9 @@ async function expectOneRefund(key: string, providerChargeId: string) {
 }
 
 describe.skipIf(skip !== '')('the ledger refund in Chromium', () => {
-  let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
-
-  beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs });
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext({ baseURL });
-    page = await context.newPage();
-    await page.goto('/');
-  });
-  afterEach(async () => {
-    await context?.close();
+  eachDemoPage((d) => {
+    page = d.page;
   });
 
   it('response lost after the refund: a retry with the same refund id gets it back (replayed), and the card is refunded once', async () => {
