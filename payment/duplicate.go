@@ -87,15 +87,10 @@ func (s *Service) refundDuplicate(ctx context.Context, log *slog.Logger, c sqlc.
 	if err != nil {
 		return err
 	}
-	r, err := s.RefundCharge(ctx, m, duplicateRefundKey(c.ID), RefundInput{ChargeID: c.ID,
-		Reason: "the provider charged twice for one attempt"})
-	if err != nil && ErrorCode(err) != EREFUNDEXCEEDS {
+	if err := s.refundOwed(ctx, log, m, duplicateRefundKey(c.ID), c.ID, "the provider charged twice for one attempt"); err != nil {
 		return err
 	}
-	// The refund is claimed (or the charge refunded already): the
-	// reconciler finishes it like any other.
-	log.InfoContext(ctx, "duplicate charge: its refund is claimed", "refund_status", r.Status)
-	return s.store.q.EndDuplicateRefundDue(ctx, c.ID)
+	return s.store.endDuplicateRefundDue(ctx, c.ID)
 }
 
 // takeDueDuplicates takes up to limit duplicates whose refund is due at
@@ -103,4 +98,9 @@ func (s *Service) refundDuplicate(ctx context.Context, log *slog.Logger, c sqlc.
 func (s *store) takeDueDuplicates(ctx context.Context, now time.Time, limit int) ([]sqlc.Charge, error) {
 	rows, err := s.q.TakeDueDuplicateRefunds(ctx, sqlc.TakeDueDuplicateRefundsParams{Now: now, MaxCharges: int32(limit)})
 	return rows, interpretError(err)
+}
+
+// endDuplicateRefundDue records that duplicate id's refund is claimed.
+func (s *store) endDuplicateRefundDue(ctx context.Context, id uuid.UUID) error {
+	return interpretError(s.q.EndDuplicateRefundDue(ctx, id))
 }

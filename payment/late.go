@@ -78,15 +78,25 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 				"provider_charge_id", pc.ID, "charge_id", a.LateChargeID, "provider_key", a.ProviderKey)
 		}
 	}
-	r, err := s.RefundCharge(ctx, m, lateRefundKey(a), RefundInput{ChargeID: a.LateChargeID,
-		Reason: "charged after the attempt failed as provider_unavailable"})
+	if err := s.refundOwed(ctx, log.With("charge_id", a.LateChargeID), m, lateRefundKey(a), a.LateChargeID,
+		"charged after the attempt failed as provider_unavailable"); err != nil {
+		return err
+	}
+	return s.store.endLateWatch(ctx, a.ID)
+}
+
+// refundOwed claims the whole refund of charge, which chargeonce owes the
+// shopper (a late or a duplicate charge), under key, the one refund key
+// that every instance and pass uses for it. A charge refunded already
+// (REFUND_EXCEEDS_CHARGE) owes nothing more; a claimed refund is finished
+// by the reconciler like any other.
+func (s *Service) refundOwed(ctx context.Context, log *slog.Logger, m Merchant, key string, charge uuid.UUID, reason string) error {
+	r, err := s.RefundCharge(ctx, m, key, RefundInput{ChargeID: charge, Reason: reason})
 	if err != nil && ErrorCode(err) != EREFUNDEXCEEDS {
 		return err
 	}
-	// The refund is claimed (or the charge refunded already): the
-	// reconciler finishes it like any other.
-	log.InfoContext(ctx, "late charge: its refund is claimed", "charge_id", a.LateChargeID, "refund_status", r.Status)
-	return s.store.endLateWatch(ctx, a.ID)
+	log.InfoContext(ctx, "refund owed: claimed", "refund_key", key, "refund_status", r.Status)
+	return nil
 }
 
 // recordLate records the late charge pc of failed attempt a as a charge

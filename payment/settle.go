@@ -60,6 +60,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		return open("the provider lookup failed", err)
 	}
 	reason := "the provider has the " + string(a.Kind)
+	age := s.cfg.Now().Sub(a.CreatedAt)
 	switch {
 	case pc != nil && pc.pending:
 		return waitingForProvider, s.pend(ctx, a)
@@ -83,14 +84,13 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		// It waited for the shopper: it is never sent again, whatever the
 		// provider says now. Ask again at the next pass.
 		return open("the provider does not find the payment that waited for authentication", nil)
-	case a.Kind == KindRefund && s.cfg.Now().Sub(a.CreatedAt) >= s.cfg.RedriveWindow &&
-		s.cfg.Now().Sub(a.CreatedAt) < s.cfg.RedriveWindow+s.cfg.LateChargeWatch:
+	case a.Kind == KindRefund && age >= s.cfg.RedriveWindow && age < s.cfg.RedriveWindow+s.cfg.LateChargeWatch:
 		// A refund is not given up on while a send may still land at the
 		// provider: failing it would give its amount back, and a second
 		// refund of that amount could then refund it twice. It is only read
 		// from now on, as a pending one is, until the watch ends.
 		return waitingForProvider, s.pend(ctx, a)
-	case s.cfg.Now().Sub(a.CreatedAt) >= s.cfg.RedriveWindow:
+	case age >= s.cfg.RedriveWindow:
 		reason = "the provider never saw the " + string(a.Kind) + " and the redrive window has passed"
 		if by == byReconciler {
 			s.metrics.ReconcilerGiveUps.Inc()
