@@ -58,9 +58,17 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 		})
 	switch {
 	case errors.Is(err, errFenced):
+		done, err = s.store.get(writeCtx, m.ID, a.IdempotencyKey)
+		if err == nil && recordedBy(done, a, pc) {
+			// A recording of ours committed, and only its reply was lost
+			// (a plain charge's recording is one statement, committed on
+			// its own): this request made the charge.
+			log.InfoContext(ctx, "the provider's answer was recorded by an earlier try of this request", "provider_id", pc.ID)
+			return s.fresh(done)
+		}
 		// Someone else finalized the attempt first; theirs is the stored answer.
 		log.InfoContext(ctx, "attempt was finalized by another holder; answering with the stored result")
-		if done, err = s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
+		if err == nil {
 			return s.replay(done)
 		}
 		fallthrough
@@ -74,6 +82,14 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 	s.cfg.Fault(FaultAfterFinalize)
 	log.InfoContext(ctx, string(a.Kind)+" attempt finalized", "status", done.Status, "provider_id", pc.ID)
 	return s.fresh(done)
+}
+
+// recordedBy reports whether stored is held attempt a as finalized with
+// the provider's charge pc: still under a's attempt number (nobody took it
+// over), with pc's charge.
+func recordedBy(stored, a Attempt, pc answer) bool {
+	return pc.Succeeded && stored.Number == a.Number && stored.Kind == KindCharge &&
+		stored.Charge != nil && stored.Charge.ProviderChargeID == pc.ID
 }
 
 // providerRequest is the charge request for attempt a. It must be the same

@@ -124,54 +124,72 @@ func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreated
 }
 
 // succeed records the charge pc, finalizes the attempt and writes its
-// charge.succeeded event to the outbox in one transaction, fenced on a's
-// attempt number, with pc's duplicates, if any, which it returns; now is
-// when the event occurred.
+// charge.succeeded event to the outbox, fenced on a's attempt number, with
+// pc's duplicates, if any, which it returns; now is when the event
+// occurred, and when the charge was recorded. A plain charge is one
+// statement (RecordChargeSucceeded), committed on its own: one round trip
+// where a transaction of its three writes took five. Duplicates and a
+// checkout session to mark paid join it in one transaction.
 func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, now, expiresAt time.Time) (_ Attempt, duplicates []Charge, _ error) {
+	// PostgreSQL keeps microseconds: the first answer says what a replay
+	// will read back.
+	now = now.Truncate(time.Microsecond)
+	chargeID := newID()
+	paid := a
+	paid.Charge = chargeOf(a, &chargeID, pc.ID, &now)
+	ev := eventOf(paid, now)
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return Attempt{}, nil, err
+	}
+	record := func(q *sqlc.Queries) (Attempt, error) {
+		row, err := q.RecordChargeSucceeded(ctx, sqlc.RecordChargeSucceededParams{
+			ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
+			ProviderChargeID: pc.ID, EventID: ev.ID, EventBody: body,
+		})
+		if kind, constraint := db.Classify(err); isNotFound(err) || kind == db.UniqueViolation && constraint == constraintProviderChargeID {
+			// Finalized or taken over by someone else; or this provider
+			// charge is recorded already: the provider key is the
+			// attempt's, so whoever recorded it finalized the attempt.
+			// Either way nothing was written: the record's owner writes it.
+			return Attempt{}, errFenced
+		}
+		if err != nil {
+			return Attempt{}, err
+		}
+		done := attemptFromRow(sqlc.ChargeAttempt(row))
+		done.Charge = paid.Charge
+		return done, nil
+	}
 	var done Attempt
-	err := s.inTx(ctx, func(q *txQueries) error {
-		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
-			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: pc.ID,
+	if len(pc.Duplicates) == 0 && a.Input.CheckoutSessionID == uuid.Nil {
+		done, err = record(s.q)
+		if err == nil && s.committed != nil {
+			s.committed([]Event{ev})
+		}
+	} else {
+		err = s.inTx(ctx, func(q *txQueries) error {
+			if done, err = record(q.Queries); err != nil {
+				return err
+			}
+			q.events = append(q.events, ev)
+			if duplicates, err = recordDuplicates(ctx, q, done, pc.Duplicates, now); err != nil {
+				return err
+			}
+			if done.Input.CheckoutSessionID == uuid.Nil {
+				return nil
+			}
+			// The session is paid in the same transaction as its charge.
+			sess, err := q.PayCheckoutSession(ctx, sqlc.PayCheckoutSessionParams{ChargeID: &chargeID, Now: now, ID: done.Input.CheckoutSessionID})
+			if isNotFound(err) {
+				return nil // paid already; a session has one live attempt, so by this charge
+			}
+			if err != nil {
+				return err
+			}
+			return insertEvent(ctx, q, sessionEventOf(EventSessionPaid, sessionFromRow(sess), &done, now))
 		})
-		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
-			// This provider charge is recorded already: the provider key is
-			// the attempt's, so whoever recorded it finalized the attempt.
-			return errFenced
-		}
-		if err != nil {
-			return err
-		}
-		row, err := q.SucceedChargeAttempt(ctx, sqlc.SucceedChargeAttemptParams{
-			ChargeID: &c.ID, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number,
-		})
-		if isNotFound(err) {
-			return errFenced // rolls the charge back: the record's owner writes it
-		}
-		if err != nil {
-			return err
-		}
-		done = attemptFromRow(row)
-		done.Charge = chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt)
-		if err := insertEvent(ctx, q, eventOf(done, now)); err != nil {
-			return err
-		}
-		if duplicates, err = recordDuplicates(ctx, q, done, pc.Duplicates, now); err != nil {
-			return err
-		}
-		if done.Input.CheckoutSessionID == uuid.Nil {
-			return nil
-		}
-		// The session is paid in the same transaction as its charge.
-		sess, err := q.PayCheckoutSession(ctx, sqlc.PayCheckoutSessionParams{ChargeID: &c.ID, Now: now, ID: done.Input.CheckoutSessionID})
-		if isNotFound(err) {
-			return nil // paid already; a session has one live attempt, so by this charge
-		}
-		if err != nil {
-			return err
-		}
-		return insertEvent(ctx, q, sessionEventOf(EventSessionPaid, sessionFromRow(sess), &done, now))
-	})
+	}
 	if errors.Is(err, errFenced) {
 		return Attempt{}, nil, errFenced
 	}

@@ -92,26 +92,49 @@ LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.id = @id;
 
 -- name: InsertCharge :one
--- Records money that moved. Runs in the same transaction as
--- SucceedChargeAttempt, so a charge never exists without its attempt's result.
+-- Records money that moved (a late charge, in the transaction that records
+-- it on its attempt), so a charge never exists without its attempt's result.
 INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
 VALUES (@id, @merchant_id, @amount, @currency, @order_id, @description, @provider_charge_id)
 RETURNING *;
 
--- name: SucceedChargeAttempt :one
--- Finalizes an attempt as SUCCEEDED. Fenced on the attempt number the caller
--- was given: a holder that lost the attempt to someone else updates nothing.
-UPDATE charge_attempts
-SET status = 'SUCCEEDED',
-    charge_id = @charge_id,
-    completed_at = now(),
-    expires_at = sqlc.arg(expires_at)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
-RETURNING *;
+-- name: RecordChargeSucceeded :one
+-- Finalizes an attempt as SUCCEEDED with its charge and its
+-- charge.succeeded event, in one statement and one round trip: the fenced
+-- update, then the charge row and the outbox event, which are written only
+-- when the update found the attempt. Fenced on the attempt number the
+-- caller was given: a holder that lost the attempt to someone else writes
+-- nothing, and no row comes back. A provider charge recorded already is a
+-- unique violation on charges_provider_charge_id_unique, which writes
+-- nothing either. The charge and the attempt's completion take the
+-- caller's clock, the time the event's body names.
+WITH done AS (
+    UPDATE charge_attempts
+    SET status = 'SUCCEEDED',
+        charge_id = sqlc.arg(charge_id)::uuid,
+        completed_at = sqlc.arg(now)::timestamptz,
+        expires_at = sqlc.arg(expires_at)::timestamptz
+    WHERE charge_attempts.id = sqlc.arg(id)::uuid AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.attempt = sqlc.arg(attempt)::integer
+    RETURNING *
+),
+charge AS (
+    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at)
+    SELECT sqlc.arg(charge_id)::uuid, done.merchant_id, done.amount, done.currency, done.order_id,
+           done.description, sqlc.arg(provider_charge_id)::text, sqlc.arg(now)::timestamptz
+    FROM done
+),
+event AS (
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+    SELECT sqlc.arg(event_id)::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
+           sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz
+    FROM done
+)
+SELECT * FROM done;
 
 -- name: FailChargeAttempt :one
 -- Finalizes an attempt as FAILED with the provider's definitive reason.
--- Fenced like SucceedChargeAttempt.
+-- Fenced like RecordChargeSucceeded.
 UPDATE charge_attempts
 SET status = 'FAILED',
     failure_code = sqlc.arg(failure_code)::text,

@@ -313,7 +313,7 @@ type FailChargeAttemptParams struct {
 }
 
 // Finalizes an attempt as FAILED with the provider's definitive reason.
-// Fenced like SucceedChargeAttempt.
+// Fenced like RecordChargeSucceeded.
 func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, failChargeAttempt,
 		arg.FailureCode,
@@ -525,8 +525,8 @@ type InsertChargeParams struct {
 	ProviderChargeID string
 }
 
-// Records money that moved. Runs in the same transaction as
-// SucceedChargeAttempt, so a charge never exists without its attempt's result.
+// Records money that moved (a late charge, in the transaction that records
+// it on its attempt), so a charge never exists without its attempt's result.
 func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Charge, error) {
 	row := q.db.QueryRow(ctx, insertCharge,
 		arg.ID,
@@ -676,6 +676,132 @@ func (q *Queries) OrderIsPaid(ctx context.Context, arg OrderIsPaidParams) (bool,
 	return exists, err
 }
 
+const recordChargeSucceeded = `-- name: RecordChargeSucceeded :one
+WITH done AS (
+    UPDATE charge_attempts
+    SET status = 'SUCCEEDED',
+        charge_id = $1::uuid,
+        completed_at = $2::timestamptz,
+        expires_at = $3::timestamptz
+    WHERE charge_attempts.id = $4::uuid AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.attempt = $5::integer
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+),
+charge AS (
+    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at)
+    SELECT $1::uuid, done.merchant_id, done.amount, done.currency, done.order_id,
+           done.description, $6::text, $2::timestamptz
+    FROM done
+),
+event AS (
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+    SELECT $7::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
+           $8::jsonb, $2::timestamptz
+    FROM done
+)
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id FROM done
+`
+
+type RecordChargeSucceededParams struct {
+	ChargeID         uuid.UUID
+	Now              time.Time
+	ExpiresAt        time.Time
+	ID               uuid.UUID
+	Attempt          int32
+	ProviderChargeID string
+	EventID          uuid.UUID
+	EventBody        []byte
+}
+
+type RecordChargeSucceededRow struct {
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	Fingerprint       []byte
+	Status            string
+	ProviderKey       string
+	Amount            int64
+	Currency          string
+	PaymentMethod     *string
+	OrderID           *string
+	Description       *string
+	ChargeID          *uuid.UUID
+	FailureCode       *string
+	FailureMessage    *string
+	Attempt           int32
+	CreatedAt         time.Time
+	CompletedAt       *time.Time
+	ExpiresAt         time.Time
+	LockedUntil       time.Time
+	CheckoutSessionID *uuid.UUID
+	ReturnURL         *string
+	NextActionURL     *string
+	ActionSince       *time.Time
+	ActionCheckedAt   *time.Time
+	Kind              string
+	RefundID          *uuid.UUID
+	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
+}
+
+// Finalizes an attempt as SUCCEEDED with its charge and its
+// charge.succeeded event, in one statement and one round trip: the fenced
+// update, then the charge row and the outbox event, which are written only
+// when the update found the attempt. Fenced on the attempt number the
+// caller was given: a holder that lost the attempt to someone else writes
+// nothing, and no row comes back. A provider charge recorded already is a
+// unique violation on charges_provider_charge_id_unique, which writes
+// nothing either. The charge and the attempt's completion take the
+// caller's clock, the time the event's body names.
+func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSucceededParams) (RecordChargeSucceededRow, error) {
+	row := q.db.QueryRow(ctx, recordChargeSucceeded,
+		arg.ChargeID,
+		arg.Now,
+		arg.ExpiresAt,
+		arg.ID,
+		arg.Attempt,
+		arg.ProviderChargeID,
+		arg.EventID,
+		arg.EventBody,
+	)
+	var i RecordChargeSucceededRow
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.IdempotencyKey,
+		&i.Fingerprint,
+		&i.Status,
+		&i.ProviderKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.OrderID,
+		&i.Description,
+		&i.ChargeID,
+		&i.FailureCode,
+		&i.FailureMessage,
+		&i.Attempt,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.LockedUntil,
+		&i.CheckoutSessionID,
+		&i.ReturnURL,
+		&i.NextActionURL,
+		&i.ActionSince,
+		&i.ActionCheckedAt,
+		&i.Kind,
+		&i.RefundID,
+		&i.PendingSince,
+		&i.LateCheckAt,
+		&i.LateWatchUntil,
+		&i.LateChargeID,
+	)
+	return i, err
+}
+
 const rekeyChargeAttempt = `-- name: RekeyChargeAttempt :one
 UPDATE charge_attempts
 SET provider_key = $1::text
@@ -759,68 +885,6 @@ type ReleaseChargeAttemptParams struct {
 func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) error {
 	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Attempt)
 	return err
-}
-
-const succeedChargeAttempt = `-- name: SucceedChargeAttempt :one
-UPDATE charge_attempts
-SET status = 'SUCCEEDED',
-    charge_id = $1,
-    completed_at = now(),
-    expires_at = $2::timestamptz
-WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
-`
-
-type SucceedChargeAttemptParams struct {
-	ChargeID  *uuid.UUID
-	ExpiresAt time.Time
-	ID        uuid.UUID
-	Attempt   int32
-}
-
-// Finalizes an attempt as SUCCEEDED. Fenced on the attempt number the caller
-// was given: a holder that lost the attempt to someone else updates nothing.
-func (q *Queries) SucceedChargeAttempt(ctx context.Context, arg SucceedChargeAttemptParams) (ChargeAttempt, error) {
-	row := q.db.QueryRow(ctx, succeedChargeAttempt,
-		arg.ChargeID,
-		arg.ExpiresAt,
-		arg.ID,
-		arg.Attempt,
-	)
-	var i ChargeAttempt
-	err := row.Scan(
-		&i.ID,
-		&i.MerchantID,
-		&i.IdempotencyKey,
-		&i.Fingerprint,
-		&i.Status,
-		&i.ProviderKey,
-		&i.Amount,
-		&i.Currency,
-		&i.PaymentMethod,
-		&i.OrderID,
-		&i.Description,
-		&i.ChargeID,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.Attempt,
-		&i.CreatedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.LockedUntil,
-		&i.CheckoutSessionID,
-		&i.ReturnURL,
-		&i.NextActionURL,
-		&i.ActionSince,
-		&i.ActionCheckedAt,
-		&i.Kind,
-		&i.RefundID,
-		&i.PendingSince,
-		&i.LateCheckAt,
-		&i.LateWatchUntil,
-		&i.LateChargeID,
-	)
-	return i, err
 }
 
 const takeActionCheck = `-- name: TakeActionCheck :one

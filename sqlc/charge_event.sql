@@ -1,7 +1,9 @@
 -- name: InsertChargeEvent :exec
 -- The outbox write. Runs in the transaction that finalizes the attempt, after
 -- the fenced update succeeded, so an event exists exactly when the change
--- committed; its trigger NOTIFYs chargeonce_events at commit.
+-- committed (RecordChargeSucceeded writes a charge.succeeded with its
+-- update, in the same statement). Nothing notifies at commit: the writer
+-- tells its own instance's relay once it has (events.Notifier).
 -- A session's event has no attempt_id and names its checkout_session_id.
 INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at)
 VALUES (@id, @type, @merchant_id, @idempotency_key, sqlc.narg(attempt_id), sqlc.narg(checkout_session_id), @body, @occurred_at);

@@ -67,7 +67,9 @@ type InsertChargeEventParams struct {
 
 // The outbox write. Runs in the transaction that finalizes the attempt, after
 // the fenced update succeeded, so an event exists exactly when the change
-// committed; its trigger NOTIFYs chargeonce_events at commit.
+// committed (RecordChargeSucceeded writes a charge.succeeded with its
+// update, in the same statement). Nothing notifies at commit: the writer
+// tells its own instance's relay once it has (events.Notifier).
 // A session's event has no attempt_id and names its checkout_session_id.
 func (q *Queries) InsertChargeEvent(ctx context.Context, arg InsertChargeEventParams) error {
 	_, err := q.db.Exec(ctx, insertChargeEvent,

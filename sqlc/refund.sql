@@ -49,7 +49,7 @@ RETURNING *;
 
 -- name: SucceedRefundAttempt :one
 -- Finalizes a refund attempt as SUCCEEDED with its refund. Fenced on the
--- attempt number, like SucceedChargeAttempt.
+-- attempt number, like RecordChargeSucceeded.
 UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     refund_id = @refund_id,

@@ -533,7 +533,7 @@ type SucceedRefundAttemptParams struct {
 }
 
 // Finalizes a refund attempt as SUCCEEDED with its refund. Fenced on the
-// attempt number, like SucceedChargeAttempt.
+// attempt number, like RecordChargeSucceeded.
 func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, succeedRefundAttempt,
 		arg.RefundID,

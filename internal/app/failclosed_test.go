@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,10 +66,11 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce(t *testing.T) {
 }
 
 // TestChargeCard_RecordingCutOff_IsWrittenAgain cuts the connection that
-// records a provider's answer (the charge's INSERT, inside the finalizing
-// transaction, which dies with it): the request writes the answer again on a
-// new connection and answers SUCCEEDED itself, rather than leaving the
-// attempt to the reconciler.
+// records a provider's answer (RecordChargeSucceeded, one statement that
+// commits on its own) once it has committed, before the request hears so:
+// the request tries the recording again on a new connection, finds it
+// written, and answers SUCCEEDED itself from what was stored, rather than
+// leaving the attempt to the reconciler; one charge row, one event.
 func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
@@ -77,7 +79,7 @@ func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
 	pool := dbtest.Open(t, dbURL)
 
 	key := newKey()
-	proxy.cutInsertReply(2) // the claim, the simulator's own charge, then ours
+	proxy.cutInsertReply(2) // the claim, the simulator's own charge, then the recording
 	p := s.chargeCard(t, "demo-key", key, visa(1999)).Data.ChargeCard
 	require.Equal(t, int32(1), proxy.cuts.Load(), "the recording was cut")
 	require.Equal(t, "SUCCEEDED", p.Status)
@@ -86,6 +88,10 @@ func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
 	var recorded int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM charges").Scan(&recorded))
 	require.Equal(t, 1, recorded)
+	var events int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM charge_events WHERE idempotency_key = $1 AND type = 'charge.succeeded'", key).Scan(&events))
+	require.Equal(t, 1, events)
 	require.Contains(t, s.logText(), "could not record the provider's answer yet; retrying")
 }
 
@@ -97,7 +103,8 @@ func jsonBody(t *testing.T, v any) io.Reader {
 }
 
 // pgProxy forwards TCP between chargeonce and PostgreSQL and, when armed,
-// cuts the connection that carries a chosen successful INSERT once
+// cuts the connection that carries a chosen successful INSERT (or marked
+// statement: the claim, the recording) once
 // PostgreSQL is done with it (its ReadyForQuery), before the client hears
 // that it completed. Outside a transaction the INSERT has then committed and
 // only its reply is lost; inside one, the transaction dies with the
@@ -109,7 +116,7 @@ type pgProxy struct {
 
 	mu     sync.Mutex
 	armed  bool
-	toPass int // INSERTs still to let through before the cut
+	toPass int // INSERTs and marked statements still to let through before the cut
 }
 
 func startPGProxy(t *testing.T, dbURL string) *pgProxy {
@@ -139,8 +146,8 @@ func startPGProxy(t *testing.T, dbURL string) *pgProxy {
 	return p
 }
 
-// cutInsertReply cuts the reply of the INSERT (or the claim) that comes
-// after pass others.
+// cutInsertReply cuts the reply of the INSERT (or the claim, or the
+// recording) that comes after pass others.
 func (p *pgProxy) cutInsertReply(pass int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -171,10 +178,11 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 	closeBoth := sync.OnceFunc(func() { client.Close(); server.Close() })
 	defer closeBoth()
 	go func() { <-done; closeBoth() }()
-	// The claim inserts in a WITH clause, so PostgreSQL completes it as a
-	// SELECT: the client's side says which completion is the claim's.
-	var claimNext atomic.Bool
-	go func() { forwardNotingClaims(server, client, &claimNext); closeBoth() }()
+	// The claim and the recording write in WITH clauses, so PostgreSQL
+	// completes them as a SELECT: the client's side says which completion
+	// is theirs.
+	var markedNext atomic.Bool
+	go func() { forwardNotingMarked(server, client, &markedNext); closeBoth() }()
 	r := bufio.NewReader(server)
 	var held []byte // the completion of an INSERT, while its commit is awaited
 	for {
@@ -183,10 +191,10 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 			return
 		}
 		if msg[0] == 'E' {
-			claimNext.Store(false) // the claim failed: no completion is its
+			markedNext.Store(false) // the statement failed: no completion is its
 		}
 		switch {
-		case held == nil && msg[0] == 'C' && (strings.HasPrefix(string(msg[5:]), "INSERT 0 1") || claimNext.Swap(false)) && p.cutThis():
+		case held == nil && msg[0] == 'C' && (strings.HasPrefix(string(msg[5:]), "INSERT 0 1") || markedNext.Swap(false)) && p.cutThis():
 			held = msg
 			continue
 		case held != nil && msg[0] == 'Z':
@@ -201,15 +209,20 @@ func (p *pgProxy) serve(client net.Conn, done <-chan struct{}) {
 	}
 }
 
-// claimMarker is in the text of the claim's statement (ClaimChargeAttempt).
-const claimMarker = "WITH claimed AS"
+// markers are in the texts of the statements that write in WITH clauses:
+// the claim (ClaimChargeAttempt) and the recording (RecordChargeSucceeded).
+var markers = []string{"WITH claimed AS", "WITH done AS"}
 
-// forwardNotingClaims copies the client's messages to the server, and sets
-// claimNext when one runs the claim, whose completion is then the next the
-// server sends on the connection (pgx waits for a reply before it sends
-// more). It knows the claim by its text in a Parse or a simple Query, and
-// by the name of the statement it was prepared as in a Bind.
-func forwardNotingClaims(server io.Writer, client io.Reader, claimNext *atomic.Bool) {
+func marked(query string) bool {
+	return slices.ContainsFunc(markers, func(m string) bool { return strings.Contains(query, m) })
+}
+
+// forwardNotingMarked copies the client's messages to the server, and sets
+// markedNext when one runs a marked statement, whose completion is then the
+// next the server sends on the connection (pgx waits for a reply before it
+// sends more). It knows the statement by its text in a Parse or a simple
+// Query, and by the name of the statement it was prepared as in a Bind.
+func forwardNotingMarked(server io.Writer, client io.Reader, markedNext *atomic.Bool) {
 	r := bufio.NewReader(client)
 	// The startup message has a length but no type.
 	var length [4]byte
@@ -224,7 +237,7 @@ func forwardNotingClaims(server io.Writer, client io.Reader, claimNext *atomic.B
 	if _, err := server.Write(startup); err != nil {
 		return
 	}
-	claimStatements := map[string]bool{}
+	markedStatements := map[string]bool{}
 	for {
 		msg, err := readMessage(r)
 		if err != nil {
@@ -233,16 +246,16 @@ func forwardNotingClaims(server io.Writer, client io.Reader, claimNext *atomic.B
 		fields := strings.Split(string(msg[5:]), "\x00")
 		switch msg[0] {
 		case 'P': // Parse: statement name, query
-			if len(fields) > 1 && strings.Contains(fields[1], claimMarker) {
-				claimStatements[fields[0]] = true
+			if len(fields) > 1 && marked(fields[1]) {
+				markedStatements[fields[0]] = true
 			}
 		case 'B': // Bind: portal, statement name
-			if len(fields) > 1 && claimStatements[fields[1]] {
-				claimNext.Store(true)
+			if len(fields) > 1 && markedStatements[fields[1]] {
+				markedNext.Store(true)
 			}
 		case 'Q':
-			if strings.Contains(fields[0], claimMarker) {
-				claimNext.Store(true)
+			if marked(fields[0]) {
+				markedNext.Store(true)
 			}
 		}
 		if _, err := server.Write(msg); err != nil {
