@@ -69,10 +69,16 @@ type options struct {
 	// profile takes a CPU profile of the server during each server run at
 	// profileConc, into OUT/profiles/.
 	profile bool
+	// serverBinary, when set, is the server measured instead of one built
+	// from the checkout: another build under the same harness.
+	serverBinary string
+	// latencyConcs are the loads under which the event latencies are
+	// measured.
+	latencyConcs []int
 }
 
 // runGroups are the parts of the bench that -only can select.
-var runGroups = []string{"primary", "cardsim", "slow", "storm", "scaleout", "ceilings", "growth"}
+var runGroups = []string{"primary", "cardsim", "slow", "latency", "storm", "scaleout", "ceilings", "growth"}
 
 // wants says whether the run includes the group.
 func (o options) wants(group string) bool { return len(o.only) == 0 || o.only[group] }
@@ -80,7 +86,7 @@ func (o options) wants(group string) bool { return len(o.only) == 0 || o.only[gr
 // updatesReadme says whether the run rewrites the latest run shown in
 // docs/performance.md: only a full run into bench/results does.
 func (o options) updatesReadme(r *Results) bool {
-	return !o.smoke && !o.customOut && !r.Smoke && len(o.only) == 0
+	return !o.smoke && !o.customOut && !r.Smoke && len(o.only) == 0 && o.serverBinary == ""
 }
 
 // performancePath is the performance document, from the root the bench
@@ -98,6 +104,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.growthKeys, "growth-keys", -1, "stored keys for the growth runs (default 10,000,000; smoke 0: no growth runs)")
 	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
 	only := fs.String("only", "", "comma-separated groups of runs to make, of "+strings.Join(runGroups, ", ")+" (default all; a partial run leaves docs/performance.md alone)")
+	fs.StringVar(&o.serverBinary, "server", "", "measure this chargeonce binary instead of building one from the checkout (another build under the same harness; a partial run leaves docs/performance.md alone)")
 	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -115,13 +122,13 @@ func parseOptions(args []string) (options, error) {
 		}
 	}
 	o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8, 32, 64}, 1000, 1000, 3
-	o.inFlightConcs = []int{256, 1024}
+	o.inFlightConcs, o.latencyConcs = []int{256, 1024}, latencyConcs
 	def, out := 10*time.Second, filepath.Join("bench", "results")
 	if o.smoke {
 		// Two instances are enough to keep the scale-out's round-robin from
 		// rotting, and the smoke run under a minute.
 		o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8}, 100, 200, 2
-		o.inFlightConcs = []int{64}
+		o.inFlightConcs, o.latencyConcs = []int{64}, []int{32}
 		def, out = 2*time.Second, filepath.Join("bench", "results", "smoke")
 	}
 	growth, expired := 10_000_000, 1_000_000
@@ -177,10 +184,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	b.logf("building the server")
-	b.binary = filepath.Join(b.dataDir, "chargeonce")
-	if err := proc.Build(ctx, ".", b.binary); err != nil {
-		return err
+	if opts.serverBinary != "" {
+		if b.binary, err = filepath.Abs(opts.serverBinary); err != nil {
+			return err
+		}
+		b.results.Notes = append(b.results.Notes, "The server measured is a binary given with -server, not one built from this checkout.")
+	} else {
+		b.logf("building the server")
+		b.binary = filepath.Join(b.dataDir, "chargeonce")
+		if err := proc.Build(ctx, ".", b.binary); err != nil {
+			return err
+		}
 	}
 
 	// A fresh cluster each time: growth from earlier runs would skew the
@@ -274,6 +288,11 @@ func (b *bench) runAll(ctx context.Context) error {
 			if err := b.manyInFlight(ctx); err != nil {
 				return err
 			}
+		}
+	}
+	if o.wants("latency") {
+		if err := b.eventLatencies(ctx, o.latencyConcs); err != nil {
+			return err
 		}
 	}
 	if o.wants("storm") {

@@ -127,6 +127,12 @@ func (r *Results) readmeSection() string {
 		fmt.Fprintf(&b, "\nDuplicate storm: %d concurrent requests with one key over %d instances; every client held the final result after %.0f ms.\n",
 			s.Requests, s.Instances, s.AllFinalMs)
 	}
+	if len(r.Latency) > 0 {
+		b.WriteString("\nEvent latency, from the time a charge's success is recorded with to its arrival (fresh charges, a 300 ms provider):\n\n")
+		for _, l := range r.Latency {
+			b.WriteString("- " + l.summary() + "\n")
+		}
+	}
 	if len(r.ScaleOut) > 0 {
 		b.WriteString("\nScale-out, the same load spread round-robin over more instances on this machine:\n\n")
 		for _, line := range r.scaleOutSummary() {

@@ -84,3 +84,35 @@ func TestWrite_OnlyScaleOut_NoChart(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "results.json"))
 	require.NoFileExists(t, stale, "no run by concurrency: no chart, and not an earlier one")
 }
+
+func TestEventLatency_ResultsTableAndReadmeLine(t *testing.T) {
+	t.Parallel()
+	r := Results{
+		Machine: Machine{Cores: 2},
+		Latency: []EventLatency{
+			{Load: "fresh charges, PROVIDER=instant with INSTANT_DELAY=300ms", Concurrency: 32, Throughput: 99.4, Errors: 0,
+				Stream: Percentile{Count: 1523, P50ms: 28.77, P99ms: 108.34}, Subscriber: Percentile{Count: 484, P50ms: 9.57, P99ms: 53.65}},
+			{Load: "fresh charges, PROVIDER=instant with INSTANT_DELAY=300ms", Concurrency: 256, Throughput: 651, Errors: 2,
+				Stream: Percentile{Count: 7122, P50ms: 146.19, P99ms: 402.68}, Subscriber: Percentile{Count: 382, P50ms: 68.53, P99ms: 165.25}},
+		},
+	}
+
+	md := r.markdown()
+	require.Contains(t, md, "**Event latency**, under fresh charges, PROVIDER=instant with INSTANT_DELAY=300ms, from the time")
+	require.Contains(t, md, "| 32 | 99 | 0 | 1523 | 28.77 | 108.34 | 484 | 9.57 | 53.65 |")
+	require.Contains(t, md, "| 256 | 651 | 2 | 7122 | 146.19 | 402.68 | 382 | 68.53 | 165.25 |")
+
+	s := r.readmeSection()
+	require.Contains(t, s, "- c=32 (99 charges/s): to the stream p50 28.8 ms, p99 108.3 ms; to a live-status subscriber p50 9.57 ms, p99 53.6 ms\n")
+	require.Contains(t, s, "- c=256 (651 charges/s): to the stream p50 146.2 ms")
+}
+
+func TestPercentiles_OfSamples(t *testing.T) {
+	t.Parallel()
+	xs := make([]float64, 0, 100)
+	for i := 100; i >= 1; i-- {
+		xs = append(xs, float64(i))
+	}
+	require.Equal(t, Percentile{Count: 100, P50ms: 50, P99ms: 99}, percentiles(xs))
+	require.Equal(t, Percentile{}, percentiles(nil))
+}

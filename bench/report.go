@@ -88,8 +88,11 @@ type Results struct {
 	Storm    *StormResult `json:"storm,omitempty"`
 	// ScaleOut are the scale-out runs, one per load and number of
 	// instances; apart from Runs, whose tables and chart are by concurrency.
-	ScaleOut []Run   `json:"scale_out,omitempty"`
-	Ratios   []Ratio `json:"ratios"`
+	ScaleOut []Run `json:"scale_out,omitempty"`
+	// Latency is how fast a charge's event reaches the stream and a
+	// live-status subscriber (eventLatencies).
+	Latency []EventLatency `json:"event_latency,omitempty"`
+	Ratios  []Ratio        `json:"ratios"`
 }
 
 func (r *Results) run(name string) *Run {
@@ -211,6 +214,14 @@ func (r *Results) markdown() string {
 		}
 		fmt.Fprintf(&b, "\n**Duplicate storm**: %d concurrent requests with one key over %d instances: provider charges %s (must be 1), errors %d (must be 0), PROCESSING answers asked again %d, every client held the final result after %.0f ms; peak RSS %.0f MB.\n",
 			s.Requests, s.Instances, charges, s.Errors, s.ProcessingAnswers, s.AllFinalMs, s.PeakRSSMB)
+	}
+	if len(r.Latency) > 0 {
+		fmt.Fprintf(&b, "\n**Event latency**, under %s, from the time a charge's success is recorded with (taken just before the statement that commits it) to its arrival at a consumer of the stream `CHARGES` and at a live-status subscriber (`chargeUpdated` over server-sent events):\n\n", r.Latency[0].Load)
+		b.WriteString("| concurrency | charges /s | errors | to the stream: samples | p50 ms | p99 ms | to a subscriber: samples | p50 ms | p99 ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, l := range r.Latency {
+			fmt.Fprintf(&b, "| %d | %.0f | %d | %d | %.2f | %.2f | %d | %.2f | %.2f |\n", l.Concurrency, l.Throughput, l.Errors,
+				l.Stream.Count, l.Stream.P50ms, l.Stream.P99ms, l.Subscriber.Count, l.Subscriber.P50ms, l.Subscriber.P99ms)
+		}
 	}
 	r.scaleOutMarkdown(&b)
 	return b.String()
