@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -131,6 +132,43 @@ func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testin
 	require.Equal(t, claimedByUs, c.outcome)
 	require.Equal(t, StatusProcessing, c.attempt.Status)
 	require.Nil(t, c.attempt.Charge)
+}
+
+// A fenced write reads its one row by the primary key however many
+// attempts are in flight, never by scanning the lease index (which holds
+// every attempt in flight and, until vacuum, the ones finalized since):
+// with the planner's generic plan, as the server's prepared statements
+// get it, before and after the statistics see 300 attempts in flight.
+func TestStore_FencedWrite_ReadsItsRowByThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	s := newStore(pool)
+	m, err := newMerchant(ctx, pool, "plan")
+	require.NoError(t, err)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `PREPARE fenced(uuid, integer) AS
+		UPDATE charge_attempts SET status = 'FAILED', failure_code = 'x', completed_at = now()
+		WHERE id = $1 AND status = 'PROCESSING' AND attempt = $2`)
+	require.NoError(t, err)
+	plan := func() string {
+		var p string
+		require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE fenced('00000000-0000-0000-0000-000000000000', 1)").Scan(&p))
+		return p
+	}
+	for i := range 300 {
+		_, err := s.claim(ctx, newAttempt(m, fmt.Sprint("k", i), visa(100), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+		require.NoError(t, err)
+	}
+	require.Contains(t, plan(), `"Index Name": "charge_attempts_pkey"`)
+	_, err = conn.Exec(ctx, "ANALYZE charge_attempts")
+	require.NoError(t, err)
+	require.Contains(t, plan(), `"Index Name": "charge_attempts_pkey"`, "with 300 attempts in flight")
+	require.NotContains(t, plan(), "charge_attempts_lease_idx")
 }
 
 // A key claimed by a transaction that commits while the claim waits on it

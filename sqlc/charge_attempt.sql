@@ -197,13 +197,15 @@ WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt;
 -- ended: each gets a new lease and a new attempt number, which fences off
 -- any earlier holder.
 -- SKIP LOCKED lets several reconcilers run at once without ever taking the
--- same attempt.
+-- same attempt. completed_at IS NULL (the same rows as PROCESSING) is the
+-- lease index's predicate: the scans of attempts in flight name it, the
+-- fenced writes by id do not, and so read their row by the primary key.
 UPDATE charge_attempts
 SET attempt = attempt + 1,
     locked_until = sqlc.arg(locked_until)::timestamptz
 WHERE id IN (
     SELECT id FROM charge_attempts
-    WHERE status = 'PROCESSING' AND charge_attempts.locked_until < sqlc.arg(now)::timestamptz
+    WHERE status = 'PROCESSING' AND completed_at IS NULL AND charge_attempts.locked_until < sqlc.arg(now)::timestamptz
     ORDER BY charge_attempts.locked_until
     LIMIT sqlc.arg(max_attempts)::integer
     FOR UPDATE SKIP LOCKED
@@ -227,13 +229,14 @@ RETURNING *;
 -- but for those that wait for the shopper (their own gauge): between two
 -- looks of the reconciler nobody holds them, by design.
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz AND next_action_url IS NULL AND pending_since IS NULL;
+WHERE status = 'PROCESSING' AND completed_at IS NULL AND locked_until < sqlc.arg(now)::timestamptz
+  AND next_action_url IS NULL AND pending_since IS NULL;
 
 -- name: CountWaitingChargeAttempts :one
 -- For the waiting-attempts gauge: PROCESSING attempts that wait for the
 -- shopper to authenticate.
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND next_action_url IS NOT NULL;
+WHERE status = 'PROCESSING' AND completed_at IS NULL AND next_action_url IS NOT NULL;
 
 -- name: ListStuckChargeAttempts :many
 -- For operators: stuck attempts, PROCESSING with their lease ended, oldest
@@ -241,7 +244,8 @@ WHERE status = 'PROCESSING' AND next_action_url IS NOT NULL;
 SELECT a.*, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
-WHERE a.status = 'PROCESSING' AND a.locked_until < sqlc.arg(now)::timestamptz AND a.next_action_url IS NULL AND a.pending_since IS NULL
+WHERE a.status = 'PROCESSING' AND a.completed_at IS NULL AND a.locked_until < sqlc.arg(now)::timestamptz
+  AND a.next_action_url IS NULL AND a.pending_since IS NULL
 ORDER BY a.created_at
 LIMIT sqlc.arg(max_attempts)::integer;
 

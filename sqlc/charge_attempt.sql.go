@@ -239,7 +239,8 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 
 const countStuckChargeAttempts = `-- name: CountStuckChargeAttempts :one
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND locked_until < $1::timestamptz AND next_action_url IS NULL AND pending_since IS NULL
+WHERE status = 'PROCESSING' AND completed_at IS NULL AND locked_until < $1::timestamptz
+  AND next_action_url IS NULL AND pending_since IS NULL
 `
 
 // For the stuck-attempts gauge: PROCESSING attempts whose lease has ended,
@@ -254,7 +255,7 @@ func (q *Queries) CountStuckChargeAttempts(ctx context.Context, now time.Time) (
 
 const countWaitingChargeAttempts = `-- name: CountWaitingChargeAttempts :one
 SELECT count(*) FROM charge_attempts
-WHERE status = 'PROCESSING' AND next_action_url IS NOT NULL
+WHERE status = 'PROCESSING' AND completed_at IS NULL AND next_action_url IS NOT NULL
 `
 
 // For the waiting-attempts gauge: PROCESSING attempts that wait for the
@@ -559,7 +560,8 @@ const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
 SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
-WHERE a.status = 'PROCESSING' AND a.locked_until < $1::timestamptz AND a.next_action_url IS NULL AND a.pending_since IS NULL
+WHERE a.status = 'PROCESSING' AND a.completed_at IS NULL AND a.locked_until < $1::timestamptz
+  AND a.next_action_url IS NULL AND a.pending_since IS NULL
 ORDER BY a.created_at
 LIMIT $2::integer
 `
@@ -1007,7 +1009,7 @@ SET attempt = attempt + 1,
     locked_until = $1::timestamptz
 WHERE id IN (
     SELECT id FROM charge_attempts
-    WHERE status = 'PROCESSING' AND charge_attempts.locked_until < $2::timestamptz
+    WHERE status = 'PROCESSING' AND completed_at IS NULL AND charge_attempts.locked_until < $2::timestamptz
     ORDER BY charge_attempts.locked_until
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
@@ -1025,7 +1027,9 @@ type TakeStuckChargeAttemptsParams struct {
 // ended: each gets a new lease and a new attempt number, which fences off
 // any earlier holder.
 // SKIP LOCKED lets several reconcilers run at once without ever taking the
-// same attempt.
+// same attempt. completed_at IS NULL (the same rows as PROCESSING) is the
+// lease index's predicate: the scans of attempts in flight name it, the
+// fenced writes by id do not, and so read their row by the primary key.
 func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChargeAttemptsParams) ([]ChargeAttempt, error) {
 	rows, err := q.db.Query(ctx, takeStuckChargeAttempts, arg.LockedUntil, arg.Now, arg.MaxAttempts)
 	if err != nil {

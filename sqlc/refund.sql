@@ -88,7 +88,7 @@ SELECT a.*, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
-WHERE a.kind = 'refund' AND a.status = 'PROCESSING'
+WHERE a.kind = 'refund' AND a.status = 'PROCESSING' AND a.completed_at IS NULL
 ORDER BY a.created_at
 LIMIT sqlc.arg(max_attempts)::integer;
 

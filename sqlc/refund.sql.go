@@ -236,7 +236,7 @@ SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provid
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
-WHERE a.kind = 'refund' AND a.status = 'PROCESSING'
+WHERE a.kind = 'refund' AND a.status = 'PROCESSING' AND a.completed_at IS NULL
 ORDER BY a.created_at
 LIMIT $1::integer
 `
