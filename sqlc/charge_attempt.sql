@@ -15,7 +15,11 @@
 -- attempt of it; the unique index on checkout_session_id refuses a second
 -- live attempt for the session, as the order's does.
 -- Both parts see the same snapshot, so the read never sees the row this
--- statement inserts: at most one row comes back.
+-- statement inserts: at most one row comes back. A key the snapshot shows
+-- taken is not inserted at all (the first NOT EXISTS): a replay costs an
+-- index read, where an INSERT that ends in its conflict costs about as
+-- much as the rest of the statement; a key taken after the snapshot still
+-- ends in the conflict, and in no row.
 WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
@@ -27,6 +31,10 @@ WITH claimed AS (
            sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
            sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text
     WHERE NOT EXISTS (
+        SELECT 1 FROM charge_attempts t
+        WHERE t.merchant_id = @merchant_id AND t.idempotency_key = @idempotency_key
+    )
+    AND NOT EXISTS (
         SELECT 1 FROM charges c
         WHERE c.merchant_id = @merchant_id AND c.order_id = sqlc.narg(order_id)
     )

@@ -91,6 +91,10 @@ WITH claimed AS (
            $11::timestamptz, $12::timestamptz,
            $13::uuid, $14::text
     WHERE NOT EXISTS (
+        SELECT 1 FROM charge_attempts t
+        WHERE t.merchant_id = $2 AND t.idempotency_key = $3
+    )
+    AND NOT EXISTS (
         SELECT 1 FROM charges c
         WHERE c.merchant_id = $2 AND c.order_id = $9
     )
@@ -173,7 +177,11 @@ type ClaimChargeAttemptRow struct {
 // attempt of it; the unique index on checkout_session_id refuses a second
 // live attempt for the session, as the order's does.
 // Both parts see the same snapshot, so the read never sees the row this
-// statement inserts: at most one row comes back.
+// statement inserts: at most one row comes back. A key the snapshot shows
+// taken is not inserted at all (the first NOT EXISTS): a replay costs an
+// index read, where an INSERT that ends in its conflict costs about as
+// much as the rest of the statement; a key taken after the snapshot still
+// ends in the conflict, and in no row.
 func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttemptParams) (ClaimChargeAttemptRow, error) {
 	row := q.db.QueryRow(ctx, claimChargeAttempt,
 		arg.ID,
