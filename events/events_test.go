@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/db"
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
 	"chargeonce/internal/testlog"
@@ -73,6 +75,65 @@ func TestRelay_AWakeOrAnotherInstancesNotice_NotThePoll(t *testing.T) {
 			return err == nil && n == 0
 		}, 30*time.Second, 10*time.Millisecond, "the relay marked the event sent")
 	}
+}
+
+// After a notice the Notifier lets the next commits gather, so that one
+// NOTIFY tells the other instances of all of them: three commits, the last
+// two within the gather, make two notices, the second naming both.
+func TestNotifier_CommitsWithinTheGather_ShareOneNotice(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := dbtest.NewPool(t)
+	listener, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer listener.Release()
+	_, err = listener.Exec(ctx, "LISTEN "+db.EventsChannel)
+	require.NoError(t, err)
+
+	n := NewNotifier(pool, nil)
+	n.Gather = 500 * time.Millisecond
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	committed := func(key string) {
+		n.Committed([]payment.Event{{ID: uuid.New(), MerchantID: uuid.New(), IdempotencyKey: key}})
+	}
+	next := func(within time.Duration) (db.EventsNotice, error) {
+		waitCtx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		note, err := listener.Conn().WaitForNotification(waitCtx)
+		if err != nil {
+			return db.EventsNotice{}, err
+		}
+		var notice db.EventsNotice
+		require.NoError(t, json.Unmarshal([]byte(note.Payload), &notice))
+		return notice, nil
+	}
+	keys := func(notice db.EventsNotice) []string {
+		var ks []string
+		for _, a := range notice.Attempts {
+			ks = append(ks, a.IdempotencyKey)
+		}
+		slices.Sort(ks)
+		return ks
+	}
+
+	committed("a")
+	first, err := next(5 * time.Second)
+	require.NoError(t, err)
+	require.Equal(t, n.ID, first.From)
+	require.Equal(t, []string{"a"}, keys(first))
+	sentFirst := time.Now()
+	committed("b")
+	committed("c")
+	second, err := next(5 * time.Second)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(sentFirst), 400*time.Millisecond, "the second notice waited for the gather")
+	require.Equal(t, []string{"b", "c"}, keys(second), "one notice for both commits")
+	_, err = next(time.Second)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "and no third")
 }
 
 // Under load the relay lets events gather after each batch, so that a
