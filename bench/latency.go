@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"chargeonce/events"
 	"chargeonce/internal/apiclient"
 )
 
@@ -98,11 +100,17 @@ func (b *bench) eventLatencies(ctx context.Context, concs []int) error {
 	return nil
 }
 
-// eventLatency is one load of eventLatencies, at conc.
+// eventLatency is one load of eventLatencies, at conc. The outbox is
+// drained first (the runs before may have left events that this server's
+// relay would publish now, with latencies that are not this run's), and
+// only events that occur from the run's start count.
 func (b *bench) eventLatency(ctx context.Context, srv *server, nc *nats.Conn, conc int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops reading the stream
-	stream, err := b.streamLatencies(ctx, nc)
+	if err := b.outboxDrained(ctx, time.Minute); err != nil {
+		return err
+	}
+	stream, err := b.streamLatencies(ctx, nc, time.Now())
 	if err != nil {
 		return err
 	}
@@ -133,9 +141,9 @@ func (b *bench) eventLatency(ctx context.Context, srv *server, nc *nats.Conn, co
 }
 
 // streamLatencies starts reading the charge.succeeded events that reach
-// the stream from now on, and returns what reads each one's latency so
-// far.
-func (b *bench) streamLatencies(ctx context.Context, nc *nats.Conn) (func() []float64, error) {
+// the stream from now on, and returns what reads the latency so far of
+// each one that occurred at since or later.
+func (b *bench) streamLatencies(ctx context.Context, nc *nats.Conn, since time.Time) (func() []float64, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -153,7 +161,7 @@ func (b *bench) streamLatencies(ctx context.Context, nc *nats.Conn) (func() []fl
 		var e struct {
 			OccurredAt time.Time `json:"occurredAt"`
 		}
-		if json.Unmarshal(m.Data(), &e) != nil || e.OccurredAt.IsZero() {
+		if json.Unmarshal(m.Data(), &e) != nil || e.OccurredAt.Before(since) {
 			return
 		}
 		mu.Lock()
@@ -246,6 +254,30 @@ func subscribeUntilSucceeded(ctx context.Context, client *http.Client, serverURL
 		}
 	}
 	return 0, false
+}
+
+// outboxDrained waits, up to within, until the outbox holds no unsent
+// event.
+func (b *bench) outboxDrained(ctx context.Context, within time.Duration) error {
+	pool, err := pgxpool.New(ctx, b.dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	deadline := time.Now().Add(within)
+	for {
+		n, err := events.CountUnsent(ctx, pool)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("event latency: %d events still unsent after %s", n, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // freePort is a TCP port on 127.0.0.1 that nothing listened on a moment ago.
