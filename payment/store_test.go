@@ -17,10 +17,7 @@ import (
 func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
-	s := newStore(pool)
-	m, err := newMerchant(ctx, pool, "fence")
-	require.NoError(t, err)
+	pool, s, m := storeWithMerchant(t, "fence")
 	in := ChargeInput{Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"}
 	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
@@ -71,10 +68,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
-	s := newStore(pool)
-	m, err := newMerchant(ctx, pool, "fail-event")
-	require.NoError(t, err)
+	pool, s, m := storeWithMerchant(t, "fail-event")
 	in := ChargeInput{Amount: 250, Currency: "EUR", PaymentMethod: "pm_card_declined", OrderID: "o-1"}
 	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
@@ -142,10 +136,7 @@ func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testin
 func TestStore_FencedWrite_ReadsItsRowByThePrimaryKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
-	s := newStore(pool)
-	m, err := newMerchant(ctx, pool, "plan")
-	require.NoError(t, err)
+	pool, s, m := storeWithMerchant(t, "plan")
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
@@ -213,6 +204,16 @@ func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T)
 }
 
 // newMerchant stores a merchant named name, as package merchant would.
+// storeWithMerchant is a store on a database of its own, with merchant
+// name in it.
+func storeWithMerchant(t *testing.T, name string) (*pgxpool.Pool, *store, Merchant) {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	m, err := newMerchant(context.Background(), pool, name)
+	require.NoError(t, err)
+	return pool, newStore(pool), m
+}
+
 func newMerchant(ctx context.Context, pool *pgxpool.Pool, name string) (Merchant, error) {
 	m := Merchant{ID: uuid.New(), Name: name}
 	_, err := pool.Exec(ctx, "INSERT INTO merchants (id, name) VALUES ($1, $2)", m.ID, m.Name)
