@@ -45,10 +45,17 @@ func (s *store) inTx(ctx context.Context, fn func(q *txQueries) error) error {
 		q = &txQueries{Queries: s.q.WithTx(tx)}
 		return fn(q)
 	})
-	if err == nil && len(q.events) > 0 && s.committed != nil {
-		s.committed(q.events)
+	if err == nil {
+		s.announce(q.events)
 	}
 	return err
+}
+
+// announce tells s.committed of evs, which just committed.
+func (s *store) announce(evs []Event) {
+	if len(evs) > 0 && s.committed != nil {
+		s.committed(evs)
+	}
 }
 
 // Constraints the store tells apart, by the names the migrations give them.

@@ -163,9 +163,8 @@ func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, now, 
 	}
 	var done Attempt
 	if len(pc.Duplicates) == 0 && a.Input.CheckoutSessionID == uuid.Nil {
-		done, err = record(s.q)
-		if err == nil && s.committed != nil {
-			s.committed([]Event{ev})
+		if done, err = record(s.q); err == nil {
+			s.announce([]Event{ev})
 		}
 	} else {
 		err = s.inTx(ctx, func(q *txQueries) error {
