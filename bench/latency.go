@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"chargeonce/db/localpg"
 	"chargeonce/events"
 	"chargeonce/internal/apiclient"
 )
@@ -74,7 +74,7 @@ func percentiles(ms []float64) Percentile {
 // turn, start a charge, subscribe to its live status over server-sent
 // events while it is PROCESSING, and wait for SUCCEEDED.
 func (b *bench) eventLatencies(ctx context.Context, concs []int) error {
-	port, err := freePort()
+	port, err := localpg.FreePort()
 	if err != nil {
 		return err
 	}
@@ -278,14 +278,4 @@ func (b *bench) outboxDrained(ctx context.Context, within time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// freePort is a TCP port on 127.0.0.1 that nothing listened on a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
