@@ -4,11 +4,10 @@
 // page, which resumes. Each scenario asserts on the provider's ledger and on
 // every request the pages sent, and logs both (one line per scenario).
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { repoRoot, startServer, type RunningServer } from './server';
-import { accessible, charged, describeRun, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline, watchRequests, type Sent } from './page';
+import { accessible, charged, describeRun, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline, watchRequests, type Sent } from './page';
 
 const baseURL = inject('baseURL');
 const skip = inject('skipReason');
@@ -68,22 +67,12 @@ describe.skipIf(skip !== '')('customer authentication (3-D Secure) in Chromium',
   let context: BrowserContext;
   let page: Page;
   let sent: Sent[];
-
-  beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs });
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext({ baseURL });
-    page = await context.newPage();
-    sent = watchRequests(context, page);
-    await page.goto('/');
-  });
-  afterEach(async () => {
-    await context?.close();
-  });
+  eachDemoPage(
+    (d) => {
+      ({ browser, context, page } = d);
+    },
+    { beforeGoto: (c, p) => (sent = watchRequests(c, p)) },
+  );
 
   it('complete: the page asks, the shopper authenticates at the bank, the return resumes: SUCCEEDED, one charge', async () => {
     await page.getByRole('radio', { name: card }).check();
@@ -282,14 +271,11 @@ describe.skipIf(skip !== '')('customer authentication (3-D Secure) in Chromium',
 });
 
 describe.skipIf(skip !== '')('customer authentication abandoned (a server of its own: AUTHENTICATION_WINDOW=3s)', () => {
-  let browser: Browser;
   let server: RunningServer;
-  let context: BrowserContext;
   let page: Page;
   let sent: Sent[];
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs });
     // Its own data directory, hence its own PostgreSQL: its fast reconciler
     // must not cancel or settle the attempts of the other tests' server.
     server = await startServer(
@@ -304,17 +290,13 @@ describe.skipIf(skip !== '')('customer authentication abandoned (a server of its
   });
   afterAll(async () => {
     await server?.stop();
-    await browser?.close();
   });
-  beforeEach(async () => {
-    context = await browser.newContext({ baseURL: server.url });
-    page = await context.newPage();
-    sent = watchRequests(context, page);
-    await page.goto('/');
-  });
-  afterEach(async () => {
-    await context?.close();
-  });
+  eachDemoPage(
+    (d) => {
+      page = d.page;
+    },
+    { url: () => server.url, beforeGoto: (c, p) => (sent = watchRequests(c, p)) },
+  );
 
   it('the shopper never authenticates: the payment is cancelled, FAILED authentication_abandoned, nothing charged', async () => {
     const key = await toTheBank(page, server.url);

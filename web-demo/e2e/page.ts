@@ -213,12 +213,20 @@ export interface DemoPage {
   page: Page;
 }
 
+/** What a describe block may change in eachDemoPage's set-up. */
+export interface DemoPageOptions {
+  /** The server the pages open; default the browser tests' own. */
+  url?: () => string;
+  /** Called with each test's context and page before the page opens the demo: to watch its requests, say. */
+  beforeGoto?: (context: BrowserContext, page: Page) => void;
+}
+
 /**
  * Registers, in the describe block it is called in, one Chromium for the
  * block and, for each test, a fresh context and page on the demo page, which
  * set receives before the test runs.
  */
-export function eachDemoPage(set: (d: DemoPage) => void): void {
+export function eachDemoPage(set: (d: DemoPage) => void, opts: DemoPageOptions = {}): void {
   let browser: Browser;
   let context: BrowserContext | undefined;
   beforeAll(async () => {
@@ -228,8 +236,9 @@ export function eachDemoPage(set: (d: DemoPage) => void): void {
     await browser?.close();
   });
   beforeEach(async () => {
-    context = await browser.newContext({ baseURL });
+    context = await browser.newContext({ baseURL: opts.url?.() ?? baseURL });
     const page = await context.newPage();
+    opts.beforeGoto?.(context, page);
     await page.goto('/');
     set({ browser, context, page });
   });
