@@ -130,28 +130,56 @@ func graphQLOK(r *vegeta.Result) bool {
 // attack runs a closed loop: conc workers, each sending its next request
 // when the previous one is answered, for d.
 func attack(name string, tr vegeta.Targeter, conc int, d time.Duration) Figures {
+	var t tally
+	t.attack(name, tr, conc, d)
+	return t.figures(conc)
+}
+
+// tally gathers one kind of load over one or more slices of time: its
+// latencies and errors, and its successes over the time it ran, which gives
+// its throughput whatever ran in between.
+type tally struct {
+	m         vegeta.Metrics
+	errs      int
+	successes float64
+	ran       time.Duration
+}
+
+// attack adds a closed loop of conc workers for d to the tally.
+func (t *tally) attack(name string, tr vegeta.Targeter, conc int, d time.Duration) {
 	a := vegeta.NewAttacker(
 		vegeta.Workers(uint64(conc)), vegeta.MaxWorkers(uint64(conc)),
 		vegeta.Connections(conc), vegeta.MaxConnections(conc),
 		vegeta.KeepAlive(true), vegeta.Timeout(30*time.Second),
 	)
-	var m vegeta.Metrics
-	errs := 0
+	// This slice's own metrics give its throughput as vegeta counts it:
+	// successes over the time from the first request to the last answer.
+	var slice vegeta.Metrics
 	for r := range a.Attack(tr, vegeta.Rate{}, d, name) {
 		if !graphQLOK(r) {
-			errs++
+			t.errs++
 		}
-		m.Add(r)
+		t.m.Add(r)
+		slice.Add(r)
 	}
-	m.Close()
-	return Figures{
+	slice.Close()
+	t.successes += slice.Success * float64(slice.Requests)
+	t.ran += slice.Duration + slice.Wait
+}
+
+func (t *tally) figures(conc int) Figures {
+	t.m.Close()
+	f := Figures{
 		Concurrency: conc,
-		Requests:    int(m.Requests),
-		Throughput:  m.Throughput,
-		P50ms:       ms(m.Latencies.P50),
-		P99ms:       ms(m.Latencies.P99),
-		Errors:      errs,
+		Requests:    int(t.m.Requests),
+		P50ms:       ms(t.m.Latencies.P50),
+		P99ms:       ms(t.m.Latencies.P99),
+		Errors:      t.errs,
 	}
+	if t.ran > 0 {
+		f.Throughput = t.successes / t.ran.Seconds()
+	}
+	return f
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -75,6 +75,9 @@ type options struct {
 	// latencyConcs are the loads under which the event latencies are
 	// measured.
 	latencyConcs []int
+	// turns is how many slices the interleaved runs (the replays and the
+	// trivial query) take at each concurrency.
+	turns int
 }
 
 // runGroups are the parts of the bench that -only can select.
@@ -105,6 +108,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
 	only := fs.String("only", "", "comma-separated groups of runs to make, of "+strings.Join(runGroups, ", ")+" (default all; a partial run leaves docs/performance.md alone)")
 	fs.StringVar(&o.serverBinary, "server", "", "measure this chargeonce binary instead of building one from the checkout (another build under the same harness; a partial run leaves docs/performance.md alone)")
+	fs.IntVar(&o.turns, "turns", 0, "how many turns the replays and the trivial query take at each concurrency, interleaved, a slice of the duration each (default 5, smoke 2)")
 	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -123,13 +127,13 @@ func parseOptions(args []string) (options, error) {
 	}
 	o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8, 32, 64}, 1000, 1000, 3
 	o.inFlightConcs, o.latencyConcs = []int{256, 1024}, latencyConcs
-	def, out := 10*time.Second, filepath.Join("bench", "results")
+	def, out, turns := 10*time.Second, filepath.Join("bench", "results"), 5
 	if o.smoke {
 		// Two instances are enough to keep the scale-out's round-robin from
 		// rotting, and the smoke run under a minute.
 		o.concs, o.replayKeys, o.stormSize, o.scaleOut = []int{1, 8}, 100, 200, 2
 		o.inFlightConcs, o.latencyConcs = []int{64}, []int{32}
-		def, out = 2*time.Second, filepath.Join("bench", "results", "smoke")
+		def, out, turns = 2*time.Second, filepath.Join("bench", "results", "smoke"), 2
 	}
 	growth, expired := 10_000_000, 1_000_000
 	if o.smoke {
@@ -143,6 +147,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.duration == 0 {
 		o.duration = def
+	}
+	if o.turns <= 0 {
+		o.turns = turns
 	}
 	o.customOut = o.out != ""
 	if !o.customOut {
@@ -358,13 +365,6 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 	if err != nil {
 		return "", 0, fmt.Errorf("finishing keys to replay: %w", err)
 	}
-	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage); after its first replay on the instance, a key is answered from the instance's result cache", len(keys))}
-	b.serverRuns(srv, &replay, func() vegeta.Targeter { return replayTargeter(keys, srv.URL) })
-
-	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
-	b.serverRuns(srv, &trivial, func() vegeta.Targeter { return trivialTargeter(srv.URL) })
-	srv.stop()
-
 	// The same replays where every one reads the database (one statement):
 	// what the first replay of a key on an instance costs.
 	env := b.serverEnv("uncached", primary)
@@ -374,8 +374,17 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 		return "", 0, err
 	}
 	defer uncachedSrv.stop()
+
+	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage); after its first replay on the instance, a key is answered from the instance's result cache", len(keys))}
+	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
 	uncached := Run{Name: "replay-uncached", Provider: primary, What: "as `replay` on a server with RESULT_CACHE_SIZE=0: every replay reads its attempt from the database"}
-	b.serverRuns(uncachedSrv, &uncached, func() vegeta.Targeter { return replayTargeter(keys, uncachedSrv.URL) })
+	// Interleaved, so that the replays and their ceiling are measured in the
+	// same minutes.
+	b.interleavedRuns([]leg{
+		{run: &replay, servers: []*server{srv}, targeter: func() vegeta.Targeter { return replayTargeter(keys, srv.URL) }},
+		{run: &trivial, servers: []*server{srv}, targeter: func() vegeta.Targeter { return trivialTargeter(srv.URL) }},
+		{run: &uncached, servers: []*server{uncachedSrv}, targeter: func() vegeta.Targeter { return replayTargeter(keys, uncachedSrv.URL) }},
+	}, b.opts.concs, b.opts.turns)
 	b.results.Runs = append(b.results.Runs, fresh, replay, trivial, uncached)
 	return primary, len(keys), nil
 }
@@ -389,31 +398,71 @@ func (b *bench) serverRuns(srv *server, run *Run, targeter func() vegeta.Targete
 // concRuns runs one kind of load at each of concs against servers, over
 // which the targeter spreads it, with the highest peak RSS among them.
 func (b *bench) concRuns(servers []*server, run *Run, concs []int, targeter func() vegeta.Targeter) {
+	b.interleavedRuns([]leg{{run: run, servers: servers, targeter: targeter}}, concs, 1)
+}
+
+// leg is one kind of load of an interleaved run: the run it adds figures
+// to, the servers it loads and what it sends them.
+type leg struct {
+	run      *Run
+	servers  []*server
+	targeter func() vegeta.Targeter
+}
+
+// interleavedRuns runs the legs at each of concs in turns: each leg for a
+// turns-th of the duration, then the next, turns times over. The machine's
+// speed drifts within minutes; this way a drift falls on every leg alike, so
+// that their ratios compare loads measured in the same minutes. Each leg's
+// figures are its slices together; a profile covers its first slice.
+func (b *bench) interleavedRuns(legs []leg, concs []int, turns int) {
+	slice := b.opts.duration / time.Duration(turns)
 	for _, c := range concs {
-		for _, s := range servers {
-			s.resetPeakRSS()
+		type acc struct {
+			t                tally
+			commits, walByte int64
+			measured         bool
+			peakRSS          float64
 		}
-		var profiled func()
-		if b.opts.profile && c == profileConc(concs) {
-			// The first instance stands for the others: each gets an even
-			// share of the load.
-			profiled = b.profileDuring(servers[0], fmt.Sprintf("%s-c%d", run.label(), c))
+		accs := make([]acc, len(legs))
+		for turn := range turns {
+			for i, l := range legs {
+				a := &accs[i]
+				for _, s := range l.servers {
+					s.resetPeakRSS()
+				}
+				var profiled func()
+				if b.opts.profile && turn == 0 && c == profileConc(concs) {
+					// The first instance stands for the others: each gets an
+					// even share of the load.
+					profiled = b.profileDuring(l.servers[0], fmt.Sprintf("%s-c%d", l.run.label(), c), slice)
+				}
+				before := b.dbActivity()
+				a.t.attack(l.run.label(), l.targeter(), c, slice)
+				if profiled != nil {
+					profiled()
+				}
+				if after := b.dbActivity(); before.ok && after.ok {
+					a.commits += after.commits - before.commits
+					a.walByte += after.walBytes - before.walBytes
+					a.measured = true
+				}
+				for _, s := range l.servers {
+					a.peakRSS = max(a.peakRSS, s.peakRSSMB())
+				}
+			}
 		}
-		before := b.dbActivity()
-		f := attack(run.label(), targeter(), c, b.opts.duration)
-		if profiled != nil {
-			profiled()
+		for i, l := range legs {
+			a := &accs[i]
+			f := a.t.figures(c)
+			if a.measured && f.Requests > 0 {
+				f.CommitsPerRequest = float64(a.commits) / float64(f.Requests)
+				f.WALBytesPerRequest = float64(a.walByte) / float64(f.Requests)
+			}
+			f.PeakRSSMB = a.peakRSS
+			b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  RSS %.0f MB  writes/req %.2f  WAL/req %.0f B",
+				l.run.label(), c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB, f.CommitsPerRequest, f.WALBytesPerRequest)
+			l.run.Figures = append(l.run.Figures, f)
 		}
-		if after := b.dbActivity(); before.ok && after.ok && f.Requests > 0 {
-			f.CommitsPerRequest = float64(after.commits-before.commits) / float64(f.Requests)
-			f.WALBytesPerRequest = float64(after.walBytes-before.walBytes) / float64(f.Requests)
-		}
-		for _, s := range servers {
-			f.PeakRSSMB = max(f.PeakRSSMB, s.peakRSSMB())
-		}
-		b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  RSS %.0f MB  writes/req %.2f  WAL/req %.0f B",
-			run.label(), c, f.Throughput, f.P50ms, f.P99ms, f.Errors, f.PeakRSSMB, f.CommitsPerRequest, f.WALBytesPerRequest)
-		run.Figures = append(run.Figures, f)
 	}
 }
 

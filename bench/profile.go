@@ -23,16 +23,16 @@ func profileConc(concs []int) int {
 	return best
 }
 
-// profileDuring starts a CPU profile of srv for most of one run and returns
+// profileDuring starts a CPU profile of srv for most of a run of d and returns
 // a function that waits for it and writes OUT/profiles/NAME.pprof, with
 // the top functions beside it in NAME.txt (go tool pprof -top).
-func (b *bench) profileDuring(srv *server, name string) (wait func()) {
+func (b *bench) profileDuring(srv *server, name string, d time.Duration) (wait func()) {
 	metricsURL := srv.metricsURL
 	if metricsURL == "" {
 		b.logf("profile %s: the server gave no metrics address", name)
 		return func() {}
 	}
-	seconds := max(1, int((b.opts.duration - time.Second).Seconds()))
+	seconds := max(1, int((d - time.Second).Seconds()))
 	done := make(chan error, 1)
 	dir := filepath.Join(b.opts.out, "profiles")
 	path := filepath.Join(dir, name+".pprof")
