@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"io/fs"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -52,8 +53,9 @@ func TestMigrate_FreshDatabase_CreatesNoCardsimSchema(t *testing.T) {
 	require.Contains(t, versions, int64(3), "00003 is applied, and does nothing")
 }
 
-// TestConnect_PoolSize: the pool is PoolMaxConnsDefault connections, not
-// pgx's max(4, cores), unless the URL says pool_max_conns.
+// TestConnect_PoolSize: the pool is PoolMaxConnsDefault connections for the
+// machine's cores, not pgx's max(4, cores), unless the URL says
+// pool_max_conns.
 func TestConnect_PoolSize(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -61,7 +63,7 @@ func TestConnect_PoolSize(t *testing.T) {
 	pool, err := db.Connect(ctx, url)
 	require.NoError(t, err)
 	defer pool.Close()
-	require.Equal(t, int32(db.PoolMaxConnsDefault), pool.Config().MaxConns)
+	require.Equal(t, db.PoolMaxConnsDefault(runtime.GOMAXPROCS(0)), pool.Config().MaxConns)
 
 	sep := "?"
 	if strings.Contains(url, "?") {
@@ -71,4 +73,13 @@ func TestConnect_PoolSize(t *testing.T) {
 	require.NoError(t, err)
 	defer sized.Close()
 	require.Equal(t, int32(7), sized.Config().MaxConns, "the operator's pool_max_conns wins")
+}
+
+// TestPoolMaxConnsDefault: 4 connections a core, never fewer than 8 (the
+// storm's reads need them beside the charges) nor more than 20.
+func TestPoolMaxConnsDefault(t *testing.T) {
+	t.Parallel()
+	for cores, want := range map[int]int32{1: 8, 2: 8, 3: 12, 4: 16, 5: 20, 64: 20} {
+		require.Equal(t, want, db.PoolMaxConnsDefault(cores), "%d cores", cores)
+	}
 }
