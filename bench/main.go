@@ -420,8 +420,10 @@ func (b *bench) interleavedRuns(legs []leg, concs []int, turns int) {
 		type acc struct {
 			t                tally
 			commits, walByte int64
-			measured         bool
-			peakRSS          float64
+			// unmeasured: the database's activity could not be read around
+			// one of the slices, so the leg reports none.
+			unmeasured bool
+			peakRSS    float64
 		}
 		accs := make([]acc, len(legs))
 		for turn := range turns {
@@ -444,7 +446,8 @@ func (b *bench) interleavedRuns(legs []leg, concs []int, turns int) {
 				if after := b.dbActivity(); before.ok && after.ok {
 					a.commits += after.commits - before.commits
 					a.walByte += after.walBytes - before.walBytes
-					a.measured = true
+				} else {
+					a.unmeasured = true
 				}
 				for _, s := range l.servers {
 					a.peakRSS = max(a.peakRSS, s.peakRSSMB())
@@ -454,7 +457,7 @@ func (b *bench) interleavedRuns(legs []leg, concs []int, turns int) {
 		for i, l := range legs {
 			a := &accs[i]
 			f := a.t.figures(c)
-			if a.measured && f.Requests > 0 {
+			if !a.unmeasured && f.Requests > 0 {
 				f.CommitsPerRequest = float64(a.commits) / float64(f.Requests)
 				f.WALBytesPerRequest = float64(a.walByte) / float64(f.Requests)
 			}
