@@ -61,8 +61,8 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // the same machine, 8 connections against 20 gave fresh charges with a
 // 300 ms provider at concurrency 256 about 6% more throughput and a 15%
 // lower p99, and a 1,000-request storm over two instances ended sooner
-// (bench/README.md, "The pool"). 20 keeps three instances (60) well inside
-// PostgreSQL's default max_connections (100).
+// (bench/README.md, "The pool was larger than the machine"). 20 keeps three
+// instances (60) well inside PostgreSQL's default max_connections (100).
 func PoolMaxConnsDefault(cores int) int32 {
 	return int32(min(max(4*cores, 8), 20))
 }
