@@ -138,6 +138,7 @@ const corsMaxAge = "600"
 func (e *edge) preflight(w http.ResponseWriter, r *http.Request, st *requestState) {
 	if ok, wait := e.ipLimit.Allow(st.remote); !ok {
 		status, err := e.limited("ip", wait)
+		e.refused(r.Context(), st, status, err)
 		writeError(w, status, err)
 		return
 	}
@@ -151,6 +152,7 @@ func (e *edge) preflight(w http.ResponseWriter, r *http.Request, st *requestStat
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, unavailable())
 	case !ok:
+		e.refused(r.Context(), st, http.StatusForbidden, errOriginNotRegistered)
 		writeError(w, http.StatusForbidden, errOriginNotRegistered)
 	default:
 		h.Set("Access-Control-Allow-Origin", origin)

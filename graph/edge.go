@@ -63,6 +63,7 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 		}
+		e.refused(r.Context(), st, status, err)
 		writeError(sw, status, err)
 		return
 	}
@@ -162,6 +163,14 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 		return refuseStream(st.authErr)
 	}
 	return 0, nil
+}
+
+// refused logs, at debug, why the edge refused a request: an operator
+// sets LOG_LEVEL=debug to see it. The message is the answer's own, which
+// quotes nothing the client sent.
+func (e *edge) refused(ctx context.Context, st *requestState, status int, err *RequestError) {
+	e.log.DebugContext(ctx, "request refused", "request_id", st.id, "remote", st.remote,
+		"status", status, "code", err.Code, "field", err.Field, "reason", err.Message)
 }
 
 // authenticate looks apiKey up and rations the merchant it finds (lookUp,

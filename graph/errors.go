@@ -69,7 +69,10 @@ func errorPresenter(log *slog.Logger, production bool) graphql.ErrorPresenterFun
 		var gqlErr *gqlerror.Error
 		if errors.As(err, &gqlErr) && gqlErr.Err == nil {
 			// Raised by gqlgen itself: the message is about the request.
-			return presentRequestError(ctx, presented, production)
+			presented = presentRequestError(ctx, presented, production)
+			log.DebugContext(ctx, "request refused", "request_id", RequestID(ctx), "merchant", merchantName(ctx),
+				"code", presented.Extensions["code"], "reason", presented.Message)
+			return presented
 		}
 		if errors.Is(err, context.Canceled) {
 			log.InfoContext(ctx, "request canceled by the client", "request_id", RequestID(ctx), "path", fmt.Sprint(presented.Path))
@@ -82,6 +85,16 @@ func errorPresenter(log *slog.Logger, production bool) graphql.ErrorPresenterFun
 			Extensions: map[string]any{"code": "INTERNAL_SERVER_ERROR"},
 		}
 	}
+}
+
+// merchantName names the request's merchant for a log line, "" before
+// authentication: a refusal's reason may quote an idempotency key, which
+// means something only within its merchant's scope.
+func merchantName(ctx context.Context) string {
+	if m := stateFrom(ctx).merchant; m != nil {
+		return m.Name
+	}
+	return ""
 }
 
 func presentDomain(ctx context.Context, log *slog.Logger, presented *gqlerror.Error, domain *payment.Error) *gqlerror.Error {
@@ -101,6 +114,9 @@ func presentDomain(ctx context.Context, log *slog.Logger, presented *gqlerror.Er
 		stateFrom(ctx).answerWith(http.StatusServiceUnavailable, domain.RetryAfter)
 		log.WarnContext(ctx, "database unavailable: answered SERVICE_UNAVAILABLE", "request_id", RequestID(ctx),
 			"path", fmt.Sprint(presented.Path), "err", domain.Err)
+	} else {
+		log.DebugContext(ctx, "operation refused", "request_id", RequestID(ctx), "merchant", merchantName(ctx), "path", fmt.Sprint(presented.Path),
+			"code", presented.Extensions["code"], "field", domain.Field, "reason", domain.Message)
 	}
 	return presented
 }

@@ -135,6 +135,8 @@ func startServer(t *testing.T, env map[string]string) *server {
 		"SIM_SLOW_DELAY":     "300ms",
 		"PROCESSING_LEASE":   "2s",
 		"RECONCILE_INTERVAL": "200ms",
+		// Every line a server can write, for the tests that scan for secrets.
+		"LOG_LEVEL": "debug",
 	}
 	if _, own := env["NATS_URL"]; !own {
 		vars["NATS_URL"] = eventstest.Shared(t).URL()

@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -93,6 +94,9 @@ type Config struct {
 
 	MetricsAddr string // METRICS_ADDR: a separate listener for /metrics; in development /metrics is also on the main port
 	LogFormat   string // LOG_FORMAT: json or text, default json in production and text in development
+	// LOG_LEVEL: debug, info, warn or error, default info. debug adds a line
+	// for every refusal with its reason (never a secret, at any level).
+	LogLevel slog.Level
 	// CrashAt (CHARGEONCE_CRASH_AT) kills the process with SIGKILL at a
 	// dangerous point of a charge or of its event. For crash tests; refused
 	// in production.
@@ -147,6 +151,18 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	case "json", "text":
 	default:
 		return cfg, fmt.Errorf("LOG_FORMAT must be json or text, got %q", cfg.LogFormat)
+	}
+	switch level := getenv("LOG_LEVEL"); level {
+	case "", "info":
+		cfg.LogLevel = slog.LevelInfo
+	case "debug":
+		cfg.LogLevel = slog.LevelDebug
+	case "warn":
+		cfg.LogLevel = slog.LevelWarn
+	case "error":
+		cfg.LogLevel = slog.LevelError
+	default:
+		return cfg, fmt.Errorf("LOG_LEVEL must be debug, info, warn or error, got %q", level)
 	}
 	for _, n := range []struct {
 		dst      *int64

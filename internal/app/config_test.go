@@ -52,6 +52,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, live.PollIntervalDefault, cfg.LivePollInterval)
 	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
 	require.Equal(t, "text", cfg.LogFormat, "people read development's log")
+	require.Equal(t, slog.LevelInfo, cfg.LogLevel)
 	require.Empty(t, cfg.MetricsAddr)
 	require.Empty(t, cfg.NATSURL, "development embeds the event broker")
 	require.Equal(t, events.EmbeddedPortDefault, cfg.NATSPort)
@@ -98,6 +99,8 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"rate not a number", map[string]string{"RATE_LIMIT_IP": "lots"}, "RATE_LIMIT_IP"},
 		{"fractional burst", map[string]string{"RATE_LIMIT_IP_BURST": "1.5"}, "RATE_LIMIT_IP_BURST"},
 		{"unknown log format", map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
+		{"unknown log level", map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
+		{"log level in capitals", map[string]string{"LOG_LEVEL": "DEBUG"}, "LOG_LEVEL"},
 		{"zero database timeout", map[string]string{"DB_TIMEOUT": "0s"}, "DB_TIMEOUT"},
 		{"negative simulator delay", map[string]string{"SIM_SLOW_DELAY": "-1s"}, "SIM_SLOW_DELAY"},
 	}

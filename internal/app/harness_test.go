@@ -52,7 +52,9 @@ func (s *testServer) logText() string { return s.log.String() }
 
 // testEnv is the environment of every test server, under the test's own.
 func testEnv(t *testing.T, dbURL string, env map[string]string) map[string]string {
-	vars := map[string]string{"DATABASE_URL": dbURL, "SIM_SLOW_DELAY": "300ms", "NATS_URL": eventstest.Shared(t).URL()}
+	// At debug, so that every test that scans the log for secrets scans
+	// every line a server can write.
+	vars := map[string]string{"DATABASE_URL": dbURL, "SIM_SLOW_DELAY": "300ms", "NATS_URL": eventstest.Shared(t).URL(), "LOG_LEVEL": "debug"}
 	maps.Copy(vars, env)
 	return vars
 }

@@ -9,13 +9,15 @@ import (
 )
 
 // NewLogger logs to w as LOG_FORMAT says: JSON for machines in production,
-// text for people in development. Every line logged with a request's
+// text for people in development; LOG_LEVEL says from which level on. Every
+// line logged with a request's
 // context carries its request_id, so one request's lines can be found
 // together.
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
-	var h slog.Handler = slog.NewTextHandler(w, nil)
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		h = slog.NewJSONHandler(w, nil)
+		h = slog.NewJSONHandler(w, opts)
 	}
 	return slog.New(requestIDHandler{h})
 }

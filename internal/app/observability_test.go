@@ -147,3 +147,35 @@ func accessLine(t *testing.T, s *testServer, id string) map[string]any {
 	require.Len(t, lines, 1, "one access log line for request %s", id)
 	return lines[0]
 }
+
+// TestLogLevel_DebugSaysWhyWarnKeepsQuiet: LOG_LEVEL=debug adds a line for
+// each refusal with its reason; warn drops the access log's info lines.
+func TestLogLevel_DebugSaysWhyWarnKeepsQuiet(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	debug := startServer(t, dbURL, map[string]string{"LOG_LEVEL": "debug", "LOG_FORMAT": "json"})
+	warn := startServer(t, dbURL, map[string]string{"LOG_LEVEL": "warn", "LOG_FORMAT": "json"})
+	for _, s := range []*testServer{debug, warn} {
+		r := s.send(t, http.MethodPost, "/graphql", http.Header{"Content-Type": {"text/plain"}}, strings.NewReader(`{}`))
+		require.Equal(t, http.StatusUnsupportedMediaType, r.status)
+		key := newKey()
+		res, err := s.api("demo-key").ChargeCardRaw(context.Background(), key, map[string]any{"amount": 0, "currency": "USD", "paymentMethod": "pm_card_visa"})
+		ans, err := answered(res, err, "chargeCard")
+		require.NoError(t, err)
+		require.Equal(t, "BAD_USER_INPUT", ans.code(t))
+	}
+	refusals := testlog.JSONLines(t, debug.logText(), func(l map[string]any) bool {
+		return l["level"] == "DEBUG" && (l["msg"] == "request refused" || l["msg"] == "operation refused")
+	})
+	require.Len(t, refusals, 2, "one line for each refusal")
+	require.Equal(t, "BAD_REQUEST", refusals[0]["code"])
+	require.Contains(t, refusals[0]["reason"], "application/json")
+	require.Equal(t, "BAD_USER_INPUT", refusals[1]["code"])
+	require.Equal(t, "input.amount", refusals[1]["field"])
+	require.Equal(t, "demo", refusals[1]["merchant"])
+
+	quiet := warn.logText()
+	require.NotContains(t, quiet, `"level":"DEBUG"`)
+	require.NotContains(t, quiet, `"level":"INFO"`, "not even the access log")
+	require.NotEmpty(t, testlog.JSONLines(t, debug.logText(), func(l map[string]any) bool { return l["msg"] == "http request" }))
+}
