@@ -50,7 +50,7 @@ const MaxAge = 7 * 24 * time.Hour
 func StreamConfig(replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        Stream,
-		Description: "chargeonce payment events: charge.succeeded, charge.failed, charge.requires_action, checkout_session.paid, checkout_session.expired, refund.succeeded, refund.failed and charge.late_refunded",
+		Description: "chargeonce payment events: charge.succeeded, charge.failed, charge.requires_action, checkout_session.paid, checkout_session.expired, refund.succeeded, refund.failed, charge.late_refunded, charge.duplicate_refunded and merchant.card_testing_suspected",
 		Subjects:    Subjects,
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,

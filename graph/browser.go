@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -50,17 +51,27 @@ func needsSecretKey(what string) *gqlerror.Error {
 }
 
 // checkKeyKind refuses, as a whole, an operation of a publishable key that
-// runs anything but its three fields (introspection included).
+// runs anything but its three fields (introspection included), or more than
+// one of them: aliases would fan one request out into as many lookups of
+// guessed keys and secrets as the document holds.
 func checkKeyKind(st *requestState, oc *graphql.OperationContext) *gqlerror.Error {
 	if st.kind != merchant.KeyPublishable {
 		return nil
 	}
 	root := map[ast.Operation]string{ast.Query: "Query", ast.Mutation: "Mutation", ast.Subscription: "Subscription"}[oc.Operation.Operation]
+	operations := 0
 	for _, f := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{root}) {
 		if !publishableFields[f.Name] {
 			st.answerWith(http.StatusForbidden, 0)
 			return needsSecretKey(f.Name)
 		}
+		if f.Name != "__typename" {
+			operations++
+		}
+	}
+	if operations > 1 {
+		return limitError(codeBadRequest, fmt.Sprintf(
+			"a request with a publishable key may run one operation (chargeCard, chargeStatus or chargeUpdated); this one runs %d. Nothing was run: send one request per operation", operations))
 	}
 	return nil
 }

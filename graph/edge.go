@@ -36,6 +36,10 @@ type edge struct {
 	maxBody       int64
 	merchantLimit *ratelimit.Limiter
 	ipLimit       *ratelimit.Limiter
+	// publishable and publishableIP ration publishable keys' requests, per
+	// merchant and per client address, apart from merchantLimit.
+	publishable   *ratelimit.Limiter
+	publishableIP *ratelimit.Limiter
 	authTimeout   time.Duration
 	streams       *Streams // ends the streams when the server shuts down; may be nil
 	origins       originChecker
@@ -180,13 +184,29 @@ func (e *edge) authenticate(ctx context.Context, st *requestState, apiKey string
 	return e.ration(st)
 }
 
-// ration refuses a merchant over its rate limit.
+// ration refuses a request over its key kind's budgets: a secret key's
+// requests spend the merchant's, a publishable key's their own, per merchant
+// and per client address, so that the public key of a checkout page, which
+// anyone can copy, never spends what the merchant's server needs.
 func (e *edge) ration(st *requestState) (int, *RequestError) {
 	if st.merchant == nil {
 		return 0, nil
 	}
-	if ok, wait := e.merchantLimit.Allow(st.merchant.ID.String()); !ok {
-		return e.limited("merchant", wait)
+	id := st.merchant.ID.String()
+	if st.kind != merchant.KeyPublishable {
+		if ok, wait := e.merchantLimit.Allow(id); !ok {
+			return e.limited("merchant", wait)
+		}
+		return 0, nil
+	}
+	if exhausted, wait := e.publishableIP.Exhausted(st.remote); exhausted {
+		return e.limited("publishable_ip", wait)
+	}
+	if ok, wait := e.publishable.Allow(id); !ok {
+		return e.limited("publishable", wait)
+	}
+	if ok, wait := e.publishableIP.Allow(st.remote); !ok {
+		return e.limited("publishable_ip", wait)
 	}
 	return 0, nil
 }
@@ -215,8 +235,13 @@ func (e *edge) lookUp(ctx context.Context, st *requestState, apiKey string) {
 func (e *edge) limited(scope string, wait time.Duration) (int, *RequestError) {
 	e.metrics.RateLimited.WithLabelValues(scope).Inc()
 	msg := "too many requests for this merchant"
-	if scope == "ip" {
+	switch scope {
+	case "ip":
 		msg = "too many unauthenticated requests from this address"
+	case "publishable":
+		msg = "too many requests with this merchant's publishable keys"
+	case "publishable_ip":
+		msg = "too many requests with publishable keys from this address"
 	}
 	return http.StatusTooManyRequests, &RequestError{Code: codeRateLimited, RetryAfter: wait,
 		Message: msg + "; nothing was run. Retry after retryAfterMs, with the same idempotency key"}

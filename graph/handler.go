@@ -36,9 +36,15 @@ type HandlerConfig struct {
 	MaxBodyBytes int64
 	// MaxChargesPerRequest bounds the chargeCard fields one document may run.
 	MaxChargesPerRequest int
-	// MerchantLimit rations each merchant's requests, IPLimit each client
-	// address's unauthenticated ones (and failed authentications); nil: no limit.
+	// MerchantLimit rations each merchant's requests with its secret keys,
+	// IPLimit each client address's unauthenticated ones (and failed
+	// authentications); nil: no limit.
 	MerchantLimit, IPLimit *ratelimit.Limiter
+	// PublishableLimit and PublishableIPLimit ration the requests made with
+	// publishable keys, per merchant and per client address: budgets of
+	// their own, so that no volume of public traffic spends the merchant's
+	// server's (MerchantLimit); nil: no limit.
+	PublishableLimit, PublishableIPLimit *ratelimit.Limiter
 	// AuthTimeout bounds the API key lookup.
 	AuthTimeout time.Duration
 	// Streams ends the websockets and event streams when the server shuts
@@ -79,6 +85,8 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		maxBody:       cfg.MaxBodyBytes,
 		merchantLimit: cfg.MerchantLimit,
 		ipLimit:       cfg.IPLimit,
+		publishable:   cfg.PublishableLimit,
+		publishableIP: cfg.PublishableIPLimit,
 		authTimeout:   cfg.AuthTimeout,
 		streams:       cfg.Streams,
 		origins:       r.Merchants,

@@ -6,11 +6,11 @@
 package graph
 
 import (
+	"chargeonce/cardtesting"
 	"chargeonce/live"
 	"chargeonce/merchant"
 	"chargeonce/metrics"
 	"chargeonce/payment"
-	"chargeonce/ratelimit"
 )
 
 //go:generate go tool gqlgen generate
@@ -22,9 +22,9 @@ type Resolver struct {
 	// Live tells chargeUpdated subscribers when an attempt changes; nil
 	// refuses subscriptions.
 	Live *live.Hub
-	// KeyDeclines and IPDeclines ration publishable keys' declined charges
-	// (card testing), per key and per client address; nil: no limit.
-	KeyDeclines, IPDeclines *ratelimit.Limiter
-	// Metrics counts the declines and their refusals; nil: nowhere.
+	// Declines rations publishable keys' declined charges and guessed
+	// client secrets (card testing); nil: no limit.
+	Declines *cardtesting.Guard
+	// Metrics counts what the resolvers refuse; nil: nowhere.
 	Metrics *metrics.Metrics
 }

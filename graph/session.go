@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"chargeonce/cardtesting"
 	"chargeonce/graph/model"
 	"chargeonce/merchant"
 	"chargeonce/payment"
-	"chargeonce/ratelimit"
 )
 
 // The resolvers' share of the key kinds: what a publishable key may run
@@ -34,8 +34,8 @@ func requireSecret(st *requestState, what string) error {
 }
 
 // chargeCard charges in, on a checkout session when it names one. A
-// publishable key must name one; its declines are rationed, per key and per
-// client address, against card testing.
+// publishable key must name one; its declines and guessed client secrets
+// spend its client address's allowance against card testing (takeAllowance).
 func (r *Resolver) chargeCard(ctx context.Context, key string, input model.ChargeCardInput) (*model.ChargeCardPayload, error) {
 	m, st, err := r.caller(ctx)
 	if err != nil {
@@ -66,8 +66,9 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 		}
 		return toPayload(res), nil
 	}
+	var ticket cardtesting.Ticket
 	if publishable {
-		if err := r.declinesLeft(st); err != nil {
+		if ticket, err = r.takeAllowance(st); err != nil {
 			return nil, err
 		}
 	}
@@ -78,8 +79,13 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 		in.Amount = &amount
 	}
 	res, err := r.Payments.ChargeCheckoutSession(ctx, m, key, *input.CheckoutSession, in)
-	if publishable {
-		r.countDecline(st, res, err)
+	switch {
+	case err == nil && res.Status == payment.StatusFailed && !res.Replayed:
+		ticket.Declined(ctx, m, st.keyID)
+	case payment.ErrorCode(err) == payment.ENOTFOUND:
+		ticket.Guessed() // the client secret names no session of the merchant
+	default:
+		ticket.Release()
 	}
 	if err != nil {
 		return nil, err
@@ -87,42 +93,39 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 	return toPayload(res), nil
 }
 
-// declinesLeft refuses a publishable key's charge while its key or its
-// client address has used up its declines.
-func (r *Resolver) declinesLeft(st *requestState) error {
-	for _, scope := range r.declineScopes(st) {
-		if exhausted, wait := scope.limit.Exhausted(scope.key); exhausted {
-			r.Metrics.RateLimited.WithLabelValues("declines_" + scope.name).Inc()
-			st.answerWith(http.StatusTooManyRequests, wait)
-			return &payment.Error{Code: payment.ELIMITED, RetryAfter: wait,
-				Message: "too many declined charges from this publishable key or address; nothing was run. Retry after retryAfterMs"}
+// takeAllowance takes one of the client address's allowance against card
+// testing, before a publishable key's charge or lookup on a session runs:
+// taken first, so that a wave of concurrent requests from one address
+// passes no more than its burst. The caller settles the ticket.
+func (r *Resolver) takeAllowance(st *requestState) (cardtesting.Ticket, error) {
+	ticket, ok, wait := r.Declines.Take(st.remote)
+	if !ok {
+		st.answerWith(http.StatusTooManyRequests, wait)
+		return ticket, &payment.Error{Code: payment.ELIMITED, RetryAfter: wait,
+			Message: "too many declined charges or unknown checkout sessions from this address; nothing was run. Retry after retryAfterMs"}
+	}
+	return ticket, nil
+}
+
+// inSession reads the attempt of m's session that secret names under key,
+// for chargeStatus and chargeUpdated; nil when the session has none. With
+// a publishable key, a secret that names no session (a guess) spends the
+// client address's allowance, as a decline does.
+func (r *Resolver) inSession(ctx context.Context, m payment.Merchant, st *requestState, key, secret string) (*payment.Result, error) {
+	var ticket cardtesting.Ticket
+	if st.kind == merchant.KeyPublishable {
+		var err error
+		if ticket, err = r.takeAllowance(st); err != nil {
+			return nil, err
 		}
 	}
-	return nil
-}
-
-// countDecline spends a token of the key and of the client address for a
-// fresh decline, or for a client secret that names no session (guessing).
-func (r *Resolver) countDecline(st *requestState, res payment.Result, err error) {
-	fresh := err == nil && res.Status == payment.StatusFailed && !res.Replayed
-	guessed := payment.ErrorCode(err) == payment.ENOTFOUND
-	if !fresh && !guessed {
-		return
+	res, err := r.Payments.ChargeStatusInSession(ctx, m, key, secret)
+	if payment.ErrorCode(err) == payment.ENOTFOUND {
+		ticket.Guessed()
+	} else {
+		ticket.Release()
 	}
-	for _, scope := range r.declineScopes(st) {
-		scope.limit.Allow(scope.key)
-		r.Metrics.Declines.WithLabelValues(scope.name).Inc()
-	}
-}
-
-type declineScope struct {
-	name, key string
-	limit     *ratelimit.Limiter
-}
-
-// declineScopes are what a publishable key's declines are counted against.
-func (r *Resolver) declineScopes(st *requestState) []declineScope {
-	return []declineScope{{"key", st.keyID.String(), r.KeyDeclines}, {"ip", st.remote, r.IPDeclines}}
+	return res, err
 }
 
 // chargeStatus answers chargeStatus, only for the session's attempts when
@@ -135,7 +138,7 @@ func (r *Resolver) chargeStatus(ctx context.Context, key string, session *string
 	var res *payment.Result
 	switch {
 	case session != nil:
-		res, err = r.Payments.ChargeStatusInSession(ctx, m, key, *session)
+		res, err = r.inSession(ctx, m, st, key, *session)
 	case st.kind == merchant.KeyPublishable:
 		st.answerWith(http.StatusForbidden, 0)
 		return nil, errNeedsSession
@@ -154,7 +157,7 @@ func (r *Resolver) chargeStatus(ctx context.Context, key string, session *string
 func (r *Resolver) watchable(ctx context.Context, m payment.Merchant, st *requestState, key string, session *string) error {
 	switch {
 	case session != nil:
-		res, err := r.Payments.ChargeStatusInSession(ctx, m, key, *session)
+		res, err := r.inSession(ctx, m, st, key, *session)
 		if err != nil {
 			return err
 		}

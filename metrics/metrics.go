@@ -72,8 +72,12 @@ type Metrics struct {
 	// by reason (paid, expired, locked).
 	SessionRefused *prometheus.CounterVec
 	// Declines counts declined charges made with a publishable key, the
-	// traffic of card testing, by what rations them (key, ip).
+	// traffic of card testing, and client secrets that named no session
+	// (guesses), by what counts them (key, ip).
 	Declines *prometheus.CounterVec
+	// CardTestingSuspected counts the suspicions of card testing raised: a
+	// publishable key's declines ran over their allowance.
+	CardTestingSuspected prometheus.Counter
 
 	// AuthenticationStarted counts attempts that began waiting for the
 	// shopper to authenticate (3-D Secure); AuthenticationEnded counts how
@@ -103,7 +107,7 @@ type Metrics struct {
 	RetentionDeleted prometheus.Counter
 
 	// RateLimited counts requests refused with RATE_LIMITED, by scope
-	// (merchant, ip).
+	// (merchant, ip, publishable, publishable_ip, declines_ip, declines_session).
 	RateLimited *prometheus.CounterVec
 	// Unauthenticated counts requests with a missing, malformed, unknown or
 	// revoked API key.
@@ -170,8 +174,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "New charge attempts refused by their checkout session, by reason (paid, expired, locked)."},
 			[]string{"reason"}),
 		Declines: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "publishable_declines_total",
-			Help: "Declined charges made with a publishable key, counted against the key and against the client address (scope: key, ip)."},
+			Help: "Declined charges made with a publishable key, and client secrets that named no session, counted against the key and against the client address (scope: key, ip)."},
 			[]string{"scope"}),
+		CardTestingSuspected: counter("card_testing_suspected_total",
+			"Suspicions of card testing raised: a publishable key's declines ran over RATE_LIMIT_DECLINES_KEY (one per key and suspicion window, on each instance)."),
 		AuthenticationStarted: counter("authentication_started_total",
 			"Charge attempts that began waiting for the shopper to authenticate (3-D Secure)."),
 		AuthenticationEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "authentication_ended_total",
@@ -195,7 +201,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			"Attempts failed as provider_unavailable after the redrive window."),
 		RetentionDeleted: counter("retention_deleted_total", "Expired idempotency keys (finished attempts) forgotten."),
 		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "rate_limited_total",
-			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip)."}, []string{"scope"}),
+			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip, publishable, publishable_ip, declines_ip, declines_session)."}, []string{"scope"}),
 		Unauthenticated: counter("unauthenticated_requests_total",
 			"Requests with a missing, malformed, unknown or revoked API key."),
 		AuthCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "auth_cache_total",
@@ -223,7 +229,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Charges, m.Refunds, m.RefundsRefused, m.LateCharges, m.DuplicateCharges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
-			m.CheckoutSessions, m.SessionRefused, m.Declines,
+			m.CheckoutSessions, m.SessionRefused, m.Declines, m.CardTestingSuspected,
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,

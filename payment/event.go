@@ -38,11 +38,16 @@ const (
 	// refund.succeeded follows); the attempt's answer stands. It carries
 	// the duplicate charge.
 	EventChargeDuplicateRefunded = "charge.duplicate_refunded"
+	// EventCardTestingSuspected: the declines of one of the merchant's
+	// publishable keys ran over their allowance, which is what card testing
+	// through its checkout looks like. It names no attempt; CardTesting
+	// says which key and until when.
+	EventCardTestingSuspected = "merchant.card_testing_suspected"
 )
 
 // EventTypes are every event type, in the order of their subjects.
 var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction,
-	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded}
+	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded, EventCardTestingSuspected}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -75,6 +80,16 @@ type Event struct {
 	Refund *EventRefund `json:"refund,omitempty"`
 	// RefundOf is the charge a refund event's attempt refunds.
 	RefundOf *uuid.UUID `json:"refundOf,omitempty"`
+	// CardTesting is what a merchant.card_testing_suspected concerns.
+	CardTesting *EventCardTesting `json:"cardTesting,omitempty"`
+}
+
+// EventCardTesting is the suspicion a merchant.card_testing_suspected
+// announces: card testing through the publishable key KeyID, suspected
+// until Until (each decline costs its client address double meanwhile).
+type EventCardTesting struct {
+	KeyID uuid.UUID `json:"publishableKeyId"`
+	Until time.Time `json:"until"`
 }
 
 // EventRefund is the refund a refund event announces.
@@ -186,6 +201,13 @@ func sessionEventOf(eventType string, sess CheckoutSession, paidBy *Attempt, now
 	return e
 }
 
+// cardTestingEventOf is m's merchant.card_testing_suspected: card testing
+// suspected through its publishable key keyID at now, until until.
+func cardTestingEventOf(m Merchant, keyID uuid.UUID, now, until time.Time) Event {
+	return Event{ID: newID(), Type: EventCardTestingSuspected, OccurredAt: now.UTC(), MerchantID: m.ID,
+		CardTesting: &EventCardTesting{KeyID: keyID, Until: until.UTC()}}
+}
+
 // ParseEvent reads an event's JSON body, as a consumer receives it.
 func ParseEvent(body []byte) (Event, error) {
 	var e Event
@@ -197,10 +219,10 @@ func ParseEvent(body []byte) (Event, error) {
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
 		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) ||
-		(e.Type == EventRefundSucceeded && e.Refund == nil) {
+		(e.Type == EventRefundSucceeded && e.Refund == nil) || (e.Type == EventCardTestingSuspected) != (e.CardTesting != nil) {
 		return Event{}, errMalformedEvent
 	}
 	return e, nil
 }
 
-var errMalformedEvent = Errorf(EINVALID, "not a chargeonce event: it lacks an id, a known type, the charge a charge.succeeded or checkout_session.paid carries, or the session a checkout_session event carries")
+var errMalformedEvent = Errorf(EINVALID, "not a chargeonce event: it lacks an id, a known type, the charge a charge.succeeded or checkout_session.paid carries, the session a checkout_session event carries, or the key a merchant.card_testing_suspected names")

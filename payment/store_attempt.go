@@ -282,9 +282,9 @@ func (s *store) takeActionCheck(ctx context.Context, a Attempt, now, checkedBefo
 }
 
 // insertEvent writes e to the outbox, in the caller's transaction, which
-// announces it once it commits (inTx). A
-// session's event is the session's (its row names no attempt), an
-// attempt's the attempt's.
+// announces it once it commits (inTx). A session's event is the session's
+// (its row names no attempt), a merchant's names neither, an attempt's
+// the attempt.
 func insertEvent(ctx context.Context, q *txQueries, e Event) error {
 	body, err := json.Marshal(e)
 	if err != nil {
@@ -294,8 +294,11 @@ func insertEvent(ctx context.Context, q *txQueries, e Event) error {
 		ID: e.ID, Type: e.Type, MerchantID: e.MerchantID, IdempotencyKey: e.IdempotencyKey,
 		AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt,
 	}
-	if e.Type == EventSessionPaid || e.Type == EventSessionExpired {
+	switch e.Type {
+	case EventSessionPaid, EventSessionExpired:
 		p.AttemptID, p.CheckoutSessionID = nil, &e.CheckoutSession.ID
+	case EventCardTestingSuspected:
+		p.AttemptID = nil // the merchant's: it names no attempt and no session
 	}
 	if err := q.InsertChargeEvent(ctx, p); err != nil {
 		return err

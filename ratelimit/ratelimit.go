@@ -67,6 +67,27 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	return false, l.untilToken(b, now)
 }
 
+// GiveBack returns to key's bucket the token an Allow took, for an act
+// that turned out not to count (a card-testing allowance taken before a
+// charge that then succeeded). The bucket never holds more than its burst:
+// a token given back to a full bucket is lost. Unlike a cancelled
+// reservation of x/time/rate, which gives back less when other tokens were
+// taken since, it returns exactly the one token, so that whoever gives back
+// every token they took never runs their bucket down. A key forgotten
+// meanwhile has a full bucket already.
+func (l *Limiter) GiveBack(key string) {
+	if l == nil {
+		return
+	}
+	b, found := l.buckets.Peek(key)
+	if !found {
+		return
+	}
+	// AllowN with -1 adds a token; the limiter caps what a bucket holds at
+	// its burst at the next look (advance), so a full bucket stays full.
+	b.AllowN(l.now(), -1)
+}
+
 // untilToken is how long until b holds a whole token again.
 func (l *Limiter) untilToken(b *rate.Limiter, now time.Time) time.Duration {
 	missing := 1 - b.TokensAt(now)

@@ -106,3 +106,63 @@ func TestLimiter_ConcurrentRefusals_NeverAdmitMoreThanTheBucket(t *testing.T) {
 	require.LessOrEqual(t, admitted.Load(), ceiling)
 	require.GreaterOrEqual(t, admitted.Load(), ceiling-5, "and it does not refuse what the bucket holds")
 }
+
+func TestLimiter_GiveBack_ReturnsExactlyTheTokenTaken(t *testing.T) {
+	t.Parallel()
+	l := New(0.001, 3, 0) // next to no refill: the bucket is what Allow and GiveBack leave
+	withClock(l)
+	for range 3 {
+		ok, _ := l.Allow("ip")
+		require.True(t, ok)
+	}
+	ok, _ := l.Allow("ip")
+	require.False(t, ok, "empty")
+	l.GiveBack("ip")
+	ok, _ = l.Allow("ip")
+	require.True(t, ok, "the token given back is there")
+	ok, _ = l.Allow("ip")
+	require.False(t, ok, "and only that one")
+
+	// A full bucket stays at its burst, however much is given back.
+	l.GiveBack("fresh") // never seen: nothing to give back to
+	for range 10 {
+		l.GiveBack("ip")
+	}
+	for i := range 3 {
+		ok, _ := l.Allow("ip")
+		require.True(t, ok, "token %d of the burst", i)
+	}
+	ok, _ = l.Allow("ip")
+	require.False(t, ok, "never more than the burst")
+}
+
+func TestLimiter_TakeAndGiveBackConcurrently_NeverMoreThanTheBurstAtOnce(t *testing.T) {
+	t.Parallel()
+	l := New(0.001, 10, 0)
+	withClock(l)
+	// 100 goroutines each take a token, hold it, and give it back: at no
+	// time do more than 10 hold one.
+	var holding, most atomic.Int32
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			for range 20 {
+				if ok, _ := l.Allow("ip"); !ok {
+					continue
+				}
+				n := holding.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				holding.Add(-1)
+				l.GiveBack("ip")
+			}
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, most.Load(), int32(10))
+	require.Positive(t, most.Load())
+	for range 10 {
+		ok, _ := l.Allow("ip")
+		require.True(t, ok, "every token came back")
+	}
+}

@@ -105,6 +105,27 @@ func (c *Client) ChargeStatus(ctx context.Context, key string) (*ChargeResult, e
 	return &resp.ChargeStatus.ChargeResult, nil
 }
 
+// CreateCheckoutSession sends createCheckoutSession with key and in (a
+// secret key's operation), and returns the session.
+func (c *Client) CreateCheckoutSession(ctx context.Context, key string, in CheckoutSessionInput) (*CheckoutSession, error) {
+	resp, err := CreateCheckoutSession(ctx, c, key, in)
+	if err != nil {
+		return nil, err
+	}
+	return &resp.CreateCheckoutSession.Session, nil
+}
+
+// SessionChargeStatus sends chargeStatus for key with a session's client
+// secret, as a checkout page does; nil when the session has no attempt
+// under key.
+func (c *Client) SessionChargeStatus(ctx context.Context, key, clientSecret string) (*ChargeResult, error) {
+	resp, err := SessionChargeStatus(ctx, c, key, clientSecret)
+	if err != nil || resp.ChargeStatus == nil {
+		return nil, err
+	}
+	return &resp.ChargeStatus.ChargeResult, nil
+}
+
 // Final reports whether r is a final answer: SUCCEEDED or FAILED.
 func (r *ChargeResult) Final() bool { return r != nil && final(r.Status) }
 

@@ -573,6 +573,146 @@ func (v *ChargeUpdatedResponse) GetChargeUpdated() ChargeUpdatedChargeUpdatedCha
 	return v.ChargeUpdated
 }
 
+// CheckoutSession includes the requested fields of the GraphQL type CheckoutSession.
+// The GraphQL type's documentation follows.
+//
+// What the merchant's server fixed to be paid, which a checkout page pays with
+// a publishable key and the session's clientSecret.
+type CheckoutSession struct {
+	Id string `json:"id"`
+	// The capability a checkout page pays the session with: pass it as
+	// ChargeCardInput.checkoutSession together with a publishable key. Shown only
+	// in the answer of createCheckoutSession (and its replay with the same secret
+	// key); null everywhere else.
+	ClientSecret *string               `json:"clientSecret"`
+	Status       CheckoutSessionStatus `json:"status"`
+	// Amount in minor units of the currency.
+	Amount   int    `json:"amount"`
+	Currency string `json:"currency"`
+	// Charge attempts made on the session (retries of a key are not counted).
+	Attempts int `json:"attempts"`
+	// How many attempts the session takes in all; past it new attempts are refused with CHECKOUT_SESSION_LOCKED.
+	MaxAttempts int `json:"maxAttempts"`
+}
+
+// GetId returns CheckoutSession.Id, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetId() string { return v.Id }
+
+// GetClientSecret returns CheckoutSession.ClientSecret, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetClientSecret() *string { return v.ClientSecret }
+
+// GetStatus returns CheckoutSession.Status, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetStatus() CheckoutSessionStatus { return v.Status }
+
+// GetAmount returns CheckoutSession.Amount, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetAmount() int { return v.Amount }
+
+// GetCurrency returns CheckoutSession.Currency, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetCurrency() string { return v.Currency }
+
+// GetAttempts returns CheckoutSession.Attempts, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetAttempts() int { return v.Attempts }
+
+// GetMaxAttempts returns CheckoutSession.MaxAttempts, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetMaxAttempts() int { return v.MaxAttempts }
+
+type CheckoutSessionInput struct {
+	// Amount in minor units of the currency (cents for USD), 1..99999999.
+	Amount int `json:"amount"`
+	// ISO 4217 currency code, three upper-case letters, e.g. USD.
+	Currency string `json:"currency"`
+	// Optional merchant reference for the order, at most 100 characters: one open or paid session per order.
+	OrderId *string `json:"orderId"`
+	// Optional description shown to the provider, at most 500 characters.
+	Description *string `json:"description"`
+	// Optional: opts the session's charges in to customer authentication (3-D
+	// Secure): where the provider sends the shopper back, with the attempt's
+	// idempotency key added as the query parameter chargeonce_key. An absolute
+	// https URL (plain http only on a loopback host, in development), at most
+	// 2048 characters, on one of the merchant's registered origins.
+	ReturnUrl *string `json:"returnUrl"`
+	// Seconds until the session expires: default 3600, at most 86400.
+	ExpiresInSeconds *int `json:"expiresInSeconds"`
+}
+
+// GetAmount returns CheckoutSessionInput.Amount, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetAmount() int { return v.Amount }
+
+// GetCurrency returns CheckoutSessionInput.Currency, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetCurrency() string { return v.Currency }
+
+// GetOrderId returns CheckoutSessionInput.OrderId, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetOrderId() *string { return v.OrderId }
+
+// GetDescription returns CheckoutSessionInput.Description, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetDescription() *string { return v.Description }
+
+// GetReturnUrl returns CheckoutSessionInput.ReturnUrl, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetReturnUrl() *string { return v.ReturnUrl }
+
+// GetExpiresInSeconds returns CheckoutSessionInput.ExpiresInSeconds, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetExpiresInSeconds() *int { return v.ExpiresInSeconds }
+
+// Where a checkout session stands.
+type CheckoutSessionStatus string
+
+const (
+	// It may be paid: new charge attempts are accepted until expiresAt. Past
+	// it, a session whose attempt is still running (a slow provider, a shopper
+	// authenticating) stays OPEN until that attempt ends: its success pays it.
+	CheckoutSessionStatusOpen CheckoutSessionStatus = "OPEN"
+	// A charge paid it; see charge. It takes no more attempts.
+	CheckoutSessionStatusPaid CheckoutSessionStatus = "PAID"
+	// It expired unpaid and takes no more attempts; create a new one.
+	CheckoutSessionStatusExpired CheckoutSessionStatus = "EXPIRED"
+)
+
+var AllCheckoutSessionStatus = []CheckoutSessionStatus{
+	CheckoutSessionStatusOpen,
+	CheckoutSessionStatusPaid,
+	CheckoutSessionStatusExpired,
+}
+
+// CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload includes the requested fields of the GraphQL type CheckoutSessionPayload.
+type CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string `json:"idempotencyKey"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool            `json:"replayed"`
+	Session  CheckoutSession `json:"session"`
+}
+
+// GetIdempotencyKey returns CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload) GetIdempotencyKey() string {
+	return v.IdempotencyKey
+}
+
+// GetReplayed returns CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload.Replayed, and is useful for accessing the field via an interface.
+func (v *CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload) GetReplayed() bool {
+	return v.Replayed
+}
+
+// GetSession returns CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload.Session, and is useful for accessing the field via an interface.
+func (v *CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload) GetSession() CheckoutSession {
+	return v.Session
+}
+
+// CreateCheckoutSessionResponse is returned by CreateCheckoutSession on success.
+type CreateCheckoutSessionResponse struct {
+	// Fix what a checkout page may charge: a session for this amount, currency
+	// and order, whose clientSecret the page pays with a publishable key.
+	// Idempotent on its key like chargeCard: a retry returns the same session
+	// with replayed: true, and the key with another input is refused with
+	// IDEMPOTENCY_KEY_REUSED. An orderId that is paid, or has an open session,
+	// is refused with ORDER_ALREADY_PAID. Secret keys only.
+	CreateCheckoutSession CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload `json:"createCheckoutSession"`
+}
+
+// GetCreateCheckoutSession returns CreateCheckoutSessionResponse.CreateCheckoutSession, and is useful for accessing the field via an interface.
+func (v *CreateCheckoutSessionResponse) GetCreateCheckoutSession() CreateCheckoutSessionCreateCheckoutSessionCheckoutSessionPayload {
+	return v.CreateCheckoutSession
+}
+
 // Failure includes the requested fields of the GraphQL type ChargeFailure.
 // The GraphQL type's documentation follows.
 //
@@ -970,6 +1110,130 @@ func (v *RefundedCharge) GetAmountRefunded() int { return v.AmountRefunded }
 // GetRefunds returns RefundedCharge.Refunds, and is useful for accessing the field via an interface.
 func (v *RefundedCharge) GetRefunds() []Refund { return v.Refunds }
 
+// SessionChargeStatusChargeStatusChargeCardPayload includes the requested fields of the GraphQL type ChargeCardPayload.
+type SessionChargeStatusChargeStatusChargeCardPayload struct {
+	ChargeResult `json:"-"`
+}
+
+// GetIdempotencyKey returns SessionChargeStatusChargeStatusChargeCardPayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetIdempotencyKey() string {
+	return v.ChargeResult.IdempotencyKey
+}
+
+// GetStatus returns SessionChargeStatusChargeStatusChargeCardPayload.Status, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetStatus() string {
+	return v.ChargeResult.Status
+}
+
+// GetReplayed returns SessionChargeStatusChargeStatusChargeCardPayload.Replayed, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetReplayed() bool {
+	return v.ChargeResult.Replayed
+}
+
+// GetRetryAfterMs returns SessionChargeStatusChargeStatusChargeCardPayload.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetRetryAfterMs() *int {
+	return v.ChargeResult.RetryAfterMs
+}
+
+// GetExpiresAt returns SessionChargeStatusChargeStatusChargeCardPayload.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetExpiresAt() *time.Time {
+	return v.ChargeResult.ExpiresAt
+}
+
+// GetCharge returns SessionChargeStatusChargeStatusChargeCardPayload.Charge, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetCharge() *Charge {
+	return v.ChargeResult.Charge
+}
+
+// GetFailure returns SessionChargeStatusChargeStatusChargeCardPayload.Failure, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetFailure() *Failure {
+	return v.ChargeResult.Failure
+}
+
+// GetNextAction returns SessionChargeStatusChargeStatusChargeCardPayload.NextAction, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) GetNextAction() *NextAction {
+	return v.ChargeResult.NextAction
+}
+
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SessionChargeStatusChargeStatusChargeCardPayload
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SessionChargeStatusChargeStatusChargeCardPayload = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.ChargeResult)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSessionChargeStatusChargeStatusChargeCardPayload struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	Status string `json:"status"`
+
+	Replayed bool `json:"replayed"`
+
+	RetryAfterMs *int `json:"retryAfterMs"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	Charge *Charge `json:"charge"`
+
+	Failure *Failure `json:"failure"`
+
+	NextAction *NextAction `json:"nextAction"`
+}
+
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SessionChargeStatusChargeStatusChargeCardPayload) __premarshalJSON() (*__premarshalSessionChargeStatusChargeStatusChargeCardPayload, error) {
+	var retval __premarshalSessionChargeStatusChargeStatusChargeCardPayload
+
+	retval.IdempotencyKey = v.ChargeResult.IdempotencyKey
+	retval.Status = v.ChargeResult.Status
+	retval.Replayed = v.ChargeResult.Replayed
+	retval.RetryAfterMs = v.ChargeResult.RetryAfterMs
+	retval.ExpiresAt = v.ChargeResult.ExpiresAt
+	retval.Charge = v.ChargeResult.Charge
+	retval.Failure = v.ChargeResult.Failure
+	retval.NextAction = v.ChargeResult.NextAction
+	return &retval, nil
+}
+
+// SessionChargeStatusResponse is returned by SessionChargeStatus on success.
+type SessionChargeStatusResponse struct {
+	// The state of the charge attempt made with this idempotency key; null for a
+	// key this merchant never used. With a publishable key, checkoutSession (the
+	// session's client secret) is required, and only that session's attempts are
+	// answered: any other key is null.
+	ChargeStatus *SessionChargeStatusChargeStatusChargeCardPayload `json:"chargeStatus"`
+}
+
+// GetChargeStatus returns SessionChargeStatusResponse.ChargeStatus, and is useful for accessing the field via an interface.
+func (v *SessionChargeStatusResponse) GetChargeStatus() *SessionChargeStatusChargeStatusChargeCardPayload {
+	return v.ChargeStatus
+}
+
 // __ChargeCardBriefInput is used internally by genqlient
 type __ChargeCardBriefInput struct {
 	IdempotencyKey string          `json:"idempotencyKey"`
@@ -1018,6 +1282,18 @@ type __ChargeUpdatedInput struct {
 // GetIdempotencyKey returns __ChargeUpdatedInput.IdempotencyKey, and is useful for accessing the field via an interface.
 func (v *__ChargeUpdatedInput) GetIdempotencyKey() string { return v.IdempotencyKey }
 
+// __CreateCheckoutSessionInput is used internally by genqlient
+type __CreateCheckoutSessionInput struct {
+	IdempotencyKey string               `json:"idempotencyKey"`
+	Input          CheckoutSessionInput `json:"input"`
+}
+
+// GetIdempotencyKey returns __CreateCheckoutSessionInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__CreateCheckoutSessionInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetInput returns __CreateCheckoutSessionInput.Input, and is useful for accessing the field via an interface.
+func (v *__CreateCheckoutSessionInput) GetInput() CheckoutSessionInput { return v.Input }
+
 // __RefundChargeInput is used internally by genqlient
 type __RefundChargeInput struct {
 	IdempotencyKey string      `json:"idempotencyKey"`
@@ -1037,6 +1313,18 @@ type __RefundStatusInput struct {
 
 // GetIdempotencyKey returns __RefundStatusInput.IdempotencyKey, and is useful for accessing the field via an interface.
 func (v *__RefundStatusInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// __SessionChargeStatusInput is used internally by genqlient
+type __SessionChargeStatusInput struct {
+	IdempotencyKey  string `json:"idempotencyKey"`
+	CheckoutSession string `json:"checkoutSession"`
+}
+
+// GetIdempotencyKey returns __SessionChargeStatusInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__SessionChargeStatusInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetCheckoutSession returns __SessionChargeStatusInput.CheckoutSession, and is useful for accessing the field via an interface.
+func (v *__SessionChargeStatusInput) GetCheckoutSession() string { return v.CheckoutSession }
 
 // The mutation executed by ChargeCard.
 const ChargeCard_Operation = `
@@ -1324,6 +1612,52 @@ func ChargeUpdatedForwardData(interfaceChan interface{}, jsonRawMsg json.RawMess
 	return nil
 }
 
+// The mutation executed by CreateCheckoutSession.
+const CreateCheckoutSession_Operation = `
+mutation CreateCheckoutSession ($idempotencyKey: String!, $input: CheckoutSessionInput!) {
+	createCheckoutSession(idempotencyKey: $idempotencyKey, input: $input) {
+		idempotencyKey
+		replayed
+		session {
+			id
+			clientSecret
+			status
+			amount
+			currency
+			attempts
+			maxAttempts
+		}
+	}
+}
+`
+
+func CreateCheckoutSession(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+	input CheckoutSessionInput,
+) (data_ *CreateCheckoutSessionResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "CreateCheckoutSession",
+		Query:  CreateCheckoutSession_Operation,
+		Variables: &__CreateCheckoutSessionInput{
+			IdempotencyKey: idempotencyKey,
+			Input:          input,
+		},
+	}
+
+	data_ = &CreateCheckoutSessionResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RefundCharge.
 const RefundCharge_Operation = `
 mutation RefundCharge ($idempotencyKey: String!, $input: RefundInput!) {
@@ -1421,6 +1755,66 @@ func RefundStatus(
 	}
 
 	data_ = &RefundStatusResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by SessionChargeStatus.
+const SessionChargeStatus_Operation = `
+query SessionChargeStatus ($idempotencyKey: String!, $checkoutSession: String!) {
+	chargeStatus(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) {
+		... ChargeResult
+	}
+}
+fragment ChargeResult on ChargeCardPayload {
+	idempotencyKey
+	status
+	replayed
+	retryAfterMs
+	expiresAt
+	charge {
+		id
+		amount
+		currency
+		orderId
+		providerChargeId
+		createdAt
+	}
+	failure {
+		code
+		message
+	}
+	nextAction {
+		type
+		url
+		expiresAt
+	}
+}
+`
+
+func SessionChargeStatus(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+	checkoutSession string,
+) (data_ *SessionChargeStatusResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "SessionChargeStatus",
+		Query:  SessionChargeStatus_Operation,
+		Variables: &__SessionChargeStatusInput{
+			IdempotencyKey:  idempotencyKey,
+			CheckoutSession: checkoutSession,
+		},
+	}
+
+	data_ = &SessionChargeStatusResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -274,7 +274,9 @@ func TestCheckoutSession_ConcurrentKeys_OneCharge(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, nil)
+	// Every request in flight holds one of its address's card-testing
+	// allowance, and here 50 shoppers share one address.
+	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_DECLINES_IP_BURST": "50"})
 	sess, secret := s.openSession(t, sessionInput(4200, "orderId", "order-50"))
 
 	// A second session for the order is refused while the first is open.
@@ -710,11 +712,11 @@ func TestCheckoutSession_StreamsFromARegisteredOrigin(t *testing.T) {
 func TestCORS_RefusalsAfterTheKeyAreReadable(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_MERCHANT": "0.001", "RATE_LIMIT_MERCHANT_BURST": "2"})
+	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_PUBLISHABLE": "0.001", "RATE_LIMIT_PUBLISHABLE_BURST": "1"})
 	const shop = "https://shop.example"
 	_, _, err := merchant.New(dbtest.Open(t, dbURL), false).AddOrigin(context.Background(), "demo", shop)
 	require.NoError(t, err)
-	_, secret := s.openSession(t, sessionInput(700)) // the merchant's first token
+	_, secret := s.openSession(t, sessionInput(700))
 	pay := func() (rawResponse, gqlResponse) {
 		var r gqlResponse
 		raw := s.post(t, publishableKey, http.Header{"Origin": {shop}}, chargeCardMutation,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chargeonce/cardsim"
+	"chargeonce/cardtesting"
 	"chargeonce/events"
 	"chargeonce/graph"
 	"chargeonce/live"
@@ -82,9 +83,20 @@ type Config struct {
 	RateLimitMerchantBurst int64
 	RateLimitIP            float64
 	RateLimitIPBurst       int64
-	// RATE_LIMIT_DECLINES_KEY(_BURST) and RATE_LIMIT_DECLINES_IP(_BURST):
-	// declined charges a second per publishable key, and per client
-	// address, and their bursts (card testing). 0 turns a limit off.
+	// RATE_LIMIT_PUBLISHABLE(_BURST): requests a second with a merchant's
+	// publishable keys, and the burst; RATE_LIMIT_PUBLISHABLE_IP(_BURST):
+	// requests a second with publishable keys from one client address. A
+	// budget apart from RATE_LIMIT_MERCHANT, which only secret keys spend.
+	RateLimitPublishable        float64
+	RateLimitPublishableBurst   int64
+	RateLimitPublishableIP      float64
+	RateLimitPublishableIPBurst int64
+	// RATE_LIMIT_DECLINES_IP(_BURST): declined charges (and client secrets
+	// that name no session) a second per client address with publishable
+	// keys, and the burst, taken before the provider is called (card
+	// testing); RATE_LIMIT_DECLINES_KEY(_BURST): declines a second per
+	// publishable key before card testing is suspected, which refuses
+	// nobody. 0 turns either off (package cardtesting).
 	RateLimitDeclinesKey      float64
 	RateLimitDeclinesKeyBurst int64
 	RateLimitDeclinesIP       float64
@@ -173,9 +185,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.MaxChargesPerRequest, "MAX_CHARGES_PER_REQUEST", graph.MaxChargesPerRequestDefault, 1},
 		{&cfg.RateLimitMerchantBurst, "RATE_LIMIT_MERCHANT_BURST", RateLimitMerchantBurstDefault, 1},
 		{&cfg.RateLimitIPBurst, "RATE_LIMIT_IP_BURST", RateLimitIPBurstDefault, 1},
+		{&cfg.RateLimitPublishableBurst, "RATE_LIMIT_PUBLISHABLE_BURST", RateLimitPublishableBurstDefault, 1},
+		{&cfg.RateLimitPublishableIPBurst, "RATE_LIMIT_PUBLISHABLE_IP_BURST", RateLimitPublishableIPBurstDefault, 1},
 		{&cfg.ResultCacheSize, "RESULT_CACHE_SIZE", payment.ResultCacheSizeDefault, 0},
-		{&cfg.RateLimitDeclinesKeyBurst, "RATE_LIMIT_DECLINES_KEY_BURST", RateLimitDeclinesKeyBurstDefault, 1},
-		{&cfg.RateLimitDeclinesIPBurst, "RATE_LIMIT_DECLINES_IP_BURST", RateLimitDeclinesIPBurstDefault, 1},
+		{&cfg.RateLimitDeclinesKeyBurst, "RATE_LIMIT_DECLINES_KEY_BURST", cardtesting.KeyBurstDefault, 1},
+		{&cfg.RateLimitDeclinesIPBurst, "RATE_LIMIT_DECLINES_IP_BURST", cardtesting.AddressBurstDefault, 1},
 		{&cfg.SessionMaxAttempts, "SESSION_MAX_ATTEMPTS", payment.SessionMaxAttemptsDefault, 1},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
@@ -191,8 +205,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}{
 		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", RateLimitMerchantDefault},
 		{&cfg.RateLimitIP, "RATE_LIMIT_IP", RateLimitIPDefault},
-		{&cfg.RateLimitDeclinesKey, "RATE_LIMIT_DECLINES_KEY", RateLimitDeclinesKeyDefault},
-		{&cfg.RateLimitDeclinesIP, "RATE_LIMIT_DECLINES_IP", RateLimitDeclinesIPDefault},
+		{&cfg.RateLimitPublishable, "RATE_LIMIT_PUBLISHABLE", RateLimitPublishableDefault},
+		{&cfg.RateLimitPublishableIP, "RATE_LIMIT_PUBLISHABLE_IP", RateLimitPublishableIPDefault},
+		{&cfg.RateLimitDeclinesKey, "RATE_LIMIT_DECLINES_KEY", cardtesting.KeyRateDefault},
+		{&cfg.RateLimitDeclinesIP, "RATE_LIMIT_DECLINES_IP", cardtesting.AddressRateDefault},
 	} {
 		v, err := perSecond(getenv, r.name, r.def)
 		if err != nil {
@@ -285,16 +301,17 @@ const (
 	RateLimitIPBurstDefault       = 20
 )
 
-// Declines of publishable keys by default (card testing: a stolen key or
-// session trying many cards). A publishable key serves every shopper of its
-// merchant, so it may average one decline a second with bursts of 100; a
-// client address, one every 20 seconds with bursts of 10, which a shopper
-// retyping a card never reaches and a card-testing script hits at once.
+// Publishable keys' requests by default: a budget of their own per
+// merchant, as large as the secret keys' (a merchant's shoppers together
+// may send as much as its server), and per client address 10 a second with
+// bursts of 50: a checkout page sends a handful of requests per payment and
+// polls once a second at most, and one address of a card-testing script or
+// a flood gets no further.
 const (
-	RateLimitDeclinesKeyDefault      = 1
-	RateLimitDeclinesKeyBurstDefault = 100
-	RateLimitDeclinesIPDefault       = 0.05
-	RateLimitDeclinesIPBurstDefault  = 10
+	RateLimitPublishableDefault        = 500
+	RateLimitPublishableBurstDefault   = 1000
+	RateLimitPublishableIPDefault      = 10
+	RateLimitPublishableIPBurstDefault = 50
 )
 
 // Defaults of the rest of the configuration that no package owns, the one

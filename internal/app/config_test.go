@@ -49,6 +49,10 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, int64(RateLimitMerchantBurstDefault), cfg.RateLimitMerchantBurst)
 	require.Equal(t, float64(RateLimitIPDefault), cfg.RateLimitIP)
 	require.Equal(t, int64(RateLimitIPBurstDefault), cfg.RateLimitIPBurst)
+	require.Equal(t, float64(RateLimitPublishableDefault), cfg.RateLimitPublishable)
+	require.Equal(t, int64(RateLimitPublishableBurstDefault), cfg.RateLimitPublishableBurst)
+	require.Equal(t, float64(RateLimitPublishableIPDefault), cfg.RateLimitPublishableIP)
+	require.Equal(t, int64(RateLimitPublishableIPBurstDefault), cfg.RateLimitPublishableIPBurst)
 	require.Equal(t, live.PollIntervalDefault, cfg.LivePollInterval)
 	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
 	require.Equal(t, "text", cfg.LogFormat, "people read development's log")
@@ -98,6 +102,8 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"negative rate", map[string]string{"RATE_LIMIT_MERCHANT": "-1"}, "RATE_LIMIT_MERCHANT"},
 		{"rate not a number", map[string]string{"RATE_LIMIT_IP": "lots"}, "RATE_LIMIT_IP"},
 		{"fractional burst", map[string]string{"RATE_LIMIT_IP_BURST": "1.5"}, "RATE_LIMIT_IP_BURST"},
+		{"negative publishable rate", map[string]string{"RATE_LIMIT_PUBLISHABLE": "-5"}, "RATE_LIMIT_PUBLISHABLE"},
+		{"zero publishable address burst", map[string]string{"RATE_LIMIT_PUBLISHABLE_IP_BURST": "0"}, "RATE_LIMIT_PUBLISHABLE_IP_BURST"},
 		{"unknown log format", map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
 		{"unknown log level", map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
 		{"log level in capitals", map[string]string{"LOG_LEVEL": "DEBUG"}, "LOG_LEVEL"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"chargeonce/cardtesting"
 	"chargeonce/devfault"
 	"chargeonce/graph"
 	"chargeonce/ratelimit"
@@ -22,15 +23,15 @@ func Handler(a *App) http.Handler {
 	cfg := a.cfg
 	mux := http.NewServeMux()
 	api := graph.NewHandler(&graph.Resolver{
-		Payments: a.payments, Merchants: a.merchants, Live: a.live,
-		KeyDeclines: ratelimit.New(cfg.RateLimitDeclinesKey, int(cfg.RateLimitDeclinesKeyBurst), 0),
-		IPDeclines:  ratelimit.New(cfg.RateLimitDeclinesIP, int(cfg.RateLimitDeclinesIPBurst), 0),
+		Payments: a.payments, Merchants: a.merchants, Live: a.live, Declines: a.cardTestingGuard(),
 	}, graph.HandlerConfig{
 		Production:           cfg.Production,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxChargesPerRequest: int(cfg.MaxChargesPerRequest),
 		MerchantLimit:        ratelimit.New(cfg.RateLimitMerchant, int(cfg.RateLimitMerchantBurst), 0),
 		IPLimit:              ratelimit.New(cfg.RateLimitIP, int(cfg.RateLimitIPBurst), 0),
+		PublishableLimit:     ratelimit.New(cfg.RateLimitPublishable, int(cfg.RateLimitPublishableBurst), 0),
+		PublishableIPLimit:   ratelimit.New(cfg.RateLimitPublishableIP, int(cfg.RateLimitPublishableIPBurst), 0),
 		AuthTimeout:          cfg.DBTimeout,
 		Streams:              a.streams,
 		Logger:               a.log,
@@ -58,6 +59,26 @@ func Handler(a *App) http.Handler {
 		mux.Handle("/", webdemo.Handler())
 	}
 	return mux
+}
+
+// cardTestingGuard rations publishable keys' declines per client address,
+// and announces a key whose declines run over their allowance with the
+// merchant's merchant.card_testing_suspected.
+func (a *App) cardTestingGuard() *cardtesting.Guard {
+	cfg := a.cfg
+	return cardtesting.New(cardtesting.Config{
+		AddressRate: cfg.RateLimitDeclinesIP, AddressBurst: int(cfg.RateLimitDeclinesIPBurst),
+		KeyRate: cfg.RateLimitDeclinesKey, KeyBurst: int(cfg.RateLimitDeclinesKeyBurst),
+		Logger: a.log, Metrics: a.metrics,
+		Suspected: func(ctx context.Context, s cardtesting.Suspicion) {
+			// Its own deadline: the request that raised it may be ending.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.DBTimeout)
+			defer cancel()
+			if err := a.payments.CardTestingSuspected(ctx, s.Merchant, s.KeyID, s.At, s.Until); err != nil {
+				a.log.WarnContext(ctx, "could not record the suspicion of card testing as an event", "merchant", s.Merchant.Name, "err", err)
+			}
+		},
+	})
 }
 
 // MetricsHandler serves the app's metrics.

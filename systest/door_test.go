@@ -1,0 +1,310 @@
+package systest
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+	"chargeonce/graph/graphtest"
+	"chargeonce/internal/apiclient"
+	"chargeonce/metrics/metricstest"
+)
+
+// The public door: what strangers can make a real server do through the
+// API a checkout page reaches (a publishable key, sessions' client
+// secrets), each attack made as an attacker makes it, from client
+// addresses of their own. Loopback is all of 127.0.0.0/8: a client bound to
+// 127.0.0.N is, to the server, another address.
+
+// demoPublishableKey is the demo merchant's publishable key on a
+// development server (DEMO_PUBLISHABLE_KEY's default).
+const demoPublishableKey = "co_pk_demo"
+
+// fromAddress is an HTTP client whose connections leave from ip, an
+// address of 127.0.0.0/8.
+func fromAddress(ip string) *http.Client {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 64}}
+}
+
+// clientFrom is an API client of s with apiKey whose requests come from ip.
+func (s *server) clientFrom(ip, apiKey string) *apiclient.Client {
+	c := fromAddress(ip)
+	return apiclient.New(s.URL, apiKey, c)
+}
+
+// openSession creates a checkout session of the demo merchant for amount
+// with its secret key, as the merchant's server does, and returns its
+// client secret.
+func (s *server) openSession(t *testing.T, amount int) string {
+	t.Helper()
+	sess, err := s.demo().CreateCheckoutSession(t.Context(), newKey(), apiclient.CheckoutSessionInput{Amount: amount, Currency: "USD"})
+	require.NoError(t, err)
+	require.NotNil(t, sess.ClientSecret)
+	return *sess.ClientSecret
+}
+
+// scrape reads s's metrics (served on its own port in development).
+func (s *server) scrape(t *testing.T) metricstest.Samples {
+	t.Helper()
+	return metricstest.Scrape(t, s.HTTP, s.URL+"/metrics")
+}
+
+// TestBudgets_PublishableTrafficNeverSpendsTheSecretKeys: a flood with the
+// merchant's public key, from several addresses, runs into budgets of its
+// own, per address and per merchant, while the merchant's server, with its
+// secret key, is served as if nothing happened.
+func TestBudgets_PublishableTrafficNeverSpendsTheSecretKeys(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	s := startServer(t, map[string]string{
+		"DATABASE_URL":        dbtest.NewDatabase(t),
+		"RATE_LIMIT_MERCHANT": "0.01", "RATE_LIMIT_MERCHANT_BURST": "6",
+		"RATE_LIMIT_PUBLISHABLE": "0.01", "RATE_LIMIT_PUBLISHABLE_BURST": "8",
+		"RATE_LIMIT_PUBLISHABLE_IP": "0.01", "RATE_LIMIT_PUBLISHABLE_IP_BURST": "3",
+	})
+	secret := s.openSession(t, 500) // the merchant's first request
+	status := func(page *apiclient.Client) string {
+		_, err := page.SessionChargeStatus(context.Background(), newKey(), secret)
+		return apiclient.Code(err)
+	}
+
+	// One address: its burst, then refused.
+	page := s.clientFrom("127.0.0.2", demoPublishableKey)
+	for i := range 3 {
+		require.Empty(t, status(page), "request %d", i)
+	}
+	require.Equal(t, "RATE_LIMITED", status(page), "past the address's burst")
+
+	// Five more addresses, two requests each, all at once: what is left of
+	// the merchant's publishable burst (five) is served, and no more.
+	var served, limited atomic.Int32
+	var wg sync.WaitGroup
+	for _, ip := range []string{"127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"} {
+		page := s.clientFrom(ip, demoPublishableKey)
+		for range 2 {
+			wg.Go(func() {
+				switch code := status(page); code {
+				case "":
+					served.Add(1)
+				case "RATE_LIMITED":
+					limited.Add(1)
+				default:
+					t.Errorf("%s was answered %s", ip, code)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	require.Equal(t, int32(5), served.Load())
+	require.Equal(t, int32(5), limited.Load())
+	m := s.scrape(t)
+	require.Equal(t, 1.0, m.Value("chargeonce_rate_limited_total", "scope", "publishable_ip"))
+	require.Equal(t, 5.0, m.Value("chargeonce_rate_limited_total", "scope", "publishable"))
+
+	// The merchant's server has spent one of its six; the other five are
+	// all there.
+	for i := range 5 {
+		_, err := s.demo().CreateCheckoutSession(t.Context(), newKey(), apiclient.CheckoutSessionInput{Amount: 600 + i, Currency: "USD"})
+		require.NoError(t, err, "the secret key's request %d", i)
+	}
+	_, err := s.demo().CreateCheckoutSession(t.Context(), newKey(), apiclient.CheckoutSessionInput{Amount: 700, Currency: "USD"})
+	require.Equal(t, "RATE_LIMITED", apiclient.Code(err), "and the secret key has a budget of its own")
+	require.Equal(t, 1.0, s.scrape(t).Value("chargeonce_rate_limited_total", "scope", "merchant"), "one refusal of the secret key: its own seventh")
+}
+
+// guessedSecret is a client secret of the right form that names no session.
+func guessedSecret() string {
+	id := uuid.New()
+	return "cs_" + hex.EncodeToString(id[:]) + "_secret_" + strings.Repeat("A", 43)
+}
+
+// payFrom pays the session of secret with card under a new key, from ip
+// with the publishable key; it returns the status, or the error's code.
+func (s *server) payFrom(ctx context.Context, page *apiclient.Client, secret, card string) (key, outcome string) {
+	key = newKey()
+	res, err := page.ChargeCard(ctx, key, apiclient.ChargeCardInput{PaymentMethod: card, CheckoutSession: &secret})
+	if err != nil {
+		return key, cmp.Or(apiclient.Code(err), err.Error())
+	}
+	return key, res.Status
+}
+
+// TestCardTesting_ConcurrentDeclinesFromOneAddress_ReachTheProviderAtMostTheBurst:
+// 30 declined cards at once, from one address, each on a session of its
+// own: the address's allowance is taken before the provider is called, so
+// the provider sees RATE_LIMIT_DECLINES_IP_BURST of them (10), not 30.
+func TestCardTesting_ConcurrentDeclinesFromOneAddress_ReachTheProviderAtMostTheBurst(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	s := startServer(t, map[string]string{"DATABASE_URL": dbtest.NewDatabase(t)})
+	secrets := make([]string, 30)
+	for i := range secrets {
+		secrets[i] = s.openSession(t, 100+i)
+	}
+	attacker := s.clientFrom("127.0.0.2", demoPublishableKey)
+	keys, outcomes := make([]string, 30), make([]string, 30)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range secrets {
+		wg.Go(func() {
+			<-start
+			keys[i], outcomes[i] = s.payFrom(context.Background(), attacker, secrets[i], "pm_card_chargeDeclined")
+		})
+	}
+	close(start)
+	wg.Wait()
+	counts := map[string]int{}
+	reached := 0
+	for i, key := range keys {
+		counts[outcomes[i]]++
+		charges, err := s.demo().ProviderCharges(t.Context(), "", key)
+		require.NoError(t, err)
+		reached += len(charges)
+	}
+	require.Equal(t, map[string]int{"FAILED": 10, "RATE_LIMITED": 20}, counts)
+	require.Equal(t, 10, reached, "the provider saw the burst, and no more")
+
+	// A shopper elsewhere is not touched by it.
+	_, outcome := s.payFrom(t.Context(), s.clientFrom("127.0.0.3", demoPublishableKey), s.openSession(t, 999), "pm_card_visa")
+	require.Equal(t, "SUCCEEDED", outcome)
+}
+
+// TestCardTesting_RotatingAttacker_NeverRefusesAGoodShopper: declines
+// rotated over 20 addresses, each inside its own allowance, run the
+// publishable key's shared count dry. That raises a suspicion (a metric,
+// the merchant's event), and refuses no shopper whose address has declined
+// nothing: every good card pays.
+func TestCardTesting_RotatingAttacker_NeverRefusesAGoodShopper(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, map[string]string{"DATABASE_URL": dbURL, "SESSION_MAX_ATTEMPTS": "50",
+		// The key's allowance is small, so that the test runs it dry at once.
+		"RATE_LIMIT_DECLINES_KEY": "0.01", "RATE_LIMIT_DECLINES_KEY_BURST": "5"})
+	attackers := make([]*apiclient.Client, 20)
+	for i := range attackers {
+		attackers[i] = s.clientFrom(fmt.Sprintf("127.0.1.%d", i+1), demoPublishableKey)
+	}
+	shoppers := make([]*apiclient.Client, 5)
+	for i := range shoppers {
+		shoppers[i] = s.clientFrom(fmt.Sprintf("127.0.2.%d", i+1), demoPublishableKey)
+	}
+	// Each attacker pays a session of its own: stolen, or opened at the
+	// merchant's checkout.
+	stolen := make([]string, len(attackers))
+	for i := range stolen {
+		stolen[i] = s.openSession(t, 4200+i)
+	}
+	carts := make([][]string, 4) // each shopper's session of each round
+	for round := range carts {
+		for i := range shoppers {
+			carts[round] = append(carts[round], s.openSession(t, 1000+10*round+i))
+		}
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	var attacks sync.WaitGroup
+	var declined atomic.Int32
+	for i, a := range attackers {
+		attacks.Go(func() {
+			// Two declines each: well inside an address's ten.
+			for range 2 {
+				if _, outcome := s.payFrom(ctx, a, stolen[i], "pm_card_chargeDeclined"); outcome == "FAILED" {
+					declined.Add(1)
+				}
+			}
+		})
+	}
+	// Meanwhile, and after, the shoppers pay good cards: all of them.
+	var paid sync.WaitGroup
+	outcomes := make(chan string, 40)
+	for round := range carts {
+		for i, shopper := range shoppers {
+			paid.Go(func() {
+				_, outcome := s.payFrom(ctx, shopper, carts[round][i], "pm_card_visa")
+				outcomes <- outcome
+			})
+		}
+		if round == 1 {
+			attacks.Wait() // the second half runs once every decline is in
+		}
+	}
+	paid.Wait()
+	stop()
+	close(outcomes)
+	for outcome := range outcomes {
+		require.Equal(t, "SUCCEEDED", outcome, "a good card from a clean address pays")
+	}
+	require.Equal(t, int32(40), declined.Load(), "every decline of the attack reached the provider: each address stayed inside its allowance")
+	m := s.scrape(t)
+	require.Equal(t, 1.0, m.Value("chargeonce_card_testing_suspected_total"), "one suspicion for the window")
+	require.Zero(t, m.Value("chargeonce_rate_limited_total", "scope", "declines_key"), "the key's count refuses nobody")
+	pool := dbtest.Open(t, dbURL)
+	require.Eventually(t, func() bool {
+		return countRows(t, pool, "SELECT count(*) FROM charge_events WHERE type = 'merchant.card_testing_suspected' AND sent_at IS NOT NULL") == 1
+	}, 30*time.Second, 50*time.Millisecond, "the merchant's event went through the outbox to the stream")
+}
+
+// TestCardTesting_GuessedSecrets_SpendTheAddressAllowance_AliasesAreRefused:
+// client secrets that name no session, guessed on chargeStatus and on
+// chargeUpdated, spend the address's allowance like declines; and a
+// publishable key may run one operation per request, so 100 aliased guesses
+// in one document are refused before any is looked up.
+func TestCardTesting_GuessedSecrets_SpendTheAddressAllowance_AliasesAreRefused(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	s := startServer(t, map[string]string{"DATABASE_URL": dbtest.NewDatabase(t)})
+
+	var doc strings.Builder
+	doc.WriteString("query {")
+	for i := range 100 {
+		fmt.Fprintf(&doc, ` g%d: chargeStatus(idempotencyKey: "k%d", checkoutSession: %q) { status }`, i, i, guessedSecret())
+	}
+	doc.WriteString(" }")
+	body, err := json.Marshal(map[string]any{"query": doc.String()})
+	require.NoError(t, err)
+	r := s.send(t, http.MethodPost, "/graphql", http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + demoPublishableKey}}, bytes.NewReader(body))
+	answer := r.gql(t)
+	require.Len(t, answer.Errors, 1, "%s", r.body)
+	require.Equal(t, "BAD_REQUEST", answer.Errors[0].Extensions["code"])
+	require.Contains(t, answer.Errors[0].Message, "runs 100")
+	require.Zero(t, s.scrape(t).Value("chargeonce_publishable_declines_total", "scope", "ip"), "nothing was looked up")
+
+	guesser := s.clientFrom("127.0.0.2", demoPublishableKey)
+	for i := range 10 {
+		_, err := guesser.SessionChargeStatus(t.Context(), newKey(), guessedSecret())
+		require.Equal(t, "NOT_FOUND", apiclient.Code(err), "guess %d", i)
+	}
+	_, err = guesser.SessionChargeStatus(t.Context(), newKey(), guessedSecret())
+	require.Equal(t, "RATE_LIMITED", apiclient.Code(err), "the eleventh guess is refused before it is looked up")
+	// The subscription takes from the same allowance.
+	resp, _ := graphtest.PostSSE(t, fromAddress("127.0.0.2"), s.URL, map[string]string{"Authorization": "Bearer " + demoPublishableKey},
+		sessionChargeUpdated, map[string]any{"key": newKey(), "session": guessedSecret()})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "RATE_LIMITED", graphtest.NewSSE(resp).MustNext(t).Code(t))
+	// A shopper elsewhere reads their own session's attempt.
+	shopper := s.clientFrom("127.0.0.3", demoPublishableKey)
+	secret := s.openSession(t, 700)
+	key, outcome := s.payFrom(t.Context(), shopper, secret, "pm_card_visa")
+	require.Equal(t, "SUCCEEDED", outcome)
+	res, err := shopper.SessionChargeStatus(t.Context(), key, secret)
+	require.NoError(t, err)
+	require.Equal(t, "SUCCEEDED", res.Status)
+}
+
+// sessionChargeUpdated is chargeUpdated as a checkout page subscribes to it.
+const sessionChargeUpdated = `subscription($key: String!, $session: String) { chargeUpdated(idempotencyKey: $key, checkoutSession: $session) { status } }`
