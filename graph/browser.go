@@ -76,6 +76,17 @@ func checkKeyKind(st *requestState, oc *graphql.OperationContext) *gqlerror.Erro
 	return nil
 }
 
+// secretKeyOnly resolves a field marked @secretKeyOnly: the merchant's own
+// record (a refund's reason), answered to a secret key and null to a
+// publishable key, which any page holds. SECURITY.md lists what the browser
+// may read, field by field.
+func secretKeyOnly(ctx context.Context, _ any, next graphql.Resolver) (any, error) {
+	if stateFrom(ctx).kind == merchant.KeyPublishable {
+		return nil, nil
+	}
+	return next(ctx)
+}
+
 // sameOrigin reports whether origin is the origin of the request's own
 // host: the page was served by this server (the development demo).
 func sameOrigin(origin string, r *http.Request) bool {

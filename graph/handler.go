@@ -94,7 +94,8 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		log:           log,
 		metrics:       cfg.Metrics,
 	}
-	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
+	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r,
+		Directives: generated.DirectiveRoot{SecretKeyOnly: secretKeyOnly}}))
 	srv.AddTransport(transport.Options{})
 	// The streams first: gqlgen serves a request with the first transport
 	// that supports it, and an event stream is a POST too.

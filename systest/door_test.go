@@ -308,3 +308,49 @@ func TestCardTesting_GuessedSecrets_SpendTheAddressAllowance_AliasesAreRefused(t
 
 // sessionChargeUpdated is chargeUpdated as a checkout page subscribes to it.
 const sessionChargeUpdated = `subscription($key: String!, $session: String) { chargeUpdated(idempotencyKey: $key, checkoutSession: $session) { status } }`
+
+// TestBrowserReads_TheMerchantsRecordsStayTheMerchants: a page reads its
+// charge and the refunds of it with the publishable key, amounts and
+// statuses, but not the reason the merchant gave for a refund, which only
+// the secret key reads (SECURITY.md lists every field's audience).
+func TestBrowserReads_TheMerchantsRecordsStayTheMerchants(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	s := startServer(t, map[string]string{"DATABASE_URL": dbtest.NewDatabase(t)})
+	secret := s.openSession(t, 2500)
+	page := s.clientFrom("127.0.0.2", demoPublishableKey)
+	key, outcome := s.payFrom(t.Context(), page, secret, "pm_card_visa")
+	require.Equal(t, "SUCCEEDED", outcome)
+	paid, err := page.SessionChargeStatus(t.Context(), key, secret)
+	require.NoError(t, err)
+	const reason = "INTERNAL: customer flagged as chargeback risk"
+	refund, err := s.demo().RefundCharge(t.Context(), newKey(), apiclient.RefundInput{ChargeId: paid.Charge.Id, Amount: new(1000), Reason: new(reason)})
+	require.NoError(t, err)
+	require.Equal(t, "SUCCEEDED", refund.Status)
+
+	const query = `query($key: String!, $session: String) { chargeStatus(idempotencyKey: $key, checkoutSession: $session) {
+		charge { amount amountRefunded refunds { amount status reason } } } }`
+	read := func(apiKey string) map[string]any {
+		body, err := json.Marshal(map[string]any{"query": query, "variables": map[string]any{"key": key, "session": secret}})
+		require.NoError(t, err)
+		r := s.send(t, http.MethodPost, "/graphql", http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + apiKey}}, bytes.NewReader(body))
+		answer := r.gql(t)
+		require.Empty(t, answer.Errors, "%s", r.body)
+		var data struct {
+			ChargeStatus struct {
+				Charge map[string]any `json:"charge"`
+			} `json:"chargeStatus"`
+		}
+		require.NoError(t, json.Unmarshal(answer.Data, &data))
+		return data.ChargeStatus.Charge
+	}
+	shopper := read(demoPublishableKey)
+	require.Equal(t, 2500.0, shopper["amount"])
+	require.Equal(t, 1000.0, shopper["amountRefunded"], "the shopper sees what came back")
+	refunds := shopper["refunds"].([]any)
+	require.Len(t, refunds, 1)
+	require.Equal(t, map[string]any{"amount": 1000.0, "status": "SUCCEEDED", "reason": nil}, refunds[0], "but not why")
+
+	merchant := read(apiclient.DemoAPIKey)
+	require.Equal(t, reason, merchant["refunds"].([]any)[0].(map[string]any)["reason"], "the merchant reads its own record")
+}

@@ -7,6 +7,7 @@ import (
 	"chargeonce/graph/model"
 	"chargeonce/graph/scalar"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -36,6 +37,7 @@ type ResolverRoot interface {
 }
 
 type DirectiveRoot struct {
+	SecretKeyOnly func(ctx context.Context, obj any, next graphql.Resolver) (res any, err error)
 }
 
 type ComplexityRoot struct {
@@ -701,6 +703,12 @@ An RFC 3339 timestamp with nanoseconds, in UTC, e.g. 2026-11-29T21:11:40.123456Z
 """
 scalar Time
 
+"""
+The field is the merchant's, not the shopper's: it is answered to a secret
+key only, and null to a publishable key (a checkout page).
+"""
+directive @secretKeyOnly on FIELD_DEFINITION
+
 "Where a charge attempt stands."
 enum ChargeStatus {
   "The attempt is running or its outcome is still being determined. Poll or retry after retryAfterMs."
@@ -894,7 +902,8 @@ type Refund {
   "Amount in minor units of the currency."
   amount: Int!
   currency: String!
-  reason: String
+  "Why, as the merchant's refundCharge said. The merchant's record: null to a publishable key."
+  reason: String @secretKeyOnly
   "The card provider's id for this refund."
   providerRefundId: String
   """
@@ -2880,7 +2889,20 @@ func (ec *executionContext) _Refund_reason(ctx context.Context, field graphql.Co
 		func(ctx context.Context) (any, error) {
 			return obj.Reason, nil
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.SecretKeyOnly == nil {
+					var zeroVal *string
+					return zeroVal, errors.New("directive secretKeyOnly is not implemented")
+				}
+				return ec.Directives.SecretKeyOnly(ctx, obj, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
 			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},

@@ -164,9 +164,10 @@ type Refund struct {
 	// The charge refunded.
 	ChargeID string `json:"chargeId"`
 	// Amount in minor units of the currency.
-	Amount   int     `json:"amount"`
-	Currency string  `json:"currency"`
-	Reason   *string `json:"reason,omitempty"`
+	Amount   int    `json:"amount"`
+	Currency string `json:"currency"`
+	// Why, as the merchant's refundCharge said. The merchant's record: null to a publishable key.
+	Reason *string `json:"reason,omitempty"`
 	// The card provider's id for this refund.
 	ProviderRefundID *string `json:"providerRefundId,omitempty"`
 	// SUCCEEDED, or FAILED when a refund that succeeded failed later (the card
