@@ -81,7 +81,7 @@ func (r *subscriptionResolver) ChargeUpdated(ctx context.Context, idempotencyKey
 	if err := r.watchable(ctx, m, st, idempotencyKey, checkoutSession); err != nil {
 		return nil, err
 	}
-	states, err := r.Live.Watch(ctx, m, idempotencyKey)
+	states, err := r.Live.Watch(ctx, m, watchScope(st, checkoutSession), idempotencyKey)
 	if err != nil {
 		return nil, err
 	}

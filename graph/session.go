@@ -78,7 +78,7 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 		amount := int64(*input.Amount)
 		in.Amount = &amount
 	}
-	res, err := r.Payments.ChargeCheckoutSession(ctx, m, key, *input.CheckoutSession, in)
+	res, err := r.Payments.ChargeCheckoutSession(ctx, m, keyScope(st), key, *input.CheckoutSession, in)
 	switch {
 	case err == nil && res.Status == payment.StatusFailed && !res.Replayed:
 		ticket.Declined(ctx, m, st.keyID)
@@ -91,6 +91,16 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 		return nil, err
 	}
 	return toPayload(res), nil
+}
+
+// keyScope is whose keys a request's idempotency key is among: a page's
+// (a publishable key) are its session's own, so that a page can neither
+// take a key the merchant's server will use nor learn which it used.
+func keyScope(st *requestState) payment.KeyScope {
+	if st.kind == merchant.KeyPublishable {
+		return payment.SessionKeys
+	}
+	return payment.MerchantKeys
 }
 
 // takeAllowance takes one of the client address's allowance against card
@@ -119,7 +129,7 @@ func (r *Resolver) inSession(ctx context.Context, m payment.Merchant, st *reques
 			return nil, err
 		}
 	}
-	res, err := r.Payments.ChargeStatusInSession(ctx, m, key, secret)
+	res, err := r.Payments.ChargeStatusInSession(ctx, m, keyScope(st), key, secret)
 	if payment.ErrorCode(err) == payment.ENOTFOUND {
 		ticket.Guessed()
 	} else {
@@ -168,6 +178,16 @@ func (r *Resolver) watchable(ctx context.Context, m payment.Merchant, st *reques
 		return errNeedsSession
 	}
 	return nil
+}
+
+// watchScope is the session among whose keys a subscription's key is (see
+// keyScope), once watchable has checked the session's secret; uuid.Nil for
+// the merchant's own keys.
+func watchScope(st *requestState, session *string) uuid.UUID {
+	if session == nil || keyScope(st) != payment.SessionKeys {
+		return uuid.Nil
+	}
+	return payment.SessionOf(*session)
 }
 
 // createCheckoutSession creates a session with a secret key.

@@ -53,10 +53,11 @@ const (
 	MaxWatchersPerMerchantDefault = 1_000
 )
 
-// Charges reads the state of a merchant's charge attempt by its key:
-// payment.Service's ChargeStatus, nil for a key never used.
+// Charges reads the state of a merchant's charge attempt by its key among
+// the keys of a checkout session (uuid.Nil: the merchant's own):
+// payment.Service's ChargeStatusAmong, nil for a key never used there.
 type Charges interface {
-	ChargeStatus(ctx context.Context, m payment.Merchant, key string) (*payment.Result, error)
+	ChargeStatusAmong(ctx context.Context, m payment.Merchant, keySession uuid.UUID, key string) (*payment.Result, error)
 }
 
 // Hub tells watchers when a charge attempt changes, on every instance.
@@ -110,12 +111,14 @@ func NewHub(pool *pgxpool.Pool, charges Charges, cfg Config) *Hub {
 var errHubClosed = &payment.Error{Code: payment.EUNAVAILABLE, RetryAfter: payment.UnavailableRetryAfter,
 	Message: "this server is shutting down; subscribe again (another instance answers) or poll chargeStatus"}
 
-// Watch returns the states of the attempt that m made with key: the current
-// one at once, then each change of status, and closes the channel after a
-// final state (SUCCEEDED or FAILED), when ctx ends, or when the hub closes.
-// A key m never used is ENOTFOUND; too many watchers is ELIMITED.
-func (h *Hub) Watch(ctx context.Context, m payment.Merchant, key string) (<-chan payment.Result, error) {
-	first, err := h.charges.ChargeStatus(ctx, m, key)
+// Watch returns the states of the attempt that m made with key among the
+// keys of keySession (uuid.Nil: the merchant's own; a session's id for a
+// page's attempt): the current one at once, then each change of status,
+// and closes the channel after a final state (SUCCEEDED or FAILED), when
+// ctx ends, or when the hub closes. A key never used there is ENOTFOUND;
+// too many watchers is ELIMITED.
+func (h *Hub) Watch(ctx context.Context, m payment.Merchant, keySession uuid.UUID, key string) (<-chan payment.Result, error) {
+	first, err := h.charges.ChargeStatusAmong(ctx, m, keySession, key)
 	if err != nil {
 		return nil, err
 	}
@@ -138,14 +141,14 @@ func (h *Hub) Watch(ctx context.Context, m payment.Merchant, key string) (<-chan
 		if first.Status != payment.StatusProcessing {
 			return
 		}
-		h.follow(ctx, m, key, *first, w, out)
+		h.follow(ctx, m, keySession, key, *first, w, out)
 	})
 	return out, nil
 }
 
 // follow reads the attempt again whenever w is woken or PollInterval has
 // passed, and sends each change of status, until a final one.
-func (h *Hub) follow(ctx context.Context, m payment.Merchant, key string, last payment.Result, w *watcher, out chan<- payment.Result) {
+func (h *Hub) follow(ctx context.Context, m payment.Merchant, keySession uuid.UUID, key string, last payment.Result, w *watcher, out chan<- payment.Result) {
 	poll := time.NewTicker(h.cfg.PollInterval)
 	defer poll.Stop()
 	for {
@@ -155,7 +158,7 @@ func (h *Hub) follow(ctx context.Context, m payment.Merchant, key string, last p
 		case <-w.wake:
 		case <-poll.C:
 		}
-		r, err := h.charges.ChargeStatus(ctx, m, key)
+		r, err := h.charges.ChargeStatusAmong(ctx, m, keySession, key)
 		switch {
 		case ctx.Err() != nil:
 			return

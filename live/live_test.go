@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -184,7 +185,7 @@ func TestHub_FinalizedElsewhere_NotificationWakesTheWatcher(t *testing.T) {
 	h := startHub(t, b, Config{PollInterval: noPoll})
 	b.processing(t, "k")
 
-	states, err := h.Watch(context.Background(), b.merchant, "k")
+	states, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
 	require.NoError(t, err)
 	first, ok := next(t, states)
 	require.True(t, ok)
@@ -208,7 +209,7 @@ func TestHub_FinalizedHere_PokedInProcess(t *testing.T) {
 	h := newHub(b, Config{PollInterval: noPoll, Self: b.notifier.ID})
 	b.notifier.OnCommit(h.Poke)
 	b.processing(t, "k")
-	states, err := h.Watch(context.Background(), b.merchant, "k")
+	states, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
 	require.NoError(t, err)
 	first, _ := next(t, states)
 	require.Equal(t, payment.StatusProcessing, first.Status)
@@ -226,10 +227,10 @@ func TestHub_AlreadyFinal_OneStateThenClosed(t *testing.T) {
 	_, err = b.svc.ChargeCard(context.Background(), b.merchant, "declined", card("pm_card_chargeDeclined"))
 	require.NoError(t, err)
 
-	states, err := h.Watch(context.Background(), b.merchant, "paid")
+	states, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "paid")
 	require.NoError(t, err)
 	requireStates(t, states, payment.StatusSucceeded)
-	states, err = h.Watch(context.Background(), b.merchant, "declined")
+	states, err = h.Watch(context.Background(), b.merchant, uuid.Nil, "declined")
 	require.NoError(t, err)
 	require.Equal(t, "card_declined", requireStates(t, states, payment.StatusFailed)[0].Failure.Code)
 }
@@ -247,11 +248,11 @@ func TestHub_UnknownOrOtherMerchantsKey_IsNotFound(t *testing.T) {
 		if name == "unknown key" {
 			key = "never-used"
 		}
-		states, err := h.Watch(context.Background(), m, key)
+		states, err := h.Watch(context.Background(), m, uuid.Nil, key)
 		require.Nil(t, states, name)
 		require.Equal(t, payment.ENOTFOUND, payment.ErrorCode(err), name)
 	}
-	_, err = h.Watch(context.Background(), b.merchant, "no spaces allowed")
+	_, err = h.Watch(context.Background(), b.merchant, uuid.Nil, "no spaces allowed")
 	require.Equal(t, payment.EINVALID, payment.ErrorCode(err))
 	require.Zero(t, h.Watchers())
 }
@@ -264,7 +265,7 @@ func TestHub_MissedNotification_PollFindsTheChange(t *testing.T) {
 	b.svc = payment.NewService(b.pool, b.provider, payment.Config{Now: b.clock.Now})
 	h := startHub(t, b, Config{PollInterval: 100 * time.Millisecond})
 	b.processing(t, "k")
-	states, err := h.Watch(context.Background(), b.merchant, "k")
+	states, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
 	require.NoError(t, err)
 	first, _ := next(t, states)
 	require.Equal(t, payment.StatusProcessing, first.Status)
@@ -279,7 +280,7 @@ func TestHub_ListenConnectionLost_ReconnectsAndWakesWatchers(t *testing.T) {
 	h := startHub(t, b, Config{PollInterval: noPoll, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	b.processing(t, "before")
 	lost := listener(t, b.pool, 0)
-	before, err := h.Watch(context.Background(), b.merchant, "before")
+	before, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "before")
 	require.NoError(t, err)
 	first, _ := next(t, before)
 	require.Equal(t, payment.StatusProcessing, first.Status)
@@ -302,7 +303,7 @@ func TestHub_ListensAgain_AfterReconnect(t *testing.T) {
 	listener(t, b.pool, lost)
 
 	b.processing(t, "k")
-	states, err := h.Watch(context.Background(), b.merchant, "k")
+	states, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
 	require.NoError(t, err)
 	first, _ := next(t, states)
 	require.Equal(t, payment.StatusProcessing, first.Status)
@@ -323,22 +324,22 @@ func TestHub_Bounds_RefuseMoreWatchers(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err = h.Watch(ctx, b.merchant, "a")
+	_, err = h.Watch(ctx, b.merchant, uuid.Nil, "a")
 	require.NoError(t, err)
-	_, err = h.Watch(ctx, b.merchant, "b")
+	_, err = h.Watch(ctx, b.merchant, uuid.Nil, "b")
 	require.Equal(t, payment.ELIMITED, payment.ErrorCode(err), "one per merchant")
 	var limited *payment.Error
 	require.ErrorAs(t, err, &limited)
 	require.Positive(t, limited.RetryAfter)
-	_, err = h.Watch(ctx, other, "o")
+	_, err = h.Watch(ctx, other, uuid.Nil, "o")
 	require.NoError(t, err, "another merchant has its own share")
-	_, err = h.Watch(ctx, other, "o")
+	_, err = h.Watch(ctx, other, uuid.Nil, "o")
 	require.Equal(t, payment.ELIMITED, payment.ErrorCode(err), "two on the instance")
 	require.Equal(t, 2, h.Watchers())
 
 	cancel() // the clients go away
 	require.Eventually(t, func() bool { return h.Watchers() == 0 }, watchWithin, 10*time.Millisecond)
-	_, err = h.Watch(context.Background(), b.merchant, "b")
+	_, err = h.Watch(context.Background(), b.merchant, uuid.Nil, "b")
 	require.NoError(t, err, "room again")
 }
 
@@ -347,7 +348,7 @@ func TestHub_Close_EndsWatchersAndRefusesNewOnes(t *testing.T) {
 	b := setup(t)
 	h := newHub(b, Config{PollInterval: noPoll})
 	b.processing(t, "k")
-	states, err := h.Watch(context.Background(), b.merchant, "k")
+	states, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
 	require.NoError(t, err)
 	first, _ := next(t, states)
 	require.Equal(t, payment.StatusProcessing, first.Status)
@@ -356,6 +357,6 @@ func TestHub_Close_EndsWatchersAndRefusesNewOnes(t *testing.T) {
 	_, ok := next(t, states)
 	require.False(t, ok, "the watcher is closed, with nothing more sent")
 	require.Zero(t, h.Watchers())
-	_, err = h.Watch(context.Background(), b.merchant, "k")
+	_, err = h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
 	require.Equal(t, payment.EUNAVAILABLE, payment.ErrorCode(err), "a closed hub refuses new watchers")
 }

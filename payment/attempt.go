@@ -17,7 +17,11 @@ type Attempt struct {
 	Kind           Kind
 	MerchantID     uuid.UUID
 	IdempotencyKey string
-	Input          ChargeInput
+	// KeySession is the checkout session whose keys IdempotencyKey is
+	// among: a page's attempt, made on the session with a publishable key.
+	// uuid.Nil for the merchant's own keys, which its server sends.
+	KeySession uuid.UUID
+	Input      ChargeInput
 	// Fingerprint identifies Input (see Fingerprint): the same key with
 	// another request is refused.
 	Fingerprint []byte

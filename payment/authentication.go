@@ -121,7 +121,7 @@ func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck
 	defer cancel()
 	done, err := s.finalize(writeCtx, current, *pc, byRequest)
 	if errors.Is(err, errFenced) {
-		if stored, err := s.store.get(writeCtx, m.ID, a.IdempotencyKey); err == nil {
+		if stored, err := s.store.getByID(writeCtx, a.ID); err == nil {
 			return stored, nil
 		}
 		return current, nil

@@ -58,7 +58,7 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 		})
 	switch {
 	case errors.Is(err, errFenced):
-		done, err = s.store.get(writeCtx, m.ID, a.IdempotencyKey)
+		done, err = s.store.getByID(writeCtx, a.ID)
 		if err == nil && recordedBy(done, a, pc) {
 			// A recording of ours committed, and only its reply was lost
 			// (a plain charge's recording is one statement, committed on

@@ -40,8 +40,19 @@ type claim struct {
 // stuck (its holder died, left the outcome unknown, or never learned that
 // its claim committed) takes it over and settles it at once. While the
 // database cannot be reached the answer is EUNAVAILABLE, and nothing is
-// charged.
-func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in ChargeInput) (_ Result, err error) {
+// charged. The key is among the merchant's own (ChargeCheckoutSession
+// charges among a session's); one beginning with chargeonce_ is refused,
+// reserved for chargeonce's own operations.
+func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in ChargeInput) (Result, error) {
+	if err := validateCallerKey(key); err != nil {
+		return Result{}, err
+	}
+	return s.charge(ctx, m, uuid.Nil, key, in)
+}
+
+// charge is ChargeCard with key among the keys of keySession (uuid.Nil:
+// the merchant's own).
+func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, key string, in ChargeInput) (_ Result, err error) {
 	// Every error is answered before the provider is called: say so.
 	defer func() {
 		var e *Error
@@ -57,7 +68,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	if err := in.Validate(); err != nil {
 		return Result{}, err
 	}
-	if a, ok := s.finished.get(m.ID, key, s.cfg.Now()); ok {
+	if a, ok := s.finished.get(m.ID, keySession, key, s.cfg.Now()); ok {
 		// A replay of a finished attempt: nothing to ask the database.
 		return s.answerRetry(ctx, m, a, Fingerprint(in))
 	}
@@ -68,6 +79,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	// and our read is free again, and the second claim takes it.
 	for range 2 {
 		a := newAttempt(m, key, in, s.cfg.Now(), s.cfg.Lease, s.cfg.Retention)
+		a.KeySession = keySession
 		c, err := s.store.claim(ctx, a, s.cfg.SessionMaxAttempts)
 		if err != nil {
 			switch code := ErrorCode(err); {
@@ -103,7 +115,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 			// The common retry: the claim's statement read the stored attempt.
 			return s.answerRetry(ctx, m, c.attempt, a.Fingerprint)
 		}
-		stored, err := s.store.get(ctx, m.ID, key)
+		stored, err := s.store.get(ctx, m.ID, keySession, key)
 		if err == nil {
 			return s.answerRetry(ctx, m, stored, a.Fingerprint)
 		}
@@ -153,7 +165,7 @@ func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, finger
 			return s.resume(context.WithoutCancel(ctx), log, m, taken), nil
 		}
 		// Another retry or the reconciler took it a moment ago: report theirs.
-		if a, err = s.store.get(ctx, m.ID, a.IdempotencyKey); err != nil {
+		if a, err = s.store.getByID(ctx, a.ID); err != nil {
 			return Result{}, err
 		}
 	}

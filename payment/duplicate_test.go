@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"github.com/google/uuid"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func TestDuplicateCharge_TheProviderChargedTwiceForOneAttempt_TheExtraRefundedOn
 	require.NoError(t, err)
 	require.Equal(t, StatusProcessing, r.Status)
 	// A stray send of the same attempt under another key charges again.
-	a, err := b.svc.store.get(ctx, b.merchant.ID, "twice")
+	a, err := b.svc.store.get(ctx, b.merchant.ID, uuid.Nil, "twice")
 	require.NoError(t, err)
 	stray := providerRequest(b.merchant, a)
 	stray.IdempotencyKey = "stray_" + a.ProviderKey

@@ -23,8 +23,8 @@ type finishedCache struct {
 }
 
 type finishedKey struct {
-	merchant uuid.UUID
-	key      string
+	merchant, keySession uuid.UUID
+	key                  string
 }
 
 // newFinishedCache returns a cache of size entries, or nil (no cache) when
@@ -42,13 +42,13 @@ func newFinishedCache(size int, m *metrics.Metrics) *finishedCache {
 		miss: m.ResultCache.WithLabelValues(metrics.CacheMiss)}
 }
 
-// get returns the merchant's finished attempt for key, unless its result
-// has expired at now.
-func (c *finishedCache) get(merchant uuid.UUID, key string, now time.Time) (Attempt, bool) {
+// get returns the merchant's finished attempt for key among the keys of
+// keySession, unless its result has expired at now.
+func (c *finishedCache) get(merchant, keySession uuid.UUID, key string, now time.Time) (Attempt, bool) {
 	if c == nil {
 		return Attempt{}, false
 	}
-	k := finishedKey{merchant, key}
+	k := finishedKey{merchant, keySession, key}
 	a, ok := c.entries.Get(k)
 	if ok && !now.Before(a.ExpiresAt) {
 		// Expired: the key may be deleted and claimed anew; ask the database.
@@ -69,5 +69,5 @@ func (c *finishedCache) put(a Attempt) {
 		// A refund that succeeded may still fail later: always read.
 		return
 	}
-	c.entries.Add(finishedKey{a.MerchantID, a.IdempotencyKey}, a)
+	c.entries.Add(finishedKey{a.MerchantID, a.KeySession, a.IdempotencyKey}, a)
 }

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"github.com/google/uuid"
 	"testing"
 	"time"
 
@@ -108,8 +109,8 @@ func TestFinishedCache_IsBounded(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, 2, b.svc.finished.entries.Len())
-	_, ok := b.svc.finished.get(b.merchant.ID, "a", b.clock.Now())
+	_, ok := b.svc.finished.get(b.merchant.ID, uuid.Nil, "a", b.clock.Now())
 	require.False(t, ok, "the least recently used went first")
-	_, ok = b.svc.finished.get(b.merchant.ID, "c", b.clock.Now())
+	_, ok = b.svc.finished.get(b.merchant.ID, uuid.Nil, "c", b.clock.Now())
 	require.True(t, ok)
 }

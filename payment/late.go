@@ -91,7 +91,7 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 // (REFUND_EXCEEDS_CHARGE) owes nothing more; a claimed refund is finished
 // by the reconciler like any other.
 func (s *Service) refundOwed(ctx context.Context, log *slog.Logger, m Merchant, key string, charge uuid.UUID, reason string) error {
-	r, err := s.RefundCharge(ctx, m, key, RefundInput{ChargeID: charge, Reason: reason})
+	r, err := s.refund(ctx, m, key, RefundInput{ChargeID: charge, Reason: reason})
 	if err != nil && ErrorCode(err) != EREFUNDEXCEEDS {
 		return err
 	}

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"github.com/google/uuid"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,7 @@ func TestLateCharge_CompletedAfterTheAttemptFailed_RefundedOnceAcrossInstances(t
 	require.Equal(t, FailureProviderUnavailable, failed.Failure.Code)
 
 	// The send that was in flight completes at the provider after all.
-	a, err := b.svc.store.get(ctx, b.merchant.ID, "late")
+	a, err := b.svc.store.get(ctx, b.merchant.ID, uuid.Nil, "late")
 	require.NoError(t, err)
 	pc, err := b.provider.CreateCharge(ctx, providerRequest(b.merchant, a))
 	require.NoError(t, err)

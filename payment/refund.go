@@ -36,8 +36,17 @@ import (
 // gets the stored result, PROCESSING while the refund runs, or EKEYREUSED
 // for another input. More than remains refundable is EREFUNDEXCEEDS, an
 // unknown charge (or another merchant's) ECHARGENOTFOUND; then nothing is
-// claimed or sent.
+// claimed or sent. A key beginning with chargeonce_ is refused, reserved
+// for chargeonce's own refunds (refundOwed).
 func (s *Service) RefundCharge(ctx context.Context, m Merchant, key string, in RefundInput) (Result, error) {
+	if err := validateCallerKey(key); err != nil {
+		return Result{}, err
+	}
+	return s.refund(ctx, m, key, in)
+}
+
+// refund is RefundCharge for any valid key, chargeonce's own included.
+func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundInput) (Result, error) {
 	if err := ValidateKey(key); err != nil {
 		return Result{}, err
 	}
@@ -48,7 +57,7 @@ func (s *Service) RefundCharge(ctx context.Context, m Merchant, key string, in R
 	defer cancel()
 	a := newRefundAttempt(m, key, in, s.cfg.Now(), s.cfg)
 	// A retry is answered without locking the charge.
-	stored, err := s.store.get(ctx, m.ID, key)
+	stored, err := s.store.get(ctx, m.ID, uuid.Nil, key)
 	if err == nil {
 		return s.answerRetry(ctx, m, stored, a.Fingerprint)
 	}
@@ -83,7 +92,7 @@ func (s *Service) RefundCharge(ctx context.Context, m Merchant, key string, in R
 // RefundStatus returns the state of the refund made with key, or nil when
 // this merchant never used the key for a refund.
 func (s *Service) RefundStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
-	a, ok, err := s.attempt(ctx, m, key)
+	a, ok, err := s.attempt(ctx, m, uuid.Nil, key)
 	if err != nil || !ok || a.Kind != KindRefund {
 		return nil, err
 	}

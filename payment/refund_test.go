@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -367,7 +368,7 @@ func TestRefund_ProviderUnseenPastTheRedriveWindow_IsReadUntilTheWatchEnds(t *te
 	require.Equal(t, EREFUNDEXCEEDS, ErrorCode(err), "the unseen refunds still hold their 80")
 
 	// The send of "lands" that was in flight completes at the provider.
-	a, err := b.svc.store.get(ctx, b.merchant.ID, "lands")
+	a, err := b.svc.store.get(ctx, b.merchant.ID, uuid.Nil, "lands")
 	require.NoError(t, err)
 	req, err := b.svc.refundRequest(ctx, b.merchant, a)
 	require.NoError(t, err)

@@ -93,7 +93,7 @@ func TestSettle_SpentProviderKey_IsReplacedBeforeTheResend(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusProcessing, r.Status)
 	var a Attempt
-	a, err = svc.store.get(ctx, m.ID, "k")
+	a, err = svc.store.get(ctx, m.ID, uuid.Nil, "k")
 	require.NoError(t, err)
 	first := "chargeonce_" + a.ID.String()
 	require.Equal(t, first, a.ProviderKey)
@@ -107,7 +107,7 @@ func TestSettle_SpentProviderKey_IsReplacedBeforeTheResend(t *testing.T) {
 	require.Equal(t, ReconcileResult{Taken: 1, Succeeded: 1}, res)
 	second := first + "_2"
 	require.Equal(t, []string{first, first, second}, p.sends)
-	done, err := svc.store.get(ctx, m.ID, "k")
+	done, err := svc.store.get(ctx, m.ID, uuid.Nil, "k")
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, done.Status)
 	require.Equal(t, second, done.ProviderKey, "the attempt keeps the key its charge was made under")

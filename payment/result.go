@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // fresh is the answer of the holder that just worked on a: no replay.
@@ -68,10 +70,21 @@ func (s *Service) retryAfter(lockedUntil time.Time) time.Duration {
 	return max(d, minRetryAfter)
 }
 
-// ChargeStatus returns the state of the attempt made with key, or nil when
-// this merchant never used the key.
+// ChargeStatus returns the state of the attempt made with key, among the
+// merchant's own keys, or nil when this merchant never used the key.
 func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
-	a, ok, err := s.attempt(ctx, m, key)
+	a, ok, err := s.attempt(ctx, m, uuid.Nil, key)
+	if err != nil || !ok || a.Kind != KindCharge {
+		return nil, err
+	}
+	return s.status(ctx, m, a), nil
+}
+
+// ChargeStatusAmong is ChargeStatus among the keys of keySession (uuid.Nil:
+// the merchant's own), for a reader that has checked the session already:
+// the live status of a page's attempt (SessionOf names its session).
+func (s *Service) ChargeStatusAmong(ctx context.Context, m Merchant, keySession uuid.UUID, key string) (*Result, error) {
+	a, ok, err := s.attempt(ctx, m, keySession, key)
 	if err != nil || !ok || a.Kind != KindCharge {
 		return nil, err
 	}
@@ -89,18 +102,19 @@ func (s *Service) status(ctx context.Context, m Merchant, a Attempt) *Result {
 	return &r
 }
 
-// attempt is m's attempt under key, from memory when it is finished there;
-// ok is false for a key m never used.
-func (s *Service) attempt(ctx context.Context, m Merchant, key string) (a Attempt, ok bool, err error) {
+// attempt is m's attempt under key among the keys of keySession (uuid.Nil:
+// the merchant's own), from memory when it is finished there; ok is false
+// for a key never used there.
+func (s *Service) attempt(ctx context.Context, m Merchant, keySession uuid.UUID, key string) (a Attempt, ok bool, err error) {
 	if err := ValidateKey(key); err != nil {
 		return Attempt{}, false, err
 	}
-	if a, ok := s.finished.get(m.ID, key, s.cfg.Now()); ok {
+	if a, ok := s.finished.get(m.ID, keySession, key, s.cfg.Now()); ok {
 		return a, true, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
-	a, err = s.store.get(ctx, m.ID, key)
+	a, err = s.store.get(ctx, m.ID, keySession, key)
 	if errors.Is(err, errNotFound) {
 		return Attempt{}, false, nil
 	}

@@ -80,6 +80,19 @@ type SessionResult struct {
 	ClientSecret string
 }
 
+// KeyScope says among whose keys a request's idempotency key is.
+type KeyScope int
+
+const (
+	// MerchantKeys are the merchant's own keys: what its server sends with
+	// a secret key, a session charge's included.
+	MerchantKeys KeyScope = iota
+	// SessionKeys are the keys of the session a request names: what a
+	// checkout page sends with a publishable key. A page can neither take
+	// a key of the merchant's, nor learn which ones it used.
+	SessionKeys
+)
+
 // SessionCharge is a charge request on a session: the card, and whatever of
 // the session's terms the page sent too (nil: not sent), which must then
 // equal the session's.
@@ -114,7 +127,7 @@ var (
 // id, so the creating answer and its replay can show it while only its hash
 // is stored.
 func (s *Service) CreateCheckoutSession(ctx context.Context, m Merchant, seed []byte, key string, in SessionInput) (SessionResult, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := validateCallerKey(key); err != nil {
 		return SessionResult{}, err
 	}
 	if in.ExpiresIn == 0 {
@@ -233,8 +246,9 @@ func (s *Service) present(ctx context.Context, sess CheckoutSession) (CheckoutSe
 // session that is paid or being paid is ESESSIONPAID, on an expired one
 // ESESSIONEXPIRED, on one that has taken its attempts ESESSIONLOCKED; a
 // retry of a key is answered from its attempt whatever the session's state.
-func (s *Service) ChargeCheckoutSession(ctx context.Context, m Merchant, key, secret string, in SessionCharge) (Result, error) {
-	if err := ValidateKey(key); err != nil {
+// The key is among scope's keys: a page's keys are the session's own.
+func (s *Service) ChargeCheckoutSession(ctx context.Context, m Merchant, scope KeyScope, key, secret string, in SessionCharge) (Result, error) {
+	if err := validateCallerKey(key); err != nil {
 		return Result{}, err
 	}
 	sess, err := s.sessionBySecret(ctx, m, secret)
@@ -244,25 +258,46 @@ func (s *Service) ChargeCheckoutSession(ctx context.Context, m Merchant, key, se
 	if err := in.agrees(sess.Input); err != nil {
 		return Result{}, err
 	}
-	return s.ChargeCard(ctx, m, key, ChargeInput{
+	return s.charge(ctx, m, scope.of(sess), key, ChargeInput{
 		Amount: sess.Input.Amount, Currency: sess.Input.Currency, PaymentMethod: in.PaymentMethod,
 		OrderID: sess.Input.OrderID, Description: sess.Input.Description, CheckoutSessionID: sess.ID,
 		ReturnURL: sess.Input.ReturnURL,
 	})
 }
 
+// of is the session whose keys scope's are, for sess: uuid.Nil for the
+// merchant's own.
+func (scope KeyScope) of(sess CheckoutSession) uuid.UUID {
+	if scope == SessionKeys {
+		return sess.ID
+	}
+	return uuid.Nil
+}
+
 // ChargeStatusInSession is ChargeStatus for the attempts of the session
-// that secret names only: any other key is nil, as one never used.
-func (s *Service) ChargeStatusInSession(ctx context.Context, m Merchant, key, secret string) (*Result, error) {
+// that secret names only: any other key is nil, as one never used. A page
+// (SessionKeys) reads the keys it sent on the session; the merchant
+// (MerchantKeys) reads those too, then its own keys' attempts on the
+// session.
+func (s *Service) ChargeStatusInSession(ctx context.Context, m Merchant, scope KeyScope, key, secret string) (*Result, error) {
 	sess, err := s.sessionBySecret(ctx, m, secret)
 	if err != nil {
 		return nil, err
 	}
-	a, ok, err := s.attempt(ctx, m, key)
-	if err != nil || !ok || a.Input.CheckoutSessionID != sess.ID {
-		return nil, err
+	among := []uuid.UUID{sess.ID}
+	if scope == MerchantKeys {
+		among = append(among, uuid.Nil)
 	}
-	return s.status(ctx, m, a), nil
+	for _, keySession := range among {
+		a, ok, err := s.attempt(ctx, m, keySession, key)
+		if err != nil {
+			return nil, err
+		}
+		if ok && a.Kind == KindCharge && a.Input.CheckoutSessionID == sess.ID {
+			return s.status(ctx, m, a), nil
+		}
+	}
+	return nil, nil
 }
 
 // sessionBySecret is m's session whose client secret is secret, compared by
@@ -407,6 +442,14 @@ func clientSecret(seed []byte, id uuid.UUID) string {
 	mac.Write([]byte("chargeonce checkout session client secret\x00"))
 	mac.Write(id[:])
 	return clientSecretMark + hex.EncodeToString(id[:]) + clientSecretSeparator + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// SessionOf is the checkout session a client secret names, by its form
+// alone (uuid.Nil for what is not one): the scope of a page's keys, once
+// the secret has been checked (ChargeStatusInSession).
+func SessionOf(secret string) uuid.UUID {
+	id, _ := parseClientSecret(secret)
+	return id
 }
 
 // parseClientSecret reads the session id of a client secret's form.

@@ -163,7 +163,7 @@ func (s *Service) resume(ctx context.Context, log *slog.Logger, m Merchant, a At
 	case finalized, waitingForShopper, waitingForProvider:
 		return s.fresh(a)
 	case finalizedByAnother:
-		if stored, err := s.store.get(ctx, m.ID, a.IdempotencyKey); err == nil {
+		if stored, err := s.store.getByID(ctx, a.ID); err == nil {
 			return s.replay(stored)
 		}
 	}

@@ -47,6 +47,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 		ExpiresAt:          a.ExpiresAt,
 		CheckoutSessionID:  optionalID(a.Input.CheckoutSessionID),
 		ReturnURL:          optional(a.Input.ReturnURL),
+		KeySessionID:       optionalID(a.KeySession),
 		Now:                a.CreatedAt,
 		MaxSessionAttempts: int32(maxSessionAttempts),
 	})
@@ -70,15 +71,17 @@ func isNotFound(err error) bool {
 	return kind == db.NotFound
 }
 
-// get loads the merchant's attempt for key, with its charge or failure.
-func (s *store) get(ctx context.Context, merchantID uuid.UUID, key string) (Attempt, error) {
-	a, err := storedAttempt(ctx, s.q, merchantID, key)
+// get loads the merchant's attempt for key among the keys of keySession
+// (uuid.Nil: the merchant's own), with its charge or failure.
+func (s *store) get(ctx context.Context, merchantID, keySession uuid.UUID, key string) (Attempt, error) {
+	a, err := storedAttempt(ctx, s.q, merchantID, keySession, key)
 	return a, interpretError(err)
 }
 
 // storedAttempt is get through q, which may be a transaction's.
-func storedAttempt(ctx context.Context, q *sqlc.Queries, merchantID uuid.UUID, key string) (Attempt, error) {
-	row, err := q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: merchantID, IdempotencyKey: key})
+func storedAttempt(ctx context.Context, q *sqlc.Queries, merchantID, keySession uuid.UUID, key string) (Attempt, error) {
+	row, err := q.GetChargeAttempt(ctx, sqlc.GetChargeAttemptParams{MerchantID: merchantID, IdempotencyKey: key,
+		KeySessionID: optionalID(keySession)})
 	if err != nil {
 		return Attempt{}, err
 	}
@@ -421,6 +424,7 @@ func attemptFromRow(r sqlc.ChargeAttempt) Attempt {
 	if r.CheckoutSessionID != nil {
 		a.Input.CheckoutSessionID = *r.CheckoutSessionID
 	}
+	a.KeySession = deref(r.KeySessionID)
 	if a.Status == StatusFailed {
 		a.Failure = &Failure{Code: deref(r.FailureCode), Message: deref(r.FailureMessage)}
 	}

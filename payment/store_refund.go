@@ -44,7 +44,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			Message: fmt.Sprintf("the refund exceeds what remains refundable of the charge (%d); nothing was refunded", remaining)}
 		if amount == 0 {
 			// Nothing remains: unless the key was used already, refused.
-			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, a.IdempotencyKey)
+			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey)
 			if isNotFound(err) {
 				return exceeds
 			}
@@ -60,7 +60,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		if isNotFound(err) {
 			// The key is taken: the insert waited for whoever took it, so a
 			// new statement sees the stored attempt.
-			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, a.IdempotencyKey)
+			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey)
 			if err != nil {
 				return err
 			}

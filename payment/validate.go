@@ -45,6 +45,23 @@ func ValidateKey(key string) error {
 	return nil
 }
 
+// ReservedKeyPrefix starts the idempotency keys of chargeonce's own
+// operations (the refunds of late and duplicate charges): a caller's key
+// must not, so that no caller can take, or replay, one of them.
+const ReservedKeyPrefix = "chargeonce_"
+
+// validateCallerKey is ValidateKey for a key a caller sends to claim an
+// attempt or a session: one beginning with ReservedKeyPrefix is refused.
+func validateCallerKey(key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if strings.HasPrefix(key, ReservedKeyPrefix) {
+		return Invalid("idempotencyKey", "idempotency keys beginning with %s are reserved for chargeonce's own operations; use another key, e.g. a UUID", ReservedKeyPrefix)
+	}
+	return nil
+}
+
 // Validate checks a charge request against the API's limits.
 func (in ChargeInput) Validate() error {
 	if err := validateMoney(in.Amount, in.Currency); err != nil {

@@ -1,8 +1,10 @@
 -- name: ClaimChargeAttempt :one
 -- The claim, and the replay's read, in one statement and one round trip.
 -- The INSERT claims the key, holding the attempt's lease, unless this
--- merchant already used it. The unique index on (merchant_id,
--- idempotency_key) makes the claim atomic across instances; the one on
+-- merchant already used it in its scope (key_session_id: NULL for the
+-- merchant's own keys, a session's id for the keys a browser sends on that
+-- session). The unique index on (merchant_id, idempotency_key,
+-- key_session_id) makes the claim atomic across instances; the one on
 -- (merchant_id, order_id) refuses a second live attempt for an order with a
 -- unique violation, and an order with a recorded charge inserts nothing.
 --   claimed = true: this request owns the attempt and may call the provider.
@@ -24,15 +26,16 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url
+        checkout_session_id, return_url, key_session_id
     )
     SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
            @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
            sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
-           sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text
+           sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text, sqlc.narg(key_session_id)::uuid
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = @merchant_id AND t.idempotency_key = @idempotency_key
+          AND t.key_session_id IS NOT DISTINCT FROM sqlc.narg(key_session_id)::uuid
     )
     AND NOT EXISTS (
         SELECT 1 FROM charges c
@@ -44,7 +47,7 @@ WITH claimed AS (
           AND s.status = 'OPEN' AND s.expires_at > sqlc.arg(now)::timestamptz
           AND s.attempts < sqlc.arg(max_session_attempts)::integer
     ))
-    ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+    ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
     RETURNING *
 ),
 counted AS (
@@ -64,12 +67,14 @@ FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key
+  AND a.key_session_id IS NOT DISTINCT FROM sqlc.narg(key_session_id)::uuid
 UNION ALL
 SELECT claimed.*, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed;
 
 -- name: GetChargeAttempt :one
 -- Loads an attempt with its charge, for a replay or a status query. Scoped by
--- merchant, so nobody reads another merchant's result.
+-- merchant, so nobody reads another merchant's result, and by the key's
+-- scope (key_session_id; NULL: the merchant's own keys).
 SELECT sqlc.embed(a),
        c.provider_charge_id,
        c.created_at AS charge_created_at,
@@ -81,7 +86,8 @@ SELECT sqlc.embed(a),
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
-WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key;
+WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key
+  AND a.key_session_id IS NOT DISTINCT FROM sqlc.narg(key_session_id)::uuid;
 
 -- name: GetChargeAttemptByID :one
 -- Loads an attempt by its id, for a provider's word about it (a webhook

@@ -19,7 +19,7 @@ SET next_action_url = $1::text,
     action_checked_at = $2::timestamptz,
     locked_until = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type AwaitChargeAttemptActionParams struct {
@@ -75,6 +75,7 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
@@ -84,15 +85,16 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url
+        checkout_session_id, return_url, key_session_id
     )
     SELECT $1, $2, $3, $4, $5,
            $6, $7, $8, $9, $10,
            $11::timestamptz, $12::timestamptz,
-           $13::uuid, $14::text
+           $13::uuid, $14::text, $15::uuid
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = $2 AND t.idempotency_key = $3
+          AND t.key_session_id IS NOT DISTINCT FROM $15::uuid
     )
     AND NOT EXISTS (
         SELECT 1 FROM charges c
@@ -101,17 +103,17 @@ WITH claimed AS (
     AND ($13::uuid IS NULL OR EXISTS (
         SELECT 1 FROM checkout_sessions s
         WHERE s.id = $13::uuid AND s.merchant_id = $2
-          AND s.status = 'OPEN' AND s.expires_at > $15::timestamptz
-          AND s.attempts < $16::integer
+          AND s.status = 'OPEN' AND s.expires_at > $16::timestamptz
+          AND s.attempts < $17::integer
     ))
-    ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+    ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 ),
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -124,8 +126,9 @@ FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
+  AND a.key_session_id IS NOT DISTINCT FROM $15::uuid
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -143,6 +146,7 @@ type ClaimChargeAttemptParams struct {
 	ExpiresAt          time.Time
 	CheckoutSessionID  *uuid.UUID
 	ReturnURL          *string
+	KeySessionID       *uuid.UUID
 	Now                time.Time
 	MaxSessionAttempts int32
 }
@@ -161,8 +165,10 @@ type ClaimChargeAttemptRow struct {
 
 // The claim, and the replay's read, in one statement and one round trip.
 // The INSERT claims the key, holding the attempt's lease, unless this
-// merchant already used it. The unique index on (merchant_id,
-// idempotency_key) makes the claim atomic across instances; the one on
+// merchant already used it in its scope (key_session_id: NULL for the
+// merchant's own keys, a session's id for the keys a browser sends on that
+// session). The unique index on (merchant_id, idempotency_key,
+// key_session_id) makes the claim atomic across instances; the one on
 // (merchant_id, order_id) refuses a second live attempt for an order with a
 // unique violation, and an order with a recorded charge inserts nothing.
 //
@@ -198,6 +204,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.ExpiresAt,
 		arg.CheckoutSessionID,
 		arg.ReturnURL,
+		arg.KeySessionID,
 		arg.Now,
 		arg.MaxSessionAttempts,
 	)
@@ -233,6 +240,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.LateCheckAt,
 		&i.ChargeAttempt.LateWatchUntil,
 		&i.ChargeAttempt.LateChargeID,
+		&i.ChargeAttempt.KeySessionID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -310,7 +318,7 @@ SET status = 'FAILED',
     completed_at = now(),
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type FailChargeAttemptParams struct {
@@ -363,12 +371,13 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -380,11 +389,13 @@ FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $1 AND a.idempotency_key = $2
+  AND a.key_session_id IS NOT DISTINCT FROM $3::uuid
 `
 
 type GetChargeAttemptParams struct {
 	MerchantID     uuid.UUID
 	IdempotencyKey string
+	KeySessionID   *uuid.UUID
 }
 
 type GetChargeAttemptRow struct {
@@ -399,9 +410,10 @@ type GetChargeAttemptRow struct {
 }
 
 // Loads an attempt with its charge, for a replay or a status query. Scoped by
-// merchant, so nobody reads another merchant's result.
+// merchant, so nobody reads another merchant's result, and by the key's
+// scope (key_session_id; NULL: the merchant's own keys).
 func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptParams) (GetChargeAttemptRow, error) {
-	row := q.db.QueryRow(ctx, getChargeAttempt, arg.MerchantID, arg.IdempotencyKey)
+	row := q.db.QueryRow(ctx, getChargeAttempt, arg.MerchantID, arg.IdempotencyKey, arg.KeySessionID)
 	var i GetChargeAttemptRow
 	err := row.Scan(
 		&i.ChargeAttempt.ID,
@@ -434,6 +446,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.LateCheckAt,
 		&i.ChargeAttempt.LateWatchUntil,
 		&i.ChargeAttempt.LateChargeID,
+		&i.ChargeAttempt.KeySessionID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -446,7 +459,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 }
 
 const getChargeAttemptByID = `-- name: GetChargeAttemptByID :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -507,6 +520,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeAttempt.LateCheckAt,
 		&i.ChargeAttempt.LateWatchUntil,
 		&i.ChargeAttempt.LateChargeID,
+		&i.ChargeAttempt.KeySessionID,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -565,7 +579,7 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 WHERE a.status = 'PROCESSING' AND a.completed_at IS NULL AND a.locked_until < $1::timestamptz
@@ -610,6 +624,7 @@ type ListStuckChargeAttemptsRow struct {
 	LateCheckAt       *time.Time
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
 	MerchantName      string
 }
 
@@ -655,6 +670,7 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.LateCheckAt,
 			&i.LateWatchUntil,
 			&i.LateChargeID,
+			&i.KeySessionID,
 			&i.MerchantName,
 		); err != nil {
 			return nil, err
@@ -695,7 +711,7 @@ WITH done AS (
         expires_at = $3::timestamptz
     WHERE charge_attempts.id = $4::uuid AND charge_attempts.status = 'PROCESSING'
       AND charge_attempts.attempt = $5::integer
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 ),
 charge AS (
     INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at)
@@ -709,7 +725,7 @@ event AS (
            $8::jsonb, $2::timestamptz
     FROM done
 )
-SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id FROM done
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id FROM done
 `
 
 type RecordChargeSucceededParams struct {
@@ -754,6 +770,7 @@ type RecordChargeSucceededRow struct {
 	LateCheckAt       *time.Time
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
 }
 
 // Finalizes an attempt as SUCCEEDED with its charge and its
@@ -808,6 +825,7 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
@@ -817,7 +835,7 @@ UPDATE charge_attempts
 SET provider_key = $1::text
 WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
   AND provider_key = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type RekeyChargeAttemptParams struct {
@@ -872,6 +890,7 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
@@ -901,7 +920,7 @@ const takeActionCheck = `-- name: TakeActionCheck :one
 UPDATE charge_attempts
 SET action_checked_at = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND action_checked_at <= $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type TakeActionCheckParams struct {
@@ -950,6 +969,7 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
@@ -959,7 +979,7 @@ UPDATE charge_attempts
 SET attempt = attempt + 1,
     locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -1007,6 +1027,7 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
@@ -1022,7 +1043,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -1078,6 +1099,7 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.LateCheckAt,
 			&i.LateWatchUntil,
 			&i.LateChargeID,
+			&i.KeySessionID,
 		); err != nil {
 			return nil, err
 		}

@@ -67,6 +67,7 @@ type ChargeAttempt struct {
 	LateCheckAt       *time.Time
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
 }
 
 type ChargeEvent struct {

@@ -10,7 +10,8 @@ FOR UPDATE;
 -- name: ClaimRefundAttempt :one
 -- A refund's claim of its key, in the transaction that reserves its amount:
 -- no row when this merchant already used the key (the caller reads the
--- stored attempt and rolls back).
+-- stored attempt and rolls back). A refund's key is always the merchant's
+-- own (key_session_id NULL): only a secret key refunds.
 INSERT INTO charge_attempts (
     id, merchant_id, idempotency_key, fingerprint, provider_key, kind,
     amount, currency, charge_id, description, locked_until, expires_at
@@ -18,7 +19,7 @@ INSERT INTO charge_attempts (
 VALUES (@id, @merchant_id, @idempotency_key, @fingerprint, @provider_key, 'refund',
         @amount, @currency, @charge_id, sqlc.narg(description),
         sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz)
-ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
 RETURNING *;
 
 -- name: ReserveRefund :one

@@ -20,8 +20,8 @@ INSERT INTO charge_attempts (
 VALUES ($1, $2, $3, $4, $5, 'refund',
         $6, $7, $8, $9,
         $10::timestamptz, $11::timestamptz)
-ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type ClaimRefundAttemptParams struct {
@@ -40,7 +40,8 @@ type ClaimRefundAttemptParams struct {
 
 // A refund's claim of its key, in the transaction that reserves its amount:
 // no row when this merchant already used the key (the caller reads the
-// stored attempt and rolls back).
+// stored attempt and rolls back). A refund's key is always the merchant's
+// own (key_session_id NULL): only a secret key refunds.
 func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, claimRefundAttempt,
 		arg.ID,
@@ -87,6 +88,7 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
@@ -232,7 +234,7 @@ func (q *Queries) ListChargeRefunds(ctx context.Context, arg ListChargeRefundsPa
 }
 
 const listProcessingRefunds = `-- name: ListProcessingRefunds :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, m.name AS merchant_name, c.provider_charge_id
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
@@ -272,6 +274,7 @@ type ListProcessingRefundsRow struct {
 	LateCheckAt       *time.Time
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
 	MerchantName      string
 	ProviderChargeID  string
 }
@@ -318,6 +321,7 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 			&i.LateCheckAt,
 			&i.LateWatchUntil,
 			&i.LateChargeID,
+			&i.KeySessionID,
 			&i.MerchantName,
 			&i.ProviderChargeID,
 		); err != nil {
@@ -374,7 +378,7 @@ UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, $1::timestamptz),
     locked_until = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type PendRefundAttemptParams struct {
@@ -427,6 +431,7 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }
@@ -522,7 +527,7 @@ SET status = 'SUCCEEDED',
     completed_at = now(),
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type SucceedRefundAttemptParams struct {
@@ -573,6 +578,7 @@ func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAtt
 		&i.LateCheckAt,
 		&i.LateWatchUntil,
 		&i.LateChargeID,
+		&i.KeySessionID,
 	)
 	return i, err
 }

@@ -354,3 +354,65 @@ func TestBrowserReads_TheMerchantsRecordsStayTheMerchants(t *testing.T) {
 	merchant := read(apiclient.DemoAPIKey)
 	require.Equal(t, reason, merchant["refunds"].([]any)[0].(map[string]any)["reason"], "the merchant reads its own record")
 }
+
+// TestKeys_APageKeysItsOwnSession_NoSquattingNoOracle: a page's keys are
+// its session's. A page that pays under a key the merchant's server will
+// use later (for a refund, say) takes nothing from the merchant; a paid
+// session answers every new key of its own alike, whether the merchant
+// used it or not; and keys beginning with chargeonce_, reserved for
+// chargeonce's own refunds, are refused from every caller.
+func TestKeys_APageKeysItsOwnSession_NoSquattingNoOracle(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	s := startServer(t, map[string]string{"DATABASE_URL": dbtest.NewDatabase(t)})
+	page := s.clientFrom("127.0.0.2", demoPublishableKey)
+	ctx := t.Context()
+
+	// The page squats the key the merchant will refund under.
+	secret := s.openSession(t, 3000)
+	squatted := "refund-order-77-" + newKey()
+	res, err := page.ChargeCard(ctx, squatted, apiclient.ChargeCardInput{PaymentMethod: "pm_card_visa", CheckoutSession: &secret})
+	require.NoError(t, err)
+	require.Equal(t, "SUCCEEDED", res.Status)
+	refund, err := s.demo().RefundCharge(ctx, squatted, apiclient.RefundInput{ChargeId: res.Charge.Id, Amount: new(500)})
+	require.NoError(t, err, "the merchant's key is the merchant's")
+	require.Equal(t, "SUCCEEDED", refund.Status)
+	again, err := page.ChargeCard(ctx, squatted, apiclient.ChargeCardInput{PaymentMethod: "pm_card_visa", CheckoutSession: &secret})
+	require.NoError(t, err)
+	require.True(t, again.Replayed, "and the page's key is still the page's: its retry is a replay")
+	require.Equal(t, res.Charge.Id, again.Charge.Id)
+
+	// A key the merchant used, and one nobody used, on the paid session:
+	// one answer for both.
+	used := newKey()
+	_, err = s.demo().ChargeCard(ctx, used, visa(700))
+	require.NoError(t, err)
+	for _, key := range []string{used, squatted + "-2", newKey()} {
+		_, err := page.ChargeCard(ctx, key, apiclient.ChargeCardInput{PaymentMethod: "pm_card_visa", CheckoutSession: &secret})
+		require.Equal(t, "CHECKOUT_SESSION_PAID", apiclient.Code(err), "key %s", key)
+		status, err := page.SessionChargeStatus(ctx, key, secret)
+		require.NoError(t, err)
+		require.Nil(t, status, "key %s: nothing to read", key)
+	}
+
+	// Reserved keys, from every caller and every operation that takes one.
+	reserved := "chargeonce_late_" + newKey()
+	_, err = s.demo().ChargeCard(ctx, reserved, visa(100))
+	requireReservedKey(t, err)
+	_, err = s.demo().RefundCharge(ctx, reserved, apiclient.RefundInput{ChargeId: res.Charge.Id, Amount: new(100)})
+	requireReservedKey(t, err)
+	_, err = s.demo().CreateCheckoutSession(ctx, reserved, apiclient.CheckoutSessionInput{Amount: 100, Currency: "USD"})
+	requireReservedKey(t, err)
+	_, err = page.ChargeCard(ctx, reserved, apiclient.ChargeCardInput{PaymentMethod: "pm_card_visa", CheckoutSession: new(s.openSession(t, 100))})
+	requireReservedKey(t, err)
+}
+
+// requireReservedKey requires err to refuse an idempotency key as reserved.
+func requireReservedKey(t *testing.T, err error) {
+	t.Helper()
+	var e *apiclient.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "BAD_USER_INPUT", e.Code())
+	require.Equal(t, "idempotencyKey", e.Field())
+	require.Contains(t, e.Errors[0].Message, "reserved")
+}

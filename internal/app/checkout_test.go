@@ -408,7 +408,8 @@ func TestCheckoutSession_CrossSessionReads_RevealNothing(t *testing.T) {
 		require.Nil(t, r.Data.ChargeStatus, "key %s", key)
 	}
 	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, publishableKey, keyB, &secretB).Data.ChargeStatus.Status)
-	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, "demo-key", keyB, nil).Data.ChargeStatus.Status, "the secret key reads every attempt")
+	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, "demo-key", keyB, &secretB).Data.ChargeStatus.Status, "the secret key reads every attempt of a session")
+	require.Nil(t, s.sessionStatus(t, "demo-key", keyB, nil).Data.ChargeStatus, "a page's keys are its session's, not among the merchant's own")
 
 	// Nor by subscription, over either stream.
 	resp, _ := graphtest.PostSSE(t, s.client, s.URL, bearer(publishableKey), sessionUpdatesSubscription,
