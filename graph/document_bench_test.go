@@ -22,9 +22,9 @@ import (
 	simprovider "chargeonce/provider/cardsim"
 )
 
-// The hostile documents of the benchmark and of the process test
-// (systest/document_test.go builds its own at the server's limit): the
-// worst a stranger can send in one body of the default limit.
+// The documents of BenchmarkDocument (and of TestDocumentLimits_Benchmark…,
+// which checks that each is what its name says): the worst a stranger can
+// send in one body, refused, and the worst within the bounds.
 
 // hostileDocuments are the worst documents within a body of maxBody bytes
 // that the bounds refuse, by what they repeat, with room for a nonce
@@ -85,38 +85,59 @@ func withNonce(query string, i int) string { return fmt.Sprintf("#%08d\n", i) + 
 // escapedSize is what s adds to a request's size.
 func escapedSize(s string) int { return requestSize(s) - requestSize("") }
 
+// repeat is s(0) … s(n-1).
+func repeat(n int, s func(i int) string) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(s(i))
+	}
+	return b.String()
+}
+
+// sameNameTrees are trees of fields that share one response name at every
+// level, as wide as the repeats of one selection set allow: what the
+// overlapping-fields rule compares most, thousands of pairs in a few
+// hundred fields, unless the repeats are counted at each response path.
+func sameNameTrees() []namedDocument {
+	var tree func(names []string) string
+	tree = func(names []string) string {
+		if len(names) == 1 {
+			return repeat(MaxResponseNameRepeats, func(int) string { return names[0] + " " })
+		}
+		return repeat(MaxResponseNameRepeats, func(int) string { return names[0] + " { " + tree(names[1:]) + "} " })
+	}
+	return []namedDocument{
+		// 4+16+64 fields and 256 names: 341 fields, 513 tokens.
+		{"one name in a tree of four levels", "{ __schema { " + tree([]string{"types", "fields", "type", "name"}) + "} }"},
+		// The same through fragments: 85 spreads.
+		{"one name in a tree of fragments", "{ __schema { types { ...T0 } } }" +
+			repeat(3, func(i int) string {
+				return fmt.Sprintf(" fragment T%d on __Type { %s}", i, repeat(MaxResponseNameRepeats, func(int) string {
+					return fmt.Sprintf("ofType { ...T%d } ", i+1)
+				}))
+			}) + " fragment T3 on __Type { name }"},
+	}
+}
+
 // worstAccepted are documents just inside the bounds, each built to cost
 // the most of one kind: they go through validation, and they run.
 func worstAccepted() []namedDocument {
-	repeat := func(n int, s func(int) string) string {
-		var b strings.Builder
-		for i := range n {
-			b.WriteString(s(i))
-		}
-		return b.String()
-	}
-	// A tree of fields that share one response name at every level, as
-	// wide as the repeats allow: what the overlapping-fields rule compares
-	// most, written out and through fragments (the fragment bound counts
-	// spreads, 85 here).
-	var inline func(depth int) string
-	inline = func(depth int) string {
-		if depth == 0 {
-			return "name"
-		}
-		return repeat(MaxResponseNameRepeats, func(int) string { return "ofType { " + inline(depth-1) + " } " })
-	}
-	const inlineDepth = 3 // 4+16+64 ofType and 64 names: 4 levels would be 5 times the tokens
-	viaFragments := "{ __schema { types { ...T0 } } }" +
-		repeat(3, func(i int) string {
-			return fmt.Sprintf(" fragment T%d on __Type { %s}", i, repeat(MaxResponseNameRepeats, func(int) string {
-				return fmt.Sprintf("ofType { ...T%d } ", i+1)
-			}))
-		}) + " fragment T3 on __Type { name }"
+	// Most of the schema, 124 fields at as many response paths.
+	schema := `types { kind name description specifiedByURL
+		fields(includeDeprecated: true) { name description isDeprecated deprecationReason
+			args { name description defaultValue type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } }
+			type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } }
+		inputFields { name description defaultValue type { kind name ofType { kind name ofType { kind name } } } }
+		interfaces { kind name ofType { kind name ofType { kind name ofType { kind name } } } }
+		enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+		possibleTypes { kind name ofType { kind name ofType { kind name ofType { kind name } } } } }
+	queryType { name kind description } mutationType { name kind description } subscriptionType { name kind description }
+	directives { name description locations isRepeatable
+		args { name description defaultValue type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } }
+	description `
 	return []namedDocument{
-		{"accepted: one name repeated in a tree", "{ __schema { types { " + inline(inlineDepth) + "} } }"},
-		{"accepted: one name repeated in a tree of fragments", viaFragments},
-		{"accepted: aliases, directives and fragments at their bounds", "{ " +
+		{"every response path four times", "{ " + repeat(MaxResponseNameRepeats, func(int) string { return "__schema { " + schema + "} " }) + "}"},
+		{"aliases, directives and fragments at their bounds", "{ " +
 			repeat(MaxDocumentAliases, func(i int) string {
 				if i < MaxDocumentDirectives {
 					return fmt.Sprintf("a%d: __typename @include(if: true) ", i)
@@ -124,7 +145,11 @@ func worstAccepted() []namedDocument {
 				return fmt.Sprintf("a%d: __typename ", i)
 			}) +
 			strings.Repeat("... on Query { ", MaxDocumentFragments) + "__typename" + strings.Repeat(" }", MaxDocumentFragments) + " }"},
-		{"accepted: introspection, as often as the complexity limit lets it run", "{ " +
+		{"100 aliased chargeCard fields, refused after validation", "mutation { " +
+			repeat(MaxDocumentAliases, func(i int) string {
+				return fmt.Sprintf(`c%d: chargeCard(idempotencyKey: "flood-%d", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } `, i, i)
+			}) + "}"},
+		{"introspection, as often as the complexity limit lets it run", "{ " +
 			repeat(complexityLimit/4, func(i int) string { return fmt.Sprintf("s%d: __schema { types { fields { name } } } ", i) }) + "}"},
 	}
 }
@@ -144,6 +169,12 @@ func cpuTime(tb testing.TB) time.Duration {
 // a real PostgreSQL, and reports each hostile document's cost as a multiple
 // of the chargeCard's (x-charge). The goal: at most 10.
 //
+// "refused" are the hostile documents; "accepted" those within the bounds,
+// which validation then reads whole, through a development handler, where
+// introspection runs (the aliased __schema fields cost their execution,
+// which the complexity limit does not weigh by the schema's size), and a
+// production one, which refuses introspection before it runs.
+//
 // The chargeCard's figure is a fresh charge, the costlier kind: the
 // handler, the claim and the finalize (PostgreSQL's own work is another
 // process's), and the card simulator, which runs in this process behind a
@@ -160,8 +191,10 @@ func BenchmarkDocument(b *testing.B) {
 		b.Fatal(err)
 	}
 	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{})
-	// Development: introspection runs, the costlier of the two.
 	h := NewHandler(&Resolver{Payments: svc, Merchants: merchants}, HandlerConfig{})
+	// Production refuses introspection after validation: the accepted
+	// documents go through both.
+	prod := NewHandler(&Resolver{Payments: svc, Merchants: merchants}, HandlerConfig{Production: true})
 
 	var charge float64
 	b.Run("chargeCard", func(b *testing.B) {
@@ -177,30 +210,37 @@ func BenchmarkDocument(b *testing.B) {
 		charge = float64(cpuTime(b)-cpu) / float64(b.N)
 		b.ReportMetric(charge, "cpu-ns/op")
 	})
-	docs := append(hostileDocuments(MaxBodyBytesDefault), worstAccepted()...)
-	docs = append(docs, namedDocument{"accepted: GraphiQL's introspection query", readRepoFile(b, "graph/testdata/documents/introspection.graphql")})
+	type run struct {
+		name    string
+		h       http.Handler
+		queries []namedDocument
+	}
+	accepted := append(worstAccepted(), namedDocument{"GraphiQL's introspection query", readRepoFile(b, "graph/testdata/documents/introspection.graphql")})
 	nonce := 0
-	for _, d := range docs {
-		b.Run(d.name, func(b *testing.B) {
-			bodies := make([]string, b.N)
-			for i := range bodies {
-				nonce++
-				body, _ := json.Marshal(map[string]string{"query": withNonce(d.query, nonce)})
-				bodies[i] = string(body)
-			}
-			cpu := cpuTime(b)
-			for _, body := range bodies {
-				// Without a key, as a stranger sends it.
-				if rec := serve(h, body, ""); rec.Code != http.StatusOK {
-					b.Fatalf("HTTP %d: %.300s", rec.Code, rec.Body)
+	refused := append(hostileDocuments(MaxBodyBytesDefault), sameNameTrees()...)
+	for _, r := range []run{{"refused", h, refused}, {"accepted", h, accepted}, {"accepted in production", prod, accepted}} {
+		for _, d := range r.queries {
+			b.Run(r.name+": "+d.name, func(b *testing.B) {
+				bodies := make([]string, b.N)
+				for i := range bodies {
+					nonce++
+					body, _ := json.Marshal(map[string]string{"query": withNonce(d.query, nonce)})
+					bodies[i] = string(body)
 				}
-			}
-			perOp := float64(cpuTime(b)-cpu) / float64(b.N)
-			b.ReportMetric(perOp, "cpu-ns/op")
-			if charge > 0 {
-				b.ReportMetric(perOp/charge, "x-charge")
-			}
-		})
+				cpu := cpuTime(b)
+				for _, body := range bodies {
+					// Without a key, as a stranger sends it.
+					if rec := serve(r.h, body, ""); rec.Code != http.StatusOK {
+						b.Fatalf("HTTP %d: %.300s", rec.Code, rec.Body)
+					}
+				}
+				perOp := float64(cpuTime(b)-cpu) / float64(b.N)
+				b.ReportMetric(perOp, "cpu-ns/op")
+				if charge > 0 {
+					b.ReportMetric(perOp/charge, "x-charge")
+				}
+			})
+		}
 	}
 }
 

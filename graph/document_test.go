@@ -177,6 +177,11 @@ func TestDocumentLimits_BenchmarkDocumentsAreWhatTheySay(t *testing.T) {
 		require.NotNil(t, err, d.name)
 		require.Equal(t, codeComplexityLimit, err.Extensions["code"], d.name)
 	}
+	for _, d := range sameNameTrees() {
+		err := checkDocument(d.query)
+		require.NotNil(t, err, d.name)
+		require.Contains(t, err.Message, "times in one selection set", d.name)
+	}
 	for _, d := range worstAccepted() {
 		s := shapeOf(t, d.query)
 		t.Logf("%-70s tokens %4d fields %4d repeats %d aliases %3d fragments %3d directives %d",
@@ -195,6 +200,8 @@ func TestMeasureDocument_CountsAsValidationWalks(t *testing.T) {
 		{"a field and its selection", `{ a { b c } }`, documentShape{Fields: 3, Repeats: 1}},
 		{"one name in two sets is no repeat", `{ a { x } b { x } }`, documentShape{Fields: 4, Repeats: 1}},
 		{"repeats in one set", `{ a a a }`, documentShape{Fields: 3, Repeats: 3}},
+		{"same-named fields merge their selections", `{ a { x } a { x y } }`, documentShape{Fields: 5, Repeats: 2}},
+		{"operations do not merge", `query A { a { x } } query B { a { x } }`, documentShape{Fields: 4, Repeats: 1}},
 		{"repeats through an inline fragment", `{ a ... on Q { a } }`, documentShape{Fields: 2, Repeats: 2, Fragments: 1}},
 		{"repeats through a spread", `{ a ...F } fragment F on Q { a }`, documentShape{Fields: 2, Repeats: 2, Fragments: 2}},
 		{"an alias is its response name", `{ a: x a: y b: x }`, documentShape{Fields: 3, Repeats: 2, Aliases: 3}},
@@ -230,6 +237,9 @@ func TestMeasureDocument_AtEachBoundAndOnePast(t *testing.T) {
 		{"repeats", documentShape{Repeats: 2}, `{ a a b }`, `{ a a a }`, "more than 2 times"},
 		{"repeats through fragments", documentShape{Repeats: 2}, `{ a ...F } fragment F on Q { a b }`,
 			`{ a ... on Q { a } ...F } fragment F on Q { a }`, "more than 2 times"},
+		{"repeats in merged selections", documentShape{Repeats: 2}, `{ a { x } a { x } }`, `{ a { x x } a { x } }`, "more than 2 times"},
+		{"repeats in merged selections through fragments", documentShape{Repeats: 2}, `{ a { ...F } a { x } } fragment F on T { x }`,
+			`{ a { ...F } ... { a { x } } } fragment F on T { x x }`, "more than 2 times"},
 		{"aliases", documentShape{Aliases: 2}, `{ a: x b: x c }`, `{ a: x b: x c: x }`, "more than 2 aliases"},
 		{"fragments", documentShape{Fragments: 3}, `{ ...F ... { a } } fragment F on Q { b }`,
 			`{ ...F ... { a } ... { c } } fragment F on Q { b }`, "more than 3 fragments"},
