@@ -134,3 +134,15 @@ func TestDocumentLimits_WebsocketAndEventStream_RefuseAsPOSTDoes(t *testing.T) {
 	sse := graphtest.NewSSE(resp)
 	require.Equal(t, codeComplexityLimit, sse.MustNext(t).Code(t))
 }
+
+// TestDocumentLimits_PlaygroundIntrospection_IsAnswered: GraphiQL's
+// introspection query, the largest legitimate document, is answered whole
+// in development.
+func TestDocumentLimits_PlaygroundIntrospection_IsAnswered(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(&Resolver{}, HandlerConfig{})
+	query := readRepoFile(t, "graph/testdata/documents/introspection.graphql")
+	a := decodeAnswer(t, serve(h, `{"query":`+jsonString(query)+`}`, ""))
+	require.Empty(t, a.Errors)
+	require.Contains(t, string(a.Data), `"chargeCard"`)
+}
