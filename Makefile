@@ -140,7 +140,7 @@ bench-go: ## The go test benchmarks of the hot functions (a first charge against
 
 # The fuzz targets, as package:Target, and how long `make fuzz` runs each.
 FUZZ_TARGETS := ./payment:FuzzValidateKey ./payment:FuzzChargeInputValidate ./payment:FuzzFingerprint \
-	./graph:FuzzDecodeRequest ./graph:FuzzChargeCard
+	./graph:FuzzDecodeRequest ./graph:FuzzChargeCard ./graph:FuzzDocumentLimits
 FUZZTIME ?= 1m
 # Go minimizes every new interesting input for up to 60s by default, which
 # stalls the database-backed FuzzChargeCard for most of a minute's run.

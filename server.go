@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"chargeonce/graph"
 	"chargeonce/internal/app"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/listening"
@@ -118,6 +119,8 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		Handler:           app.Handler(a),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
+		// A GET's document is in its URL: as large as a body, no larger.
+		MaxHeaderBytes: graph.MaxHeaderBytes(cfg.MaxBodyBytes),
 		// A charge may wait for the provider, with inline retries.
 		WriteTimeout: 2 * time.Minute,
 		IdleTimeout:  2 * time.Minute,
@@ -131,7 +134,8 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		// profiles are taken, and how to see where a live instance spends
 		// its time.
 		metricsSrv := &http.Server{Handler: metricsMux(a), ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout: 10 * time.Second, WriteTimeout: maxProfileTime + 10*time.Second}
+			MaxHeaderBytes: graph.MaxHeaderBytes(cfg.MaxBodyBytes),
+			ReadTimeout:    10 * time.Second, WriteTimeout: maxProfileTime + 10*time.Second}
 		go func() { serveErr <- metricsSrv.Serve(metricsLn) }()
 		defer metricsSrv.Close()
 		addrs.Metrics = "http://" + metricsLn.Addr().String() + "/metrics"

@@ -59,6 +59,14 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, st: st}
 	defer e.logRequest(r, sw, st, start)
 	r = r.WithContext(withState(r.Context(), st))
+	if int64(len(r.URL.RawQuery)) > e.maxBody {
+		// Before anything else: a GET carries its document in the URL, held
+		// to the body's limit.
+		writeError(sw, http.StatusRequestURITooLong, badRequest(codeRequestTooLarge, "",
+			"the query string of the URL is longer than "+strconv.FormatInt(e.maxBody, 10)+
+				" bytes; nothing was run. Send the document with POST"))
+		return
+	}
 	if isPreflight(r) {
 		e.preflight(sw, r, st)
 		return
@@ -269,6 +277,16 @@ func parseBearer(value string) (string, bool) {
 	key = strings.TrimSpace(key)
 	return key, ok && strings.EqualFold(scheme, "Bearer") && key != ""
 }
+
+// HeaderBytesAllowance is what a request's headers may take beside the
+// query of its URL: a bearer key, cookies, tracing headers.
+const HeaderBytesAllowance = 16 << 10
+
+// MaxHeaderBytes is the http.Server's MaxHeaderBytes for the API with
+// bodies bounded by maxBody: a URL whose query is as large as a body (over
+// it, the edge answers 414) and ordinary headers beside it. Go's server
+// answers a larger header 431 before it reads the rest.
+func MaxHeaderBytes(maxBody int64) int { return int(maxBody) + HeaderBytesAllowance }
 
 func tooLarge(limit int64) *RequestError {
 	return badRequest(codeRequestTooLarge, "", "the request body is larger than "+strconv.FormatInt(limit, 10)+" bytes; nothing was run")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -60,5 +61,43 @@ func TestEdge_UnreadableBody_AnswersAFixedMessage(t *testing.T) {
 		for _, leak := range []string{"tcp", "127.0.0.1", "10.0.0.1", "reset", "deadline"} {
 			require.NotContains(t, strings.ToLower(resp.Errors[0].Message), leak, "%s: a fixed message", name)
 		}
+	}
+}
+
+// TestEdge_URLQueryOverTheBodyLimit_Is414 holds the URL's query, where a
+// GET carries its document, to the body's limit, whatever the method, and
+// before anything else is read.
+func TestEdge_URLQueryOverTheBodyLimit_Is414(t *testing.T) {
+	t.Parallel()
+	const limit = 1024
+	h := NewHandler(&Resolver{}, HandlerConfig{MaxBodyBytes: limit})
+	query := func(n int) string {
+		q := "query=" + url.QueryEscape("{ __typename }") + "&pad="
+		return q + strings.Repeat("x", n-len(q))
+	}
+	for _, tt := range []struct {
+		method string
+		size   int
+		status int
+	}{
+		{http.MethodGet, limit, http.StatusOK},
+		{http.MethodGet, limit + 1, http.StatusRequestURITooLong},
+		{http.MethodPost, limit + 1, http.StatusRequestURITooLong},
+		{http.MethodOptions, limit + 1, http.StatusRequestURITooLong},
+	} {
+		req := httptest.NewRequest(tt.method, "/graphql?"+query(tt.size), nil)
+		req.Body = brokenBody{} // never read: the URL is refused first
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, tt.status, rec.Code, "%s with a query of %d bytes: %s", tt.method, tt.size, rec.Body)
+		if tt.status == http.StatusOK {
+			continue
+		}
+		a := decodeAnswer(t, rec)
+		require.Equal(t, codeRequestTooLarge, a.code())
+		require.Contains(t, a.Errors[0].Message, "1024 bytes")
+		require.Contains(t, a.Errors[0].Message, "POST")
+		require.NotContains(t, rec.Body.String(), "xxxx", "the URL is not echoed")
 	}
 }

@@ -103,7 +103,10 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.AddTransport(sseTransport{sse: transport.SSE{KeepAlivePingInterval: sseKeepAlive}, streams: cfg.Streams})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(postTransport{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	// The documents that passed validation; documentLimits lets them by.
+	validated := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(validated)
+	srv.SetParserTokenLimit(MaxDocumentTokens)
 	if !cfg.Production {
 		srv.Use(extension.Introspection{})
 	}
@@ -112,6 +115,9 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		srv.SetValidationRulesFn(rulesWithoutSuggestions)
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
+	// Before parsing and validation, and after the persisted query, which
+	// puts the document in place of its hash.
+	srv.Use(documentLimits{validated: validated})
 	// Before the complexity limit, so that a flood of chargeCard aliases is
 	// refused for what it is.
 	srv.Use(operationLimits{maxCharges: cfg.MaxChargesPerRequest, maxDepth: depthLimit, introspection: !cfg.Production})
