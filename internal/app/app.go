@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	// notifier, in process here and by one coalesced NOTIFY elsewhere.
 	a.notifier = events.NewNotifier(pool, log)
 	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics, a.notifier.Committed)
-	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log)
+	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log, a.metrics)
 	if a.broker, err = OpenBroker(ctx, cfg, log); err != nil {
 		closeDB()
 		return nil, err

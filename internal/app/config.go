@@ -15,6 +15,7 @@ import (
 	"chargeonce/live"
 	"chargeonce/metrics"
 	"chargeonce/payment"
+	"chargeonce/provider/stripe"
 	"chargeonce/webhook"
 )
 
@@ -90,6 +91,12 @@ type Config struct {
 	RateLimitDeclinesIPBurst  int64
 	// SESSION_MAX_ATTEMPTS: charge attempts a checkout session takes, default 5.
 	SessionMaxAttempts int64
+	// RATE_LIMIT_STRIPE_WEBHOOK_IP(_BURST): requests a second to POST
+	// /stripe/webhook per client address, and the burst; default
+	// stripe.WebhookRateLimitDefault (50) and WebhookRateLimitBurstDefault
+	// (200), which Stripe's own traffic never reaches. 0 turns it off.
+	RateLimitStripeWebhookIP      float64
+	RateLimitStripeWebhookIPBurst int64
 
 	MetricsAddr string // METRICS_ADDR: a separate listener for /metrics; in development /metrics is also on the main port
 	LogFormat   string // LOG_FORMAT: json or text, default json in production and text in development
@@ -161,6 +168,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.RateLimitDeclinesKeyBurst, "RATE_LIMIT_DECLINES_KEY_BURST", RateLimitDeclinesKeyBurstDefault, 1},
 		{&cfg.RateLimitDeclinesIPBurst, "RATE_LIMIT_DECLINES_IP_BURST", RateLimitDeclinesIPBurstDefault, 1},
 		{&cfg.SessionMaxAttempts, "SESSION_MAX_ATTEMPTS", payment.SessionMaxAttemptsDefault, 1},
+		{&cfg.RateLimitStripeWebhookIPBurst, "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST", stripe.WebhookRateLimitBurstDefault, 1},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
 		if err != nil {
@@ -177,6 +185,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.RateLimitIP, "RATE_LIMIT_IP", RateLimitIPDefault},
 		{&cfg.RateLimitDeclinesKey, "RATE_LIMIT_DECLINES_KEY", RateLimitDeclinesKeyDefault},
 		{&cfg.RateLimitDeclinesIP, "RATE_LIMIT_DECLINES_IP", RateLimitDeclinesIPDefault},
+		{&cfg.RateLimitStripeWebhookIP, "RATE_LIMIT_STRIPE_WEBHOOK_IP", stripe.WebhookRateLimitDefault},
 	} {
 		v, err := perSecond(getenv, r.name, r.def)
 		if err != nil {
