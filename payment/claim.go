@@ -57,6 +57,9 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	if err := in.Validate(); err != nil {
 		return Result{}, err
 	}
+	if err := s.httpsInProduction("input.returnUrl", in.ReturnURL); err != nil {
+		return Result{}, err
+	}
 	if a, ok := s.finished.get(m.ID, key, s.cfg.Now()); ok {
 		// A replay of a finished attempt: nothing to ask the database.
 		return s.answerRetry(ctx, m, a, Fingerprint(in))

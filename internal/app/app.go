@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	a := &App{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
 	a.metrics = metrics.New(a.registry)
 	a.metrics.WatchPool(pool)
-	a.merchants = merchant.NewWithConfig(pool, !cfg.Production, merchant.Config{Logger: log, Metrics: a.metrics})
+	a.merchants = merchant.NewWithConfig(pool, !cfg.Production, merchant.Config{Logger: log, Metrics: a.metrics, Production: cfg.Production})
 	if !cfg.Production {
 		// The simulator's schema exists only where it is mounted: never in
 		// production.

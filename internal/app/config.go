@@ -353,6 +353,7 @@ func (c Config) PaymentConfig() payment.Config {
 		LateChargeWatch:             c.LateChargeWatch,
 		ResultCacheSize:             int(c.ResultCacheSize),
 		SessionMaxAttempts:          int(c.SessionMaxAttempts),
+		Production:                  c.Production,
 	}
 	if c.ResultCacheSize == 0 {
 		pc.ResultCacheSize = -1 // none; zero in payment.Config is the default
