@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		return nil, err
 	}
 	a := &App{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
+	logHostNames(cfg, log)
 	a.metrics = metrics.New(a.registry)
 	a.metrics.WatchPool(pool)
 	a.merchants = merchant.NewWithConfig(pool, !cfg.Production, merchant.Config{Logger: log, Metrics: a.metrics, Production: cfg.Production})

@@ -22,6 +22,10 @@ import (
 // Config is chargeonce's configuration, read from the environment.
 type Config struct {
 	Host        string // HOST: listen address, default 127.0.0.1 in development, every interface in production
+	// ALLOWED_HOSTS: comma-separated host names (or addresses) the server
+	// answers for besides localhost, the loopback addresses and HOST
+	// (host.go). Development always checks them; production only when set.
+	AllowedHosts []string
 	Port        string // PORT: listen port, default 8080 (0 picks a free one)
 	DatabaseURL string // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
 	Production  bool   // APP_ENV=production: no demo merchant, no playground, no simulator
@@ -143,6 +147,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if cfg.Host == "" && !cfg.Production {
 		cfg.Host = "127.0.0.1"
 	}
+	allowed, err := parseAllowedHosts(getenv("ALLOWED_HOSTS"))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.AllowedHosts = allowed
 	cfg.MetricsAddr = getenv("METRICS_ADDR")
 	cfg.LogFormat = getenv("LOG_FORMAT")
 	switch cfg.LogFormat {
