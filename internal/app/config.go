@@ -22,10 +22,6 @@ import (
 // Config is chargeonce's configuration, read from the environment.
 type Config struct {
 	Host        string // HOST: listen address, default 127.0.0.1 in development, every interface in production
-	// ALLOWED_HOSTS: comma-separated host names (or addresses) the server
-	// answers for besides localhost, the loopback addresses and HOST
-	// (host.go). Development always checks them; production only when set.
-	AllowedHosts []string
 	Port        string // PORT: listen port, default 8080 (0 picks a free one)
 	DatabaseURL string // DATABASE_URL: empty starts a project-local PostgreSQL (development only)
 	Production  bool   // APP_ENV=production: no demo merchant, no playground, no simulator
@@ -43,6 +39,11 @@ type Config struct {
 	// default 0: a slow provider that costs nothing else, for benchmarks.
 	InstantDelay time.Duration
 	DataDir      string // DATA_DIR: where the project-local PostgreSQL lives, default .data
+
+	// ALLOWED_HOSTS: comma-separated host names (or addresses) the server
+	// answers for besides localhost, the loopback addresses and HOST
+	// (host.go). Development always checks them; production only when set.
+	AllowedHosts []string
 
 	// The card provider (see provider.go): PROVIDER is cardsim (the default,
 	// development only) or stripe, with STRIPE_SECRET_KEY (test mode,
