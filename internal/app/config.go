@@ -77,6 +77,12 @@ type Config struct {
 	WebhookRetention time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
 	LivePollInterval time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
 
+	// WEBHOOK_ALLOW_PRIVATE_NETWORKS: true lets production send webhooks to
+	// private networks (RFC 1918, RFC 4193, 100.64/10); default false, only
+	// public addresses. Loopback, link-local and metadata addresses stay
+	// refused; development allows everything.
+	WebhookAllowPrivateNetworks bool
+
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
 	ResultCacheSize      int64 // RESULT_CACHE_SIZE: finished results kept in memory for replays, default 20,000; 0 keeps none
@@ -239,6 +245,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		cfg.CrashAt = crash
 	}
+	switch v := getenv("WEBHOOK_ALLOW_PRIVATE_NETWORKS"); v {
+	case "", "false":
+	case "true":
+		cfg.WebhookAllowPrivateNetworks = true
+	default:
+		return cfg, fmt.Errorf("WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false, got %q", v)
+	}
 	cfg.NATSURL = getenv("NATS_URL")
 	for _, n := range []struct {
 		dst           *int
@@ -386,5 +399,6 @@ func (c Config) Fault(point string) {
 // WebhookConfig is the webhook service's share of the configuration; m
 // records its metrics (nil: nowhere).
 func (c Config) WebhookConfig(m *metrics.Metrics) webhook.Config {
-	return webhook.Config{Production: c.Production, Retention: c.WebhookRetention, CleanupInterval: c.CleanupInterval, Metrics: m}
+	return webhook.Config{Production: c.Production, AllowPrivateNetworks: c.WebhookAllowPrivateNetworks,
+		Retention: c.WebhookRetention, CleanupInterval: c.CleanupInterval, Metrics: m}
 }
