@@ -59,10 +59,10 @@ func TestWebhookCommand_Production_RefusesInternalAddresses(t *testing.T) {
 	for url, why := range map[string]string{
 		"https://169.254.169.254/latest/meta-data/":         "169.254.169.254 is a link-local address",
 		"https://metadata.google.internal/computeMetadata/": "metadata.google.internal is a cloud metadata service",
-		"https://127.0.0.1:8443/hooks":                       "127.0.0.1 is a loopback address",
-		"https://localhost/hooks":                            "is a loopback address",
-		"https://10.0.0.5/hooks":                             "10.0.0.5 is a private address",
-		"https://[::ffff:10.0.0.5]/hooks":                    "10.0.0.5 is a private address",
+		"https://127.0.0.1:8443/hooks":                      "127.0.0.1 is a loopback address",
+		"https://localhost/hooks":                           "is a loopback address",
+		"https://10.0.0.5/hooks":                            "10.0.0.5 is a private address",
+		"https://[::ffff:10.0.0.5]/hooks":                   "10.0.0.5 is a private address",
 	} {
 		run("webhook", "set", "acme", url).requireFailed(t, webhook.ErrInvalidURL.Error(), why, "APP_ENV=production")
 	}
