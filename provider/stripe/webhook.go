@@ -109,9 +109,12 @@ type WebhookConfig struct {
 // WebhookHandler is the endpoint Stripe sends its events to (POST). It
 // answers 200 for every verified event, those it ignores included (an
 // unknown type, a PaymentIntent or refund that is no attempt's, an attempt
-// chargeonce does not know), so that Stripe does not send them again; 400
-// for a bad signature or body, before anything is read; 503 when the
-// attempt could not be read now, so that Stripe sends the event again later.
+// chargeonce does not know), so that Stripe does not send them again; 503
+// when the attempt could not be read now, so that Stripe sends the event
+// again later. Before any event is read, it refuses a client address past
+// its allowance (429, Retry-After), a body larger than WebhookMaxBodyBytes
+// (413) and a bad signature or body (400): each refusal is counted by
+// reason, and logged sampled (refusalLog).
 func WebhookHandler(cfg WebhookConfig) http.Handler {
 	log := cfg.Logger
 	if log == nil {
