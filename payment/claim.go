@@ -54,10 +54,10 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 	if err := ValidateKey(key); err != nil {
 		return Result{}, err
 	}
-	if err := in.Validate(); err != nil {
+	if err := s.httpsInProduction("input.returnUrl", in.ReturnURL); err != nil {
 		return Result{}, err
 	}
-	if err := s.httpsInProduction("input.returnUrl", in.ReturnURL); err != nil {
+	if err := in.Validate(); err != nil {
 		return Result{}, err
 	}
 	if a, ok := s.finished.get(m.ID, key, s.cfg.Now()); ok {

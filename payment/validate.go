@@ -98,13 +98,13 @@ func (s *Service) ValidateReturnURL(field, raw string) error {
 	return s.httpsInProduction(field, raw)
 }
 
-// httpsInProduction refuses, in production, a returnUrl that passed
-// ValidateReturnURL but is not https.
+// httpsInProduction refuses, in production, a plain-http returnUrl; it
+// leaves every other form to ValidateReturnURL.
 func (s *Service) httpsInProduction(field, raw string) error {
 	if !s.cfg.Production || raw == "" {
 		return nil
 	}
-	if u, err := url.Parse(raw); err == nil && u.Scheme == "https" {
+	if u, err := url.Parse(raw); err != nil || u.Scheme != "http" {
 		return nil
 	}
 	return Invalid(field, "returnUrl must use https when APP_ENV=production; plain http is allowed only on a loopback host in development")

@@ -197,11 +197,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		name string
 		def  float64
 	}{
+		{&cfg.RateLimitStripeWebhookIP, "RATE_LIMIT_STRIPE_WEBHOOK_IP", stripe.WebhookRateLimitDefault},
 		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", RateLimitMerchantDefault},
 		{&cfg.RateLimitIP, "RATE_LIMIT_IP", RateLimitIPDefault},
 		{&cfg.RateLimitDeclinesKey, "RATE_LIMIT_DECLINES_KEY", RateLimitDeclinesKeyDefault},
 		{&cfg.RateLimitDeclinesIP, "RATE_LIMIT_DECLINES_IP", RateLimitDeclinesIPDefault},
-		{&cfg.RateLimitStripeWebhookIP, "RATE_LIMIT_STRIPE_WEBHOOK_IP", stripe.WebhookRateLimitDefault},
 	} {
 		v, err := perSecond(getenv, r.name, r.def)
 		if err != nil {
