@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -318,21 +317,9 @@ func requestID(r *http.Request) string {
 	return uuid.NewString()
 }
 
-// clientIP is the peer's address; an IPv6 peer counts as its /64, which one
-// host usually owns whole.
-func clientIP(r *http.Request) string {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	addr := ap.Addr().Unmap()
-	if addr.Is6() {
-		if p, err := addr.Prefix(64); err == nil {
-			return p.String()
-		}
-	}
-	return addr.String()
-}
+// clientIP is the key of the request's client in the per-address limits
+// (ratelimit.ClientAddress: an IPv6 peer counts as its /64).
+func clientIP(r *http.Request) string { return ratelimit.ClientAddress(r) }
 
 // logRequest writes the access log line and times the request.
 func (e *edge) logRequest(r *http.Request, sw *statusWriter, st *requestState, start time.Time) {

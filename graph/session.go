@@ -228,7 +228,7 @@ func (r *Resolver) returnOrigin(ctx context.Context, m payment.Merchant, returnU
 	if returnURL == "" {
 		return nil
 	}
-	if err := payment.ValidateReturnURL("input.returnUrl", returnURL); err != nil {
+	if err := r.Payments.ValidateReturnURL("input.returnUrl", returnURL); err != nil {
 		return err
 	}
 	u, _ := url.Parse(returnURL) // valid: checked above

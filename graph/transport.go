@@ -215,6 +215,10 @@ func badRequest(code, field, message string) *RequestError {
 	return &RequestError{Code: code, Field: field, Message: message}
 }
 
+// WriteError answers a request refused before it reaches the GraphQL
+// handler (the server's host names) as the edge answers its own refusals.
+func WriteError(w http.ResponseWriter, status int, err *RequestError) { writeError(w, status, err) }
+
 // writeError answers the request with one error, as a GraphQL response.
 func writeError(w http.ResponseWriter, status int, err *RequestError) {
 	ext := map[string]any{"code": err.Code}

@@ -83,6 +83,12 @@ type Config struct {
 	// LISTEN connection again; the wait doubles after each failure.
 	ReconnectMin, ReconnectMax time.Duration // defaults db.ReconnectMinDefault, db.ReconnectMaxDefault
 
+	// Production refuses plain-http origins: none is registered
+	// (AddOrigin), and one registered before is not honoured
+	// (OriginAllowed, AnyOriginAllowed). A page served over http can be
+	// changed by anyone on its path, and production's are https.
+	Production bool
+
 	Logger  *slog.Logger     // default: discard
 	Metrics *metrics.Metrics // default: instruments nobody scrapes
 }

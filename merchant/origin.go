@@ -51,11 +51,14 @@ func NormalizeOrigin(origin string) (string, error) {
 }
 
 // AddOrigin registers origin for the existing merchant name; added is false
-// when it was registered already.
+// when it was registered already. Production refuses a plain-http origin.
 func (ms *Service) AddOrigin(ctx context.Context, name, origin string) (normalized string, added bool, err error) {
 	m, normalized, err := ms.merchantAndOrigin(ctx, name, origin)
 	if err != nil {
 		return "", false, err
+	}
+	if !ms.servesOrigin(normalized) {
+		return "", false, payment.Invalid("origin", "an origin must be https:// when APP_ENV=production: a checkout page served over plain http can be changed by anyone on its way to the shopper (plain http origins are for development); got %s", normalized)
 	}
 	added, err = ms.store.addOrigin(ctx, m.ID, normalized)
 	return normalized, added, err
@@ -88,15 +91,29 @@ func (ms *Service) ListOrigins(ctx context.Context, name string) ([]Origin, erro
 }
 
 // OriginAllowed reports whether the merchant registered origin, as a
-// browser sent it.
+// browser sent it. In production a plain-http origin registered before
+// (or by a development command on the same database) is not.
 func (ms *Service) OriginAllowed(ctx context.Context, merchantID uuid.UUID, origin string) (bool, error) {
+	if !ms.servesOrigin(origin) {
+		return false, nil
+	}
 	return ms.store.originAllowed(ctx, merchantID, origin)
 }
 
 // AnyOriginAllowed reports whether any merchant registered origin: a
 // preflight names no key, so it is answered for every registered origin.
+// In production, never for a plain-http one.
 func (ms *Service) AnyOriginAllowed(ctx context.Context, origin string) (bool, error) {
+	if !ms.servesOrigin(origin) {
+		return false, nil
+	}
 	return ms.store.anyOriginAllowed(ctx, origin)
+}
+
+// servesOrigin reports whether origin's scheme may be served at all:
+// production serves https origins only (Config.Production).
+func (ms *Service) servesOrigin(origin string) bool {
+	return !ms.cfg.Production || strings.HasPrefix(origin, "https://")
 }
 
 func (ms *Service) merchantAndOrigin(ctx context.Context, name, origin string) (payment.Merchant, string, error) {

@@ -125,6 +125,10 @@ type Metrics struct {
 	// Subscriptions is how many live status subscriptions (chargeUpdated)
 	// are open on this instance.
 	Subscriptions prometheus.Gauge
+	// StripeWebhookRefused counts requests to Stripe's webhook endpoint
+	// refused before any event was read, by reason (stripe.WebhookRefusal:
+	// rate_limited, too_large, no_signature, signature_mismatch, …).
+	StripeWebhookRefused *prometheus.CounterVec
 
 	// EventsPublished counts outbox events the broker acknowledged, by
 	// whether the stream already had them (duplicate: true after a relay
@@ -225,6 +229,9 @@ func New(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"result"}),
 		Subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "subscriptions_open",
 			Help: "Live status subscriptions (chargeUpdated, over websocket or server-sent events) open on this instance."}),
+		StripeWebhookRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "stripe_webhook_refused_total",
+			Help: "Requests to the Stripe webhook endpoint refused before any event was read, by reason (rate_limited, too_large, unreadable, no_signature, unreadable_signature, signature_too_old, signature_mismatch, not_an_event)."},
+			[]string{"reason"}),
 		reg: reg,
 	}
 	if reg != nil {
@@ -233,7 +240,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,
-			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,
+			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions, m.StripeWebhookRefused,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m

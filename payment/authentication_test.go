@@ -312,6 +312,34 @@ func TestAuthentication_ReturnURL_IsPartOfTheRequest(t *testing.T) {
 	}
 }
 
+// In production a returnUrl is https, loopback included; development keeps
+// plain http on loopback. Refused before anything is claimed or created.
+func TestAuthentication_ReturnURL_ProductionTakesHTTPSOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	prod := setup(t, Config{Production: true})
+	dev := setup(t, Config{})
+	for _, plain := range []string{"http://127.0.0.1:8080/checkout", "http://localhost:5173/", "http://[::1]/x", "HTTP://127.0.0.1/x"} {
+		_, err := prod.svc.ChargeCard(ctx, prod.merchant, "plain", authInput(plain))
+		require.Equal(t, EINVALID, ErrorCode(err), plain)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, "input.returnUrl", e.Field)
+		require.Contains(t, e.Message, "https when APP_ENV=production")
+		_, err = prod.svc.CreateCheckoutSession(ctx, prod.merchant, []byte("seed"), "plain", SessionInput{Amount: 100, Currency: "USD", ReturnURL: plain})
+		require.Equal(t, EINVALID, ErrorCode(err), plain)
+		require.Equal(t, EINVALID, ErrorCode(prod.svc.ValidateReturnURL("input.returnUrl", plain)), plain)
+		require.NoError(t, dev.svc.ValidateReturnURL("input.returnUrl", plain), "development: "+plain)
+	}
+	require.Zero(t, countOf(t, prod, "SELECT count(*) FROM charge_attempts"), "nothing claimed")
+	require.Zero(t, countOf(t, prod, "SELECT count(*) FROM checkout_sessions"), "nothing created")
+	_, err := prod.svc.ChargeCard(ctx, prod.merchant, "secure", authInput("https://shop.example/return"))
+	require.NoError(t, err)
+	require.NoError(t, prod.svc.ValidateReturnURL("input.returnUrl", ""), "no returnUrl")
+	_, err = dev.svc.ChargeCard(ctx, dev.merchant, "loopback", authInput("http://127.0.0.1:8080/checkout"))
+	require.NoError(t, err, "development keeps plain http on loopback")
+}
+
 func raceKey(i int) string { return fmt.Sprintf("race-%d", i) }
 
 // A provider's webhook only makes chargeonce read: at once, whatever the

@@ -65,6 +65,9 @@ func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, 
 	if err := ValidateKey(key); err != nil {
 		return Result{}, err
 	}
+	if err := s.httpsInProduction("input.returnUrl", in.ReturnURL); err != nil {
+		return Result{}, err
+	}
 	if err := in.Validate(); err != nil {
 		return Result{}, err
 	}

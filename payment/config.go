@@ -53,6 +53,10 @@ type Config struct {
 	// RefundCheckInterval is how often the reconciler reads a refund that
 	// the provider holds pending (REFUND_CHECK_INTERVAL).
 	RefundCheckInterval time.Duration // default 30s
+	// Production takes https returnUrls only, loopback included: plain
+	// http is for a development checkout served on this machine
+	// (ValidateReturnURL).
+	Production bool
 	// LateChargeWatch is how long an attempt failed as provider_unavailable
 	// stays watched for a charge that completed at the provider later
 	// (LATE_CHARGE_WATCH; late.go).

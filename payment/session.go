@@ -136,6 +136,9 @@ func (s *Service) CreateCheckoutSession(ctx context.Context, m Merchant, seed []
 	if err := in.Validate(); err != nil {
 		return SessionResult{}, err
 	}
+	if err := s.httpsInProduction("input.returnUrl", in.ReturnURL); err != nil {
+		return SessionResult{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	fingerprint := sessionFingerprint(in)

@@ -103,6 +103,30 @@ func ValidateReturnURL(field, raw string) error {
 	return nil
 }
 
+// ValidateReturnURL checks a returnUrl as the package's ValidateReturnURL
+// does, and in production (Config.Production) refuses plain http even on
+// loopback: the shopper's browser is sent there with the attempt's key, and
+// a production checkout page is served over https, never from the machine
+// that serves the API.
+func (s *Service) ValidateReturnURL(field, raw string) error {
+	if err := ValidateReturnURL(field, raw); err != nil {
+		return err
+	}
+	return s.httpsInProduction(field, raw)
+}
+
+// httpsInProduction refuses, in production, a plain-http returnUrl; it
+// leaves every other form to ValidateReturnURL.
+func (s *Service) httpsInProduction(field, raw string) error {
+	if !s.cfg.Production || raw == "" {
+		return nil
+	}
+	if u, err := url.Parse(raw); err != nil || u.Scheme != "http" {
+		return nil
+	}
+	return Invalid(field, "returnUrl must use https when APP_ENV=production; plain http is allowed only on a loopback host in development")
+}
+
 // loopback reports whether host names this machine.
 func loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {

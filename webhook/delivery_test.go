@@ -228,7 +228,7 @@ func TestDelivery_ProductionRefusesHTTP_RecordedAsAFailedAttemptNeverSent(t *tes
 	shop := b.merchant(t, "shop")
 	rc := newReceiver(t, ok)
 
-	_, _, err := NewEndpoints(b.pool, true).Set(context.Background(), "shop", rc.URL)
+	_, _, err := NewEndpoints(b.pool, Config{Production: true}).Set(context.Background(), "shop", rc.URL)
 	require.ErrorIs(t, err, ErrInvalidURL)
 	require.ErrorContains(t, err, "https:// when APP_ENV=production")
 

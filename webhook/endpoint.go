@@ -47,13 +47,15 @@ type LogEntry struct {
 type Endpoints struct {
 	store      *store
 	production bool
+	reach      reach
 	now        func() time.Time
 }
 
-// NewEndpoints returns Endpoints on pool; production refuses URLs that are
-// not https://.
-func NewEndpoints(pool *pgxpool.Pool, production bool) *Endpoints {
-	return &Endpoints{store: newStore(pool), production: production, now: time.Now}
+// NewEndpoints returns Endpoints on pool, under cfg's rules of what an
+// endpoint may be (Production, AllowPrivateNetworks, LookupHost): in
+// production, only https:// URLs on public addresses.
+func NewEndpoints(pool *pgxpool.Pool, cfg Config) *Endpoints {
+	return &Endpoints{store: newStore(pool), production: cfg.Production, reach: newReach(cfg), now: time.Now}
 }
 
 // Errors of Endpoints, for errors.Is.
@@ -64,12 +66,17 @@ var (
 )
 
 // Set registers rawURL as the endpoint of merchant, replacing the URL and the
-// secret of the endpoint it has, and returns the new signing secret. The
+// secret of the endpoint it has, and returns the new signing secret. In
+// production its host must be a public address, or a name whose every
+// address is (address.go). The
 // secret is returned once: it is stored for signing, and never listed or
 // logged. Deliveries still pending go to the new URL with the new secret.
 func (es *Endpoints) Set(ctx context.Context, merchant, rawURL string) (Endpoint, string, error) {
 	u, err := CheckURL(rawURL, es.production)
 	if err != nil {
+		return Endpoint{}, "", err
+	}
+	if err := es.reach.checkHost(ctx, u.Hostname()); err != nil {
 		return Endpoint{}, "", err
 	}
 	id, err := es.merchantID(ctx, merchant)

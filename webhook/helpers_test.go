@@ -36,7 +36,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	b := &bundle{pool: dbtest.NewPool(t), js: webhooktest.JetStream(t), log: &syncBuffer{}}
-	b.endpoints = NewEndpoints(b.pool, false)
+	b.endpoints = NewEndpoints(b.pool, Config{})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("service log:\n%s", b.log.String())

@@ -15,7 +15,7 @@ const (
 	resultDelivered    = "delivered"     // a 2xx
 	resultHTTPError    = "http_error"    // any other answer, 3xx included
 	resultNetworkError = "network_error" // no answer: timeout, refused or broken connection
-	resultRefused      = "refused"       // not sent: the URL is refused (not https in production)
+	resultRefused      = "refused"       // not sent: the URL or the address it reaches is refused (production)
 )
 
 // sent is the outcome of one HTTP attempt.
@@ -49,7 +49,12 @@ func (s *Service) send(ctx context.Context, d delivery, t time.Time) sent {
 	req.Header.Set(EventTypeHeader, d.eventType)
 	req.Header.Set(SignatureHeader, Sign(string(d.secret), t, d.body))
 	resp, err := s.client.Do(req)
-	if err != nil {
+	var forbidden *errForbiddenAddress
+	switch {
+	case errors.As(err, &forbidden):
+		// Refused where it was dialled: no connection was made.
+		return sent{result: resultRefused, err: truncate("not sent: " + forbidden.Error())}
+	case err != nil:
 		return sent{result: resultNetworkError, err: truncate(describe(ctx, err))}
 	}
 	defer resp.Body.Close()

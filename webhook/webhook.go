@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -42,10 +43,17 @@ const (
 
 // Config tunes a Service. Zero values take the defaults above.
 type Config struct {
-	// Production refuses endpoints that are not https://: at registration,
-	// and again at every attempt, where a refused URL is recorded as a
-	// failed attempt and nothing is sent.
+	// Production refuses endpoints that are not https://, or whose host is
+	// not a public address (address.go): at registration, and again at
+	// every attempt (on the address dialled), where a refused endpoint is
+	// recorded as a failed attempt and nothing is sent.
 	Production bool
+	// AllowPrivateNetworks lets production reach private networks (RFC
+	// 1918, RFC 4193, 100.64/10): WEBHOOK_ALLOW_PRIVATE_NETWORKS, for
+	// receivers inside the operator's own network.
+	AllowPrivateNetworks bool
+	// LookupHost resolves endpoints' names; nil is the system's resolver.
+	LookupHost LookupHost
 	// Timeout bounds one attempt's HTTP request, answer included.
 	Timeout time.Duration
 	// BackoffBase is the delay after the first failed attempt; it doubles
@@ -73,9 +81,6 @@ type Config struct {
 	// their attempts are kept; CleanupInterval the time between passes.
 	Retention       time.Duration
 	CleanupInterval time.Duration
-	// Transport carries the webhook requests; nil is a transport of the
-	// package's own. Redirects are never followed, whatever it is.
-	Transport http.RoundTripper
 	// Metrics records deliveries, attempts and the pending gauge; nil
 	// records nowhere.
 	Metrics *metrics.Metrics
@@ -144,10 +149,11 @@ func New(pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, cfg Confi
 	if err != nil {
 		return nil, err
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		transport = http.DefaultTransport.(*http.Transport).Clone()
-	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	// The address a request reaches is checked where it is dialled; through
+	// a proxy it would be the proxy's, so webhooks never take one.
+	transport.Proxy = nil
+	transport.DialContext = newReach(cfg).dialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 	s := &Service{
 		cfg: cfg, log: log.With("component", "webhook"), js: js, store: newStore(pool),
 		client: &http.Client{

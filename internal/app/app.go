@@ -77,9 +77,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		return nil, err
 	}
 	a := &App{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
+	logHostNames(cfg, log)
 	a.metrics = metrics.New(a.registry)
 	a.metrics.WatchPool(pool)
-	a.merchants = merchant.NewWithConfig(pool, !cfg.Production, merchant.Config{Logger: log, Metrics: a.metrics})
+	a.merchants = merchant.NewWithConfig(pool, !cfg.Production, merchant.Config{Logger: log, Metrics: a.metrics, Production: cfg.Production})
 	if !cfg.Production {
 		// The simulator's schema exists only where it is mounted: never in
 		// production.
@@ -101,7 +102,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	// notifier, in process here and by one coalesced NOTIFY elsewhere.
 	a.notifier = events.NewNotifier(pool, log)
 	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics, a.notifier.Committed)
-	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log)
+	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log, a.metrics)
 	if a.broker, err = OpenBroker(ctx, cfg, log); err != nil {
 		closeDB()
 		return nil, err

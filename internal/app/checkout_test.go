@@ -632,7 +632,7 @@ func TestCheckoutSession_Events_GoThroughTheOutboxTheStreamAndTheWebhook(t *test
 	// A broker of its own: the shared one's durable webhook consumer is
 	// shared by every test's server, which would take this test's events.
 	s := startServer(t, dbURL, map[string]string{"CLEANUP_INTERVAL": "200ms", "NATS_URL": eventstest.New(t).URL()})
-	_, _, err := webhook.NewEndpoints(pool, false).Set(context.Background(), "demo", receiver.URL+"/hooks")
+	_, _, err := webhook.NewEndpoints(pool, webhook.Config{}).Set(context.Background(), "demo", receiver.URL+"/hooks")
 	require.NoError(t, err)
 
 	sess, secret := s.openSession(t, sessionInput(3300, "orderId", "order-e"))

@@ -17,6 +17,7 @@ import (
 	"chargeonce/live"
 	"chargeonce/metrics"
 	"chargeonce/payment"
+	"chargeonce/provider/stripe"
 	"chargeonce/webhook"
 )
 
@@ -40,6 +41,11 @@ type Config struct {
 	// default 0: a slow provider that costs nothing else, for benchmarks.
 	InstantDelay time.Duration
 	DataDir      string // DATA_DIR: where the project-local PostgreSQL lives, default .data
+
+	// ALLOWED_HOSTS: comma-separated host names (or addresses) the server
+	// answers for besides localhost, the loopback addresses and HOST
+	// (host.go). Development always checks them; production only when set.
+	AllowedHosts []string
 
 	// The card provider (see provider.go): PROVIDER is cardsim (the default,
 	// development only) or stripe, with STRIPE_SECRET_KEY (test mode,
@@ -73,6 +79,12 @@ type Config struct {
 	WebhookRetention time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
 	LivePollInterval time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
 
+	// WEBHOOK_ALLOW_PRIVATE_NETWORKS: true lets production send webhooks to
+	// private networks (RFC 1918, RFC 4193, 100.64/10); default false, only
+	// public addresses. Loopback, link-local and metadata addresses stay
+	// refused; development allows everything.
+	WebhookAllowPrivateNetworks bool
+
 	MaxBodyBytes         int64 // MAX_BODY_BYTES: largest request body, default 64 KiB
 	MaxChargesPerRequest int64 // MAX_CHARGES_PER_REQUEST: chargeCard fields one request may run, default 1
 	ResultCacheSize      int64 // RESULT_CACHE_SIZE: finished results kept in memory for replays, default 20,000; 0 keeps none
@@ -103,6 +115,12 @@ type Config struct {
 	RateLimitDeclinesIPBurst  int64
 	// SESSION_MAX_ATTEMPTS: charge attempts a checkout session takes, default 5.
 	SessionMaxAttempts int64
+	// RATE_LIMIT_STRIPE_WEBHOOK_IP(_BURST): requests a second to POST
+	// /stripe/webhook per client address, and the burst; default
+	// stripe.WebhookRateLimitDefault (50) and WebhookRateLimitBurstDefault
+	// (200), which Stripe's own traffic never reaches. 0 turns it off.
+	RateLimitStripeWebhookIP      float64
+	RateLimitStripeWebhookIPBurst int64
 
 	MetricsAddr string // METRICS_ADDR: a separate listener for /metrics; in development /metrics is also on the main port
 	LogFormat   string // LOG_FORMAT: json or text, default json in production and text in development
@@ -152,6 +170,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if cfg.Host == "" && !cfg.Production {
 		cfg.Host = "127.0.0.1"
 	}
+	allowed, err := parseAllowedHosts(getenv("ALLOWED_HOSTS"))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.AllowedHosts = allowed
 	cfg.MetricsAddr = getenv("METRICS_ADDR")
 	cfg.LogFormat = getenv("LOG_FORMAT")
 	switch cfg.LogFormat {
@@ -191,6 +214,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.RateLimitDeclinesKeyBurst, "RATE_LIMIT_DECLINES_KEY_BURST", cardtesting.KeyBurstDefault, 1},
 		{&cfg.RateLimitDeclinesIPBurst, "RATE_LIMIT_DECLINES_IP_BURST", cardtesting.AddressBurstDefault, 1},
 		{&cfg.SessionMaxAttempts, "SESSION_MAX_ATTEMPTS", payment.SessionMaxAttemptsDefault, 1},
+		{&cfg.RateLimitStripeWebhookIPBurst, "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST", stripe.WebhookRateLimitBurstDefault, 1},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
 		if err != nil {
@@ -203,6 +227,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		name string
 		def  float64
 	}{
+		{&cfg.RateLimitStripeWebhookIP, "RATE_LIMIT_STRIPE_WEBHOOK_IP", stripe.WebhookRateLimitDefault},
 		{&cfg.RateLimitMerchant, "RATE_LIMIT_MERCHANT", RateLimitMerchantDefault},
 		{&cfg.RateLimitIP, "RATE_LIMIT_IP", RateLimitIPDefault},
 		{&cfg.RateLimitPublishable, "RATE_LIMIT_PUBLISHABLE", RateLimitPublishableDefault},
@@ -251,6 +276,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("CHARGEONCE_CRASH_AT must be one of %v, got %q", faultPoints, crash)
 		}
 		cfg.CrashAt = crash
+	}
+	switch v := getenv("WEBHOOK_ALLOW_PRIVATE_NETWORKS"); v {
+	case "", "false":
+	case "true":
+		cfg.WebhookAllowPrivateNetworks = true
+	default:
+		return cfg, fmt.Errorf("WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false, got %q", v)
 	}
 	cfg.NATSURL = getenv("NATS_URL")
 	for _, n := range []struct {
@@ -377,6 +409,7 @@ func (c Config) PaymentConfig() payment.Config {
 		LateChargeWatch:             c.LateChargeWatch,
 		ResultCacheSize:             int(c.ResultCacheSize),
 		SessionMaxAttempts:          int(c.SessionMaxAttempts),
+		Production:                  c.Production,
 	}
 	if c.ResultCacheSize == 0 {
 		pc.ResultCacheSize = -1 // none; zero in payment.Config is the default
@@ -399,5 +432,6 @@ func (c Config) Fault(point string) {
 // WebhookConfig is the webhook service's share of the configuration; m
 // records its metrics (nil: nowhere).
 func (c Config) WebhookConfig(m *metrics.Metrics) webhook.Config {
-	return webhook.Config{Production: c.Production, Retention: c.WebhookRetention, CleanupInterval: c.CleanupInterval, Metrics: m}
+	return webhook.Config{Production: c.Production, AllowPrivateNetworks: c.WebhookAllowPrivateNetworks,
+		Retention: c.WebhookRetention, CleanupInterval: c.CleanupInterval, Metrics: m}
 }

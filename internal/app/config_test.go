@@ -16,6 +16,7 @@ import (
 	"chargeonce/graph"
 	"chargeonce/live"
 	"chargeonce/payment"
+	"chargeonce/provider/stripe"
 	"chargeonce/webhook"
 )
 
@@ -226,5 +227,69 @@ func TestLoadConfig_WebhookRetention(t *testing.T) {
 	for _, bad := range []string{"0s", "-1h", "30"} {
 		_, err = LoadConfig(getenv(map[string]string{"WEBHOOK_RETENTION": bad}))
 		require.ErrorContains(t, err, "WEBHOOK_RETENTION", bad)
+	}
+}
+
+// TestLoadConfig_TheOuterDoor: the settings of the Stripe webhook's limit,
+// the host names a server answers for and the webhooks' private networks:
+// their defaults, and the refusal of bad values.
+func TestLoadConfig_TheOuterDoor(t *testing.T) {
+	t.Parallel()
+	prod := func(vars map[string]string) map[string]string {
+		out := map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
+			"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}
+		maps.Copy(out, vars)
+		return out
+	}
+	cfg, err := LoadConfig(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, float64(stripe.WebhookRateLimitDefault), cfg.RateLimitStripeWebhookIP)
+	require.Equal(t, int64(stripe.WebhookRateLimitBurstDefault), cfg.RateLimitStripeWebhookIPBurst)
+	require.Empty(t, cfg.AllowedHosts)
+	require.False(t, cfg.WebhookAllowPrivateNetworks)
+	require.False(t, cfg.WebhookConfig(nil).AllowPrivateNetworks)
+	require.False(t, cfg.PaymentConfig().Production)
+	require.True(t, answeredHosts(cfg).answers("localhost:8080"))
+	require.False(t, answeredHosts(cfg).answers("rebind.attacker.example"), "development checks host names")
+	p, err := LoadConfig(env(prod(nil)))
+	require.NoError(t, err)
+	require.True(t, p.PaymentConfig().Production)
+	require.True(t, answeredHosts(p).answers("rebind.attacker.example"), "production without ALLOWED_HOSTS: the proxy's job")
+
+	cfg, err = LoadConfig(env(map[string]string{"RATE_LIMIT_STRIPE_WEBHOOK_IP": "0", "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST": "5",
+		"ALLOWED_HOSTS": " DevBox.lan., 10.0.0.7 ,[fd00::7],,", "HOST": "192.168.1.5"}))
+	require.NoError(t, err)
+	require.Zero(t, cfg.RateLimitStripeWebhookIP, "0 turns the limit off")
+	require.Equal(t, int64(5), cfg.RateLimitStripeWebhookIPBurst)
+	require.Equal(t, []string{"devbox.lan", "10.0.0.7", "fd00::7"}, cfg.AllowedHosts)
+	hosts := answeredHosts(cfg)
+	for _, host := range []string{"devbox.lan:8080", "DEVBOX.LAN", "10.0.0.7", "[fd00::7]:8080", "192.168.1.5:8080", "127.0.0.9", "[::1]"} {
+		require.True(t, hosts.answers(host), host)
+	}
+	for _, host := range []string{"evil.devbox.lan", "10.0.0.8", "0.0.0.0:8080", "", "devbox.lan.attacker.example"} {
+		require.False(t, hosts.answers(host), host)
+	}
+	require.False(t, answeredHosts(Config{Host: "0.0.0.0"}).answers("0.0.0.0"), "an unspecified HOST names nothing")
+	p, err = LoadConfig(env(prod(map[string]string{"ALLOWED_HOSTS": "api.shop.example", "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"})))
+	require.NoError(t, err)
+	require.True(t, answeredHosts(p).answers("api.shop.example:443"))
+	require.False(t, answeredHosts(p).answers("rebind.attacker.example"), "production with ALLOWED_HOSTS enforces it")
+	require.True(t, p.WebhookConfig(nil).AllowPrivateNetworks)
+
+	for _, tt := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"RATE_LIMIT_STRIPE_WEBHOOK_IP": "-1"}, "RATE_LIMIT_STRIPE_WEBHOOK_IP"},
+		{map[string]string{"RATE_LIMIT_STRIPE_WEBHOOK_IP": "many"}, "RATE_LIMIT_STRIPE_WEBHOOK_IP"},
+		{map[string]string{"RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST": "0"}, "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST"},
+		{map[string]string{"ALLOWED_HOSTS": "https://shop.example"}, "ALLOWED_HOSTS must be comma-separated host names"},
+		{map[string]string{"ALLOWED_HOSTS": "shop.example:8080"}, "ALLOWED_HOSTS"},
+		{map[string]string{"ALLOWED_HOSTS": "shop.example/x"}, "ALLOWED_HOSTS"},
+		{map[string]string{"ALLOWED_HOSTS": "*.shop.example"}, "ALLOWED_HOSTS"},
+		{map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "yes"}, "WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false"},
+	} {
+		_, err := LoadConfig(env(tt.vars))
+		require.ErrorContains(t, err, tt.want, "%v", tt.vars)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -128,6 +130,51 @@ func (a *App) demoRefund(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(graph.RefundPayload(res))
+}
+
+// ownPagesOnly admits a request to the demo's shop backend only as the
+// demo's own page sends it: a JSON body (415 otherwise), and from this
+// server's own origin (403 for an Origin of another host, or a request the
+// browser marks cross-site). The backend spends the demo merchant's secret
+// key, and a page of another site could otherwise make it refund by a
+// simple form post (text/plain, form-encoded or multipart, which browsers
+// send cross-site without asking). Nothing is read before both checks.
+func ownPagesOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mediaType != "application/json" {
+			writeDemoRefusal(w, http.StatusUnsupportedMediaType, "BAD_REQUEST", "send the request as Content-Type: application/json")
+			return
+		}
+		if !fromOwnOrigin(r) {
+			writeDemoRefusal(w, http.StatusForbidden, "FORBIDDEN", "the demo's shop backend serves only the demo's own pages, on this server's origin")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fromOwnOrigin reports whether r comes from a page of this server's own
+// origin, or from no page at all (a program, which sends no Origin): an
+// Origin header must name this host, and the browser must not have marked
+// the request cross-site.
+func fromOwnOrigin(r *http.Request) bool {
+	if strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site") {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// writeDemoRefusal answers a request the shop backend refuses before
+// reading it, in the backend's error form.
+func writeDemoRefusal(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": message}})
 }
 
 // demoErrorStatuses are the HTTP statuses of the shop backend's refusals;

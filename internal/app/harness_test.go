@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,10 +88,16 @@ func startListening(t *testing.T, dbURL string, env map[string]string) *testServ
 func build(t *testing.T, dbURL string, env map[string]string) (*testServer, http.Handler) {
 	t.Helper()
 	vars := testEnv(t, dbURL, env)
+	host := fmt.Sprintf("chargeonce-%d.test", serverSeq.Add(1))
+	if vars["APP_ENV"] != "production" || vars["ALLOWED_HOSTS"] != "" {
+		// The server answers for its in-process name, as an operator names
+		// a server's own (ALLOWED_HOSTS; production without it answers for
+		// any name).
+		vars["ALLOWED_HOSTS"] = strings.Trim(vars["ALLOWED_HOSTS"]+","+host, ",")
+	}
 	cfg, err := LoadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	logs := &testlog.Buffer{}
-	host := fmt.Sprintf("chargeonce-%d.test", serverSeq.Add(1))
 	providerURL := cfg.ProviderURL
 	if providerURL == "" {
 		providerURL = "http://" + host + "/provider"

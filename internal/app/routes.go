@@ -18,7 +18,8 @@ import (
 // Handler is the server's HTTP API: /graphql, the health and readiness
 // probes, Stripe's webhook endpoint when PROVIDER=stripe, and in
 // development the metrics, the playground, the simulated provider and the
-// demo checkout. It needs no listener: tests serve it in process.
+// demo checkout. It answers only for the server's own host names (host.go).
+// It needs no listener: tests serve it in process.
 func Handler(a *App) http.Handler {
 	cfg := a.cfg
 	mux := http.NewServeMux()
@@ -52,13 +53,13 @@ func Handler(a *App) http.Handler {
 		// GraphiQL, bundled by the web build: it works with no network beyond this server.
 		mux.Handle("GET /playground", webdemo.Playground("/graphql", cfg.DemoAPIKey))
 		mux.Handle("/provider/", a.simulator)
-		mux.HandleFunc("POST /demo/checkout-session", a.demoCheckoutSession)
+		mux.Handle("POST /demo/checkout-session", ownPagesOnly(http.HandlerFunc(a.demoCheckoutSession)))
 		// The demo's refund loses its answer on request too: the page shows a
 		// refund that survives it.
-		mux.Handle("POST /demo/refund", devfault.Inject(http.HandlerFunc(a.demoRefund), a.log))
+		mux.Handle("POST /demo/refund", ownPagesOnly(devfault.Inject(http.HandlerFunc(a.demoRefund), a.log)))
 		mux.Handle("/", webdemo.Handler())
 	}
-	return mux
+	return answerOnlyFor(answeredHosts(cfg), a.log, mux)
 }
 
 // cardTestingGuard rations publishable keys' declines per client address,

@@ -1,13 +1,18 @@
 package app
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +24,7 @@ import (
 
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
 	"chargeonce/provider/providertest"
 	"chargeonce/provider/stripe"
@@ -365,4 +371,180 @@ func TestConfig_StripeWebhookSecret_NeverPrintedAndChecked(t *testing.T) {
 	_, err = LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_51Key", "STRIPE_WEBHOOK_SECRET": "sk_test_Secretive"}))
 	require.ErrorContains(t, err, "STRIPE_WEBHOOK_SECRET must be a webhook endpoint's signing secret (whsec_…)")
 	require.NotContains(t, err.Error(), "Secretive")
+}
+
+// stripeAuthListening is stripeAuthServer on a real loopback listener: for
+// what comes from several client addresses, or over a raw connection.
+func stripeAuthListening(t *testing.T, env map[string]string) stripeAuth {
+	t.Helper()
+	dbURL := dbtest.NewDatabase(t)
+	fake := stripefake.Start(t)
+	vars := fake.Env(map[string]string{"STRIPE_WEBHOOK_SECRET": testStripeWebhookSecret, "AUTHENTICATION_CHECK_INTERVAL": "1h"}, env)
+	return stripeAuth{s: startListening(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
+}
+
+// postFrom posts payload to the webhook endpoint over client, signed now
+// with secret ("" for no signature), and returns the answer.
+func (a stripeAuth) postFrom(t require.TestingT, client *http.Client, payload []byte, secret string) (*http.Response, error) {
+	helper(t)
+	req, err := http.NewRequest(http.MethodPost, a.s.URL+StripeWebhookPath, bytes.NewReader(payload))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	if secret != "" {
+		req.Header.Set("Stripe-Signature", stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
+			Payload: payload, Secret: secret, Timestamp: time.Now()}).Header)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, nil
+}
+
+// refusalLines counts the WARN lines of refused webhook requests.
+func refusalLines(logs string) int {
+	n := 0
+	for l := range strings.Lines(logs) {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, "refused a Stripe webhook request") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled: a stranger
+// posts 40 unsigned events from one address. Each is refused (400) and
+// counted, the log gets one line per reason and interval (not 40), nothing
+// is read from Stripe, and Stripe's own signed event, from its address, is
+// served.
+func TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled(t *testing.T) {
+	t.Parallel()
+	a := stripeAuthListening(t, nil)
+	key := newKey()
+	_, pi := a.chargeWaiting(t, key)
+	require.NoError(t, a.fake.CompleteAuthentication(pi.ID)) // a read now would finalize it
+	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
+
+	stranger := clientBoundTo(t, "127.0.0.7")
+	before := a.reads()
+	started := time.Now()
+	for i := range 40 {
+		resp, err := a.postFrom(t, stranger, payload, "")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "post %d", i)
+	}
+	elapsed := time.Since(started)
+	require.Equal(t, before, a.reads(), "nothing read from Stripe")
+	status, _ := a.stored(t, key)
+	require.Equal(t, "PROCESSING", status)
+
+	m := metricstest.Scrape(t, a.s.client, a.s.URL+"/metrics")
+	require.Equal(t, 40.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "no_signature"))
+	require.Equal(t, 40.0, m.Value("chargeonce_stripe_webhook_refused_total"), "every refusal counted, under its reason")
+	logs := a.s.logText()
+	intervals := 1 + int(elapsed/stripe.WebhookRefusalLogIntervalDefault)
+	require.LessOrEqual(t, refusalLines(logs), intervals, "one line per reason and interval, not one per request:\n%s", logs)
+	require.Contains(t, logs, `reason=no_signature detail="no Stripe-Signature header" remote=127.0.0.7`)
+
+	// Stripe, from another address, is served.
+	resp, err := a.postFrom(t, clientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	a.eventually(t, key, "SUCCEEDED", "")
+}
+
+// TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst: 40 concurrent
+// unsigned posts from one address on a limit of bursts of 10: 10 are
+// refused for their signature, 30 by the limit (429 with Retry-After)
+// before anything is read; another address is still served.
+func TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst(t *testing.T) {
+	t.Parallel()
+	a := stripeAuthListening(t, map[string]string{"RATE_LIMIT_STRIPE_WEBHOOK_IP": "0.001", "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST": "10"})
+	key := newKey()
+	_, pi := a.chargeWaiting(t, key)
+	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
+	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
+
+	stranger := clientBoundTo(t, "127.0.0.7")
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			resp, err := a.postFrom(t, stranger, payload, "")
+			if !assert.NoError(t, err) {
+				return
+			}
+			if resp.StatusCode == http.StatusTooManyRequests {
+				assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+			}
+			mu.Lock()
+			statuses[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.Equal(t, map[int]int{http.StatusBadRequest: 10, http.StatusTooManyRequests: 30}, statuses)
+	m := metricstest.Scrape(t, a.s.client, a.s.URL+"/metrics")
+	require.Equal(t, 10.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "no_signature"))
+	require.Equal(t, 30.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "rate_limited"))
+	require.LessOrEqual(t, refusalLines(a.s.logText()), 4, "a line or two per reason:\n%s", a.s.logText())
+
+	resp, err := a.postFrom(t, clientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "another address has its own allowance")
+	a.eventually(t, key, "SUCCEEDED", "")
+}
+
+// TestStripe_Webhook_LargerThanAnEvent_413Unread: a body announced larger
+// than an event is refused before the endpoint reads it (the answer comes
+// while the client has sent 1 KiB of its 100 MB), one sent without a
+// length is refused at the bound, and a signed event of the bound's size
+// is served.
+func TestStripe_Webhook_LargerThanAnEvent_413Unread(t *testing.T) {
+	t.Parallel()
+	a := stripeAuthListening(t, nil)
+	key := newKey()
+	_, pi := a.chargeWaiting(t, key)
+	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
+	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
+
+	u, err := url.Parse(a.s.URL)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nStripe-Signature: t=1,v1=00\r\n\r\n%s",
+		StripeWebhookPath, u.Host, 100<<20, bytes.Repeat([]byte(" "), 1<<10))
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "answered before the body came")
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+
+	// No length: read up to the bound, then refused.
+	req, err := http.NewRequest(http.MethodPost, a.s.URL+StripeWebhookPath,
+		io.MultiReader(bytes.NewReader(bytes.Repeat([]byte(" "), stripe.WebhookMaxBodyBytes)), bytes.NewReader(payload)))
+	require.NoError(t, err)
+	req.ContentLength = -1
+	chunked, err := a.s.client.Do(req)
+	require.NoError(t, err)
+	chunked.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, chunked.StatusCode)
+
+	m := metricstest.Scrape(t, a.s.client, a.s.URL+"/metrics")
+	require.Equal(t, 2.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "too_large"))
+	status, _ := a.stored(t, key)
+	require.Equal(t, "PROCESSING", status)
+
+	// An event as large as the bound is read and served.
+	padded := append(bytes.Repeat([]byte(" "), stripe.WebhookMaxBodyBytes-len(payload)), payload...)
+	require.Len(t, padded, stripe.WebhookMaxBodyBytes)
+	ok, err := a.postFrom(t, a.s.client, padded, testStripeWebhookSecret)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, ok.StatusCode)
+	a.eventually(t, key, "SUCCEEDED", "")
 }

@@ -226,7 +226,7 @@ func openMerchants(ctx context.Context, cfg app.Config, log *slog.Logger) (*merc
 	if err != nil {
 		return nil, nil, err
 	}
-	return merchant.New(pool, false), closeDB, nil
+	return merchant.NewWithConfig(pool, false, merchant.Config{Production: cfg.Production}), closeDB, nil
 }
 
 // runOriginsCommand runs `merchant origins add|list|remove`.

@@ -35,7 +35,7 @@ func runWebhookCommand(ctx context.Context, cfg app.Config, args []string, stdou
 		return err
 	}
 	defer closeDB()
-	endpoints := webhook.NewEndpoints(pool, cfg.Production)
+	endpoints := webhook.NewEndpoints(pool, cfg.WebhookConfig(nil))
 	switch args[0] {
 	case "set":
 		e, secret, err := endpoints.Set(ctx, args[1], args[2])

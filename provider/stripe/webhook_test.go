@@ -8,17 +8,23 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
 
+	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/provider/stripe/stripefake"
+	"chargeonce/ratelimit"
 )
 
 const testWebhookSecret = "whsec_test_0123456789abcdef"
@@ -111,13 +117,106 @@ func TestWebhook_BadSignatureOrBody_400AndNothingRead(t *testing.T) {
 		"signed too long ago":      {payload, signed(payload, testWebhookSecret, time.Now().Add(-WebhookTolerance-time.Minute))},
 		"body changed after":       {tampered, signed(payload, testWebhookSecret, time.Now())},
 		"signed, but not an event": {[]byte(`{"object":"payment_intent"}`), signed([]byte(`{"object":"payment_intent"}`), testWebhookSecret, time.Now())},
-		"larger than the limit":    {big, signed(big, testWebhookSecret, time.Now())},
 	} {
 		require.Equal(t, http.StatusBadRequest, deliver(b.handler, tt.payload, tt.sig), name)
 	}
+	require.Equal(t, http.StatusRequestEntityTooLarge, deliver(b.handler, big, signed(big, testWebhookSecret, time.Now())),
+		"larger than the limit, even signed")
 	require.Empty(t, b.rechecks.asked(), "nothing read")
-	require.Contains(t, b.logs.String(), "no signature matches STRIPE_WEBHOOK_SECRET")
-	require.NotContains(t, b.logs.String(), "whsec_forged")
+	logs := b.logs.String()
+	for reason, detail := range map[string]string{
+		"no_signature":         "no Stripe-Signature header",
+		"signature_mismatch":   "no signature matches STRIPE_WEBHOOK_SECRET",
+		"unreadable_signature": "unreadable Stripe-Signature header",
+		"signature_too_old":    "signature older than 5m0s",
+		"not_an_event":         "signed, but not a readable event",
+		"too_large":            "body larger than 65536 bytes",
+	} {
+		require.Contains(t, logs, "reason="+reason+` detail="`+detail+`"`, "each reason logged")
+	}
+	require.NotContains(t, logs, "whsec_forged")
+}
+
+// TestWebhook_PerAddressLimit_429WithRetryAfter: past its burst an address
+// is refused before anything is read, and told when to come back; another
+// address keeps its own allowance.
+func TestWebhook_PerAddressLimit_429WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &rechecks{}
+	m := metrics.New(prometheus.NewRegistry())
+	h := WebhookHandler(WebhookConfig{Secret: testWebhookSecret, Payments: r, Limiter: ratelimit.New(0.5, 3, 0), Metrics: m,
+		Logger: slog.New(slog.NewTextHandler(b.logs, nil))})
+	id := b.waiting(t, authRequest("pm_card_authenticationRequired"))
+	payload := b.fake.Event("payment_intent.succeeded", id)
+	from := func(addr, sig string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/stripe/webhook", bytes.NewReader(payload))
+		req.RemoteAddr = addr
+		req.Header.Set("Stripe-Signature", sig)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for i := range 3 {
+		require.Equal(t, http.StatusBadRequest, from("192.0.2.7:1000", "t=1,v1=00").Code, "request %d, within the burst", i)
+	}
+	limited := from("192.0.2.7:1001", signed(payload, testWebhookSecret, time.Now()))
+	require.Equal(t, http.StatusTooManyRequests, limited.Code, "even signed: refused before it is read")
+	require.Equal(t, "2", limited.Header().Get("Retry-After"), "one token every 2 s")
+	require.Empty(t, r.asked())
+	require.Equal(t, http.StatusOK, from("192.0.2.8:1000", signed(payload, testWebhookSecret, time.Now())).Code, "another address")
+	require.Len(t, r.asked(), 1)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.StripeWebhookRefused.WithLabelValues("rate_limited")))
+	require.Equal(t, 3.0, testutil.ToFloat64(m.StripeWebhookRefused.WithLabelValues("signature_too_old")))
+}
+
+var suppressedField = regexp.MustCompile(`suppressed=(\d+)`)
+
+// TestWebhook_Refusals_LoggedSampledWithWhatWasLeftOut: a flood of one
+// reason makes one WARN line an interval, and each line says how many it
+// left out since the one before: no refusal goes uncounted.
+func TestWebhook_Refusals_LoggedSampledWithWhatWasLeftOut(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	const interval = 200 * time.Millisecond
+	h := WebhookHandler(WebhookConfig{Secret: testWebhookSecret, Payments: &rechecks{}, RefusalLogInterval: interval,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	payload := []byte(`{"id":"evt_1","object":"event"}`)
+	lines := func() []string {
+		var out []string
+		for l := range strings.Lines(logs.String()) {
+			if strings.Contains(l, "refused a Stripe webhook request") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	sent := 0
+	started := time.Now()
+	for range 40 {
+		require.Equal(t, http.StatusBadRequest, deliver(h, payload, ""))
+		sent++
+	}
+	require.LessOrEqual(t, len(lines()), 1+int(time.Since(started)/interval), "one line an interval, not one a request")
+	// Refusals go on until the next interval's line: it carries the rest.
+	first := len(lines())
+	for deadline := time.Now().Add(10 * time.Second); len(lines()) == first; time.Sleep(10 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "no line after the interval")
+		require.Equal(t, http.StatusBadRequest, deliver(h, payload, ""))
+		sent++
+	}
+	total := 0
+	for _, l := range lines() {
+		require.Contains(t, l, "level=WARN")
+		require.Contains(t, l, "reason=no_signature")
+		m := suppressedField.FindStringSubmatch(l)
+		require.NotNil(t, m, l)
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		total += 1 + n
+	}
+	require.Equal(t, sent, total, "every refusal is a line or counted in the next one")
+	require.Equal(t, "0", suppressedField.FindStringSubmatch(lines()[0])[1], "the first refusal is logged at once")
 }
 
 func TestWebhook_EventsItIgnores_200AndNothingRead(t *testing.T) {
