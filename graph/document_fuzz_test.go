@@ -115,7 +115,7 @@ func FuzzDocumentLimits(f *testing.F) {
 
 // boundNamed is which bound a refusal's message names.
 func boundNamed(message string) string {
-	for _, b := range []string{"times in one selection set", "tokens", "fields", "aliases", "fragments", "directives"} {
+	for _, b := range []string{"times in one selection set", "tokens", "introspection field", "introspects", "fields", "aliases", "fragments", "directives"} {
 		if strings.Contains(message, b) {
 			return b
 		}
@@ -181,6 +181,9 @@ func overBounds(t *testing.T, query string) []string {
 		total.Repeats = max(total.Repeats, n)
 	}
 	var over []string
+	if total.Introspections > 0 && total.Aliases > MaxIntrospectionAliases {
+		over = append(over, "introspects")
+	}
 	for _, b := range []struct {
 		name       string
 		got, bound int
@@ -190,6 +193,7 @@ func overBounds(t *testing.T, query string) []string {
 		{"aliases", total.Aliases, MaxDocumentAliases},
 		{"fragments", total.Fragments, MaxDocumentFragments},
 		{"directives", total.Directives, MaxDocumentDirectives},
+		{"introspection field", total.Introspections, MaxIntrospectionFields},
 	} {
 		if b.got > b.bound {
 			over = append(over, b.name)
@@ -210,7 +214,8 @@ type referenceCount struct {
 
 func plus(a, b documentShape) documentShape {
 	return documentShape{Fields: a.Fields + b.Fields, Aliases: a.Aliases + b.Aliases,
-		Fragments: a.Fragments + b.Fragments, Directives: a.Directives + b.Directives}
+		Fragments: a.Fragments + b.Fragments, Directives: a.Directives + b.Directives,
+		Introspections: a.Introspections + b.Introspections}
 }
 
 // set is what walking set adds, fragments spread in place.
@@ -220,6 +225,9 @@ func (r *referenceCount) set(set ast.SelectionSet) documentShape {
 		switch x := sel.(type) {
 		case *ast.Field:
 			s.Fields++
+			if x.Name == "__schema" || x.Name == "__type" {
+				s.Introspections++
+			}
 			if x.Alias != x.Name {
 				s.Aliases++
 			}

@@ -137,7 +137,8 @@ func parserTokens(t testing.TB, query string) int {
 }
 
 // unbounded measures a document whole.
-var unbounded = documentShape{Fields: 1 << 30, Repeats: 1 << 30, Aliases: 1 << 30, Fragments: 1 << 30, Directives: 1 << 30}
+var unbounded = documentShape{Fields: 1 << 30, Repeats: 1 << 30, Aliases: 1 << 30, Fragments: 1 << 30, Directives: 1 << 30,
+	Introspections: 1 << 30, IntrospectionAliases: 1 << 30}
 
 func shapeOf(t testing.TB, query string) documentShape {
 	t.Helper()
@@ -316,6 +317,10 @@ func TestCheckDocument_HoldsEachBound(t *testing.T) {
 			"{ " + strings.Repeat("... { ", MaxDocumentFragments+1) + "__typename" + strings.Repeat(" }", MaxDocumentFragments+1) + " }", "fragments"},
 		{"directives", MaxDocumentDirectives, "{ __typename" + strings.Repeat(" @include(if: true)", MaxDocumentDirectives) + " }",
 			"{ __typename" + strings.Repeat(" @include(if: true)", MaxDocumentDirectives+1) + " }", "directives"},
+		{"introspection fields", MaxIntrospectionFields, "{ s: __schema { description } }",
+			`{ s: __schema { description } t: __type(name: "Query") { name } }`, "introspection field"},
+		{"aliases of an introspection", MaxIntrospectionAliases, "{ s: __schema { types { name } } __typename }",
+			"{ s: __schema { t: types { name } } __typename }", "introspects the schema"},
 	}
 	for _, tt := range tests {
 		require.Nil(t, checkDocument(tt.at), "%s: at the bound", tt.name)
