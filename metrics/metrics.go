@@ -121,6 +121,15 @@ type Metrics struct {
 	// Subscriptions is how many live status subscriptions (chargeUpdated)
 	// are open on this instance.
 	Subscriptions prometheus.Gauge
+	// LiveReads counts the reads of attempts the live status made: one per
+	// attempt followed at each wake or poll, however many watch it.
+	LiveReads prometheus.Counter
+	// Streams is how many websockets and event streams are open on this
+	// instance; StreamsEnded counts those the server ended, by reason
+	// (lifetime, revoked: its key no longer authenticates or its origin is
+	// no longer registered, shutdown).
+	Streams      prometheus.Gauge
+	StreamsEnded *prometheus.CounterVec
 
 	// EventsPublished counts outbox events the broker acknowledged, by
 	// whether the stream already had them (duplicate: true after a relay
@@ -219,6 +228,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"result"}),
 		Subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "subscriptions_open",
 			Help: "Live status subscriptions (chargeUpdated, over websocket or server-sent events) open on this instance."}),
+		LiveReads: counter("live_status_reads_total",
+			"Reads of charge attempts by the live status: one per followed attempt at each notification or poll, however many subscriptions watch it."),
+		Streams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "streams_open",
+			Help: "Websockets and event streams open on /graphql on this instance."}),
+		StreamsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "streams_ended_total",
+			Help: "Websockets and event streams the server ended, by reason (lifetime, revoked: key or origin, shutdown)."},
+			[]string{"reason"}),
 		reg: reg,
 	}
 	if reg != nil {
@@ -227,7 +243,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,
-			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions,
+			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions, m.LiveReads, m.Streams, m.StreamsEnded,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
