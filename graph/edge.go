@@ -37,7 +37,7 @@ type edge struct {
 	merchantLimit *ratelimit.Limiter
 	ipLimit       *ratelimit.Limiter
 	authTimeout   time.Duration
-	streams       *Streams // ends the streams when the server shuts down; may be nil
+	streams       *Streams // the open streams: their caps, lifetime and re-checks
 	origins       originChecker
 	production    bool
 	log           *slog.Logger
@@ -46,6 +46,9 @@ type edge struct {
 
 type authenticator interface {
 	Authenticate(ctx context.Context, apiKey string) (merchant.Caller, error)
+	// Reauthenticate checks the key of an open stream again, trusting the
+	// cache only as far as the next check (merchant.Service.Reauthenticate).
+	Reauthenticate(ctx context.Context, apiKey string, nextCheck time.Duration) (merchant.Caller, error)
 }
 
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,6 +57,8 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", st.id)
 	sw := &statusWriter{ResponseWriter: w, st: st}
 	defer e.logRequest(r, sw, st, start)
+	// A stream's request lasts as long as the stream: its end releases it.
+	defer func() { st.conn.release() }()
 	r = r.WithContext(withState(r.Context(), st))
 	if isPreflight(r) {
 		e.preflight(sw, r, st)
@@ -110,7 +115,8 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 	case !hasKey && st.stream == streamWebsocket && st.authErr == errNoCredentials:
 		// Browsers cannot set headers on a websocket: its key may come in
 		// connection_init, where it is checked and counted (websocketInit).
-		if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
+		// The upgrade spends a token of the address, as a request does.
+		if ok, wait := e.ipLimit.Allow(ip); !ok {
 			return e.limited("ip", wait)
 		}
 	case !hasKey:
@@ -122,11 +128,27 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 		if st.authErr == errBadAuthHeader {
 			e.log.WarnContext(r.Context(), "authentication failed", "request_id", st.id, "remote", ip, "reason", "malformed Authorization header")
 		}
+	case st.stream != notStream:
+		// A stream holds a connection for as long as it lasts: opening one
+		// spends a token of the address, whatever key it carries.
+		if ok, wait := e.ipLimit.Allow(ip); !ok {
+			return e.limited("ip", wait)
+		}
 	default:
 		if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
 			// This IP has used up its failures: no more key lookups for now.
 			return e.limited("ip", wait)
 		}
+	}
+	if st.stream != notStream {
+		// Counted against the address before anything else is read, and
+		// refused before the upgrade.
+		c, refused := e.streams.open(r.Context(), st)
+		if refused != nil {
+			return e.refuseStream(refused)
+		}
+		st.conn = c
+		*r = *r.WithContext(c.ctx)
 	}
 
 	if r.Method == http.MethodPost {
@@ -150,6 +172,9 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 		}
 		if status, err := e.ration(st); err != nil {
 			return status, err
+		}
+		if refused := e.streams.admitMerchant(st.conn, st, originChecked(st)); refused != nil {
+			return e.refuseStream(refused)
 		}
 	} else if st.stream == streamWebsocket && st.origin != "" && !st.sameOrigin {
 		if status, err := e.websocketOrigin(r.Context(), st); err != nil {
@@ -192,6 +217,7 @@ func (e *edge) lookUp(ctx context.Context, st *requestState, apiKey string) {
 	case err == nil:
 		st.merchant, st.authErr = &c.Merchant, nil
 		st.kind, st.keyID, st.seed = c.Kind, c.KeyID, merchant.SessionSeed(apiKey)
+		st.apiKey = apiKey
 	case payment.ErrorCode(err) == payment.EUNAUTHENTICATED:
 		st.authErr = err
 		e.metrics.Unauthenticated.Inc()

@@ -50,6 +50,12 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, float64(RateLimitIPDefault), cfg.RateLimitIP)
 	require.Equal(t, int64(RateLimitIPBurstDefault), cfg.RateLimitIPBurst)
 	require.Equal(t, live.PollIntervalDefault, cfg.LivePollInterval)
+	require.Equal(t, int64(live.MaxWatchersPerAttemptDefault), cfg.LiveMaxWatchersPerAttempt)
+	require.Equal(t, int64(graph.StreamMaxPerAddressDefault), cfg.StreamMaxPerAddress)
+	require.Equal(t, int64(graph.StreamMaxPerMerchantDefault), cfg.StreamMaxPerMerchant)
+	require.Equal(t, int64(graph.StreamMaxSubscriptionsDefault), cfg.StreamMaxSubscriptions)
+	require.Equal(t, graph.StreamMaxLifetimeDefault, cfg.StreamMaxLifetime)
+	require.Equal(t, graph.StreamRecheckIntervalDefault, cfg.StreamRecheckInterval)
 	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
 	require.Equal(t, "text", cfg.LogFormat, "people read development's log")
 	require.Empty(t, cfg.MetricsAddr)
@@ -100,6 +106,13 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"unknown log format", map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
 		{"zero database timeout", map[string]string{"DB_TIMEOUT": "0s"}, "DB_TIMEOUT"},
 		{"negative simulator delay", map[string]string{"SIM_SLOW_DELAY": "-1s"}, "SIM_SLOW_DELAY"},
+		{"zero watchers per attempt", map[string]string{"LIVE_MAX_WATCHERS_PER_ATTEMPT": "0"}, "LIVE_MAX_WATCHERS_PER_ATTEMPT"},
+		{"zero streams per address", map[string]string{"STREAM_MAX_PER_ADDRESS": "0"}, "STREAM_MAX_PER_ADDRESS"},
+		{"streams per merchant not a number", map[string]string{"STREAM_MAX_PER_MERCHANT": "many"}, "STREAM_MAX_PER_MERCHANT"},
+		{"negative subscriptions per socket", map[string]string{"STREAM_MAX_SUBSCRIPTIONS": "-5"}, "STREAM_MAX_SUBSCRIPTIONS"},
+		{"zero stream lifetime", map[string]string{"STREAM_MAX_LIFETIME": "0s"}, "STREAM_MAX_LIFETIME"},
+		{"stream lifetime not a duration", map[string]string{"STREAM_MAX_LIFETIME": "3600"}, "STREAM_MAX_LIFETIME"},
+		{"zero recheck interval", map[string]string{"STREAM_RECHECK_INTERVAL": "0s"}, "STREAM_RECHECK_INTERVAL"},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.vars))
