@@ -29,7 +29,10 @@ import (
 // for unauthenticated traffic), and authenticates the API key once. Every
 // request gets an id (X-Request-Id) and one access log line. A websocket
 // (graphql-transport-ws) is one request, logged when it closes; its key may
-// come in connection_init instead of a header (stream.go).
+// come in connection_init instead of a header (stream.go). A stream is
+// counted and bounded from its admission to its end (streamconn.go), and
+// each of a websocket's operations is admitted as a request is
+// (streamops.go).
 type edge struct {
 	next          http.Handler
 	merchants     authenticator

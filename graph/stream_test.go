@@ -135,3 +135,12 @@ func TestStreams_Lifetime_EndsTheStreamWithGoingAway(t *testing.T) {
 	defer c.mu.Unlock()
 	require.Equal(t, 1001, c.ending.code)
 }
+
+func TestLifetime_AtMostTheMaximum_AtLeastNineTenths(t *testing.T) {
+	t.Parallel()
+	for range 1000 {
+		d := lifetime(time.Hour)
+		require.LessOrEqual(t, d, time.Hour)
+		require.GreaterOrEqual(t, d, 54*time.Minute)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -49,8 +50,9 @@ type StreamsConfig struct {
 	MaxPerMerchant int // default StreamMaxPerMerchantDefault
 	// MaxSubscriptions bounds the subscriptions open at once on one websocket.
 	MaxSubscriptions int // default StreamMaxSubscriptionsDefault
-	// MaxLifetime is how long a stream lives before the server closes it
-	// (its client connects again).
+	// MaxLifetime is how long a stream lives at most before the server
+	// closes it (its client connects again); each lives up to a tenth less,
+	// at random.
 	MaxLifetime time.Duration // default StreamMaxLifetimeDefault
 	// RecheckInterval is how often open streams' keys and origins are
 	// checked again when no change was heard of.
@@ -185,11 +187,18 @@ func (s *Streams) open(ctx context.Context, st *requestState) (*streamConn, *str
 	s.conns[c] = struct{}{}
 	s.perAddress[st.remote]++
 	s.metrics.Streams.Inc()
-	c.lifetime = time.AfterFunc(s.cfg.MaxLifetime, func() { c.end(endLifetime) })
+	c.lifetime = time.AfterFunc(lifetime(s.cfg.MaxLifetime), func() { c.end(endLifetime) })
 	if s.closed {
 		c.end(endShutdown)
 	}
 	return c, nil
+}
+
+// lifetime is a stream's: max, less up to a tenth at random, so that the
+// streams opened together (after a deploy, say) do not all reconnect at
+// the same moment.
+func lifetime(max time.Duration) time.Duration {
+	return max - rand.N(max/10+1)
 }
 
 // admitMerchant counts c against the merchant that st authenticated, once,

@@ -103,7 +103,8 @@ type Metrics struct {
 	RetentionDeleted prometheus.Counter
 
 	// RateLimited counts requests refused with RATE_LIMITED, by scope
-	// (merchant, ip).
+	// (merchant, ip; for streams: stream_address, stream_merchant, and
+	// subscriptions, a websocket's).
 	RateLimited *prometheus.CounterVec
 	// Unauthenticated counts requests with a missing, malformed, unknown or
 	// revoked API key.
@@ -204,7 +205,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			"Attempts failed as provider_unavailable after the redrive window."),
 		RetentionDeleted: counter("retention_deleted_total", "Expired idempotency keys (finished attempts) forgotten."),
 		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "rate_limited_total",
-			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip)."}, []string{"scope"}),
+			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip; stream_address, stream_merchant: streams open at once; subscriptions: on one websocket)."}, []string{"scope"}),
 		Unauthenticated: counter("unauthenticated_requests_total",
 			"Requests with a missing, malformed, unknown or revoked API key."),
 		AuthCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "auth_cache_total",
