@@ -135,7 +135,9 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 		// A stream holds a connection for as long as it lasts: opening one
 		// spends a token of the address, whatever key it carries.
 		if ok, wait := e.ipLimit.Allow(ip); !ok {
-			return e.limited("ip", wait)
+			status, err := e.limited("ip", wait)
+			err.Message = "too many streams opened from this address; nothing was run. Connect again after retryAfterMs"
+			return status, err
 		}
 	default:
 		if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
@@ -148,7 +150,7 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 		// refused before the upgrade.
 		c, refused := e.streams.open(r.Context(), st)
 		if refused != nil {
-			return e.refuseStream(refused)
+			return e.capped(refused)
 		}
 		st.conn = c
 		*r = *r.WithContext(c.ctx)
@@ -177,7 +179,7 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 			return status, err
 		}
 		if refused := e.streams.admitMerchant(st.conn, st, originChecked(st)); refused != nil {
-			return e.refuseStream(refused)
+			return e.capped(refused)
 		}
 	} else if st.stream == streamWebsocket && st.origin != "" && !st.sameOrigin {
 		if status, err := e.websocketOrigin(r.Context(), st); err != nil {

@@ -30,8 +30,9 @@ import (
 // Defaults of StreamsConfig, the one place they are written. A checkout
 // page opens one stream with one subscription; a merchant's server needs
 // a few more, from one address. An hour is far longer than any wait for a
-// charge, and short enough that no socket outlives a rotation of its key by
-// much.
+// charge (a shopper has 15 minutes to authenticate), and bounds what an
+// idle socket holds. Ten seconds between re-checks keep a revocation that
+// no notification told within the 30 s of the cache of authentications.
 const (
 	StreamMaxPerAddressDefault    = 20
 	StreamMaxPerMerchantDefault   = 1_000
@@ -194,11 +195,11 @@ func (s *Streams) open(ctx context.Context, st *requestState) (*streamConn, *str
 	return c, nil
 }
 
-// lifetime is a stream's: max, less up to a tenth at random, so that the
+// lifetime is a stream's: longest, less up to a tenth at random, so that the
 // streams opened together (after a deploy, say) do not all reconnect at
 // the same moment.
-func lifetime(max time.Duration) time.Duration {
-	return max - rand.N(max/10+1)
+func lifetime(longest time.Duration) time.Duration {
+	return longest - rand.N(longest/10+1)
 }
 
 // admitMerchant counts c against the merchant that st authenticated, once,

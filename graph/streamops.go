@@ -172,9 +172,9 @@ func (e *RequestError) gqlError() *gqlerror.Error {
 	return &gqlerror.Error{Message: e.Message, Extensions: ext}
 }
 
-// refuseStream answers a stream that a cap refused before it started: 429
+// capped answers a stream that a cap refused before it started: 429
 // RATE_LIMITED, with the cap in the message.
-func (e *edge) refuseStream(r *streamRefusal) (int, *RequestError) {
+func (e *edge) capped(r *streamRefusal) (int, *RequestError) {
 	e.metrics.RateLimited.WithLabelValues(r.scope).Inc()
 	return http.StatusTooManyRequests, &RequestError{Code: codeRateLimited, RetryAfter: streamRetryAfter, Message: r.message}
 }
