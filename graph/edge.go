@@ -131,14 +131,6 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 		if st.authErr == errBadAuthHeader {
 			e.log.WarnContext(r.Context(), "authentication failed", "request_id", st.id, "remote", ip, "reason", "malformed Authorization header")
 		}
-	case st.stream != notStream:
-		// A stream holds a connection for as long as it lasts: opening one
-		// spends a token of the address, whatever key it carries.
-		if ok, wait := e.ipLimit.Allow(ip); !ok {
-			status, err := e.limited("ip", wait)
-			err.Message = "too many streams opened from this address; nothing was run. Connect again after retryAfterMs"
-			return status, err
-		}
 	default:
 		if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
 			// This IP has used up its failures: no more key lookups for now.
@@ -175,6 +167,9 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 			// RATE_LIMITED and the wait it names.
 			allowCORS(w, st)
 		}
+		if status, err := e.browserStream(st); err != nil {
+			return status, err
+		}
 		if status, err := e.ration(st); err != nil {
 			return status, err
 		}
@@ -190,6 +185,21 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 		// An event stream starts with 200 and its headers: a refusal must
 		// come before, as an HTTP status a client can act on.
 		return refuseStream(st.authErr)
+	}
+	return 0, nil
+}
+
+// browserStream spends a token of the client address for a stream opened
+// with a publishable key: that key is public, so its streams are a
+// browser's, counted per address as a request without a key is (a stream
+// without a key spent one at its upgrade). A secret key's streams are the
+// merchant's server's, rationed by the merchant's limit as its requests are.
+func (e *edge) browserStream(st *requestState) (int, *RequestError) {
+	if st.conn == nil || st.kind != merchant.KeyPublishable {
+		return 0, nil
+	}
+	if ok, wait := e.ipLimit.Allow(st.remote); !ok {
+		return e.limited("ip", wait)
 	}
 	return 0, nil
 }
@@ -238,7 +248,7 @@ func (e *edge) limited(scope string, wait time.Duration) (int, *RequestError) {
 	e.metrics.RateLimited.WithLabelValues(scope).Inc()
 	msg := "too many requests for this merchant"
 	if scope == "ip" {
-		msg = "too many unauthenticated requests from this address"
+		msg = "too many unauthenticated requests or browser streams from this address"
 	}
 	return http.StatusTooManyRequests, &RequestError{Code: codeRateLimited, RetryAfter: wait,
 		Message: msg + "; nothing was run. Retry after retryAfterMs, with the same idempotency key"}

@@ -194,9 +194,9 @@ func TestChargeUpdated_WithoutAValidKey_IsRefusedOnBothTransports(t *testing.T) 
 func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	// Five tokens a client address may spend, and hardly one back: each
-	// stream it opens spends one (two websockets, one event stream), and
-	// so does each of its three failed keys but the last.
+	// Five tokens a client address may spend, and hardly one back: its two
+	// websocket upgrades without a key spend one each, and so do its three
+	// failed keys.
 	s := startListening(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "5"})
 	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 
