@@ -30,6 +30,9 @@ type EventsNotice struct {
 type NoticedAttempt struct {
 	MerchantID     uuid.UUID `json:"merchantId"`
 	IdempotencyKey string    `json:"idempotencyKey"`
+	// KeySession is the checkout session among whose keys the key is;
+	// uuid.Nil (absent) for the merchant's own.
+	KeySession uuid.UUID `json:"keySession,omitzero"`
 }
 
 // APIKeysChannel is the channel that api_keys' and merchants' triggers

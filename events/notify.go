@@ -93,7 +93,7 @@ func (n *Notifier) Committed(evs []payment.Event) {
 // noticed is the attempt e concerns; a session's event names none, and is
 // noticed as the merchant's with no key.
 func noticed(e payment.Event) db.NoticedAttempt {
-	return db.NoticedAttempt{MerchantID: e.MerchantID, IdempotencyKey: e.IdempotencyKey}
+	return db.NoticedAttempt{MerchantID: e.MerchantID, IdempotencyKey: e.IdempotencyKey, KeySession: e.KeySession}
 }
 
 // Run sends the pending notices until ctx ends. A NOTIFY that fails is not

@@ -28,7 +28,10 @@ import (
 // for unauthenticated traffic), and authenticates the API key once. Every
 // request gets an id (X-Request-Id) and one access log line. A websocket
 // (graphql-transport-ws) is one request, logged when it closes; its key may
-// come in connection_init instead of a header (stream.go).
+// come in connection_init instead of a header (stream.go). A stream is
+// counted and bounded from its admission to its end (streamconn.go), and
+// each of a websocket's operations is admitted as a request is
+// (streamops.go).
 type edge struct {
 	next          http.Handler
 	merchants     authenticator
@@ -40,7 +43,7 @@ type edge struct {
 	publishable   *ratelimit.Limiter
 	publishableIP *ratelimit.Limiter
 	authTimeout   time.Duration
-	streams       *Streams // ends the streams when the server shuts down; may be nil
+	streams       *Streams // the open streams: their caps, lifetime and re-checks
 	origins       originChecker
 	production    bool
 	log           *slog.Logger
@@ -49,6 +52,9 @@ type edge struct {
 
 type authenticator interface {
 	Authenticate(ctx context.Context, apiKey string) (merchant.Caller, error)
+	// Reauthenticate checks the key of an open stream again, trusting the
+	// cache only as far as the next check (merchant.Service.Reauthenticate).
+	Reauthenticate(ctx context.Context, apiKey string, nextCheck time.Duration) (merchant.Caller, error)
 }
 
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +63,8 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", st.id)
 	sw := &statusWriter{ResponseWriter: w, st: st}
 	defer e.logRequest(r, sw, st, start)
+	// A stream's request lasts as long as the stream: its end releases it.
+	defer func() { st.conn.release() }()
 	r = r.WithContext(withState(r.Context(), st))
 	if int64(len(r.URL.RawQuery)) > e.maxBody {
 		// Before anything else: a GET carries its document in the URL, held
@@ -122,7 +130,8 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 	case !hasKey && st.stream == streamWebsocket && st.authErr == errNoCredentials:
 		// Browsers cannot set headers on a websocket: its key may come in
 		// connection_init, where it is checked and counted (websocketInit).
-		if exhausted, wait := e.ipLimit.Exhausted(ip); exhausted {
+		// The upgrade spends a token of the address, as a request does.
+		if ok, wait := e.ipLimit.Allow(ip); !ok {
 			return e.limited("ip", wait)
 		}
 	case !hasKey:
@@ -139,6 +148,16 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 			// This IP has used up its failures: no more key lookups for now.
 			return e.limited("ip", wait)
 		}
+	}
+	if st.stream != notStream {
+		// Counted against the address before anything else is read, and
+		// refused before the upgrade.
+		c, refused := e.streams.open(r.Context(), st)
+		if refused != nil {
+			return e.capped(refused)
+		}
+		st.conn = c
+		*r = *r.WithContext(c.ctx)
 	}
 
 	if r.Method == http.MethodPost {
@@ -160,8 +179,14 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 			// RATE_LIMITED and the wait it names.
 			allowCORS(w, st)
 		}
+		if status, err := e.browserStream(st); err != nil {
+			return status, err
+		}
 		if status, err := e.ration(st); err != nil {
 			return status, err
+		}
+		if refused := e.streams.admitMerchant(st.conn, st, originChecked(st)); refused != nil {
+			return e.capped(refused)
 		}
 	} else if st.stream == streamWebsocket && st.origin != "" && !st.sameOrigin {
 		if status, err := e.websocketOrigin(r.Context(), st); err != nil {
@@ -182,6 +207,21 @@ func (e *edge) admit(w http.ResponseWriter, r *http.Request, st *requestState) (
 func (e *edge) refused(ctx context.Context, st *requestState, status int, err *RequestError) {
 	e.log.DebugContext(ctx, "request refused", "request_id", st.id, "remote", st.remote,
 		"status", status, "code", err.Code, "field", err.Field, "reason", err.Message)
+}
+
+// browserStream spends a token of the client address for a stream opened
+// with a publishable key: that key is public, so its streams are a
+// browser's, counted per address as a request without a key is (a stream
+// without a key spent one at its upgrade). A secret key's streams are the
+// merchant's server's, rationed by the merchant's limit as its requests are.
+func (e *edge) browserStream(st *requestState) (int, *RequestError) {
+	if st.conn == nil || st.kind != merchant.KeyPublishable {
+		return 0, nil
+	}
+	if ok, wait := e.ipLimit.Allow(st.remote); !ok {
+		return e.limited("ip", wait)
+	}
+	return 0, nil
 }
 
 // authenticate looks apiKey up and rations the merchant it finds (lookUp,
@@ -228,6 +268,7 @@ func (e *edge) lookUp(ctx context.Context, st *requestState, apiKey string) {
 	case err == nil:
 		st.merchant, st.authErr = &c.Merchant, nil
 		st.kind, st.keyID, st.seed = c.Kind, c.KeyID, merchant.SessionSeed(apiKey)
+		st.apiKey = apiKey
 	case payment.ErrorCode(err) == payment.EUNAUTHENTICATED:
 		st.authErr = err
 		e.metrics.Unauthenticated.Inc()
@@ -244,7 +285,7 @@ func (e *edge) limited(scope string, wait time.Duration) (int, *RequestError) {
 	msg := "too many requests for this merchant"
 	switch scope {
 	case "ip":
-		msg = "too many unauthenticated requests from this address"
+		msg = "too many unauthenticated requests or browser streams from this address"
 	case "publishable":
 		msg = "too many requests with this merchant's publishable keys"
 	case "publishable_ip":

@@ -47,8 +47,10 @@ type HandlerConfig struct {
 	PublishableLimit, PublishableIPLimit *ratelimit.Limiter
 	// AuthTimeout bounds the API key lookup.
 	AuthTimeout time.Duration
-	// Streams ends the websockets and event streams when the server shuts
-	// down; nil leaves them to their clients.
+	// Streams holds the websockets and event streams: their caps and
+	// lifetime, the re-checks of their keys (run by Streams.Run), and their
+	// end when the server shuts down (Streams.Close); nil: streams with
+	// the default caps, that no shutdown ends and nothing re-checks.
 	Streams *Streams
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
@@ -77,6 +79,9 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		cfg.Metrics = metrics.Discard()
 	}
 	log := cfg.Logger
+	if cfg.Streams == nil {
+		cfg.Streams = NewStreams(StreamsConfig{Logger: log, Metrics: cfg.Metrics})
+	}
 	if r.Metrics == nil {
 		r.Metrics = cfg.Metrics
 	}
@@ -94,13 +99,14 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		log:           log,
 		metrics:       cfg.Metrics,
 	}
+	cfg.Streams.serve(e.recheckStream)
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r,
 		Directives: generated.DirectiveRoot{SecretKeyOnly: secretKeyOnly}}))
 	srv.AddTransport(transport.Options{})
 	// The streams first: gqlgen serves a request with the first transport
 	// that supports it, and an event stream is a POST too.
 	srv.AddTransport(e.websocketTransport())
-	srv.AddTransport(sseTransport{sse: transport.SSE{KeepAlivePingInterval: sseKeepAlive}, streams: cfg.Streams})
+	srv.AddTransport(sseTransport{sse: transport.SSE{KeepAlivePingInterval: sseKeepAlive}})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(postTransport{})
 	// The documents that passed validation; documentLimits lets them by.
@@ -122,6 +128,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	// refused for what it is.
 	srv.Use(operationLimits{maxCharges: cfg.MaxChargesPerRequest, maxDepth: depthLimit, introspection: !cfg.Production})
 	srv.Use(extension.FixedComplexityLimit(complexityLimit))
+	srv.Use(streamOperations{e})
 	srv.SetErrorPresenter(errorPresenter(log, cfg.Production))
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		log.ErrorContext(ctx, "panic in resolver", "request_id", RequestID(ctx), "panic", p)

@@ -31,6 +31,12 @@ type requestState struct {
 	kind  merchant.KeyKind
 	keyID uuid.UUID
 	seed  []byte
+	// apiKey is the key itself, which a stream's operations and re-checks
+	// authenticate again. Never logged.
+	apiKey string
+	// conn is the websocket or event stream this request opened; nil for
+	// a request.
+	conn *streamConn
 
 	// origin is the Origin header, "" when absent; sameOrigin says the page
 	// was served by this server's own host.

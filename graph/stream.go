@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -60,54 +59,6 @@ const (
 	closeTooManyRequests = 4429 // the client address or the merchant is over its rate limit
 	closeTryAgainLater   = 1013 // the key could not be checked: the database is away
 )
-
-// Streams ties the connections that carry subscriptions (a websocket, an
-// event stream) to the server's lifetime: each lives in a context that
-// Close ends, so that a shutdown closes them instead of waiting for their
-// clients (who subscribe again elsewhere, or poll). The zero value is
-// ready to use.
-type Streams struct {
-	mu     sync.Mutex
-	bound  map[*int]context.CancelFunc
-	closed bool
-}
-
-// bind returns a context that ends with ctx or at Close, and the function
-// that releases it.
-func (s *Streams) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	if s == nil {
-		return ctx, cancel
-	}
-	id := new(int)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		cancel()
-		return ctx, cancel
-	}
-	if s.bound == nil {
-		s.bound = map[*int]context.CancelFunc{}
-	}
-	s.bound[id] = cancel
-	return ctx, func() {
-		cancel()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.bound, id)
-	}
-}
-
-// Close ends every stream, at once, and every stream bound from now on.
-func (s *Streams) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	for id, cancel := range s.bound {
-		cancel() // synchronously: the connections end before the watchers
-		delete(s.bound, id)
-	}
-}
 
 // streamOf says which streaming transport r asks for, if any.
 func streamOf(r *http.Request) streamKind {
@@ -184,13 +135,13 @@ func headerHasToken(h http.Header, name, token string) bool {
 func (e *edge) websocketTransport() transport.Websocket {
 	limit := int64(wsReadLimit)
 	return transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{
+		Implementation: upgradeCapture{transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{
 			Subprotocols: []string{wsSubprotocol}, // chosen first; the edge requires the client to offer it
 			// The edge has checked the Origin before the upgrade (its own,
 			// or one a merchant registered: websocketOrigin, checkOrigin),
 			// which the library's same-host rule cannot express.
 			InsecureSkipVerify: true,
-		}},
+		}}},
 		InitFunc:         e.websocketInit,
 		InitTimeout:      wsInitTimeout,
 		PingPongInterval: wsPingInterval,
@@ -203,8 +154,9 @@ func (e *edge) websocketTransport() transport.Websocket {
 // then), else by the payload's "authorization": "Bearer <api key>", since
 // browsers cannot set headers on a websocket. A refusal closes the socket
 // with 4403 (no valid key), 4429 (rate limited) or 1013 (the key could not be
-// checked). An accepted socket lives until the client leaves or the server
-// shuts down.
+// checked), or 4429 when the merchant holds its most streams. An accepted
+// socket lives until the client leaves, its lifetime ends, its key or
+// origin is withdrawn, or the server shuts down (Streams).
 func (e *edge) websocketInit(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	st := stateFrom(ctx)
 	if st.merchant == nil && st.authErr == errNoCredentials {
@@ -227,8 +179,10 @@ func (e *edge) websocketInit(ctx context.Context, payload transport.InitPayload)
 	default:
 		return closeWith(ctx, closeTryAgainLater, "Try again later"), nil, errors.New("the API key could not be checked")
 	}
-	ctx, release := e.streams.bind(ctx)
-	context.AfterFunc(ctx, release)
+	if refused := e.streams.admitMerchant(st.conn, st, originChecked(st)); refused != nil {
+		e.metrics.RateLimited.WithLabelValues(refused.scope).Inc()
+		return closeWith(ctx, closeTooManyRequests, "Too many streams"), nil, refused
+	}
 	return ctx, nil, nil
 }
 
@@ -268,11 +222,11 @@ func (e *edge) authenticateInit(ctx context.Context, st *requestState, authoriza
 
 // sseTransport is gqlgen's server-sent events transport behind the edge:
 // it gets the body the edge has read and checked, write deadlines per event
-// instead of the server's one deadline per request, and a context that the
-// server's shutdown ends.
+// instead of the server's one deadline per request, and the stream's
+// context, which the server ends at its shutdown, the stream's lifetime or
+// the withdrawal of its key or origin.
 type sseTransport struct {
-	sse     transport.SSE
-	streams *Streams
+	sse transport.SSE
 }
 
 func (t sseTransport) Supports(r *http.Request) bool {
@@ -288,9 +242,8 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		writeError(w, http.StatusBadRequest, rerr)
 		return
 	}
-	ctx, release := t.streams.bind(r.Context())
-	defer release()
-	r = r.WithContext(ctx)
+	// The stream's context (the edge's streamConn): its end ends the stream.
+	ctx := r.Context()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	rc := http.NewResponseController(w)
 	// The server's read timeout covers a request, not a stream that lasts:

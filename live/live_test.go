@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -359,4 +360,132 @@ func TestHub_Close_EndsWatchersAndRefusesNewOnes(t *testing.T) {
 	require.Zero(t, h.Watchers())
 	_, err = h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
 	require.Equal(t, payment.EUNAVAILABLE, payment.ErrorCode(err), "a closed hub refuses new watchers")
+}
+
+// countingCharges counts the reads of attempts the hub makes, through the
+// real payment service.
+type countingCharges struct {
+	Charges
+	reads atomic.Int64
+}
+
+func (c *countingCharges) ChargeStatusAmong(ctx context.Context, m payment.Merchant, keySession uuid.UUID, key string) (*payment.Result, error) {
+	c.reads.Add(1)
+	return c.Charges.ChargeStatusAmong(ctx, m, keySession, key)
+}
+
+// pokedHub is the hub of the instance that commits (never Run: it neither
+// LISTENs nor, with noPoll, polls), reading through a counter: each read
+// it makes comes from a watch or from a poke of a commit.
+func pokedHub(b *bundle, cfg Config) (*Hub, *countingCharges) {
+	counted := &countingCharges{Charges: b.svc}
+	cfg.PollInterval, cfg.Self = noPoll, b.notifier.ID
+	h := NewHub(b.pool, counted, cfg)
+	b.notifier.OnCommit(h.Poke)
+	return h, counted
+}
+
+func TestHub_ManyWatchersOfOneAttempt_OneReadServesThemAll(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const watchers = 1000
+	h, counted := pokedHub(b, Config{MaxWatchersPerAttempt: watchers})
+	t.Cleanup(h.Close)
+	b.processing(t, "k")
+
+	// The first watch reads the attempt and starts its follower; the others,
+	// at once, join it.
+	all := make([]<-chan payment.Result, watchers)
+	var err error
+	all[0], err = h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make([]error, watchers)
+	for i := 1; i < watchers; i++ {
+		wg.Go(func() { all[i], errs[i] = h.Watch(context.Background(), b.merchant, uuid.Nil, "k") })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "watch %d", i)
+	}
+	require.Equal(t, watchers, h.Watchers())
+	for i, states := range all {
+		first, ok := next(t, states)
+		require.True(t, ok, "watcher %d", i)
+		require.Equal(t, payment.StatusProcessing, first.Status, "watcher %d: the current state at once", i)
+	}
+	require.EqualValues(t, 1, counted.reads.Load(), "one read for a thousand watches")
+
+	// The commit pokes the follower: one read, and every watcher hears it.
+	b.reconcile(t)
+	chargeID := b.status(t, "k").Charge.ID
+	for i, states := range all {
+		got := requireStates(t, states, payment.StatusSucceeded)
+		require.Equal(t, chargeID, got[0].Charge.ID, "watcher %d", i)
+	}
+	require.Eventually(t, func() bool { return h.Watchers() == 0 }, watchWithin, 10*time.Millisecond)
+	require.EqualValues(t, 2, counted.reads.Load(), "one more read for the change, not one per watcher")
+}
+
+func TestHub_WatchersPerAttempt_Bounded_OtherAttemptsStillServed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h, counted := pokedHub(b, Config{MaxWatchersPerAttempt: 2})
+	t.Cleanup(h.Close)
+	b.processing(t, "held")
+	b.processing(t, "shopper")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 2 {
+		_, err := h.Watch(ctx, b.merchant, uuid.Nil, "held")
+		require.NoError(t, err)
+	}
+	readsBefore := counted.reads.Load()
+	for range 100 {
+		_, err := h.Watch(ctx, b.merchant, uuid.Nil, "held")
+		require.Equal(t, payment.ELIMITED, payment.ErrorCode(err))
+		var limited *payment.Error
+		require.ErrorAs(t, err, &limited)
+		require.Contains(t, limited.Message, "one charge attempt on this server holds at most 2")
+		require.Positive(t, limited.RetryAfter)
+	}
+	require.Equal(t, readsBefore, counted.reads.Load(), "a refused watch reads nothing")
+
+	states, err := h.Watch(ctx, b.merchant, uuid.Nil, "shopper")
+	require.NoError(t, err, "another attempt of the same merchant has its own share")
+	first, _ := next(t, states)
+	require.Equal(t, payment.StatusProcessing, first.Status)
+	require.Equal(t, 3, h.Watchers())
+}
+
+func TestHub_OneWatcherLeaves_TheOthersStillHearTheEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h, _ := pokedHub(b, Config{})
+	t.Cleanup(h.Close)
+	b.processing(t, "k")
+
+	leaving, leave := context.WithCancel(context.Background())
+	gone, err := h.Watch(leaving, b.merchant, uuid.Nil, "k")
+	require.NoError(t, err)
+	staying, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
+	require.NoError(t, err)
+	for _, states := range []<-chan payment.Result{gone, staying} {
+		first, _ := next(t, states)
+		require.Equal(t, payment.StatusProcessing, first.Status)
+	}
+	leave()
+	_, ok := next(t, gone)
+	require.False(t, ok, "closed, with nothing more")
+	require.Eventually(t, func() bool { return h.Watchers() == 1 }, watchWithin, 10*time.Millisecond)
+
+	b.reconcile(t)
+	requireStates(t, staying, payment.StatusSucceeded)
+
+	// The follower ended with its final state: a new watch reads the
+	// attempt afresh and gets it at once.
+	again, err := h.Watch(context.Background(), b.merchant, uuid.Nil, "k")
+	require.NoError(t, err)
+	requireStates(t, again, payment.StatusSucceeded)
 }

@@ -399,3 +399,24 @@ func TestMigration00005_CutsWholeDevelopmentKeysOutOfThePrefix(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, shop, got.Merchant)
 }
+
+func TestMigration00017_OriginsNotify_DownRemovesTheTrigger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	triggers := func() []string {
+		return dbtest.Query[string](t, pool, "SELECT tgname::text FROM pg_trigger WHERE tgrelid = 'merchant_origins'::regclass AND NOT tgisinternal")
+	}
+	require.Equal(t, []string{"merchant_origins_notify"}, triggers())
+
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	migrations, err := goose.NewProvider(goose.DialectPostgres, sqlDB, db.MigrationsFS())
+	require.NoError(t, err)
+	_, err = migrations.DownTo(ctx, 16)
+	require.NoError(t, err)
+	require.Empty(t, triggers())
+	_, err = migrations.Up(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"merchant_origins_notify"}, triggers())
+}

@@ -3,6 +3,7 @@ package merchant
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,9 +61,10 @@ func newKeyCache(ttl time.Duration, size int, m *metrics.Metrics) *keyCache {
 		entries: entries}
 }
 
-// get returns the caller cached for hash, if live and fresh; otherwise
-// the generation to hand to put after the lookup.
-func (c *keyCache) get(hash [sha256.Size]byte) (m Caller, ok bool, gen uint64) {
+// get returns the caller cached for hash, if live and younger than
+// maxAge (at most the TTL); otherwise the generation to hand to put after
+// the lookup.
+func (c *keyCache) get(hash [sha256.Size]byte, maxAge time.Duration) (m Caller, ok bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.live {
@@ -70,11 +72,13 @@ func (c *keyCache) get(hash [sha256.Size]byte) (m Caller, ok bool, gen uint64) {
 		return Caller{}, false, c.gen
 	}
 	e, ok := c.entries.Get(hash)
-	if ok && c.now().Sub(e.at) < c.ttl {
+	if ok && c.now().Sub(e.at) < min(maxAge, c.ttl) {
 		c.hit.Inc()
 		return e.caller, true, c.gen
 	}
-	c.entries.Remove(hash)
+	if ok && c.now().Sub(e.at) >= c.ttl {
+		c.entries.Remove(hash)
+	}
 	c.miss.Inc()
 	return Caller{}, false, c.gen
 }
@@ -88,6 +92,13 @@ func (c *keyCache) put(hash [sha256.Size]byte, m Caller, gen uint64) {
 		return
 	}
 	c.entries.Add(hash, cachedKey{caller: m, at: c.now()})
+}
+
+// forget drops what the cache holds for hash.
+func (c *keyCache) forget(hash [sha256.Size]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries.Remove(hash)
 }
 
 // reset empties the cache and makes it live or not.
@@ -110,17 +121,41 @@ func (c *keyCache) isLive() bool {
 // keys, until ctx ends: each change, committed anywhere, empties the cache,
 // and while the LISTEN connection is down (it is opened again with a growing
 // wait) every request is looked up in the database. Without Run, the
-// Service caches nothing.
+// Service caches nothing. It tells the OnChange listeners of each change
+// it hears, and each time it listens again (changes may have passed
+// unheard meanwhile).
 func (ms *Service) Run(ctx context.Context) {
 	defer ms.cache.reset(false)
 	db.ListenAlways(ctx, ms.store.pool, db.APIKeysChannel, db.Reconnect{Min: ms.cfg.ReconnectMin, Max: ms.cfg.ReconnectMax}, func() {
 		ms.cache.reset(true)
 		ms.log.Info("API key cache: listening for key changes", "channel", db.APIKeysChannel)
+		ms.changed()
 	}, func(string) {
 		ms.cache.reset(true)
+		ms.changed()
 	}, func(err error, retryIn time.Duration) {
 		ms.cache.reset(false)
 		ms.log.Warn("API key cache: lost the LISTEN connection; every request reads its key from the database until it is back",
 			"err", payment.DBError(err), "retry_in", retryIn)
 	})
+}
+
+// OnChange registers f to be called at each change of an API key, a
+// merchant or a merchant's origins that Run hears of (committed anywhere),
+// and each time Run listens again. f runs on Run's goroutine, after the
+// cache was emptied: it must not block (signal, and do the work elsewhere).
+// Open streams re-check their key and origin with it (graph.Streams).
+func (ms *Service) OnChange(f func()) {
+	ms.listenersMu.Lock()
+	defer ms.listenersMu.Unlock()
+	ms.listeners = append(ms.listeners, f)
+}
+
+func (ms *Service) changed() {
+	ms.listenersMu.Lock()
+	listeners := slices.Clone(ms.listeners)
+	ms.listenersMu.Unlock()
+	for _, f := range listeners {
+		f()
+	}
 }

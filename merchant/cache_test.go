@@ -285,24 +285,102 @@ func TestKeyCache_Bounded_AndKeepsNoLookupOlderThanAReset(t *testing.T) {
 	t.Parallel()
 	c := newKeyCache(time.Hour, 2, metrics.Discard())
 	hash := func(i byte) [sha256.Size]byte { return [sha256.Size]byte{i} }
-	_, _, gen := c.get(hash(1))
+	_, _, gen := c.get(hash(1), time.Hour)
 	c.put(hash(1), Caller{Merchant: payment.Merchant{Name: "one"}}, gen)
 	require.Zero(t, c.entries.Len(), "not live: nothing is kept")
 
 	c.reset(true)
 	for i := range byte(5) {
-		_, _, gen := c.get(hash(i))
+		_, _, gen := c.get(hash(i), time.Hour)
 		c.put(hash(i), Caller{Merchant: payment.Merchant{Name: "m"}}, gen)
 		require.LessOrEqual(t, c.entries.Len(), 2)
 	}
-	_, ok, _ := c.get(hash(4))
+	_, ok, _ := c.get(hash(4), time.Hour)
 	require.True(t, ok, "the last one is kept")
 
 	// A lookup that began before a reset (a notification: some key changed)
 	// may have read the key before it changed; its result is not kept.
-	_, _, gen = c.get(hash(9))
+	_, _, gen = c.get(hash(9), time.Hour)
 	c.reset(true)
 	c.put(hash(9), Caller{Merchant: payment.Merchant{Name: "stale"}}, gen)
-	_, ok, _ = c.get(hash(9))
+	_, ok, _ = c.get(hash(9), time.Hour)
 	require.False(t, ok)
+}
+
+func TestReauthenticate_TakesFromTheCacheOnlyWhatStaysFreshUntilTheNextCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	_, key, err := New(pool, false).CreateAPIKey(ctx, "shop", KeySecret)
+	require.NoError(t, err)
+	const ttl, nextCheck = time.Minute, 10 * time.Second
+	now := time.Now()
+	m := metrics.Discard()
+	ms := NewWithConfig(pool, false, Config{CacheTTL: ttl, Metrics: m})
+	ms.cache.now = func() time.Time { return now } // before Run: nothing reads it yet
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ms.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, ms.cache.isLive, watchWithin, 10*time.Millisecond)
+
+	_, err = ms.Authenticate(ctx, key)
+	require.NoError(t, err)
+	// Revoked where no notification tells this server: only the age of its
+	// cache entry bounds how long it believes the key.
+	revokeUnheard(t, pool, key)
+	now = now.Add(ttl - nextCheck - time.Nanosecond)
+	_, err = ms.Reauthenticate(ctx, key, nextCheck)
+	require.NoError(t, err, "fresh until the next check: from the cache")
+	now = now.Add(time.Nanosecond)
+	_, err = ms.Reauthenticate(ctx, key, nextCheck)
+	requireCode(t, err, payment.EUNAUTHENTICATED, "unknown or revoked API key")
+	// What a re-check found revoked is no longer served to requests either.
+	_, err = ms.Authenticate(ctx, key)
+	requireCode(t, err, payment.EUNAUTHENTICATED)
+	require.Equal(t, [3]int{1, 3, 0}, cacheCounts(m))
+}
+
+func TestOnChange_ToldOfEveryChangeOfKeysMerchantsAndOrigins(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	other := New(pool, false) // another instance, or the CLI
+	_, key, err := other.CreateAPIKey(ctx, "shop", KeySecret)
+	require.NoError(t, err)
+	_, _, err = other.AddOrigin(ctx, "shop", "https://old.example")
+	require.NoError(t, err)
+
+	ms := NewWithConfig(pool, false, Config{CacheTTL: noTTL})
+	told := make(chan struct{}, 16)
+	ms.OnChange(func() { told <- struct{}{} })
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ms.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-told:
+		case <-time.After(watchWithin):
+			t.Fatalf("not told: %s", what)
+		}
+	}
+	wait("listening: changes may have passed unheard before")
+
+	for _, c := range []struct {
+		what   string
+		change func() error
+	}{
+		{"origin added", func() error { _, _, err := other.AddOrigin(ctx, "shop", "https://new.example"); return err }},
+		{"origin removed", func() error { _, err := other.RemoveOrigin(ctx, "shop", "https://old.example"); return err }},
+		{"key revoked", func() error { _, err := other.RevokeAPIKey(ctx, keyPrefix(key)); return err }},
+		{"merchant renamed", func() error {
+			_, err := pool.Exec(ctx, "UPDATE merchants SET name = 'boutique' WHERE name = 'shop'")
+			return err
+		}},
+	} {
+		require.NoError(t, c.change(), c.what)
+		wait(c.what)
+	}
 }

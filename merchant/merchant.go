@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +72,9 @@ type Service struct {
 	// It never changes, so what the cache holds was looked up under it.
 	allowDevelopmentKeys bool
 	cache                *keyCache
+
+	listenersMu sync.Mutex
+	listeners   []func() // OnChange's
 }
 
 // Config tunes a Service. Zero values take the defaults.
@@ -123,6 +127,22 @@ func NewWithConfig(pool *pgxpool.Pool, allowDevelopmentKeys bool, cfg Config) *S
 // authenticated recently is answered from the cache, by its hash; failures
 // are never cached.
 func (ms *Service) Authenticate(ctx context.Context, apiKey string) (Caller, error) {
+	return ms.authenticate(ctx, apiKey, ms.cfg.CacheTTL)
+}
+
+// Reauthenticate is Authenticate for a caller that holds an authentication
+// open (a websocket, an event stream) and checks it again every nextCheck:
+// it takes from the cache only an entry that will still be younger than the
+// cache's TTL at the next check. So a key revoked while no notification
+// reaches this server (a LISTEN connection cut without a word) is found
+// within the TTL, as a request's is, and not a check later.
+func (ms *Service) Reauthenticate(ctx context.Context, apiKey string, nextCheck time.Duration) (Caller, error) {
+	return ms.authenticate(ctx, apiKey, ms.cfg.CacheTTL-nextCheck)
+}
+
+// authenticate is Authenticate, taking from the cache only entries younger
+// than maxAge.
+func (ms *Service) authenticate(ctx context.Context, apiKey string, maxAge time.Duration) (Caller, error) {
 	if apiKey == "" {
 		return Caller{}, payment.Errorf(payment.EUNAUTHENTICATED, "missing API key: send the header Authorization: Bearer <api key>")
 	}
@@ -133,7 +153,7 @@ func (ms *Service) Authenticate(ctx context.Context, apiKey string) (Caller, err
 		return Caller{}, unknown
 	}
 	hash := hashAPIKey(apiKey)
-	cached, ok, gen := ms.cache.get([sha256.Size]byte(hash))
+	cached, ok, gen := ms.cache.get([sha256.Size]byte(hash), maxAge)
 	if ok {
 		return cached, nil
 	}
@@ -149,6 +169,9 @@ func (ms *Service) Authenticate(ctx context.Context, apiKey string) (Caller, err
 		}
 	}
 	if !matched {
+		// A key a re-check found revoked is not served from the cache to
+		// anyone any more.
+		ms.cache.forget([sha256.Size]byte(hash))
 		return Caller{}, unknown
 	}
 	ms.cache.put([sha256.Size]byte(hash), found, gen)

@@ -107,7 +107,8 @@ type Metrics struct {
 	RetentionDeleted prometheus.Counter
 
 	// RateLimited counts requests refused with RATE_LIMITED, by scope
-	// (merchant, ip, publishable, publishable_ip, declines_ip, declines_session).
+	// (merchant, ip, publishable, publishable_ip, declines_ip; for streams:
+	// stream_address, stream_merchant, and subscriptions, a websocket's).
 	RateLimited *prometheus.CounterVec
 	// Unauthenticated counts requests with a missing, malformed, unknown or
 	// revoked API key.
@@ -129,6 +130,15 @@ type Metrics struct {
 	// refused before any event was read, by reason (stripe.WebhookRefusal:
 	// rate_limited, too_large, no_signature, signature_mismatch, …).
 	StripeWebhookRefused *prometheus.CounterVec
+	// LiveReads counts the reads of attempts the live status made: one per
+	// attempt followed at each wake or poll, however many watch it.
+	LiveReads prometheus.Counter
+	// Streams is how many websockets and event streams are open on this
+	// instance; StreamsEnded counts those the server ended, by reason
+	// (lifetime, revoked: its key no longer authenticates or its origin is
+	// no longer registered, shutdown).
+	Streams      prometheus.Gauge
+	StreamsEnded *prometheus.CounterVec
 
 	// EventsPublished counts outbox events the broker acknowledged, by
 	// whether the stream already had them (duplicate: true after a relay
@@ -205,7 +215,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			"Attempts failed as provider_unavailable after the redrive window."),
 		RetentionDeleted: counter("retention_deleted_total", "Expired idempotency keys (finished attempts) forgotten."),
 		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "rate_limited_total",
-			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip, publishable, publishable_ip, declines_ip, declines_session)."}, []string{"scope"}),
+			Help: "Requests refused with RATE_LIMITED, by scope (merchant, ip, publishable, publishable_ip, declines_ip; stream_address, stream_merchant: streams open at once; subscriptions: on one websocket)."}, []string{"scope"}),
 		Unauthenticated: counter("unauthenticated_requests_total",
 			"Requests with a missing, malformed, unknown or revoked API key."),
 		AuthCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "auth_cache_total",
@@ -232,6 +242,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		StripeWebhookRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "stripe_webhook_refused_total",
 			Help: "Requests to the Stripe webhook endpoint refused before any event was read, by reason (rate_limited, too_large, unreadable, no_signature, unreadable_signature, signature_too_old, signature_mismatch, not_an_event)."},
 			[]string{"reason"}),
+		LiveReads: counter("live_status_reads_total",
+			"Reads of charge attempts by the live status: one per followed attempt at each notification or poll, however many subscriptions watch it."),
+		Streams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "streams_open",
+			Help: "Websockets and event streams open on /graphql on this instance."}),
+		StreamsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "streams_ended_total",
+			Help: "Websockets and event streams the server ended, by reason (lifetime, revoked: key or origin, shutdown)."},
+			[]string{"reason"}),
 		reg: reg,
 	}
 	if reg != nil {
@@ -240,7 +257,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
 			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,
-			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions, m.StripeWebhookRefused,
+			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions, m.StripeWebhookRefused, m.LiveReads, m.Streams, m.StreamsEnded,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m

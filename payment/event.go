@@ -66,7 +66,12 @@ type Event struct {
 	// IdempotencyKey and AttemptID are the attempt's: of the charge events,
 	// and of checkout_session.paid (the attempt that paid); empty and
 	// absent in checkout_session.expired.
-	IdempotencyKey  string        `json:"idempotencyKey"`
+	IdempotencyKey string `json:"idempotencyKey"`
+	// KeySession is the checkout session among whose keys IdempotencyKey
+	// is (uuid.Nil: the merchant's own), for this instance's and the
+	// others' live status, which follow an attempt by its key in its
+	// scope; consumers name the session by CheckoutSession.
+	KeySession      uuid.UUID     `json:"-"`
 	AttemptID       *uuid.UUID    `json:"attemptId,omitempty"`
 	Amount          int64         `json:"amount"` // in the currency's minor units
 	Currency        string        `json:"currency"`
@@ -138,7 +143,7 @@ func eventOf(a Attempt, now time.Time) Event {
 	id := a.ID
 	e := Event{
 		ID: newID(), OccurredAt: now.UTC(), MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey,
-		AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
+		KeySession: a.KeySession, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
 	}
 	if a.Kind == KindRefund {
 		return refundEventOf(a, e)
@@ -179,7 +184,7 @@ func actionEventOf(a Attempt, now, expiresAt time.Time) Event {
 	id := a.ID
 	e := Event{
 		ID: newID(), Type: EventChargeRequiresAction, OccurredAt: now.UTC(), MerchantID: a.MerchantID,
-		IdempotencyKey: a.IdempotencyKey, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency,
+		IdempotencyKey: a.IdempotencyKey, KeySession: a.KeySession, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency,
 		OrderID: a.Input.OrderID, NextAction: &EventAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: expiresAt.UTC()},
 	}
 	return e
@@ -195,7 +200,7 @@ func sessionEventOf(eventType string, sess CheckoutSession, paidBy *Attempt, now
 	}
 	if paidBy != nil {
 		id := paidBy.ID
-		e.IdempotencyKey, e.AttemptID = paidBy.IdempotencyKey, &id
+		e.IdempotencyKey, e.KeySession, e.AttemptID = paidBy.IdempotencyKey, paidBy.KeySession, &id
 		e.Charge = &EventCharge{ID: paidBy.Charge.ID, ProviderChargeID: paidBy.Charge.ProviderChargeID, CreatedAt: paidBy.Charge.CreatedAt.UTC()}
 	}
 	return e

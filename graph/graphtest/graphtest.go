@@ -11,7 +11,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,15 +82,51 @@ type Frame struct {
 // closes it at its end.
 func DialWS(t *testing.T, serverURL string, header http.Header) *WS {
 	t.Helper()
+	return DialWSFrom(t, nil, serverURL, header)
+}
+
+// DialWSFrom is DialWS over client (nil: the default one), e.g. from
+// another client address (ClientFrom).
+func DialWSFrom(t *testing.T, client *http.Client, serverURL string, header http.Header) *WS {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Within)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(serverURL, "http")+"/graphql", &websocket.DialOptions{
-		Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: header,
-	})
+	c, refused, err := TryDialWS(ctx, client, serverURL, header)
+	if refused != nil {
+		body, _ := io.ReadAll(refused.Body)
+		t.Fatalf("websocket refused: HTTP %d: %s", refused.StatusCode, body)
+	}
 	require.NoError(t, err)
-	require.Equal(t, "graphql-transport-ws", conn.Subprotocol())
-	t.Cleanup(func() { _ = conn.CloseNow() })
-	return &WS{conn: conn}
+	t.Cleanup(func() { _ = c.conn.CloseNow() })
+	return c
+}
+
+// TryDialWS is DialWSFrom for a goroutine of the test's: it returns the
+// server's answer to a refused upgrade (with its body), or the error. The
+// caller closes what it opened.
+func TryDialWS(ctx context.Context, client *http.Client, serverURL string, header http.Header) (*WS, *http.Response, error) {
+	conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(serverURL, "http")+"/graphql", &websocket.DialOptions{
+		Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: header, HTTPClient: client,
+	})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, resp, err
+		}
+		return nil, nil, err
+	}
+	if conn.Subprotocol() != "graphql-transport-ws" {
+		_ = conn.CloseNow()
+		return nil, nil, fmt.Errorf("subprotocol %q", conn.Subprotocol())
+	}
+	return &WS{conn: conn}, nil, nil
+}
+
+// ClientFrom is an HTTP client whose connections leave from ip, an address
+// of the loopback network (127.0.0.0/8 is all this machine's): to the
+// server, another client. It has no timeout, since a stream lasts.
+func ClientFrom(ip string) *http.Client {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 64}}
 }
 
 // SubscribeWS connects to the server at serverURL with apiKey in

@@ -120,14 +120,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		return nil, err
 	}
 	a.metrics.WatchOutbox(func(ctx context.Context) (int, error) { return events.CountUnsent(ctx, pool) })
-	a.live = live.NewHub(pool, a.payments, live.Config{PollInterval: cfg.LivePollInterval, Logger: log, Metrics: a.metrics, Self: a.notifier.ID})
+	a.live = live.NewHub(pool, a.payments, live.Config{PollInterval: cfg.LivePollInterval, MaxWatchersPerAttempt: int(cfg.LiveMaxWatchersPerAttempt),
+		Logger: log, Metrics: a.metrics, Self: a.notifier.ID})
 	a.notifier.OnCommit(a.live.Poke)
 	a.relay = events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
 		Replicas: cfg.NATSReplicas, Logger: log, Fault: cfg.Fault,
 		Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
 	})
 	a.notifier.OnCommit(func(db.NoticedAttempt) { a.relay.Wake() })
-	a.streams = &graph.Streams{}
+	// The open streams are checked again at every change of keys, merchants
+	// or origins, as soon as this server hears of it.
+	a.streams = graph.NewStreams(cfg.StreamsConfig(log, a.metrics))
+	a.merchants.OnChange(a.streams.Changed)
 	a.metrics.WatchStuck(a.payments.CountStuck)
 	a.metrics.WatchWaiting(a.payments.CountWaiting)
 	return a, nil
@@ -141,14 +145,15 @@ func (a *App) Close() {
 }
 
 // StartLoops runs the background loops (the reconciler, the retention
-// cleaner, the relay, the webhooks, the live status listener and the API
-// key cache's listener) until stop is called; stop ends the subscriptions
+// cleaner, the relay, the webhooks, the live status listener, the API
+// key cache's listener and the re-check of open streams) until stop is called; stop ends the subscriptions
 // left and waits for them all.
 func (a *App) StartLoops() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
 	loops.Go(func() { a.live.Run(ctx) })
 	loops.Go(func() { a.merchants.Run(ctx) })
+	loops.Go(func() { a.streams.Run(ctx) })
 	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
 	loops.Go(func() { a.notifier.Run(ctx) })
 	loops.Go(func() { a.relay.Run(ctx) })

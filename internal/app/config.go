@@ -78,6 +78,22 @@ type Config struct {
 	DBTimeout        time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
 	WebhookRetention time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
 	LivePollInterval time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
+	// LIVE_MAX_WATCHERS_PER_ATTEMPT: chargeUpdated subscriptions of one
+	// attempt on an instance, default 5.
+	LiveMaxWatchersPerAttempt int64
+	// The streams (websockets and event streams) of /graphql:
+	// STREAM_MAX_PER_ADDRESS and STREAM_MAX_PER_MERCHANT, open at once per
+	// client address (default 20) and per merchant (default 1,000) on an
+	// instance; STREAM_MAX_SUBSCRIPTIONS, subscriptions at once on one
+	// websocket (default 5); STREAM_MAX_LIFETIME, how long a stream lives
+	// before the server closes it (default 1h); STREAM_RECHECK_INTERVAL, how
+	// often open streams' keys and origins are checked again without a
+	// change heard of (default 10s).
+	StreamMaxPerAddress    int64
+	StreamMaxPerMerchant   int64
+	StreamMaxSubscriptions int64
+	StreamMaxLifetime      time.Duration
+	StreamRecheckInterval  time.Duration
 
 	// WEBHOOK_ALLOW_PRIVATE_NETWORKS: true lets production send webhooks to
 	// private networks (RFC 1918, RFC 4193, 100.64/10); default false, only
@@ -215,6 +231,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.RateLimitDeclinesIPBurst, "RATE_LIMIT_DECLINES_IP_BURST", cardtesting.AddressBurstDefault, 1},
 		{&cfg.SessionMaxAttempts, "SESSION_MAX_ATTEMPTS", payment.SessionMaxAttemptsDefault, 1},
 		{&cfg.RateLimitStripeWebhookIPBurst, "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST", stripe.WebhookRateLimitBurstDefault, 1},
+		{&cfg.LiveMaxWatchersPerAttempt, "LIVE_MAX_WATCHERS_PER_ATTEMPT", live.MaxWatchersPerAttemptDefault, 1},
+		{&cfg.StreamMaxPerAddress, "STREAM_MAX_PER_ADDRESS", graph.StreamMaxPerAddressDefault, 1},
+		{&cfg.StreamMaxPerMerchant, "STREAM_MAX_PER_MERCHANT", graph.StreamMaxPerMerchantDefault, 1},
+		{&cfg.StreamMaxSubscriptions, "STREAM_MAX_SUBSCRIPTIONS", graph.StreamMaxSubscriptionsDefault, 1},
 	} {
 		v, err := integer(getenv, n.name, n.def, n.min)
 		if err != nil {
@@ -261,6 +281,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
 		{&cfg.WebhookRetention, "WEBHOOK_RETENTION", webhook.RetentionDefault, false},
 		{&cfg.LivePollInterval, "LIVE_POLL_INTERVAL", live.PollIntervalDefault, false},
+		{&cfg.StreamMaxLifetime, "STREAM_MAX_LIFETIME", graph.StreamMaxLifetimeDefault, false},
+		{&cfg.StreamRecheckInterval, "STREAM_RECHECK_INTERVAL", graph.StreamRecheckIntervalDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {
@@ -426,6 +448,16 @@ func (c Config) Fault(point string) {
 		// A real, immediate death: no deferred function, no flush.
 		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
 		select {}
+	}
+}
+
+// StreamsConfig is the streams' share of the configuration; m records
+// their metrics (nil: nowhere).
+func (c Config) StreamsConfig(log *slog.Logger, m *metrics.Metrics) graph.StreamsConfig {
+	return graph.StreamsConfig{
+		MaxPerAddress: int(c.StreamMaxPerAddress), MaxPerMerchant: int(c.StreamMaxPerMerchant),
+		MaxSubscriptions: int(c.StreamMaxSubscriptions), MaxLifetime: c.StreamMaxLifetime,
+		RecheckInterval: c.StreamRecheckInterval, Logger: log, Metrics: m,
 	}
 }
 

@@ -55,6 +55,12 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, float64(RateLimitPublishableIPDefault), cfg.RateLimitPublishableIP)
 	require.Equal(t, int64(RateLimitPublishableIPBurstDefault), cfg.RateLimitPublishableIPBurst)
 	require.Equal(t, live.PollIntervalDefault, cfg.LivePollInterval)
+	require.Equal(t, int64(live.MaxWatchersPerAttemptDefault), cfg.LiveMaxWatchersPerAttempt)
+	require.Equal(t, int64(graph.StreamMaxPerAddressDefault), cfg.StreamMaxPerAddress)
+	require.Equal(t, int64(graph.StreamMaxPerMerchantDefault), cfg.StreamMaxPerMerchant)
+	require.Equal(t, int64(graph.StreamMaxSubscriptionsDefault), cfg.StreamMaxSubscriptions)
+	require.Equal(t, graph.StreamMaxLifetimeDefault, cfg.StreamMaxLifetime)
+	require.Equal(t, graph.StreamRecheckIntervalDefault, cfg.StreamRecheckInterval)
 	require.Equal(t, webhook.RetentionDefault, cfg.WebhookRetention)
 	require.Equal(t, "text", cfg.LogFormat, "people read development's log")
 	require.Equal(t, slog.LevelInfo, cfg.LogLevel)
@@ -110,6 +116,13 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"log level in capitals", map[string]string{"LOG_LEVEL": "DEBUG"}, "LOG_LEVEL"},
 		{"zero database timeout", map[string]string{"DB_TIMEOUT": "0s"}, "DB_TIMEOUT"},
 		{"negative simulator delay", map[string]string{"SIM_SLOW_DELAY": "-1s"}, "SIM_SLOW_DELAY"},
+		{"zero watchers per attempt", map[string]string{"LIVE_MAX_WATCHERS_PER_ATTEMPT": "0"}, "LIVE_MAX_WATCHERS_PER_ATTEMPT"},
+		{"zero streams per address", map[string]string{"STREAM_MAX_PER_ADDRESS": "0"}, "STREAM_MAX_PER_ADDRESS"},
+		{"streams per merchant not a number", map[string]string{"STREAM_MAX_PER_MERCHANT": "many"}, "STREAM_MAX_PER_MERCHANT"},
+		{"negative subscriptions per socket", map[string]string{"STREAM_MAX_SUBSCRIPTIONS": "-5"}, "STREAM_MAX_SUBSCRIPTIONS"},
+		{"zero stream lifetime", map[string]string{"STREAM_MAX_LIFETIME": "0s"}, "STREAM_MAX_LIFETIME"},
+		{"stream lifetime not a duration", map[string]string{"STREAM_MAX_LIFETIME": "3600"}, "STREAM_MAX_LIFETIME"},
+		{"zero recheck interval", map[string]string{"STREAM_RECHECK_INTERVAL": "0s"}, "STREAM_RECHECK_INTERVAL"},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.vars))

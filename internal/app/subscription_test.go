@@ -194,8 +194,10 @@ func TestChargeUpdated_WithoutAValidKey_IsRefusedOnBothTransports(t *testing.T) 
 func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	// Three failures a client address may make, and hardly a token back.
-	s := startListening(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "3"})
+	// Five tokens a client address may spend, and hardly one back: its two
+	// websocket upgrades without a key spend one each, and so do its three
+	// failed keys.
+	s := startListening(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "5"})
 	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
 
 	c := graphtest.DialWS(t, s.URL, nil)
