@@ -3,7 +3,8 @@
 // pg_auto_failover formation, three NATS nodes, three instances and the
 // receipts consumer) and `lab cluster down` stops it; `lab chaos` runs load
 // on a cluster of its own while it kills its parts, and checks that nothing
-// was lost or charged twice. It drives the chargeonce binary (bin/chargeonce,
+// was lost or charged twice; `lab door` makes the public door's attacks on a
+// server of its own and says what each made it do. It drives the chargeonce binary (bin/chargeonce,
 // which make build writes) as a process, the way the benchmark does; the
 // production binary knows nothing of it. make cluster, make cluster-down and
 // make chaos run it.
@@ -31,8 +32,10 @@ import (
 	"syscall"
 	"time"
 
+	"chargeonce/db/localpg"
 	"chargeonce/lab/chaos"
 	"chargeonce/lab/cluster"
+	"chargeonce/lab/door"
 )
 
 func main() {
@@ -52,6 +55,9 @@ var errUsage = errors.New(`usage:
   lab chaos [-short] [-out DIR] [-readme PATH] [-binary PATH]
         the chaos run, on a cluster of its own under DATA_DIR/chaos; it writes results.md and results.json into DIR
         and its figures into the Markdown file PATH only when told to
+  lab door [-rows 1,2,…] [-binary PATH]
+        the public door's attacks (SECURITY.md), each on a server and a database of its own, on a PostgreSQL under
+        DATA_DIR/door; print what each made the server do, as a Markdown table: run it with two binaries to compare
 -binary is the chargeonce binary the instances run (default bin/chargeonce, which make build writes)`)
 
 // run runs the lab command of args until it is done or ctx ends (SIGINT,
@@ -68,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runCluster(ctx, dataDir, args[1], args[2:], stdout, log)
 	case len(args) >= 1 && args[0] == "chaos":
 		return runChaos(ctx, dataDir, args[1:], stdout)
+	case len(args) >= 1 && args[0] == "door":
+		return runDoor(ctx, dataDir, args[1:], stdout, stderr)
 	default:
 		return errUsage
 	}
@@ -321,4 +329,52 @@ func runChaos(ctx context.Context, dataDir string, args []string, stdout io.Writ
 		return fmt.Errorf("the chaos run found %d problem(s)", len(report.Problems))
 	}
 	return nil
+}
+
+// runDoor runs `door`: the attacks of the rows asked for (all by default)
+// on a PostgreSQL of its own under DATA_DIR/door, printed as a table.
+func runDoor(ctx context.Context, dataDir string, args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("door", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	rowList := fset.String("rows", "", "comma-separated rows of the threat model to attack (default: all)")
+	binary := binaryFlag(fset)
+	if err := fset.Parse(args); err != nil || fset.NArg() != 0 {
+		return errUsage
+	}
+	rows := map[int]bool{}
+	for r := range strings.SplitSeq(*rowList, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		n, err := strconv.Atoi(r)
+		if err != nil {
+			return errUsage
+		}
+		rows[n] = true
+	}
+	server, err := serverBinary(*binary)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(filepath.Join(dataDir, "door"))
+	if err != nil {
+		return err
+	}
+	pgDir := filepath.Join(dir, "postgres")
+	_ = localpg.Stop(ctx, pgDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	pg, err := localpg.Start(ctx, localpg.Options{Dir: pgDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = pg.Stop(context.WithoutCancel(ctx)) }()
+	findings, err := door.Run(ctx, door.Config{Binary: server, AdminDB: pg.URL, DataDir: dir, Rows: rows,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }})
+	fmt.Fprintf(stdout, "%s\n", door.Markdown(findings))
+	return err
 }

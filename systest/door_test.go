@@ -7,8 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,17 +34,9 @@ import (
 // development server (DEMO_PUBLISHABLE_KEY's default).
 const demoPublishableKey = "co_pk_demo"
 
-// fromAddress is an HTTP client whose connections leave from ip, an
-// address of 127.0.0.0/8.
-func fromAddress(ip string) *http.Client {
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
-	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 64}}
-}
-
 // clientFrom is an API client of s with apiKey whose requests come from ip.
 func (s *server) clientFrom(ip, apiKey string) *apiclient.Client {
-	c := fromAddress(ip)
-	return apiclient.New(s.URL, apiKey, c)
+	return apiclient.New(s.URL, apiKey, graphtest.ClientFrom(ip))
 }
 
 // openSession creates a checkout session of the demo merchant for amount
@@ -292,7 +284,7 @@ func TestCardTesting_GuessedSecrets_SpendTheAddressAllowance_AliasesAreRefused(t
 	_, err = guesser.SessionChargeStatus(t.Context(), newKey(), guessedSecret())
 	require.Equal(t, "RATE_LIMITED", apiclient.Code(err), "the eleventh guess is refused before it is looked up")
 	// The subscription takes from the same allowance.
-	resp, _ := graphtest.PostSSE(t, fromAddress("127.0.0.2"), s.URL, map[string]string{"Authorization": "Bearer " + demoPublishableKey},
+	resp, _ := graphtest.PostSSE(t, graphtest.ClientFrom("127.0.0.2"), s.URL, map[string]string{"Authorization": "Bearer " + demoPublishableKey},
 		sessionChargeUpdated, map[string]any{"key": newKey(), "session": guessedSecret()})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "RATE_LIMITED", graphtest.NewSSE(resp).MustNext(t).Code(t))
@@ -415,4 +407,181 @@ func requireReservedKey(t *testing.T, err error) {
 	require.Equal(t, "BAD_USER_INPUT", e.Code())
 	require.Equal(t, "idempotencyKey", e.Field())
 	require.Contains(t, e.Errors[0].Message, "reserved")
+}
+
+// TestDoor_UnderEveryAttackAtOnce_HonestShoppersPayOnce: honest shoppers on
+// six addresses pay their carts while strangers, at once, send hostile
+// documents (row 1 of SECURITY.md's public door), a wave of declines from
+// one address (3), declines rotated over 20 addresses (4), 1,000
+// subscribes on one socket (6), and keyless upgrades and a hundred held
+// sockets (8). Every shopper pays, each charge reaches the provider once,
+// the attacks are held to their bounds, and the server stays within its
+// memory.
+func TestDoor_UnderEveryAttackAtOnce_HonestShoppersPayOnce(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := startServer(t, map[string]string{"DATABASE_URL": dbURL})
+	runCommand(t, map[string]string{"DATABASE_URL": dbURL}, "merchant", "origins", "add", "demo", "https://shop.example").requireOK(t)
+
+	// What the merchant's server opened before the day began.
+	const shoppers, carts = 6, 3
+	cart := make([][]string, shoppers)
+	for i := range cart {
+		for j := range carts {
+			cart[i] = append(cart[i], s.openSession(t, 1000+10*i+j))
+		}
+	}
+	wave := make([]string, 30)
+	for i := range wave {
+		wave[i] = s.openSession(t, 300+i)
+	}
+	rotating := make([]string, 20)
+	for i := range rotating {
+		rotating[i] = s.openSession(t, 600+i)
+	}
+	waitingSecret, err := s.demo().CreateCheckoutSession(t.Context(), newKey(),
+		apiclient.CheckoutSessionInput{Amount: 900, Currency: "USD", ReturnUrl: new("https://shop.example/return")})
+	require.NoError(t, err)
+	waitingKey, status := s.payFrom(t.Context(), s.clientFrom("127.0.7.3", demoPublishableKey), *waitingSecret.ClientSecret, "pm_card_authenticationRequired")
+	require.Equal(t, apiclient.Processing, status)
+
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var attacks sync.WaitGroup
+	// Row 1: 64 KiB of one repeated field, keyless, over and over.
+	var hostile atomic.Int32
+	attacks.Go(func() {
+		body, _ := json.Marshal(map[string]string{"query": "{" + strings.Repeat("__typename ", 5900) + "}"})
+		c := graphtest.ClientFrom("127.0.7.1")
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := c.Do(req); err == nil {
+				resp.Body.Close()
+				hostile.Add(1)
+			}
+		}
+	})
+	// Row 3: 30 declines at once from one address.
+	waveKeys := make([]string, len(wave))
+	attacks.Go(func() {
+		var wg sync.WaitGroup
+		page := s.clientFrom("127.0.7.2", demoPublishableKey)
+		for i, secret := range wave {
+			wg.Go(func() { waveKeys[i], _ = s.payFrom(ctx, page, secret, "pm_card_chargeDeclined") })
+		}
+		wg.Wait()
+	})
+	// Row 4: four declines from each of 20 addresses.
+	for i, secret := range rotating {
+		page := s.clientFrom(fmt.Sprintf("127.0.8.%d", i+1), demoPublishableKey)
+		attacks.Go(func() {
+			for range 4 {
+				s.payFrom(ctx, page, secret, "pm_card_chargeDeclined")
+			}
+		})
+	}
+	// Row 6: 1,000 subscribes on one socket to its own waiting attempt.
+	var served atomic.Int32
+	attacks.Go(func() {
+		ws, _, err := graphtest.TryDialWS(ctx, graphtest.ClientFrom("127.0.7.3"), s.URL, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		go func() {
+			<-ctx.Done()
+			ws.CloseNow()
+		}()
+		if ack, err := ws.TryInit(ctx, demoPublishableKey); err != nil || ack.Type != "connection_ack" {
+			return
+		}
+		for i := range 1000 {
+			if ws.TrySubscribe(ctx, strconv.Itoa(i), sessionChargeUpdated, map[string]any{"key": waitingKey, "session": *waitingSecret.ClientSecret}) != nil {
+				return
+			}
+		}
+		for {
+			f, err := ws.TryRead(ctx)
+			if err != nil {
+				return
+			}
+			if f.Type == "next" && !strings.Contains(string(f.Payload), `"errors"`) {
+				served.Add(1)
+			}
+		}
+	})
+	// Row 8: 60 keyless upgrades from one address, and 100 sockets held
+	// open with the publishable key from another.
+	var upgraded, held atomic.Int32
+	attacks.Go(func() {
+		for range 60 {
+			if ws, _, err := graphtest.TryDialWS(ctx, graphtest.ClientFrom("127.0.7.4"), s.URL, nil); err == nil {
+				upgraded.Add(1)
+				defer ws.CloseNow()
+			}
+		}
+		for range 100 {
+			ws, _, err := graphtest.TryDialWS(ctx, graphtest.ClientFrom("127.0.7.5"), s.URL, nil)
+			if err != nil {
+				continue
+			}
+			defer ws.CloseNow()
+			if ack, err := ws.TryInit(ctx, demoPublishableKey); err == nil && ack.Type == "connection_ack" {
+				held.Add(1)
+			}
+		}
+		<-ctx.Done()
+	})
+
+	// The honest shoppers, meanwhile: each pays its carts, one after the
+	// other, and reads each outcome back.
+	paidKeys := make([][]string, shoppers)
+	outcomes := make([][]string, shoppers)
+	var shopping sync.WaitGroup
+	for i := range shoppers {
+		page := s.clientFrom(fmt.Sprintf("127.0.6.%d", i+1), demoPublishableKey)
+		shopping.Go(func() {
+			for _, secret := range cart[i] {
+				key, outcome := s.payFrom(t.Context(), page, secret, "pm_card_visa")
+				if outcome == apiclient.Succeeded {
+					if read, err := page.SessionChargeStatus(t.Context(), key, secret); err != nil || read == nil || read.Status != apiclient.Succeeded {
+						outcome = "not read back"
+					}
+				}
+				paidKeys[i] = append(paidKeys[i], key)
+				outcomes[i] = append(outcomes[i], outcome)
+			}
+		})
+	}
+	shopping.Wait()
+	stop()
+	attacks.Wait()
+
+	for i := range shoppers {
+		for j, outcome := range outcomes[i] {
+			require.Equal(t, apiclient.Succeeded, outcome, "shopper %d, cart %d", i, j)
+			charges, err := s.demo().ProviderCharges(t.Context(), "", paidKeys[i][j])
+			require.NoError(t, err)
+			require.Len(t, charges, 1, "shopper %d, cart %d: one charge at the provider", i, j)
+		}
+	}
+	reached := 0
+	for _, key := range waveKeys {
+		if key != "" {
+			charges, err := s.demo().ProviderCharges(t.Context(), "", key)
+			require.NoError(t, err)
+			reached += len(charges)
+		}
+	}
+	require.LessOrEqual(t, reached, 10, "the wave of declines reached the provider at most the address's burst")
+	require.LessOrEqual(t, served.Load(), int32(5), "one socket holds at most STREAM_MAX_SUBSCRIPTIONS")
+	require.LessOrEqual(t, upgraded.Load(), int32(20), "keyless upgrades held to the address's burst")
+	require.LessOrEqual(t, held.Load(), int32(20), "sockets held to STREAM_MAX_PER_ADDRESS")
+	require.Positive(t, hostile.Load())
+	rss := residentBytes(t, s.PID())
+	t.Logf("hostile documents sent %d; declines reaching the provider from the wave %d; subscriptions served %d; keyless upgrades %d; sockets held %d; server RSS %d MiB",
+		hostile.Load(), reached, served.Load(), upgraded.Load(), held.Load(), rss>>20)
+	require.Less(t, rss, int64(256<<20), "the server stays within its memory")
 }

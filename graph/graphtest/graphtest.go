@@ -225,6 +225,46 @@ func (c *WS) Next(t *testing.T, id string) Message {
 	return Message{}
 }
 
+// TryRead is Read for a goroutine of the test's: the next frame that is
+// not a ping (which it answers), or the error that ended the connection or
+// ctx.
+func (c *WS) TryRead(ctx context.Context) (Frame, error) {
+	for {
+		var m Frame
+		if err := wsjson.Read(ctx, c.conn, &m); err != nil {
+			return Frame{}, err
+		}
+		if m.Type != "ping" {
+			return m, nil
+		}
+		if err := wsjson.Write(ctx, c.conn, Frame{Type: "pong"}); err != nil {
+			return Frame{}, err
+		}
+	}
+}
+
+// TryInit is Init for a goroutine of the test's, with apiKey in the
+// payload: the server's answer, or the error.
+func (c *WS) TryInit(ctx context.Context, apiKey string) (Frame, error) {
+	raw, err := json.Marshal(map[string]any{"authorization": "Bearer " + apiKey})
+	if err != nil {
+		return Frame{}, err
+	}
+	if err := wsjson.Write(ctx, c.conn, Frame{Type: "connection_init", Payload: raw}); err != nil {
+		return Frame{}, err
+	}
+	return c.TryRead(ctx)
+}
+
+// TrySubscribe is Subscribe for a goroutine of the test's.
+func (c *WS) TrySubscribe(ctx context.Context, id, query string, vars map[string]any) error {
+	raw, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		return err
+	}
+	return wsjson.Write(ctx, c.conn, Frame{Type: "subscribe", ID: id, Payload: raw})
+}
+
 // CloseNow drops the connection without a word, as a client that is gone.
 func (c *WS) CloseNow() error { return c.conn.CloseNow() }
 
