@@ -124,6 +124,10 @@ cluster-down: lab ## Stop the cluster that make cluster started
 chaos: build lab pg-auto-failover ## The chaos run (about 2 min): load on a fresh cluster while the primary, a NATS node and an instance are killed; checks nothing is lost or doubled; writes lab/chaos/results/ and the figures in docs/beyond-one-machine.md
 	./bin/lab chaos -out lab/chaos/results -readme docs/beyond-one-machine.md
 
+.PHONY: door
+door: build lab ## The public door's attacks (SECURITY.md, rows 1-8), each on a server of its own: what each made the server do (about 3 min; DOOR_BINARY=PATH to measure another binary)
+	./bin/lab door -binary $(or $(DOOR_BINARY),bin/chargeonce)
+
 .PHONY: bench
 bench: ## The end-to-end benchmark (about 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the latest run in docs/performance.md (go run ./bench -h: -only, -profile)
 	$(GO) run ./bench
