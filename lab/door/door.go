@@ -681,7 +681,7 @@ func revokedSocket(ctx context.Context, l *lab) (string, error) {
 	for i := 1; time.Since(revoked) < watch; i++ {
 		time.Sleep(2 * time.Second)
 		if err := w.subscribe(ctx, strconv.Itoa(i), charged[1], nil); err != nil {
-			return fmt.Sprintf("closed %.0f s after the revocation", time.Since(revoked).Seconds()), nil
+			return fmt.Sprintf("closed within %.0f s of the revocation (looked at every 2 s)", time.Since(revoked).Seconds()), nil
 		}
 		for {
 			readCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -689,7 +689,7 @@ func revokedSocket(ctx context.Context, l *lab) (string, error) {
 			cancel()
 			if err != nil {
 				if s := websocket.CloseStatus(err); s != -1 {
-					return fmt.Sprintf("closed %d %.0f s after the revocation", s, time.Since(revoked).Seconds()), nil
+					return fmt.Sprintf("closed %d within %.0f s of the revocation (looked at every 2 s)", s, time.Since(revoked).Seconds()), nil
 				}
 				return fmt.Sprintf("broken %.0f s after the revocation", time.Since(revoked).Seconds()), nil
 			}
