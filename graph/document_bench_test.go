@@ -180,18 +180,10 @@ func cpuTime(tb testing.TB) time.Duration {
 //
 //	go test -run '^$' -bench Document -benchtime 200x ./graph/
 func BenchmarkDocument(b *testing.B) {
-	pool := dbtest.NewPool(b, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
-	b.Cleanup(sim.Close)
-	merchants := merchant.New(pool, true)
-	if _, err := merchants.EnsureDevelopmentKey(context.Background(), "demo", "demo-key", merchant.KeySecret); err != nil {
-		b.Fatal(err)
-	}
-	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{})
-	h := NewHandler(&Resolver{Payments: svc, Merchants: merchants}, HandlerConfig{})
+	h := documentHandler(b, HandlerConfig{})
 	// Production refuses introspection after validation: the accepted
 	// documents go through both.
-	prod := NewHandler(&Resolver{Payments: svc, Merchants: merchants}, HandlerConfig{Production: true})
+	prod := documentHandler(b, HandlerConfig{Production: true})
 
 	var charge float64
 	b.Run("chargeCard", func(b *testing.B) {
@@ -256,6 +248,22 @@ func BenchmarkDocument(b *testing.B) {
 }
 
 // serve sends one POST /graphql through h.
+// documentHandler is the whole /graphql handler of cfg on a real
+// PostgreSQL, with the demo merchant's secret key (demo-key) and the card
+// simulator behind a loopback HTTP server, as graph/fuzz_test.go mounts it.
+func documentHandler(tb testing.TB, cfg HandlerConfig) http.Handler {
+	tb.Helper()
+	pool := dbtest.NewPool(tb, cardsimtest.Schema)
+	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
+	tb.Cleanup(sim.Close)
+	merchants := merchant.New(pool, true)
+	if _, err := merchants.EnsureDevelopmentKey(context.Background(), "demo", "demo-key", merchant.KeySecret); err != nil {
+		tb.Fatal(err)
+	}
+	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{})
+	return NewHandler(&Resolver{Payments: svc, Merchants: merchants}, cfg)
+}
+
 func serve(h http.Handler, body, authorization string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader([]byte(body)))
 	req.Header.Set("Content-Type", "application/json")

@@ -1,24 +1,14 @@
 package graph
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
-
-	"chargeonce/cardsim"
-	"chargeonce/cardsim/cardsimtest"
-	"chargeonce/db/dbtest"
-	"chargeonce/merchant"
-	"chargeonce/payment"
-	simprovider "chargeonce/provider/cardsim"
 )
 
 // FuzzDocumentLimits sends documents, built by a small generator that the
@@ -53,16 +43,8 @@ func FuzzDocumentLimits(f *testing.F) {
 		f.Add(seed.gen, seed.raw)
 	}
 
-	pool := dbtest.NewPool(f, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
-	f.Cleanup(sim.Close)
-	merchants := merchant.New(pool, true)
-	if _, err := merchants.EnsureDevelopmentKey(context.Background(), "demo", "demo-key", merchant.KeySecret); err != nil {
-		f.Fatal(err)
-	}
 	// The generator writes queries and subscriptions only: nothing charges.
-	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{})
-	h := NewHandler(&Resolver{Payments: svc, Merchants: merchants}, HandlerConfig{})
+	h := documentHandler(f, HandlerConfig{})
 
 	f.Fuzz(func(t *testing.T, gen []byte, raw string) {
 		query := raw

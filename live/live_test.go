@@ -489,3 +489,35 @@ func TestHub_OneWatcherLeaves_TheOthersStillHearTheEnd(t *testing.T) {
 	require.NoError(t, err)
 	requireStates(t, again, payment.StatusSucceeded)
 }
+
+// TestHub_APagesAttempt_IsFollowedAmongItsSessionsKeys: a page's key is
+// its session's, so the same key string may name another attempt among
+// the merchant's own keys. Each watch follows its own attempt, and a
+// commit pokes the follower of exactly the attempt it finalized.
+func TestHub_APagesAttempt_IsFollowedAmongItsSessionsKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h, counted := pokedHub(b, Config{})
+	t.Cleanup(h.Close)
+	ctx := context.Background()
+	sess, err := b.svc.CreateCheckoutSession(ctx, b.merchant, merchant.SessionSeed("demo-key"), "cart", payment.SessionInput{Amount: 700, Currency: "USD"})
+	require.NoError(t, err)
+	paid, err := b.svc.ChargeCheckoutSession(ctx, b.merchant, payment.SessionKeys, "k", sess.ClientSecret, payment.SessionCharge{PaymentMethod: "pm_card_lostResponse"})
+	require.NoError(t, err)
+	require.Equal(t, payment.StatusProcessing, paid.Status)
+	b.processing(t, "k") // the merchant's own "k": another attempt
+
+	page, err := h.Watch(ctx, b.merchant, sess.Session.ID, "k")
+	require.NoError(t, err)
+	own, err := h.Watch(ctx, b.merchant, uuid.Nil, "k")
+	require.NoError(t, err)
+	for _, states := range []<-chan payment.Result{page, own} {
+		first, _ := next(t, states)
+		require.Equal(t, payment.StatusProcessing, first.Status)
+	}
+	require.EqualValues(t, 2, counted.reads.Load(), "two attempts, one read each")
+	b.reconcile(t) // finalizes both, each announcing its own attempt
+	requireStates(t, page, payment.StatusSucceeded)
+	requireStates(t, own, payment.StatusSucceeded)
+	require.EqualValues(t, 4, counted.reads.Load(), "each follower read its attempt once more, when its commit poked it")
+}

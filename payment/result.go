@@ -70,14 +70,32 @@ func (s *Service) retryAfter(lockedUntil time.Time) time.Duration {
 	return max(d, minRetryAfter)
 }
 
-// ChargeStatus returns the state of the attempt made with key, among the
-// merchant's own keys, or nil when this merchant never used the key.
+// ChargeStatus returns the state of the attempt made with key, or nil when
+// this merchant never used the key: the merchant's server's query. Its own
+// keys come first; a key it never used is looked for among its checkout
+// pages' keys (the newest attempt under it), so that its server reads what
+// a page paid by the key the page sent.
 func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
 	a, ok, err := s.attempt(ctx, m, uuid.Nil, key)
+	if err == nil && !ok {
+		a, ok, err = s.pageAttempt(ctx, m, key)
+	}
 	if err != nil || !ok || a.Kind != KindCharge {
 		return nil, err
 	}
 	return s.status(ctx, m, a), nil
+}
+
+// pageAttempt is the newest attempt a checkout page of m made under key;
+// ok is false when there is none.
+func (s *Service) pageAttempt(ctx context.Context, m Merchant, key string) (Attempt, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	a, err := s.store.getPage(ctx, m.ID, key)
+	if errors.Is(err, errNotFound) {
+		return Attempt{}, false, nil
+	}
+	return a, err == nil, err
 }
 
 // ChargeStatusAmong is ChargeStatus among the keys of keySession (uuid.Nil:

@@ -88,6 +88,16 @@ func storedAttempt(ctx context.Context, q *sqlc.Queries, merchantID, keySession 
 	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, refundColumns{row.ProviderRefundID, row.RefundCreatedAt, row.RefundStatus, row.RefundFailureCode, row.RefundFailureMessage}), nil
 }
 
+// getPage loads the newest attempt a checkout page of the merchant made
+// under key, among its sessions' keys.
+func (s *store) getPage(ctx context.Context, merchantID uuid.UUID, key string) (Attempt, error) {
+	row, err := s.q.GetPageChargeAttempt(ctx, sqlc.GetPageChargeAttemptParams{MerchantID: merchantID, IdempotencyKey: key})
+	if err != nil {
+		return Attempt{}, interpretError(err)
+	}
+	return withOutcome(row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, refundColumns{row.ProviderRefundID, row.RefundCreatedAt, row.RefundStatus, row.RefundFailureCode, row.RefundFailureMessage}), nil
+}
+
 // getByID loads the attempt with id, with its charge or failure.
 func (s *store) getByID(ctx context.Context, id uuid.UUID) (Attempt, error) {
 	row, err := s.q.GetChargeAttemptByID(ctx, id)

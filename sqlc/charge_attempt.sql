@@ -89,6 +89,25 @@ LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key
   AND a.key_session_id IS NOT DISTINCT FROM sqlc.narg(key_session_id)::uuid;
 
+-- name: GetPageChargeAttempt :one
+-- Loads the newest attempt a checkout page made under a key (among any of
+-- the merchant's sessions' keys), for the merchant's server's status query
+-- by the key alone, when the key is not among its own.
+SELECT sqlc.embed(a),
+       c.provider_charge_id,
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
+WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key AND a.key_session_id IS NOT NULL
+ORDER BY a.created_at DESC
+LIMIT 1;
+
 -- name: GetChargeAttemptByID :one
 -- Loads an attempt by its id, for a provider's word about it (a webhook
 -- names the attempt by the id in the payment's metadata).

@@ -532,6 +532,88 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 	return i, err
 }
 
+const getPageChargeAttempt = `-- name: GetPageChargeAttempt :one
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+       c.provider_charge_id,
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
+WHERE a.merchant_id = $1 AND a.idempotency_key = $2 AND a.key_session_id IS NOT NULL
+ORDER BY a.created_at DESC
+LIMIT 1
+`
+
+type GetPageChargeAttemptParams struct {
+	MerchantID     uuid.UUID
+	IdempotencyKey string
+}
+
+type GetPageChargeAttemptRow struct {
+	ChargeAttempt        ChargeAttempt
+	ProviderChargeID     *string
+	ChargeCreatedAt      *time.Time
+	ProviderRefundID     *string
+	RefundCreatedAt      *time.Time
+	RefundStatus         *string
+	RefundFailureCode    *string
+	RefundFailureMessage *string
+}
+
+// Loads the newest attempt a checkout page made under a key (among any of
+// the merchant's sessions' keys), for the merchant's server's status query
+// by the key alone, when the key is not among its own.
+func (q *Queries) GetPageChargeAttempt(ctx context.Context, arg GetPageChargeAttemptParams) (GetPageChargeAttemptRow, error) {
+	row := q.db.QueryRow(ctx, getPageChargeAttempt, arg.MerchantID, arg.IdempotencyKey)
+	var i GetPageChargeAttemptRow
+	err := row.Scan(
+		&i.ChargeAttempt.ID,
+		&i.ChargeAttempt.MerchantID,
+		&i.ChargeAttempt.IdempotencyKey,
+		&i.ChargeAttempt.Fingerprint,
+		&i.ChargeAttempt.Status,
+		&i.ChargeAttempt.ProviderKey,
+		&i.ChargeAttempt.Amount,
+		&i.ChargeAttempt.Currency,
+		&i.ChargeAttempt.PaymentMethod,
+		&i.ChargeAttempt.OrderID,
+		&i.ChargeAttempt.Description,
+		&i.ChargeAttempt.ChargeID,
+		&i.ChargeAttempt.FailureCode,
+		&i.ChargeAttempt.FailureMessage,
+		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.CreatedAt,
+		&i.ChargeAttempt.CompletedAt,
+		&i.ChargeAttempt.ExpiresAt,
+		&i.ChargeAttempt.LockedUntil,
+		&i.ChargeAttempt.CheckoutSessionID,
+		&i.ChargeAttempt.ReturnURL,
+		&i.ChargeAttempt.NextActionURL,
+		&i.ChargeAttempt.ActionSince,
+		&i.ChargeAttempt.ActionCheckedAt,
+		&i.ChargeAttempt.Kind,
+		&i.ChargeAttempt.RefundID,
+		&i.ChargeAttempt.PendingSince,
+		&i.ChargeAttempt.LateCheckAt,
+		&i.ChargeAttempt.LateWatchUntil,
+		&i.ChargeAttempt.LateChargeID,
+		&i.ChargeAttempt.KeySessionID,
+		&i.ProviderChargeID,
+		&i.ChargeCreatedAt,
+		&i.ProviderRefundID,
+		&i.RefundCreatedAt,
+		&i.RefundStatus,
+		&i.RefundFailureCode,
+		&i.RefundFailureMessage,
+	)
+	return i, err
+}
+
 const insertCharge = `-- name: InsertCharge :one
 INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -344,27 +344,31 @@ describe.skipIf(skip !== '')('@chargeonce/client in Chromium, on another origin'
     await expectOneCharge(outcome.key);
   });
 
-  describe('with the merchant rate-limited (a server of its own: RATE_LIMIT_MERCHANT=0.5, burst 1)', () => {
+  describe('with the publishable key rate-limited (a server of its own: RATE_LIMIT_PUBLISHABLE=0.5, burst 1)', () => {
     let limited: RunningServer;
     beforeAll(async () => {
-      limited = await startServer({ RATE_LIMIT_MERCHANT: '0.5', RATE_LIMIT_MERCHANT_BURST: '1' }, 'server-rate-limited');
+      limited = await startServer({ RATE_LIMIT_PUBLISHABLE: '0.5', RATE_LIMIT_PUBLISHABLE_BURST: '1' }, 'server-rate-limited');
     });
     afterAll(async () => {
       await limited?.stop();
     });
 
     /**
-     * Spends the merchant's one token from the shop's backend (the secret
-     * key), so that the page's first chargeCard is refused; a 429 spends
-     * nothing, so it waits for the token a test before it used.
+     * Spends the one token of the merchant's publishable keys (as another
+     * page of its shop would), so that the page's first chargeCard is
+     * refused; a 429 spends nothing, so it waits for the token a test
+     * before it used.
      */
-    async function spendToken(endpoint: string) {
+    async function spendToken(endpoint: string, session: { publishableKey: string; clientSecret: string }) {
       const deadline = Date.now() + 5_000;
       for (;;) {
         const res = await fetch(endpoint, {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json', Authorization: 'Bearer demo-key' },
-          body: JSON.stringify({ query: 'query($k:String!){chargeStatus(idempotencyKey:$k){status}}', variables: { k: crypto.randomUUID() } }),
+          headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${session.publishableKey}` },
+          body: JSON.stringify({
+            query: 'query($k:String!,$s:String){chargeStatus(idempotencyKey:$k,checkoutSession:$s){status}}',
+            variables: { k: crypto.randomUUID(), s: session.clientSecret },
+          }),
         });
         if (res.status === 200) return;
         expect(res.status).toBe(429);
@@ -379,7 +383,7 @@ describe.skipIf(skip !== '')('@chargeonce/client in Chromium, on another origin'
       const limitedSends = recordSends(page, endpoint);
       const session = await createSession(limited.url);
       await mount(page, options(session, { endpoint }));
-      await spendToken(endpoint);
+      await spendToken(endpoint, session);
       const outcome = valueOf(await pay(page, visa));
       const done = await ended(limitedSends);
       return { outcome, cards: only(done, 'chargeCard'), limitedSends: done };
@@ -410,7 +414,7 @@ describe.skipIf(skip !== '')('@chargeonce/client in Chromium, on another origin'
       // a network error instead of RATE_LIMITED and its retryAfterMs.
       const endpoint = `${limited.url}/graphql`;
       const session = await createSession(limited.url);
-      await spendToken(endpoint);
+      await spendToken(endpoint, session);
       const asPage = await fetch(endpoint, {
         method: 'POST',
         headers: { Origin: shop.origin, 'Content-Type': 'application/json', Authorization: `Bearer ${session.publishableKey}` },
