@@ -51,8 +51,8 @@ func (b *bench) seedKeys(ctx context.Context, first, n int, expiresIn time.Durat
 	return err
 }
 
-// keyIndexName is the unique index of (merchant_id, idempotency_key) that
-// every claim inserts into (migration 00002).
+// keyIndexName is the unique index of (merchant_id, idempotency_key,
+// key_session_id) that every claim inserts into (migrations 00002, 00019).
 const keyIndexName = "charge_attempts_merchant_key_idx"
 
 func (b *bench) insertKeys(ctx context.Context, first, n int, expiresIn time.Duration) error {

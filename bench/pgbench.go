@@ -29,9 +29,10 @@ INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, prov
     amount, currency, payment_method, order_id, description, locked_until, expires_at)
 SELECT new_id(), :merchant::uuid, 'pgb-' || :client_id || '-' || :r, '\x00'::bytea, 'pgbp-' || gen_random_uuid(),
     1999, 'USD', 'pm_card_visa', NULL, NULL, now() + interval '30 seconds', now() + interval '24 hours'
-WHERE NOT EXISTS (SELECT 1 FROM charge_attempts t WHERE t.merchant_id = :merchant::uuid AND t.idempotency_key = 'pgb-' || :client_id || '-' || :r)
+WHERE NOT EXISTS (SELECT 1 FROM charge_attempts t WHERE t.merchant_id = :merchant::uuid AND t.idempotency_key = 'pgb-' || :client_id || '-' || :r
+    AND t.key_session_id IS NULL)
 AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.merchant_id = :merchant::uuid AND c.order_id = NULL)
-ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
 RETURNING id AS attempt_id \gset
 WITH done AS (
     UPDATE charge_attempts SET status = 'SUCCEEDED', charge_id = new_id(), completed_at = now(),
