@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/google/uuid"
 
+	"chargeonce/loop"
 	"chargeonce/metrics"
 )
 
@@ -321,19 +322,13 @@ func (s *Streams) Changed() {
 }
 
 // Run re-checks the open streams at each Changed and every RecheckInterval,
-// until ctx ends.
+// until ctx ends, on the runner of every background job.
 func (s *Streams) Run(ctx context.Context) {
-	tick := time.NewTicker(s.cfg.RecheckInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-s.changed:
-		}
-		s.RecheckOnce(ctx)
-	}
+	loop.Runner{Name: "stream re-check", Interval: s.cfg.RecheckInterval, Wake: s.changed, Logger: s.log}.Run(ctx,
+		func(ctx context.Context) (loop.Next, error) {
+			s.RecheckOnce(ctx)
+			return loop.Next{}, nil
+		})
 }
 
 // recheckPass remembers, for one pass, what each key and each merchant's

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -139,18 +138,12 @@ func TestProduction_PlainHTTPOrigins_RefusedAndNotServed(t *testing.T) {
 // sends for the name it resolved), over a real connection to s's address.
 func (s *testServer) sendAs(t *testing.T, host, method, path string, headers http.Header, body string) rawResponse {
 	t.Helper()
-	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Host = host
-	for k, vs := range headers {
-		req.Header[k] = vs
+	h := headers.Clone()
+	if h == nil {
+		h = http.Header{}
 	}
-	resp, err := s.client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return rawResponse{status: resp.StatusCode, header: resp.Header, body: b}
+	h.Set("Host", host)
+	return s.send(t, method, path, h, strings.NewReader(body))
 }
 
 // requireMisdirected requires the server's refusal of a host name it does

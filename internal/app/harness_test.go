@@ -280,7 +280,8 @@ type rawResponse struct {
 }
 
 // send makes one HTTP request to the server, with every header in headers
-// (a key may repeat), and reads the answer whole.
+// (a key may repeat; a Host header names the request's host), and reads
+// the answer whole.
 func (s *testServer) send(t *testing.T, method, path string, headers http.Header, body io.Reader) rawResponse {
 	t.Helper()
 	r, err := s.trySend(method, path, headers, body)
@@ -298,6 +299,9 @@ func (s *testServer) trySend(method, path string, headers http.Header, body io.R
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}
+	}
+	if host := headers.Get("Host"); host != "" {
+		req.Host = host // net/http sends req.Host, never a Host header
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
