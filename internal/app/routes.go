@@ -72,9 +72,9 @@ func (a *App) cardTestingGuard() *cardtesting.Guard {
 		KeyRate: cfg.RateLimitDeclinesKey, KeyBurst: int(cfg.RateLimitDeclinesKeyBurst),
 		Logger: a.log, Metrics: a.metrics,
 		Suspected: func(ctx context.Context, s cardtesting.Suspicion) {
-			// Its own deadline: the request that raised it may be ending.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.DBTimeout)
-			defer cancel()
+			// Not cut short by the end of the request that raised it; the
+			// payment service bounds the write by DB_TIMEOUT.
+			ctx = context.WithoutCancel(ctx)
 			if err := a.payments.CardTestingSuspected(ctx, s.Merchant, s.KeyID, s.At, s.Until); err != nil {
 				a.log.WarnContext(ctx, "could not record the suspicion of card testing as an event", "merchant", s.Merchant.Name, "err", err)
 			}
