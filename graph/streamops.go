@@ -159,19 +159,6 @@ func originChecked(st *requestState) bool {
 	return st.origin != "" && !st.sameOrigin && st.kind == merchant.KeyPublishable
 }
 
-// gqlError is e as an operation's error, in the shape writeError gives a
-// request's.
-func (e *RequestError) gqlError() *gqlerror.Error {
-	ext := map[string]any{"code": e.Code}
-	if e.Field != "" {
-		ext["field"] = e.Field
-	}
-	if e.RetryAfter > 0 {
-		ext["retryAfterMs"] = retryAfterMs(e.RetryAfter)
-	}
-	return &gqlerror.Error{Message: e.Message, Extensions: ext}
-}
-
 // capped answers a stream that a cap refused before it started: 429
 // RATE_LIMITED, with the cap in the message.
 func (e *edge) capped(r *streamRefusal) (int, *RequestError) {

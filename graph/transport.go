@@ -219,19 +219,28 @@ func badRequest(code, field, message string) *RequestError {
 // handler (the server's host names) as the edge answers its own refusals.
 func WriteError(w http.ResponseWriter, status int, err *RequestError) { writeError(w, status, err) }
 
-// writeError answers the request with one error, as a GraphQL response.
-func writeError(w http.ResponseWriter, status int, err *RequestError) {
-	ext := map[string]any{"code": err.Code}
-	if err.Field != "" {
-		ext["field"] = err.Field
+// gqlError is e as a GraphQL error: its code, the field it names, and
+// the wait it asks for.
+func (e *RequestError) gqlError() *gqlerror.Error {
+	ext := map[string]any{"code": e.Code}
+	if e.Field != "" {
+		ext["field"] = e.Field
 	}
+	if e.RetryAfter > 0 {
+		ext["retryAfterMs"] = retryAfterMs(e.RetryAfter)
+	}
+	return &gqlerror.Error{Message: e.Message, Extensions: ext}
+}
+
+// writeError answers the request with one error, as a GraphQL response;
+// a stream's operation gets the same error (gqlError).
+func writeError(w http.ResponseWriter, status int, err *RequestError) {
 	if err.RetryAfter > 0 {
-		ext["retryAfterMs"] = retryAfterMs(err.RetryAfter)
 		w.Header().Set("Retry-After", retryAfterSeconds(err.RetryAfter))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	writeJSON(w, &graphql.Response{Errors: gqlerror.List{{Message: err.Message, Extensions: ext}}})
+	writeJSON(w, &graphql.Response{Errors: gqlerror.List{err.gqlError()}})
 }
 
 func writeJSON(w http.ResponseWriter, resp *graphql.Response) {
