@@ -42,17 +42,17 @@ func TestHostileDocuments_CostAtMostTenCharges(t *testing.T) {
 	// A normal chargeCard, fresh each time: the claim, the simulated
 	// provider (in the server's process) and the finalize.
 	s.chargeCard(t, apiclient.DemoAPIKey, newKey(), visa(1999)) // warm: the document is validated once
-	before := cpuTicks(t, s.PID())
+	before := cpuTicks(t, s)
 	for range n {
 		require.Equal(t, apiclient.Succeeded, s.chargeCard(t, apiclient.DemoAPIKey, newKey(), visa(1999)).Status)
 	}
-	charge := float64(cpuTicks(t, s.PID())-before) / n
+	charge := float64(cpuTicks(t, s)-before) / n
 	t.Logf("a chargeCard: %.2f ticks of server CPU", charge)
 	require.Positive(t, charge)
 
 	for _, d := range hostileDocuments() {
 		for _, method := range []string{http.MethodPost, http.MethodGet} {
-			before := cpuTicks(t, s.PID())
+			before := cpuTicks(t, s)
 			for i := range n {
 				// Each document its own, as an attacker would make it, so
 				// that no request meets another in the query cache.
@@ -74,7 +74,7 @@ func TestHostileDocuments_CostAtMostTenCharges(t *testing.T) {
 				require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", g.Errors[0].Extensions["code"], "%s over %s: %s", d.name, method, r.body)
 				require.Less(t, len(r.body), 512, "a short answer that quotes nothing")
 			}
-			cost := float64(cpuTicks(t, s.PID())-before) / n
+			cost := float64(cpuTicks(t, s)-before) / n
 			t.Logf("%s over %s: %.2f ticks, %.1f charges", d.name, method, cost, cost/charge)
 			require.LessOrEqual(t, cost, 10*charge, "%s over %s costs more than 10 charges", d.name, method)
 		}
@@ -136,20 +136,12 @@ func fitURL(query string, maxBody int) string {
 	return query
 }
 
-// cpuTicks is a process's CPU time, user and system, in clock ticks
-// (utime and stime of /proc/PID/stat).
-func cpuTicks(t *testing.T, pid int) int64 {
+// cpuTicks is s's CPU time, user and system, in clock ticks.
+func cpuTicks(t *testing.T, s *server) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	ticks, err := s.CPUTicks()
 	require.NoError(t, err)
-	// The fields after the command name, which may hold spaces, in
-	// parentheses: state is the third field, utime the 14th, stime the 15th.
-	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	utime, err := strconv.ParseInt(fields[11], 10, 64)
-	require.NoError(t, err)
-	stime, err := strconv.ParseInt(fields[12], 10, 64)
-	require.NoError(t, err)
-	return utime + stime
+	return ticks
 }
 
 // bytesRead is what a process has read (rchar of /proc/PID/io): files and

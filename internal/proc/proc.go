@@ -9,6 +9,7 @@ package proc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -155,6 +157,28 @@ func (p *Process) read(r io.Reader, also io.Writer) {
 
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// CPUTicks is the CPU time the process has used so far, user and system,
+// in clock ticks of the kernel's (USER_HZ: 100 a second here), from utime
+// and stime of /proc/PID/stat.
+func (p *Process) CPUTicks() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which may hold spaces, in
+	// parentheses: state is the third field, utime the 14th, stime the 15th.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", p.PID(), len(fields))
+	}
+	utime, err := strconv.ParseInt(fields[11], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	stime, err := strconv.ParseInt(fields[12], 10, 64)
+	return utime + stime, err
+}
 
 // Output is what the process has written so far (its first 4 MB).
 func (p *Process) Output() string {

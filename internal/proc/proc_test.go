@@ -62,3 +62,20 @@ func TestStart_Stdout_KeepsTheAnswerApartFromTheLog(t *testing.T) {
 	require.Equal(t, "the answer\n", stdout.String(), "all of it, once the process is done")
 	require.Equal(t, "a log line\n", p.Output())
 }
+
+func TestCPUTicks_CountWhatTheProcessWorked(t *testing.T) {
+	t.Parallel()
+	// A shell that counts for a while (a busy loop of its own, some tens of
+	// ticks), then says so and sleeps.
+	p, err := Start("/bin/sh", Options{Args: []string{"-c",
+		`i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo counted; exec sleep 60`}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Kill() })
+	require.Eventually(t, func() bool { return strings.Contains(p.Output(), "counted") }, time.Minute, 10*time.Millisecond)
+	busy, err := p.CPUTicks()
+	require.NoError(t, err)
+	require.Positive(t, busy, "the count took CPU")
+	require.NoError(t, p.Kill())
+	_, err = p.CPUTicks()
+	require.Error(t, err, "a process gone has no CPU time to read")
+}
