@@ -18,10 +18,10 @@ import (
 )
 
 // setup starts one server on a fresh database.
-func setup(t *testing.T) (*testServer, string) {
+func setup(t *testing.T) (*Server, string) {
 	t.Helper()
 	dbURL := dbtest.NewDatabase(t)
-	return startServer(t, dbURL, nil), dbURL
+	return StartOn(t, dbURL, nil), dbURL
 }
 
 func TestChargeCard_SameKeyConcurrently_ChargesOnce(t *testing.T) {
@@ -30,8 +30,8 @@ func TestChargeCard_SameKeyConcurrently_ChargesOnce(t *testing.T) {
 		t.Run(pm, func(t *testing.T) {
 			t.Parallel()
 			s, _ := setup(t)
-			key, input := newKey(), withPaymentMethod(pm)
-			requireOneCharge(t, s, key, input, storm(t, []*testServer{s}, 200, key, input))
+			key, input := NewKey(), WithPaymentMethod(pm)
+			RequireOneCharge(t, s, key, input, Storm(t, []*Server{s}, 200, key, input))
 		})
 	}
 }
@@ -39,21 +39,21 @@ func TestChargeCard_SameKeyConcurrently_ChargesOnce(t *testing.T) {
 func TestChargeCard_SameKeyAcrossTwoInstances_ChargesOnce(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	a, b := startServer(t, dbURL, nil), startServer(t, dbURL, nil)
-	key, input := newKey(), withPaymentMethod("pm_card_slow")
-	responses := storm(t, []*testServer{a, b}, 200, key, input)
-	requireOneCharge(t, a, key, input, responses)
-	require.Equal(t, 1, len(b.providerCharges(t, "demo", key)))
+	a, b := StartOn(t, dbURL, nil), StartOn(t, dbURL, nil)
+	key, input := NewKey(), WithPaymentMethod("pm_card_slow")
+	responses := Storm(t, []*Server{a, b}, 200, key, input)
+	RequireOneCharge(t, a, key, input, responses)
+	require.Equal(t, 1, len(b.ProviderCharges(t, "demo", key)))
 }
 
 func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	key := newKey()
-	input := visa(4250)
+	key := NewKey()
+	input := Visa(4250)
 	input.OrderId = new("order-17")
 
-	first := s.chargeCard(t, "demo-key", key, input)
+	first := s.ChargeCard(t, "demo-key", key, input)
 	require.Empty(t, first.Errors)
 	p := first.Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", p.Status)
@@ -67,14 +67,14 @@ func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 	require.Nil(t, p.RetryAfterMs)
 	require.Nil(t, p.Failure)
 
-	second := s.chargeCard(t, "demo-key", key, input)
+	second := s.ChargeCard(t, "demo-key", key, input)
 	require.Empty(t, second.Errors)
 	r := second.Data.ChargeCard
 	require.True(t, r.Replayed)
 	require.Equal(t, *p.Charge, *r.Charge, "the replay carries the identical charge")
 	require.Equal(t, *p.ExpiresAt, *r.ExpiresAt)
 
-	charges := s.providerCharges(t, "demo", key)
+	charges := s.ProviderCharges(t, "demo", key)
 	require.Len(t, charges, 1)
 	require.Equal(t, p.Charge.ProviderChargeId, charges[0].ID)
 	require.Equal(t, int64(4250), charges[0].Amount)
@@ -84,8 +84,8 @@ func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 func TestChargeCard_SameKeyDifferentInput_IsRefused(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	key := newKey()
-	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", key, visa(1000)).Data.ChargeCard.Status)
+	key := NewKey()
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", key, Visa(1000)).Data.ChargeCard.Status)
 
 	changes := map[string]func(*apiclient.ChargeCardInput){
 		"amount":        func(in *apiclient.ChargeCardInput) { in.Amount = new(1001) },
@@ -95,20 +95,20 @@ func TestChargeCard_SameKeyDifferentInput_IsRefused(t *testing.T) {
 		"description":   func(in *apiclient.ChargeCardInput) { in.Description = new("something else") },
 	}
 	for field, change := range changes {
-		in := visa(1000)
+		in := Visa(1000)
 		change(&in)
-		r := s.chargeCard(t, "demo-key", key, in)
-		require.Equal(t, "IDEMPOTENCY_KEY_REUSED", r.code(t), field)
+		r := s.ChargeCard(t, "demo-key", key, in)
+		require.Equal(t, "IDEMPOTENCY_KEY_REUSED", r.Code(t), field)
 		require.Nil(t, r.Data.ChargeCard)
 	}
-	require.Len(t, s.providerCharges(t, "demo", key), 1, "no second charge")
+	require.Len(t, s.ProviderCharges(t, "demo", key), 1, "no second charge")
 }
 
 func TestChargeCard_EquivalentInput_IsAReplay(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	key := newKey()
-	first := s.chargeCardRaw(t, "demo-key", key, map[string]any{
+	key := NewKey()
+	first := s.ChargeCardRaw(t, "demo-key", key, map[string]any{
 		"paymentMethod": "pm_card_visa", "currency": "USD", "amount": 500, "orderId": nil,
 	})
 	require.Equal(t, "SUCCEEDED", first.Data.ChargeCard.Status)
@@ -117,8 +117,8 @@ func TestChargeCard_EquivalentInput_IsAReplay(t *testing.T) {
 	mutation := `mutation {
 		chargeCard(  idempotencyKey: "` + key + `",
 			input: { description: "", orderId: "", amount: 500,   currency: "USD", paymentMethod: "pm_card_visa" }
-		) { ` + payloadFields + ` } }`
-	second := s.do(t, bearer("demo-key"), mutation, nil)
+		) { ` + PayloadFields + ` } }`
+	second := s.Do(t, Bearer("demo-key"), mutation, nil)
 	require.Empty(t, second.Errors)
 	require.True(t, second.Data.ChargeCard.Replayed)
 	require.Equal(t, first.Data.ChargeCard.Charge.Id, second.Data.ChargeCard.Charge.Id)
@@ -132,19 +132,19 @@ func TestChargeCard_Decline_IsStoredAndReplayed(t *testing.T) {
 		"pm_card_insufficientFunds": "insufficient_funds",
 		"pm_card_unknownToken":      "payment_method_unknown",
 	} {
-		key := newKey()
-		first := s.chargeCard(t, "demo-key", key, withPaymentMethod(pm)).Data.ChargeCard
+		key := NewKey()
+		first := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(pm)).Data.ChargeCard
 		require.Equal(t, "FAILED", first.Status, pm)
 		require.Equal(t, code, first.Failure.Code)
 		require.NotEmpty(t, first.Failure.Message)
 		require.Nil(t, first.Charge)
 		require.False(t, first.Replayed)
 
-		again := s.chargeCard(t, "demo-key", key, withPaymentMethod(pm)).Data.ChargeCard
+		again := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(pm)).Data.ChargeCard
 		require.Equal(t, "FAILED", again.Status)
 		require.True(t, again.Replayed)
 		require.Equal(t, *first.Failure, *again.Failure)
-		for _, c := range s.providerCharges(t, "demo", key) {
+		for _, c := range s.ProviderCharges(t, "demo", key) {
 			require.Equal(t, "failed", c.Status, "a decline never moves money")
 		}
 	}
@@ -154,7 +154,7 @@ func TestChargeCard_UnknownOutcome_StaysProcessing(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	// No reconciler pass during the test: what the request itself leaves behind is checked here.
-	s := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	s := StartOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
 	pool := dbtest.Open(t, dbURL)
 	for pm, want := range map[string]struct {
 		providerCharges int
@@ -166,8 +166,8 @@ func TestChargeCard_UnknownOutcome_StaysProcessing(t *testing.T) {
 		// 500 without charging: the retry sends it again, still unknown.
 		"pm_card_providerError": {0, "PROCESSING"},
 	} {
-		key := newKey()
-		r := s.chargeCard(t, "demo-key", key, withPaymentMethod(pm))
+		key := NewKey()
+		r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(pm))
 		require.Empty(t, r.Errors, pm)
 		p := r.Data.ChargeCard
 		require.Equal(t, "PROCESSING", p.Status, pm)
@@ -175,20 +175,20 @@ func TestChargeCard_UnknownOutcome_StaysProcessing(t *testing.T) {
 		require.Positive(t, *p.RetryAfterMs)
 		require.Nil(t, p.Failure)
 
-		require.Equal(t, "PROCESSING", attemptStatus(t, pool, key), "the attempt is neither FAILED nor deleted")
-		status := s.chargeStatus(t, "demo-key", key).Data.ChargeStatus
+		require.Equal(t, "PROCESSING", AttemptStatus(t, pool, key), "the attempt is neither FAILED nor deleted")
+		status := s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus
 		require.Equal(t, "PROCESSING", status.Status)
-		retry := s.chargeCard(t, "demo-key", key, withPaymentMethod(pm)).Data.ChargeCard
+		retry := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(pm)).Data.ChargeCard
 		require.Equal(t, want.afterRetry, retry.Status, pm)
-		require.Len(t, s.providerCharges(t, "demo", key), want.providerCharges, "%s: a retry does not charge again", pm)
+		require.Len(t, s.ProviderCharges(t, "demo", key), want.providerCharges, "%s: a retry does not charge again", pm)
 	}
 	// The service's own lines about a request carry its request id.
-	for _, line := range strings.Split(s.logText(), "\n") {
+	for _, line := range strings.Split(s.LogText(), "\n") {
 		if strings.Contains(line, "provider outcome unknown") {
 			require.Contains(t, line, "request_id=", line)
 		}
 	}
-	require.Contains(t, s.logText(), "provider outcome unknown")
+	require.Contains(t, s.LogText(), "provider outcome unknown")
 }
 
 func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
@@ -202,35 +202,35 @@ func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 		input any
 		field string
 	}{
-		{"empty key", "", visa(100), "idempotencyKey"},
-		{"key with a space", "a b", visa(100), "idempotencyKey"},
-		{"key with a tab", "a\tb", visa(100), "idempotencyKey"},
-		{"key not ASCII", "clé", visa(100), "idempotencyKey"},
-		{"key too long", long(256), visa(100), "idempotencyKey"},
-		{"zero amount", newKey(), visa(0), "input.amount"},
-		{"negative amount", newKey(), visa(-5), "input.amount"},
-		{"amount too large", newKey(), visa(100_000_000), "input.amount"},
-		{"lower-case currency", newKey(), map[string]any{"amount": 100, "currency": "usd", "paymentMethod": "pm_card_visa"}, "input.currency"},
-		{"short currency", newKey(), map[string]any{"amount": 100, "currency": "US", "paymentMethod": "pm_card_visa"}, "input.currency"},
-		{"unknown currency", newKey(), map[string]any{"amount": 100, "currency": "ZZZ", "paymentMethod": "pm_card_visa"}, "input.currency"},
-		{"empty payment method", newKey(), withPaymentMethod(""), "input.paymentMethod"},
-		{"payment method with spaces", newKey(), withPaymentMethod("pm card"), "input.paymentMethod"},
-		{"order id too long", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "orderId": long(101)}, "input.orderId"},
-		{"description too long", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": long(501)}, "input.description"},
-		{"description with control characters", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": "a\x00b"}, "input.description"},
-		{"description with a C1 control", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": "a\u0085b"}, "input.description"},
-		{"order id with a line separator", newKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "orderId": "a\u2028b"}, "input.orderId"},
+		{"empty key", "", Visa(100), "idempotencyKey"},
+		{"key with a space", "a b", Visa(100), "idempotencyKey"},
+		{"key with a tab", "a\tb", Visa(100), "idempotencyKey"},
+		{"key not ASCII", "clé", Visa(100), "idempotencyKey"},
+		{"key too long", long(256), Visa(100), "idempotencyKey"},
+		{"zero amount", NewKey(), Visa(0), "input.amount"},
+		{"negative amount", NewKey(), Visa(-5), "input.amount"},
+		{"amount too large", NewKey(), Visa(100_000_000), "input.amount"},
+		{"lower-case currency", NewKey(), map[string]any{"amount": 100, "currency": "usd", "paymentMethod": "pm_card_visa"}, "input.currency"},
+		{"short currency", NewKey(), map[string]any{"amount": 100, "currency": "US", "paymentMethod": "pm_card_visa"}, "input.currency"},
+		{"unknown currency", NewKey(), map[string]any{"amount": 100, "currency": "ZZZ", "paymentMethod": "pm_card_visa"}, "input.currency"},
+		{"empty payment method", NewKey(), WithPaymentMethod(""), "input.paymentMethod"},
+		{"payment method with spaces", NewKey(), WithPaymentMethod("pm card"), "input.paymentMethod"},
+		{"order id too long", NewKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "orderId": long(101)}, "input.orderId"},
+		{"description too long", NewKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": long(501)}, "input.description"},
+		{"description with control characters", NewKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": "a\x00b"}, "input.description"},
+		{"description with a C1 control", NewKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "description": "a\u0085b"}, "input.description"},
+		{"order id with a line separator", NewKey(), map[string]any{"amount": 100, "currency": "USD", "paymentMethod": "pm_card_visa", "orderId": "a\u2028b"}, "input.orderId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := s.chargeCardRaw(t, "demo-key", tt.key, tt.input)
-			require.Equal(t, "BAD_USER_INPUT", r.code(t))
+			r := s.ChargeCardRaw(t, "demo-key", tt.key, tt.input)
+			require.Equal(t, "BAD_USER_INPUT", r.Code(t))
 			require.Equal(t, tt.field, r.Errors[0].Extensions["field"])
 			require.NotEmpty(t, r.Errors[0].Message)
 		})
 	}
 	// Limits themselves are accepted.
-	ok := s.chargeCardRaw(t, "demo-key", long(255), map[string]any{
+	ok := s.ChargeCardRaw(t, "demo-key", long(255), map[string]any{
 		"amount": 99_999_999, "currency": "JPY", "paymentMethod": "pm_card_visa", "orderId": long(100), "description": long(500),
 	})
 	require.Empty(t, ok.Errors)
@@ -247,10 +247,10 @@ func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 func TestChargeCard_MissingOrMistypedField_IsAGraphQLError(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	r := s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"amount": "ten", "currency": "USD", "paymentMethod": "pm_card_visa"})
+	r := s.ChargeCardRaw(t, "demo-key", NewKey(), map[string]any{"amount": "ten", "currency": "USD", "paymentMethod": "pm_card_visa"})
 	require.NotEmpty(t, r.Errors)
 	require.NotEqual(t, "INTERNAL_SERVER_ERROR", r.Errors[0].Extensions["code"])
-	r = s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"currency": "USD", "paymentMethod": "pm_card_visa"})
+	r = s.ChargeCardRaw(t, "demo-key", NewKey(), map[string]any{"currency": "USD", "paymentMethod": "pm_card_visa"})
 	require.NotEmpty(t, r.Errors)
 	require.NotEqual(t, "INTERNAL_SERVER_ERROR", r.Errors[0].Extensions["code"])
 }
@@ -263,30 +263,30 @@ func TestChargeCard_KeysAreScopedPerMerchant(t *testing.T) {
 	require.NoError(t, err)
 
 	key := "order-42-attempt-1" // a key two merchants may well both choose
-	demo := s.chargeCard(t, "demo-key", key, visa(100)).Data.ChargeCard
+	demo := s.ChargeCard(t, "demo-key", key, Visa(100)).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", demo.Status)
-	require.Nil(t, s.chargeStatus(t, acmeKey, key).Data.ChargeStatus, "acme cannot see demo's result")
+	require.Nil(t, s.ChargeStatus(t, acmeKey, key).Data.ChargeStatus, "acme cannot see demo's result")
 
-	acme := s.chargeCard(t, acmeKey, key, visa(999)).Data.ChargeCard
+	acme := s.ChargeCard(t, acmeKey, key, Visa(999)).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", acme.Status, "the same key string is acme's own attempt, not a reuse")
 	require.False(t, acme.Replayed)
 	require.NotEqual(t, demo.Charge.Id, acme.Charge.Id)
-	require.Len(t, s.providerCharges(t, "demo", key), 1)
-	require.Len(t, s.providerCharges(t, "acme", key), 1)
-	require.Equal(t, 100, s.chargeStatus(t, "demo-key", key).Data.ChargeStatus.Charge.Amount)
+	require.Len(t, s.ProviderCharges(t, "demo", key), 1)
+	require.Len(t, s.ProviderCharges(t, "acme", key), 1)
+	require.Equal(t, 100, s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus.Charge.Amount)
 }
 
 func TestChargeStatus_ReportsTheStoredAttempt_NullForAnUnusedKey(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	require.Nil(t, s.chargeStatus(t, "demo-key", newKey()).Data.ChargeStatus, "a key never used is null")
-	key := newKey()
-	charged := s.chargeCard(t, "demo-key", key, visa(700)).Data.ChargeCard
-	status := s.chargeStatus(t, "demo-key", key)
+	require.Nil(t, s.ChargeStatus(t, "demo-key", NewKey()).Data.ChargeStatus, "a key never used is null")
+	key := NewKey()
+	charged := s.ChargeCard(t, "demo-key", key, Visa(700)).Data.ChargeCard
+	status := s.ChargeStatus(t, "demo-key", key)
 	require.Empty(t, status.Errors)
 	require.Equal(t, "SUCCEEDED", status.Data.ChargeStatus.Status)
 	require.Equal(t, charged.Charge.Id, status.Data.ChargeStatus.Charge.Id)
-	require.Equal(t, "BAD_USER_INPUT", s.chargeStatus(t, "demo-key", "no spaces allowed").code(t))
+	require.Equal(t, "BAD_USER_INPUT", s.ChargeStatus(t, "demo-key", "no spaces allowed").Code(t))
 }
 
 func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
@@ -294,17 +294,17 @@ func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 	s, dbURL := setup(t)
 	tests := map[string]map[string]string{
 		"no header":      nil,
-		"unknown key":    bearer("not-a-key"),
+		"unknown key":    Bearer("not-a-key"),
 		"other scheme":   {"Authorization": "Basic ZGVtbzpkZW1vLWtleQ=="},
 		"bearer, no key": {"Authorization": "Bearer "},
 	}
 	for name, headers := range tests {
-		key := newKey()
-		r := s.do(t, headers, chargeCardMutation, map[string]any{"key": key, "input": visa(100)})
-		require.Equal(t, "UNAUTHENTICATED", r.code(t), name)
-		r = s.do(t, headers, chargeStatusQuery, map[string]any{"key": key})
-		require.Equal(t, "UNAUTHENTICATED", r.code(t), name)
-		require.Empty(t, s.providerCharges(t, "demo", key), name)
+		key := NewKey()
+		r := s.Do(t, headers, ChargeCardMutation, map[string]any{"key": key, "input": Visa(100)})
+		require.Equal(t, "UNAUTHENTICATED", r.Code(t), name)
+		r = s.Do(t, headers, ChargeStatusQuery, map[string]any{"key": key})
+		require.Equal(t, "UNAUTHENTICATED", r.Code(t), name)
+		require.Empty(t, s.ProviderCharges(t, "demo", key), name)
 	}
 
 	// A key made as `chargeonce apikey create` makes one works, and is
@@ -313,7 +313,7 @@ func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 	_, apiKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "shop", merchant.KeySecret)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(apiKey, "co_sk_"), apiKey)
-	r := s.chargeCard(t, apiKey, newKey(), visa(100))
+	r := s.ChargeCard(t, apiKey, NewKey(), Visa(100))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	pool := dbtest.Open(t, dbURL)
@@ -325,18 +325,18 @@ func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 	require.Zero(t, clear, "the key is never stored in clear")
 
 	// Production refuses the development-only demo key, even though it is in the database.
-	prod := startServer(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
-	require.Equal(t, "UNAUTHENTICATED", prod.chargeCard(t, "demo-key", newKey(), visa(100)).code(t))
-	require.Equal(t, "SUCCEEDED", prod.chargeCard(t, apiKey, newKey(), visa(100)).Data.ChargeCard.Status)
+	prod := StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
+	require.Equal(t, "UNAUTHENTICATED", prod.ChargeCard(t, "demo-key", NewKey(), Visa(100)).Code(t))
+	require.Equal(t, "SUCCEEDED", prod.ChargeCard(t, apiKey, NewKey(), Visa(100)).Data.ChargeCard.Status)
 
 	// Development aids do not exist in production: the fault switch is
 	// ignored, and there is no playground, simulator or demo page.
-	dropped := prod.do(t, map[string]string{"Authorization": "Bearer " + apiKey, "X-Chargeonce-Fault": "drop-response"},
-		chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)})
+	dropped := prod.Do(t, map[string]string{"Authorization": "Bearer " + apiKey, "X-Chargeonce-Fault": "drop-response"},
+		ChargeCardMutation, map[string]any{"key": NewKey(), "input": Visa(100)})
 	require.Empty(t, dropped.Errors)
 	require.Equal(t, "SUCCEEDED", dropped.Data.ChargeCard.Status, "the answer arrives whole")
 	for _, path := range []string{"/playground", "/provider/v1/charges", "/"} {
-		resp, err := prod.client.Get(prod.URL + path)
+		resp, err := prod.Client.Get(prod.URL + path)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
@@ -346,17 +346,17 @@ func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
 func TestChargeCard_IdempotencyKeyHeader(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	key := newKey()
-	vars := map[string]any{"key": key, "input": visa(100)}
-	same := s.do(t, map[string]string{"Authorization": "Bearer demo-key", "Idempotency-Key": `"` + key + `"`}, chargeCardMutation, vars)
+	key := NewKey()
+	vars := map[string]any{"key": key, "input": Visa(100)}
+	same := s.Do(t, map[string]string{"Authorization": "Bearer demo-key", "Idempotency-Key": `"` + key + `"`}, ChargeCardMutation, vars)
 	require.Empty(t, same.Errors)
 	require.Equal(t, "SUCCEEDED", same.Data.ChargeCard.Status)
 
-	other := newKey()
-	differ := s.do(t, map[string]string{"Authorization": "Bearer demo-key", "Idempotency-Key": other},
-		chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)})
-	require.Equal(t, "BAD_USER_INPUT", differ.code(t))
-	require.Empty(t, s.providerCharges(t, "demo", other))
+	other := NewKey()
+	differ := s.Do(t, map[string]string{"Authorization": "Bearer demo-key", "Idempotency-Key": other},
+		ChargeCardMutation, map[string]any{"key": NewKey(), "input": Visa(100)})
+	require.Equal(t, "BAD_USER_INPUT", differ.Code(t))
+	require.Empty(t, s.ProviderCharges(t, "demo", other))
 }
 
 func TestServer_ProbesAndPlaygroundAnswer_QueriesRunOverGET(t *testing.T) {
@@ -367,7 +367,7 @@ func TestServer_ProbesAndPlaygroundAnswer_QueriesRunOverGET(t *testing.T) {
 		"/readyz":     "ok",
 		"/playground": "Bearer demo-key",
 	} {
-		resp, err := s.client.Get(s.URL + path)
+		resp, err := s.Client.Get(s.URL + path)
 		require.NoError(t, err)
 		var body strings.Builder
 		_, err = io.Copy(&body, resp.Body)
@@ -377,13 +377,13 @@ func TestServer_ProbesAndPlaygroundAnswer_QueriesRunOverGET(t *testing.T) {
 		require.Contains(t, body.String(), want, path)
 	}
 	// Queries work over GET too.
-	resp, err := s.client.Get(s.URL + "/graphql?query=" + url.QueryEscape(`{ __typename }`))
+	resp, err := s.Client.Get(s.URL + "/graphql?query=" + url.QueryEscape(`{ __typename }`))
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 }
 
-func attemptStatus(t *testing.T, pool *pgxpool.Pool, key string) string {
+func AttemptStatus(t *testing.T, pool *pgxpool.Pool, key string) string {
 	t.Helper()
 	var status string
 	require.NoError(t, pool.QueryRow(context.Background(),

@@ -31,23 +31,23 @@ import (
 // merchant's development keys: demo-key (secret) and co_pk_demo
 // (publishable).
 
-const publishableKey = DemoPublishableKeyDefault
+const PublishableKey = DemoPublishableKeyDefault
 
-const createSessionMutation = `mutation Create($key: String!, $input: CheckoutSessionInput!) {
+const CreateSessionMutation = `mutation Create($key: String!, $input: CheckoutSessionInput!) {
 	createCheckoutSession(idempotencyKey: $key, input: $input) {
 		idempotencyKey replayed
 		session { id clientSecret status amount currency orderId description returnUrl createdAt expiresAt attempts maxAttempts charge { id amount } }
 	} }`
 
-const sessionQuery = `query Session($id: ID!) { checkoutSession(id: $id) {
+const SessionQuery = `query Session($id: ID!) { checkoutSession(id: $id) {
 	id clientSecret status amount currency orderId attempts maxAttempts charge { id amount currency orderId } } }`
 
-const sessionStatusQuery = `query Status($key: String!, $session: String) { chargeStatus(idempotencyKey: $key, checkoutSession: $session) { ` + payloadFields + ` } }`
+const SessionStatusQuery = `query Status($key: String!, $session: String) { chargeStatus(idempotencyKey: $key, checkoutSession: $session) { ` + PayloadFields + ` } }`
 
-const sessionUpdatesSubscription = `subscription Updates($key: String!, $session: String) { chargeUpdated(idempotencyKey: $key, checkoutSession: $session) { status } }`
+const SessionUpdatesSubscription = `subscription Updates($key: String!, $session: String) { chargeUpdated(idempotencyKey: $key, checkoutSession: $session) { status } }`
 
-// session is a checkout session as the GraphQL answers carry it.
-type session struct {
+// Session is a checkout Session as the GraphQL answers carry it.
+type Session struct {
 	ID           string  `json:"id"`
 	ClientSecret *string `json:"clientSecret"`
 	Status       string  `json:"status"`
@@ -63,89 +63,89 @@ type session struct {
 	} `json:"charge"`
 }
 
-type sessionResponse struct {
-	status int
+type SessionResponse struct {
+	Status int `json:"-"`
 	Data   struct {
 		Create *struct {
 			IdempotencyKey string  `json:"idempotencyKey"`
 			Replayed       bool    `json:"replayed"`
-			Session        session `json:"session"`
+			Session        Session `json:"session"`
 		} `json:"createCheckoutSession"`
-		Session *session `json:"checkoutSession"`
+		Session *Session `json:"checkoutSession"`
 	} `json:"data"`
 	Errors gqlerror.List `json:"errors"`
 }
 
-func (r sessionResponse) code(t *testing.T) string {
+func (r SessionResponse) Code(t *testing.T) string {
 	t.Helper()
-	return onlyCode(t, r.Errors)
+	return OnlyCode(t, r.Errors)
 }
 
-// post sends a document with apiKey and extra headers, and decodes into v.
-func (s *testServer) post(t *testing.T, apiKey string, headers http.Header, query string, vars map[string]any, v any) rawResponse {
+// Post sends a document with apiKey and extra headers, and decodes into v.
+func (s *Server) Post(t *testing.T, apiKey string, headers http.Header, query string, vars map[string]any, v any) RawResponse {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	require.NoError(t, err)
-	h := jsonHeaders()
+	h := JSONHeaders()
 	if apiKey != "" {
 		h.Set("Authorization", "Bearer "+apiKey)
 	}
 	for k, vs := range headers {
 		h[k] = vs
 	}
-	r := s.send(t, http.MethodPost, "/graphql", h, strings.NewReader(string(body)))
+	r := s.Send(t, http.MethodPost, "/graphql", h, strings.NewReader(string(body)))
 	if v != nil {
-		require.NoError(t, json.Unmarshal(r.body, v), "%s", r.body)
+		require.NoError(t, json.Unmarshal(r.Body, v), "%s", r.Body)
 	}
 	return r
 }
 
-func (s *testServer) createSession(t *testing.T, apiKey, key string, input map[string]any) sessionResponse {
+func (s *Server) CreateSession(t *testing.T, apiKey, key string, input map[string]any) SessionResponse {
 	t.Helper()
-	var r sessionResponse
-	r.status = s.post(t, apiKey, nil, createSessionMutation, map[string]any{"key": key, "input": input}, &r).status
+	var r SessionResponse
+	r.Status = s.Post(t, apiKey, nil, CreateSessionMutation, map[string]any{"key": key, "input": input}, &r).Status
 	return r
 }
 
-// openSession creates a session of the demo merchant and returns it with
+// OpenSession creates a session of the demo merchant and returns it with
 // its client secret.
-func (s *testServer) openSession(t *testing.T, input map[string]any) (session, string) {
+func (s *Server) OpenSession(t *testing.T, input map[string]any) (Session, string) {
 	t.Helper()
-	r := s.createSession(t, "demo-key", newKey(), input)
+	r := s.CreateSession(t, "demo-key", NewKey(), input)
 	require.Empty(t, r.Errors)
 	require.NotNil(t, r.Data.Create.Session.ClientSecret)
 	return r.Data.Create.Session, *r.Data.Create.Session.ClientSecret
 }
 
-func (s *testServer) readSession(t *testing.T, apiKey, id string) sessionResponse {
+func (s *Server) ReadSession(t *testing.T, apiKey, id string) SessionResponse {
 	t.Helper()
-	var r sessionResponse
-	r.status = s.post(t, apiKey, nil, sessionQuery, map[string]any{"id": id}, &r).status
+	var r SessionResponse
+	r.Status = s.Post(t, apiKey, nil, SessionQuery, map[string]any{"id": id}, &r).Status
 	return r
 }
 
-// paySession pays a session from the browser's side: the publishable key,
+// PaySession pays a session from the browser's side: the publishable key,
 // the client secret, the card, and any of the terms in extra.
-func (s *testServer) paySession(t require.TestingT, key, secret, card string, extra map[string]any) gqlResponse {
+func (s *Server) PaySession(t require.TestingT, key, secret, card string, extra map[string]any) Response {
 	helper(t)
 	input := map[string]any{"paymentMethod": card, "checkoutSession": secret}
 	for k, v := range extra {
 		input[k] = v
 	}
-	res, err := s.api(publishableKey).ChargeCardRaw(context.Background(), key, input)
-	r, err := answered(res, err, "chargeCard")
+	res, err := s.API(PublishableKey).ChargeCardRaw(context.Background(), key, input)
+	r, err := Answered(res, err, "chargeCard")
 	require.NoError(t, err)
 	return r
 }
 
-func (s *testServer) sessionStatus(t *testing.T, apiKey, key string, secret *string) gqlResponse {
+func (s *Server) SessionStatus(t *testing.T, apiKey, key string, secret *string) Response {
 	t.Helper()
-	var r gqlResponse
-	s.post(t, apiKey, nil, sessionStatusQuery, map[string]any{"key": key, "session": secret}, &r)
+	var r Response
+	s.Post(t, apiKey, nil, SessionStatusQuery, map[string]any{"key": key, "session": secret}, &r)
 	return r
 }
 
-func sessionInput(amount int, extra ...any) map[string]any {
+func SessionInput(amount int, extra ...any) map[string]any {
 	in := map[string]any{"amount": amount, "currency": "USD"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		in[extra[i].(string)] = extra[i+1]
@@ -153,17 +153,17 @@ func sessionInput(amount int, extra ...any) map[string]any {
 	return in
 }
 
-// attemptsOf counts the charge attempts claimed under keys.
-func attemptsOf(t *testing.T, pool *pgxpool.Pool, keys ...string) int {
+// AttemptsOf counts the charge attempts claimed under keys.
+func AttemptsOf(t *testing.T, pool *pgxpool.Pool, keys ...string) int {
 	t.Helper()
-	return countRows(t, pool, "SELECT count(*)::int FROM charge_attempts WHERE idempotency_key = ANY($1)", keys)
+	return CountRows(t, pool, "SELECT count(*)::int FROM charge_attempts WHERE idempotency_key = ANY($1)", keys)
 }
 
-// providerChargesOfSession counts what the simulated provider was asked to
+// ProviderChargesOfSession counts what the simulated provider was asked to
 // charge for a session's attempts: declines included.
-func providerChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) int {
+func ProviderChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) int {
 	t.Helper()
-	return countRows(t, pool, `SELECT count(*)::int FROM cardsim.charges c JOIN charge_attempts a ON c.idempotency_key = a.provider_key
+	return CountRows(t, pool, `SELECT count(*)::int FROM cardsim.charges c JOIN charge_attempts a ON c.idempotency_key = a.provider_key
 		WHERE a.checkout_session_id = $1`, sessionID)
 }
 
@@ -171,30 +171,30 @@ func TestPublishableKey_AloneRunsNothing(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, nil)
-	sess, _ := s.openSession(t, sessionInput(1999))
-	key := newKey()
+	s := StartOn(t, dbURL, nil)
+	sess, _ := s.OpenSession(t, SessionInput(1999))
+	key := NewKey()
 	for name, tt := range map[string]struct {
 		query string
 		vars  map[string]any
 		field string
 	}{
-		"chargeCard without a session":   {chargeCardMutation, map[string]any{"key": key, "input": visa(1999)}, "chargeCard"},
-		"chargeStatus without a session": {chargeStatusQuery, map[string]any{"key": key}, "chargeStatus"},
-		"createCheckoutSession":          {createSessionMutation, map[string]any{"key": key, "input": sessionInput(5000)}, "createCheckoutSession"},
-		"checkoutSession":                {sessionQuery, map[string]any{"id": sess.ID}, "checkoutSession"},
+		"chargeCard without a session":   {ChargeCardMutation, map[string]any{"key": key, "input": Visa(1999)}, "chargeCard"},
+		"chargeStatus without a session": {ChargeStatusQuery, map[string]any{"key": key}, "chargeStatus"},
+		"createCheckoutSession":          {CreateSessionMutation, map[string]any{"key": key, "input": SessionInput(5000)}, "createCheckoutSession"},
+		"checkoutSession":                {SessionQuery, map[string]any{"id": sess.ID}, "checkoutSession"},
 		"introspection":                  {`{ __schema { types { name } } }`, nil, "__schema"},
 		"two fields, one forbidden":      {`query Q($id: ID!) { chargeStatus(idempotencyKey: "x") { status } checkoutSession(id: $id) { id } }`, map[string]any{"id": sess.ID}, "checkoutSession"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var r gqlResponse
-			raw := s.post(t, publishableKey, nil, tt.query, tt.vars, &r)
-			require.Equal(t, "FORBIDDEN", r.code(t), "%s", raw.body)
-			require.Equal(t, http.StatusForbidden, raw.status)
+			var r Response
+			raw := s.Post(t, PublishableKey, nil, tt.query, tt.vars, &r)
+			require.Equal(t, "FORBIDDEN", r.Code(t), "%s", raw.Body)
+			require.Equal(t, http.StatusForbidden, raw.Status)
 			msg := r.Errors[0].Message
 			require.True(t, strings.Contains(msg, "secret key") || strings.Contains(msg, "checkout session"), msg)
 			var data map[string]any
-			require.NoError(t, json.Unmarshal(raw.body, &struct {
+			require.NoError(t, json.Unmarshal(raw.Body, &struct {
 				Data *map[string]any `json:"data"`
 			}{&data}))
 			for field, v := range data {
@@ -202,17 +202,17 @@ func TestPublishableKey_AloneRunsNothing(t *testing.T) {
 			}
 		})
 	}
-	require.Zero(t, attemptsOf(t, pool, key), "nothing was claimed")
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM checkout_sessions"), "no session was created")
-	require.Zero(t, countRows(t, pool, "SELECT count(*)::int FROM cardsim.charges"), "nothing reached the provider")
+	require.Zero(t, AttemptsOf(t, pool, key), "nothing was claimed")
+	require.Equal(t, 1, CountRows(t, pool, "SELECT count(*)::int FROM checkout_sessions"), "no session was created")
+	require.Zero(t, CountRows(t, pool, "SELECT count(*)::int FROM cardsim.charges"), "nothing reached the provider")
 }
 
 func TestCheckoutSession_PaysOnlyItsTerms(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, nil)
-	sess, secret := s.openSession(t, sessionInput(1999, "orderId", "order-7", "description", "two socks"))
+	s := StartOn(t, dbURL, nil)
+	sess, secret := s.OpenSession(t, SessionInput(1999, "orderId", "order-7", "description", "two socks"))
 	require.Equal(t, "OPEN", sess.Status)
 	require.Equal(t, 0, sess.Attempts)
 	require.Equal(t, 5, sess.MaxAttempts)
@@ -227,47 +227,47 @@ func TestCheckoutSession_PaysOnlyItsTerms(t *testing.T) {
 	}
 	var refusedKeys []string
 	for field, extra := range changed {
-		key := newKey()
+		key := NewKey()
 		refusedKeys = append(refusedKeys, key)
-		r := s.paySession(t, key, secret, "pm_card_visa", extra)
-		require.Equal(t, "BAD_USER_INPUT", r.code(t), field)
+		r := s.PaySession(t, key, secret, "pm_card_visa", extra)
+		require.Equal(t, "BAD_USER_INPUT", r.Code(t), field)
 		require.Equal(t, field, r.Errors[0].Extensions["field"])
 	}
-	require.Zero(t, attemptsOf(t, pool, refusedKeys...))
-	require.Zero(t, providerChargesOfSession(t, pool, sess.ID))
+	require.Zero(t, AttemptsOf(t, pool, refusedKeys...))
+	require.Zero(t, ProviderChargesOfSession(t, pool, sess.ID))
 
 	// Terms equal to the session's are accepted; the charge is the session's.
-	key := newKey()
-	paid := s.paySession(t, key, secret, "pm_card_visa", map[string]any{"amount": 1999, "currency": "USD"}).Data.ChargeCard
+	key := NewKey()
+	paid := s.PaySession(t, key, secret, "pm_card_visa", map[string]any{"amount": 1999, "currency": "USD"}).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", paid.Status)
 	require.Equal(t, 1999, paid.Charge.Amount)
 	require.Equal(t, "USD", paid.Charge.Currency)
 	require.Equal(t, "order-7", *paid.Charge.OrderId)
-	replay := s.paySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard
+	replay := s.PaySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard
 	require.True(t, replay.Replayed, "the same key without the terms is the same request")
 	require.Equal(t, paid.Charge.Id, replay.Charge.Id)
 
 	// The merchant's server reads the session back: paid by that charge,
 	// and without its client secret.
-	back := s.readSession(t, "demo-key", sess.ID)
+	back := s.ReadSession(t, "demo-key", sess.ID)
 	require.Empty(t, back.Errors)
 	require.Equal(t, "PAID", back.Data.Session.Status)
 	require.Equal(t, paid.Charge.Id, back.Data.Session.Charge.ID)
 	require.Equal(t, 1, back.Data.Session.Attempts)
 	require.Nil(t, back.Data.Session.ClientSecret)
-	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID))
+	require.Equal(t, 1, ProviderChargesOfSession(t, pool, sess.ID))
 
 	// A secret that is not the session's pays nothing.
 	forged := strings.TrimSuffix(secret, secret[len(secret)-4:]) + "AAAA"
 	for _, bad := range []string{forged, "cs_nonsense", ""} {
-		r := s.paySession(t, newKey(), bad, "pm_card_visa", nil)
-		require.Equal(t, "NOT_FOUND", r.code(t), bad)
+		r := s.PaySession(t, NewKey(), bad, "pm_card_visa", nil)
+		require.Equal(t, "NOT_FOUND", r.Code(t), bad)
 		require.Equal(t, "input.checkoutSession", r.Errors[0].Extensions["field"])
 	}
 	// Another merchant's secret key cannot read the session.
 	_, otherKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "other", merchant.KeySecret)
 	require.NoError(t, err)
-	require.Nil(t, s.readSession(t, otherKey, sess.ID).Data.Session)
+	require.Nil(t, s.ReadSession(t, otherKey, sess.ID).Data.Session)
 }
 
 func TestCheckoutSession_ConcurrentKeys_OneCharge(t *testing.T) {
@@ -276,21 +276,21 @@ func TestCheckoutSession_ConcurrentKeys_OneCharge(t *testing.T) {
 	pool := dbtest.Open(t, dbURL)
 	// Every request in flight holds one of its address's card-testing
 	// allowance, and here 50 shoppers share one address.
-	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_DECLINES_IP_BURST": "50"})
-	sess, secret := s.openSession(t, sessionInput(4200, "orderId", "order-50"))
+	s := StartOn(t, dbURL, map[string]string{"RATE_LIMIT_DECLINES_IP_BURST": "50"})
+	sess, secret := s.OpenSession(t, SessionInput(4200, "orderId", "order-50"))
 
 	// A second session for the order is refused while the first is open.
-	second := s.createSession(t, "demo-key", newKey(), sessionInput(4200, "orderId", "order-50"))
-	require.Equal(t, "ORDER_ALREADY_PAID", second.code(t))
+	second := s.CreateSession(t, "demo-key", NewKey(), SessionInput(4200, "orderId", "order-50"))
+	require.Equal(t, "ORDER_ALREADY_PAID", second.Code(t))
 
 	const n = 50
-	answers := make([]gqlResponse, n)
+	answers := make([]Response, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			answers[i] = s.paySession(t, newKey(), secret, "pm_card_visa", nil)
+			answers[i] = s.PaySession(t, NewKey(), secret, "pm_card_visa", nil)
 		})
 	}
 	close(start)
@@ -299,7 +299,7 @@ func TestCheckoutSession_ConcurrentKeys_OneCharge(t *testing.T) {
 	for i, r := range answers {
 		switch {
 		case len(r.Errors) > 0:
-			codes[r.code(t)]++
+			codes[r.Code(t)]++
 		default:
 			require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status, "answer %d", i)
 			codes["SUCCEEDED"]++
@@ -307,54 +307,54 @@ func TestCheckoutSession_ConcurrentKeys_OneCharge(t *testing.T) {
 	}
 	t.Logf("answers of %d keys paying one session: %v", n, codes)
 	require.Equal(t, map[string]int{"SUCCEEDED": 1, "CHECKOUT_SESSION_PAID": n - 1}, codes)
-	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID), "one charge reached the provider")
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM charges"))
-	require.Equal(t, 1, countRows(t, pool, "SELECT attempts FROM checkout_sessions WHERE id = $1", sess.ID), "refused keys are not attempts")
+	require.Equal(t, 1, ProviderChargesOfSession(t, pool, sess.ID), "one charge reached the provider")
+	require.Equal(t, 1, CountRows(t, pool, "SELECT count(*)::int FROM charges"))
+	require.Equal(t, 1, CountRows(t, pool, "SELECT attempts FROM checkout_sessions WHERE id = $1", sess.ID), "refused keys are not attempts")
 
 	// Paid, the order still refuses a second session, and the session a new key.
-	again := s.createSession(t, "demo-key", newKey(), sessionInput(4200, "orderId", "order-50"))
-	require.Equal(t, "ORDER_ALREADY_PAID", again.code(t))
-	require.Equal(t, "CHECKOUT_SESSION_PAID", s.paySession(t, newKey(), secret, "pm_card_visa", nil).code(t))
+	again := s.CreateSession(t, "demo-key", NewKey(), SessionInput(4200, "orderId", "order-50"))
+	require.Equal(t, "ORDER_ALREADY_PAID", again.Code(t))
+	require.Equal(t, "CHECKOUT_SESSION_PAID", s.PaySession(t, NewKey(), secret, "pm_card_visa", nil).Code(t))
 	// As does a secret key paying the session.
-	r := s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret})
-	require.Equal(t, "CHECKOUT_SESSION_PAID", r.code(t))
-	require.Equal(t, 1, providerChargesOfSession(t, pool, sess.ID))
+	r := s.ChargeCardRaw(t, "demo-key", NewKey(), map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret})
+	require.Equal(t, "CHECKOUT_SESSION_PAID", r.Code(t))
+	require.Equal(t, 1, ProviderChargesOfSession(t, pool, sess.ID))
 }
 
 func TestCheckoutSession_Expiry_RefusesNewAttempts_FinishesARunningOne(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, map[string]string{"SIM_SLOW_DELAY": "3500ms", "CLEANUP_INTERVAL": "200ms"})
+	s := StartOn(t, dbURL, map[string]string{"SIM_SLOW_DELAY": "3500ms", "CLEANUP_INTERVAL": "200ms"})
 
 	// An attempt that starts before the session expires finishes after it.
-	running, runningSecret := s.openSession(t, sessionInput(700, "expiresInSeconds", 2))
-	slowKey := newKey()
-	slow := s.paySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard
+	running, runningSecret := s.OpenSession(t, SessionInput(700, "expiresInSeconds", 2))
+	slowKey := NewKey()
+	slow := s.PaySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", slow.Status)
 	expiresAt, err := time.Parse(time.RFC3339Nano, running.ExpiresAt)
 	require.NoError(t, err)
 	require.True(t, time.Now().After(expiresAt), "it finished after the expiry")
-	require.Equal(t, "PAID", s.readSession(t, "demo-key", running.ID).Data.Session.Status)
+	require.Equal(t, "PAID", s.ReadSession(t, "demo-key", running.ID).Data.Session.Status)
 
 	// A new attempt after the expiry is refused, and claims nothing.
-	expired, expiredSecret := s.openSession(t, sessionInput(800, "expiresInSeconds", 2, "orderId", "order-x"))
+	expired, expiredSecret := s.OpenSession(t, SessionInput(800, "expiresInSeconds", 2, "orderId", "order-x"))
 	expiredAt, err := time.Parse(time.RFC3339Nano, expired.ExpiresAt)
 	require.NoError(t, err)
 	time.Sleep(time.Until(expiredAt.Add(100 * time.Millisecond)))
-	late := newKey()
-	require.Equal(t, "CHECKOUT_SESSION_EXPIRED", s.paySession(t, late, expiredSecret, "pm_card_visa", nil).code(t))
-	require.Zero(t, attemptsOf(t, pool, late))
-	require.Equal(t, "EXPIRED", s.readSession(t, "demo-key", expired.ID).Data.Session.Status)
+	late := NewKey()
+	require.Equal(t, "CHECKOUT_SESSION_EXPIRED", s.PaySession(t, late, expiredSecret, "pm_card_visa", nil).Code(t))
+	require.Zero(t, AttemptsOf(t, pool, late))
+	require.Equal(t, "EXPIRED", s.ReadSession(t, "demo-key", expired.ID).Data.Session.Status)
 	// Expired, it no longer holds its order: a new session may pay it.
-	next, _ := s.openSession(t, sessionInput(800, "orderId", "order-x"))
+	next, _ := s.OpenSession(t, SessionInput(800, "orderId", "order-x"))
 	require.Equal(t, "OPEN", next.Status)
 	// The retry of the slow key is still answered from its attempt.
-	require.True(t, s.paySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard.Replayed)
+	require.True(t, s.PaySession(t, slowKey, runningSecret, "pm_card_slow", nil).Data.ChargeCard.Replayed)
 
 	// The sweep marks it expired, with its event; the paid one got only its paid event.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.Equal(c, 1, countRows(c, pool, "SELECT count(*)::int FROM charge_events WHERE type = 'checkout_session.expired' AND checkout_session_id = $1", expired.ID))
+		require.Equal(c, 1, CountRows(c, pool, "SELECT count(*)::int FROM charge_events WHERE type = 'checkout_session.expired' AND checkout_session_id = $1", expired.ID))
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, "EXPIRED", dbtest.Query[string](t, pool, "SELECT status FROM checkout_sessions WHERE id = $1", expired.ID)[0])
 	require.Equal(t, []string{"checkout_session.paid"}, dbtest.Query[string](t, dbtest.Open(t, dbURL),
@@ -365,69 +365,69 @@ func TestCheckoutSession_MaxAttempts_LockTheSession(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, map[string]string{"SESSION_MAX_ATTEMPTS": "3"})
-	sess, secret := s.openSession(t, sessionInput(1500))
+	s := StartOn(t, dbURL, map[string]string{"SESSION_MAX_ATTEMPTS": "3"})
+	sess, secret := s.OpenSession(t, SessionInput(1500))
 	var declinedKeys []string
 	for range 3 {
-		key := newKey()
+		key := NewKey()
 		declinedKeys = append(declinedKeys, key)
-		r := s.paySession(t, key, secret, "pm_card_chargeDeclined", nil).Data.ChargeCard
+		r := s.PaySession(t, key, secret, "pm_card_chargeDeclined", nil).Data.ChargeCard
 		require.Equal(t, "FAILED", r.Status, "a decline leaves the session open for a new key")
 	}
-	locked := newKey()
-	r := s.paySession(t, locked, secret, "pm_card_visa", nil)
-	require.Equal(t, "CHECKOUT_SESSION_LOCKED", r.code(t))
+	locked := NewKey()
+	r := s.PaySession(t, locked, secret, "pm_card_visa", nil)
+	require.Equal(t, "CHECKOUT_SESSION_LOCKED", r.Code(t))
 	require.Contains(t, r.Errors[0].Message, "create a new one")
-	require.Zero(t, attemptsOf(t, pool, locked))
-	require.Equal(t, 3, providerChargesOfSession(t, pool, sess.ID), "nothing more reached the provider")
+	require.Zero(t, AttemptsOf(t, pool, locked))
+	require.Equal(t, 3, ProviderChargesOfSession(t, pool, sess.ID), "nothing more reached the provider")
 	// Retries of the declined keys are still answered.
-	require.True(t, s.paySession(t, declinedKeys[2], secret, "pm_card_chargeDeclined", nil).Data.ChargeCard.Replayed)
-	back := s.readSession(t, "demo-key", sess.ID).Data.Session
+	require.True(t, s.PaySession(t, declinedKeys[2], secret, "pm_card_chargeDeclined", nil).Data.ChargeCard.Replayed)
+	back := s.ReadSession(t, "demo-key", sess.ID).Data.Session
 	require.Equal(t, "OPEN", back.Status)
 	require.Equal(t, 3, back.Attempts)
 	require.Equal(t, 3, back.MaxAttempts)
-	require.Equal(t, 1.0, metricstest.Scrape(t, s.client, s.URL+"/metrics").Value("chargeonce_checkout_session_refused_total", "reason", "locked"))
+	require.Equal(t, 1.0, metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_checkout_session_refused_total", "reason", "locked"))
 }
 
 func TestCheckoutSession_CrossSessionReads_RevealNothing(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, nil)
-	_, secretA := s.openSession(t, sessionInput(100))
-	_, secretB := s.openSession(t, sessionInput(200))
-	keyB := newKey()
-	require.Equal(t, "SUCCEEDED", s.paySession(t, keyB, secretB, "pm_card_visa", nil).Data.ChargeCard.Status)
-	direct := newKey()
-	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", direct, visa(300)).Data.ChargeCard.Status)
+	s := ListenOn(t, dbURL, nil)
+	_, secretA := s.OpenSession(t, SessionInput(100))
+	_, secretB := s.OpenSession(t, SessionInput(200))
+	keyB := NewKey()
+	require.Equal(t, "SUCCEEDED", s.PaySession(t, keyB, secretB, "pm_card_visa", nil).Data.ChargeCard.Status)
+	direct := NewKey()
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", direct, Visa(300)).Data.ChargeCard.Status)
 
 	// With session A, nothing of B's attempt, nor of a charge without a
 	// session, by any key.
-	for _, key := range []string{keyB, direct, newKey()} {
-		r := s.sessionStatus(t, publishableKey, key, &secretA)
+	for _, key := range []string{keyB, direct, NewKey()} {
+		r := s.SessionStatus(t, PublishableKey, key, &secretA)
 		require.Empty(t, r.Errors)
 		require.Nil(t, r.Data.ChargeStatus, "key %s", key)
 	}
-	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, publishableKey, keyB, &secretB).Data.ChargeStatus.Status)
-	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, "demo-key", keyB, &secretB).Data.ChargeStatus.Status, "the secret key reads every attempt of a session")
-	require.Equal(t, "SUCCEEDED", s.sessionStatus(t, "demo-key", keyB, nil).Data.ChargeStatus.Status, "and by the page's key alone")
+	require.Equal(t, "SUCCEEDED", s.SessionStatus(t, PublishableKey, keyB, &secretB).Data.ChargeStatus.Status)
+	require.Equal(t, "SUCCEEDED", s.SessionStatus(t, "demo-key", keyB, &secretB).Data.ChargeStatus.Status, "the secret key reads every attempt of a session")
+	require.Equal(t, "SUCCEEDED", s.SessionStatus(t, "demo-key", keyB, nil).Data.ChargeStatus.Status, "and by the page's key alone")
 
 	// Nor by subscription, over either stream.
-	resp, _ := graphtest.PostSSE(t, s.client, s.URL, bearer(publishableKey), sessionUpdatesSubscription,
+	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, Bearer(PublishableKey), SessionUpdatesSubscription,
 		map[string]any{"key": keyB, "session": secretA})
 	sse := graphtest.NewSSE(resp)
 	require.Equal(t, http.StatusOK, sse.Resp.StatusCode, "the stream opens, and answers the key as unknown")
 	require.Equal(t, "NOT_FOUND", sse.MustNext(t).Code(t))
 	ws := graphtest.DialWS(t, s.URL, nil)
-	ack, err := ws.Init(t, map[string]any{"authorization": "Bearer " + publishableKey})
+	ack, err := ws.Init(t, map[string]any{"authorization": "Bearer " + PublishableKey})
 	require.NoError(t, err)
 	require.Equal(t, "connection_ack", ack.Type)
-	ws.Subscribe(t, "1", sessionUpdatesSubscription, map[string]any{"key": keyB, "session": secretA})
+	ws.Subscribe(t, "1", SessionUpdatesSubscription, map[string]any{"key": keyB, "session": secretA})
 	require.Equal(t, "NOT_FOUND", ws.Next(t, "1").Code(t))
 	require.True(t, ws.Next(t, "1").Complete)
-	ws.Subscribe(t, "2", sessionUpdatesSubscription, map[string]any{"key": keyB})
+	ws.Subscribe(t, "2", SessionUpdatesSubscription, map[string]any{"key": keyB})
 	require.Equal(t, "FORBIDDEN", ws.Next(t, "2").Code(t), "a publishable key subscribes only with a session")
 	require.True(t, ws.Next(t, "2").Complete)
-	ws.Subscribe(t, "3", sessionUpdatesSubscription, map[string]any{"key": keyB, "session": secretB})
+	ws.Subscribe(t, "3", SessionUpdatesSubscription, map[string]any{"key": keyB, "session": secretB})
 	ok := ws.Next(t, "3")
 	require.Empty(t, ok.Errors)
 	require.Equal(t, "SUCCEEDED", ok.Result.Status)
@@ -437,58 +437,58 @@ func TestCreateCheckoutSession_ReplayAndMismatch_SecretOnlyAsHash(t *testing.T) 
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, nil)
-	key := newKey()
-	input := sessionInput(2500, "orderId", "order-r", "returnUrl", "https://shop.example/return")
-	unregistered := s.createSession(t, "demo-key", key, input)
-	require.Equal(t, "BAD_USER_INPUT", unregistered.code(t), "a returnUrl off the merchant's registered origins")
+	s := StartOn(t, dbURL, nil)
+	key := NewKey()
+	input := SessionInput(2500, "orderId", "order-r", "returnUrl", "https://shop.example/return")
+	unregistered := s.CreateSession(t, "demo-key", key, input)
+	require.Equal(t, "BAD_USER_INPUT", unregistered.Code(t), "a returnUrl off the merchant's registered origins")
 	require.Contains(t, unregistered.Errors[0].Message, "chargeonce merchant origins add demo https://shop.example")
 	_, _, err := merchant.New(pool, false).AddOrigin(context.Background(), "demo", "https://shop.example")
 	require.NoError(t, err)
-	created := s.createSession(t, "demo-key", key, input)
+	created := s.CreateSession(t, "demo-key", key, input)
 	require.Empty(t, created.Errors)
 	require.False(t, created.Data.Create.Replayed)
 	secret := *created.Data.Create.Session.ClientSecret
 	require.True(t, strings.HasPrefix(secret, "cs_"), secret)
 	require.GreaterOrEqual(t, len(secret), 80, "long")
 
-	replay := s.createSession(t, "demo-key", key, input)
+	replay := s.CreateSession(t, "demo-key", key, input)
 	require.Empty(t, replay.Errors)
 	require.True(t, replay.Data.Create.Replayed)
 	require.Equal(t, created.Data.Create.Session.ID, replay.Data.Create.Session.ID)
 	require.Equal(t, secret, *replay.Data.Create.Session.ClientSecret, "the replay shows the same secret")
 
 	for field, other := range map[string]map[string]any{
-		"amount":           sessionInput(2501, "orderId", "order-r", "returnUrl", "https://shop.example/return"),
-		"returnUrl":        sessionInput(2500, "orderId", "order-r"),
-		"expiresInSeconds": sessionInput(2500, "orderId", "order-r", "returnUrl", "https://shop.example/return", "expiresInSeconds", 60),
+		"amount":           SessionInput(2501, "orderId", "order-r", "returnUrl", "https://shop.example/return"),
+		"returnUrl":        SessionInput(2500, "orderId", "order-r"),
+		"expiresInSeconds": SessionInput(2500, "orderId", "order-r", "returnUrl", "https://shop.example/return", "expiresInSeconds", 60),
 	} {
-		require.Equal(t, "IDEMPOTENCY_KEY_REUSED", s.createSession(t, "demo-key", key, other).code(t), field)
+		require.Equal(t, "IDEMPOTENCY_KEY_REUSED", s.CreateSession(t, "demo-key", key, other).Code(t), field)
 	}
 	// Bad input, each naming its field.
 	for field, bad := range map[string]map[string]any{
-		"input.amount":           sessionInput(0),
+		"input.amount":           SessionInput(0),
 		"input.currency":         {"amount": 100, "currency": "XTS"},
-		"input.returnUrl":        sessionInput(100, "returnUrl", "javascript:alert(1)"),
-		"input.expiresInSeconds": sessionInput(100, "expiresInSeconds", 86401),
+		"input.returnUrl":        SessionInput(100, "returnUrl", "javascript:alert(1)"),
+		"input.expiresInSeconds": SessionInput(100, "expiresInSeconds", 86401),
 	} {
-		r := s.createSession(t, "demo-key", newKey(), bad)
-		require.Equal(t, "BAD_USER_INPUT", r.code(t), field)
+		r := s.CreateSession(t, "demo-key", NewKey(), bad)
+		require.Equal(t, "BAD_USER_INPUT", r.Code(t), field)
 		require.Equal(t, field, r.Errors[0].Extensions["field"])
 	}
-	require.Equal(t, "BAD_USER_INPUT", s.createSession(t, "demo-key", newKey(), sessionInput(100, "expiresInSeconds", 0)).code(t))
+	require.Equal(t, "BAD_USER_INPUT", s.CreateSession(t, "demo-key", NewKey(), SessionInput(100, "expiresInSeconds", 0)).Code(t))
 
 	// The database holds the secret's hash, nowhere the secret.
 	hash := sha256.Sum256([]byte(secret))
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM checkout_sessions WHERE client_secret_hash = $1", hash[:]))
-	require.Zero(t, countRows(t, pool, "SELECT count(*)::int FROM checkout_sessions s WHERE s::text LIKE '%' || $1 || '%'", secret[len(secret)-20:]))
+	require.Equal(t, 1, CountRows(t, pool, "SELECT count(*)::int FROM checkout_sessions WHERE client_secret_hash = $1", hash[:]))
+	require.Zero(t, CountRows(t, pool, "SELECT count(*)::int FROM checkout_sessions s WHERE s::text LIKE '%' || $1 || '%'", secret[len(secret)-20:]))
 
 	// Paying, reading and refusing never log it.
-	s.paySession(t, newKey(), secret, "pm_card_chargeDeclined", nil)
-	s.paySession(t, newKey(), secret, "pm_card_visa", map[string]any{"amount": 1})
-	s.paySession(t, newKey(), secret, "pm_card_visa", nil)
-	s.sessionStatus(t, publishableKey, newKey(), &secret)
-	logs := s.logText()
+	s.PaySession(t, NewKey(), secret, "pm_card_chargeDeclined", nil)
+	s.PaySession(t, NewKey(), secret, "pm_card_visa", map[string]any{"amount": 1})
+	s.PaySession(t, NewKey(), secret, "pm_card_visa", nil)
+	s.SessionStatus(t, PublishableKey, NewKey(), &secret)
+	logs := s.LogText()
 	require.Contains(t, logs, "checkout session created", "the log speaks of the session")
 	require.NotContains(t, logs, secret)
 	require.NotContains(t, logs, secret[len(secret)-43:], "nor its secret part")
@@ -497,75 +497,75 @@ func TestCreateCheckoutSession_ReplayAndMismatch_SecretOnlyAsHash(t *testing.T) 
 func TestCORS_RegisteredOriginsAndPublishableKeysOnly(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, nil)
+	s := StartOn(t, dbURL, nil)
 	merchants := merchant.New(dbtest.Open(t, dbURL), false)
 	const shop = "https://shop.example"
 	origin, added, err := merchants.AddOrigin(context.Background(), "demo", "HTTPS://Shop.Example:443")
 	require.NoError(t, err)
 	require.True(t, added)
 	require.Equal(t, shop, origin, "stored as a browser sends it")
-	_, secret := s.openSession(t, sessionInput(1234))
+	_, secret := s.OpenSession(t, SessionInput(1234))
 
-	preflight := func(origin string) rawResponse {
-		return s.send(t, http.MethodOptions, "/graphql", http.Header{
+	preflight := func(origin string) RawResponse {
+		return s.Send(t, http.MethodOptions, "/graphql", http.Header{
 			"Origin": {origin}, "Access-Control-Request-Method": {"POST"},
 			"Access-Control-Request-Headers": {"authorization, content-type, idempotency-key"},
 		}, nil)
 	}
 	ok := preflight(shop)
-	require.Equal(t, http.StatusNoContent, ok.status)
-	require.Equal(t, shop, ok.header.Get("Access-Control-Allow-Origin"))
-	require.Contains(t, ok.header.Get("Access-Control-Allow-Methods"), "POST")
+	require.Equal(t, http.StatusNoContent, ok.Status)
+	require.Equal(t, shop, ok.Header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, ok.Header.Get("Access-Control-Allow-Methods"), "POST")
 	for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
-		require.Contains(t, ok.header.Get("Access-Control-Allow-Headers"), h)
+		require.Contains(t, ok.Header.Get("Access-Control-Allow-Headers"), h)
 	}
-	require.Empty(t, ok.header.Get("Access-Control-Allow-Credentials"), "never credentials")
-	require.Contains(t, ok.header.Values("Vary"), "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+	require.Empty(t, ok.Header.Get("Access-Control-Allow-Credentials"), "never credentials")
+	require.Contains(t, ok.Header.Values("Vary"), "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
 
-	pay := func(apiKey, origin string) (rawResponse, gqlResponse) {
-		var r gqlResponse
-		raw := s.post(t, apiKey, http.Header{"Origin": {origin}}, chargeCardMutation,
-			map[string]any{"key": newKey(), "input": map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}}, &r)
+	pay := func(apiKey, origin string) (RawResponse, Response) {
+		var r Response
+		raw := s.Post(t, apiKey, http.Header{"Origin": {origin}}, ChargeCardMutation,
+			map[string]any{"key": NewKey(), "input": map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}}, &r)
 		return raw, r
 	}
-	raw, r := pay(publishableKey, shop)
-	require.Equal(t, http.StatusOK, raw.status)
+	raw, r := pay(PublishableKey, shop)
+	require.Equal(t, http.StatusOK, raw.Status)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
-	require.Equal(t, shop, raw.header.Get("Access-Control-Allow-Origin"))
-	require.Contains(t, raw.header.Get("Access-Control-Expose-Headers"), "Retry-After")
-	require.Empty(t, raw.header.Get("Access-Control-Allow-Credentials"))
+	require.Equal(t, shop, raw.Header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, raw.Header.Get("Access-Control-Expose-Headers"), "Retry-After")
+	require.Empty(t, raw.Header.Get("Access-Control-Allow-Credentials"))
 
-	noCORS := func(name string, r rawResponse) {
+	noCORS := func(name string, r RawResponse) {
 		t.Helper()
-		for h := range r.header {
+		for h := range r.Header {
 			require.False(t, strings.HasPrefix(strings.ToLower(h), "access-control-allow"), "%s: %s", name, h)
 		}
 	}
 	// Any other origin: refused, without CORS headers.
 	for _, other := range []string{"https://evil.example", "http://shop.example", "https://shop.example:8443", "null"} {
 		pre := preflight(other)
-		require.Equal(t, http.StatusForbidden, pre.status, other)
+		require.Equal(t, http.StatusForbidden, pre.Status, other)
 		noCORS("preflight from "+other, pre)
-		raw, r := pay(publishableKey, other)
-		require.Equal(t, http.StatusForbidden, raw.status, other)
-		require.Equal(t, "FORBIDDEN", r.code(t))
+		raw, r := pay(PublishableKey, other)
+		require.Equal(t, http.StatusForbidden, raw.Status, other)
+		require.Equal(t, "FORBIDDEN", r.Code(t))
 		noCORS("POST from "+other, raw)
 	}
 	// A secret key from a browser is refused, even from the registered
 	// origin, without CORS headers; from its own origin (the playground, in
 	// development) it runs.
 	raw, r = pay("demo-key", shop)
-	require.Equal(t, http.StatusForbidden, raw.status)
+	require.Equal(t, http.StatusForbidden, raw.Status)
 	require.Equal(t, "a secret key must not be used from a browser; use a publishable key and a checkout session", r.Errors[0].Message)
 	noCORS("secret key", raw)
 	raw, r = pay("demo-key", s.URL)
-	require.Equal(t, "CHECKOUT_SESSION_PAID", r.code(t), "runs, and the session is paid")
+	require.Equal(t, "CHECKOUT_SESSION_PAID", r.Code(t), "runs, and the session is paid")
 	noCORS("secret key, same origin", raw)
 
 	// Removed, the origin is refused again.
 	_, err = merchants.RemoveOrigin(context.Background(), "demo", shop)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusForbidden, preflight(shop).status)
+	require.Equal(t, http.StatusForbidden, preflight(shop).Status)
 }
 
 func TestProduction_SecretKeyWithAnOrigin_IsRefused(t *testing.T) {
@@ -577,41 +577,41 @@ func TestProduction_SecretKeyWithAnOrigin_IsRefused(t *testing.T) {
 	_, pk, err := merchants.CreateAPIKey(context.Background(), "shop", merchant.KeyPublishable)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(pk, "co_pk_"), pk)
-	s := startServer(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
+	s := StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
 
-	var r gqlResponse
-	raw := s.post(t, secretKey, http.Header{"Origin": {"https://shop.example"}}, chargeCardMutation,
-		map[string]any{"key": newKey(), "input": visa(100)}, &r)
-	require.Equal(t, http.StatusForbidden, raw.status)
-	require.Equal(t, "FORBIDDEN", r.code(t))
+	var r Response
+	raw := s.Post(t, secretKey, http.Header{"Origin": {"https://shop.example"}}, ChargeCardMutation,
+		map[string]any{"key": NewKey(), "input": Visa(100)}, &r)
+	require.Equal(t, http.StatusForbidden, raw.Status)
+	require.Equal(t, "FORBIDDEN", r.Code(t))
 	require.Equal(t, "a secret key must not be used from a browser; use a publishable key and a checkout session", r.Errors[0].Message)
 	// Server to server, as before.
-	require.Equal(t, "SUCCEEDED", s.chargeCard(t, secretKey, newKey(), visa(100)).Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, secretKey, NewKey(), Visa(100)).Data.ChargeCard.Status)
 	// The development keys do not exist in production.
-	require.Equal(t, "UNAUTHENTICATED", s.paySession(t, newKey(), "cs_x", "pm_card_visa", nil).code(t))
+	require.Equal(t, "UNAUTHENTICATED", s.PaySession(t, NewKey(), "cs_x", "pm_card_visa", nil).Code(t))
 }
 
 func TestPublishableKey_Declines_AreRationedPerKeyAndAddress(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_DECLINES_IP": "0.001", "RATE_LIMIT_DECLINES_IP_BURST": "3", "SESSION_MAX_ATTEMPTS": "20"})
-	_, secret := s.openSession(t, sessionInput(900))
+	s := StartOn(t, dbURL, map[string]string{"RATE_LIMIT_DECLINES_IP": "0.001", "RATE_LIMIT_DECLINES_IP_BURST": "3", "SESSION_MAX_ATTEMPTS": "20"})
+	_, secret := s.OpenSession(t, SessionInput(900))
 	for i := range 3 {
-		require.Equal(t, "FAILED", s.paySession(t, newKey(), secret, "pm_card_chargeDeclined", nil).Data.ChargeCard.Status, "decline %d", i)
+		require.Equal(t, "FAILED", s.PaySession(t, NewKey(), secret, "pm_card_chargeDeclined", nil).Data.ChargeCard.Status, "decline %d", i)
 	}
-	key := newKey()
-	res, err := s.api(publishableKey).ChargeCardRaw(context.Background(), key, map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret})
-	r, err := answered(res, err, "chargeCard")
+	key := NewKey()
+	res, err := s.API(PublishableKey).ChargeCardRaw(context.Background(), key, map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret})
+	r, err := Answered(res, err, "chargeCard")
 	require.NoError(t, err)
-	require.Equal(t, "RATE_LIMITED", r.code(t))
-	require.Zero(t, attemptsOf(t, pool, key), "nothing was run")
-	m := metricstest.Scrape(t, s.client, s.URL+"/metrics")
+	require.Equal(t, "RATE_LIMITED", r.Code(t))
+	require.Zero(t, AttemptsOf(t, pool, key), "nothing was run")
+	m := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
 	require.Equal(t, 3.0, m.Value("chargeonce_publishable_declines_total", "scope", "ip"))
 	require.Equal(t, 3.0, m.Value("chargeonce_publishable_declines_total", "scope", "key"))
 	require.Equal(t, 1.0, m.Value("chargeonce_rate_limited_total", "scope", "declines_ip"))
 	// The merchant's server is not rationed by its shoppers' declines.
-	require.Equal(t, "SUCCEEDED", s.chargeCardRaw(t, "demo-key", newKey(), map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}).Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", s.ChargeCardRaw(t, "demo-key", NewKey(), map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}).Data.ChargeCard.Status)
 }
 
 func TestCheckoutSession_Events_GoThroughTheOutboxTheStreamAndTheWebhook(t *testing.T) {
@@ -631,14 +631,14 @@ func TestCheckoutSession_Events_GoThroughTheOutboxTheStreamAndTheWebhook(t *test
 	t.Cleanup(receiver.Close)
 	// A broker of its own: the shared one's durable webhook consumer is
 	// shared by every test's server, which would take this test's events.
-	s := startServer(t, dbURL, map[string]string{"CLEANUP_INTERVAL": "200ms", "NATS_URL": eventstest.New(t).URL()})
+	s := StartOn(t, dbURL, map[string]string{"CLEANUP_INTERVAL": "200ms", "NATS_URL": eventstest.New(t).URL()})
 	_, _, err := webhook.NewEndpoints(pool, webhook.Config{}).Set(context.Background(), "demo", receiver.URL+"/hooks")
 	require.NoError(t, err)
 
-	sess, secret := s.openSession(t, sessionInput(3300, "orderId", "order-e"))
-	unpaid, _ := s.openSession(t, sessionInput(100, "expiresInSeconds", 1))
-	key := newKey()
-	paid := s.paySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard
+	sess, secret := s.OpenSession(t, SessionInput(3300, "orderId", "order-e"))
+	unpaid, _ := s.OpenSession(t, SessionInput(100, "expiresInSeconds", 1))
+	key := NewKey()
+	paid := s.PaySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", paid.Status)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Equal(c, []string{"charge.succeeded", "checkout_session.expired", "checkout_session.paid"}, dbtest.Query[string](c, pool,
@@ -667,22 +667,22 @@ func TestCheckoutSession_Events_GoThroughTheOutboxTheStreamAndTheWebhook(t *test
 func TestCheckoutSession_StreamsFromARegisteredOrigin(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, nil)
+	s := ListenOn(t, dbURL, nil)
 	const shop = "http://127.0.0.1:5173"
 	_, _, err := merchant.New(dbtest.Open(t, dbURL), false).AddOrigin(context.Background(), "demo", shop)
 	require.NoError(t, err)
-	_, secret := s.openSession(t, sessionInput(600))
-	key := newKey()
-	require.Equal(t, "SUCCEEDED", s.paySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard.Status)
+	_, secret := s.OpenSession(t, SessionInput(600))
+	key := NewKey()
+	require.Equal(t, "SUCCEEDED", s.PaySession(t, key, secret, "pm_card_visa", nil).Data.ChargeCard.Status)
 	vars := map[string]any{"key": key, "session": secret}
 
 	// A websocket from the registered origin, the publishable key in
 	// connection_init, as a browser opens it.
 	ws := graphtest.DialWS(t, s.URL, http.Header{"Origin": {shop}})
-	ack, err := ws.Init(t, map[string]any{"authorization": "Bearer " + publishableKey})
+	ack, err := ws.Init(t, map[string]any{"authorization": "Bearer " + PublishableKey})
 	require.NoError(t, err)
 	require.Equal(t, "connection_ack", ack.Type)
-	ws.Subscribe(t, "1", sessionUpdatesSubscription, vars)
+	ws.Subscribe(t, "1", SessionUpdatesSubscription, vars)
 	require.Equal(t, "SUCCEEDED", ws.Next(t, "1").Result.Status)
 
 	// The secret key on a socket from that origin is closed at its init.
@@ -692,8 +692,8 @@ func TestCheckoutSession_StreamsFromARegisteredOrigin(t *testing.T) {
 	require.Equal(t, 4403, int(graphtest.CloseStatus(err)))
 
 	// An event stream from that origin carries its CORS header.
-	resp, _ := graphtest.PostSSE(t, s.client, s.URL, map[string]string{"Authorization": "Bearer " + publishableKey, "Origin": shop},
-		sessionUpdatesSubscription, vars)
+	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, map[string]string{"Authorization": "Bearer " + PublishableKey, "Origin": shop},
+		SessionUpdatesSubscription, vars)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, shop, resp.Header.Get("Access-Control-Allow-Origin"))
 	require.Equal(t, "SUCCEEDED", graphtest.NewSSE(resp).MustNext(t).Result.Status)
@@ -713,25 +713,25 @@ func TestCheckoutSession_StreamsFromARegisteredOrigin(t *testing.T) {
 func TestCORS_RefusalsAfterTheKeyAreReadable(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, map[string]string{"RATE_LIMIT_PUBLISHABLE": "0.001", "RATE_LIMIT_PUBLISHABLE_BURST": "1"})
+	s := StartOn(t, dbURL, map[string]string{"RATE_LIMIT_PUBLISHABLE": "0.001", "RATE_LIMIT_PUBLISHABLE_BURST": "1"})
 	const shop = "https://shop.example"
 	_, _, err := merchant.New(dbtest.Open(t, dbURL), false).AddOrigin(context.Background(), "demo", shop)
 	require.NoError(t, err)
-	_, secret := s.openSession(t, sessionInput(700))
-	pay := func() (rawResponse, gqlResponse) {
-		var r gqlResponse
-		raw := s.post(t, publishableKey, http.Header{"Origin": {shop}}, chargeCardMutation,
-			map[string]any{"key": newKey(), "input": map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}}, &r)
+	_, secret := s.OpenSession(t, SessionInput(700))
+	pay := func() (RawResponse, Response) {
+		var r Response
+		raw := s.Post(t, PublishableKey, http.Header{"Origin": {shop}}, ChargeCardMutation,
+			map[string]any{"key": NewKey(), "input": map[string]any{"paymentMethod": "pm_card_visa", "checkoutSession": secret}}, &r)
 		return raw, r
 	}
 	raw, r := pay()
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	raw, r = pay()
-	require.Equal(t, http.StatusTooManyRequests, raw.status)
-	require.Equal(t, "RATE_LIMITED", r.code(t))
-	require.Equal(t, shop, raw.header.Get("Access-Control-Allow-Origin"), "the page may read the refusal")
-	require.Contains(t, raw.header.Get("Access-Control-Expose-Headers"), "Retry-After")
-	require.NotEmpty(t, raw.header.Get("Retry-After"))
+	require.Equal(t, http.StatusTooManyRequests, raw.Status)
+	require.Equal(t, "RATE_LIMITED", r.Code(t))
+	require.Equal(t, shop, raw.Header.Get("Access-Control-Allow-Origin"), "the page may read the refusal")
+	require.Contains(t, raw.Header.Get("Access-Control-Expose-Headers"), "Retry-After")
+	require.NotEmpty(t, raw.Header.Get("Retry-After"))
 }
 
 // TestDemoShopBackend_CreatesTheCartsSession: the demo's development shop
@@ -741,16 +741,16 @@ func TestCORS_RefusalsAfterTheKeyAreReadable(t *testing.T) {
 func TestDemoShopBackend_CreatesTheCartsSession(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, nil)
+	s := StartOn(t, dbURL, nil)
 	shop := func(body string) (int, map[string]any) {
-		r := s.send(t, http.MethodPost, "/demo/checkout-session", jsonHeaders(), strings.NewReader(body))
+		r := s.Send(t, http.MethodPost, "/demo/checkout-session", JSONHeaders(), strings.NewReader(body))
 		var v map[string]any
-		require.NoError(t, json.Unmarshal(r.body, &v), "%s", r.body)
-		return r.status, v
+		require.NoError(t, json.Unmarshal(r.Body, &v), "%s", r.Body)
+		return r.Status, v
 	}
 	status, first := shop(`{"cartId":"cart-1","amount":1999,"currency":"USD"}`)
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, publishableKey, first["publishableKey"])
+	require.Equal(t, PublishableKey, first["publishableKey"])
 	require.Equal(t, false, first["replayed"])
 	secret, _ := first["clientSecret"].(string)
 	require.True(t, strings.HasPrefix(secret, "cs_"), "%v", first)
@@ -758,7 +758,7 @@ func TestDemoShopBackend_CreatesTheCartsSession(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, true, again["replayed"])
 	require.Equal(t, secret, again["clientSecret"], "the same cart, the same session and secret")
-	require.Equal(t, "SUCCEEDED", s.paySession(t, newKey(), secret, "pm_card_visa", nil).Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", s.PaySession(t, NewKey(), secret, "pm_card_visa", nil).Data.ChargeCard.Status)
 
 	for body, want := range map[string]struct {
 		status int
@@ -775,7 +775,7 @@ func TestDemoShopBackend_CreatesTheCartsSession(t *testing.T) {
 		require.Equal(t, want.code, v["error"].(map[string]any)["code"], body)
 	}
 
-	prod := startServer(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
-	require.Equal(t, http.StatusNotFound, prod.send(t, http.MethodPost, "/demo/checkout-session", jsonHeaders(),
-		strings.NewReader(`{"cartId":"cart-9","amount":100,"currency":"USD"}`)).status)
+	prod := StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
+	require.Equal(t, http.StatusNotFound, prod.Send(t, http.MethodPost, "/demo/checkout-session", JSONHeaders(),
+		strings.NewReader(`{"cartId":"cart-9","amount":100,"currency":"USD"}`)).Status)
 }

@@ -16,24 +16,24 @@ import (
 
 // demoShop posts body to one of the demo's shop backend routes and decodes
 // its JSON answer.
-func (s *testServer) demoShop(t *testing.T, path, body string, headers ...string) (int, map[string]any) {
+func (s *Server) demoShop(t *testing.T, path, body string, headers ...string) (int, map[string]any) {
 	t.Helper()
-	r := s.send(t, http.MethodPost, path, jsonHeaders(headers...), strings.NewReader(body))
+	r := s.Send(t, http.MethodPost, path, JSONHeaders(headers...), strings.NewReader(body))
 	var v map[string]any
-	require.NoError(t, json.Unmarshal(r.body, &v), "%s", r.body)
-	return r.status, v
+	require.NoError(t, json.Unmarshal(r.Body, &v), "%s", r.Body)
+	return r.Status, v
 }
 
-// providerRefunds are the refunds the simulated provider holds for its
+// ProviderRefunds are the refunds the simulated provider holds for its
 // charge: the ground truth of how often money went back.
-func (s *testServer) providerRefunds(t *testing.T, providerChargeID string) []map[string]any {
+func (s *Server) ProviderRefunds(t *testing.T, providerChargeID string) []map[string]any {
 	t.Helper()
-	r := s.send(t, http.MethodGet, "/provider/v1/refunds?"+url.Values{"charge": {providerChargeID}}.Encode(), nil, nil)
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r := s.Send(t, http.MethodGet, "/provider/v1/refunds?"+url.Values{"charge": {providerChargeID}}.Encode(), nil, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	var list struct {
 		Data []map[string]any `json:"data"`
 	}
-	require.NoError(t, json.Unmarshal(r.body, &list))
+	require.NoError(t, json.Unmarshal(r.Body, &list))
 	return list.Data
 }
 
@@ -54,8 +54,8 @@ func demoRefundBody(t *testing.T, fields map[string]any) string {
 func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, nil)
-	charged := s.chargeCard(t, DemoAPIKeyDefault, newKey(), visa(100))
+	s := StartOn(t, dbURL, nil)
+	charged := s.ChargeCard(t, DemoAPIKeyDefault, NewKey(), Visa(100))
 	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
 	charge := charged.Data.ChargeCard.Charge
 	refund := func(fields map[string]any) (int, map[string]any) {
@@ -78,7 +78,7 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, true, again["replayed"])
 	require.Equal(t, got["id"], again["refund"].(map[string]any)["id"], "the same refundId, the same refund")
-	require.Len(t, s.providerRefunds(t, charge.ProviderChargeId), 1, "one refund reached the provider")
+	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 1, "one refund reached the provider")
 
 	status, tooMuch := refund(map[string]any{"refundId": "refund-2", "chargeId": charge.Id, "amount": 71})
 	require.Equal(t, http.StatusConflict, status)
@@ -89,7 +89,7 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 	status, rest := refund(map[string]any{"refundId": "refund-3", "chargeId": charge.Id})
 	require.Equal(t, http.StatusOK, status, "%v", rest)
 	require.EqualValues(t, 70, rest["refund"].(map[string]any)["amount"], "no amount: what remains")
-	require.Len(t, s.providerRefunds(t, charge.ProviderChargeId), 2)
+	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 2)
 
 	for _, tc := range []struct {
 		name   string
@@ -98,7 +98,7 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 		code   string
 	}{
 		{"the refundId again, another amount", demoRefundBody(t, map[string]any{"refundId": "refund-1", "chargeId": charge.Id, "amount": 31}), http.StatusConflict, "IDEMPOTENCY_KEY_REUSED"},
-		{"an unknown charge", demoRefundBody(t, map[string]any{"refundId": "refund-4", "chargeId": newKey()}), http.StatusNotFound, "CHARGE_NOT_FOUND"},
+		{"an unknown charge", demoRefundBody(t, map[string]any{"refundId": "refund-4", "chargeId": NewKey()}), http.StatusNotFound, "CHARGE_NOT_FOUND"},
 		{"no refundId", demoRefundBody(t, map[string]any{"refundId": "", "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
 		{"a refundId too long", demoRefundBody(t, map[string]any{"refundId": strings.Repeat("r", 101), "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
 		{"not a charge id", demoRefundBody(t, map[string]any{"refundId": "refund-5", "chargeId": "ch_1"}), http.StatusBadRequest, "BAD_USER_INPUT"},
@@ -110,11 +110,11 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 		require.Equal(t, tc.status, status, tc.name)
 		require.Equal(t, tc.code, v["error"].(map[string]any)["code"], tc.name)
 	}
-	require.Len(t, s.providerRefunds(t, charge.ProviderChargeId), 2, "no refusal reached the provider")
+	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 2, "no refusal reached the provider")
 
-	prod := startServer(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
-	require.Equal(t, http.StatusNotFound, prod.send(t, http.MethodPost, "/demo/refund", jsonHeaders(),
-		strings.NewReader(demoRefundBody(t, map[string]any{"refundId": "refund-9", "chargeId": charge.Id}))).status)
+	prod := StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
+	require.Equal(t, http.StatusNotFound, prod.Send(t, http.MethodPost, "/demo/refund", JSONHeaders(),
+		strings.NewReader(demoRefundBody(t, map[string]any{"refundId": "refund-9", "chargeId": charge.Id}))).Status)
 }
 
 // TestDemoShopBackend_RefundSurvivesADroppedResponse: the demo's refund
@@ -123,15 +123,15 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 // provider holds one.
 func TestDemoShopBackend_RefundSurvivesADroppedResponse(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, dbtest.NewDatabase(t), nil)
-	charged := s.chargeCard(t, DemoAPIKeyDefault, newKey(), visa(1999))
+	s := StartOn(t, dbtest.NewDatabase(t), nil)
+	charged := s.ChargeCard(t, DemoAPIKeyDefault, NewKey(), Visa(1999))
 	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
 	charge := charged.Data.ChargeCard.Charge
-	body := demoRefundBody(t, map[string]any{"refundId": newKey(), "chargeId": charge.Id})
+	body := demoRefundBody(t, map[string]any{"refundId": NewKey(), "chargeId": charge.Id})
 
-	_, err := s.trySend(http.MethodPost, "/demo/refund", jsonHeaders(devfault.Header, devfault.DropResponse), strings.NewReader(body))
+	_, err := s.TrySend(http.MethodPost, "/demo/refund", JSONHeaders(devfault.Header, devfault.DropResponse), strings.NewReader(body))
 	require.Error(t, err, "the answer is lost")
-	refunds := s.providerRefunds(t, charge.ProviderChargeId)
+	refunds := s.ProviderRefunds(t, charge.ProviderChargeId)
 	require.Len(t, refunds, 1, "the refund was made before its answer was lost")
 
 	status, retry := s.demoShop(t, "/demo/refund", body)
@@ -141,5 +141,5 @@ func TestDemoShopBackend_RefundSurvivesADroppedResponse(t *testing.T) {
 	got := retry["refund"].(map[string]any)
 	require.EqualValues(t, 1999, got["amount"], "no amount: the whole charge")
 	require.Equal(t, refunds[0]["id"], got["providerRefundId"])
-	require.Len(t, s.providerRefunds(t, charge.ProviderChargeId), 1, "still one refund at the provider")
+	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 1, "still one refund at the provider")
 }

@@ -15,20 +15,20 @@ import (
 	"chargeonce/events/eventstest"
 )
 
-// countRows runs a count query.
-func countRows(t require.TestingT, pool *pgxpool.Pool, sql string, args ...any) int {
+// CountRows runs a count query.
+func CountRows(t require.TestingT, pool *pgxpool.Pool, sql string, args ...any) int {
 	helper(t)
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
 	return n
 }
 
-// waitRows waits until the count query says want.
-func waitRows(t *testing.T, pool *pgxpool.Pool, want int, within time.Duration, sql string, args ...any) {
+// WaitRows waits until the count query says want.
+func WaitRows(t *testing.T, pool *pgxpool.Pool, want int, within time.Duration, sql string, args ...any) {
 	t.Helper()
 	var n int
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		n = countRows(c, pool, sql, args...)
+		n = CountRows(c, pool, sql, args...)
 		require.Equal(c, want, n)
 	}, within, 50*time.Millisecond, "want %d from %q", want, sql)
 }
@@ -40,7 +40,7 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 	broker := eventstest.New(t)
 	dbURL := dbtest.NewDatabase(t)
 	env := map[string]string{"NATS_URL": broker.URL()}
-	servers := []*testServer{startServer(t, dbURL, env), startServer(t, dbURL, env)}
+	servers := []*Server{StartOn(t, dbURL, env), StartOn(t, dbURL, env)}
 
 	// 500 charges over the two instances, one in five declined: each
 	// instance's relay publishes whatever its NOTIFY or poll finds first.
@@ -50,11 +50,11 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 	for range 16 {
 		wg.Go(func() {
 			for i := range keys {
-				input := visa(100 + i)
+				input := Visa(100 + i)
 				if i%5 == 0 {
-					input = withPaymentMethod("pm_card_chargeDeclined")
+					input = WithPaymentMethod("pm_card_chargeDeclined")
 				}
-				r := servers[i%2].chargeCard(t, "demo-key", newKey(), input)
+				r := servers[i%2].ChargeCard(t, "demo-key", NewKey(), input)
 				if !(assertNoErrors(t, r) && (r.Data.ChargeCard.Status == "SUCCEEDED" || r.Data.ChargeCard.Status == "FAILED")) {
 					t.Errorf("charge %d: %+v", i, r)
 				}
@@ -68,8 +68,8 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 	wg.Wait()
 
 	pool := dbtest.Open(t, dbURL)
-	require.Equal(t, n, countRows(t, pool, "SELECT count(*) FROM charge_events"), "one outbox event per finalized attempt")
-	waitRows(t, pool, 0, time.Minute, unsentEvents)
+	require.Equal(t, n, CountRows(t, pool, "SELECT count(*) FROM charge_events"), "one outbox event per finalized attempt")
+	WaitRows(t, pool, 0, time.Minute, unsentEvents)
 
 	got := eventstest.ReadStream(t, broker.JetStream(t), events.Stream)
 	require.Len(t, got, n, "every event on the stream, none twice")
@@ -79,10 +79,10 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 		seen[m.MsgID] = true
 		require.Equal(t, m.Event.ID.String(), m.MsgID, "Nats-Msg-Id is the event id")
 		require.Equal(t, "chargeonce."+m.Event.Type, m.Subject)
-		require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM charge_events WHERE id = $1 AND attempt_id = $2",
+		require.Equal(t, 1, CountRows(t, pool, "SELECT count(*) FROM charge_events WHERE id = $1 AND attempt_id = $2",
 			m.Event.ID, m.Event.AttemptID), "the stream's event is the outbox's")
 	}
-	succeeded := countRows(t, pool, "SELECT count(*) FROM charge_attempts WHERE status = 'SUCCEEDED'")
+	succeeded := CountRows(t, pool, "SELECT count(*) FROM charge_attempts WHERE status = 'SUCCEEDED'")
 	require.Equal(t, n-n/5, succeeded)
 	bySubject := map[string]int{}
 	for _, m := range got {
@@ -92,7 +92,7 @@ func TestEvents_TwoRelaysShareTheOutbox_EveryEventOnceOnTheStream(t *testing.T) 
 }
 
 // assertNoErrors reports (and records) a GraphQL response's errors.
-func assertNoErrors(t *testing.T, r gqlResponse) bool {
+func assertNoErrors(t *testing.T, r Response) bool {
 	if len(r.Errors) > 0 || r.Data.ChargeCard == nil {
 		t.Errorf("errors: %+v", r.Errors)
 		return false
@@ -104,26 +104,26 @@ func TestEvents_BrokerAway_EventsWaitInTheOutboxAndAllArrive(t *testing.T) {
 	t.Parallel()
 	broker := eventstest.New(t)
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, map[string]string{"NATS_URL": broker.URL()})
+	s := StartOn(t, dbURL, map[string]string{"NATS_URL": broker.URL()})
 	pool := dbtest.Open(t, dbURL)
 
-	first := s.chargeCard(t, "demo-key", newKey(), visa(500))
+	first := s.ChargeCard(t, "demo-key", NewKey(), Visa(500))
 	require.Equal(t, "SUCCEEDED", first.Data.ChargeCard.Status)
-	waitRows(t, pool, 0, 30*time.Second, unsentEvents)
+	WaitRows(t, pool, 0, 30*time.Second, unsentEvents)
 
 	broker.Stop()
 	const away = 20
 	for i := range away {
-		r := s.chargeCard(t, "demo-key", newKey(), visa(600+i))
+		r := s.ChargeCard(t, "demo-key", NewKey(), Visa(600+i))
 		require.Empty(t, r.Errors, "charges go on while the broker is away")
 		require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	}
 	// The relay keeps trying; nothing is marked sent that the broker did not take.
 	time.Sleep(time.Second)
-	require.Equal(t, away, countRows(t, pool, unsentEvents), "the events wait in the outbox")
+	require.Equal(t, away, CountRows(t, pool, unsentEvents), "the events wait in the outbox")
 
 	require.NoError(t, broker.Restart())
-	waitRows(t, pool, 0, time.Minute, unsentEvents)
+	WaitRows(t, pool, 0, time.Minute, unsentEvents)
 	got := eventstest.ReadStream(t, broker.JetStream(t), events.Stream)
 	require.Len(t, got, 1+away, "every event arrived, once")
 	ids := map[string]bool{}
@@ -131,5 +131,5 @@ func TestEvents_BrokerAway_EventsWaitInTheOutboxAndAllArrive(t *testing.T) {
 		ids[m.MsgID] = true
 	}
 	require.Len(t, ids, 1+away)
-	require.Contains(t, s.logText(), "events wait in the outbox")
+	require.Contains(t, s.LogText(), "events wait in the outbox")
 }

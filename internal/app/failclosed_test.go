@@ -33,14 +33,14 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	proxy := startPGProxy(t, dbURL)
-	s := startServer(t, proxy.url, map[string]string{"PROCESSING_LEASE": "30s", "RECONCILE_INTERVAL": "1h"})
+	s := StartOn(t, proxy.url, map[string]string{"PROCESSING_LEASE": "30s", "RECONCILE_INTERVAL": "1h"})
 	pool := dbtest.Open(t, dbURL) // around the proxy
 
-	key := newKey()
+	key := NewKey()
 	proxy.cutInsertReply(0) // the claim is the charge's first INSERT
-	first := s.do(t, bearer("demo-key"), chargeCardMutation, map[string]any{"key": key, "input": visa(1999)})
+	first := s.Do(t, Bearer("demo-key"), ChargeCardMutation, map[string]any{"key": key, "input": Visa(1999)})
 	require.Equal(t, int32(1), proxy.cuts.Load(), "the claim's reply was cut")
-	require.Equal(t, "SERVICE_UNAVAILABLE", first.code(t))
+	require.Equal(t, "SERVICE_UNAVAILABLE", first.Code(t))
 
 	var status string
 	var leaseLeft time.Duration
@@ -48,19 +48,19 @@ func TestChargeCard_ClaimReplyLost_RetryFinishesAtOnce(t *testing.T) {
 		"SELECT status, greatest(locked_until - now(), interval '0') FROM charge_attempts WHERE idempotency_key = $1", key).Scan(&status, &leaseLeft))
 	require.Equal(t, "PROCESSING", status, "the claim committed although its request never learned it")
 	require.Zero(t, leaseLeft, "its lease was released")
-	require.Empty(t, s.providerCharges(t, "demo", key))
+	require.Empty(t, s.ProviderCharges(t, "demo", key))
 
 	start := time.Now()
-	retry := s.chargeCard(t, "demo-key", key, visa(1999))
+	retry := s.ChargeCard(t, "demo-key", key, Visa(1999))
 	took := time.Since(start)
 	require.Empty(t, retry.Errors)
 	require.Equal(t, "SUCCEEDED", retry.Data.ChargeCard.Status)
 	t.Logf("the retry settled the attempt in %s", took.Round(time.Millisecond))
 	require.Less(t, took, 5*time.Second, "the retry finished the attempt at once, not after the 30 s lease")
-	charges := s.providerCharges(t, "demo", key)
+	charges := s.ProviderCharges(t, "demo", key)
 	require.Len(t, charges, 1)
 	require.Equal(t, charges[0].ID, retry.Data.ChargeCard.Charge.ProviderChargeId)
-	replay := s.chargeCard(t, "demo-key", key, visa(1999)).Data.ChargeCard
+	replay := s.ChargeCard(t, "demo-key", key, Visa(1999)).Data.ChargeCard
 	require.True(t, replay.Replayed)
 	require.Equal(t, retry.Data.ChargeCard.Charge.Id, replay.Charge.Id)
 }
@@ -75,16 +75,16 @@ func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	proxy := startPGProxy(t, dbURL)
-	s := startServer(t, proxy.url, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	s := StartOn(t, proxy.url, map[string]string{"RECONCILE_INTERVAL": "1h"})
 	pool := dbtest.Open(t, dbURL)
 
-	key := newKey()
+	key := NewKey()
 	proxy.cutInsertReply(2) // the claim, the simulator's own charge, then the recording
-	p := s.chargeCard(t, "demo-key", key, visa(1999)).Data.ChargeCard
+	p := s.ChargeCard(t, "demo-key", key, Visa(1999)).Data.ChargeCard
 	require.Equal(t, int32(1), proxy.cuts.Load(), "the recording was cut")
 	require.Equal(t, "SUCCEEDED", p.Status)
 	require.False(t, p.Replayed)
-	require.Len(t, s.providerCharges(t, "demo", key), 1)
+	require.Len(t, s.ProviderCharges(t, "demo", key), 1)
 	var recorded int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM charges").Scan(&recorded))
 	require.Equal(t, 1, recorded)
@@ -92,10 +92,10 @@ func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(),
 		"SELECT count(*) FROM charge_events WHERE idempotency_key = $1 AND type = 'charge.succeeded'", key).Scan(&events))
 	require.Equal(t, 1, events)
-	require.Contains(t, s.logText(), "could not record the provider's answer yet; retrying")
+	require.Contains(t, s.LogText(), "could not record the provider's answer yet; retrying")
 }
 
-func jsonBody(t *testing.T, v any) io.Reader {
+func JSONBody(t *testing.T, v any) io.Reader {
 	t.Helper()
 	b, err := json.Marshal(v)
 	require.NoError(t, err)

@@ -41,15 +41,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testServer is a chargeonce server under test, with a client that reaches it.
-type testServer struct {
+// Server is a chargeonce server under test, with a client that reaches it.
+type Server struct {
 	URL    string
-	client *http.Client
+	Client *http.Client
 	log    *testlog.Buffer // what the server logged
 }
 
-// logText is what the server has logged so far.
-func (s *testServer) logText() string { return s.log.String() }
+// LogText is what the server has logged so far.
+func (s *Server) LogText() string { return s.log.String() }
 
 // testEnv is the environment of every test server, under the test's own.
 func testEnv(t *testing.T, dbURL string, env map[string]string) map[string]string {
@@ -60,32 +60,32 @@ func testEnv(t *testing.T, dbURL string, env map[string]string) map[string]strin
 	return vars
 }
 
-// startServer builds chargeonce against dbURL as the server does, from env
+// StartOn builds chargeonce against dbURL as the server does, from env
 // on top of the test defaults, and serves it in process until the test ends:
 // no port and no network. Its client, and the server's own provider client,
 // reach every in-process server by its host name, and anything else over
 // the network.
-func startServer(t *testing.T, dbURL string, env map[string]string) *testServer {
+func StartOn(t *testing.T, dbURL string, env map[string]string) *Server {
 	t.Helper()
 	s, _ := build(t, dbURL, env)
 	return s
 }
 
-// startListening is startServer on a real loopback listener as well, for
+// ListenOn is startServer on a real loopback listener as well, for
 // what needs one: a websocket, an event stream.
-func startListening(t *testing.T, dbURL string, env map[string]string) *testServer {
+func ListenOn(t *testing.T, dbURL string, env map[string]string) *Server {
 	t.Helper()
 	s, handler := build(t, dbURL, env)
 	srv := httptest.NewUnstartedServer(handler)
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &testServer{URL: srv.URL, client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: s.log}
+	return &Server{URL: srv.URL, Client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: s.log}
 }
 
 // build builds and starts the app of a test server, registered in process,
 // and returns it with its handler.
-func build(t *testing.T, dbURL string, env map[string]string) (*testServer, http.Handler) {
+func build(t *testing.T, dbURL string, env map[string]string) (*Server, http.Handler) {
 	t.Helper()
 	vars := testEnv(t, dbURL, env)
 	host := fmt.Sprintf("chargeonce-%d.test", serverSeq.Add(1))
@@ -117,7 +117,7 @@ func build(t *testing.T, dbURL string, env map[string]string) (*testServer, http
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	return &testServer{URL: "http://" + host, client: &http.Client{Timeout: time.Minute, Transport: testNet}, log: logs}, srv.handler
+	return &Server{URL: "http://" + host, Client: &http.Client{Timeout: time.Minute, Transport: testNet}, log: logs}, srv.handler
 }
 
 var (
@@ -168,9 +168,9 @@ func (t inProcessTransport) RoundTrip(req *http.Request) (resp *http.Response, e
 	return resp, nil
 }
 
-// gqlResponse is a GraphQL answer: a charge's payload, as the typed client
+// Response is a GraphQL answer: a charge's payload, as the typed client
 // reads it, or errors.
-type gqlResponse struct {
+type Response struct {
 	Data struct {
 		ChargeCard   *apiclient.ChargeResult `json:"chargeCard"`
 		ChargeStatus *apiclient.ChargeResult `json:"chargeStatus"`
@@ -178,24 +178,24 @@ type gqlResponse struct {
 	Errors gqlerror.List `json:"errors"`
 }
 
-// code is the extensions.code of the only error.
-func (r gqlResponse) code(t *testing.T) string {
+// Code is the extensions.Code of the only error.
+func (r Response) Code(t *testing.T) string {
 	t.Helper()
-	return onlyCode(t, r.Errors)
+	return OnlyCode(t, r.Errors)
 }
 
-// onlyCode is the extensions.code of the only error of errs.
-func onlyCode(t *testing.T, errs gqlerror.List) string {
+// OnlyCode is the extensions.code of the only error of errs.
+func OnlyCode(t *testing.T, errs gqlerror.List) string {
 	t.Helper()
 	require.Len(t, errs, 1, "want exactly one error")
 	code, _ := errs[0].Extensions["code"].(string)
 	return code
 }
 
-// answered is the typed client's answer as a gqlResponse: its result, or
+// Answered is the typed client's answer as a gqlResponse: its result, or
 // the errors of an *apiclient.Error; any other error is returned.
-func answered(res *apiclient.ChargeResult, err error, field string) (gqlResponse, error) {
-	var r gqlResponse
+func Answered(res *apiclient.ChargeResult, err error, field string) (Response, error) {
+	var r Response
 	var e *apiclient.Error
 	switch {
 	case errors.As(err, &e):
@@ -218,82 +218,82 @@ func helper(t require.TestingT) {
 	}
 }
 
-// api is the typed client of s for the merchant of apiKey.
-func (s *testServer) api(apiKey string) *apiclient.Client {
-	return apiclient.New(s.URL, apiKey, s.client)
+// API is the typed client of s for the merchant of apiKey.
+func (s *Server) API(apiKey string) *apiclient.Client {
+	return apiclient.New(s.URL, apiKey, s.Client)
 }
 
-func (s *testServer) chargeCard(t require.TestingT, apiKey, key string, in apiclient.ChargeCardInput) gqlResponse {
+func (s *Server) ChargeCard(t require.TestingT, apiKey, key string, in apiclient.ChargeCardInput) Response {
 	helper(t)
-	res, err := s.api(apiKey).ChargeCard(context.Background(), key, in)
-	r, err := answered(res, err, "chargeCard")
+	res, err := s.API(apiKey).ChargeCard(context.Background(), key, in)
+	r, err := Answered(res, err, "chargeCard")
 	require.NoError(t, err)
 	return r
 }
 
-// chargeCardRaw is chargeCard with an input that no typed input can be.
-func (s *testServer) chargeCardRaw(t *testing.T, apiKey, key string, input any) gqlResponse {
+// ChargeCardRaw is chargeCard with an input that no typed input can be.
+func (s *Server) ChargeCardRaw(t *testing.T, apiKey, key string, input any) Response {
 	t.Helper()
-	res, err := s.api(apiKey).ChargeCardRaw(context.Background(), key, input)
-	r, err := answered(res, err, "chargeCard")
+	res, err := s.API(apiKey).ChargeCardRaw(context.Background(), key, input)
+	r, err := Answered(res, err, "chargeCard")
 	require.NoError(t, err)
 	return r
 }
 
-func (s *testServer) chargeStatus(t require.TestingT, apiKey, key string) gqlResponse {
+func (s *Server) ChargeStatus(t require.TestingT, apiKey, key string) Response {
 	helper(t)
-	res, err := s.api(apiKey).ChargeStatus(context.Background(), key)
-	r, err := answered(res, err, "chargeStatus")
+	res, err := s.API(apiKey).ChargeStatus(context.Background(), key)
+	r, err := Answered(res, err, "chargeStatus")
 	require.NoError(t, err)
 	return r
 }
 
 // The payload fields of the documents the tests write themselves: the
 // typed client's, the demo's.
-const payloadFields = `idempotencyKey status replayed retryAfterMs expiresAt
+const PayloadFields = `idempotencyKey status replayed retryAfterMs expiresAt
 	charge { id amount currency orderId providerChargeId createdAt } failure { code message }
 	nextAction { type url expiresAt }`
 
-const chargeCardMutation = `mutation Charge($key: String!, $input: ChargeCardInput!) {
-	chargeCard(idempotencyKey: $key, input: $input) { ` + payloadFields + ` } }`
+const ChargeCardMutation = `mutation Charge($key: String!, $input: ChargeCardInput!) {
+	chargeCard(idempotencyKey: $key, input: $input) { ` + PayloadFields + ` } }`
 
-const chargeStatusQuery = `query Status($key: String!) { chargeStatus(idempotencyKey: $key) { ` + payloadFields + ` } }`
+const ChargeStatusQuery = `query Status($key: String!) { chargeStatus(idempotencyKey: $key) { ` + PayloadFields + ` } }`
 
-// do posts a GraphQL document that the typed client does not send, with
+// Do posts a GraphQL document that the typed client does not send, with
 // the given headers.
-func (s *testServer) do(t *testing.T, headers map[string]string, query string, vars map[string]any) gqlResponse {
+func (s *Server) Do(t *testing.T, headers map[string]string, query string, vars map[string]any) Response {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	require.NoError(t, err)
-	h := jsonHeaders()
+	h := JSONHeaders()
 	for k, v := range headers {
 		h.Set(k, v)
 	}
-	return s.send(t, http.MethodPost, "/graphql", h, bytes.NewReader(body)).gql(t)
+	return s.Send(t, http.MethodPost, "/graphql", h, bytes.NewReader(body)).GQL(t)
 }
 
-// rawResponse is an HTTP answer, read whole.
-type rawResponse struct {
-	status int
-	header http.Header
-	body   []byte
+// RawResponse is an HTTP answer, read whole.
+type RawResponse struct {
+	Status int
+	Header http.Header
+	Body   []byte
 }
 
-// send makes one HTTP request to the server, with every header in headers
+// Send makes one HTTP request to the server, with every header in headers
 // (a key may repeat; a Host header names the request's host), and reads
 // the answer whole.
-func (s *testServer) send(t *testing.T, method, path string, headers http.Header, body io.Reader) rawResponse {
+func (s *Server) Send(t *testing.T, method, path string, headers http.Header, body io.Reader) RawResponse {
 	t.Helper()
-	r, err := s.trySend(method, path, headers, body)
+	r, err := s.TrySend(method, path, headers, body)
 	require.NoError(t, err)
 	return r
 }
 
-// trySend is send for a goroutine of the test's: it returns what fails.
-func (s *testServer) trySend(method, path string, headers http.Header, body io.Reader) (rawResponse, error) {
+// TrySend is send for a goroutine of the test's: it returns what fails.
+func (s *Server) TrySend(method, path string, headers http.Header, body io.Reader) (RawResponse, error) {
 	req, err := http.NewRequest(method, s.URL+path, body)
 	if err != nil {
-		return rawResponse{}, err
+		return RawResponse{}, err
 	}
 	for k, vs := range headers {
 		for _, v := range vs {
@@ -303,34 +303,34 @@ func (s *testServer) trySend(method, path string, headers http.Header, body io.R
 	if host := headers.Get("Host"); host != "" {
 		req.Host = host // net/http sends req.Host, never a Host header
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.Client.Do(req)
 	if err != nil {
-		return rawResponse{}, err
+		return RawResponse{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return rawResponse{status: resp.StatusCode, header: resp.Header, body: b}, err
+	return RawResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}, err
 }
 
-// gql decodes the answer as a GraphQL response.
-func (r rawResponse) gql(t *testing.T) gqlResponse {
+// GQL decodes the answer as a GraphQL response.
+func (r RawResponse) GQL(t *testing.T) Response {
 	t.Helper()
-	out, err := r.tryGQL()
+	out, err := r.TryGQL()
 	require.NoError(t, err)
 	return out
 }
 
-// tryGQL is gql for a goroutine of the test's.
-func (r rawResponse) tryGQL() (gqlResponse, error) {
-	var out gqlResponse
-	if err := json.Unmarshal(r.body, &out); err != nil {
-		return out, fmt.Errorf("not a GraphQL response: %w: %s", err, r.body)
+// TryGQL is gql for a goroutine of the test's.
+func (r RawResponse) TryGQL() (Response, error) {
+	var out Response
+	if err := json.Unmarshal(r.Body, &out); err != nil {
+		return out, fmt.Errorf("not a GraphQL response: %w: %s", err, r.Body)
 	}
 	return out, nil
 }
 
-// jsonHeaders are the headers of a JSON request, with more key/value pairs.
-func jsonHeaders(kv ...string) http.Header {
+// JSONHeaders are the headers of a JSON request, with more key/value pairs.
+func JSONHeaders(kv ...string) http.Header {
 	h := http.Header{"Content-Type": {"application/json"}}
 	for i := 0; i+1 < len(kv); i += 2 {
 		h.Add(kv[i], kv[i+1])
@@ -338,51 +338,51 @@ func jsonHeaders(kv ...string) http.Header {
 	return h
 }
 
-func bearer(apiKey string) map[string]string {
+func Bearer(apiKey string) map[string]string {
 	return map[string]string{"Authorization": "Bearer " + apiKey}
 }
 
-// providerCharges lists the charges the simulated provider made for a
+// ProviderCharges lists the charges the simulated provider made for a
 // client key of a merchant: the ground truth of how often money moved.
-func (s *testServer) providerCharges(t *testing.T, merchant, clientKey string) []apiclient.ProviderCharge {
+func (s *Server) ProviderCharges(t *testing.T, merchant, clientKey string) []apiclient.ProviderCharge {
 	t.Helper()
-	charges, err := s.api("").ProviderCharges(context.Background(), merchant, clientKey)
+	charges, err := s.API("").ProviderCharges(context.Background(), merchant, clientKey)
 	require.NoError(t, err)
 	return charges
 }
 
-func newKey() string { return uuid.NewString() }
+func NewKey() string { return uuid.NewString() }
 
-func visa(amount int) apiclient.ChargeCardInput {
+func Visa(amount int) apiclient.ChargeCardInput {
 	return apiclient.ChargeCardInput{Amount: new(amount), Currency: new("USD"), PaymentMethod: "pm_card_visa"}
 }
 
-func withPaymentMethod(pm string) apiclient.ChargeCardInput {
-	in := visa(1999)
+func WithPaymentMethod(pm string) apiclient.ChargeCardInput {
+	in := Visa(1999)
 	in.PaymentMethod = pm
 	return in
 }
 
-// storm sends n identical chargeCard requests at once, spread over servers.
-func storm(t *testing.T, servers []*testServer, n int, key string, in apiclient.ChargeCardInput) []gqlResponse {
+// Storm sends n identical chargeCard requests at once, spread over servers.
+func Storm(t *testing.T, servers []*Server, n int, key string, in apiclient.ChargeCardInput) []Response {
 	t.Helper()
 	clients := make([]*apiclient.Client, len(servers))
 	for i, s := range servers {
-		clients[i] = s.api(apiclient.DemoAPIKey)
+		clients[i] = s.API(apiclient.DemoAPIKey)
 	}
 	answers := apiclient.Storm(context.Background(), clients, n, key, in, 0)
-	responses := make([]gqlResponse, n)
+	responses := make([]Response, n)
 	for i, a := range answers {
-		r, err := answered(a.Result, a.Err, "chargeCard")
+		r, err := Answered(a.Result, a.Err, "chargeCard")
 		require.NoError(t, err, "request %d", i)
 		responses[i] = r
 	}
 	return responses
 }
 
-// requireOneCharge checks a storm's answers: never an error, only SUCCEEDED
+// RequireOneCharge checks a storm's answers: never an error, only SUCCEEDED
 // with one charge id or PROCESSING, and exactly one charge at the provider.
-func requireOneCharge(t *testing.T, s *testServer, key string, in apiclient.ChargeCardInput, responses []gqlResponse) {
+func RequireOneCharge(t *testing.T, s *Server, key string, in apiclient.ChargeCardInput, responses []Response) {
 	t.Helper()
 	chargeIDs := map[string]int{}
 	statuses := map[string]int{}
@@ -403,12 +403,12 @@ func requireOneCharge(t *testing.T, s *testServer, key string, in apiclient.Char
 	}
 	t.Logf("statuses over %d requests: %v", len(responses), statuses)
 	require.Len(t, chargeIDs, 1, "all SUCCEEDED answers carry one charge id")
-	require.Equal(t, 1, len(s.providerCharges(t, "demo", key)), "exactly one charge at the provider")
+	require.Equal(t, 1, len(s.ProviderCharges(t, "demo", key)), "exactly one charge at the provider")
 
 	// Once the first request is done, every retry is a replay of its charge.
 	var final *apiclient.ChargeResult
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		res, err := s.api(apiclient.DemoAPIKey).ChargeCard(context.Background(), key, in)
+		res, err := s.API(apiclient.DemoAPIKey).ChargeCard(context.Background(), key, in)
 		require.NoError(c, err)
 		require.Equal(c, "SUCCEEDED", res.Status)
 		final = res

@@ -24,42 +24,42 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	// No reconciler pass: every count here is the requests' own. A slow card
 	// takes two seconds, time enough to send a second request while it works.
-	s := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "SIM_SLOW_DELAY": "2s"})
-	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
+	s := StartOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "SIM_SLOW_DELAY": "2s"})
+	before := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
 	require.Contains(t, before, "chargeonce_stuck_processing_attempts")
 	require.Zero(t, before.Value("chargeonce_stuck_processing_attempts"))
 	chargeCards := 0
-	charge := func(apiKey, key string, input apiclient.ChargeCardInput) gqlResponse {
+	charge := func(apiKey, key string, input apiclient.ChargeCardInput) Response {
 		chargeCards++
-		return s.chargeCard(t, apiKey, key, input)
+		return s.ChargeCard(t, apiKey, key, input)
 	}
 
 	// A charge, its replay, a decline, the key reused, the order paid again.
-	paid := visa(1999)
+	paid := Visa(1999)
 	paid.OrderId = new("order-paid")
-	keyA := newKey()
+	keyA := NewKey()
 	require.Equal(t, "SUCCEEDED", charge("demo-key", keyA, paid).Data.ChargeCard.Status)
 	require.True(t, charge("demo-key", keyA, paid).Data.ChargeCard.Replayed)
-	require.Equal(t, "FAILED", charge("demo-key", newKey(), withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
+	require.Equal(t, "FAILED", charge("demo-key", NewKey(), WithPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
 	otherAmount := paid
 	otherAmount.Amount = new(2000)
-	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", charge("demo-key", keyA, otherAmount).code(t))
-	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", newKey(), paid).code(t))
+	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", charge("demo-key", keyA, otherAmount).Code(t))
+	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", NewKey(), paid).Code(t))
 
 	// An outcome nobody knows: the provider fails every call, the inline
 	// retries included. Its order is being paid, so another key is refused;
 	// a retry takes the released attempt over and asks the provider again.
-	unknown := withPaymentMethod("pm_card_providerError")
+	unknown := WithPaymentMethod("pm_card_providerError")
 	unknown.OrderId = new("order-pending")
-	keyD := newKey()
+	keyD := NewKey()
 	require.Equal(t, "PROCESSING", charge("demo-key", keyD, unknown).Data.ChargeCard.Status)
-	pending := visa(500)
+	pending := Visa(500)
 	pending.OrderId = new("order-pending")
-	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", newKey(), pending).code(t))
+	require.Equal(t, "ORDER_ALREADY_PAID", charge("demo-key", NewKey(), pending).Code(t))
 	require.Equal(t, "PROCESSING", charge("demo-key", keyD, unknown).Data.ChargeCard.Status)
 
 	// A second request while the first still works on the key.
-	keyE, slow := newKey(), withPaymentMethod("pm_card_slow")
+	keyE, slow := NewKey(), WithPaymentMethod("pm_card_slow")
 	type answer struct {
 		r   *apiclient.ChargeResult
 		err error
@@ -67,11 +67,11 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	first := make(chan answer, 1)
 	chargeCards++
 	go func() {
-		r, err := s.api("demo-key").ChargeCard(context.Background(), keyE, slow)
+		r, err := s.API("demo-key").ChargeCard(context.Background(), keyE, slow)
 		first <- answer{r, err}
 	}()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		st := s.chargeStatus(c, "demo-key", keyE).Data.ChargeStatus
+		st := s.ChargeStatus(c, "demo-key", keyE).Data.ChargeStatus
 		require.NotNil(c, st)
 		require.Equal(c, "PROCESSING", st.Status)
 	}, 5*time.Second, 10*time.Millisecond)
@@ -81,12 +81,12 @@ func TestMetrics_MoveAsChargesHappen(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", got.r.Status)
 
 	// Callers without a valid API key.
-	require.Equal(t, "UNAUTHENTICATED", charge("co_sk_NotAKeyAnyoneHas", newKey(), visa(100)).code(t))
+	require.Equal(t, "UNAUTHENTICATED", charge("co_sk_NotAKeyAnyoneHas", NewKey(), Visa(100)).Code(t))
 	chargeCards++
-	require.Equal(t, "UNAUTHENTICATED", s.do(t, nil, chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)}).code(t))
+	require.Equal(t, "UNAUTHENTICATED", s.Do(t, nil, ChargeCardMutation, map[string]any{"key": NewKey(), "input": Visa(100)}).Code(t))
 
-	after := metricstest.Scrape(t, s.client, s.URL+"/metrics")
-	requireDeltas(t, before, after, []metricDelta{
+	after := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
+	RequireDeltas(t, before, after, []MetricDelta{
 		{"chargeonce_charges_total", []string{"outcome", "succeeded", "by", "request"}, 2},
 		{"chargeonce_charges_total", []string{"outcome", "failed", "by", "request"}, 1},
 		{"chargeonce_charges_total", []string{"by", "reconciler"}, 0},
@@ -132,36 +132,36 @@ func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
 	// The request gives the attempt up after half the lease; the window
 	// leaves the reconciler seconds of passes to send it again, even on a
 	// busy machine.
-	s := startServer(t, dbURL, map[string]string{
+	s := StartOn(t, dbURL, map[string]string{
 		"PROCESSING_LEASE":   "1s",
 		"RECONCILE_INTERVAL": "100ms",
 		"REDRIVE_WINDOW":     "3s",
 	})
-	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
+	before := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
 
 	// The provider never answers keyP: sent again on every pass within the
 	// redrive window, then given up. keyL was charged but its answer lost:
 	// the reconciler finds the charge by our key.
-	keyP, keyL := newKey(), newKey()
-	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyP, withPaymentMethod("pm_card_providerError")).Data.ChargeCard.Status)
-	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyL, withPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
+	keyP, keyL := NewKey(), NewKey()
+	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", keyP, WithPaymentMethod("pm_card_providerError")).Data.ChargeCard.Status)
+	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", keyL, WithPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
 
 	var after metricstest.Samples
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		after = metricstest.Scrape(c, s.client, s.URL+"/metrics")
+		after = metricstest.Scrape(c, s.Client, s.URL+"/metrics")
 		require.Equal(c, 2.0, after.Value("chargeonce_charges_total", "by", "reconciler"))
 	}, 20*time.Second, 50*time.Millisecond, "the reconciler settles both attempts")
-	require.Equal(t, "FAILED", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Status)
-	require.Equal(t, "provider_unavailable", s.chargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Failure.Code)
-	require.Equal(t, "SUCCEEDED", s.chargeStatus(t, "demo-key", keyL).Data.ChargeStatus.Status)
-	require.Len(t, s.providerCharges(t, "demo", keyL), 1)
+	require.Equal(t, "FAILED", s.ChargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Status)
+	require.Equal(t, "provider_unavailable", s.ChargeStatus(t, "demo-key", keyP).Data.ChargeStatus.Failure.Code)
+	require.Equal(t, "SUCCEEDED", s.ChargeStatus(t, "demo-key", keyL).Data.ChargeStatus.Status)
+	require.Len(t, s.ProviderCharges(t, "demo", keyL), 1)
 
 	delta := func(name string, labels ...string) float64 {
 		return after.Value(name, labels...) - before.Value(name, labels...)
 	}
 	redrives := delta("chargeonce_reconciler_redrives_total")
 	require.GreaterOrEqual(t, redrives, 1.0, "keyP was sent again within the window")
-	requireDeltas(t, before, after, []metricDelta{
+	RequireDeltas(t, before, after, []MetricDelta{
 		{"chargeonce_charges_total", []string{"outcome", "failed", "by", "reconciler"}, 1},
 		{"chargeonce_charges_total", []string{"outcome", "succeeded", "by", "reconciler"}, 1},
 		{"chargeonce_charges_total", []string{"by", "request"}, 0},
@@ -184,30 +184,30 @@ func TestMetrics_ReconcilerTakesOverRedrivesAndGivesUp(t *testing.T) {
 func TestMetrics_RetentionCountsForgottenKeys(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, map[string]string{
+	s := StartOn(t, dbURL, map[string]string{
 		"KEY_RETENTION":      "1ms",
 		"CLEANUP_INTERVAL":   "100ms",
 		"RECONCILE_INTERVAL": "1h",
 	})
 	pool := dbtest.Open(t, dbURL)
-	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
+	before := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
 
 	// The PROCESSING attempt expires first, yet is never forgotten; the
 	// succeeded and the failed one are.
-	keyP, keyS, keyF := newKey(), newKey(), newKey()
-	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", keyP, withPaymentMethod("pm_card_providerError")).Data.ChargeCard.Status)
-	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", keyS, visa(100)).Data.ChargeCard.Status)
-	require.Equal(t, "FAILED", s.chargeCard(t, "demo-key", keyF, withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
+	keyP, keyS, keyF := NewKey(), NewKey(), NewKey()
+	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", keyP, WithPaymentMethod("pm_card_providerError")).Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", keyS, Visa(100)).Data.ChargeCard.Status)
+	require.Equal(t, "FAILED", s.ChargeCard(t, "demo-key", keyF, WithPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
 
 	var after metricstest.Samples
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		after = metricstest.Scrape(c, s.client, s.URL+"/metrics")
+		after = metricstest.Scrape(c, s.Client, s.URL+"/metrics")
 		require.GreaterOrEqual(c, after.Value("chargeonce_retention_deleted_total")-before.Value("chargeonce_retention_deleted_total"), 2.0)
 	}, 5*time.Second, 50*time.Millisecond)
 	require.Equal(t, 2.0, after.Value("chargeonce_retention_deleted_total")-before.Value("chargeonce_retention_deleted_total"))
-	require.Nil(t, s.chargeStatus(t, "demo-key", keyS).Data.ChargeStatus, "keyS is forgotten")
-	require.Nil(t, s.chargeStatus(t, "demo-key", keyF).Data.ChargeStatus, "keyF is forgotten")
-	require.Equal(t, "PROCESSING", attemptStatus(t, pool, keyP))
+	require.Nil(t, s.ChargeStatus(t, "demo-key", keyS).Data.ChargeStatus, "keyS is forgotten")
+	require.Nil(t, s.ChargeStatus(t, "demo-key", keyF).Data.ChargeStatus, "keyF is forgotten")
+	require.Equal(t, "PROCESSING", AttemptStatus(t, pool, keyP))
 	var charges int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM charges").Scan(&charges))
 	require.Equal(t, 1, charges, "the charge itself is kept")
@@ -218,33 +218,33 @@ func TestMetrics_CountRateLimitedAndUnauthenticatedRequests(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
 	// Bursts of one, refilled once in 100 s: the second request is refused
 	// however slowly the first one runs.
-	s := startServer(t, dbURL, map[string]string{
+	s := StartOn(t, dbURL, map[string]string{
 		"RATE_LIMIT_MERCHANT": "0.01", "RATE_LIMIT_MERCHANT_BURST": "1",
 		"RATE_LIMIT_IP": "0.01", "RATE_LIMIT_IP_BURST": "1",
 	})
-	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
-	post := func(headers http.Header, query string, vars map[string]any) rawResponse {
+	before := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
+	post := func(headers http.Header, query string, vars map[string]any) RawResponse {
 		body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 		require.NoError(t, err)
-		return s.send(t, http.MethodPost, "/graphql", headers, bytes.NewReader(body))
+		return s.Send(t, http.MethodPost, "/graphql", headers, bytes.NewReader(body))
 	}
 
 	// The merchant's burst is one request; the next is refused.
-	withKey := jsonHeaders("Authorization", "Bearer demo-key")
-	vars := map[string]any{"key": newKey(), "input": visa(100)}
-	require.Equal(t, "SUCCEEDED", post(withKey, chargeCardMutation, vars).gql(t).Data.ChargeCard.Status)
-	limited := post(withKey, chargeCardMutation, map[string]any{"key": newKey(), "input": visa(100)})
-	require.Equal(t, http.StatusTooManyRequests, limited.status)
-	require.Equal(t, "RATE_LIMITED", limited.gql(t).code(t))
+	withKey := JSONHeaders("Authorization", "Bearer demo-key")
+	vars := map[string]any{"key": NewKey(), "input": Visa(100)}
+	require.Equal(t, "SUCCEEDED", post(withKey, ChargeCardMutation, vars).GQL(t).Data.ChargeCard.Status)
+	limited := post(withKey, ChargeCardMutation, map[string]any{"key": NewKey(), "input": Visa(100)})
+	require.Equal(t, http.StatusTooManyRequests, limited.Status)
+	require.Equal(t, "RATE_LIMITED", limited.GQL(t).Code(t))
 
 	// So is an address's unauthenticated traffic.
-	require.Equal(t, "UNAUTHENTICATED", post(jsonHeaders(), chargeStatusQuery, map[string]any{"key": newKey()}).gql(t).code(t))
-	limited = post(jsonHeaders(), chargeStatusQuery, map[string]any{"key": newKey()})
-	require.Equal(t, http.StatusTooManyRequests, limited.status)
-	require.Equal(t, "RATE_LIMITED", limited.gql(t).code(t))
+	require.Equal(t, "UNAUTHENTICATED", post(JSONHeaders(), ChargeStatusQuery, map[string]any{"key": NewKey()}).GQL(t).Code(t))
+	limited = post(JSONHeaders(), ChargeStatusQuery, map[string]any{"key": NewKey()})
+	require.Equal(t, http.StatusTooManyRequests, limited.Status)
+	require.Equal(t, "RATE_LIMITED", limited.GQL(t).Code(t))
 
-	after := metricstest.Scrape(t, s.client, s.URL+"/metrics")
-	requireDeltas(t, before, after, []metricDelta{
+	after := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
+	RequireDeltas(t, before, after, []MetricDelta{
 		{"chargeonce_rate_limited_total", []string{"scope", "merchant"}, 1},
 		{"chargeonce_rate_limited_total", []string{"scope", "ip"}, 1},
 		{"chargeonce_unauthenticated_requests_total", nil, 2},
@@ -256,18 +256,18 @@ func TestMetrics_CountRateLimitedAndUnauthenticatedRequests(t *testing.T) {
 	})
 }
 
-type metricDelta struct {
-	name   string
-	labels []string
-	want   float64
+type MetricDelta struct {
+	Name   string
+	Labels []string
+	Want   float64
 }
 
-// requireDeltas checks how much each metric moved between two scrapes.
-func requireDeltas(t *testing.T, before, after metricstest.Samples, deltas []metricDelta) {
+// RequireDeltas checks how much each metric moved between two scrapes.
+func RequireDeltas(t *testing.T, before, after metricstest.Samples, deltas []MetricDelta) {
 	t.Helper()
 	for _, d := range deltas {
-		got := after.Value(d.name, d.labels...) - before.Value(d.name, d.labels...)
-		require.Equal(t, d.want, got, "%s%v moved by %v, want %v", d.name, d.labels, got, d.want)
+		got := after.Value(d.Name, d.Labels...) - before.Value(d.Name, d.Labels...)
+		require.Equal(t, d.Want, got, "%s%v moved by %v, want %v", d.Name, d.Labels, got, d.Want)
 	}
 }
 
@@ -278,11 +278,11 @@ func TestAuthCache_RepeatedKey_IsServedFromTheCache(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	hits := func(t require.TestingT) float64 {
-		return metricstest.Scrape(t, s.client, s.URL+"/metrics").Value("chargeonce_auth_cache_total", "result", "hit")
+		return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_auth_cache_total", "result", "hit")
 	}
 	require.Zero(t, hits(t))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.Nil(c, s.chargeStatus(c, "demo-key", newKey()).Data.ChargeStatus)
+		require.Nil(c, s.ChargeStatus(c, "demo-key", NewKey()).Data.ChargeStatus)
 		require.Positive(c, hits(c))
 	}, 10*time.Second, 20*time.Millisecond, "the listener starts with the server; the cache answers from then on")
 }

@@ -32,7 +32,7 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 		duration  = 1500 * time.Millisecond
 	)
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, map[string]string{
+	s := StartOn(t, dbURL, map[string]string{
 		"RATE_LIMIT_MERCHANT": strconv.Itoa(perSecond), "RATE_LIMIT_MERCHANT_BURST": strconv.Itoa(burst),
 	})
 	pool := dbtest.Open(t, dbURL)
@@ -53,17 +53,17 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for time.Since(start) < duration {
-				key := newKey()
-				body, _ := json.Marshal(map[string]any{"query": chargeCardMutation, "variables": map[string]any{"key": key, "input": visa(100)}})
-				r, err := s.trySend("POST", "/graphql", jsonHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body))
-				g, gqlErr := r.tryGQL()
+				key := NewKey()
+				body, _ := json.Marshal(map[string]any{"query": ChargeCardMutation, "variables": map[string]any{"key": key, "input": Visa(100)}})
+				r, err := s.TrySend("POST", "/graphql", JSONHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body))
+				g, gqlErr := r.TryGQL()
 				if err := errors.Join(err, gqlErr); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
 					return
 				}
-				a := answer{key: key, status: r.status, retry: r.header.Get("Retry-After")}
+				a := answer{key: key, status: r.Status, retry: r.Header.Get("Retry-After")}
 				if len(g.Errors) > 0 {
 					a.code, _ = g.Errors[0].Extensions["code"].(string)
 					a.ms, _ = g.Errors[0].Extensions["retryAfterMs"].(float64)
@@ -102,7 +102,7 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	require.GreaterOrEqual(t, len(admitted), burst, "the burst gets through")
 
 	for _, a := range admitted {
-		require.Len(t, s.providerCharges(t, "demo", a.key), 1, "admitted key %s: charged once", a.key)
+		require.Len(t, s.ProviderCharges(t, "demo", a.key), 1, "admitted key %s: charged once", a.key)
 	}
 	var claimed int
 	keys := make([]string, len(limited))
@@ -120,11 +120,11 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	refused := limited[0]
 	time.Sleep(time.Duration(refused.ms) * time.Millisecond)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		r := s.chargeCard(c, "demo-key", refused.key, visa(100))
+		r := s.ChargeCard(c, "demo-key", refused.key, Visa(100))
 		require.Empty(c, r.Errors)
 		require.Equal(c, "SUCCEEDED", r.Data.ChargeCard.Status)
 	}, 5*time.Second, 100*time.Millisecond)
-	require.Len(t, s.providerCharges(t, "demo", refused.key), 1)
+	require.Len(t, s.ProviderCharges(t, "demo", refused.key), 1)
 }
 
 // TestRateLimit_UnauthenticatedTrafficPerAddress: requests without a valid
@@ -132,23 +132,23 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 // an address has used up its allowance no key it sends is even looked up.
 func TestRateLimit_UnauthenticatedTrafficPerAddress(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, dbtest.NewDatabase(t), map[string]string{"RATE_LIMIT_IP": "1", "RATE_LIMIT_IP_BURST": "5"})
+	s := StartOn(t, dbtest.NewDatabase(t), map[string]string{"RATE_LIMIT_IP": "1", "RATE_LIMIT_IP_BURST": "5"})
 	codes := map[string]int{}
 	for i := range 12 {
-		h := jsonHeaders("Authorization", "Bearer guess-"+strconv.Itoa(i))
+		h := JSONHeaders("Authorization", "Bearer guess-"+strconv.Itoa(i))
 		if i%3 == 0 {
-			h = jsonHeaders() // no key at all
+			h = JSONHeaders() // no key at all
 		}
-		r := s.send(t, "POST", "/graphql", h, jsonBody(t, map[string]any{"query": chargeStatusQuery, "variables": map[string]any{"key": "k"}}))
-		code := r.gql(t).code(t)
+		r := s.Send(t, "POST", "/graphql", h, JSONBody(t, map[string]any{"query": ChargeStatusQuery, "variables": map[string]any{"key": "k"}}))
+		code := r.GQL(t).Code(t)
 		codes[code]++
 		if code == "RATE_LIMITED" {
-			require.Equal(t, http.StatusTooManyRequests, r.status)
-			require.NotEmpty(t, r.header.Get("Retry-After"))
+			require.Equal(t, http.StatusTooManyRequests, r.Status)
+			require.NotEmpty(t, r.Header.Get("Retry-After"))
 		}
 	}
 	t.Logf("answers: %v", codes)
 	require.Equal(t, 5, codes["UNAUTHENTICATED"], "the burst")
 	require.Equal(t, 7, codes["RATE_LIMITED"], "then the address waits")
-	require.Contains(t, s.logText(), `msg="authentication failed"`)
+	require.Contains(t, s.LogText(), `msg="authentication failed"`)
 }

@@ -10,7 +10,7 @@ import (
 	"chargeonce/db/dbtest"
 )
 
-const refundMutation = `mutation Refund($key: String!, $input: RefundInput!) {
+const RefundMutation = `mutation Refund($key: String!, $input: RefundInput!) {
 	refundCharge(idempotencyKey: $key, input: $input) {
 		idempotencyKey status replayed retryAfterMs expiresAt
 		refund { id chargeId amount currency reason providerRefundId status createdAt } failure { code message } } }`
@@ -20,7 +20,7 @@ const refundStatusQuery = `query RefundStatus($key: String!) { refundStatus(idem
 const chargeRefundsQuery = `query Charge($key: String!) { chargeStatus(idempotencyKey: $key) {
 	charge { id amountRefunded refunds { id amount status } } } }`
 
-type refundPayload struct {
+type RefundPayload struct {
 	IdempotencyKey string `json:"idempotencyKey"`
 	Status         string `json:"status"`
 	Replayed       bool   `json:"replayed"`
@@ -35,10 +35,10 @@ type refundPayload struct {
 	} `json:"refund"`
 }
 
-type refundResponse struct {
+type RefundResponse struct {
 	Data struct {
-		RefundCharge *refundPayload `json:"refundCharge"`
-		RefundStatus *refundPayload `json:"refundStatus"`
+		RefundCharge *RefundPayload `json:"refundCharge"`
+		RefundStatus *RefundPayload `json:"refundStatus"`
 		ChargeStatus *struct {
 			Charge struct {
 				ID             string `json:"id"`
@@ -58,19 +58,19 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	pool := dbtest.Open(t, dbURL)
-	s := startServer(t, dbURL, nil)
-	chargeKey := newKey()
-	var charged gqlResponse
-	s.post(t, DemoAPIKeyDefault, nil, chargeCardMutation, map[string]any{"key": chargeKey, "input": visa(100)}, &charged)
+	s := StartOn(t, dbURL, nil)
+	chargeKey := NewKey()
+	var charged Response
+	s.Post(t, DemoAPIKeyDefault, nil, ChargeCardMutation, map[string]any{"key": chargeKey, "input": Visa(100)}, &charged)
 	require.Empty(t, charged.Errors)
 	chargeID := charged.Data.ChargeCard.Charge.Id
 
-	refund := func(apiKey, key string, input map[string]any) (refundResponse, rawResponse) {
-		var r refundResponse
-		raw := s.post(t, apiKey, nil, refundMutation, map[string]any{"key": key, "input": input}, &r)
+	refund := func(apiKey, key string, input map[string]any) (RefundResponse, RawResponse) {
+		var r RefundResponse
+		raw := s.Post(t, apiKey, nil, RefundMutation, map[string]any{"key": key, "input": input}, &r)
 		return r, raw
 	}
-	key := newKey()
+	key := NewKey()
 	first, _ := refund(DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 30, "reason": "damaged"})
 	require.Empty(t, first.Errors)
 	got := first.Data.RefundCharge
@@ -88,36 +88,36 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	require.Equal(t, got.Refund.ID, again.Data.RefundCharge.Refund.ID)
 
 	reused, _ := refund(DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 31})
-	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", onlyCode(t, reused.Errors))
+	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", OnlyCode(t, reused.Errors))
 
-	tooMuch, _ := refund(DemoAPIKeyDefault, newKey(), map[string]any{"chargeId": chargeID, "amount": 71})
-	require.Equal(t, "REFUND_EXCEEDS_CHARGE", onlyCode(t, tooMuch.Errors))
+	tooMuch, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": chargeID, "amount": 71})
+	require.Equal(t, "REFUND_EXCEEDS_CHARGE", OnlyCode(t, tooMuch.Errors))
 	require.EqualValues(t, 70, tooMuch.Errors[0].Extensions["refundable"], "the answer says what remains")
 	require.Equal(t, "input.amount", tooMuch.Errors[0].Extensions["field"])
 
-	unknown, _ := refund(DemoAPIKeyDefault, newKey(), map[string]any{"chargeId": newKey(), "amount": 1})
-	require.Equal(t, "CHARGE_NOT_FOUND", onlyCode(t, unknown.Errors))
-	notAnID, _ := refund(DemoAPIKeyDefault, newKey(), map[string]any{"chargeId": "ch_1", "amount": 1})
-	require.Equal(t, "BAD_USER_INPUT", onlyCode(t, notAnID.Errors))
-	zero, _ := refund(DemoAPIKeyDefault, newKey(), map[string]any{"chargeId": chargeID, "amount": 0})
-	require.Equal(t, "BAD_USER_INPUT", onlyCode(t, zero.Errors))
+	unknown, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": NewKey(), "amount": 1})
+	require.Equal(t, "CHARGE_NOT_FOUND", OnlyCode(t, unknown.Errors))
+	notAnID, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": "ch_1", "amount": 1})
+	require.Equal(t, "BAD_USER_INPUT", OnlyCode(t, notAnID.Errors))
+	zero, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": chargeID, "amount": 0})
+	require.Equal(t, "BAD_USER_INPUT", OnlyCode(t, zero.Errors))
 
-	forbidden, raw := refund(publishableKey, newKey(), map[string]any{"chargeId": chargeID, "amount": 1})
-	require.Equal(t, "FORBIDDEN", onlyCode(t, forbidden.Errors), "a publishable key never refunds")
-	require.Equal(t, http.StatusForbidden, raw.status)
+	forbidden, raw := refund(PublishableKey, NewKey(), map[string]any{"chargeId": chargeID, "amount": 1})
+	require.Equal(t, "FORBIDDEN", OnlyCode(t, forbidden.Errors), "a publishable key never refunds")
+	require.Equal(t, http.StatusForbidden, raw.Status)
 
-	var status refundResponse
-	s.post(t, DemoAPIKeyDefault, nil, refundStatusQuery, map[string]any{"key": key}, &status)
+	var status RefundResponse
+	s.Post(t, DemoAPIKeyDefault, nil, refundStatusQuery, map[string]any{"key": key}, &status)
 	require.Empty(t, status.Errors)
 	require.Equal(t, got.Refund.ID, status.Data.RefundStatus.Refund.ID)
 
-	var charge refundResponse
-	s.post(t, DemoAPIKeyDefault, nil, chargeRefundsQuery, map[string]any{"key": chargeKey}, &charge)
+	var charge RefundResponse
+	s.Post(t, DemoAPIKeyDefault, nil, chargeRefundsQuery, map[string]any{"key": chargeKey}, &charge)
 	require.Empty(t, charge.Errors)
 	require.Equal(t, 30, charge.Data.ChargeStatus.Charge.AmountRefunded)
 	require.Len(t, charge.Data.ChargeStatus.Charge.Refunds, 1)
 	require.Equal(t, got.Refund.ID, charge.Data.ChargeStatus.Charge.Refunds[0].ID)
 
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM cardsim.refunds"), "one refund reached the provider")
-	require.Equal(t, 2, countRows(t, pool, "SELECT count(*)::int FROM charge_attempts"), "the charge and the one refund were claimed")
+	require.Equal(t, 1, CountRows(t, pool, "SELECT count(*)::int FROM cardsim.refunds"), "one refund reached the provider")
+	require.Equal(t, 2, CountRows(t, pool, "SELECT count(*)::int FROM charge_attempts"), "the charge and the one refund were claimed")
 }

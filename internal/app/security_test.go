@@ -29,10 +29,10 @@ func websocketHeaders(kv ...string) http.Header {
 	return h
 }
 
-// chargeBody is a chargeCard request body whose input is the raw JSON given,
+// ChargeBody is a chargeCard request body whose input is the raw JSON given,
 // so that a test can send what no JSON encoder would.
-func chargeBody(key, rawInput string) string {
-	return `{"query":` + strconv.Quote(chargeCardMutation) + `,"variables":{"key":` + strconv.Quote(key) + `,"input":` + rawInput + `}}`
+func ChargeBody(key, rawInput string) string {
+	return `{"query":` + strconv.Quote(ChargeCardMutation) + `,"variables":{"key":` + strconv.Quote(key) + `,"input":` + rawInput + `}}`
 }
 
 // inputWithAmount is a valid input but for the raw JSON amount.
@@ -58,10 +58,10 @@ func literalCharge(key, input string) string {
 func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, map[string]string{"MAX_BODY_BYTES": "4096"})
+	s := StartOn(t, dbURL, map[string]string{"MAX_BODY_BYTES": "4096"})
 	pool := dbtest.Open(t, dbURL)
 	auth := func(kv ...string) http.Header {
-		return jsonHeaders(append([]string{"Authorization", "Bearer demo-key"}, kv...)...)
+		return JSONHeaders(append([]string{"Authorization", "Bearer demo-key"}, kv...)...)
 	}
 	key := "hostile-key" // every charge below uses it: none may claim it
 	big := `{"query":"` + strings.Repeat("x", 5000) + `"}`
@@ -83,7 +83,7 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 		{"malformed JSON", "POST", auth(), `{"query":"mutation { chargeCard`, 400, "BAD_USER_INPUT", ""},
 		{"body is a list", "POST", auth(), `[]`, 400, "BAD_USER_INPUT", ""},
 		{"body is null", "POST", auth(), `null`, 400, "BAD_USER_INPUT", ""},
-		{"data after the JSON object", "POST", auth(), chargeBody(key, inputWithAmount("100")) + ` {"query":"x"}`, 400, "BAD_USER_INPUT", ""},
+		{"data after the JSON object", "POST", auth(), ChargeBody(key, inputWithAmount("100")) + ` {"query":"x"}`, 400, "BAD_USER_INPUT", ""},
 		{"query is a number", "POST", auth(), `{"query":5}`, 400, "BAD_USER_INPUT", "query"},
 		{"variables is a list", "POST", auth(), `{"query":"{__typename}","variables":[1]}`, 400, "BAD_USER_INPUT", "variables"},
 		{"document does not parse", "POST", auth(), `{"query":"mutation {"}`, 200, "GRAPHQL_PARSE_FAILED", ""},
@@ -91,39 +91,39 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 		{"nested too deep", "POST", auth(), `{"query":` + strconv.Quote(deep) + `}`, 200, "GRAPHQL_VALIDATION_FAILED", ""},
 
 		// amount: a JSON integer only.
-		{"amount as a string", "POST", auth(), chargeBody(key, inputWithAmount(`"100"`)), 200, "BAD_USER_INPUT", "input.amount"},
-		{"amount with a fraction", "POST", auth(), chargeBody(key, inputWithAmount("1.5")), 200, "BAD_USER_INPUT", "input.amount"},
-		{"amount as 100.0", "POST", auth(), chargeBody(key, inputWithAmount("100.0")), 200, "BAD_USER_INPUT", "input.amount"},
-		{"amount in exponent form", "POST", auth(), chargeBody(key, inputWithAmount("1e3")), 200, "BAD_USER_INPUT", "input.amount"},
-		{"amount of 2^63", "POST", auth(), chargeBody(key, inputWithAmount("9223372036854775808")), 200, "BAD_USER_INPUT", "input.amount"},
-		{"amount of 2^62", "POST", auth(), chargeBody(key, inputWithAmount("4611686018427387904")), 200, "BAD_USER_INPUT", "input.amount"},
-		{"amount true", "POST", auth(), chargeBody(key, inputWithAmount("true")), 200, "BAD_USER_INPUT", "input.amount"},
-		{"amount null", "POST", auth(), chargeBody(key, inputWithAmount("null")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount as a string", "POST", auth(), ChargeBody(key, inputWithAmount(`"100"`)), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount with a fraction", "POST", auth(), ChargeBody(key, inputWithAmount("1.5")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount as 100.0", "POST", auth(), ChargeBody(key, inputWithAmount("100.0")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount in exponent form", "POST", auth(), ChargeBody(key, inputWithAmount("1e3")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount of 2^63", "POST", auth(), ChargeBody(key, inputWithAmount("9223372036854775808")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount of 2^62", "POST", auth(), ChargeBody(key, inputWithAmount("4611686018427387904")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount true", "POST", auth(), ChargeBody(key, inputWithAmount("true")), 200, "BAD_USER_INPUT", "input.amount"},
+		{"amount null", "POST", auth(), ChargeBody(key, inputWithAmount("null")), 200, "BAD_USER_INPUT", "input.amount"},
 		{"amount as a string literal", "POST", auth(), literalCharge(key, `{amount: "100", currency: "USD", paymentMethod: "pm_card_visa"}`), 200, "BAD_USER_INPUT", "input.amount"},
 		{"amount as a float literal", "POST", auth(), literalCharge(key, `{amount: 1.5, currency: "USD", paymentMethod: "pm_card_visa"}`), 200, "BAD_USER_INPUT", "input.amount"},
 		{"amount as a string, variable named otherwise", "POST", auth(), `{"query":"mutation($k: String!, $in: ChargeCardInput!) { chargeCard(idempotencyKey: $k, input: $in) { status } }","variables":{"k":"` + key + `","in":` + inputWithAmount(`"100"`) + `}}`, 200, "BAD_USER_INPUT", "input.amount"},
 		{"amount 1.5, variable named otherwise", "POST", auth(), `{"query":"mutation($k: String!, $in: ChargeCardInput!) { chargeCard(idempotencyKey: $k, input: $in) { status } }","variables":{"k":"` + key + `","in":` + inputWithAmount("1.5") + `}}`, 200, "BAD_USER_INPUT", "input.amount"},
 
 		// currency: active ISO 4217 codes only.
-		{"currency XXX (no currency)", "POST", auth(), chargeBody(key, inputWithCurrency("XXX")), 200, "BAD_USER_INPUT", "input.currency"},
-		{"currency XTS (testing)", "POST", auth(), chargeBody(key, inputWithCurrency("XTS")), 200, "BAD_USER_INPUT", "input.currency"},
-		{"currency USN (funds code)", "POST", auth(), chargeBody(key, inputWithCurrency("USN")), 200, "BAD_USER_INPUT", "input.currency"},
-		{"currency XAU (gold)", "POST", auth(), chargeBody(key, inputWithCurrency("XAU")), 200, "BAD_USER_INPUT", "input.currency"},
-		{"currency HRK (withdrawn)", "POST", auth(), chargeBody(key, inputWithCurrency("HRK")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency XXX (no currency)", "POST", auth(), ChargeBody(key, inputWithCurrency("XXX")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency XTS (testing)", "POST", auth(), ChargeBody(key, inputWithCurrency("XTS")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency USN (funds code)", "POST", auth(), ChargeBody(key, inputWithCurrency("USN")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency XAU (gold)", "POST", auth(), ChargeBody(key, inputWithCurrency("XAU")), 200, "BAD_USER_INPUT", "input.currency"},
+		{"currency HRK (withdrawn)", "POST", auth(), ChargeBody(key, inputWithCurrency("HRK")), 200, "BAD_USER_INPUT", "input.currency"},
 
 		// Headers.
-		{"two Idempotency-Key headers", "POST", auth("Idempotency-Key", key, "Idempotency-Key", "other"), chargeBody(key, inputWithAmount("100")), 400, "BAD_USER_INPUT", "Idempotency-Key"},
-		{"Idempotency-Key header differs from the argument", "POST", auth("Idempotency-Key", "other"), chargeBody(key, inputWithAmount("100")), 200, "BAD_USER_INPUT", "idempotencyKey"},
-		{"two Authorization headers", "POST", jsonHeaders("Authorization", "Bearer demo-key", "Authorization", "Bearer other"), chargeBody(key, inputWithAmount("100")), 200, "UNAUTHENTICATED", ""},
+		{"two Idempotency-Key headers", "POST", auth("Idempotency-Key", key, "Idempotency-Key", "other"), ChargeBody(key, inputWithAmount("100")), 400, "BAD_USER_INPUT", "Idempotency-Key"},
+		{"Idempotency-Key header differs from the argument", "POST", auth("Idempotency-Key", "other"), ChargeBody(key, inputWithAmount("100")), 200, "BAD_USER_INPUT", "idempotencyKey"},
+		{"two Authorization headers", "POST", JSONHeaders("Authorization", "Bearer demo-key", "Authorization", "Bearer other"), ChargeBody(key, inputWithAmount("100")), 200, "UNAUTHENTICATED", ""},
 
 		// Abuse: one charge per request.
 		{"two chargeCard fields in one document", "POST", auth(), twoCharges, 200, "BAD_USER_INPUT", ""},
 
 		// Transport: every refusal is a GraphQL error with a code.
 		{"mutation over GET", "GET", http.Header{"Authorization": {"Bearer demo-key"}}, "", 405, "BAD_REQUEST", ""},
-		{"text/plain body (a cross-site form)", "POST", http.Header{"Content-Type": {"text/plain"}, "Authorization": {"Bearer demo-key"}}, chargeBody(key, inputWithAmount("100")), 415, "BAD_REQUEST", "Content-Type"},
-		{"form-encoded body", "POST", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "query=" + url.QueryEscape(chargeCardMutation), 415, "BAD_REQUEST", "Content-Type"},
-		{"PUT", "PUT", auth(), chargeBody(key, inputWithAmount("100")), 405, "BAD_REQUEST", ""},
+		{"text/plain body (a cross-site form)", "POST", http.Header{"Content-Type": {"text/plain"}, "Authorization": {"Bearer demo-key"}}, ChargeBody(key, inputWithAmount("100")), 415, "BAD_REQUEST", "Content-Type"},
+		{"form-encoded body", "POST", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "query=" + url.QueryEscape(ChargeCardMutation), 415, "BAD_REQUEST", "Content-Type"},
+		{"PUT", "PUT", auth(), ChargeBody(key, inputWithAmount("100")), 405, "BAD_REQUEST", ""},
 		{"websocket without graphql-transport-ws", "GET", websocketHeaders("Sec-WebSocket-Protocol", "graphql-ws"), "", 400, "BAD_REQUEST", "Sec-WebSocket-Protocol"},
 		{"websocket from another site with a secret key", "GET", websocketHeaders("Origin", "https://evil.example"), "", 403, "FORBIDDEN", "Authorization"},
 		{"websocket from an unregistered site, key to come", "GET", websocketHeaders("Origin", "https://evil.example", "Authorization", ""), "", 403, "BAD_REQUEST", "Origin"},
@@ -136,21 +136,21 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 			if tt.name == "mutation over GET" {
 				path += "?query=" + url.QueryEscape(`mutation { chargeCard(idempotencyKey: "`+key+`", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } }`)
 			}
-			r := s.send(t, tt.method, path, tt.headers, strings.NewReader(tt.body))
-			require.Equal(t, tt.status, r.status, "%s", r.body)
-			require.Equal(t, "application/json", r.header.Get("Content-Type"))
-			require.NotEmpty(t, r.header.Get("X-Request-Id"))
-			require.Less(t, len(r.body), 4096, "a short answer")
+			r := s.Send(t, tt.method, path, tt.headers, strings.NewReader(tt.body))
+			require.Equal(t, tt.status, r.Status, "%s", r.Body)
+			require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+			require.NotEmpty(t, r.Header.Get("X-Request-Id"))
+			require.Less(t, len(r.Body), 4096, "a short answer")
 			for _, leak := range []string{"RawParams", "graphql.", "json:", "Go ", "tcp ", strings.Repeat("x", 64)} {
-				require.NotContains(t, string(r.body), leak, "no internals, no echo")
+				require.NotContains(t, string(r.Body), leak, "no internals, no echo")
 			}
-			g := r.gql(t)
+			g := r.GQL(t)
 			require.NotEmpty(t, g.Errors)
 			require.Nil(t, g.Data.ChargeCard)
-			require.Equal(t, tt.code, g.Errors[0].Extensions["code"], "%s", r.body)
+			require.Equal(t, tt.code, g.Errors[0].Extensions["code"], "%s", r.Body)
 			require.NotEmpty(t, g.Errors[0].Message)
 			if tt.field != "" {
-				require.Equal(t, tt.field, g.Errors[0].Extensions["field"], "%s", r.body)
+				require.Equal(t, tt.field, g.Errors[0].Extensions["field"], "%s", r.Body)
 				if _, name, ok := strings.Cut(tt.field, "."); ok {
 					require.Contains(t, g.Errors[0].Message, name, "the message names the field")
 				}
@@ -163,10 +163,10 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 		"SELECT (SELECT count(*) FROM charge_attempts), (SELECT count(*) FROM cardsim.charges)").Scan(&attempts, &charges))
 	require.Zero(t, attempts, "nothing was claimed")
 	require.Zero(t, charges, "nothing reached the card provider")
-	require.NotContains(t, s.logText(), "level=ERROR", "a client's mistakes are not the server's errors")
+	require.NotContains(t, s.LogText(), "level=ERROR", "a client's mistakes are not the server's errors")
 
 	// The same server still charges a good request, JPY (no minor units) included.
-	ok := s.send(t, "POST", "/graphql", auth(), strings.NewReader(chargeBody(key, `{"amount":500,"currency":"JPY","paymentMethod":"pm_card_visa"}`))).gql(t)
+	ok := s.Send(t, "POST", "/graphql", auth(), strings.NewReader(ChargeBody(key, `{"amount":500,"currency":"JPY","paymentMethod":"pm_card_visa"}`))).GQL(t)
 	require.Empty(t, ok.Errors)
 	require.Equal(t, "SUCCEEDED", ok.Data.ChargeCard.Status)
 }
@@ -177,7 +177,7 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startServer(t, dbURL, nil)
+	s := StartOn(t, dbURL, nil)
 	pool := dbtest.Open(t, dbURL)
 	var doc strings.Builder
 	doc.WriteString("mutation {")
@@ -189,7 +189,7 @@ func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 	for name, query := range map[string]string{"100 aliases": doc.String(), "two fragments": viaFragments} {
 		body, err := json.Marshal(map[string]string{"query": query})
 		require.NoError(t, err)
-		g := s.send(t, "POST", "/graphql", jsonHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).gql(t)
+		g := s.Send(t, "POST", "/graphql", JSONHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).GQL(t)
 		require.Len(t, g.Errors, 1, name)
 		require.Equal(t, "BAD_USER_INPUT", g.Errors[0].Extensions["code"], name)
 		require.Contains(t, g.Errors[0].Message, "at most 1", name)
@@ -198,7 +198,7 @@ func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 	skipped := `mutation { a: chargeCard(idempotencyKey: "skip-a", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } b: chargeCard(idempotencyKey: "skip-b", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) @skip(if: true) { status } }`
 	body, err := json.Marshal(map[string]string{"query": skipped})
 	require.NoError(t, err)
-	g := s.send(t, "POST", "/graphql", jsonHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).gql(t)
+	g := s.Send(t, "POST", "/graphql", JSONHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).GQL(t)
 	require.Empty(t, g.Errors)
 
 	var attempts, charges int
@@ -216,21 +216,21 @@ func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
 // form-encoded cases above). Registered origins: checkout_test.go.
 func TestCrossOrigin_UnregisteredOriginsGetNoAccess(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, dbtest.NewDatabase(t), nil)
-	preflight := s.send(t, "OPTIONS", "/graphql", http.Header{
+	s := StartOn(t, dbtest.NewDatabase(t), nil)
+	preflight := s.Send(t, "OPTIONS", "/graphql", http.Header{
 		"Origin": {"https://evil.example"}, "Access-Control-Request-Method": {"POST"},
 		"Access-Control-Request-Headers": {"authorization, content-type"},
 	}, nil)
-	post := s.send(t, "POST", "/graphql", jsonHeaders("Origin", "https://evil.example", "Authorization", "Bearer demo-key"),
+	post := s.Send(t, "POST", "/graphql", JSONHeaders("Origin", "https://evil.example", "Authorization", "Bearer demo-key"),
 		strings.NewReader(`{"query":"{ __typename }"}`))
 	// The preflight is refused; so is the POST (a browser sends one that
 	// needs no preflight), which a secret key sends from another origin.
-	require.Equal(t, http.StatusForbidden, preflight.status)
-	require.Equal(t, "FORBIDDEN", preflight.gql(t).Errors[0].Extensions["code"])
-	require.Equal(t, http.StatusForbidden, post.status)
-	require.Equal(t, "FORBIDDEN", post.gql(t).Errors[0].Extensions["code"])
-	for name, r := range map[string]rawResponse{"preflight": preflight, "POST": post} {
-		for h := range r.header {
+	require.Equal(t, http.StatusForbidden, preflight.Status)
+	require.Equal(t, "FORBIDDEN", preflight.GQL(t).Errors[0].Extensions["code"])
+	require.Equal(t, http.StatusForbidden, post.Status)
+	require.Equal(t, "FORBIDDEN", post.GQL(t).Errors[0].Extensions["code"])
+	for name, r := range map[string]RawResponse{"preflight": preflight, "POST": post} {
+		for h := range r.Header {
 			require.False(t, strings.HasPrefix(strings.ToLower(h), "access-control-allow"), "%s: %s", name, h)
 		}
 	}

@@ -35,7 +35,7 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	t.Parallel()
 	// Both databases are empty: each server's own migrations make them.
 	devURL := dbtest.NewDatabase(t, dbtest.Empty)
-	startServer(t, devURL, nil)
+	StartOn(t, devURL, nil)
 	require.True(t, hasCardsim(t, dbtest.Open(t, devURL)), "a development server creates the simulator's schema")
 
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
@@ -54,9 +54,9 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	prodPool := dbtest.Open(t, prodURL)
 	require.False(t, hasCardsim(t, prodPool), "an operator command leaves no cardsim schema")
 
-	prod := startServer(t, prodURL, prodEnv)
-	key := newKey()
-	r := prod.chargeCard(t, apiKey, key, visa(100))
+	prod := StartOn(t, prodURL, prodEnv)
+	key := NewKey()
+	r := prod.ChargeCard(t, apiKey, key, Visa(100))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	require.Len(t, stripe.ClientIntents(key), 1, "the charge went to the provider")

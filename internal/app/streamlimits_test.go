@@ -33,11 +33,11 @@ const shopOrigin = "https://shop.example"
 // the publishable key and a card that needs 3-D Secure: its attempt stays
 // PROCESSING until the shopper authenticates. The demo merchant must have
 // registered shopOrigin.
-func waitingAttempt(t *testing.T, s *testServer) (key, secret string, action *apiclient.NextAction) {
+func waitingAttempt(t *testing.T, s *Server) (key, secret string, action *apiclient.NextAction) {
 	t.Helper()
-	_, secret = s.openSession(t, sessionInput(4200, "returnUrl", shopOrigin+"/checkout/return"))
-	key = newKey()
-	r := s.paySession(t, key, secret, "pm_card_authenticationRequired", nil)
+	_, secret = s.OpenSession(t, SessionInput(4200, "returnUrl", shopOrigin+"/checkout/return"))
+	key = NewKey()
+	r := s.PaySession(t, key, secret, "pm_card_authenticationRequired", nil)
 	require.Empty(t, r.Errors)
 	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status)
 	require.NotNil(t, r.Data.ChargeCard.NextAction)
@@ -45,9 +45,9 @@ func waitingAttempt(t *testing.T, s *testServer) (key, secret string, action *ap
 }
 
 // liveReads reads the count of attempts read by s's live status.
-func liveReads(t *testing.T, s *testServer) float64 {
+func liveReads(t *testing.T, s *Server) float64 {
 	t.Helper()
-	return metricstest.Scrape(t, s.client, s.URL+"/metrics").Value("chargeonce_live_status_reads_total")
+	return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_live_status_reads_total")
 }
 
 // initWS sends connection_init with apiKey, which must be accepted.
@@ -89,21 +89,21 @@ func TestStreams_ThousandSubscribesOnOneSocket_CappedWhileAShopperIsServed(t *te
 	dbURL := dbtest.NewDatabase(t)
 	// No reconciler and no poll within the test: every read of an attempt
 	// by the live status comes from a subscription or from a commit.
-	s := startListening(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
+	s := ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
 	_, _, err := merchant.New(dbtest.Open(t, dbURL), false).AddOrigin(context.Background(), "demo", shopOrigin)
 	require.NoError(t, err)
 	attackerKey, attackerSecret, action := waitingAttempt(t, s)
 	shopperKey, shopperSecret, _ := waitingAttempt(t, s)
 	// Listening already: no wake of every follower comes mid-test.
-	require.Eventually(t, func() bool { return strings.Contains(s.logText(), "live status: listening") }, graphtest.Within, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(s.LogText(), "live status: listening") }, graphtest.Within, 10*time.Millisecond)
 	before := liveReads(t, s)
 
 	attacker := graphtest.DialWSFrom(t, graphtest.ClientFrom("127.0.0.2"), s.URL, nil)
-	initWS(t, attacker, publishableKey)
+	initWS(t, attacker, PublishableKey)
 	const subscribes = 1000
 	vars := map[string]any{"key": attackerKey, "session": attackerSecret}
 	for i := 1; i <= subscribes; i++ {
-		attacker.Subscribe(t, strconv.Itoa(i), sessionUpdatesWithAction, vars)
+		attacker.Subscribe(t, strconv.Itoa(i), SessionUpdatesWithAction, vars)
 	}
 	served, refused, completed := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for len(served)+len(refused) < subscribes || len(completed) < len(refused) {
@@ -138,17 +138,17 @@ func TestStreams_ThousandSubscribesOnOneSocket_CappedWhileAShopperIsServed(t *te
 
 	// A real shopper, from another address, follows its own attempt.
 	shopper := graphtest.DialWSFrom(t, graphtest.ClientFrom("127.0.0.3"), s.URL, nil)
-	initWS(t, shopper, publishableKey)
-	shopper.Subscribe(t, "1", sessionUpdatesWithAction, map[string]any{"key": shopperKey, "session": shopperSecret})
+	initWS(t, shopper, PublishableKey)
+	shopper.Subscribe(t, "1", SessionUpdatesWithAction, map[string]any{"key": shopperKey, "session": shopperSecret})
 	m := shopper.Next(t, "1")
 	require.Empty(t, m.Errors)
 	require.Equal(t, "PROCESSING", m.Result.Status)
 
 	// The attacker's attempt completes: all five hear it, for one read.
 	beforeChange := liveReads(t, s)
-	s.pressButton(t, action.Url, "complete")
+	s.PressButton(t, action.Url, "complete")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.Equal(c, "SUCCEEDED", s.sessionStatus(t, publishableKey, attackerKey, &attackerSecret).Data.ChargeStatus.Status)
+		require.Equal(c, "SUCCEEDED", s.SessionStatus(t, PublishableKey, attackerKey, &attackerSecret).Data.ChargeStatus.Status)
 	}, graphtest.Within, 100*time.Millisecond)
 	succeeded, ended := map[string]bool{}, map[string]bool{}
 	for len(ended) < len(served) {
@@ -177,7 +177,7 @@ func TestStreams_SixtyKeylessUpgrades_OnlyTheAddressBurstUpgrades(t *testing.T) 
 	dbURL := dbtest.NewDatabase(t)
 	// Twenty tokens an address may spend, and hardly one back; the cap of
 	// streams per address is not what this test is about.
-	s := startListening(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "20", "STREAM_MAX_PER_ADDRESS": "100"})
+	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "20", "STREAM_MAX_PER_ADDRESS": "100"})
 	attacker := graphtest.ClientFrom("127.0.0.4")
 
 	const upgrades = 60
@@ -216,7 +216,7 @@ func TestStreams_SixtyKeylessUpgrades_OnlyTheAddressBurstUpgrades(t *testing.T) 
 			continue
 		}
 		require.Equal(t, http.StatusTooManyRequests, a.status, "upgrade %d: %s", i, a.body)
-		require.Equal(t, "RATE_LIMITED", rawResponse{body: a.body}.gql(t).code(t))
+		require.Equal(t, "RATE_LIMITED", RawResponse{Body: a.body}.GQL(t).Code(t))
 		require.NotEmpty(t, a.retry)
 	}
 	require.Equal(t, 20, upgraded, "the address's burst, and not one more")
@@ -232,7 +232,7 @@ func TestStreams_SixtyKeylessUpgrades_OnlyTheAddressBurstUpgrades(t *testing.T) 
 func TestStreams_PublishableKeyStreams_SpendTheAddressTokens_SecretKeyStreamsDoNot(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "3", "STREAM_MAX_PER_ADDRESS": "100"})
+	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "3", "STREAM_MAX_PER_ADDRESS": "100"})
 	from := graphtest.ClientFrom("127.0.0.15")
 	dial := func(apiKey string) (*graphtest.WS, *http.Response) {
 		ctx, cancel := context.WithTimeout(context.Background(), graphtest.Within)
@@ -256,15 +256,15 @@ func TestStreams_PublishableKeyStreams_SpendTheAddressTokens_SecretKeyStreamsDoN
 	}
 	// ... which its browser streams spend, one each.
 	for i := range 3 {
-		ws, refused := dial(publishableKey)
+		ws, refused := dial(PublishableKey)
 		require.NotNil(t, ws, "stream %d: within the burst (HTTP %v)", i, refused)
 	}
-	_, refused := dial(publishableKey)
+	_, refused := dial(PublishableKey)
 	require.NotNil(t, refused)
 	require.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
 	body, _ := io.ReadAll(refused.Body)
-	r := rawResponse{body: body}.gql(t)
-	require.Equal(t, "RATE_LIMITED", r.code(t))
+	r := RawResponse{Body: body}.GQL(t)
+	require.Equal(t, "RATE_LIMITED", r.Code(t))
 	require.Contains(t, r.Errors[0].Message, "browser streams from this address")
 }
 
@@ -274,8 +274,8 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	// Tokens are not what this test is about.
-	s := startListening(t, dbURL, map[string]string{"RATE_LIMIT_IP_BURST": "1000", "RECONCILE_INTERVAL": "1h"})
-	key, _ := processingAttempt(t, s)
+	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP_BURST": "1000", "RECONCILE_INTERVAL": "1h"})
+	key, _ := ProcessingAttempt(t, s)
 	attacker := graphtest.ClientFrom("127.0.0.6")
 	withKey := http.Header{"Authorization": {"Bearer demo-key"}}
 
@@ -310,8 +310,8 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 			continue
 		}
 		require.Equal(t, http.StatusTooManyRequests, statuses[i], "%s", bodies[i])
-		r := rawResponse{body: bodies[i]}.gql(t)
-		require.Equal(t, "RATE_LIMITED", r.code(t))
+		r := RawResponse{Body: bodies[i]}.GQL(t)
+		require.Equal(t, "RATE_LIMITED", r.Code(t))
 		require.Contains(t, r.Errors[0].Message, "this address holds 20 websockets and event streams open")
 	}
 	require.Equal(t, 20, len(held), "STREAM_MAX_PER_ADDRESS")
@@ -325,7 +325,7 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 	shopper := graphtest.ClientFrom("127.0.0.7")
 	ws := graphtest.DialWSFrom(t, shopper, s.URL, nil)
 	initWS(t, ws, "demo-key")
-	ws.Subscribe(t, "1", chargeUpdatedSubscription, map[string]any{"key": key})
+	ws.Subscribe(t, "1", ChargeUpdatedSubscription, map[string]any{"key": key})
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
 	sse := graphtest.SubscribeSSE(t, shopper, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
@@ -350,10 +350,10 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, map[string]string{"STREAM_MAX_PER_MERCHANT": "2", "RECONCILE_INTERVAL": "1h"})
+	s := ListenOn(t, dbURL, map[string]string{"STREAM_MAX_PER_MERCHANT": "2", "RECONCILE_INTERVAL": "1h"})
 	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
-	key, _ := processingAttempt(t, s)
+	key, _ := ProcessingAttempt(t, s)
 	withKey := http.Header{"Authorization": {"Bearer demo-key"}}
 
 	// Two streams of the demo merchant, from two addresses, one per way of
@@ -373,13 +373,13 @@ func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T)
 	require.NotNil(t, refused)
 	require.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
 	body, _ := io.ReadAll(refused.Body)
-	require.Contains(t, rawResponse{body: body}.gql(t).Errors[0].Message, "this merchant holds 2 websockets and event streams open")
+	require.Contains(t, RawResponse{Body: body}.GQL(t).Errors[0].Message, "this merchant holds 2 websockets and event streams open")
 	// ... closed with 4429 at its connection_init otherwise...
 	third := graphtest.DialWSFrom(t, graphtest.ClientFrom("127.0.0.11"), s.URL, nil)
 	_, err = third.Init(t, map[string]any{"authorization": "Bearer demo-key"})
 	require.Equal(t, websocket.StatusCode(4429), graphtest.CloseStatus(err), "%v", err)
 	// ... and an event stream is a 429 before it starts.
-	resp, _ := graphtest.PostSSE(t, graphtest.ClientFrom("127.0.0.12"), s.URL, bearer("demo-key"), chargeUpdatedSubscription, map[string]any{"key": key})
+	resp, _ := graphtest.PostSSE(t, graphtest.ClientFrom("127.0.0.12"), s.URL, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": key})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 
 	// Another merchant has its own share.
@@ -390,7 +390,7 @@ func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T)
 	_ = first.CloseNow()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		sse := graphtest.ClientFrom("127.0.0.14")
-		resp, cancel := graphtest.PostSSE(t, sse, s.URL, bearer("demo-key"), chargeUpdatedSubscription, map[string]any{"key": key})
+		resp, cancel := graphtest.PostSSE(t, sse, s.URL, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": key})
 		defer cancel()
 		require.Equal(c, http.StatusOK, resp.StatusCode)
 	}, graphtest.Within, 20*time.Millisecond)
@@ -399,12 +399,12 @@ func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T)
 func TestStreams_Lifetime_ClosedWithGoingAway_TheClientConnectsAgain(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, map[string]string{"STREAM_MAX_LIFETIME": "2s", "RECONCILE_INTERVAL": "1h"})
-	key, _ := processingAttempt(t, s)
+	s := ListenOn(t, dbURL, map[string]string{"STREAM_MAX_LIFETIME": "2s", "RECONCILE_INTERVAL": "1h"})
+	key, _ := ProcessingAttempt(t, s)
 
 	ws := graphtest.SubscribeWS(t, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
-	sse := graphtest.SubscribeSSE(t, s.client, s.URL, "demo-key", key)
+	sse := graphtest.SubscribeSSE(t, s.Client, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
 
 	// An idle socket does not live forever: it is closed with 1001 (Going
@@ -418,7 +418,7 @@ func TestStreams_Lifetime_ClosedWithGoingAway_TheClientConnectsAgain(t *testing.
 	again := graphtest.SubscribeWS(t, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", again.Next(t, "1").Result.Status, "connected again, and served")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		m := metricstest.Scrape(c, s.client, s.URL+"/metrics")
+		m := metricstest.Scrape(c, s.Client, s.URL+"/metrics")
 		require.GreaterOrEqual(c, m.Value("chargeonce_streams_ended_total", "reason", "lifetime"), 2.0)
 		require.Equal(c, 0.0, m.Value("chargeonce_streams_ended_total", "reason", "revoked"))
 	}, graphtest.Within, 20*time.Millisecond)
@@ -431,21 +431,21 @@ func TestStreams_KeyRevokedOnAnotherInstance_ItsStreamsCloseWith4403(t *testing.
 	dbURL := dbtest.NewDatabase(t)
 	// Instance A serves the streams; its periodic re-check is an hour
 	// away, so what closes them is the revocation's notification.
-	a := startListening(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h"})
+	a := ListenOn(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h"})
 	// Instance B's merchant service, as the CLI's `apikey revoke` uses it.
 	b := merchant.New(dbtest.Open(t, dbURL), false)
 	_, acmeKey, err := b.CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
 	_, survivorKey, err := b.CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
-	watched, other := newKey(), newKey()
+	watched, other := NewKey(), NewKey()
 	for _, k := range []string{watched, other} {
-		require.Equal(t, "PROCESSING", a.chargeCard(t, acmeKey, k, withPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
+		require.Equal(t, "PROCESSING", a.ChargeCard(t, acmeKey, k, WithPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
 	}
 
 	ws := graphtest.SubscribeWS(t, a.URL, acmeKey, watched)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
-	sse := graphtest.SubscribeSSE(t, a.client, a.URL, acmeKey, watched)
+	sse := graphtest.SubscribeSSE(t, a.Client, a.URL, acmeKey, watched)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
 	kept := graphtest.SubscribeWS(t, a.URL, survivorKey, watched)
 	require.Equal(t, "PROCESSING", kept.Next(t, "1").Result.Status)
@@ -471,18 +471,18 @@ func TestStreams_KeyRevokedOnAnotherInstance_ItsStreamsCloseWith4403(t *testing.
 
 	// The merchant's other key, not revoked, keeps its socket: it carries a
 	// new subscription.
-	kept.Subscribe(t, "2", chargeUpdatedSubscription, map[string]any{"key": other})
+	kept.Subscribe(t, "2", ChargeUpdatedSubscription, map[string]any{"key": other})
 	require.Equal(t, "PROCESSING", kept.Next(t, "2").Result.Status)
-	require.Contains(t, a.logText(), "stream ended: the API key of this stream no longer authenticates")
-	require.NotContains(t, a.logText(), acmeKey, "no key in any log line")
-	m := metricstest.Scrape(t, a.client, a.URL+"/metrics")
+	require.Contains(t, a.LogText(), "stream ended: the API key of this stream no longer authenticates")
+	require.NotContains(t, a.LogText(), acmeKey, "no key in any log line")
+	m := metricstest.Scrape(t, a.Client, a.URL+"/metrics")
 	require.Equal(t, 2.0, m.Value("chargeonce_streams_ended_total", "reason", "revoked"))
 }
 
 func TestStreams_OriginRemovedOnAnotherInstance_ItsStreamsCloseWith4403(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	a := startListening(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
+	a := ListenOn(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
 	b := merchant.New(dbtest.Open(t, dbURL), false)
 	const other = "https://other.example"
 	for _, o := range []string{shopOrigin, other} {
@@ -495,17 +495,17 @@ func TestStreams_OriginRemovedOnAnotherInstance_ItsStreamsCloseWith4403(t *testi
 	// The checkout page's streams, opened from its origin with the
 	// publishable key.
 	ws := graphtest.DialWS(t, a.URL, http.Header{"Origin": {shopOrigin}})
-	initWS(t, ws, publishableKey)
-	ws.Subscribe(t, "1", sessionUpdatesWithAction, vars)
+	initWS(t, ws, PublishableKey)
+	ws.Subscribe(t, "1", SessionUpdatesWithAction, vars)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
-	resp, _ := graphtest.PostSSE(t, a.client, a.URL, map[string]string{"Authorization": "Bearer " + publishableKey, "Origin": shopOrigin},
-		sessionUpdatesWithAction, vars)
+	resp, _ := graphtest.PostSSE(t, a.Client, a.URL, map[string]string{"Authorization": "Bearer " + PublishableKey, "Origin": shopOrigin},
+		SessionUpdatesWithAction, vars)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	sse := graphtest.NewSSE(resp)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
 	// A page of the origin that stays registered.
 	kept := graphtest.DialWS(t, a.URL, http.Header{"Origin": {other}})
-	initWS(t, kept, publishableKey)
+	initWS(t, kept, PublishableKey)
 
 	_, err := b.RemoveOrigin(context.Background(), "demo", shopOrigin)
 	require.NoError(t, err)
@@ -520,7 +520,7 @@ func TestStreams_OriginRemovedOnAnotherInstance_ItsStreamsCloseWith4403(t *testi
 	_, err = sse.Next(t)
 	require.ErrorIs(t, err, io.EOF)
 
-	kept.Subscribe(t, "1", sessionUpdatesWithAction, vars)
+	kept.Subscribe(t, "1", SessionUpdatesWithAction, vars)
 	require.Equal(t, "PROCESSING", kept.Next(t, "1").Result.Status, "the other origin's page is still served")
-	require.Contains(t, a.logText(), "stream ended: this page's origin is no longer registered")
+	require.Contains(t, a.LogText(), "stream ended: this page's origin is no longer registered")
 }

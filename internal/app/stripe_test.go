@@ -16,11 +16,11 @@ import (
 
 // stripeServer starts an in-process server on a fresh database that charges
 // through a fake Stripe, with env on top.
-func stripeServer(t *testing.T, env map[string]string) (*testServer, *stripefake.Server, string) {
+func stripeServer(t *testing.T, env map[string]string) (*Server, *stripefake.Server, string) {
 	t.Helper()
 	dbURL := dbtest.NewDatabase(t)
 	fake := stripefake.Start(t)
-	return startServer(t, dbURL, fake.Env(env)), fake, dbURL
+	return StartOn(t, dbURL, fake.Env(env)), fake, dbURL
 }
 
 // storedProviderKey is the provider key stored on the attempt of a client key.
@@ -45,8 +45,8 @@ func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
 		{"pm_card_threeDSecure2Required", "FAILED", "authentication_required"},
 	}
 	for _, tt := range tests {
-		key := newKey()
-		r := s.chargeCard(t, "demo-key", key, withPaymentMethod(tt.pm))
+		key := NewKey()
+		r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(tt.pm))
 		require.Empty(t, r.Errors, tt.pm)
 		p := r.Data.ChargeCard
 		require.Equal(t, tt.status, p.Status, tt.pm)
@@ -68,7 +68,7 @@ func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
 			require.Equal(t, "canceled", intents[0].Status, "a PaymentIntent that needs 3-D Secure is cancelled at Stripe")
 			require.Contains(t, p.Failure.Message, "which this checkout cannot perform")
 		}
-		replay := s.chargeCard(t, "demo-key", key, withPaymentMethod(tt.pm)).Data.ChargeCard
+		replay := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(tt.pm)).Data.ChargeCard
 		require.True(t, replay.Replayed)
 		require.Equal(t, p.Status, replay.Status)
 	}
@@ -85,8 +85,8 @@ func TestStripe_SameKeyStorm_OnePaymentIntent(t *testing.T) {
 		}
 		return stripefake.None
 	})
-	key, input := newKey(), withPaymentMethod("pm_card_visa")
-	responses := storm(t, []*testServer{s}, 100, key, input)
+	key, input := NewKey(), WithPaymentMethod("pm_card_visa")
+	responses := Storm(t, []*Server{s}, 100, key, input)
 	chargeIDs := map[string]int{}
 	statuses := map[string]int{}
 	for i, r := range responses {
@@ -116,8 +116,8 @@ func TestStripe_InlineRetry_409InUse_SameKeyThenSucceeded(t *testing.T) {
 	t.Parallel()
 	s, fake, dbURL := stripeServer(t, nil)
 	fake.FailCreates(stripefake.InUse, 1)
-	key := newKey()
-	r := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard
+	key := NewKey()
+	r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", r.Status, "the request retried inline")
 	_, providerKey := storedProviderKey(t, dbURL, key)
 	require.Equal(t, []string{providerKey, providerKey}, fake.CreateKeys(), "the inline retry sent the same key")
@@ -129,11 +129,11 @@ func TestStripe_LostResponse_ReconcilerFindsTheOnePaymentIntent(t *testing.T) {
 	s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 	// Stripe charges, and every answer to the request's sends is lost.
 	fake.FailCreates(stripefake.CutAfterRun, 3)
-	key := newKey()
-	r := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard
+	key := NewKey()
+	r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard
 	require.Equal(t, "PROCESSING", r.Status, "nobody knows yet")
 
-	final := s.finalStatus(t, key, 15*time.Second)
+	final := s.FinalStatus(t, key, 15*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status, "the reconciler found the PaymentIntent by the attempt")
 	intents := fake.ClientIntents(key)
 	require.Len(t, intents, 1)
@@ -150,10 +150,10 @@ func TestStripe_Reconciler_ResendsUnderTheSameKey(t *testing.T) {
 	s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 	// Stripe is away for the request's three sends; nothing is saved.
 	fake.FailCreates(stripefake.Unavailable, 3)
-	key := newKey()
-	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	key := NewKey()
+	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 
-	final := s.finalStatus(t, key, 15*time.Second)
+	final := s.FinalStatus(t, key, 15*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status)
 	_, providerKey := storedProviderKey(t, dbURL, key)
 	require.Equal(t, []string{providerKey, providerKey, providerKey, providerKey}, fake.CreateKeys(),
@@ -169,10 +169,10 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 		t.Parallel()
 		s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 		fake.FailCreates(stripefake.Error500, 1) // saved, and replayed for every later send of the key
-		key := newKey()
-		require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+		key := NewKey()
+		require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 
-		final := s.finalStatus(t, key, 15*time.Second)
+		final := s.FinalStatus(t, key, 15*time.Second)
 		require.Equal(t, "SUCCEEDED", final.Status)
 		attemptID, providerKey := storedProviderKey(t, dbURL, key)
 		first := "chargeonce_" + attemptID
@@ -186,18 +186,18 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 		require.Len(t, intents, 1, "one PaymentIntent")
 		require.Equal(t, providerKey, intents[0].IdempotencyKey)
 		require.Equal(t, intents[0].ID, final.Charge.ProviderChargeId)
-		require.Contains(t, s.logText(), "recorded a new provider key")
+		require.Contains(t, s.LogText(), "recorded a new provider key")
 	})
 	t.Run("a PaymentIntent at Stripe: it is used, the key stays", func(t *testing.T) {
 		t.Parallel()
 		s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 		fake.FailCreates(stripefake.Error500AfterCreate, 1) // created, never confirmed, 500 saved
-		key := newKey()
+		key := NewKey()
 		// The request's inline retry meets the replayed 500, looks the attempt
 		// up, finds the PaymentIntent and confirms it.
-		require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+		require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 
-		final := s.finalStatus(t, key, 15*time.Second)
+		final := s.FinalStatus(t, key, 15*time.Second)
 		require.Equal(t, "SUCCEEDED", final.Status)
 		attemptID, providerKey := storedProviderKey(t, dbURL, key)
 		require.Equal(t, "chargeonce_"+attemptID, providerKey, "never rekeyed while Stripe holds a PaymentIntent")
@@ -213,13 +213,13 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 func TestStripe_Processing_StaysProcessingUntilStripeIsFinal(t *testing.T) {
 	t.Parallel()
 	s, fake, _ := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
-	key := newKey()
-	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_processing")).Data.ChargeCard.Status)
+	key := NewKey()
+	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_processing")).Data.ChargeCard.Status)
 	time.Sleep(3 * time.Second) // past the lease: the reconciler has asked, more than once
-	require.Equal(t, "PROCESSING", s.chargeStatus(t, "demo-key", key).Data.ChargeStatus.Status, "never guessed")
+	require.Equal(t, "PROCESSING", s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus.Status, "never guessed")
 
 	fake.SetStatus(fake.ClientIntents(key)[0].ID, "succeeded")
-	final := s.finalStatus(t, key, 10*time.Second)
+	final := s.FinalStatus(t, key, 10*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status)
 	require.Len(t, fake.ClientIntents(key), 1)
 }
@@ -230,24 +230,24 @@ func TestStripe_SecretKeyIsNeverLogged(t *testing.T) {
 	t.Cleanup(fake.Close)
 	const wrong = "sk_test_NeverInTheLog000000000000"
 	// Stripe refuses the key (the fake quotes it back whole in its answer).
-	s := startServer(t, dbtest.NewDatabase(t), map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": wrong,
+	s := StartOn(t, dbtest.NewDatabase(t), map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": wrong,
 		"STRIPE_API_BASE": fake.URL, "PROCESSING_LEASE": "1s", "RECONCILE_INTERVAL": "100ms"})
-	key := newKey()
-	r := s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_visa"))
+	key := NewKey()
+	r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa"))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status, "nothing charged; it waits for an operator to fix the key")
-	require.Eventually(t, func() bool { return strings.Count(s.logText(), "STRIPE_SECRET_KEY") >= 2 }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Count(s.LogText(), "STRIPE_SECRET_KEY") >= 2 }, 10*time.Second, 50*time.Millisecond,
 		"the request and the reconciler both say what to fix")
-	require.NotContains(t, s.logText(), wrong)
-	require.NotContains(t, s.logText(), "NeverInTheLog")
+	require.NotContains(t, s.LogText(), wrong)
+	require.NotContains(t, s.LogText(), "NeverInTheLog")
 	require.Empty(t, fake.Intents())
 
 	// A working key, a network failure: still never in the log.
 	good, fake2, _ := stripeServer(t, nil)
-	require.Equal(t, "SUCCEEDED", good.chargeCard(t, "demo-key", newKey(), withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", good.ChargeCard(t, "demo-key", NewKey(), WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 	fake2.Close()
-	require.Equal(t, "PROCESSING", good.chargeCard(t, "demo-key", newKey(), withPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
-	require.NotContains(t, good.logText(), fake2.SecretKey)
+	require.Equal(t, "PROCESSING", good.ChargeCard(t, "demo-key", NewKey(), WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	require.NotContains(t, good.LogText(), fake2.SecretKey)
 }
 
 func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
@@ -263,10 +263,10 @@ func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
 		{"KWD", 1230, 1230, "SUCCEEDED"},
 		{"KWD", 1234, 0, "FAILED"},
 	} {
-		key := newKey()
-		in := visa(int(tt.amount))
+		key := NewKey()
+		in := Visa(int(tt.amount))
 		in.Currency = new(tt.currency)
-		r := s.chargeCard(t, "demo-key", key, in).Data.ChargeCard
+		r := s.ChargeCard(t, "demo-key", key, in).Data.ChargeCard
 		require.Equal(t, tt.status, r.Status, "%s %d", tt.currency, tt.amount)
 		intents := fake.ClientIntents(key)
 		if tt.status == "FAILED" {
@@ -293,9 +293,9 @@ func TestStripe_SameKeyAcrossTwoInstances_OnePaymentIntent(t *testing.T) {
 		}
 		return stripefake.None
 	})
-	a, b := startServer(t, dbURL, env), startServer(t, dbURL, env)
-	key, input := newKey(), withPaymentMethod("pm_card_visa")
-	responses := storm(t, []*testServer{a, b}, 100, key, input)
+	a, b := StartOn(t, dbURL, env), StartOn(t, dbURL, env)
+	key, input := NewKey(), WithPaymentMethod("pm_card_visa")
+	responses := Storm(t, []*Server{a, b}, 100, key, input)
 	succeeded := 0
 	for _, r := range responses {
 		require.Empty(t, r.Errors)

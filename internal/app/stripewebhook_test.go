@@ -42,7 +42,7 @@ const testStripeWebhookSecret = "whsec_chargeonce_test_0000000000"
 const shopperReturnURL = "http://127.0.0.1:5173/return"
 
 type stripeAuth struct {
-	s    *testServer
+	s    *Server
 	fake *stripefake.Server
 	pool *pgxpool.Pool
 }
@@ -56,16 +56,16 @@ func stripeAuthServer(t *testing.T, env map[string]string) stripeAuth {
 	dbURL := dbtest.NewDatabase(t)
 	fake := stripefake.Start(t)
 	vars := fake.Env(map[string]string{"STRIPE_WEBHOOK_SECRET": testStripeWebhookSecret, "AUTHENTICATION_CHECK_INTERVAL": "1h"}, env)
-	return stripeAuth{s: startServer(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
+	return stripeAuth{s: StartOn(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
 }
 
 // chargeWaiting charges a card that needs 3-D Secure with a returnUrl under
 // key; the attempt must wait for the shopper at one PaymentIntent.
 func (a stripeAuth) chargeWaiting(t *testing.T, key string) (*apiclient.ChargeResult, stripefake.Intent) {
 	t.Helper()
-	in := withPaymentMethod("pm_card_authenticationRequired")
+	in := WithPaymentMethod("pm_card_authenticationRequired")
 	in.ReturnUrl = new(shopperReturnURL)
-	r := a.s.chargeCard(t, "demo-key", key, in)
+	r := a.s.ChargeCard(t, "demo-key", key, in)
 	require.Empty(t, r.Errors)
 	waiting := r.Data.ChargeCard
 	require.Equal(t, "PROCESSING", waiting.Status)
@@ -104,7 +104,7 @@ func (a stripeAuth) deliver(t *testing.T, payload []byte, secret string) int {
 		h.Set("Stripe-Signature", stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
 			Payload: payload, Secret: secret, Timestamp: time.Now()}).Header)
 	}
-	return a.s.send(t, http.MethodPost, StripeWebhookPath, h, bytes.NewReader(payload)).status
+	return a.s.Send(t, http.MethodPost, StripeWebhookPath, h, bytes.NewReader(payload)).Status
 }
 
 // reads counts the API requests the fake Stripe has received.
@@ -112,13 +112,13 @@ func (a stripeAuth) reads() int { return len(a.fake.Calls()) }
 
 func (a stripeAuth) events(t *testing.T, key, typ string) int {
 	t.Helper()
-	return countRows(t, a.pool, `SELECT count(*)::int FROM charge_events WHERE idempotency_key = $1 AND type = $2`, key, typ)
+	return CountRows(t, a.pool, `SELECT count(*)::int FROM charge_events WHERE idempotency_key = $1 AND type = $2`, key, typ)
 }
 
 func TestStripe_Authentication_RedirectToTheChallengeAndBack_RetryOfTheKeyFindsItSucceeded(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"STRIPE_WEBHOOK_SECRET": ""}) // no webhook: polls only
-	key := newKey()
+	key := NewKey()
 	waiting, pi := a.chargeWaiting(t, key)
 	require.Equal(t, apiclient.NextActionTypeRedirect, waiting.NextAction.Type)
 	require.Equal(t, pi.NextActionURL, waiting.NextAction.Url, "nextAction is the PaymentIntent's next_action.redirect_to_url.url")
@@ -140,10 +140,10 @@ func TestStripe_Authentication_RedirectToTheChallengeAndBack_RetryOfTheKeyFindsI
 	require.Equal(t, key, back.Query().Get(payment.ReturnKeyParam), "the page back can resume the attempt")
 
 	// The page back retries the key: it reads Stripe (at most once a second).
-	in := withPaymentMethod("pm_card_authenticationRequired")
+	in := WithPaymentMethod("pm_card_authenticationRequired")
 	in.ReturnUrl = new(shopperReturnURL)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		done := a.s.chargeCard(c, "demo-key", key, in)
+		done := a.s.ChargeCard(c, "demo-key", key, in)
 		require.Empty(c, done.Errors)
 		require.Equal(c, "SUCCEEDED", done.Data.ChargeCard.Status)
 		require.Nil(c, done.Data.ChargeCard.NextAction)
@@ -158,7 +158,7 @@ func TestStripe_Authentication_CompletedWithoutWebhook_TheReconcilerFindsIt(t *t
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"STRIPE_WEBHOOK_SECRET": "",
 		"AUTHENTICATION_CHECK_INTERVAL": "200ms", "RECONCILE_INTERVAL": "100ms"})
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	time.Sleep(500 * time.Millisecond) // the reconciler has looked, and left it waiting
 	status, _ := a.stored(t, key)
@@ -173,7 +173,7 @@ func TestStripe_Authentication_CompletedWithoutWebhook_TheReconcilerFindsIt(t *t
 func TestStripe_Webhook_Succeeded_TheAttemptIsSucceededAtOnce(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	status, _ := a.stored(t, key)
@@ -185,19 +185,19 @@ func TestStripe_Webhook_Succeeded_TheAttemptIsSucceededAtOnce(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", status, "recorded before the endpoint answered")
 	require.Greater(t, a.reads(), before, "chargeonce read the PaymentIntent from Stripe: the event decides nothing")
 
-	final := a.s.chargeStatus(t, "demo-key", key).Data.ChargeStatus
+	final := a.s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus
 	require.Equal(t, "SUCCEEDED", final.Status)
 	require.Equal(t, pi.ID, final.Charge.ProviderChargeId)
 	require.Len(t, a.fake.ClientIntents(key), 1, "one charge")
 	require.Equal(t, 1, a.events(t, key, "charge.succeeded"))
-	require.Contains(t, a.s.logText(), "stripe_event_type=payment_intent.succeeded")
-	require.NotContains(t, a.s.logText(), testStripeWebhookSecret)
+	require.Contains(t, a.s.LogText(), "stripe_event_type=payment_intent.succeeded")
+	require.NotContains(t, a.s.LogText(), testStripeWebhookSecret)
 }
 
 func TestStripe_Webhook_ForgedSignature_RefusedAndNothingRead(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID)) // a read now would finalize it
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
@@ -205,18 +205,18 @@ func TestStripe_Webhook_ForgedSignature_RefusedAndNothingRead(t *testing.T) {
 	before := a.reads()
 	require.Equal(t, http.StatusBadRequest, a.deliver(t, payload, "whsec_forged_0000000000"))
 	require.Equal(t, http.StatusBadRequest, a.deliver(t, payload, ""), "unsigned")
-	require.Equal(t, http.StatusBadRequest, a.s.send(t, http.MethodPost, StripeWebhookPath,
-		http.Header{"Stripe-Signature": {"t=1,v1=00"}}, bytes.NewReader(payload)).status, "signed long ago, by nobody")
+	require.Equal(t, http.StatusBadRequest, a.s.Send(t, http.MethodPost, StripeWebhookPath,
+		http.Header{"Stripe-Signature": {"t=1,v1=00"}}, bytes.NewReader(payload)).Status, "signed long ago, by nobody")
 	require.Equal(t, before, a.reads(), "nothing read from Stripe")
 	status, _ := a.stored(t, key)
 	require.Equal(t, "PROCESSING", status, "the attempt unchanged")
-	require.Contains(t, a.s.logText(), "refused a Stripe webhook request")
+	require.Contains(t, a.s.LogText(), "refused a Stripe webhook request")
 }
 
 func TestStripe_Webhook_RedeliveredAndOutOfOrder_ChangeNothing(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	stale := a.fake.Event("payment_intent.requires_action", pi.ID) // rendered while it waited
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
@@ -249,7 +249,7 @@ func TestStripe_Webhook_RedeliveredAndOutOfOrder_ChangeNothing(t *testing.T) {
 func TestStripe_Authentication_Failed_FoundByWebhook_AuthenticationFailed(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := newKey()
+	key := NewKey()
 	waiting, pi := a.chargeWaiting(t, key)
 	providertest.PressChallenge(t, nil, waiting.NextAction.Url, "fail")
 
@@ -257,7 +257,7 @@ func TestStripe_Authentication_Failed_FoundByWebhook_AuthenticationFailed(t *tes
 	status, code := a.stored(t, key)
 	require.Equal(t, "FAILED", status)
 	require.Equal(t, payment.FailureAuthenticationFailed, code)
-	failed := a.s.chargeStatus(t, "demo-key", key).Data.ChargeStatus
+	failed := a.s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus
 	require.Equal(t, payment.FailureAuthenticationFailed, failed.Failure.Code)
 	require.Equal(t, "The card's authentication (3-D Secure) failed. The card was not charged.", failed.Failure.Message)
 	require.Nil(t, failed.NextAction)
@@ -268,7 +268,7 @@ func TestStripe_Authentication_Abandoned_CancelledAtStripe_AuthenticationAbandon
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"AUTHENTICATION_WINDOW": "1s",
 		"AUTHENTICATION_CHECK_INTERVAL": "200ms", "RECONCILE_INTERVAL": "100ms"})
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	a.eventually(t, key, "FAILED", payment.FailureAuthenticationAbandoned)
 	cancelled := a.fake.ClientIntents(key)[0]
@@ -277,7 +277,7 @@ func TestStripe_Authentication_Abandoned_CancelledAtStripe_AuthenticationAbandon
 
 	// Stripe's event of the cancel: nothing left to do.
 	require.Equal(t, http.StatusOK, a.deliver(t, a.fake.Event("payment_intent.canceled", pi.ID), testStripeWebhookSecret))
-	r := a.s.chargeStatus(t, "demo-key", key).Data.ChargeStatus
+	r := a.s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus
 	require.Equal(t, "FAILED", r.Status)
 	require.Equal(t, payment.FailureAuthenticationAbandoned, r.Failure.Code)
 	require.Equal(t, 1, a.events(t, key, "charge.failed"))
@@ -295,7 +295,7 @@ func TestStripe_Authentication_CancelRefusedBecauseSucceeded_Succeeded(t *testin
 		}
 		return stripefake.None
 	})
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	a.eventually(t, key, "SUCCEEDED", "")
 	var cancels []stripefake.Call
@@ -307,15 +307,15 @@ func TestStripe_Authentication_CancelRefusedBecauseSucceeded_Succeeded(t *testin
 	require.NotEmpty(t, cancels, "the reconciler did try to cancel")
 	require.Equal(t, http.StatusBadRequest, cancels[0].Status, "Stripe refused: the PaymentIntent had succeeded")
 	require.Equal(t, "succeeded", a.fake.ClientIntents(key)[0].Status)
-	r := a.s.chargeStatus(t, "demo-key", key).Data.ChargeStatus
+	r := a.s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus
 	require.Equal(t, pi.ID, r.Charge.ProviderChargeId)
 }
 
 func TestStripe_Authentication_WithoutReturnURL_AuthenticationRequired(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := newKey()
-	r := a.s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_authenticationRequired")).Data.ChargeCard
+	key := NewKey()
+	r := a.s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_authenticationRequired")).Data.ChargeCard
 	require.Equal(t, "FAILED", r.Status)
 	require.Equal(t, payment.FailureAuthenticationRequired, r.Failure.Code)
 	require.Nil(t, r.NextAction)
@@ -327,7 +327,7 @@ func TestStripe_Authentication_WithoutReturnURL_AuthenticationRequired(t *testin
 func TestStripe_Webhook_WithoutSecret_503AndSaidAtStart(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"STRIPE_WEBHOOK_SECRET": ""})
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
@@ -335,12 +335,12 @@ func TestStripe_Webhook_WithoutSecret_503AndSaidAtStart(t *testing.T) {
 		"nothing can be verified: Stripe keeps the event and sends it again once the secret is set")
 	status, _ := a.stored(t, key)
 	require.Equal(t, "PROCESSING", status)
-	require.Contains(t, a.s.logText(), "STRIPE_WEBHOOK_SECRET is not set")
+	require.Contains(t, a.s.LogText(), "STRIPE_WEBHOOK_SECRET is not set")
 
 	// Another provider: no such endpoint.
-	other := startServer(t, dbtest.NewDatabase(t), nil)
-	require.Equal(t, http.StatusNotFound, other.send(t, http.MethodPost, StripeWebhookPath, nil, bytes.NewReader(payload)).status)
-	require.NotContains(t, other.logText(), "STRIPE_WEBHOOK_SECRET")
+	other := StartOn(t, dbtest.NewDatabase(t), nil)
+	require.Equal(t, http.StatusNotFound, other.Send(t, http.MethodPost, StripeWebhookPath, nil, bytes.NewReader(payload)).Status)
+	require.NotContains(t, other.LogText(), "STRIPE_WEBHOOK_SECRET")
 }
 
 func TestConfig_StripeWebhookSecret_NeverPrintedAndChecked(t *testing.T) {
@@ -380,7 +380,7 @@ func stripeAuthListening(t *testing.T, env map[string]string) stripeAuth {
 	dbURL := dbtest.NewDatabase(t)
 	fake := stripefake.Start(t)
 	vars := fake.Env(map[string]string{"STRIPE_WEBHOOK_SECRET": testStripeWebhookSecret, "AUTHENTICATION_CHECK_INTERVAL": "1h"}, env)
-	return stripeAuth{s: startListening(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
+	return stripeAuth{s: ListenOn(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
 }
 
 // postFrom posts payload to the webhook endpoint over client, signed now
@@ -422,12 +422,12 @@ func refusalLines(logs string) int {
 func TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthListening(t, nil)
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID)) // a read now would finalize it
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
 
-	stranger := clientBoundTo(t, "127.0.0.7")
+	stranger := ClientBoundTo(t, "127.0.0.7")
 	before := a.reads()
 	started := time.Now()
 	for i := range 40 {
@@ -440,16 +440,16 @@ func TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled(t *testing.T) {
 	status, _ := a.stored(t, key)
 	require.Equal(t, "PROCESSING", status)
 
-	m := metricstest.Scrape(t, a.s.client, a.s.URL+"/metrics")
+	m := metricstest.Scrape(t, a.s.Client, a.s.URL+"/metrics")
 	require.Equal(t, 40.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "no_signature"))
 	require.Equal(t, 40.0, m.Value("chargeonce_stripe_webhook_refused_total"), "every refusal counted, under its reason")
-	logs := a.s.logText()
+	logs := a.s.LogText()
 	intervals := 1 + int(elapsed/stripe.WebhookRefusalLogIntervalDefault)
 	require.LessOrEqual(t, refusalLines(logs), intervals, "one line per reason and interval, not one per request:\n%s", logs)
 	require.Contains(t, logs, `reason=no_signature detail="no Stripe-Signature header" remote=127.0.0.7`)
 
 	// Stripe, from another address, is served.
-	resp, err := a.postFrom(t, clientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
+	resp, err := a.postFrom(t, ClientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	a.eventually(t, key, "SUCCEEDED", "")
@@ -462,12 +462,12 @@ func TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled(t *testing.T) {
 func TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthListening(t, map[string]string{"RATE_LIMIT_STRIPE_WEBHOOK_IP": "0.001", "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST": "10"})
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
 
-	stranger := clientBoundTo(t, "127.0.0.7")
+	stranger := ClientBoundTo(t, "127.0.0.7")
 	var mu sync.Mutex
 	statuses := map[int]int{}
 	var wg sync.WaitGroup
@@ -487,12 +487,12 @@ func TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, map[int]int{http.StatusBadRequest: 10, http.StatusTooManyRequests: 30}, statuses)
-	m := metricstest.Scrape(t, a.s.client, a.s.URL+"/metrics")
+	m := metricstest.Scrape(t, a.s.Client, a.s.URL+"/metrics")
 	require.Equal(t, 10.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "no_signature"))
 	require.Equal(t, 30.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "rate_limited"))
-	require.LessOrEqual(t, refusalLines(a.s.logText()), 4, "a line or two per reason:\n%s", a.s.logText())
+	require.LessOrEqual(t, refusalLines(a.s.LogText()), 4, "a line or two per reason:\n%s", a.s.LogText())
 
-	resp, err := a.postFrom(t, clientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
+	resp, err := a.postFrom(t, ClientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "another address has its own allowance")
 	a.eventually(t, key, "SUCCEEDED", "")
@@ -506,7 +506,7 @@ func TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst(t *testing.T) {
 func TestStripe_Webhook_LargerThanAnEvent_413Unread(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthListening(t, nil)
-	key := newKey()
+	key := NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
@@ -530,12 +530,12 @@ func TestStripe_Webhook_LargerThanAnEvent_413Unread(t *testing.T) {
 		io.MultiReader(bytes.NewReader(bytes.Repeat([]byte(" "), stripe.WebhookMaxBodyBytes)), bytes.NewReader(payload)))
 	require.NoError(t, err)
 	req.ContentLength = -1
-	chunked, err := a.s.client.Do(req)
+	chunked, err := a.s.Client.Do(req)
 	require.NoError(t, err)
 	chunked.Body.Close()
 	require.Equal(t, http.StatusRequestEntityTooLarge, chunked.StatusCode)
 
-	m := metricstest.Scrape(t, a.s.client, a.s.URL+"/metrics")
+	m := metricstest.Scrape(t, a.s.Client, a.s.URL+"/metrics")
 	require.Equal(t, 2.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "too_large"))
 	status, _ := a.stored(t, key)
 	require.Equal(t, "PROCESSING", status)
@@ -543,7 +543,7 @@ func TestStripe_Webhook_LargerThanAnEvent_413Unread(t *testing.T) {
 	// An event as large as the bound is read and served.
 	padded := append(bytes.Repeat([]byte(" "), stripe.WebhookMaxBodyBytes-len(payload)), payload...)
 	require.Len(t, padded, stripe.WebhookMaxBodyBytes)
-	ok, err := a.postFrom(t, a.s.client, padded, testStripeWebhookSecret)
+	ok, err := a.postFrom(t, a.s.Client, padded, testStripeWebhookSecret)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, ok.StatusCode)
 	a.eventually(t, key, "SUCCEEDED", "")

@@ -23,24 +23,24 @@ import (
 // real server: over a websocket (graphql-transport-ws) and over server-sent
 // events, across instances on one database.
 
-const chargeUpdatedSubscription = `subscription Live($key: String!) { chargeUpdated(idempotencyKey: $key) { ` + payloadFields + ` } }`
+const ChargeUpdatedSubscription = `subscription Live($key: String!) { chargeUpdated(idempotencyKey: $key) { ` + PayloadFields + ` } }`
 
-// processingAttempt leaves an attempt of the demo merchant PROCESSING with
+// ProcessingAttempt leaves an attempt of the demo merchant PROCESSING with
 // nobody holding it: the provider charged and lost its answer, and the
 // request handed the attempt on. Only a reconciler or a retry finalizes it.
-func processingAttempt(t *testing.T, s *testServer) (string, apiclient.ChargeCardInput) {
+func ProcessingAttempt(t *testing.T, s *Server) (string, apiclient.ChargeCardInput) {
 	t.Helper()
-	key, input := newKey(), withPaymentMethod("pm_card_lostResponse")
-	r := s.chargeCard(t, "demo-key", key, input)
+	key, input := NewKey(), WithPaymentMethod("pm_card_lostResponse")
+	r := s.ChargeCard(t, "demo-key", key, input)
 	require.Empty(t, r.Errors)
 	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status)
 	return key, input
 }
 
-// subscriptionsOpen reads the gauge of open subscriptions from s's /metrics.
-func subscriptionsOpen(t require.TestingT, s *testServer) float64 {
+// SubscriptionsOpen reads the gauge of open subscriptions from s's /metrics.
+func SubscriptionsOpen(t require.TestingT, s *Server) float64 {
 	helper(t)
-	return metricstest.Scrape(t, s.client, s.URL+"/metrics").Value("chargeonce_subscriptions_open")
+	return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_subscriptions_open")
 }
 
 func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *testing.T) {
@@ -49,9 +49,9 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 	// Instance A serves the subscribers. It neither reconciles nor polls
 	// within the test: what reaches them comes from B, through PostgreSQL's
 	// NOTIFY and A's LISTEN.
-	a := startListening(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h"})
-	b := startServer(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
-	key, input := processingAttempt(t, a)
+	a := ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h"})
+	b := StartOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	key, input := ProcessingAttempt(t, a)
 
 	ws := graphtest.SubscribeWS(t, a.URL, "demo-key", key)
 	first := ws.Next(t, "1")
@@ -59,13 +59,13 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 	require.Equal(t, "PROCESSING", first.Result.Status, "the current state at once")
 	require.Equal(t, key, first.Result.IdempotencyKey)
 	require.NotNil(t, first.Result.RetryAfterMs)
-	sse := graphtest.SubscribeSSE(t, a.client, a.URL, "demo-key", key)
+	sse := graphtest.SubscribeSSE(t, a.Client, a.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
-	require.Equal(t, 2.0, subscriptionsOpen(t, a))
+	require.Equal(t, 2.0, SubscriptionsOpen(t, a))
 
 	// B finalizes: a retry with the same key takes the stuck attempt over
 	// and records the charge the provider made.
-	retry := b.chargeCard(t, "demo-key", key, input).Data.ChargeCard
+	retry := b.ChargeCard(t, "demo-key", key, input).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", retry.Status)
 
 	for name, next := range map[string]func() graphtest.Message{
@@ -81,18 +81,18 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 	}
 	_, err := sse.Next(t)
 	require.ErrorIs(t, err, io.EOF, "the event stream ends")
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, subscriptionsOpen(c, a)) }, graphtest.Within, 20*time.Millisecond)
-	require.Len(t, a.providerCharges(t, "demo", key), 1)
-	require.Contains(t, a.logText(), "field=chargeUpdated", "the access log names what the stream ran")
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, SubscriptionsOpen(c, a)) }, graphtest.Within, 20*time.Millisecond)
+	require.Len(t, a.ProviderCharges(t, "demo", key), 1)
+	require.Contains(t, a.LogText(), "field=chargeUpdated", "the access log names what the stream ran")
 }
 
 func TestChargeUpdated_AlreadyFinal_OneMessageThenComplete(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, nil)
-	paid, declined := newKey(), newKey()
-	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", paid, visa(700)).Data.ChargeCard.Status)
-	require.Equal(t, "FAILED", s.chargeCard(t, "demo-key", declined, withPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
+	s := ListenOn(t, dbURL, nil)
+	paid, declined := NewKey(), NewKey()
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", paid, Visa(700)).Data.ChargeCard.Status)
+	require.Equal(t, "FAILED", s.ChargeCard(t, "demo-key", declined, WithPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
 
 	ws := graphtest.SubscribeWS(t, s.URL, "demo-key", paid)
 	m := ws.Next(t, "1")
@@ -100,13 +100,13 @@ func TestChargeUpdated_AlreadyFinal_OneMessageThenComplete(t *testing.T) {
 	require.True(t, m.Result.Replayed, "as chargeStatus answers")
 	require.True(t, ws.Next(t, "1").Complete)
 	// The same socket carries the next subscription.
-	ws.Subscribe(t, "2", chargeUpdatedSubscription, map[string]any{"key": declined})
+	ws.Subscribe(t, "2", ChargeUpdatedSubscription, map[string]any{"key": declined})
 	m = ws.Next(t, "2")
 	require.Equal(t, "FAILED", m.Result.Status)
 	require.Equal(t, "card_declined", m.Result.Failure.Code)
 	require.True(t, ws.Next(t, "2").Complete)
 
-	sse := graphtest.SubscribeSSE(t, s.client, s.URL, "demo-key", paid)
+	sse := graphtest.SubscribeSSE(t, s.Client, s.URL, "demo-key", paid)
 	require.Equal(t, "SUCCEEDED", sse.MustNext(t).Result.Status)
 	require.True(t, sse.MustNext(t).Complete)
 }
@@ -114,22 +114,22 @@ func TestChargeUpdated_AlreadyFinal_OneMessageThenComplete(t *testing.T) {
 func TestChargeUpdated_AnotherMerchantsKey_IsNotFoundLikeAnUnknownKey(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, nil)
+	s := ListenOn(t, dbURL, nil)
 	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
-	demoKey := newKey()
-	require.Equal(t, "SUCCEEDED", s.chargeCard(t, "demo-key", demoKey, visa(4200)).Data.ChargeCard.Status)
-	pending, _ := processingAttempt(t, s)
+	demoKey := NewKey()
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", demoKey, Visa(4200)).Data.ChargeCard.Status)
+	pending, _ := ProcessingAttempt(t, s)
 
 	answers := map[string]graphtest.Message{}
-	for name, key := range map[string]string{"demo's final key": demoKey, "demo's open key": pending, "unknown key": newKey()} {
+	for name, key := range map[string]string{"demo's final key": demoKey, "demo's open key": pending, "unknown key": NewKey()} {
 		ws := graphtest.SubscribeWS(t, s.URL, acmeKey, key)
 		m := ws.Next(t, "1")
 		require.Nil(t, m.Result, "%s: no data of another merchant", name)
 		require.Equal(t, "NOT_FOUND", m.Code(t), name)
 		require.True(t, ws.Next(t, "1").Complete, name)
 
-		sse := graphtest.SubscribeSSE(t, s.client, s.URL, acmeKey, key)
+		sse := graphtest.SubscribeSSE(t, s.Client, s.URL, acmeKey, key)
 		e := sse.MustNext(t)
 		require.Nil(t, e.Result, name)
 		require.Equal(t, "NOT_FOUND", e.Code(t), name)
@@ -139,14 +139,14 @@ func TestChargeUpdated_AnotherMerchantsKey_IsNotFoundLikeAnUnknownKey(t *testing
 	}
 	require.Equal(t, answers["unknown key"].Errors, answers["demo's final key"].Errors, "the same answer as for a key nobody used")
 	require.Equal(t, answers["unknown key"].Errors, answers["demo's open key"].Errors)
-	require.Equal(t, 0.0, subscriptionsOpen(t, s))
+	require.Equal(t, 0.0, SubscriptionsOpen(t, s))
 }
 
 func TestChargeUpdated_WithoutAValidKey_IsRefusedOnBothTransports(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, nil)
-	key, _ := processingAttempt(t, s)
+	s := ListenOn(t, dbURL, nil)
+	key, _ := ProcessingAttempt(t, s)
 
 	// Websocket: the key in connection_init (or the upgrade's header) is
 	// checked, and a refusal closes the socket with 4403.
@@ -171,24 +171,24 @@ func TestChargeUpdated_WithoutAValidKey_IsRefusedOnBothTransports(t *testing.T) 
 	ack, err := c.Init(t, nil)
 	require.NoError(t, err)
 	require.Equal(t, "connection_ack", ack.Type)
-	c.Subscribe(t, "1", chargeUpdatedSubscription, map[string]any{"key": key})
+	c.Subscribe(t, "1", ChargeUpdatedSubscription, map[string]any{"key": key})
 	require.Equal(t, "PROCESSING", c.Next(t, "1").Result.Status)
 
 	// Server-sent events: 401 before the stream starts, in the usual shape.
 	for name, headers := range map[string]map[string]string{
 		"no key":           nil,
-		"unknown key":      bearer("not-a-key"),
+		"unknown key":      Bearer("not-a-key"),
 		"malformed header": {"Authorization": "Basic ZGVtbw=="},
 	} {
-		resp, _ := graphtest.PostSSE(t, s.client, s.URL, headers, chargeUpdatedSubscription, map[string]any{"key": key})
+		resp, _ := graphtest.PostSSE(t, s.Client, s.URL, headers, ChargeUpdatedSubscription, map[string]any{"key": key})
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s: %s", name, body)
 		require.Equal(t, "application/json", resp.Header.Get("Content-Type"), name)
 		require.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"), name)
-		require.Equal(t, "UNAUTHENTICATED", rawResponse{body: body}.gql(t).code(t), name)
+		require.Equal(t, "UNAUTHENTICATED", RawResponse{Body: body}.GQL(t).Code(t), name)
 	}
-	require.Contains(t, s.logText(), "no API key in connection_init")
+	require.Contains(t, s.LogText(), "no API key in connection_init")
 }
 
 func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T) {
@@ -197,8 +197,8 @@ func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T
 	// Five tokens a client address may spend, and hardly one back: its two
 	// websocket upgrades without a key spend one each, and so do its three
 	// failed keys.
-	s := startListening(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "5"})
-	before := metricstest.Scrape(t, s.client, s.URL+"/metrics")
+	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "5"})
+	before := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
 
 	c := graphtest.DialWS(t, s.URL, nil)
 	_, err := c.Init(t, map[string]any{"authorization": "Bearer not-a-key"})
@@ -206,7 +206,7 @@ func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T
 	c = graphtest.DialWS(t, s.URL, nil)
 	_, err = c.Init(t, map[string]any{})
 	require.Equal(t, websocket.StatusCode(4403), graphtest.CloseStatus(err))
-	resp, _ := graphtest.PostSSE(t, s.client, s.URL, bearer("not-a-key"), chargeUpdatedSubscription, map[string]any{"key": newKey()})
+	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, Bearer("not-a-key"), ChargeUpdatedSubscription, map[string]any{"key": NewKey()})
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
 	// The address has used its failures: even a good key is not looked up
@@ -219,13 +219,13 @@ func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T
 	require.Error(t, err)
 	require.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
 	body, _ := io.ReadAll(refused.Body)
-	require.Equal(t, "RATE_LIMITED", rawResponse{body: body}.gql(t).code(t))
-	resp, _ = graphtest.PostSSE(t, s.client, s.URL, bearer("demo-key"), chargeUpdatedSubscription, map[string]any{"key": newKey()})
+	require.Equal(t, "RATE_LIMITED", RawResponse{Body: body}.GQL(t).Code(t))
+	resp, _ = graphtest.PostSSE(t, s.Client, s.URL, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": NewKey()})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	require.Equal(t, "RATE_LIMITED", s.chargeStatus(t, "demo-key", newKey()).code(t))
+	require.Equal(t, "RATE_LIMITED", s.ChargeStatus(t, "demo-key", NewKey()).Code(t))
 
-	after := metricstest.Scrape(t, s.client, s.URL+"/metrics")
-	requireDeltas(t, before, after, []metricDelta{
+	after := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
+	RequireDeltas(t, before, after, []MetricDelta{
 		{"chargeonce_unauthenticated_requests_total", nil, 3},
 		{"chargeonce_rate_limited_total", []string{"scope", "ip"}, 3},
 	})
@@ -234,9 +234,9 @@ func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T
 func TestChargeUpdated_StreamsCarrySubscriptionsOnly(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, nil)
-	key := newKey()
-	vars := map[string]any{"key": key, "input": visa(100)}
+	s := ListenOn(t, dbURL, nil)
+	key := NewKey()
+	vars := map[string]any{"key": key, "input": Visa(100)}
 
 	// A charge goes over POST only: over a websocket or an event stream it
 	// is refused, and nothing is charged.
@@ -244,57 +244,57 @@ func TestChargeUpdated_StreamsCarrySubscriptionsOnly(t *testing.T) {
 	ack, err := c.Init(t, map[string]any{"authorization": "Bearer demo-key"})
 	require.NoError(t, err)
 	require.Equal(t, "connection_ack", ack.Type)
-	c.Subscribe(t, "1", chargeCardMutation, vars)
+	c.Subscribe(t, "1", ChargeCardMutation, vars)
 	m := c.Next(t, "1")
 	require.Equal(t, "BAD_REQUEST", m.Code(t))
 	require.Contains(t, m.Errors[0].Message, "POST")
 	require.True(t, c.Next(t, "1").Complete)
-	c.Subscribe(t, "2", chargeStatusQuery, map[string]any{"key": key})
+	c.Subscribe(t, "2", ChargeStatusQuery, map[string]any{"key": key})
 	require.Equal(t, "BAD_REQUEST", c.Next(t, "2").Code(t), "queries too")
 	require.True(t, c.Next(t, "2").Complete)
 
-	resp, _ := graphtest.PostSSE(t, s.client, s.URL, bearer("demo-key"), chargeCardMutation, vars)
+	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, Bearer("demo-key"), ChargeCardMutation, vars)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	sse := graphtest.NewSSE(resp)
 	require.Equal(t, "BAD_REQUEST", sse.MustNext(t).Code(t))
 	require.True(t, sse.MustNext(t).Complete)
 
 	// And the subscription needs a stream: POST answers one message, not a stream.
-	require.Equal(t, "BAD_REQUEST", s.do(t, bearer("demo-key"), chargeUpdatedSubscription, map[string]any{"key": key}).code(t))
-	require.Empty(t, s.providerCharges(t, "demo", key))
-	require.Nil(t, s.chargeStatus(t, "demo-key", key).Data.ChargeStatus, "nothing was claimed")
+	require.Equal(t, "BAD_REQUEST", s.Do(t, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": key}).Code(t))
+	require.Empty(t, s.ProviderCharges(t, "demo", key))
+	require.Nil(t, s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus, "nothing was claimed")
 
 	// A client that lists the event stream beside JSON on every request
 	// (urql does) gets JSON: a charge is never taken for a stream.
-	urqlAccept := jsonHeaders("Authorization", "Bearer demo-key",
+	urqlAccept := JSONHeaders("Authorization", "Bearer demo-key",
 		"Accept", "application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed")
-	charged := s.send(t, http.MethodPost, "/graphql", urqlAccept, strings.NewReader(chargeBody(newKey(), `{"amount":100,"currency":"USD","paymentMethod":"pm_card_visa"}`)))
-	require.Equal(t, "application/json", charged.header.Get("Content-Type"))
-	require.Equal(t, "SUCCEEDED", charged.gql(t).Data.ChargeCard.Status)
+	charged := s.Send(t, http.MethodPost, "/graphql", urqlAccept, strings.NewReader(ChargeBody(NewKey(), `{"amount":100,"currency":"USD","paymentMethod":"pm_card_visa"}`)))
+	require.Equal(t, "application/json", charged.Header.Get("Content-Type"))
+	require.Equal(t, "SUCCEEDED", charged.GQL(t).Data.ChargeCard.Status)
 }
 
 func TestChargeUpdated_ClientGoesAway_WatcherIsCleanedUp(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := startListening(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
-	key, _ := processingAttempt(t, s)
-	require.Equal(t, 0.0, subscriptionsOpen(t, s))
+	s := ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	key, _ := ProcessingAttempt(t, s)
+	require.Equal(t, 0.0, SubscriptionsOpen(t, s))
 
 	ws := graphtest.SubscribeWS(t, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
-	sse := graphtest.SubscribeSSE(t, s.client, s.URL, "demo-key", key)
+	sse := graphtest.SubscribeSSE(t, s.Client, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
-	require.Equal(t, 2.0, subscriptionsOpen(t, s))
+	require.Equal(t, 2.0, SubscriptionsOpen(t, s))
 
 	_ = ws.CloseNow() // gone, without a word
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 1.0, subscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 1.0, SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
 	sse.Cancel()
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, subscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
 
 	// A client that says it is done (complete) ends its watcher too.
 	ws = graphtest.SubscribeWS(t, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
-	require.Equal(t, 1.0, subscriptionsOpen(t, s))
+	require.Equal(t, 1.0, SubscriptionsOpen(t, s))
 	ws.Send(t, graphtest.Frame{Type: "complete", ID: "1"})
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, subscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
 }
