@@ -306,3 +306,33 @@ func TestLoadConfig_TheOuterDoor(t *testing.T) {
 		require.ErrorContains(t, err, tt.want, "%v", tt.vars)
 	}
 }
+
+func TestConfig_StripeWebhookSecret_NeverPrintedAndChecked(t *testing.T) {
+	t.Parallel()
+	const hook = "whsec_Secretive000000000000"
+	cfg, err := LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_51Key", "STRIPE_WEBHOOK_SECRET": hook}))
+	require.NoError(t, err)
+	require.Equal(t, hook, string(cfg.StripeWebhookSecret))
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg, "hook", cfg.StripeWebhookSecret)
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "hook", cfg.StripeWebhookSecret)
+	asJSON, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	for _, out := range []string{
+		fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.StripeWebhookSecret, cfg.StripeWebhookSecret),
+		logged.String(), string(asJSON),
+	} {
+		require.NotContains(t, out, "Secretive")
+	}
+
+	cfg, err = LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_51Key"}))
+	require.NoError(t, err, "optional: the polls and the reconciler work without it")
+	require.Empty(t, cfg.StripeWebhookSecret)
+	_, err = LoadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
+		"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}))
+	require.NoError(t, err, "optional in production too")
+
+	_, err = LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_51Key", "STRIPE_WEBHOOK_SECRET": "sk_test_Secretive"}))
+	require.ErrorContains(t, err, "STRIPE_WEBHOOK_SECRET must be a webhook endpoint's signing secret (whsec_…)")
+	require.NotContains(t, err.Error(), "Secretive")
+}

@@ -1,40 +1,28 @@
-package app
+package app_test
 
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/apitest"
 	"chargeonce/db/dbtest"
 	"chargeonce/devfault"
+	"chargeonce/internal/app"
 	"chargeonce/provider/stripe/stripefake"
 )
 
 // demoShop posts body to one of the demo's shop backend routes and decodes
 // its JSON answer.
-func (s *Server) demoShop(t *testing.T, path, body string, headers ...string) (int, map[string]any) {
+func demoShop(t *testing.T, s *apitest.Server, path, body string, headers ...string) (int, map[string]any) {
 	t.Helper()
-	r := s.Send(t, http.MethodPost, path, JSONHeaders(headers...), strings.NewReader(body))
+	r := s.Send(t, http.MethodPost, path, apitest.JSONHeaders(headers...), strings.NewReader(body))
 	var v map[string]any
 	require.NoError(t, json.Unmarshal(r.Body, &v), "%s", r.Body)
 	return r.Status, v
-}
-
-// ProviderRefunds are the refunds the simulated provider holds for its
-// charge: the ground truth of how often money went back.
-func (s *Server) ProviderRefunds(t *testing.T, providerChargeID string) []map[string]any {
-	t.Helper()
-	r := s.Send(t, http.MethodGet, "/provider/v1/refunds?"+url.Values{"charge": {providerChargeID}}.Encode(), nil, nil)
-	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-	var list struct {
-		Data []map[string]any `json:"data"`
-	}
-	require.NoError(t, json.Unmarshal(r.Body, &list))
-	return list.Data
 }
 
 // demoRefundBody is the JSON of a request to POST /demo/refund.
@@ -54,12 +42,12 @@ func demoRefundBody(t *testing.T, fields map[string]any) string {
 func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := StartOn(t, dbURL, nil)
-	charged := s.ChargeCard(t, DemoAPIKeyDefault, NewKey(), Visa(100))
+	s := apitest.StartOn(t, dbURL, nil)
+	charged := s.ChargeCard(t, app.DemoAPIKeyDefault, apitest.NewKey(), apitest.Visa(100))
 	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
 	charge := charged.Data.ChargeCard.Charge
 	refund := func(fields map[string]any) (int, map[string]any) {
-		return s.demoShop(t, "/demo/refund", demoRefundBody(t, fields))
+		return demoShop(t, s, "/demo/refund", demoRefundBody(t, fields))
 	}
 
 	status, first := refund(map[string]any{"refundId": "refund-1", "chargeId": charge.Id, "amount": 30})
@@ -98,7 +86,7 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 		code   string
 	}{
 		{"the refundId again, another amount", demoRefundBody(t, map[string]any{"refundId": "refund-1", "chargeId": charge.Id, "amount": 31}), http.StatusConflict, "IDEMPOTENCY_KEY_REUSED"},
-		{"an unknown charge", demoRefundBody(t, map[string]any{"refundId": "refund-4", "chargeId": NewKey()}), http.StatusNotFound, "CHARGE_NOT_FOUND"},
+		{"an unknown charge", demoRefundBody(t, map[string]any{"refundId": "refund-4", "chargeId": apitest.NewKey()}), http.StatusNotFound, "CHARGE_NOT_FOUND"},
 		{"no refundId", demoRefundBody(t, map[string]any{"refundId": "", "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
 		{"a refundId too long", demoRefundBody(t, map[string]any{"refundId": strings.Repeat("r", 101), "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
 		{"not a charge id", demoRefundBody(t, map[string]any{"refundId": "refund-5", "chargeId": "ch_1"}), http.StatusBadRequest, "BAD_USER_INPUT"},
@@ -106,14 +94,14 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 		{"an unknown field", demoRefundBody(t, map[string]any{"refundId": "refund-7", "chargeId": charge.Id, "key": "x"}), http.StatusBadRequest, "BAD_USER_INPUT"},
 		{"not JSON", `not json`, http.StatusBadRequest, "BAD_USER_INPUT"},
 	} {
-		status, v := s.demoShop(t, "/demo/refund", tc.body)
+		status, v := demoShop(t, s, "/demo/refund", tc.body)
 		require.Equal(t, tc.status, status, tc.name)
 		require.Equal(t, tc.code, v["error"].(map[string]any)["code"], tc.name)
 	}
 	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 2, "no refusal reached the provider")
 
-	prod := StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
-	require.Equal(t, http.StatusNotFound, prod.Send(t, http.MethodPost, "/demo/refund", JSONHeaders(),
+	prod := apitest.StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
+	require.Equal(t, http.StatusNotFound, prod.Send(t, http.MethodPost, "/demo/refund", apitest.JSONHeaders(),
 		strings.NewReader(demoRefundBody(t, map[string]any{"refundId": "refund-9", "chargeId": charge.Id}))).Status)
 }
 
@@ -123,18 +111,18 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 // provider holds one.
 func TestDemoShopBackend_RefundSurvivesADroppedResponse(t *testing.T) {
 	t.Parallel()
-	s := StartOn(t, dbtest.NewDatabase(t), nil)
-	charged := s.ChargeCard(t, DemoAPIKeyDefault, NewKey(), Visa(1999))
+	s := apitest.Start(t, nil)
+	charged := s.ChargeCard(t, app.DemoAPIKeyDefault, apitest.NewKey(), apitest.Visa(1999))
 	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
 	charge := charged.Data.ChargeCard.Charge
-	body := demoRefundBody(t, map[string]any{"refundId": NewKey(), "chargeId": charge.Id})
+	body := demoRefundBody(t, map[string]any{"refundId": apitest.NewKey(), "chargeId": charge.Id})
 
-	_, err := s.TrySend(http.MethodPost, "/demo/refund", JSONHeaders(devfault.Header, devfault.DropResponse), strings.NewReader(body))
+	_, err := s.TrySend(http.MethodPost, "/demo/refund", apitest.JSONHeaders(devfault.Header, devfault.DropResponse), strings.NewReader(body))
 	require.Error(t, err, "the answer is lost")
 	refunds := s.ProviderRefunds(t, charge.ProviderChargeId)
 	require.Len(t, refunds, 1, "the refund was made before its answer was lost")
 
-	status, retry := s.demoShop(t, "/demo/refund", body)
+	status, retry := demoShop(t, s, "/demo/refund", body)
 	require.Equal(t, http.StatusOK, status, "%v", retry)
 	require.Equal(t, "SUCCEEDED", retry["status"])
 	require.Equal(t, true, retry["replayed"], "the retry is answered the refund the lost answer carried")
@@ -142,4 +130,56 @@ func TestDemoShopBackend_RefundSurvivesADroppedResponse(t *testing.T) {
 	require.EqualValues(t, 1999, got["amount"], "no amount: the whole charge")
 	require.Equal(t, refunds[0]["id"], got["providerRefundId"])
 	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 1, "still one refund at the provider")
+}
+
+// TestDemoBackend_CrossSiteOrNotJSON_RefusedAndRefundsNothing: the demo's
+// shop backend spends the demo merchant's secret key, so it takes only a
+// JSON POST from its own pages. A cross-site form (text/plain, form-encoded,
+// multipart: what a form can send without a preflight) is 415, and a JSON
+// POST from another origin or marked cross-site by the browser is 403;
+// nothing is refunded or created. The demo page's own request still works.
+func TestDemoBackend_CrossSiteOrNotJSON_RefusedAndRefundsNothing(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	s := apitest.StartOn(t, dbURL, nil)
+	charged := s.ChargeCard(t, app.DemoAPIKeyDefault, apitest.NewKey(), apitest.Visa(700))
+	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
+	charge := charged.Data.ChargeCard.Charge
+	refund := demoRefundBody(t, map[string]any{"refundId": "cross-site", "chargeId": charge.Id})
+	session := `{"cartId":"cross-site","amount":100,"currency":"USD"}`
+
+	for _, tc := range []struct {
+		name    string
+		headers http.Header
+		status  int
+		code    string
+	}{
+		{"the attacker's form, as a browser posts it", http.Header{"Content-Type": {"text/plain"}, "Origin": {"https://attacker.example"}, "Sec-Fetch-Site": {"cross-site"}},
+			http.StatusUnsupportedMediaType, "BAD_REQUEST"},
+		{"text/plain", http.Header{"Content-Type": {"text/plain;charset=UTF-8"}}, http.StatusUnsupportedMediaType, "BAD_REQUEST"},
+		{"form-encoded", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, http.StatusUnsupportedMediaType, "BAD_REQUEST"},
+		{"multipart", http.Header{"Content-Type": {"multipart/form-data; boundary=x"}}, http.StatusUnsupportedMediaType, "BAD_REQUEST"},
+		{"no media type", http.Header{}, http.StatusUnsupportedMediaType, "BAD_REQUEST"},
+		{"JSON from another origin", apitest.JSONHeaders("Origin", "https://attacker.example"), http.StatusForbidden, "FORBIDDEN"},
+		{"JSON from an opaque origin", apitest.JSONHeaders("Origin", "null"), http.StatusForbidden, "FORBIDDEN"},
+		{"JSON marked cross-site", apitest.JSONHeaders("Sec-Fetch-Site", "cross-site"), http.StatusForbidden, "FORBIDDEN"},
+		{"JSON from another port of this host", apitest.JSONHeaders("Origin", s.URL+":8443"), http.StatusForbidden, "FORBIDDEN"},
+	} {
+		for path, body := range map[string]string{"/demo/refund": refund, "/demo/checkout-session": session} {
+			r := s.Send(t, http.MethodPost, path, tc.headers, strings.NewReader(body))
+			require.Equal(t, tc.status, r.Status, "%s %s: %s", tc.name, path, r.Body)
+			var v struct {
+				Error struct{ Code, Message string }
+			}
+			require.NoError(t, json.Unmarshal(r.Body, &v), "%s", r.Body)
+			require.Equal(t, tc.code, v.Error.Code, "%s %s", tc.name, path)
+		}
+	}
+	require.Empty(t, s.ProviderRefunds(t, charge.ProviderChargeId), "no refund")
+	require.Zero(t, apitest.CountRows(t, dbtest.Open(t, dbURL), "SELECT count(*)::int FROM checkout_sessions"), "no session")
+
+	// The demo page's own request: JSON, from its own origin.
+	status, v := demoShop(t, s, "/demo/refund", refund, "Origin", s.URL, "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, http.StatusOK, status, "%v", v)
+	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 1)
 }

@@ -1,4 +1,4 @@
-package app
+package app_test
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/apitest"
 	"chargeonce/cardsim"
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
+	"chargeonce/internal/app"
 	"chargeonce/merchant"
 	"chargeonce/provider/stripe/stripefake"
 )
@@ -35,7 +37,7 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	t.Parallel()
 	// Both databases are empty: each server's own migrations make them.
 	devURL := dbtest.NewDatabase(t, dbtest.Empty)
-	StartOn(t, devURL, nil)
+	apitest.StartOn(t, devURL, nil)
 	require.True(t, hasCardsim(t, dbtest.Open(t, devURL)), "a development server creates the simulator's schema")
 
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
@@ -44,9 +46,9 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	maps.Copy(prodEnv, map[string]string{"APP_ENV": "production", "DATABASE_URL": prodURL, "NATS_URL": eventstest.Shared(t).URL()})
 	// What `chargeonce apikey create` does: open the database as every
 	// operator command does, and create a key.
-	cfg, err := LoadConfig(func(k string) string { return prodEnv[k] })
+	cfg, err := app.LoadConfig(func(k string) string { return prodEnv[k] })
 	require.NoError(t, err)
-	pool, closeDB, err := OpenDatabase(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	pool, closeDB, err := app.OpenDatabase(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, apiKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "shop", merchant.KeySecret)
 	closeDB()
@@ -54,9 +56,9 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	prodPool := dbtest.Open(t, prodURL)
 	require.False(t, hasCardsim(t, prodPool), "an operator command leaves no cardsim schema")
 
-	prod := StartOn(t, prodURL, prodEnv)
-	key := NewKey()
-	r := prod.ChargeCard(t, apiKey, key, Visa(100))
+	prod := apitest.StartOn(t, prodURL, prodEnv)
+	key := apitest.NewKey()
+	r := prod.ChargeCard(t, apiKey, key, apitest.Visa(100))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	require.Len(t, stripe.ClientIntents(key), 1, "the charge went to the provider")

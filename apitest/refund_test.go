@@ -1,58 +1,19 @@
-package app
+package apitest
 
 import (
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/app"
 )
-
-const RefundMutation = `mutation Refund($key: String!, $input: RefundInput!) {
-	refundCharge(idempotencyKey: $key, input: $input) {
-		idempotencyKey status replayed retryAfterMs expiresAt
-		refund { id chargeId amount currency reason providerRefundId status createdAt } failure { code message } } }`
 
 const refundStatusQuery = `query RefundStatus($key: String!) { refundStatus(idempotencyKey: $key) { status replayed refund { id amount } } }`
 
 const chargeRefundsQuery = `query Charge($key: String!) { chargeStatus(idempotencyKey: $key) {
 	charge { id amountRefunded refunds { id amount status } } } }`
-
-type RefundPayload struct {
-	IdempotencyKey string `json:"idempotencyKey"`
-	Status         string `json:"status"`
-	Replayed       bool   `json:"replayed"`
-	Refund         *struct {
-		ID               string  `json:"id"`
-		ChargeID         string  `json:"chargeId"`
-		Amount           int     `json:"amount"`
-		Currency         string  `json:"currency"`
-		Reason           *string `json:"reason"`
-		ProviderRefundID *string `json:"providerRefundId"`
-		Status           string  `json:"status"`
-	} `json:"refund"`
-}
-
-type RefundResponse struct {
-	Data struct {
-		RefundCharge *RefundPayload `json:"refundCharge"`
-		RefundStatus *RefundPayload `json:"refundStatus"`
-		ChargeStatus *struct {
-			Charge struct {
-				ID             string `json:"id"`
-				AmountRefunded int    `json:"amountRefunded"`
-				Refunds        []struct {
-					ID     string `json:"id"`
-					Amount int    `json:"amount"`
-					Status string `json:"status"`
-				} `json:"refunds"`
-			} `json:"charge"`
-		} `json:"chargeStatus"`
-	} `json:"data"`
-	Errors gqlerror.List `json:"errors"`
-}
 
 func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	t.Parallel()
@@ -61,7 +22,7 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	s := StartOn(t, dbURL, nil)
 	chargeKey := NewKey()
 	var charged Response
-	s.Post(t, DemoAPIKeyDefault, nil, ChargeCardMutation, map[string]any{"key": chargeKey, "input": Visa(100)}, &charged)
+	s.Post(t, app.DemoAPIKeyDefault, nil, ChargeCardMutation, map[string]any{"key": chargeKey, "input": Visa(100)}, &charged)
 	require.Empty(t, charged.Errors)
 	chargeID := charged.Data.ChargeCard.Charge.Id
 
@@ -71,7 +32,7 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 		return r, raw
 	}
 	key := NewKey()
-	first, _ := refund(DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 30, "reason": "damaged"})
+	first, _ := refund(app.DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 30, "reason": "damaged"})
 	require.Empty(t, first.Errors)
 	got := first.Data.RefundCharge
 	require.Equal(t, "SUCCEEDED", got.Status)
@@ -82,24 +43,24 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", got.Refund.Status)
 	require.NotNil(t, got.Refund.ProviderRefundID)
 
-	again, _ := refund(DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 30, "reason": "damaged"})
+	again, _ := refund(app.DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 30, "reason": "damaged"})
 	require.Empty(t, again.Errors)
 	require.True(t, again.Data.RefundCharge.Replayed)
 	require.Equal(t, got.Refund.ID, again.Data.RefundCharge.Refund.ID)
 
-	reused, _ := refund(DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 31})
+	reused, _ := refund(app.DemoAPIKeyDefault, key, map[string]any{"chargeId": chargeID, "amount": 31})
 	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", OnlyCode(t, reused.Errors))
 
-	tooMuch, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": chargeID, "amount": 71})
+	tooMuch, _ := refund(app.DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": chargeID, "amount": 71})
 	require.Equal(t, "REFUND_EXCEEDS_CHARGE", OnlyCode(t, tooMuch.Errors))
 	require.EqualValues(t, 70, tooMuch.Errors[0].Extensions["refundable"], "the answer says what remains")
 	require.Equal(t, "input.amount", tooMuch.Errors[0].Extensions["field"])
 
-	unknown, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": NewKey(), "amount": 1})
+	unknown, _ := refund(app.DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": NewKey(), "amount": 1})
 	require.Equal(t, "CHARGE_NOT_FOUND", OnlyCode(t, unknown.Errors))
-	notAnID, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": "ch_1", "amount": 1})
+	notAnID, _ := refund(app.DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": "ch_1", "amount": 1})
 	require.Equal(t, "BAD_USER_INPUT", OnlyCode(t, notAnID.Errors))
-	zero, _ := refund(DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": chargeID, "amount": 0})
+	zero, _ := refund(app.DemoAPIKeyDefault, NewKey(), map[string]any{"chargeId": chargeID, "amount": 0})
 	require.Equal(t, "BAD_USER_INPUT", OnlyCode(t, zero.Errors))
 
 	forbidden, raw := refund(PublishableKey, NewKey(), map[string]any{"chargeId": chargeID, "amount": 1})
@@ -107,12 +68,12 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, raw.Status)
 
 	var status RefundResponse
-	s.Post(t, DemoAPIKeyDefault, nil, refundStatusQuery, map[string]any{"key": key}, &status)
+	s.Post(t, app.DemoAPIKeyDefault, nil, refundStatusQuery, map[string]any{"key": key}, &status)
 	require.Empty(t, status.Errors)
 	require.Equal(t, got.Refund.ID, status.Data.RefundStatus.Refund.ID)
 
 	var charge RefundResponse
-	s.Post(t, DemoAPIKeyDefault, nil, chargeRefundsQuery, map[string]any{"key": chargeKey}, &charge)
+	s.Post(t, app.DemoAPIKeyDefault, nil, chargeRefundsQuery, map[string]any{"key": chargeKey}, &charge)
 	require.Empty(t, charge.Errors)
 	require.Equal(t, 30, charge.Data.ChargeStatus.Charge.AmountRefunded)
 	require.Len(t, charge.Data.ChargeStatus.Charge.Refunds, 1)

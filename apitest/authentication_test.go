@@ -1,9 +1,7 @@
-package app
+package apitest
 
 import (
 	"context"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,27 +14,11 @@ import (
 	"chargeonce/merchant"
 	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
-	"chargeonce/provider/providertest"
 )
 
 // Customer authentication over the real server: a checkout session with a
 // returnUrl paid with the publishable key, a card that needs 3-D Secure, the
 // simulator's challenge page, and the return.
-
-const SessionUpdatesWithAction = `subscription Updates($key: String!, $session: String) {
-	chargeUpdated(idempotencyKey: $key, checkoutSession: $session) { ` + PayloadFields + ` } }`
-
-// PressButton presses a button of the challenge page at actionURL as the
-// shopper's browser does, and returns where it is sent back to. The page is
-// the simulator's, under this server's /provider (a test server has no
-// public address for the simulator to name: only the path is taken).
-func (s *Server) PressButton(t *testing.T, actionURL, button string) *url.URL {
-	t.Helper()
-	page, err := url.Parse(actionURL)
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(page.Path, "/provider/authenticate/"), actionURL)
-	return providertest.PressChallenge(t, s.Client, s.URL+page.Path, button)
-}
 
 func TestAuthentication_CheckoutSession_ThroughTheChallengeAndBack_OneCharge(t *testing.T) {
 	t.Parallel()

@@ -1,4 +1,17 @@
-package app
+// Package apitest is chargeonce's in-process API acceptance suite and its
+// harness, the in-process twin of systest: Start builds a server as the
+// command builds one (app.LoadConfig, app.New, app.Handler, StartLoops) and
+// serves it without a port, or on a real loopback listener where a test
+// needs one (websockets, event streams). Charges and status queries go
+// through the typed client, internal/apiclient; other documents and raw
+// HTTP go through Do and Send. The suite here tests what crosses packages
+// (a charge, a checkout session, a refund, events, crashes of the
+// database's answers); packages whose own behaviour needs a whole server
+// (graph's transports and limits, the Stripe adapter through the API)
+// use the harness from their own tests. Tests that need a real process
+// (crashes, signals, the command line, PostgreSQL restarts, listen
+// addresses) are systest's.
+package apitest
 
 import (
 	"bytes"
@@ -22,30 +35,20 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/internal/app"
 	"chargeonce/internal/testlog"
 )
 
-// The harness of the API tests: chargeonce built as a server builds it
-// (LoadConfig, New, Handler, StartLoops) and served in process, without a
-// port, or on a real loopback listener where a test needs one (websockets,
-// event streams). Charges and status queries go through the typed client,
-// internal/apiclient; other documents and raw HTTP go through do and send.
-// Tests that need a real process (crashes, signals, the command line,
-// PostgreSQL restarts, listen addresses) are systest's.
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	eventstest.StopShared()
-	os.Exit(code)
-}
-
 // Server is a chargeonce server under test, with a client that reaches it.
 type Server struct {
-	URL    string
-	Client *http.Client
-	log    *testlog.Buffer // what the server logged
+	URL string
+	// DatabaseURL is the server's database.
+	DatabaseURL string
+	Client      *http.Client
+	log         *testlog.Buffer // what the server logged
 }
 
 // LogText is what the server has logged so far.
@@ -60,6 +63,13 @@ func testEnv(t *testing.T, dbURL string, env map[string]string) map[string]strin
 	return vars
 }
 
+// Start serves chargeonce in process on a new database of its own, built
+// from env on top of the test defaults; see StartOn.
+func Start(t *testing.T, env map[string]string) *Server {
+	t.Helper()
+	return StartOn(t, dbtest.NewDatabase(t), env)
+}
+
 // StartOn builds chargeonce against dbURL as the server does, from env
 // on top of the test defaults, and serves it in process until the test ends:
 // no port and no network. Its client, and the server's own provider client,
@@ -71,7 +81,7 @@ func StartOn(t *testing.T, dbURL string, env map[string]string) *Server {
 	return s
 }
 
-// ListenOn is startServer on a real loopback listener as well, for
+// ListenOn is StartOn on a real loopback listener as well, for
 // what needs one: a websocket, an event stream.
 func ListenOn(t *testing.T, dbURL string, env map[string]string) *Server {
 	t.Helper()
@@ -80,7 +90,7 @@ func ListenOn(t *testing.T, dbURL string, env map[string]string) *Server {
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &Server{URL: srv.URL, Client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: s.log}
+	return &Server{URL: srv.URL, Client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, DatabaseURL: dbURL, log: s.log}
 }
 
 // build builds and starts the app of a test server, registered in process,
@@ -95,16 +105,16 @@ func build(t *testing.T, dbURL string, env map[string]string) (*Server, http.Han
 		// any name).
 		vars["ALLOWED_HOSTS"] = strings.Trim(vars["ALLOWED_HOSTS"]+","+host, ",")
 	}
-	cfg, err := LoadConfig(func(k string) string { return vars[k] })
+	cfg, err := app.LoadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	logs := &testlog.Buffer{}
 	providerURL := cfg.ProviderURL
 	if providerURL == "" {
 		providerURL = "http://" + host + "/provider"
 	}
-	a, err := New(context.Background(), cfg, NewLogger(cfg, logs), providerURL, testNet)
+	a, err := app.New(context.Background(), cfg, app.NewLogger(cfg, logs), providerURL, testNet)
 	require.NoError(t, err)
-	srv := &inProcessServer{handler: Handler(a)}
+	srv := &inProcessServer{handler: app.Handler(a)}
 	inProcess.Store(host, srv)
 	stopLoops := a.StartLoops()
 	t.Cleanup(func() {
@@ -117,7 +127,7 @@ func build(t *testing.T, dbURL string, env map[string]string) (*Server, http.Han
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	return &Server{URL: "http://" + host, Client: &http.Client{Timeout: time.Minute, Transport: testNet}, log: logs}, srv.handler
+	return &Server{URL: "http://" + host, Client: &http.Client{Timeout: time.Minute, Transport: testNet}, DatabaseURL: dbURL, log: logs}, srv.handler
 }
 
 var (
@@ -210,9 +220,9 @@ func Answered(res *apiclient.ChargeResult, err error, field string) (Response, e
 	return r, nil
 }
 
-// helper marks the caller as a helper of t, when t is a test (and not the
+// Helper marks the caller as a helper of t, when t is a test (and not the
 // collector of an EventuallyWithT condition).
-func helper(t require.TestingT) {
+func Helper(t require.TestingT) {
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
@@ -224,7 +234,7 @@ func (s *Server) API(apiKey string) *apiclient.Client {
 }
 
 func (s *Server) ChargeCard(t require.TestingT, apiKey, key string, in apiclient.ChargeCardInput) Response {
-	helper(t)
+	Helper(t)
 	res, err := s.API(apiKey).ChargeCard(context.Background(), key, in)
 	r, err := Answered(res, err, "chargeCard")
 	require.NoError(t, err)
@@ -241,7 +251,7 @@ func (s *Server) ChargeCardRaw(t *testing.T, apiKey, key string, input any) Resp
 }
 
 func (s *Server) ChargeStatus(t require.TestingT, apiKey, key string) Response {
-	helper(t)
+	Helper(t)
 	res, err := s.API(apiKey).ChargeStatus(context.Background(), key)
 	r, err := Answered(res, err, "chargeStatus")
 	require.NoError(t, err)
@@ -417,4 +427,13 @@ func RequireOneCharge(t *testing.T, s *Server, key string, in apiclient.ChargeCa
 	for id := range chargeIDs {
 		require.Equal(t, id, final.Charge.Id)
 	}
+}
+
+// Main runs the tests of a package that starts servers with the harness,
+// then stops what the harness shares between them, the broker: the body of
+// such a package's TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	eventstest.StopShared()
+	os.Exit(code)
 }

@@ -1,4 +1,4 @@
-package app
+package graph_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/apitest"
 	"chargeonce/db/dbtest"
 )
 
@@ -32,7 +33,7 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 		duration  = 1500 * time.Millisecond
 	)
 	dbURL := dbtest.NewDatabase(t)
-	s := StartOn(t, dbURL, map[string]string{
+	s := apitest.StartOn(t, dbURL, map[string]string{
 		"RATE_LIMIT_MERCHANT": strconv.Itoa(perSecond), "RATE_LIMIT_MERCHANT_BURST": strconv.Itoa(burst),
 	})
 	pool := dbtest.Open(t, dbURL)
@@ -53,9 +54,9 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for time.Since(start) < duration {
-				key := NewKey()
-				body, _ := json.Marshal(map[string]any{"query": ChargeCardMutation, "variables": map[string]any{"key": key, "input": Visa(100)}})
-				r, err := s.TrySend("POST", "/graphql", JSONHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body))
+				key := apitest.NewKey()
+				body, _ := json.Marshal(map[string]any{"query": apitest.ChargeCardMutation, "variables": map[string]any{"key": key, "input": apitest.Visa(100)}})
+				r, err := s.TrySend("POST", "/graphql", apitest.JSONHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body))
 				g, gqlErr := r.TryGQL()
 				if err := errors.Join(err, gqlErr); err != nil {
 					mu.Lock()
@@ -120,7 +121,7 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 	refused := limited[0]
 	time.Sleep(time.Duration(refused.ms) * time.Millisecond)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		r := s.ChargeCard(c, "demo-key", refused.key, Visa(100))
+		r := s.ChargeCard(c, "demo-key", refused.key, apitest.Visa(100))
 		require.Empty(c, r.Errors)
 		require.Equal(c, "SUCCEEDED", r.Data.ChargeCard.Status)
 	}, 5*time.Second, 100*time.Millisecond)
@@ -132,14 +133,14 @@ func TestRateLimit_HoldsUnderLoadAndNeverChargesTwice(t *testing.T) {
 // an address has used up its allowance no key it sends is even looked up.
 func TestRateLimit_UnauthenticatedTrafficPerAddress(t *testing.T) {
 	t.Parallel()
-	s := StartOn(t, dbtest.NewDatabase(t), map[string]string{"RATE_LIMIT_IP": "1", "RATE_LIMIT_IP_BURST": "5"})
+	s := apitest.Start(t, map[string]string{"RATE_LIMIT_IP": "1", "RATE_LIMIT_IP_BURST": "5"})
 	codes := map[string]int{}
 	for i := range 12 {
-		h := JSONHeaders("Authorization", "Bearer guess-"+strconv.Itoa(i))
+		h := apitest.JSONHeaders("Authorization", "Bearer guess-"+strconv.Itoa(i))
 		if i%3 == 0 {
-			h = JSONHeaders() // no key at all
+			h = apitest.JSONHeaders() // no key at all
 		}
-		r := s.Send(t, "POST", "/graphql", h, JSONBody(t, map[string]any{"query": ChargeStatusQuery, "variables": map[string]any{"key": "k"}}))
+		r := s.Send(t, "POST", "/graphql", h, apitest.JSONBody(t, map[string]any{"query": apitest.ChargeStatusQuery, "variables": map[string]any{"key": "k"}}))
 		code := r.GQL(t).Code(t)
 		codes[code]++
 		if code == "RATE_LIMITED" {

@@ -1,4 +1,4 @@
-package app
+package apitest
 
 import (
 	"context"
@@ -10,20 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
-	"chargeonce/internal/apiclient"
 )
-
-// FinalStatus polls chargeStatus until the attempt leaves PROCESSING.
-func (s *Server) FinalStatus(t *testing.T, key string, within time.Duration) *apiclient.ChargeResult {
-	t.Helper()
-	var p *apiclient.ChargeResult
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		p = s.ChargeStatus(c, "demo-key", key).Data.ChargeStatus
-		require.NotNil(c, p)
-		require.NotEqual(c, "PROCESSING", p.Status)
-	}, within, 50*time.Millisecond, "attempt %s still not final", key)
-	return p
-}
 
 func TestChargeCard_ResponseLostOnTheWire_RetryIsAReplay(t *testing.T) {
 	t.Parallel()

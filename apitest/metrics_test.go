@@ -1,4 +1,4 @@
-package app
+package apitest
 
 import (
 	"bytes"
@@ -254,35 +254,4 @@ func TestMetrics_CountRateLimitedAndUnauthenticatedRequests(t *testing.T) {
 		{"chargeonce_http_request_duration_seconds_count", []string{"operation", "chargeCard", "code", "200"}, 1},
 		{"chargeonce_http_request_duration_seconds_count", []string{"operation", "chargeStatus", "code", "200"}, 1},
 	})
-}
-
-type MetricDelta struct {
-	Name   string
-	Labels []string
-	Want   float64
-}
-
-// RequireDeltas checks how much each metric moved between two scrapes.
-func RequireDeltas(t *testing.T, before, after metricstest.Samples, deltas []MetricDelta) {
-	t.Helper()
-	for _, d := range deltas {
-		got := after.Value(d.Name, d.Labels...) - before.Value(d.Name, d.Labels...)
-		require.Equal(t, d.Want, got, "%s%v moved by %v, want %v", d.Name, d.Labels, got, d.Want)
-	}
-}
-
-// TestAuthCache_RepeatedKey_IsServedFromTheCache checks that a server runs
-// the API key cache's listener: once it listens, a key it has seen is
-// answered without the database.
-func TestAuthCache_RepeatedKey_IsServedFromTheCache(t *testing.T) {
-	t.Parallel()
-	s, _ := setup(t)
-	hits := func(t require.TestingT) float64 {
-		return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_auth_cache_total", "result", "hit")
-	}
-	require.Zero(t, hits(t))
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.Nil(c, s.ChargeStatus(c, "demo-key", NewKey()).Data.ChargeStatus)
-		require.Positive(c, hits(c))
-	}, 10*time.Second, 20*time.Millisecond, "the listener starts with the server; the cache answers from then on")
 }

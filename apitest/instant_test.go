@@ -1,12 +1,10 @@
-package app
+package apitest
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"chargeonce/db/dbtest"
 )
 
 // TestInstantProvider: PROVIDER=instant charges at once through the whole
@@ -14,7 +12,7 @@ import (
 // keeps the idempotency contract; it is what the benchmarks run against.
 func TestInstantProvider_ChargesAtOnceAndKeepsTheContract(t *testing.T) {
 	t.Parallel()
-	s := StartOn(t, dbtest.NewDatabase(t), map[string]string{"PROVIDER": "instant"})
+	s := Start(t, map[string]string{"PROVIDER": "instant"})
 	key := NewKey()
 	first := s.ChargeCard(t, "demo-key", key, Visa(1200))
 	require.Empty(t, first.Errors)

@@ -1,4 +1,4 @@
-package app
+package stripe_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/apitest"
 	"chargeonce/db/dbtest"
 	"chargeonce/provider/stripe"
 	"chargeonce/provider/stripe/stripefake"
@@ -16,11 +17,11 @@ import (
 
 // stripeServer starts an in-process server on a fresh database that charges
 // through a fake Stripe, with env on top.
-func stripeServer(t *testing.T, env map[string]string) (*Server, *stripefake.Server, string) {
+func stripeServer(t *testing.T, env map[string]string) (*apitest.Server, *stripefake.Server, string) {
 	t.Helper()
 	dbURL := dbtest.NewDatabase(t)
 	fake := stripefake.Start(t)
-	return StartOn(t, dbURL, fake.Env(env)), fake, dbURL
+	return apitest.StartOn(t, dbURL, fake.Env(env)), fake, dbURL
 }
 
 // storedProviderKey is the provider key stored on the attempt of a client key.
@@ -45,8 +46,8 @@ func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
 		{"pm_card_threeDSecure2Required", "FAILED", "authentication_required"},
 	}
 	for _, tt := range tests {
-		key := NewKey()
-		r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(tt.pm))
+		key := apitest.NewKey()
+		r := s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod(tt.pm))
 		require.Empty(t, r.Errors, tt.pm)
 		p := r.Data.ChargeCard
 		require.Equal(t, tt.status, p.Status, tt.pm)
@@ -68,7 +69,7 @@ func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
 			require.Equal(t, "canceled", intents[0].Status, "a PaymentIntent that needs 3-D Secure is cancelled at Stripe")
 			require.Contains(t, p.Failure.Message, "which this checkout cannot perform")
 		}
-		replay := s.ChargeCard(t, "demo-key", key, WithPaymentMethod(tt.pm)).Data.ChargeCard
+		replay := s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod(tt.pm)).Data.ChargeCard
 		require.True(t, replay.Replayed)
 		require.Equal(t, p.Status, replay.Status)
 	}
@@ -85,8 +86,8 @@ func TestStripe_SameKeyStorm_OnePaymentIntent(t *testing.T) {
 		}
 		return stripefake.None
 	})
-	key, input := NewKey(), WithPaymentMethod("pm_card_visa")
-	responses := Storm(t, []*Server{s}, 100, key, input)
+	key, input := apitest.NewKey(), apitest.WithPaymentMethod("pm_card_visa")
+	responses := apitest.Storm(t, []*apitest.Server{s}, 100, key, input)
 	chargeIDs := map[string]int{}
 	statuses := map[string]int{}
 	for i, r := range responses {
@@ -116,8 +117,8 @@ func TestStripe_InlineRetry_409InUse_SameKeyThenSucceeded(t *testing.T) {
 	t.Parallel()
 	s, fake, dbURL := stripeServer(t, nil)
 	fake.FailCreates(stripefake.InUse, 1)
-	key := NewKey()
-	r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard
+	key := apitest.NewKey()
+	r := s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", r.Status, "the request retried inline")
 	_, providerKey := storedProviderKey(t, dbURL, key)
 	require.Equal(t, []string{providerKey, providerKey}, fake.CreateKeys(), "the inline retry sent the same key")
@@ -129,8 +130,8 @@ func TestStripe_LostResponse_ReconcilerFindsTheOnePaymentIntent(t *testing.T) {
 	s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 	// Stripe charges, and every answer to the request's sends is lost.
 	fake.FailCreates(stripefake.CutAfterRun, 3)
-	key := NewKey()
-	r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard
+	key := apitest.NewKey()
+	r := s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard
 	require.Equal(t, "PROCESSING", r.Status, "nobody knows yet")
 
 	final := s.FinalStatus(t, key, 15*time.Second)
@@ -150,8 +151,8 @@ func TestStripe_Reconciler_ResendsUnderTheSameKey(t *testing.T) {
 	s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 	// Stripe is away for the request's three sends; nothing is saved.
 	fake.FailCreates(stripefake.Unavailable, 3)
-	key := NewKey()
-	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	key := apitest.NewKey()
+	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 
 	final := s.FinalStatus(t, key, 15*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status)
@@ -169,8 +170,8 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 		t.Parallel()
 		s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 		fake.FailCreates(stripefake.Error500, 1) // saved, and replayed for every later send of the key
-		key := NewKey()
-		require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+		key := apitest.NewKey()
+		require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 
 		final := s.FinalStatus(t, key, 15*time.Second)
 		require.Equal(t, "SUCCEEDED", final.Status)
@@ -192,10 +193,10 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 		t.Parallel()
 		s, fake, dbURL := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 		fake.FailCreates(stripefake.Error500AfterCreate, 1) // created, never confirmed, 500 saved
-		key := NewKey()
+		key := apitest.NewKey()
 		// The request's inline retry meets the replayed 500, looks the attempt
 		// up, finds the PaymentIntent and confirms it.
-		require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+		require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 
 		final := s.FinalStatus(t, key, 15*time.Second)
 		require.Equal(t, "SUCCEEDED", final.Status)
@@ -213,8 +214,8 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 func TestStripe_Processing_StaysProcessingUntilStripeIsFinal(t *testing.T) {
 	t.Parallel()
 	s, fake, _ := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
-	key := NewKey()
-	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_processing")).Data.ChargeCard.Status)
+	key := apitest.NewKey()
+	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_processing")).Data.ChargeCard.Status)
 	time.Sleep(3 * time.Second) // past the lease: the reconciler has asked, more than once
 	require.Equal(t, "PROCESSING", s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus.Status, "never guessed")
 
@@ -230,10 +231,10 @@ func TestStripe_SecretKeyIsNeverLogged(t *testing.T) {
 	t.Cleanup(fake.Close)
 	const wrong = "sk_test_NeverInTheLog000000000000"
 	// Stripe refuses the key (the fake quotes it back whole in its answer).
-	s := StartOn(t, dbtest.NewDatabase(t), map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": wrong,
+	s := apitest.Start(t, map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": wrong,
 		"STRIPE_API_BASE": fake.URL, "PROCESSING_LEASE": "1s", "RECONCILE_INTERVAL": "100ms"})
-	key := NewKey()
-	r := s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_visa"))
+	key := apitest.NewKey()
+	r := s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_visa"))
 	require.Empty(t, r.Errors)
 	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status, "nothing charged; it waits for an operator to fix the key")
 	require.Eventually(t, func() bool { return strings.Count(s.LogText(), "STRIPE_SECRET_KEY") >= 2 }, 10*time.Second, 50*time.Millisecond,
@@ -244,9 +245,9 @@ func TestStripe_SecretKeyIsNeverLogged(t *testing.T) {
 
 	// A working key, a network failure: still never in the log.
 	good, fake2, _ := stripeServer(t, nil)
-	require.Equal(t, "SUCCEEDED", good.ChargeCard(t, "demo-key", NewKey(), WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	require.Equal(t, "SUCCEEDED", good.ChargeCard(t, "demo-key", apitest.NewKey(), apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 	fake2.Close()
-	require.Equal(t, "PROCESSING", good.ChargeCard(t, "demo-key", NewKey(), WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
+	require.Equal(t, "PROCESSING", good.ChargeCard(t, "demo-key", apitest.NewKey(), apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard.Status)
 	require.NotContains(t, good.LogText(), fake2.SecretKey)
 }
 
@@ -263,8 +264,8 @@ func TestStripe_Currencies_ConvertedOrRefusedThroughTheAPI(t *testing.T) {
 		{"KWD", 1230, 1230, "SUCCEEDED"},
 		{"KWD", 1234, 0, "FAILED"},
 	} {
-		key := NewKey()
-		in := Visa(int(tt.amount))
+		key := apitest.NewKey()
+		in := apitest.Visa(int(tt.amount))
 		in.Currency = new(tt.currency)
 		r := s.ChargeCard(t, "demo-key", key, in).Data.ChargeCard
 		require.Equal(t, tt.status, r.Status, "%s %d", tt.currency, tt.amount)
@@ -293,9 +294,9 @@ func TestStripe_SameKeyAcrossTwoInstances_OnePaymentIntent(t *testing.T) {
 		}
 		return stripefake.None
 	})
-	a, b := StartOn(t, dbURL, env), StartOn(t, dbURL, env)
-	key, input := NewKey(), WithPaymentMethod("pm_card_visa")
-	responses := Storm(t, []*Server{a, b}, 100, key, input)
+	a, b := apitest.StartOn(t, dbURL, env), apitest.StartOn(t, dbURL, env)
+	key, input := apitest.NewKey(), apitest.WithPaymentMethod("pm_card_visa")
+	responses := apitest.Storm(t, []*apitest.Server{a, b}, 100, key, input)
 	succeeded := 0
 	for _, r := range responses {
 		require.Empty(t, r.Errors)

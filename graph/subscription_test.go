@@ -1,4 +1,4 @@
-package app
+package graph_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/apitest"
 	"chargeonce/db/dbtest"
 	"chargeonce/graph/graphtest"
-	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
 	"chargeonce/metrics/metricstest"
 )
@@ -23,35 +23,15 @@ import (
 // real server: over a websocket (graphql-transport-ws) and over server-sent
 // events, across instances on one database.
 
-const ChargeUpdatedSubscription = `subscription Live($key: String!) { chargeUpdated(idempotencyKey: $key) { ` + PayloadFields + ` } }`
-
-// ProcessingAttempt leaves an attempt of the demo merchant PROCESSING with
-// nobody holding it: the provider charged and lost its answer, and the
-// request handed the attempt on. Only a reconciler or a retry finalizes it.
-func ProcessingAttempt(t *testing.T, s *Server) (string, apiclient.ChargeCardInput) {
-	t.Helper()
-	key, input := NewKey(), WithPaymentMethod("pm_card_lostResponse")
-	r := s.ChargeCard(t, "demo-key", key, input)
-	require.Empty(t, r.Errors)
-	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status)
-	return key, input
-}
-
-// SubscriptionsOpen reads the gauge of open subscriptions from s's /metrics.
-func SubscriptionsOpen(t require.TestingT, s *Server) float64 {
-	helper(t)
-	return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_subscriptions_open")
-}
-
 func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	// Instance A serves the subscribers. It neither reconciles nor polls
 	// within the test: what reaches them comes from B, through PostgreSQL's
 	// NOTIFY and A's LISTEN.
-	a := ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h"})
-	b := StartOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
-	key, input := ProcessingAttempt(t, a)
+	a := apitest.ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h"})
+	b := apitest.StartOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	key, input := apitest.ProcessingAttempt(t, a)
 
 	ws := graphtest.SubscribeWS(t, a.URL, "demo-key", key)
 	first := ws.Next(t, "1")
@@ -61,7 +41,7 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 	require.NotNil(t, first.Result.RetryAfterMs)
 	sse := graphtest.SubscribeSSE(t, a.Client, a.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
-	require.Equal(t, 2.0, SubscriptionsOpen(t, a))
+	require.Equal(t, 2.0, apitest.SubscriptionsOpen(t, a))
 
 	// B finalizes: a retry with the same key takes the stuck attempt over
 	// and records the charge the provider made.
@@ -81,7 +61,7 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 	}
 	_, err := sse.Next(t)
 	require.ErrorIs(t, err, io.EOF, "the event stream ends")
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, SubscriptionsOpen(c, a)) }, graphtest.Within, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, apitest.SubscriptionsOpen(c, a)) }, graphtest.Within, 20*time.Millisecond)
 	require.Len(t, a.ProviderCharges(t, "demo", key), 1)
 	require.Contains(t, a.LogText(), "field=chargeUpdated", "the access log names what the stream ran")
 }
@@ -89,10 +69,10 @@ func TestChargeUpdated_FinalizedOnAnotherInstance_ReachesWebsocketAndSSE(t *test
 func TestChargeUpdated_AlreadyFinal_OneMessageThenComplete(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, nil)
-	paid, declined := NewKey(), NewKey()
-	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", paid, Visa(700)).Data.ChargeCard.Status)
-	require.Equal(t, "FAILED", s.ChargeCard(t, "demo-key", declined, WithPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
+	s := apitest.ListenOn(t, dbURL, nil)
+	paid, declined := apitest.NewKey(), apitest.NewKey()
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", paid, apitest.Visa(700)).Data.ChargeCard.Status)
+	require.Equal(t, "FAILED", s.ChargeCard(t, "demo-key", declined, apitest.WithPaymentMethod("pm_card_chargeDeclined")).Data.ChargeCard.Status)
 
 	ws := graphtest.SubscribeWS(t, s.URL, "demo-key", paid)
 	m := ws.Next(t, "1")
@@ -100,7 +80,7 @@ func TestChargeUpdated_AlreadyFinal_OneMessageThenComplete(t *testing.T) {
 	require.True(t, m.Result.Replayed, "as chargeStatus answers")
 	require.True(t, ws.Next(t, "1").Complete)
 	// The same socket carries the next subscription.
-	ws.Subscribe(t, "2", ChargeUpdatedSubscription, map[string]any{"key": declined})
+	ws.Subscribe(t, "2", apitest.ChargeUpdatedSubscription, map[string]any{"key": declined})
 	m = ws.Next(t, "2")
 	require.Equal(t, "FAILED", m.Result.Status)
 	require.Equal(t, "card_declined", m.Result.Failure.Code)
@@ -114,15 +94,15 @@ func TestChargeUpdated_AlreadyFinal_OneMessageThenComplete(t *testing.T) {
 func TestChargeUpdated_AnotherMerchantsKey_IsNotFoundLikeAnUnknownKey(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, nil)
+	s := apitest.ListenOn(t, dbURL, nil)
 	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
-	demoKey := NewKey()
-	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", demoKey, Visa(4200)).Data.ChargeCard.Status)
-	pending, _ := ProcessingAttempt(t, s)
+	demoKey := apitest.NewKey()
+	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", demoKey, apitest.Visa(4200)).Data.ChargeCard.Status)
+	pending, _ := apitest.ProcessingAttempt(t, s)
 
 	answers := map[string]graphtest.Message{}
-	for name, key := range map[string]string{"demo's final key": demoKey, "demo's open key": pending, "unknown key": NewKey()} {
+	for name, key := range map[string]string{"demo's final key": demoKey, "demo's open key": pending, "unknown key": apitest.NewKey()} {
 		ws := graphtest.SubscribeWS(t, s.URL, acmeKey, key)
 		m := ws.Next(t, "1")
 		require.Nil(t, m.Result, "%s: no data of another merchant", name)
@@ -139,14 +119,14 @@ func TestChargeUpdated_AnotherMerchantsKey_IsNotFoundLikeAnUnknownKey(t *testing
 	}
 	require.Equal(t, answers["unknown key"].Errors, answers["demo's final key"].Errors, "the same answer as for a key nobody used")
 	require.Equal(t, answers["unknown key"].Errors, answers["demo's open key"].Errors)
-	require.Equal(t, 0.0, SubscriptionsOpen(t, s))
+	require.Equal(t, 0.0, apitest.SubscriptionsOpen(t, s))
 }
 
 func TestChargeUpdated_WithoutAValidKey_IsRefusedOnBothTransports(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, nil)
-	key, _ := ProcessingAttempt(t, s)
+	s := apitest.ListenOn(t, dbURL, nil)
+	key, _ := apitest.ProcessingAttempt(t, s)
 
 	// Websocket: the key in connection_init (or the upgrade's header) is
 	// checked, and a refusal closes the socket with 4403.
@@ -171,22 +151,22 @@ func TestChargeUpdated_WithoutAValidKey_IsRefusedOnBothTransports(t *testing.T) 
 	ack, err := c.Init(t, nil)
 	require.NoError(t, err)
 	require.Equal(t, "connection_ack", ack.Type)
-	c.Subscribe(t, "1", ChargeUpdatedSubscription, map[string]any{"key": key})
+	c.Subscribe(t, "1", apitest.ChargeUpdatedSubscription, map[string]any{"key": key})
 	require.Equal(t, "PROCESSING", c.Next(t, "1").Result.Status)
 
 	// Server-sent events: 401 before the stream starts, in the usual shape.
 	for name, headers := range map[string]map[string]string{
 		"no key":           nil,
-		"unknown key":      Bearer("not-a-key"),
+		"unknown key":      apitest.Bearer("not-a-key"),
 		"malformed header": {"Authorization": "Basic ZGVtbw=="},
 	} {
-		resp, _ := graphtest.PostSSE(t, s.Client, s.URL, headers, ChargeUpdatedSubscription, map[string]any{"key": key})
+		resp, _ := graphtest.PostSSE(t, s.Client, s.URL, headers, apitest.ChargeUpdatedSubscription, map[string]any{"key": key})
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s: %s", name, body)
 		require.Equal(t, "application/json", resp.Header.Get("Content-Type"), name)
 		require.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"), name)
-		require.Equal(t, "UNAUTHENTICATED", RawResponse{Body: body}.GQL(t).Code(t), name)
+		require.Equal(t, "UNAUTHENTICATED", apitest.RawResponse{Body: body}.GQL(t).Code(t), name)
 	}
 	require.Contains(t, s.LogText(), "no API key in connection_init")
 }
@@ -197,7 +177,7 @@ func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T
 	// Five tokens a client address may spend, and hardly one back: its two
 	// websocket upgrades without a key spend one each, and so do its three
 	// failed keys.
-	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "5"})
+	s := apitest.ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "5"})
 	before := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
 
 	c := graphtest.DialWS(t, s.URL, nil)
@@ -206,7 +186,7 @@ func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T
 	c = graphtest.DialWS(t, s.URL, nil)
 	_, err = c.Init(t, map[string]any{})
 	require.Equal(t, websocket.StatusCode(4403), graphtest.CloseStatus(err))
-	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, Bearer("not-a-key"), ChargeUpdatedSubscription, map[string]any{"key": NewKey()})
+	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, apitest.Bearer("not-a-key"), apitest.ChargeUpdatedSubscription, map[string]any{"key": apitest.NewKey()})
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
 	// The address has used its failures: even a good key is not looked up
@@ -219,24 +199,24 @@ func TestChargeUpdated_FailedAuthentications_CountAgainstTheAddress(t *testing.T
 	require.Error(t, err)
 	require.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
 	body, _ := io.ReadAll(refused.Body)
-	require.Equal(t, "RATE_LIMITED", RawResponse{Body: body}.GQL(t).Code(t))
-	resp, _ = graphtest.PostSSE(t, s.Client, s.URL, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": NewKey()})
+	require.Equal(t, "RATE_LIMITED", apitest.RawResponse{Body: body}.GQL(t).Code(t))
+	resp, _ = graphtest.PostSSE(t, s.Client, s.URL, apitest.Bearer("demo-key"), apitest.ChargeUpdatedSubscription, map[string]any{"key": apitest.NewKey()})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	require.Equal(t, "RATE_LIMITED", s.ChargeStatus(t, "demo-key", NewKey()).Code(t))
+	require.Equal(t, "RATE_LIMITED", s.ChargeStatus(t, "demo-key", apitest.NewKey()).Code(t))
 
 	after := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
-	RequireDeltas(t, before, after, []MetricDelta{
-		{"chargeonce_unauthenticated_requests_total", nil, 3},
-		{"chargeonce_rate_limited_total", []string{"scope", "ip"}, 3},
+	apitest.RequireDeltas(t, before, after, []apitest.MetricDelta{
+		{Name: "chargeonce_unauthenticated_requests_total", Want: 3},
+		{Name: "chargeonce_rate_limited_total", Labels: []string{"scope", "ip"}, Want: 3},
 	})
 }
 
 func TestChargeUpdated_StreamsCarrySubscriptionsOnly(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, nil)
-	key := NewKey()
-	vars := map[string]any{"key": key, "input": Visa(100)}
+	s := apitest.ListenOn(t, dbURL, nil)
+	key := apitest.NewKey()
+	vars := map[string]any{"key": key, "input": apitest.Visa(100)}
 
 	// A charge goes over POST only: over a websocket or an event stream it
 	// is refused, and nothing is charged.
@@ -244,31 +224,31 @@ func TestChargeUpdated_StreamsCarrySubscriptionsOnly(t *testing.T) {
 	ack, err := c.Init(t, map[string]any{"authorization": "Bearer demo-key"})
 	require.NoError(t, err)
 	require.Equal(t, "connection_ack", ack.Type)
-	c.Subscribe(t, "1", ChargeCardMutation, vars)
+	c.Subscribe(t, "1", apitest.ChargeCardMutation, vars)
 	m := c.Next(t, "1")
 	require.Equal(t, "BAD_REQUEST", m.Code(t))
 	require.Contains(t, m.Errors[0].Message, "POST")
 	require.True(t, c.Next(t, "1").Complete)
-	c.Subscribe(t, "2", ChargeStatusQuery, map[string]any{"key": key})
+	c.Subscribe(t, "2", apitest.ChargeStatusQuery, map[string]any{"key": key})
 	require.Equal(t, "BAD_REQUEST", c.Next(t, "2").Code(t), "queries too")
 	require.True(t, c.Next(t, "2").Complete)
 
-	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, Bearer("demo-key"), ChargeCardMutation, vars)
+	resp, _ := graphtest.PostSSE(t, s.Client, s.URL, apitest.Bearer("demo-key"), apitest.ChargeCardMutation, vars)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	sse := graphtest.NewSSE(resp)
 	require.Equal(t, "BAD_REQUEST", sse.MustNext(t).Code(t))
 	require.True(t, sse.MustNext(t).Complete)
 
 	// And the subscription needs a stream: POST answers one message, not a stream.
-	require.Equal(t, "BAD_REQUEST", s.Do(t, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": key}).Code(t))
+	require.Equal(t, "BAD_REQUEST", s.Do(t, apitest.Bearer("demo-key"), apitest.ChargeUpdatedSubscription, map[string]any{"key": key}).Code(t))
 	require.Empty(t, s.ProviderCharges(t, "demo", key))
 	require.Nil(t, s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus, "nothing was claimed")
 
 	// A client that lists the event stream beside JSON on every request
 	// (urql does) gets JSON: a charge is never taken for a stream.
-	urqlAccept := JSONHeaders("Authorization", "Bearer demo-key",
+	urqlAccept := apitest.JSONHeaders("Authorization", "Bearer demo-key",
 		"Accept", "application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed")
-	charged := s.Send(t, http.MethodPost, "/graphql", urqlAccept, strings.NewReader(ChargeBody(NewKey(), `{"amount":100,"currency":"USD","paymentMethod":"pm_card_visa"}`)))
+	charged := s.Send(t, http.MethodPost, "/graphql", urqlAccept, strings.NewReader(apitest.ChargeBody(apitest.NewKey(), `{"amount":100,"currency":"USD","paymentMethod":"pm_card_visa"}`)))
 	require.Equal(t, "application/json", charged.Header.Get("Content-Type"))
 	require.Equal(t, "SUCCEEDED", charged.GQL(t).Data.ChargeCard.Status)
 }
@@ -276,25 +256,25 @@ func TestChargeUpdated_StreamsCarrySubscriptionsOnly(t *testing.T) {
 func TestChargeUpdated_ClientGoesAway_WatcherIsCleanedUp(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
-	key, _ := ProcessingAttempt(t, s)
-	require.Equal(t, 0.0, SubscriptionsOpen(t, s))
+	s := apitest.ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h"})
+	key, _ := apitest.ProcessingAttempt(t, s)
+	require.Equal(t, 0.0, apitest.SubscriptionsOpen(t, s))
 
 	ws := graphtest.SubscribeWS(t, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
 	sse := graphtest.SubscribeSSE(t, s.Client, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
-	require.Equal(t, 2.0, SubscriptionsOpen(t, s))
+	require.Equal(t, 2.0, apitest.SubscriptionsOpen(t, s))
 
 	_ = ws.CloseNow() // gone, without a word
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 1.0, SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 1.0, apitest.SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
 	sse.Cancel()
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, apitest.SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
 
 	// A client that says it is done (complete) ends its watcher too.
 	ws = graphtest.SubscribeWS(t, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
-	require.Equal(t, 1.0, SubscriptionsOpen(t, s))
+	require.Equal(t, 1.0, apitest.SubscriptionsOpen(t, s))
 	ws.Send(t, graphtest.Frame{Type: "complete", ID: "1"})
-	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Equal(c, 0.0, apitest.SubscriptionsOpen(c, s)) }, graphtest.Within, 20*time.Millisecond)
 }

@@ -1,4 +1,4 @@
-package app
+package stripe_test
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,8 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
 
+	"chargeonce/apitest"
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/internal/app"
 	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
 	"chargeonce/provider/providertest"
@@ -42,7 +43,7 @@ const testStripeWebhookSecret = "whsec_chargeonce_test_0000000000"
 const shopperReturnURL = "http://127.0.0.1:5173/return"
 
 type stripeAuth struct {
-	s    *Server
+	s    *apitest.Server
 	fake *stripefake.Server
 	pool *pgxpool.Pool
 }
@@ -56,14 +57,14 @@ func stripeAuthServer(t *testing.T, env map[string]string) stripeAuth {
 	dbURL := dbtest.NewDatabase(t)
 	fake := stripefake.Start(t)
 	vars := fake.Env(map[string]string{"STRIPE_WEBHOOK_SECRET": testStripeWebhookSecret, "AUTHENTICATION_CHECK_INTERVAL": "1h"}, env)
-	return stripeAuth{s: StartOn(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
+	return stripeAuth{s: apitest.StartOn(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
 }
 
 // chargeWaiting charges a card that needs 3-D Secure with a returnUrl under
 // key; the attempt must wait for the shopper at one PaymentIntent.
 func (a stripeAuth) chargeWaiting(t *testing.T, key string) (*apiclient.ChargeResult, stripefake.Intent) {
 	t.Helper()
-	in := WithPaymentMethod("pm_card_authenticationRequired")
+	in := apitest.WithPaymentMethod("pm_card_authenticationRequired")
 	in.ReturnUrl = new(shopperReturnURL)
 	r := a.s.ChargeCard(t, "demo-key", key, in)
 	require.Empty(t, r.Errors)
@@ -78,7 +79,7 @@ func (a stripeAuth) chargeWaiting(t *testing.T, key string) (*apiclient.ChargeRe
 // stored is the status and failure code the database holds for key: what
 // the attempt is, read without asking chargeonce (which may read Stripe).
 func (a stripeAuth) stored(t require.TestingT, key string) (status, failureCode string) {
-	helper(t)
+	apitest.Helper(t)
 	require.NoError(t, a.pool.QueryRow(context.Background(),
 		"SELECT status::text, coalesce(failure_code, '') FROM charge_attempts WHERE idempotency_key = $1", key).Scan(&status, &failureCode))
 	return status, failureCode
@@ -104,7 +105,7 @@ func (a stripeAuth) deliver(t *testing.T, payload []byte, secret string) int {
 		h.Set("Stripe-Signature", stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
 			Payload: payload, Secret: secret, Timestamp: time.Now()}).Header)
 	}
-	return a.s.Send(t, http.MethodPost, StripeWebhookPath, h, bytes.NewReader(payload)).Status
+	return a.s.Send(t, http.MethodPost, app.StripeWebhookPath, h, bytes.NewReader(payload)).Status
 }
 
 // reads counts the API requests the fake Stripe has received.
@@ -112,13 +113,13 @@ func (a stripeAuth) reads() int { return len(a.fake.Calls()) }
 
 func (a stripeAuth) events(t *testing.T, key, typ string) int {
 	t.Helper()
-	return CountRows(t, a.pool, `SELECT count(*)::int FROM charge_events WHERE idempotency_key = $1 AND type = $2`, key, typ)
+	return apitest.CountRows(t, a.pool, `SELECT count(*)::int FROM charge_events WHERE idempotency_key = $1 AND type = $2`, key, typ)
 }
 
 func TestStripe_Authentication_RedirectToTheChallengeAndBack_RetryOfTheKeyFindsItSucceeded(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"STRIPE_WEBHOOK_SECRET": ""}) // no webhook: polls only
-	key := NewKey()
+	key := apitest.NewKey()
 	waiting, pi := a.chargeWaiting(t, key)
 	require.Equal(t, apiclient.NextActionTypeRedirect, waiting.NextAction.Type)
 	require.Equal(t, pi.NextActionURL, waiting.NextAction.Url, "nextAction is the PaymentIntent's next_action.redirect_to_url.url")
@@ -140,7 +141,7 @@ func TestStripe_Authentication_RedirectToTheChallengeAndBack_RetryOfTheKeyFindsI
 	require.Equal(t, key, back.Query().Get(payment.ReturnKeyParam), "the page back can resume the attempt")
 
 	// The page back retries the key: it reads Stripe (at most once a second).
-	in := WithPaymentMethod("pm_card_authenticationRequired")
+	in := apitest.WithPaymentMethod("pm_card_authenticationRequired")
 	in.ReturnUrl = new(shopperReturnURL)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		done := a.s.ChargeCard(c, "demo-key", key, in)
@@ -158,7 +159,7 @@ func TestStripe_Authentication_CompletedWithoutWebhook_TheReconcilerFindsIt(t *t
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"STRIPE_WEBHOOK_SECRET": "",
 		"AUTHENTICATION_CHECK_INTERVAL": "200ms", "RECONCILE_INTERVAL": "100ms"})
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	time.Sleep(500 * time.Millisecond) // the reconciler has looked, and left it waiting
 	status, _ := a.stored(t, key)
@@ -173,7 +174,7 @@ func TestStripe_Authentication_CompletedWithoutWebhook_TheReconcilerFindsIt(t *t
 func TestStripe_Webhook_Succeeded_TheAttemptIsSucceededAtOnce(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	status, _ := a.stored(t, key)
@@ -197,7 +198,7 @@ func TestStripe_Webhook_Succeeded_TheAttemptIsSucceededAtOnce(t *testing.T) {
 func TestStripe_Webhook_ForgedSignature_RefusedAndNothingRead(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID)) // a read now would finalize it
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
@@ -205,7 +206,7 @@ func TestStripe_Webhook_ForgedSignature_RefusedAndNothingRead(t *testing.T) {
 	before := a.reads()
 	require.Equal(t, http.StatusBadRequest, a.deliver(t, payload, "whsec_forged_0000000000"))
 	require.Equal(t, http.StatusBadRequest, a.deliver(t, payload, ""), "unsigned")
-	require.Equal(t, http.StatusBadRequest, a.s.Send(t, http.MethodPost, StripeWebhookPath,
+	require.Equal(t, http.StatusBadRequest, a.s.Send(t, http.MethodPost, app.StripeWebhookPath,
 		http.Header{"Stripe-Signature": {"t=1,v1=00"}}, bytes.NewReader(payload)).Status, "signed long ago, by nobody")
 	require.Equal(t, before, a.reads(), "nothing read from Stripe")
 	status, _ := a.stored(t, key)
@@ -216,7 +217,7 @@ func TestStripe_Webhook_ForgedSignature_RefusedAndNothingRead(t *testing.T) {
 func TestStripe_Webhook_RedeliveredAndOutOfOrder_ChangeNothing(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	stale := a.fake.Event("payment_intent.requires_action", pi.ID) // rendered while it waited
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
@@ -249,7 +250,7 @@ func TestStripe_Webhook_RedeliveredAndOutOfOrder_ChangeNothing(t *testing.T) {
 func TestStripe_Authentication_Failed_FoundByWebhook_AuthenticationFailed(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := NewKey()
+	key := apitest.NewKey()
 	waiting, pi := a.chargeWaiting(t, key)
 	providertest.PressChallenge(t, nil, waiting.NextAction.Url, "fail")
 
@@ -268,7 +269,7 @@ func TestStripe_Authentication_Abandoned_CancelledAtStripe_AuthenticationAbandon
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"AUTHENTICATION_WINDOW": "1s",
 		"AUTHENTICATION_CHECK_INTERVAL": "200ms", "RECONCILE_INTERVAL": "100ms"})
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	a.eventually(t, key, "FAILED", payment.FailureAuthenticationAbandoned)
 	cancelled := a.fake.ClientIntents(key)[0]
@@ -295,7 +296,7 @@ func TestStripe_Authentication_CancelRefusedBecauseSucceeded_Succeeded(t *testin
 		}
 		return stripefake.None
 	})
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	a.eventually(t, key, "SUCCEEDED", "")
 	var cancels []stripefake.Call
@@ -314,8 +315,8 @@ func TestStripe_Authentication_CancelRefusedBecauseSucceeded_Succeeded(t *testin
 func TestStripe_Authentication_WithoutReturnURL_AuthenticationRequired(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
-	key := NewKey()
-	r := a.s.ChargeCard(t, "demo-key", key, WithPaymentMethod("pm_card_authenticationRequired")).Data.ChargeCard
+	key := apitest.NewKey()
+	r := a.s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_authenticationRequired")).Data.ChargeCard
 	require.Equal(t, "FAILED", r.Status)
 	require.Equal(t, payment.FailureAuthenticationRequired, r.Failure.Code)
 	require.Nil(t, r.NextAction)
@@ -327,7 +328,7 @@ func TestStripe_Authentication_WithoutReturnURL_AuthenticationRequired(t *testin
 func TestStripe_Webhook_WithoutSecret_503AndSaidAtStart(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"STRIPE_WEBHOOK_SECRET": ""})
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
@@ -338,39 +339,9 @@ func TestStripe_Webhook_WithoutSecret_503AndSaidAtStart(t *testing.T) {
 	require.Contains(t, a.s.LogText(), "STRIPE_WEBHOOK_SECRET is not set")
 
 	// Another provider: no such endpoint.
-	other := StartOn(t, dbtest.NewDatabase(t), nil)
-	require.Equal(t, http.StatusNotFound, other.Send(t, http.MethodPost, StripeWebhookPath, nil, bytes.NewReader(payload)).Status)
+	other := apitest.Start(t, nil)
+	require.Equal(t, http.StatusNotFound, other.Send(t, http.MethodPost, app.StripeWebhookPath, nil, bytes.NewReader(payload)).Status)
 	require.NotContains(t, other.LogText(), "STRIPE_WEBHOOK_SECRET")
-}
-
-func TestConfig_StripeWebhookSecret_NeverPrintedAndChecked(t *testing.T) {
-	t.Parallel()
-	const hook = "whsec_Secretive000000000000"
-	cfg, err := LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_51Key", "STRIPE_WEBHOOK_SECRET": hook}))
-	require.NoError(t, err)
-	require.Equal(t, hook, string(cfg.StripeWebhookSecret))
-	var logged bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg, "hook", cfg.StripeWebhookSecret)
-	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "hook", cfg.StripeWebhookSecret)
-	asJSON, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	for _, out := range []string{
-		fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.StripeWebhookSecret, cfg.StripeWebhookSecret),
-		logged.String(), string(asJSON),
-	} {
-		require.NotContains(t, out, "Secretive")
-	}
-
-	cfg, err = LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_51Key"}))
-	require.NoError(t, err, "optional: the polls and the reconciler work without it")
-	require.Empty(t, cfg.StripeWebhookSecret)
-	_, err = LoadConfig(env(map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://db", "NATS_URL": "nats://broker:4222",
-		"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_0123456789abcdef"}))
-	require.NoError(t, err, "optional in production too")
-
-	_, err = LoadConfig(env(map[string]string{"PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_51Key", "STRIPE_WEBHOOK_SECRET": "sk_test_Secretive"}))
-	require.ErrorContains(t, err, "STRIPE_WEBHOOK_SECRET must be a webhook endpoint's signing secret (whsec_…)")
-	require.NotContains(t, err.Error(), "Secretive")
 }
 
 // stripeAuthListening is stripeAuthServer on a real loopback listener: for
@@ -380,14 +351,14 @@ func stripeAuthListening(t *testing.T, env map[string]string) stripeAuth {
 	dbURL := dbtest.NewDatabase(t)
 	fake := stripefake.Start(t)
 	vars := fake.Env(map[string]string{"STRIPE_WEBHOOK_SECRET": testStripeWebhookSecret, "AUTHENTICATION_CHECK_INTERVAL": "1h"}, env)
-	return stripeAuth{s: ListenOn(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
+	return stripeAuth{s: apitest.ListenOn(t, dbURL, vars), fake: fake, pool: dbtest.Open(t, dbURL)}
 }
 
 // postFrom posts payload to the webhook endpoint over client, signed now
 // with secret ("" for no signature), and returns the answer.
 func (a stripeAuth) postFrom(t require.TestingT, client *http.Client, payload []byte, secret string) (*http.Response, error) {
-	helper(t)
-	req, err := http.NewRequest(http.MethodPost, a.s.URL+StripeWebhookPath, bytes.NewReader(payload))
+	apitest.Helper(t)
+	req, err := http.NewRequest(http.MethodPost, a.s.URL+app.StripeWebhookPath, bytes.NewReader(payload))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	if secret != "" {
@@ -422,12 +393,12 @@ func refusalLines(logs string) int {
 func TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthListening(t, nil)
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID)) // a read now would finalize it
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
 
-	stranger := ClientBoundTo(t, "127.0.0.7")
+	stranger := apitest.ClientBoundTo(t, "127.0.0.7")
 	before := a.reads()
 	started := time.Now()
 	for i := range 40 {
@@ -449,7 +420,7 @@ func TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled(t *testing.T) {
 	require.Contains(t, logs, `reason=no_signature detail="no Stripe-Signature header" remote=127.0.0.7`)
 
 	// Stripe, from another address, is served.
-	resp, err := a.postFrom(t, ClientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
+	resp, err := a.postFrom(t, apitest.ClientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	a.eventually(t, key, "SUCCEEDED", "")
@@ -462,12 +433,12 @@ func TestStripe_Webhook_UnsignedFlood_CountedAndLoggedSampled(t *testing.T) {
 func TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthListening(t, map[string]string{"RATE_LIMIT_STRIPE_WEBHOOK_IP": "0.001", "RATE_LIMIT_STRIPE_WEBHOOK_IP_BURST": "10"})
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
 
-	stranger := ClientBoundTo(t, "127.0.0.7")
+	stranger := apitest.ClientBoundTo(t, "127.0.0.7")
 	var mu sync.Mutex
 	statuses := map[int]int{}
 	var wg sync.WaitGroup
@@ -492,7 +463,7 @@ func TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst(t *testing.T) {
 	require.Equal(t, 30.0, m.Value("chargeonce_stripe_webhook_refused_total", "reason", "rate_limited"))
 	require.LessOrEqual(t, refusalLines(a.s.LogText()), 4, "a line or two per reason:\n%s", a.s.LogText())
 
-	resp, err := a.postFrom(t, ClientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
+	resp, err := a.postFrom(t, apitest.ClientBoundTo(t, "127.0.0.8"), payload, testStripeWebhookSecret)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "another address has its own allowance")
 	a.eventually(t, key, "SUCCEEDED", "")
@@ -506,7 +477,7 @@ func TestStripe_Webhook_PerAddressLimit_RefusesPastTheBurst(t *testing.T) {
 func TestStripe_Webhook_LargerThanAnEvent_413Unread(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthListening(t, nil)
-	key := NewKey()
+	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
 	require.NoError(t, a.fake.CompleteAuthentication(pi.ID))
 	payload := a.fake.Event("payment_intent.succeeded", pi.ID)
@@ -518,7 +489,7 @@ func TestStripe_Webhook_LargerThanAnEvent_413Unread(t *testing.T) {
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
 	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nStripe-Signature: t=1,v1=00\r\n\r\n%s",
-		StripeWebhookPath, u.Host, 100<<20, bytes.Repeat([]byte(" "), 1<<10))
+		app.StripeWebhookPath, u.Host, 100<<20, bytes.Repeat([]byte(" "), 1<<10))
 	require.NoError(t, err)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err, "answered before the body came")
@@ -526,7 +497,7 @@ func TestStripe_Webhook_LargerThanAnEvent_413Unread(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 
 	// No length: read up to the bound, then refused.
-	req, err := http.NewRequest(http.MethodPost, a.s.URL+StripeWebhookPath,
+	req, err := http.NewRequest(http.MethodPost, a.s.URL+app.StripeWebhookPath,
 		io.MultiReader(bytes.NewReader(bytes.Repeat([]byte(" "), stripe.WebhookMaxBodyBytes)), bytes.NewReader(payload)))
 	require.NoError(t, err)
 	req.ContentLength = -1

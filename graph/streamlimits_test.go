@@ -1,4 +1,4 @@
-package app
+package graph_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/apitest"
 	"chargeonce/db/dbtest"
 	"chargeonce/graph/graphtest"
 	"chargeonce/internal/apiclient"
@@ -33,10 +34,10 @@ const shopOrigin = "https://shop.example"
 // the publishable key and a card that needs 3-D Secure: its attempt stays
 // PROCESSING until the shopper authenticates. The demo merchant must have
 // registered shopOrigin.
-func waitingAttempt(t *testing.T, s *Server) (key, secret string, action *apiclient.NextAction) {
+func waitingAttempt(t *testing.T, s *apitest.Server) (key, secret string, action *apiclient.NextAction) {
 	t.Helper()
-	_, secret = s.OpenSession(t, SessionInput(4200, "returnUrl", shopOrigin+"/checkout/return"))
-	key = NewKey()
+	_, secret = s.OpenSession(t, apitest.SessionInput(4200, "returnUrl", shopOrigin+"/checkout/return"))
+	key = apitest.NewKey()
 	r := s.PaySession(t, key, secret, "pm_card_authenticationRequired", nil)
 	require.Empty(t, r.Errors)
 	require.Equal(t, "PROCESSING", r.Data.ChargeCard.Status)
@@ -45,7 +46,7 @@ func waitingAttempt(t *testing.T, s *Server) (key, secret string, action *apicli
 }
 
 // liveReads reads the count of attempts read by s's live status.
-func liveReads(t *testing.T, s *Server) float64 {
+func liveReads(t *testing.T, s *apitest.Server) float64 {
 	t.Helper()
 	return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_live_status_reads_total")
 }
@@ -89,7 +90,7 @@ func TestStreams_ThousandSubscribesOnOneSocket_CappedWhileAShopperIsServed(t *te
 	dbURL := dbtest.NewDatabase(t)
 	// No reconciler and no poll within the test: every read of an attempt
 	// by the live status comes from a subscription or from a commit.
-	s := ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
+	s := apitest.ListenOn(t, dbURL, map[string]string{"RECONCILE_INTERVAL": "1h", "LIVE_POLL_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
 	_, _, err := merchant.New(dbtest.Open(t, dbURL), false).AddOrigin(context.Background(), "demo", shopOrigin)
 	require.NoError(t, err)
 	attackerKey, attackerSecret, action := waitingAttempt(t, s)
@@ -99,11 +100,11 @@ func TestStreams_ThousandSubscribesOnOneSocket_CappedWhileAShopperIsServed(t *te
 	before := liveReads(t, s)
 
 	attacker := graphtest.DialWSFrom(t, graphtest.ClientFrom("127.0.0.2"), s.URL, nil)
-	initWS(t, attacker, PublishableKey)
+	initWS(t, attacker, apitest.PublishableKey)
 	const subscribes = 1000
 	vars := map[string]any{"key": attackerKey, "session": attackerSecret}
 	for i := 1; i <= subscribes; i++ {
-		attacker.Subscribe(t, strconv.Itoa(i), SessionUpdatesWithAction, vars)
+		attacker.Subscribe(t, strconv.Itoa(i), apitest.SessionUpdatesWithAction, vars)
 	}
 	served, refused, completed := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for len(served)+len(refused) < subscribes || len(completed) < len(refused) {
@@ -138,8 +139,8 @@ func TestStreams_ThousandSubscribesOnOneSocket_CappedWhileAShopperIsServed(t *te
 
 	// A real shopper, from another address, follows its own attempt.
 	shopper := graphtest.DialWSFrom(t, graphtest.ClientFrom("127.0.0.3"), s.URL, nil)
-	initWS(t, shopper, PublishableKey)
-	shopper.Subscribe(t, "1", SessionUpdatesWithAction, map[string]any{"key": shopperKey, "session": shopperSecret})
+	initWS(t, shopper, apitest.PublishableKey)
+	shopper.Subscribe(t, "1", apitest.SessionUpdatesWithAction, map[string]any{"key": shopperKey, "session": shopperSecret})
 	m := shopper.Next(t, "1")
 	require.Empty(t, m.Errors)
 	require.Equal(t, "PROCESSING", m.Result.Status)
@@ -148,7 +149,7 @@ func TestStreams_ThousandSubscribesOnOneSocket_CappedWhileAShopperIsServed(t *te
 	beforeChange := liveReads(t, s)
 	s.PressButton(t, action.Url, "complete")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.Equal(c, "SUCCEEDED", s.SessionStatus(t, PublishableKey, attackerKey, &attackerSecret).Data.ChargeStatus.Status)
+		require.Equal(c, "SUCCEEDED", s.SessionStatus(t, apitest.PublishableKey, attackerKey, &attackerSecret).Data.ChargeStatus.Status)
 	}, graphtest.Within, 100*time.Millisecond)
 	succeeded, ended := map[string]bool{}, map[string]bool{}
 	for len(ended) < len(served) {
@@ -177,7 +178,7 @@ func TestStreams_SixtyKeylessUpgrades_OnlyTheAddressBurstUpgrades(t *testing.T) 
 	dbURL := dbtest.NewDatabase(t)
 	// Twenty tokens an address may spend, and hardly one back; the cap of
 	// streams per address is not what this test is about.
-	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "20", "STREAM_MAX_PER_ADDRESS": "100"})
+	s := apitest.ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "20", "STREAM_MAX_PER_ADDRESS": "100"})
 	attacker := graphtest.ClientFrom("127.0.0.4")
 
 	const upgrades = 60
@@ -216,7 +217,7 @@ func TestStreams_SixtyKeylessUpgrades_OnlyTheAddressBurstUpgrades(t *testing.T) 
 			continue
 		}
 		require.Equal(t, http.StatusTooManyRequests, a.status, "upgrade %d: %s", i, a.body)
-		require.Equal(t, "RATE_LIMITED", RawResponse{Body: a.body}.GQL(t).Code(t))
+		require.Equal(t, "RATE_LIMITED", apitest.RawResponse{Body: a.body}.GQL(t).Code(t))
 		require.NotEmpty(t, a.retry)
 	}
 	require.Equal(t, 20, upgraded, "the address's burst, and not one more")
@@ -232,7 +233,7 @@ func TestStreams_SixtyKeylessUpgrades_OnlyTheAddressBurstUpgrades(t *testing.T) 
 func TestStreams_PublishableKeyStreams_SpendTheAddressTokens_SecretKeyStreamsDoNot(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "3", "STREAM_MAX_PER_ADDRESS": "100"})
+	s := apitest.ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP": "0.001", "RATE_LIMIT_IP_BURST": "3", "STREAM_MAX_PER_ADDRESS": "100"})
 	from := graphtest.ClientFrom("127.0.0.15")
 	dial := func(apiKey string) (*graphtest.WS, *http.Response) {
 		ctx, cancel := context.WithTimeout(context.Background(), graphtest.Within)
@@ -256,14 +257,14 @@ func TestStreams_PublishableKeyStreams_SpendTheAddressTokens_SecretKeyStreamsDoN
 	}
 	// ... which its browser streams spend, one each.
 	for i := range 3 {
-		ws, refused := dial(PublishableKey)
+		ws, refused := dial(apitest.PublishableKey)
 		require.NotNil(t, ws, "stream %d: within the burst (HTTP %v)", i, refused)
 	}
-	_, refused := dial(PublishableKey)
+	_, refused := dial(apitest.PublishableKey)
 	require.NotNil(t, refused)
 	require.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
 	body, _ := io.ReadAll(refused.Body)
-	r := RawResponse{Body: body}.GQL(t)
+	r := apitest.RawResponse{Body: body}.GQL(t)
 	require.Equal(t, "RATE_LIMITED", r.Code(t))
 	require.Contains(t, r.Errors[0].Message, "browser streams from this address")
 }
@@ -274,8 +275,8 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	// Tokens are not what this test is about.
-	s := ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP_BURST": "1000", "RECONCILE_INTERVAL": "1h"})
-	key, _ := ProcessingAttempt(t, s)
+	s := apitest.ListenOn(t, dbURL, map[string]string{"RATE_LIMIT_IP_BURST": "1000", "RECONCILE_INTERVAL": "1h"})
+	key, _ := apitest.ProcessingAttempt(t, s)
 	attacker := graphtest.ClientFrom("127.0.0.6")
 	withKey := http.Header{"Authorization": {"Bearer demo-key"}}
 
@@ -310,7 +311,7 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 			continue
 		}
 		require.Equal(t, http.StatusTooManyRequests, statuses[i], "%s", bodies[i])
-		r := RawResponse{Body: bodies[i]}.GQL(t)
+		r := apitest.RawResponse{Body: bodies[i]}.GQL(t)
 		require.Equal(t, "RATE_LIMITED", r.Code(t))
 		require.Contains(t, r.Errors[0].Message, "this address holds 20 websockets and event streams open")
 	}
@@ -325,7 +326,7 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 	shopper := graphtest.ClientFrom("127.0.0.7")
 	ws := graphtest.DialWSFrom(t, shopper, s.URL, nil)
 	initWS(t, ws, "demo-key")
-	ws.Subscribe(t, "1", ChargeUpdatedSubscription, map[string]any{"key": key})
+	ws.Subscribe(t, "1", apitest.ChargeUpdatedSubscription, map[string]any{"key": key})
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
 	sse := graphtest.SubscribeSSE(t, shopper, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
@@ -350,10 +351,10 @@ func TestStreams_PerAddress_RefusedBeforeTheUpgrade_AnotherAddressConnects(t *te
 func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, map[string]string{"STREAM_MAX_PER_MERCHANT": "2", "RECONCILE_INTERVAL": "1h"})
+	s := apitest.ListenOn(t, dbURL, map[string]string{"STREAM_MAX_PER_MERCHANT": "2", "RECONCILE_INTERVAL": "1h"})
 	_, acmeKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
-	key, _ := ProcessingAttempt(t, s)
+	key, _ := apitest.ProcessingAttempt(t, s)
 	withKey := http.Header{"Authorization": {"Bearer demo-key"}}
 
 	// Two streams of the demo merchant, from two addresses, one per way of
@@ -373,13 +374,13 @@ func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T)
 	require.NotNil(t, refused)
 	require.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
 	body, _ := io.ReadAll(refused.Body)
-	require.Contains(t, RawResponse{Body: body}.GQL(t).Errors[0].Message, "this merchant holds 2 websockets and event streams open")
+	require.Contains(t, apitest.RawResponse{Body: body}.GQL(t).Errors[0].Message, "this merchant holds 2 websockets and event streams open")
 	// ... closed with 4429 at its connection_init otherwise...
 	third := graphtest.DialWSFrom(t, graphtest.ClientFrom("127.0.0.11"), s.URL, nil)
 	_, err = third.Init(t, map[string]any{"authorization": "Bearer demo-key"})
 	require.Equal(t, websocket.StatusCode(4429), graphtest.CloseStatus(err), "%v", err)
 	// ... and an event stream is a 429 before it starts.
-	resp, _ := graphtest.PostSSE(t, graphtest.ClientFrom("127.0.0.12"), s.URL, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": key})
+	resp, _ := graphtest.PostSSE(t, graphtest.ClientFrom("127.0.0.12"), s.URL, apitest.Bearer("demo-key"), apitest.ChargeUpdatedSubscription, map[string]any{"key": key})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 
 	// Another merchant has its own share.
@@ -390,7 +391,7 @@ func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T)
 	_ = first.CloseNow()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		sse := graphtest.ClientFrom("127.0.0.14")
-		resp, cancel := graphtest.PostSSE(t, sse, s.URL, Bearer("demo-key"), ChargeUpdatedSubscription, map[string]any{"key": key})
+		resp, cancel := graphtest.PostSSE(t, sse, s.URL, apitest.Bearer("demo-key"), apitest.ChargeUpdatedSubscription, map[string]any{"key": key})
 		defer cancel()
 		require.Equal(c, http.StatusOK, resp.StatusCode)
 	}, graphtest.Within, 20*time.Millisecond)
@@ -399,8 +400,8 @@ func TestStreams_PerMerchant_RefusedAtTheUpgradeOrAtConnectionInit(t *testing.T)
 func TestStreams_Lifetime_ClosedWithGoingAway_TheClientConnectsAgain(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	s := ListenOn(t, dbURL, map[string]string{"STREAM_MAX_LIFETIME": "2s", "RECONCILE_INTERVAL": "1h"})
-	key, _ := ProcessingAttempt(t, s)
+	s := apitest.ListenOn(t, dbURL, map[string]string{"STREAM_MAX_LIFETIME": "2s", "RECONCILE_INTERVAL": "1h"})
+	key, _ := apitest.ProcessingAttempt(t, s)
 
 	ws := graphtest.SubscribeWS(t, s.URL, "demo-key", key)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
@@ -431,16 +432,16 @@ func TestStreams_KeyRevokedOnAnotherInstance_ItsStreamsCloseWith4403(t *testing.
 	dbURL := dbtest.NewDatabase(t)
 	// Instance A serves the streams; its periodic re-check is an hour
 	// away, so what closes them is the revocation's notification.
-	a := ListenOn(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h"})
+	a := apitest.ListenOn(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h"})
 	// Instance B's merchant service, as the CLI's `apikey revoke` uses it.
 	b := merchant.New(dbtest.Open(t, dbURL), false)
 	_, acmeKey, err := b.CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
 	_, survivorKey, err := b.CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
-	watched, other := NewKey(), NewKey()
+	watched, other := apitest.NewKey(), apitest.NewKey()
 	for _, k := range []string{watched, other} {
-		require.Equal(t, "PROCESSING", a.ChargeCard(t, acmeKey, k, WithPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
+		require.Equal(t, "PROCESSING", a.ChargeCard(t, acmeKey, k, apitest.WithPaymentMethod("pm_card_lostResponse")).Data.ChargeCard.Status)
 	}
 
 	ws := graphtest.SubscribeWS(t, a.URL, acmeKey, watched)
@@ -471,7 +472,7 @@ func TestStreams_KeyRevokedOnAnotherInstance_ItsStreamsCloseWith4403(t *testing.
 
 	// The merchant's other key, not revoked, keeps its socket: it carries a
 	// new subscription.
-	kept.Subscribe(t, "2", ChargeUpdatedSubscription, map[string]any{"key": other})
+	kept.Subscribe(t, "2", apitest.ChargeUpdatedSubscription, map[string]any{"key": other})
 	require.Equal(t, "PROCESSING", kept.Next(t, "2").Result.Status)
 	require.Contains(t, a.LogText(), "stream ended: the API key of this stream no longer authenticates")
 	require.NotContains(t, a.LogText(), acmeKey, "no key in any log line")
@@ -482,7 +483,7 @@ func TestStreams_KeyRevokedOnAnotherInstance_ItsStreamsCloseWith4403(t *testing.
 func TestStreams_OriginRemovedOnAnotherInstance_ItsStreamsCloseWith4403(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
-	a := ListenOn(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
+	a := apitest.ListenOn(t, dbURL, map[string]string{"STREAM_RECHECK_INTERVAL": "1h", "RECONCILE_INTERVAL": "1h", "AUTHENTICATION_CHECK_INTERVAL": "1h"})
 	b := merchant.New(dbtest.Open(t, dbURL), false)
 	const other = "https://other.example"
 	for _, o := range []string{shopOrigin, other} {
@@ -495,17 +496,17 @@ func TestStreams_OriginRemovedOnAnotherInstance_ItsStreamsCloseWith4403(t *testi
 	// The checkout page's streams, opened from its origin with the
 	// publishable key.
 	ws := graphtest.DialWS(t, a.URL, http.Header{"Origin": {shopOrigin}})
-	initWS(t, ws, PublishableKey)
-	ws.Subscribe(t, "1", SessionUpdatesWithAction, vars)
+	initWS(t, ws, apitest.PublishableKey)
+	ws.Subscribe(t, "1", apitest.SessionUpdatesWithAction, vars)
 	require.Equal(t, "PROCESSING", ws.Next(t, "1").Result.Status)
-	resp, _ := graphtest.PostSSE(t, a.Client, a.URL, map[string]string{"Authorization": "Bearer " + PublishableKey, "Origin": shopOrigin},
-		SessionUpdatesWithAction, vars)
+	resp, _ := graphtest.PostSSE(t, a.Client, a.URL, map[string]string{"Authorization": "Bearer " + apitest.PublishableKey, "Origin": shopOrigin},
+		apitest.SessionUpdatesWithAction, vars)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	sse := graphtest.NewSSE(resp)
 	require.Equal(t, "PROCESSING", sse.MustNext(t).Result.Status)
 	// A page of the origin that stays registered.
 	kept := graphtest.DialWS(t, a.URL, http.Header{"Origin": {other}})
-	initWS(t, kept, PublishableKey)
+	initWS(t, kept, apitest.PublishableKey)
 
 	_, err := b.RemoveOrigin(context.Background(), "demo", shopOrigin)
 	require.NoError(t, err)
@@ -520,7 +521,7 @@ func TestStreams_OriginRemovedOnAnotherInstance_ItsStreamsCloseWith4403(t *testi
 	_, err = sse.Next(t)
 	require.ErrorIs(t, err, io.EOF)
 
-	kept.Subscribe(t, "1", SessionUpdatesWithAction, vars)
+	kept.Subscribe(t, "1", apitest.SessionUpdatesWithAction, vars)
 	require.Equal(t, "PROCESSING", kept.Next(t, "1").Result.Status, "the other origin's page is still served")
 	require.Contains(t, a.LogText(), "stream ended: this page's origin is no longer registered")
 }

@@ -1,37 +1,16 @@
-package app
+package apitest
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
 	"chargeonce/events"
 	"chargeonce/events/eventstest"
 )
-
-// CountRows runs a count query.
-func CountRows(t require.TestingT, pool *pgxpool.Pool, sql string, args ...any) int {
-	helper(t)
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
-	return n
-}
-
-// WaitRows waits until the count query says want.
-func WaitRows(t *testing.T, pool *pgxpool.Pool, want int, within time.Duration, sql string, args ...any) {
-	t.Helper()
-	var n int
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		n = CountRows(c, pool, sql, args...)
-		require.Equal(c, want, n)
-	}, within, 50*time.Millisecond, "want %d from %q", want, sql)
-}
 
 const unsentEvents = "SELECT count(*) FROM charge_events WHERE sent_at IS NULL"
 

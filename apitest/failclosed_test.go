@@ -1,11 +1,9 @@
-package app
+package apitest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"io"
 	"net"
 	"net/url"
@@ -93,13 +91,6 @@ func TestChargeCard_RecordingCutOff_IsWrittenAgain(t *testing.T) {
 		"SELECT count(*) FROM charge_events WHERE idempotency_key = $1 AND type = 'charge.succeeded'", key).Scan(&events))
 	require.Equal(t, 1, events)
 	require.Contains(t, s.LogText(), "could not record the provider's answer yet; retrying")
-}
-
-func JSONBody(t *testing.T, v any) io.Reader {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return bytes.NewReader(b)
 }
 
 // pgProxy forwards TCP between chargeonce and PostgreSQL and, when armed,

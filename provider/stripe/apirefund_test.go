@@ -1,4 +1,4 @@
-package app
+package stripe_test
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/apitest"
 	"chargeonce/provider/stripe/stripefake"
 )
 
@@ -19,18 +20,18 @@ import (
 // charge's id.
 func (a stripeAuth) charged(t *testing.T, pm string, amount int) string {
 	t.Helper()
-	in := WithPaymentMethod(pm)
+	in := apitest.WithPaymentMethod(pm)
 	in.Amount = new(amount)
-	r := a.s.ChargeCard(t, "demo-key", NewKey(), in)
+	r := a.s.ChargeCard(t, "demo-key", apitest.NewKey(), in)
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	return r.Data.ChargeCard.Charge.Id
 }
 
-func (a stripeAuth) refund(t *testing.T, key, chargeID string, amount int) RefundResponse {
+func (a stripeAuth) refund(t *testing.T, key, chargeID string, amount int) apitest.RefundResponse {
 	t.Helper()
-	var r RefundResponse
-	a.s.Post(t, "demo-key", nil, RefundMutation, map[string]any{"key": key, "input": map[string]any{"chargeId": chargeID, "amount": amount}}, &r)
+	var r apitest.RefundResponse
+	a.s.Post(t, "demo-key", nil, apitest.RefundMutation, map[string]any{"key": key, "input": map[string]any{"chargeId": chargeID, "amount": amount}}, &r)
 	require.Empty(t, r.Errors)
 	return r
 }
@@ -39,7 +40,7 @@ func TestStripe_Refund_SucceedsOnceAndReplays(t *testing.T) {
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
 	chargeID := a.charged(t, "pm_card_visa", 1000)
-	key := NewKey()
+	key := apitest.NewKey()
 	r := a.refund(t, key, chargeID, 400)
 	require.Equal(t, "SUCCEEDED", r.Data.RefundCharge.Status)
 	require.Equal(t, 400, r.Data.RefundCharge.Refund.Amount)
@@ -56,7 +57,7 @@ func TestStripe_Refund_PendingUntilTheWebhook_ReadsAndRecordsOnce(t *testing.T) 
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"REFUND_CHECK_INTERVAL": "1h"}) // only the webhook ends the wait
 	chargeID := a.charged(t, stripefake.RefundPendingCard, 1000)
-	key := NewKey()
+	key := apitest.NewKey()
 	r := a.refund(t, key, chargeID, 1000)
 	require.Equal(t, "PROCESSING", r.Data.RefundCharge.Status)
 	refunds := a.fake.Refunds()
@@ -76,7 +77,7 @@ func TestStripe_Refund_PendingUntilTheWebhook_ReadsAndRecordsOnce(t *testing.T) 
 	}
 	a.eventually(t, key, "SUCCEEDED", "")
 	require.Equal(t, 1, a.events(t, key, "refund.succeeded"))
-	require.Equal(t, 1, CountRows(t, a.pool, "SELECT count(*)::int FROM refunds"), "one refund recorded")
+	require.Equal(t, 1, apitest.CountRows(t, a.pool, "SELECT count(*)::int FROM refunds"), "one refund recorded")
 	require.Len(t, a.fake.Refunds(), 1, "nothing was sent again")
 }
 
@@ -84,7 +85,7 @@ func TestStripe_Refund_LostAnswer_TheWebhookBeatsTheRetry_OneRefund(t *testing.T
 	t.Parallel()
 	a := stripeAuthServer(t, map[string]string{"RECONCILE_INTERVAL": "1h"})
 	chargeID := a.charged(t, "pm_card_visa", 1000)
-	key := NewKey()
+	key := apitest.NewKey()
 	a.fake.FailRefunds(stripefake.CutAfterRun, 100) // every send of the request, inline retries too
 	r := a.refund(t, key, chargeID, 250)
 	require.Equal(t, "PROCESSING", r.Data.RefundCharge.Status, "the answer was lost: nobody knows yet")
@@ -96,14 +97,14 @@ func TestStripe_Refund_LostAnswer_TheWebhookBeatsTheRetry_OneRefund(t *testing.T
 	// and records nothing.
 	require.Equal(t, http.StatusOK, a.deliver(t, a.fake.Event("refund.updated", refunds[0].ID), testStripeWebhookSecret))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		var retry RefundResponse
-		a.s.Post(t, "demo-key", nil, RefundMutation, map[string]any{"key": key, "input": map[string]any{"chargeId": chargeID, "amount": 250}}, &retry)
+		var retry apitest.RefundResponse
+		a.s.Post(t, "demo-key", nil, apitest.RefundMutation, map[string]any{"key": key, "input": map[string]any{"chargeId": chargeID, "amount": 250}}, &retry)
 		require.Empty(c, retry.Errors)
 		require.Equal(c, "SUCCEEDED", retry.Data.RefundCharge.Status)
 		require.Equal(c, refunds[0].ID, *retry.Data.RefundCharge.Refund.ProviderRefundID)
 	}, 40*time.Second, 200*time.Millisecond)
 	require.Len(t, a.fake.Refunds(), 1, "one refund at Stripe")
-	require.Equal(t, 1, CountRows(t, a.pool, "SELECT count(*)::int FROM refunds"), "one refund recorded")
+	require.Equal(t, 1, apitest.CountRows(t, a.pool, "SELECT count(*)::int FROM refunds"), "one refund recorded")
 	require.Equal(t, 1, a.events(t, key, "refund.succeeded"))
 }
 
@@ -111,7 +112,7 @@ func TestStripe_Refund_FailsAfterItSucceeded_TheAmountComesBackOnce(t *testing.T
 	t.Parallel()
 	a := stripeAuthServer(t, nil)
 	chargeID := a.charged(t, "pm_card_visa", 1000)
-	key := NewKey()
+	key := apitest.NewKey()
 	r := a.refund(t, key, chargeID, 1000)
 	require.Equal(t, "SUCCEEDED", r.Data.RefundCharge.Status)
 	refunds := a.fake.Refunds()
@@ -124,14 +125,14 @@ func TestStripe_Refund_FailsAfterItSucceeded_TheAmountComesBackOnce(t *testing.T
 	for range 2 {
 		require.Equal(t, http.StatusOK, a.deliver(t, event, testStripeWebhookSecret))
 	}
-	var charge RefundResponse
+	var charge apitest.RefundResponse
 	a.s.Post(t, "demo-key", nil, `query($id: String!) { refundStatus(idempotencyKey: $id) { status refund { id status } } }`, map[string]any{"id": key}, &charge)
 	require.Empty(t, charge.Errors)
 	require.Equal(t, "FAILED", charge.Data.RefundStatus.Refund.Status, "the refund failed later")
 	require.Equal(t, 1, a.events(t, key, "refund.failed"), "announced once")
-	require.Zero(t, CountRows(t, a.pool, "SELECT amount_refunded::int FROM charges WHERE id = $1", chargeID))
+	require.Zero(t, apitest.CountRows(t, a.pool, "SELECT amount_refunded::int FROM charges WHERE id = $1", chargeID))
 
-	again := a.refund(t, NewKey(), chargeID, 1000)
+	again := a.refund(t, apitest.NewKey(), chargeID, 1000)
 	require.Equal(t, "SUCCEEDED", again.Data.RefundCharge.Status, "the amount is refundable again")
 	require.Len(t, a.fake.Refunds(), 2)
 }

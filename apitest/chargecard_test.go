@@ -1,35 +1,23 @@
-package app
+package apitest
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
-	"chargeonce/provider/stripe/stripefake"
 )
-
-// setup starts one server on a fresh database.
-func setup(t *testing.T) (*Server, string) {
-	t.Helper()
-	dbURL := dbtest.NewDatabase(t)
-	return StartOn(t, dbURL, nil), dbURL
-}
 
 func TestChargeCard_SameKeyConcurrently_ChargesOnce(t *testing.T) {
 	t.Parallel()
 	for _, pm := range []string{"pm_card_visa", "pm_card_slow"} {
 		t.Run(pm, func(t *testing.T) {
 			t.Parallel()
-			s, _ := setup(t)
+			s := Start(t, nil)
 			key, input := NewKey(), WithPaymentMethod(pm)
 			RequireOneCharge(t, s, key, input, Storm(t, []*Server{s}, 200, key, input))
 		})
@@ -48,7 +36,7 @@ func TestChargeCard_SameKeyAcrossTwoInstances_ChargesOnce(t *testing.T) {
 
 func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s := Start(t, nil)
 	key := NewKey()
 	input := Visa(4250)
 	input.OrderId = new("order-17")
@@ -83,7 +71,7 @@ func TestChargeCard_Replay_ReturnsStoredCharge(t *testing.T) {
 
 func TestChargeCard_SameKeyDifferentInput_IsRefused(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s := Start(t, nil)
 	key := NewKey()
 	require.Equal(t, "SUCCEEDED", s.ChargeCard(t, "demo-key", key, Visa(1000)).Data.ChargeCard.Status)
 
@@ -106,7 +94,7 @@ func TestChargeCard_SameKeyDifferentInput_IsRefused(t *testing.T) {
 
 func TestChargeCard_EquivalentInput_IsAReplay(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s := Start(t, nil)
 	key := NewKey()
 	first := s.ChargeCardRaw(t, "demo-key", key, map[string]any{
 		"paymentMethod": "pm_card_visa", "currency": "USD", "amount": 500, "orderId": nil,
@@ -126,7 +114,7 @@ func TestChargeCard_EquivalentInput_IsAReplay(t *testing.T) {
 
 func TestChargeCard_Decline_IsStoredAndReplayed(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s := Start(t, nil)
 	for pm, code := range map[string]string{
 		"pm_card_chargeDeclined":    "card_declined",
 		"pm_card_insufficientFunds": "insufficient_funds",
@@ -193,7 +181,8 @@ func TestChargeCard_UnknownOutcome_StaysProcessing(t *testing.T) {
 
 func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 	t.Parallel()
-	s, dbURL := setup(t)
+	s := Start(t, nil)
+	dbURL := s.DatabaseURL
 	pool := dbtest.Open(t, dbURL)
 	long := func(n int) string { return strings.Repeat("x", n) }
 	tests := []struct {
@@ -244,20 +233,10 @@ func TestChargeCard_InvalidInput_IsRefusedAndNothingStored(t *testing.T) {
 	require.Equal(t, 1, charges, "only the valid request reached the provider")
 }
 
-func TestChargeCard_MissingOrMistypedField_IsAGraphQLError(t *testing.T) {
-	t.Parallel()
-	s, _ := setup(t)
-	r := s.ChargeCardRaw(t, "demo-key", NewKey(), map[string]any{"amount": "ten", "currency": "USD", "paymentMethod": "pm_card_visa"})
-	require.NotEmpty(t, r.Errors)
-	require.NotEqual(t, "INTERNAL_SERVER_ERROR", r.Errors[0].Extensions["code"])
-	r = s.ChargeCardRaw(t, "demo-key", NewKey(), map[string]any{"currency": "USD", "paymentMethod": "pm_card_visa"})
-	require.NotEmpty(t, r.Errors)
-	require.NotEqual(t, "INTERNAL_SERVER_ERROR", r.Errors[0].Extensions["code"])
-}
-
 func TestChargeCard_KeysAreScopedPerMerchant(t *testing.T) {
 	t.Parallel()
-	s, dbURL := setup(t)
+	s := Start(t, nil)
+	dbURL := s.DatabaseURL
 	pool := dbtest.Open(t, dbURL)
 	_, acmeKey, err := merchant.New(pool, false).CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
 	require.NoError(t, err)
@@ -278,7 +257,7 @@ func TestChargeCard_KeysAreScopedPerMerchant(t *testing.T) {
 
 func TestChargeStatus_ReportsTheStoredAttempt_NullForAnUnusedKey(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s := Start(t, nil)
 	require.Nil(t, s.ChargeStatus(t, "demo-key", NewKey()).Data.ChargeStatus, "a key never used is null")
 	key := NewKey()
 	charged := s.ChargeCard(t, "demo-key", key, Visa(700)).Data.ChargeCard
@@ -287,106 +266,4 @@ func TestChargeStatus_ReportsTheStoredAttempt_NullForAnUnusedKey(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", status.Data.ChargeStatus.Status)
 	require.Equal(t, charged.Charge.Id, status.Data.ChargeStatus.Charge.Id)
 	require.Equal(t, "BAD_USER_INPUT", s.ChargeStatus(t, "demo-key", "no spaces allowed").Code(t))
-}
-
-func TestAuth_OnlyALiveKeyOfTheEnvironmentCharges(t *testing.T) {
-	t.Parallel()
-	s, dbURL := setup(t)
-	tests := map[string]map[string]string{
-		"no header":      nil,
-		"unknown key":    Bearer("not-a-key"),
-		"other scheme":   {"Authorization": "Basic ZGVtbzpkZW1vLWtleQ=="},
-		"bearer, no key": {"Authorization": "Bearer "},
-	}
-	for name, headers := range tests {
-		key := NewKey()
-		r := s.Do(t, headers, ChargeCardMutation, map[string]any{"key": key, "input": Visa(100)})
-		require.Equal(t, "UNAUTHENTICATED", r.Code(t), name)
-		r = s.Do(t, headers, ChargeStatusQuery, map[string]any{"key": key})
-		require.Equal(t, "UNAUTHENTICATED", r.Code(t), name)
-		require.Empty(t, s.ProviderCharges(t, "demo", key), name)
-	}
-
-	// A key made as `chargeonce apikey create` makes one works, and is
-	// stored only as its hash (systest's TestAPIKeyCommands_… runs the
-	// command itself).
-	_, apiKey, err := merchant.New(dbtest.Open(t, dbURL), false).CreateAPIKey(context.Background(), "shop", merchant.KeySecret)
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(apiKey, "co_sk_"), apiKey)
-	r := s.ChargeCard(t, apiKey, NewKey(), Visa(100))
-	require.Empty(t, r.Errors)
-	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
-	pool := dbtest.Open(t, dbURL)
-	var hashed, clear int
-	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT count(*) FILTER (WHERE key_hash = sha256(convert_to($1::text, 'UTF8'))), count(*) FILTER (WHERE key_prefix = $1::text) FROM api_keys",
-		apiKey).Scan(&hashed, &clear))
-	require.Equal(t, 1, hashed, "the key is stored hashed")
-	require.Zero(t, clear, "the key is never stored in clear")
-
-	// Production refuses the development-only demo key, even though it is in the database.
-	prod := StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
-	require.Equal(t, "UNAUTHENTICATED", prod.ChargeCard(t, "demo-key", NewKey(), Visa(100)).Code(t))
-	require.Equal(t, "SUCCEEDED", prod.ChargeCard(t, apiKey, NewKey(), Visa(100)).Data.ChargeCard.Status)
-
-	// Development aids do not exist in production: the fault switch is
-	// ignored, and there is no playground, simulator or demo page.
-	dropped := prod.Do(t, map[string]string{"Authorization": "Bearer " + apiKey, "X-Chargeonce-Fault": "drop-response"},
-		ChargeCardMutation, map[string]any{"key": NewKey(), "input": Visa(100)})
-	require.Empty(t, dropped.Errors)
-	require.Equal(t, "SUCCEEDED", dropped.Data.ChargeCard.Status, "the answer arrives whole")
-	for _, path := range []string{"/playground", "/provider/v1/charges", "/"} {
-		resp, err := prod.Client.Get(prod.URL + path)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
-	}
-}
-
-func TestChargeCard_IdempotencyKeyHeader(t *testing.T) {
-	t.Parallel()
-	s, _ := setup(t)
-	key := NewKey()
-	vars := map[string]any{"key": key, "input": Visa(100)}
-	same := s.Do(t, map[string]string{"Authorization": "Bearer demo-key", "Idempotency-Key": `"` + key + `"`}, ChargeCardMutation, vars)
-	require.Empty(t, same.Errors)
-	require.Equal(t, "SUCCEEDED", same.Data.ChargeCard.Status)
-
-	other := NewKey()
-	differ := s.Do(t, map[string]string{"Authorization": "Bearer demo-key", "Idempotency-Key": other},
-		ChargeCardMutation, map[string]any{"key": NewKey(), "input": Visa(100)})
-	require.Equal(t, "BAD_USER_INPUT", differ.Code(t))
-	require.Empty(t, s.ProviderCharges(t, "demo", other))
-}
-
-func TestServer_ProbesAndPlaygroundAnswer_QueriesRunOverGET(t *testing.T) {
-	t.Parallel()
-	s, _ := setup(t)
-	for path, want := range map[string]string{
-		"/healthz":    "ok",
-		"/readyz":     "ok",
-		"/playground": "Bearer demo-key",
-	} {
-		resp, err := s.Client.Get(s.URL + path)
-		require.NoError(t, err)
-		var body strings.Builder
-		_, err = io.Copy(&body, resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
-		require.Equal(t, 200, resp.StatusCode, path)
-		require.Contains(t, body.String(), want, path)
-	}
-	// Queries work over GET too.
-	resp, err := s.Client.Get(s.URL + "/graphql?query=" + url.QueryEscape(`{ __typename }`))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode)
-}
-
-func AttemptStatus(t *testing.T, pool *pgxpool.Pool, key string) string {
-	t.Helper()
-	var status string
-	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT status FROM charge_attempts WHERE idempotency_key = $1", key).Scan(&status))
-	return status
 }

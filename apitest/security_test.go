@@ -1,10 +1,7 @@
-package app
+package apitest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -27,12 +24,6 @@ func websocketHeaders(kv ...string) http.Header {
 		h.Set(kv[i], kv[i+1])
 	}
 	return h
-}
-
-// ChargeBody is a chargeCard request body whose input is the raw JSON given,
-// so that a test can send what no JSON encoder would.
-func ChargeBody(key, rawInput string) string {
-	return `{"query":` + strconv.Quote(ChargeCardMutation) + `,"variables":{"key":` + strconv.Quote(key) + `,"input":` + rawInput + `}}`
 }
 
 // inputWithAmount is a valid input but for the raw JSON amount.
@@ -169,69 +160,4 @@ func TestHostileInput_IsRefusedAndNothingIsStoredOrCharged(t *testing.T) {
 	ok := s.Send(t, "POST", "/graphql", auth(), strings.NewReader(ChargeBody(key, `{"amount":500,"currency":"JPY","paymentMethod":"pm_card_visa"}`))).GQL(t)
 	require.Empty(t, ok.Errors)
 	require.Equal(t, "SUCCEEDED", ok.Data.ChargeCard.Status)
-}
-
-// TestAliasFlood_OneRequestChargesAtMostOnce sends the issue's document of
-// 100 aliased chargeCard fields, each with its own key, and the same through
-// fragments: it is refused as a whole, and nothing is claimed or charged.
-func TestAliasFlood_OneRequestChargesAtMostOnce(t *testing.T) {
-	t.Parallel()
-	dbURL := dbtest.NewDatabase(t)
-	s := StartOn(t, dbURL, nil)
-	pool := dbtest.Open(t, dbURL)
-	var doc strings.Builder
-	doc.WriteString("mutation {")
-	for i := range 100 {
-		fmt.Fprintf(&doc, ` c%d: chargeCard(idempotencyKey: "flood-%d", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status }`, i, i)
-	}
-	doc.WriteString(" }")
-	viaFragments := `mutation { ...A ...B } fragment A on Mutation { a: chargeCard(idempotencyKey: "frag-a", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } } fragment B on Mutation { b: chargeCard(idempotencyKey: "frag-b", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } }`
-	for name, query := range map[string]string{"100 aliases": doc.String(), "two fragments": viaFragments} {
-		body, err := json.Marshal(map[string]string{"query": query})
-		require.NoError(t, err)
-		g := s.Send(t, "POST", "/graphql", JSONHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).GQL(t)
-		require.Len(t, g.Errors, 1, name)
-		require.Equal(t, "BAD_USER_INPUT", g.Errors[0].Extensions["code"], name)
-		require.Contains(t, g.Errors[0].Message, "at most 1", name)
-	}
-	// A skipped second field does not run, so it does not count.
-	skipped := `mutation { a: chargeCard(idempotencyKey: "skip-a", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) { status } b: chargeCard(idempotencyKey: "skip-b", input: {amount: 100, currency: "USD", paymentMethod: "pm_card_visa"}) @skip(if: true) { status } }`
-	body, err := json.Marshal(map[string]string{"query": skipped})
-	require.NoError(t, err)
-	g := s.Send(t, "POST", "/graphql", JSONHeaders("Authorization", "Bearer demo-key"), bytes.NewReader(body)).GQL(t)
-	require.Empty(t, g.Errors)
-
-	var attempts, charges int
-	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT (SELECT count(*) FROM charge_attempts WHERE idempotency_key <> 'skip-a'), (SELECT count(*) FROM cardsim.charges)").Scan(&attempts, &charges))
-	require.Zero(t, attempts, "no key of a refused document was claimed")
-	require.Equal(t, 1, charges, "only the one charge that ran")
-}
-
-// TestCrossOrigin_UnregisteredOriginsGetNoAccess: a page on an origin no
-// merchant registered can neither pass a preflight (needed for the
-// Authorization header and a JSON body) nor read an answer, and a secret
-// key gets no CORS headers from any origin; the cross-site forms a browser
-// sends without a preflight are refused (see the text/plain and
-// form-encoded cases above). Registered origins: checkout_test.go.
-func TestCrossOrigin_UnregisteredOriginsGetNoAccess(t *testing.T) {
-	t.Parallel()
-	s := StartOn(t, dbtest.NewDatabase(t), nil)
-	preflight := s.Send(t, "OPTIONS", "/graphql", http.Header{
-		"Origin": {"https://evil.example"}, "Access-Control-Request-Method": {"POST"},
-		"Access-Control-Request-Headers": {"authorization, content-type"},
-	}, nil)
-	post := s.Send(t, "POST", "/graphql", JSONHeaders("Origin", "https://evil.example", "Authorization", "Bearer demo-key"),
-		strings.NewReader(`{"query":"{ __typename }"}`))
-	// The preflight is refused; so is the POST (a browser sends one that
-	// needs no preflight), which a secret key sends from another origin.
-	require.Equal(t, http.StatusForbidden, preflight.Status)
-	require.Equal(t, "FORBIDDEN", preflight.GQL(t).Errors[0].Extensions["code"])
-	require.Equal(t, http.StatusForbidden, post.Status)
-	require.Equal(t, "FORBIDDEN", post.GQL(t).Errors[0].Extensions["code"])
-	for name, r := range map[string]RawResponse{"preflight": preflight, "POST": post} {
-		for h := range r.Header {
-			require.False(t, strings.HasPrefix(strings.ToLower(h), "access-control-allow"), "%s: %s", name, h)
-		}
-	}
 }

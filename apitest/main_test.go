@@ -1,0 +1,5 @@
+package apitest
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }

@@ -1,0 +1,9 @@
+package app_test
+
+import (
+	"testing"
+
+	"chargeonce/apitest"
+)
+
+func TestMain(m *testing.M) { apitest.Main(m) }
