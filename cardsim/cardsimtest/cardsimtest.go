@@ -84,3 +84,18 @@ func (s *Simulator) Refunds(t testing.TB, f apiclient.ProviderRefundFilter) []ap
 	}
 	return refunds
 }
+
+// Installed reports whether the database of pool holds anything of the
+// simulator's: its schema, or the table of its migrations. It is for the
+// test that a production server leaves none.
+func Installed(t testing.TB, pool *pgxpool.Pool) bool {
+	t.Helper()
+	var found bool
+	err := pool.QueryRow(context.Background(), `SELECT
+		EXISTS (SELECT 1 FROM information_schema.schemata WHERE schema_name = 'cardsim')
+		OR to_regclass($1) IS NOT NULL`, cardsim.MigrationsTable).Scan(&found)
+	if err != nil {
+		t.Fatalf("cardsimtest: look for the simulator's schema: %v", err)
+	}
+	return found
+}

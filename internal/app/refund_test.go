@@ -8,6 +8,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 )
 
 const refundMutation = `mutation Refund($key: String!, $input: RefundInput!) {
@@ -118,6 +119,8 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	require.Len(t, charge.Data.ChargeStatus.Charge.Refunds, 1)
 	require.Equal(t, got.Refund.ID, charge.Data.ChargeStatus.Charge.Refunds[0].ID)
 
-	require.Equal(t, 1, countRows(t, pool, "SELECT count(*)::int FROM cardsim.refunds"), "one refund reached the provider")
+	refunds, err := s.api("").ListProviderRefunds(t.Context(), apiclient.ProviderRefundFilter{})
+	require.NoError(t, err)
+	require.Len(t, refunds, 1, "one refund reached the provider")
 	require.Equal(t, 2, countRows(t, pool, "SELECT count(*)::int FROM charge_attempts"), "the charge and the one refund were claimed")
 }
