@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 	"chargeonce/internal/app"
 )
 
@@ -79,6 +80,8 @@ func TestRefundCharge_OverHTTP_RefundsOnceAndRefusesClearly(t *testing.T) {
 	require.Len(t, charge.Data.ChargeStatus.Charge.Refunds, 1)
 	require.Equal(t, got.Refund.ID, charge.Data.ChargeStatus.Charge.Refunds[0].ID)
 
-	require.Equal(t, 1, CountRows(t, pool, "SELECT count(*)::int FROM cardsim.refunds"), "one refund reached the provider")
+	refunds, err := s.API("").ListProviderRefunds(t.Context(), apiclient.ProviderRefundFilter{})
+	require.NoError(t, err)
+	require.Len(t, refunds, 1, "one refund reached the provider")
 	require.Equal(t, 2, CountRows(t, pool, "SELECT count(*)::int FROM charge_attempts"), "the charge and the one refund were claimed")
 }

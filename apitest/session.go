@@ -1,6 +1,8 @@
 package apitest
 
 import (
+	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 	"chargeonce/internal/app"
 	"chargeonce/provider/providertest"
 	"context"
@@ -143,12 +145,18 @@ func AttemptsOf(t *testing.T, pool *pgxpool.Pool, keys ...string) int {
 	return CountRows(t, pool, "SELECT count(*)::int FROM charge_attempts WHERE idempotency_key = ANY($1)", keys)
 }
 
-// ProviderChargesOfSession counts what the simulated provider was asked to
-// charge for a session's attempts: declines included.
-func ProviderChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) int {
+// ProviderChargesOfSession lists what the simulated provider was asked to
+// charge for a session's attempts, declines included: the provider's
+// charges under the provider keys that chargeonce's attempts record.
+func (s *Server) ProviderChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) []apiclient.ProviderCharge {
 	t.Helper()
-	return CountRows(t, pool, `SELECT count(*)::int FROM cardsim.charges c JOIN charge_attempts a ON c.idempotency_key = a.provider_key
-		WHERE a.checkout_session_id = $1`, sessionID)
+	var charges []apiclient.ProviderCharge
+	for _, key := range dbtest.Query[string](t, pool, "SELECT provider_key FROM charge_attempts WHERE checkout_session_id = $1", sessionID) {
+		found, err := s.API("").ListProviderCharges(context.Background(), apiclient.ProviderChargeFilter{IdempotencyKey: key})
+		require.NoError(t, err)
+		charges = append(charges, found...)
+	}
+	return charges
 }
 
 const SessionUpdatesWithAction = `subscription Updates($key: String!, $session: String) {

@@ -176,13 +176,17 @@ func (h *handler) listCharges(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, *reqErr)
 		return
 	}
-	charges, err := h.store.list(r.Context(), filter)
+	charges, more, err := h.store.list(r.Context(), filter)
+	if errors.Is(err, errNoCharge) {
+		writeError(w, http.StatusBadRequest, noSuchStart("charge", *filter.StartingAfter))
+		return
+	}
 	if err != nil {
 		h.log.Error("cardsim: list charges", "err", err)
 		writeError(w, http.StatusInternalServerError, internalError)
 		return
 	}
-	list := listObject[chargeObject]{Object: "list", Data: make([]chargeObject, 0, len(charges))}
+	list := listObject[chargeObject]{Object: "list", Data: make([]chargeObject, 0, len(charges)), HasMore: more}
 	base := h.publicBase(r)
 	for _, c := range charges {
 		list.Data = append(list.Data, toChargeObject(c, base))
@@ -268,6 +272,12 @@ func mountPrefix(r *http.Request) string {
 		return ""
 	}
 	return prefix
+}
+
+// noSuchStart refuses a list's starting_after that names no item of the
+// list: a page after nothing is a caller's mistake, not the end of the list.
+func noSuchStart(object, id string) apiError {
+	return invalidRequest("resource_missing", fmt.Sprintf("starting_after: no such %s: %q.", object, id))
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

@@ -108,13 +108,21 @@ type refundFilter struct {
 	Charge         *string
 	IdempotencyKey *string
 	Merchant       *string
-	Limit          int32
+	Status         *string
+	page
 }
+
+// refundStatuses are the statuses a list of refunds may be filtered by.
+var refundStatuses = []string{statusPending, statusSucceeded, statusFailed}
 
 // parseRefundQuery reads and validates the query of GET /v1/refunds.
 func parseRefundQuery(r *http.Request) (refundFilter, *apiError) {
 	query := r.URL.Query()
-	limit, e := listLimit(query)
+	p, e := listPage(query)
+	if e != nil {
+		return refundFilter{}, e
+	}
+	status, e := statusFilter(query, refundStatuses)
 	if e != nil {
 		return refundFilter{}, e
 	}
@@ -122,7 +130,8 @@ func parseRefundQuery(r *http.Request) (refundFilter, *apiError) {
 		Charge:         queryFilter(query, "charge"),
 		IdempotencyKey: queryFilter(query, "idempotency_key"),
 		Merchant:       queryFilter(query, "merchant"),
-		Limit:          limit,
+		Status:         status,
+		page:           p,
 	}, nil
 }
 
@@ -186,13 +195,17 @@ func (h *handler) listRefunds(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, *reqErr)
 		return
 	}
-	refunds, err := h.store.listRefunds(r.Context(), filter)
+	refunds, more, err := h.store.listRefunds(r.Context(), filter)
+	if errors.Is(err, errNoRefund) {
+		writeError(w, http.StatusBadRequest, noSuchStart("refund", *filter.StartingAfter))
+		return
+	}
 	if err != nil {
 		h.log.Error("cardsim: list refunds", "err", err)
 		writeError(w, http.StatusInternalServerError, internalError)
 		return
 	}
-	list := listObject[refundObject]{Object: "list", Data: make([]refundObject, 0, len(refunds))}
+	list := listObject[refundObject]{Object: "list", Data: make([]refundObject, 0, len(refunds)), HasMore: more}
 	for _, rf := range refunds {
 		list.Data = append(list.Data, toRefundObject(rf))
 	}

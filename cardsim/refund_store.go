@@ -152,29 +152,40 @@ func (s *store) getRefund(ctx context.Context, id string) (refund, error) {
 }
 
 // listRefunds returns the refunds that f selects as they are now, newest
-// first.
-func (s *store) listRefunds(ctx context.Context, f refundFilter) ([]refund, error) {
+// first, at most f.Limit of them, and whether more follow. A page after a
+// refund that does not exist is errNoRefund.
+func (s *store) listRefunds(ctx context.Context, f refundFilter) (refunds []refund, more bool, err error) {
 	if err := s.settleRefunds(ctx); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if f.StartingAfter != nil {
+		if _, err := s.queries.GetRefund(ctx, *f.StartingAfter); errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, errNoRefund
+		} else if err != nil {
+			return nil, false, err
+		}
 	}
 	rows, err := s.queries.ListRefunds(ctx, sqlc.ListRefundsParams{
 		ChargeID:       f.Charge,
 		IdempotencyKey: f.IdempotencyKey,
 		Merchant:       f.Merchant,
-		RowLimit:       f.Limit,
+		Status:         f.Status,
+		StartingAfter:  f.StartingAfter,
+		RowLimit:       f.Limit + 1,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	refunds := make([]refund, 0, len(rows))
+	rows, more = trimPage(rows, f.Limit)
+	refunds = make([]refund, 0, len(rows))
 	for _, row := range rows {
 		r, err := refundFromRow(row)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		refunds = append(refunds, r)
 	}
-	return refunds, nil
+	return refunds, more, nil
 }
 
 // failRefund fails refund id, pending or succeeded, with

@@ -250,13 +250,30 @@ type listFilter struct {
 	Merchant             *string
 	// AttemptID: chargeonce's attempt, in the metadata, whatever the key.
 	AttemptID *string
-	Limit     int32
+	OrderID   *string // the metadata's order_id
+	Status    *string
+	page
 }
+
+// page is where a list's answer starts and how long it is at most. A
+// caller reads a long list page by page, each starting after the last item
+// of the one before, as with Stripe's lists.
+type page struct {
+	StartingAfter *string // an item's id
+	Limit         int32
+}
+
+// chargeStatuses are the statuses a list of charges may be filtered by.
+var chargeStatuses = []string{statusSucceeded, statusFailed, statusRequiresAction, statusCanceled}
 
 // parseListQuery reads and validates the query of GET /v1/charges.
 func parseListQuery(r *http.Request) (listFilter, *apiError) {
 	query := r.URL.Query()
-	limit, e := listLimit(query)
+	p, e := listPage(query)
+	if e != nil {
+		return listFilter{}, e
+	}
+	status, e := statusFilter(query, chargeStatuses)
 	if e != nil {
 		return listFilter{}, e
 	}
@@ -265,8 +282,32 @@ func parseListQuery(r *http.Request) (listFilter, *apiError) {
 		ClientIdempotencyKey: queryFilter(query, "client_idempotency_key"),
 		Merchant:             queryFilter(query, "merchant"),
 		AttemptID:            queryFilter(query, "attempt_id"),
-		Limit:                limit,
+		OrderID:              queryFilter(query, "order_id"),
+		Status:               status,
+		page:                 p,
 	}, nil
+}
+
+// listPage is the page of a list's query: from the newest item unless
+// starting_after is given, defaultListLimit long unless limit is.
+func listPage(query url.Values) (page, *apiError) {
+	limit, e := listLimit(query)
+	if e != nil {
+		return page{}, e
+	}
+	return page{StartingAfter: queryFilter(query, "starting_after"), Limit: limit}, nil
+}
+
+// statusFilter is the status filter of a list's query, which must be one of
+// statuses: a status that no item can have is a caller's mistake, not an
+// empty list.
+func statusFilter(query url.Values, statuses []string) (*string, *apiError) {
+	status := queryFilter(query, "status")
+	if status != nil && !slices.Contains(statuses, *status) {
+		e := invalidRequest("status_invalid", "status must be one of "+strings.Join(statuses, ", ")+".")
+		return nil, &e
+	}
+	return status, nil
 }
 
 // listLimit is the limit of a list's query: defaultListLimit unless given.

@@ -174,31 +174,53 @@ func (s *store) afterResolve(ctx context.Context, id string, row sqlc.Charge, er
 	return c, false, err
 }
 
-// list returns the charges that f selects, newest first.
-func (s *store) list(ctx context.Context, f listFilter) ([]charge, error) {
+// list returns the charges that f selects, newest first, at most f.Limit of
+// them, and whether more follow. A page after a charge that does not exist
+// is errNoCharge.
+func (s *store) list(ctx context.Context, f listFilter) (charges []charge, more bool, err error) {
 	if err := s.settleRefunds(ctx); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if f.StartingAfter != nil {
+		if _, err := s.queries.GetCharge(ctx, *f.StartingAfter); errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, errNoCharge
+		} else if err != nil {
+			return nil, false, err
+		}
 	}
 	rows, err := s.queries.ListCharges(ctx, sqlc.ListChargesParams{
 		IdempotencyKey:       f.IdempotencyKey,
 		ClientIdempotencyKey: f.ClientIdempotencyKey,
 		Merchant:             f.Merchant,
 		AttemptID:            f.AttemptID,
-		RowLimit:             f.Limit,
+		OrderID:              f.OrderID,
+		Status:               f.Status,
+		StartingAfter:        f.StartingAfter,
+		RowLimit:             f.Limit + 1, // one more, to know whether more follow
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	charges := make([]charge, 0, len(rows))
+	rows, more = trimPage(rows, f.Limit)
+	charges = make([]charge, 0, len(rows))
 	for _, row := range rows {
 		c, err := chargeFromRow(row.Charge)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		c.AmountRefunded = row.AmountRefunded
 		charges = append(charges, c)
 	}
-	return charges, nil
+	return charges, more, nil
+}
+
+// trimPage cuts rows, read with a limit one more than limit, to limit, and
+// reports whether it cut: whether more follow the page.
+func trimPage[T any](rows []T, limit int32) ([]T, bool) {
+	if len(rows) > int(limit) {
+		return rows[:limit], true
+	}
+	return rows, false
 }
 
 func chargeFromRow(row sqlc.Charge) (charge, error) {

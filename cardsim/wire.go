@@ -65,6 +65,9 @@ type refundObject struct {
 type listObject[T any] struct {
 	Object string `json:"object"`
 	Data   []T    `json:"data"`
+	// HasMore tells that the list goes on: the next page starts after the
+	// last item of this one (starting_after).
+	HasMore bool `json:"has_more"`
 }
 
 type apiError struct {

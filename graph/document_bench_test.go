@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/merchant"
@@ -254,8 +253,7 @@ func BenchmarkDocument(b *testing.B) {
 func documentHandler(tb testing.TB, cfg HandlerConfig) http.Handler {
 	tb.Helper()
 	pool := dbtest.NewPool(tb, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
-	tb.Cleanup(sim.Close)
+	sim := cardsimtest.Start(tb, pool, cardsimtest.Options{})
 	merchants := merchant.New(pool, true)
 	if _, err := merchants.EnsureDevelopmentKey(context.Background(), "demo", "demo-key", merchant.KeySecret); err != nil {
 		tb.Fatal(err)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/merchant"
@@ -202,8 +201,7 @@ func FuzzChargeCard(f *testing.F) {
 
 	// Built once for the target, not per input.
 	pool := dbtest.NewPool(f, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
-	f.Cleanup(sim.Close)
+	sim := cardsimtest.Start(f, pool, cardsimtest.Options{SlowDelay: time.Millisecond})
 	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{
 		// An unknown outcome (pm_card_lostResponse, pm_card_providerError)
 		// answers PROCESSING after one quick retry, not after seconds.

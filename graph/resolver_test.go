@@ -3,8 +3,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
@@ -41,11 +38,8 @@ type resolverBundle struct {
 func startResolvers(t *testing.T) *resolverBundle {
 	t.Helper()
 	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	mux := http.NewServeMux()
-	mux.Handle("/provider/", http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{})))
-	sim := httptest.NewServer(mux)
-	t.Cleanup(sim.Close)
-	svc := payment.NewService(pool, simprovider.New(sim.URL+"/provider", 5*time.Second, nil), payment.Config{})
+	sim := cardsimtest.Start(t, pool, cardsimtest.Options{})
+	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{})
 	merchants := merchant.New(pool, true)
 	_, err := merchants.EnsureDevelopmentKey(context.Background(), apiclient.DemoMerchant, resolverKey, merchant.KeySecret)
 	require.NoError(t, err)
@@ -55,7 +49,7 @@ func startResolvers(t *testing.T) *resolverBundle {
 	return &resolverBundle{
 		gql:      client.New(h, client.Path("/graphql"), client.AddHeader("Authorization", "Bearer "+resolverKey)),
 		pool:     pool,
-		provider: apiclient.New(sim.URL, "", sim.Client()),
+		provider: sim.API,
 	}
 }
 
@@ -149,9 +143,9 @@ func TestChargeCard_InvalidInput_IsBadUserInputNamingTheField_NothingStored(t *t
 	var attempts int
 	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM charge_attempts").Scan(&attempts))
 	require.Equal(t, 1, attempts, "only the valid request stored anything")
-	charges, err := b.provider.ProviderCharges(context.Background(), "", long(255))
+	charges, err := b.provider.ListProviderCharges(context.Background(), apiclient.ProviderChargeFilter{})
 	require.NoError(t, err)
-	require.Len(t, charges, 1, "the valid request reached the provider once")
+	require.Len(t, charges, 1, "only the valid request reached the provider")
 }
 
 func TestChargeCard_MissingOrMistypedField_IsBadUserInput(t *testing.T) {

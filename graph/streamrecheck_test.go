@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/graph/graphtest"
@@ -38,8 +37,7 @@ type recheckBundle struct {
 func startRecheck(t *testing.T, merchantCfg merchant.Config, streamsCfg StreamsConfig, runMerchants, runStreams bool) *recheckBundle {
 	t.Helper()
 	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
-	t.Cleanup(sim.Close)
+	sim := cardsimtest.Start(t, pool, cardsimtest.Options{})
 	svc := payment.NewService(pool, simprovider.New(sim.URL, 5*time.Second, nil), payment.Config{
 		ProviderRetries: 1, ProviderRetryBudget: 20 * time.Millisecond,
 	})

@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/events"
@@ -45,8 +43,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
-	t.Cleanup(sim.Close)
+	sim := cardsimtest.Start(t, pool, cardsimtest.Options{})
 	c := &clock{now: time.Now()}
 	notifier := events.NewNotifier(pool, nil)
 	ctx, cancel := context.WithCancel(context.Background())

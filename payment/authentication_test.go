@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/apiclient"
 )
 
 // The tests of customer authentication charge through the real simulator,
@@ -41,13 +43,12 @@ func shopper(t *testing.T, actionURL, button string) *url.URL {
 	return back
 }
 
-// simStatus is the simulator's status of the charge of key.
+// simStatus is the simulator's status of the charge of key, its only one.
 func (b *bundle) simStatus(t *testing.T, key string) string {
 	t.Helper()
-	var status string
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT status FROM cardsim.charges WHERE metadata->>'client_idempotency_key' = $1`, key).Scan(&status))
-	return status
+	charges := b.sim.Charges(t, apiclient.ProviderChargeFilter{ClientKey: key})
+	require.Len(t, charges, 1)
+	return charges[0].Status
 }
 
 // events counts key's outbox events of type.
@@ -101,7 +102,7 @@ func TestAuthentication_Complete_OneCharge_TheReturnOnlyReads(t *testing.T) {
 	require.Equal(t, StatusProcessing, first.Status)
 	require.NotNil(t, first.NextAction, "the shopper must authenticate")
 	require.Equal(t, NextActionRedirect, first.NextAction.Type)
-	require.True(t, strings.HasPrefix(first.NextAction.URL, b.simURL+"/authenticate/"), first.NextAction.URL)
+	require.True(t, strings.HasPrefix(first.NextAction.URL, b.sim.URL+"/authenticate/"), first.NextAction.URL)
 	require.WithinDuration(t, b.clock.Now().Add(AuthenticationWindowDefault), first.NextAction.ExpiresAt, time.Second)
 	require.Equal(t, 1, b.events(t, "k", EventChargeRequiresAction))
 

@@ -2,16 +2,15 @@ package payment
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 )
 
 // TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing takes the
@@ -28,8 +27,7 @@ func TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	simPool := dbtest.NewPool(t, cardsimtest.Schema) // the provider has a database of its own
-	sim := httptest.NewServer(cardsim.NewHandler(simPool, cardsim.Config{}))
-	t.Cleanup(sim.Close)
+	sim := cardsimtest.Start(t, simPool, cardsimtest.Options{})
 	svc := NewService(pool, simulatorClient(t, sim.URL), Config{StoreTimeout: 200 * time.Millisecond})
 	m, err := newMerchant(ctx, pool, "demo")
 	require.NoError(t, err)
@@ -50,16 +48,13 @@ func TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing(t *testing.T) {
 	var attempts int
 	require.NoError(t, held.QueryRow(ctx, "SELECT count(*) FROM charge_attempts").Scan(&attempts))
 	require.Zero(t, attempts, "nothing was claimed")
-	var charges int
-	require.NoError(t, simPool.QueryRow(ctx, "SELECT count(*) FROM cardsim.charges").Scan(&charges))
-	require.Zero(t, charges, "nothing was charged")
+	require.Empty(t, sim.Charges(t, apiclient.ProviderChargeFilter{}), "nothing was charged")
 	held.Release()
 
 	r, err := svc.ChargeCard(ctx, m, "k", visa(100))
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, r.Status)
-	require.NoError(t, simPool.QueryRow(ctx, "SELECT count(*) FROM cardsim.charges").Scan(&charges))
-	require.Equal(t, 1, charges)
+	require.Len(t, sim.Charges(t, apiclient.ProviderChargeFilter{}), 1)
 }
 
 // TestChargeCard_RetryTakesOverAnAttemptNobodyHolds: an attempt whose holder

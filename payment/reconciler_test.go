@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 )
 
 // testClock is a clock the test moves by hand.
@@ -36,7 +35,7 @@ type bundle struct {
 	svc      *Service
 	merchant Merchant
 	provider Provider
-	simURL   string // the simulator's API
+	sim      *cardsimtest.Simulator
 }
 
 // setup gives a service on a fresh database, charging through the real
@@ -44,15 +43,14 @@ type bundle struct {
 func setup(t testing.TB, cfg Config) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: 50 * time.Millisecond}))
-	t.Cleanup(sim.Close)
+	sim := cardsimtest.Start(t, pool, cardsimtest.Options{SlowDelay: 50 * time.Millisecond})
 	clock := newTestClock()
 	cfg.Now = clock.Now
 	provider := simulatorClient(t, sim.URL)
 	svc := NewService(pool, provider, cfg)
 	m, err := newMerchant(context.Background(), pool, "demo")
 	require.NoError(t, err)
-	return &bundle{pool: pool, clock: clock, svc: svc, merchant: m, provider: provider, simURL: sim.URL}
+	return &bundle{pool: pool, clock: clock, svc: svc, merchant: m, provider: provider, sim: sim}
 }
 
 func visa(amount int64) ChargeInput {
@@ -84,13 +82,11 @@ func (b *bundle) status(t *testing.T, key string) *Result {
 	return r
 }
 
-// providerCharges counts the simulator's charges for our provider key of key.
+// providerCharges counts the simulator's succeeded charges for the client
+// key key, whatever our provider keys.
 func (b *bundle) providerCharges(t *testing.T, key string) int {
 	t.Helper()
-	var n int
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM cardsim.charges WHERE metadata->>'client_idempotency_key' = $1 AND status = 'succeeded'`, key).Scan(&n))
-	return n
+	return len(b.sim.Charges(t, apiclient.ProviderChargeFilter{ClientKey: key, Status: "succeeded"}))
 }
 
 func TestReconciler_LostResponse_EndsSucceeded(t *testing.T) {
@@ -183,7 +179,7 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 
 	// Two instances, each with its own service and provider client on the
 	// same database, four workers each, small batches: they race for every row.
-	other := NewService(b.pool, simulatorClient(t, b.simURL), Config{Now: b.clock.Now})
+	other := NewService(b.pool, simulatorClient(t, b.sim.URL), Config{Now: b.clock.Now})
 	reconcilers := []*Reconciler{
 		NewReconciler(b.svc, ReconcilerConfig{BatchSize: 3}),
 		NewReconciler(other, ReconcilerConfig{BatchSize: 3}),
@@ -215,11 +211,13 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 	for _, a := range attempts {
 		require.Equal(t, int32(2), a, "one takeover per attempt")
 	}
-	var charges, distinctKeys int
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		"SELECT count(*), count(DISTINCT idempotency_key) FROM cardsim.charges").Scan(&charges, &distinctKeys))
-	require.Equal(t, n, charges)
-	require.Equal(t, n, distinctKeys)
+	charges := b.sim.Charges(t, apiclient.ProviderChargeFilter{})
+	require.Len(t, charges, n)
+	keys := map[string]bool{}
+	for _, c := range charges {
+		keys[c.IdempotencyKey] = true
+	}
+	require.Len(t, keys, n, "one charge per provider key")
 }
 
 func TestReconciler_StaleHolderIsFencedOff(t *testing.T) {
@@ -357,10 +355,7 @@ func TestChargeCard_OneOrderOnePayment(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, int64(1), succeeded.Load())
 	require.Equal(t, int64(19), refused.Load())
-	var orderCharges int
-	require.NoError(t, b.pool.QueryRow(ctx,
-		"SELECT count(*) FROM cardsim.charges WHERE metadata->>'order_id' = 'o-3' AND status = 'succeeded'").Scan(&orderCharges))
-	require.Equal(t, 1, orderCharges)
+	require.Len(t, b.sim.Charges(t, apiclient.ProviderChargeFilter{OrderID: "o-3", Status: "succeeded"}), 1)
 }
 
 func attemptID(t *testing.T, b *bundle, key string) string {
@@ -410,8 +405,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{SlowDelay: time.Millisecond}))
-	t.Cleanup(sim.Close)
+	sim := cardsimtest.Start(t, pool, cardsimtest.Options{SlowDelay: time.Millisecond})
 	newService := func() *Service {
 		return NewService(pool, slowProvider{simulatorClient(t, sim.URL), 250 * time.Millisecond}, Config{Lease: 3 * time.Second})
 	}
@@ -452,7 +446,5 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 		require.Equal(t, int32(2), number, "taken over once: no lease ran out while its pass worked on others")
 	}
 	require.Equal(t, int64(n), taken.Load())
-	var charges int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM cardsim.charges").Scan(&charges))
-	require.Equal(t, n, charges)
+	require.Len(t, sim.Charges(t, apiclient.ProviderChargeFilter{}), n)
 }

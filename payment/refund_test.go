@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/apiclient"
 )
 
 // charged is a SUCCEEDED charge of amount, made with key.
@@ -26,9 +28,12 @@ func (b *bundle) charged(t *testing.T, key string, in ChargeInput) *Charge {
 // succeeded, and adds up their amounts.
 func (b *bundle) providerRefunds(t *testing.T, c *Charge) (n int, sum int64) {
 	t.Helper()
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT count(*), coalesce(sum(amount), 0) FROM cardsim.refunds
-		 WHERE charge_id = $1 AND status IN ('pending', 'succeeded')`, c.ProviderChargeID).Scan(&n, &sum))
+	for _, r := range b.sim.Refunds(t, apiclient.ProviderRefundFilter{Charge: c.ProviderChargeID}) {
+		if r.Status == "pending" || r.Status == "succeeded" {
+			n++
+			sum += r.Amount
+		}
+	}
 	return n, sum
 }
 

@@ -121,3 +121,77 @@ func TestProviderRefunds_AsksForTheChargesRefundsOfTheMerchant(t *testing.T) {
 	require.Equal(t, []ProviderRefund{{ID: "re_1", Charge: "ch_1", Amount: 500, Currency: "usd", Status: "succeeded", IdempotencyKey: "chargeonce_a1",
 		Metadata: map[string]string{"chargeonce_attempt_id": "a1", "client_idempotency_key": "r1"}}}, refunds)
 }
+
+func TestListProviderCharges_SendsOnlyTheGivenFiltersAndReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
+		switch r.URL.Query().Get("starting_after") {
+		case "":
+			_, _ = w.Write([]byte(`{"object":"list","has_more":true,"data":[{"id":"ch_3","status":"succeeded"},{"id":"ch_2","status":"succeeded"}]}`))
+		case "ch_2":
+			_, _ = w.Write([]byte(`{"object":"list","has_more":false,"data":[{"id":"ch_1","status":"succeeded","return_url":"https://shop.example/back"}]}`))
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	charges, err := New(srv.URL, "", nil).ListProviderCharges(context.Background(), ProviderChargeFilter{OrderID: "o-1", Status: "succeeded"})
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"/provider/v1/charges?order_id=o-1&status=succeeded",
+		"/provider/v1/charges?order_id=o-1&starting_after=ch_2&status=succeeded",
+	}, asked, "empty fields are not sent: the provider would match nothing")
+	require.Equal(t, []ProviderCharge{{ID: "ch_3", Status: "succeeded"}, {ID: "ch_2", Status: "succeeded"},
+		{ID: "ch_1", Status: "succeeded", ReturnURL: "https://shop.example/back"}}, charges)
+}
+
+func TestListProviderRefunds_ZeroFilter_AsksForEveryRefund(t *testing.T) {
+	t.Parallel()
+	var asked string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = r.URL.Path + "?" + r.URL.RawQuery
+		_, _ = w.Write([]byte(`{"object":"list","has_more":false,"data":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	refunds, err := New(srv.URL, "", nil).ListProviderRefunds(context.Background(), ProviderRefundFilter{})
+	require.NoError(t, err)
+	require.Equal(t, "/provider/v1/refunds?", asked)
+	require.NotNil(t, refunds)
+	require.Empty(t, refunds)
+}
+
+func TestListProviderCharges_EmptyPageWithMore_IsAnError(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"object":"list","has_more":true,"data":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	_, err := New(srv.URL, "", nil).ListProviderCharges(context.Background(), ProviderChargeFilter{})
+	require.ErrorContains(t, err, "more follow", "no page to start after: asking again would loop")
+}
+
+func TestProviderChargeByID_AsksForTheChargeAndFailsOnARefusal(t *testing.T) {
+	t.Parallel()
+	var asked string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = r.URL.EscapedPath()
+		if r.URL.Path != "/provider/v1/charges/ch_1" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"code":"resource_missing"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"id":"ch_1","status":"requires_action","return_url":"https://shop.example/back"}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := New(srv.URL, "", nil)
+	charge, err := c.ProviderChargeByID(context.Background(), "ch_1")
+	require.NoError(t, err)
+	require.Equal(t, &ProviderCharge{ID: "ch_1", Status: "requires_action", ReturnURL: "https://shop.example/back"}, charge)
+
+	_, err = c.ProviderChargeByID(context.Background(), "ch_1/../x")
+	require.Equal(t, "/provider/v1/charges/ch_1%2F..%2Fx", asked, "the id is one path segment")
+	require.ErrorContains(t, err, "404")
+	require.ErrorContains(t, err, "resource_missing")
+}

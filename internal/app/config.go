@@ -36,7 +36,7 @@ type Config struct {
 	// DEMO_PUBLISHABLE_KEY: the demo merchant's publishable key in
 	// development, default co_pk_demo: what the demo page pays with.
 	DemoPublishableKey string
-	SlowDelay          time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default cardsim.SlowDelayDefault (3s); 0 is no delay
+	SlowDelay          time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default SimSlowDelayDefault (3s); 0 is no delay
 	// INSTANT_DELAY: how long PROVIDER=instant takes to answer a charge,
 	// default 0: a slow provider that costs nothing else, for benchmarks.
 	InstantDelay time.Duration
@@ -267,7 +267,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		def       time.Duration
 		allowZero bool
 	}{
-		{&cfg.SlowDelay, "SIM_SLOW_DELAY", cardsim.SlowDelayDefault, true},
+		{&cfg.SlowDelay, "SIM_SLOW_DELAY", SimSlowDelayDefault, true},
 		{&cfg.InstantDelay, "INSTANT_DELAY", 0, true},
 		{&cfg.Lease, "PROCESSING_LEASE", payment.LeaseDefault, false},
 		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", payment.ReconcileIntervalDefault, false},
@@ -377,6 +377,11 @@ const (
 	DataDirDefault            = ".data"
 	NATSReplicasDefault       = 1
 )
+
+// SimSlowDelayDefault is SIM_SLOW_DELAY's default: the simulator's own, which
+// the configuration passes on, named here so that what reads the
+// configuration need not know the simulator.
+const SimSlowDelayDefault = cardsim.SlowDelayDefault
 
 // integer reads a whole number of at least min from the environment.
 func integer(getenv func(string) string, name string, def, min int64) (int64, error) {

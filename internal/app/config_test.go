@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim"
 	"chargeonce/events"
 	"chargeonce/graph"
 	"chargeonce/live"
@@ -41,7 +40,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, payment.CleanupIntervalDefault, cfg.CleanupInterval)
 	require.Equal(t, payment.StoreTimeoutDefault, cfg.DBTimeout)
 	require.Equal(t, int64(payment.ResultCacheSizeDefault), cfg.ResultCacheSize)
-	require.Equal(t, cardsim.SlowDelayDefault, cfg.SlowDelay)
+	require.Equal(t, SimSlowDelayDefault, cfg.SlowDelay)
 	require.Empty(t, cfg.CrashAt)
 	require.Equal(t, "127.0.0.1", cfg.Host, "development answers only this machine")
 	require.Equal(t, int64(graph.MaxBodyBytesDefault), cfg.MaxBodyBytes)
@@ -141,7 +140,7 @@ func TestLoadConfig_SimSlowDelay_ZeroIsNoDelay(t *testing.T) {
 	t.Parallel()
 	cfg, err := LoadConfig(env(nil))
 	require.NoError(t, err)
-	require.Equal(t, cardsim.SlowDelayDefault, cfg.SlowDelay, "unset is the simulator's default")
+	require.Equal(t, SimSlowDelayDefault, cfg.SlowDelay, "unset is the simulator's default")
 	cfg, err = LoadConfig(env(map[string]string{"SIM_SLOW_DELAY": "0"}))
 	require.NoError(t, err)
 	require.Zero(t, cfg.SlowDelay, "0 is passed on as no delay, not turned into the default")

@@ -6,28 +6,16 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/apitest"
-	"chargeonce/cardsim"
+	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
 	"chargeonce/internal/app"
 	"chargeonce/merchant"
 	"chargeonce/provider/stripe/stripefake"
 )
-
-// hasCardsim reports whether the database of pool holds anything of the
-// card simulator's: its schema, or its migrations table.
-func hasCardsim(t *testing.T, pool *pgxpool.Pool) bool {
-	t.Helper()
-	var found bool
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT
-		EXISTS (SELECT 1 FROM information_schema.schemata WHERE schema_name = 'cardsim')
-		OR to_regclass($1) IS NOT NULL`, cardsim.MigrationsTable).Scan(&found))
-	return found
-}
 
 // TestProductionServer_FreshDatabase_HasNoCardsimSchema: the simulator's
 // schema exists only where the simulator is mounted. A development server
@@ -38,7 +26,7 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	// Both databases are empty: each server's own migrations make them.
 	devURL := dbtest.NewDatabase(t, dbtest.Empty)
 	apitest.StartOn(t, devURL, nil)
-	require.True(t, hasCardsim(t, dbtest.Open(t, devURL)), "a development server creates the simulator's schema")
+	require.True(t, cardsimtest.Installed(t, dbtest.Open(t, devURL)), "a development server creates the simulator's schema")
 
 	prodURL := dbtest.NewDatabase(t, dbtest.Empty)
 	stripe := stripefake.Start(t)
@@ -54,7 +42,7 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	closeDB()
 	require.NoError(t, err)
 	prodPool := dbtest.Open(t, prodURL)
-	require.False(t, hasCardsim(t, prodPool), "an operator command leaves no cardsim schema")
+	require.False(t, cardsimtest.Installed(t, prodPool), "an operator command leaves no cardsim schema")
 
 	prod := apitest.StartOn(t, prodURL, prodEnv)
 	key := apitest.NewKey()
@@ -62,5 +50,5 @@ func TestProductionServer_FreshDatabase_HasNoCardsimSchema(t *testing.T) {
 	require.Empty(t, r.Errors)
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	require.Len(t, stripe.ClientIntents(key), 1, "the charge went to the provider")
-	require.False(t, hasCardsim(t, prodPool), "a production server leaves no cardsim schema")
+	require.False(t, cardsimtest.Installed(t, prodPool), "a production server leaves no cardsim schema")
 }

@@ -5,18 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim"
 	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
 	"chargeonce/payment"
 	simprovider "chargeonce/provider/cardsim"
 	"chargeonce/provider/providertest"
@@ -27,19 +25,14 @@ import (
 func TestConformance_AgainstTheSimulator(t *testing.T) {
 	t.Parallel()
 	providertest.Run(t, func(t *testing.T) providertest.Harness {
-		pool := dbtest.NewPool(t, cardsimtest.Schema)
-		sim := httptest.NewServer(cardsim.NewHandler(pool, cardsim.Config{}))
-		t.Cleanup(sim.Close)
+		sim := cardsimtest.Start(t, dbtest.NewPool(t, cardsimtest.Schema), cardsimtest.Options{})
 		return providertest.Harness{
 			Provider:       simprovider.New(sim.URL, 5*time.Second, nil),
 			SucceedingCard: "pm_card_visa",
 			DecliningCard:  "pm_card_chargeDeclined",
 			DeclineCode:    "card_declined",
 			Charges: func(t *testing.T, req payment.ProviderChargeRequest) int {
-				var n int
-				require.NoError(t, pool.QueryRow(t.Context(),
-					"SELECT count(*) FROM cardsim.charges WHERE idempotency_key = $1", req.IdempotencyKey).Scan(&n))
-				return n
+				return len(sim.Charges(t, apiclient.ProviderChargeFilter{IdempotencyKey: req.IdempotencyKey}))
 			},
 			// The simulator charges, then drops the connection unanswered.
 			LoseOutcome: func(*testing.T) payment.ProviderChargeRequest {
@@ -66,21 +59,18 @@ const returnURL = "https://shop.example/checkout/done?chargeonce_key=checkout-1"
 
 type bundle struct {
 	provider *simprovider.Provider
-	sim      *httptest.Server
-	pool     *pgxpool.Pool
+	sim      *cardsimtest.Simulator
 }
 
 func setup(t *testing.T, transport http.RoundTripper) bundle {
 	t.Helper()
-	return setupWith(t, cardsim.Config{}, transport)
+	return setupWith(t, cardsimtest.Options{}, transport)
 }
 
-func setupWith(t *testing.T, cfg cardsim.Config, transport http.RoundTripper) bundle {
+func setupWith(t *testing.T, opts cardsimtest.Options, transport http.RoundTripper) bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := httptest.NewServer(cardsim.NewHandler(pool, cfg))
-	t.Cleanup(sim.Close)
-	return bundle{provider: simprovider.New(sim.URL, 5*time.Second, transport), sim: sim, pool: pool}
+	sim := cardsimtest.Start(t, dbtest.NewPool(t, cardsimtest.Schema), opts)
+	return bundle{provider: simprovider.New(sim.URL, 5*time.Second, transport), sim: sim}
 }
 
 func authenticationRequest() payment.ProviderChargeRequest {
@@ -103,15 +93,13 @@ func (b bundle) waiting(t *testing.T) (payment.ProviderChargeRequest, payment.Pr
 // shopper does.
 func (b bundle) press(t *testing.T, challengeURL, button string) {
 	t.Helper()
-	back := providertest.PressChallenge(t, b.sim.Client(), challengeURL, button)
+	back := providertest.PressChallenge(t, b.sim.API.HTTP, challengeURL, button)
 	require.Equal(t, returnURL, back.String())
 }
 
 func (b bundle) status(t *testing.T, id string) string {
 	t.Helper()
-	var status string
-	require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT status FROM cardsim.charges WHERE id = $1", id).Scan(&status))
-	return status
+	return b.sim.Charge(t, id).Status
 }
 
 func TestCreateCharge_AuthenticationRequiredWithoutReturnURL_FailsAuthenticationRequired(t *testing.T) {
@@ -131,9 +119,7 @@ func TestCreateCharge_AuthenticationRequiredWithReturnURL_WaitsWithTheChallengeP
 	b := setup(t, nil)
 	req, pc := b.waiting(t)
 	require.Equal(t, payment.ProviderCharge{ID: pc.ID, Action: &payment.ProviderAction{URL: b.sim.URL + "/authenticate/" + pc.ID}}, pc)
-	var stored string
-	require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT return_url FROM cardsim.charges WHERE id = $1", pc.ID).Scan(&stored))
-	require.Equal(t, returnURL, stored, "sent as given")
+	require.Equal(t, returnURL, b.sim.Charge(t, pc.ID).ReturnURL, "sent as given")
 
 	again, err := b.provider.CreateCharge(t.Context(), req)
 	require.NoError(t, err)
@@ -229,7 +215,8 @@ type completeBeforeCancel struct {
 }
 
 func (c completeBeforeCancel) RoundTrip(req *http.Request) (*http.Response, error) {
-	if id, ok := strings.CutSuffix(strings.TrimPrefix(req.URL.Path, "/v1/charges/"), "/cancel"); ok {
+	if _, charge, _ := strings.Cut(req.URL.Path, "/v1/charges/"); strings.HasSuffix(charge, "/cancel") {
+		id := strings.TrimSuffix(charge, "/cancel")
 		c.b.press(c.t, c.b.sim.URL+"/authenticate/"+id, "complete")
 	}
 	return c.next.RoundTrip(req)
@@ -327,7 +314,7 @@ const expiredCardMessage = "The refund failed: the card it went back to is expir
 
 func TestCreateRefund_RefundPendingCard_IsPendingThenSucceeded(t *testing.T) {
 	t.Parallel()
-	b := setupWith(t, cardsim.Config{RefundSettle: settleQuickly}, nil)
+	b := setupWith(t, cardsimtest.Options{RefundSettle: settleQuickly}, nil)
 	req, pr := b.refunded(t, b.charged(t, "pm_card_refundPending"), 1999)
 	require.Equal(t, payment.ProviderRefund{ID: pr.ID, State: payment.RefundPending}, pr)
 	b.eventually(t, req, payment.ProviderRefund{ID: pr.ID, State: payment.RefundSucceeded})
@@ -338,7 +325,7 @@ func TestCreateRefund_RefundPendingCard_IsPendingThenSucceeded(t *testing.T) {
 
 func TestCreateRefund_RefundFailsLaterCard_FirstFailsThenAnotherSucceeds(t *testing.T) {
 	t.Parallel()
-	b := setupWith(t, cardsim.Config{RefundSettle: settleQuickly}, nil)
+	b := setupWith(t, cardsimtest.Options{RefundSettle: settleQuickly}, nil)
 	chargeID := b.charged(t, "pm_card_refundFailsLater")
 	req, pr := b.refunded(t, chargeID, 1999)
 	require.Equal(t, payment.RefundPending, pr.State)
@@ -396,7 +383,7 @@ type failingRefunds struct {
 }
 
 func (f failingRefunds) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != f.method || req.URL.Path != "/v1/refunds" {
+	if req.Method != f.method || !strings.HasSuffix(req.URL.Path, "/v1/refunds") {
 		return f.next.RoundTrip(req)
 	}
 	if f.lose {
@@ -475,7 +462,7 @@ func TestFindRefund_FailedAfterItSucceeded_IsFailed(t *testing.T) {
 	req, pr := b.refunded(t, b.charged(t, "pm_card_visa"), 1999)
 	require.Equal(t, payment.RefundSucceeded, pr.State)
 	// The card is closed: the simulator's control fails the refund.
-	resp, err := b.sim.Client().Post(b.sim.URL+"/v1/refunds/"+pr.ID+"/fail", "", nil)
+	resp, err := b.sim.API.HTTP.Post(b.sim.URL+"/v1/refunds/"+pr.ID+"/fail", "", nil)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -33,7 +33,9 @@ WHERE c.id = @id;
 
 -- name: ListCharges :many
 -- Serves GET /v1/charges: tests, the demo and the reconciler count and find
--- real charges here. A NULL filter means "not given".
+-- real charges here. A NULL filter means "not given". A page after the first
+-- starts after the charge starting_after, in the list's order, as Stripe's
+-- lists page.
 SELECT sqlc.embed(c),
        (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
         WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
@@ -44,6 +46,11 @@ WHERE (sqlc.narg(idempotency_key)::text IS NULL OR c.idempotency_key = sqlc.narg
   AND (sqlc.narg(merchant)::text IS NULL OR c.metadata ->> 'merchant' = sqlc.narg(merchant))
   AND (sqlc.narg(attempt_id)::text IS NULL
        OR c.metadata ->> 'chargeonce_attempt_id' = sqlc.narg(attempt_id))
+  AND (sqlc.narg(order_id)::text IS NULL OR c.metadata ->> 'order_id' = sqlc.narg(order_id))
+  AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status))
+  AND (sqlc.narg(starting_after)::text IS NULL
+       OR (c.created_at, c.id) < (SELECT s.created_at, s.id FROM cardsim.charges s
+                                  WHERE s.id = sqlc.narg(starting_after)))
 ORDER BY c.created_at DESC, c.id DESC
 LIMIT @row_limit;
 

@@ -275,8 +275,13 @@ WHERE ($1::text IS NULL OR c.idempotency_key = $1)
   AND ($3::text IS NULL OR c.metadata ->> 'merchant' = $3)
   AND ($4::text IS NULL
        OR c.metadata ->> 'chargeonce_attempt_id' = $4)
+  AND ($5::text IS NULL OR c.metadata ->> 'order_id' = $5)
+  AND ($6::text IS NULL OR c.status = $6)
+  AND ($7::text IS NULL
+       OR (c.created_at, c.id) < (SELECT s.created_at, s.id FROM cardsim.charges s
+                                  WHERE s.id = $7))
 ORDER BY c.created_at DESC, c.id DESC
-LIMIT $5
+LIMIT $8
 `
 
 type ListChargesParams struct {
@@ -284,6 +289,9 @@ type ListChargesParams struct {
 	ClientIdempotencyKey *string
 	Merchant             *string
 	AttemptID            *string
+	OrderID              *string
+	Status               *string
+	StartingAfter        *string
 	RowLimit             int32
 }
 
@@ -293,13 +301,18 @@ type ListChargesRow struct {
 }
 
 // Serves GET /v1/charges: tests, the demo and the reconciler count and find
-// real charges here. A NULL filter means "not given".
+// real charges here. A NULL filter means "not given". A page after the first
+// starts after the charge starting_after, in the list's order, as Stripe's
+// lists page.
 func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]ListChargesRow, error) {
 	rows, err := q.db.Query(ctx, listCharges,
 		arg.IdempotencyKey,
 		arg.ClientIdempotencyKey,
 		arg.Merchant,
 		arg.AttemptID,
+		arg.OrderID,
+		arg.Status,
+		arg.StartingAfter,
 		arg.RowLimit,
 	)
 	if err != nil {

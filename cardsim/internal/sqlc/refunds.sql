@@ -44,12 +44,16 @@ WHERE id = @id;
 -- name: ListRefunds :many
 -- Serves GET /v1/refunds: chargeonce finds a refund here by its key, or
 -- among its charge's by the attempt in its metadata. A NULL filter means
--- "not given".
-SELECT * FROM cardsim.refunds
-WHERE (sqlc.narg(charge_id)::text IS NULL OR charge_id = sqlc.narg(charge_id))
-  AND (sqlc.narg(idempotency_key)::text IS NULL OR idempotency_key = sqlc.narg(idempotency_key))
-  AND (sqlc.narg(merchant)::text IS NULL OR metadata ->> 'merchant' = sqlc.narg(merchant))
-ORDER BY created_at DESC, id DESC
+-- "not given"; starting_after pages as in ListCharges.
+SELECT * FROM cardsim.refunds r
+WHERE (sqlc.narg(charge_id)::text IS NULL OR r.charge_id = sqlc.narg(charge_id))
+  AND (sqlc.narg(idempotency_key)::text IS NULL OR r.idempotency_key = sqlc.narg(idempotency_key))
+  AND (sqlc.narg(merchant)::text IS NULL OR r.metadata ->> 'merchant' = sqlc.narg(merchant))
+  AND (sqlc.narg(status)::text IS NULL OR r.status = sqlc.narg(status))
+  AND (sqlc.narg(starting_after)::text IS NULL
+       OR (r.created_at, r.id) < (SELECT s.created_at, s.id FROM cardsim.refunds s
+                                  WHERE s.id = sqlc.narg(starting_after)))
+ORDER BY r.created_at DESC, r.id DESC
 LIMIT @row_limit;
 
 -- name: SettleDueRefunds :exec

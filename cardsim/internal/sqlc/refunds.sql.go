@@ -169,29 +169,37 @@ func (q *Queries) InsertRefund(ctx context.Context, arg InsertRefundParams) (Car
 }
 
 const listRefunds = `-- name: ListRefunds :many
-SELECT id, charge_id, idempotency_key, request_hash, amount, currency, reason, status, failure_code, failure_message, metadata, created_at, settles_at, settles_to FROM cardsim.refunds
-WHERE ($1::text IS NULL OR charge_id = $1)
-  AND ($2::text IS NULL OR idempotency_key = $2)
-  AND ($3::text IS NULL OR metadata ->> 'merchant' = $3)
-ORDER BY created_at DESC, id DESC
-LIMIT $4
+SELECT id, charge_id, idempotency_key, request_hash, amount, currency, reason, status, failure_code, failure_message, metadata, created_at, settles_at, settles_to FROM cardsim.refunds r
+WHERE ($1::text IS NULL OR r.charge_id = $1)
+  AND ($2::text IS NULL OR r.idempotency_key = $2)
+  AND ($3::text IS NULL OR r.metadata ->> 'merchant' = $3)
+  AND ($4::text IS NULL OR r.status = $4)
+  AND ($5::text IS NULL
+       OR (r.created_at, r.id) < (SELECT s.created_at, s.id FROM cardsim.refunds s
+                                  WHERE s.id = $5))
+ORDER BY r.created_at DESC, r.id DESC
+LIMIT $6
 `
 
 type ListRefundsParams struct {
 	ChargeID       *string
 	IdempotencyKey *string
 	Merchant       *string
+	Status         *string
+	StartingAfter  *string
 	RowLimit       int32
 }
 
 // Serves GET /v1/refunds: chargeonce finds a refund here by its key, or
 // among its charge's by the attempt in its metadata. A NULL filter means
-// "not given".
+// "not given"; starting_after pages as in ListCharges.
 func (q *Queries) ListRefunds(ctx context.Context, arg ListRefundsParams) ([]CardsimRefund, error) {
 	rows, err := q.db.Query(ctx, listRefunds,
 		arg.ChargeID,
 		arg.IdempotencyKey,
 		arg.Merchant,
+		arg.Status,
+		arg.StartingAfter,
 		arg.RowLimit,
 	)
 	if err != nil {
