@@ -20,8 +20,8 @@ import (
 // The rest of the public door, tried as a stranger or a careless operator
 // would: plain http in production (returnUrls and origins), and the
 // development server reached under a foreign host name (DNS rebinding) or
-// by a cross-site form. The Stripe webhook endpoint's door is tried in
-// stripewebhook_test.go.
+// by a cross-site form (internal/app's host and demo tests). The Stripe
+// webhook endpoint's door is tried in provider/stripe's apiwebhook_test.go.
 
 // productionShop is a production server and its database, with a merchant
 // "shop" whose secret and publishable keys it returns. The shop registered

@@ -140,8 +140,8 @@ func TestCORS_RefusalsAfterTheKeyAreReadable(t *testing.T) {
 // merchant registered can neither pass a preflight (needed for the
 // Authorization header and a JSON body) nor read an answer, and a secret
 // key gets no CORS headers from any origin; the cross-site forms a browser
-// sends without a preflight are refused (see the text/plain and
-// form-encoded cases above). Registered origins: checkout_test.go.
+// sends without a preflight are refused (the text/plain and form-encoded
+// cases of apitest's TestHostileInput). Registered origins: the tests above.
 func TestCrossOrigin_UnregisteredOriginsGetNoAccess(t *testing.T) {
 	t.Parallel()
 	s := apitest.Start(t, nil)
