@@ -42,18 +42,24 @@ type Runner struct {
 	// db.IsUnavailable.
 	Outage func(error) bool
 	Logger *slog.Logger
+	// Passes, when set, is told of every pass the runner finishes (its
+	// test signal); nil tells nobody.
+	Passes *Passes
 }
 
 // Backoff bounds the waits after failed passes.
 type Backoff struct{ Min, Max time.Duration }
 
-// Next is what a pass asks of its runner.
+// Next is what a pass asks of its runner, and what it did.
 type Next struct {
 	// Now runs the next pass at once: there is a backlog.
 	Now bool
 	// Rest waits this long before the runner waits for the next pass as
 	// usual, so that work gathers into one pass rather than many.
 	Rest time.Duration
+	// Result is what the pass did, in its job's terms (a count, a result
+	// struct): the runner only hands it on to Passes, for a test to read.
+	Result any
 }
 
 // Run calls pass until ctx ends.
@@ -69,6 +75,7 @@ func (r Runner) Run(ctx context.Context, pass func(context.Context) (Next, error
 	var backoff time.Duration
 	for ctx.Err() == nil {
 		next, err := pass(ctx)
+		r.Passes.report(Pass{Next: next, Err: err})
 		if ctx.Err() != nil {
 			return
 		}
