@@ -6,7 +6,9 @@
 // (the database or the broker away, which passes) is logged as a warning
 // and the pass is tried again after a backoff; any other error is logged as
 // an error, since it is a bug. The reconciler, the retention cleaners, the
-// webhook worker and the outbox relay all run on it.
+// webhook worker, the outbox relay and the re-check of open streams all run
+// on it. A Runner tells a test of each pass it finishes (Passes), so that
+// tests wait for passes rather than sleep.
 package loop
 
 import (

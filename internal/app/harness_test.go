@@ -46,6 +46,7 @@ type testServer struct {
 	URL    string
 	client *http.Client
 	log    *testlog.Buffer // what the server logged
+	passes *Passes         // its background loops' passes, to wait for
 }
 
 // logText is what the server has logged so far.
@@ -80,7 +81,7 @@ func startListening(t *testing.T, dbURL string, env map[string]string) *testServ
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &testServer{URL: srv.URL, client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: s.log}
+	return &testServer{URL: srv.URL, client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, log: s.log, passes: s.passes}
 }
 
 // build builds and starts the app of a test server, registered in process,
@@ -117,7 +118,7 @@ func build(t *testing.T, dbURL string, env map[string]string) (*testServer, http
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	return &testServer{URL: "http://" + host, client: &http.Client{Timeout: time.Minute, Transport: testNet}, log: logs}, srv.handler
+	return &testServer{URL: "http://" + host, client: &http.Client{Timeout: time.Minute, Transport: testNet}, log: logs, passes: a.Passes()}, srv.handler
 }
 
 var (
