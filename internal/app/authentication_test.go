@@ -13,6 +13,8 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/graph/graphtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/loop"
+	"chargeonce/loop/looptest"
 	"chargeonce/merchant"
 	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
@@ -134,8 +136,14 @@ func TestAuthentication_SessionExpiresMidChallenge_TheWaitStillPaysIt(t *testing
 	key := newKey()
 	waiting := s.paySession(t, key, secret, "pm_card_authenticationRequired", nil).Data.ChargeCard
 	require.NotNil(t, waiting.NextAction)
+	s.openSession(t, sessionInput(900, "expiresInSeconds", 1)) // an idle session: expires after sess, with no attempt
 
-	time.Sleep(1500 * time.Millisecond) // past the session's expiry, and several sweeps
+	// The sweep that expires the idle session runs past sess's expiry too.
+	swept := looptest.WaitFor(t, s.passes.Retention, 1, func(p loop.Pass) bool {
+		r, _ := p.Next.Result.(payment.RetentionResult)
+		return r.Sessions > 0
+	})
+	require.Equal(t, 1, swept[0].Next.Result.(payment.RetentionResult).Sessions, "the idle session alone")
 	require.Equal(t, "OPEN", s.readSession(t, "demo-key", sess.ID).Data.Session.Status, "not expired while its attempt waits")
 	require.Equal(t, "CHECKOUT_SESSION_EXPIRED", s.paySession(t, newKey(), secret, "pm_card_visa", nil).code(t),
 		"no new attempt past the expiry; the waiting one goes on")

@@ -25,6 +25,8 @@ import (
 	"chargeonce/events/eventstest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/internal/testlog"
+	"chargeonce/loop"
+	"chargeonce/payment"
 )
 
 // The harness of the API tests: chargeonce built as a server builds it
@@ -353,6 +355,12 @@ func (s *testServer) providerCharges(t *testing.T, merchant, clientKey string) [
 }
 
 func newKey() string { return uuid.NewString() }
+
+// tookOver is true of a reconciler pass that took over a stuck attempt.
+func tookOver(p loop.Pass) bool {
+	r, _ := p.Next.Result.(payment.ReconcileResult)
+	return r.Taken > 0
+}
 
 func visa(amount int) apiclient.ChargeCardInput {
 	return apiclient.ChargeCardInput{Amount: new(amount), Currency: new("USD"), PaymentMethod: "pm_card_visa"}

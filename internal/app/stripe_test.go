@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/loop/looptest"
+	"chargeonce/payment"
 	"chargeonce/provider/stripe"
 	"chargeonce/provider/stripe/stripefake"
 )
@@ -215,7 +217,10 @@ func TestStripe_Processing_StaysProcessingUntilStripeIsFinal(t *testing.T) {
 	s, fake, _ := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 	key := newKey()
 	require.Equal(t, "PROCESSING", s.chargeCard(t, "demo-key", key, withPaymentMethod("pm_card_processing")).Data.ChargeCard.Status)
-	time.Sleep(3 * time.Second) // past the lease: the reconciler has asked, more than once
+	// Past the lease, the reconciler asks, more than once, and leaves it open.
+	for _, p := range looptest.WaitFor(t, s.passes.Reconcile, 2, tookOver) {
+		require.Equal(t, payment.ReconcileResult{Taken: 1, Open: 1}, p.Next.Result)
+	}
 	require.Equal(t, "PROCESSING", s.chargeStatus(t, "demo-key", key).Data.ChargeStatus.Status, "never guessed")
 
 	fake.SetStatus(fake.ClientIntents(key)[0].ID, "succeeded")
