@@ -40,6 +40,8 @@ import (
 	"chargeonce/internal/apiclient"
 	"chargeonce/internal/app"
 	"chargeonce/internal/testlog"
+	"chargeonce/loop"
+	"chargeonce/payment"
 )
 
 // Server is a chargeonce server under test, with a client that reaches it.
@@ -48,7 +50,9 @@ type Server struct {
 	// DatabaseURL is the server's database.
 	DatabaseURL string
 	Client      *http.Client
-	log         *testlog.Buffer // what the server logged
+	// Passes are its background loops' passes, to wait for.
+	Passes *app.Passes
+	log    *testlog.Buffer // what the server logged
 }
 
 // LogText is what the server has logged so far.
@@ -90,7 +94,7 @@ func ListenOn(t *testing.T, dbURL string, env map[string]string) *Server {
 	srv.Config.ReadHeaderTimeout = 5 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &Server{URL: srv.URL, Client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, DatabaseURL: dbURL, log: s.log}
+	return &Server{URL: srv.URL, Client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, DatabaseURL: dbURL, log: s.log, Passes: s.Passes}
 }
 
 // build builds and starts the app of a test server, registered in process,
@@ -127,7 +131,7 @@ func build(t *testing.T, dbURL string, env map[string]string) (*Server, http.Han
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	return &Server{URL: "http://" + host, Client: &http.Client{Timeout: time.Minute, Transport: testNet}, DatabaseURL: dbURL, log: logs}, srv.handler
+	return &Server{URL: "http://" + host, Client: &http.Client{Timeout: time.Minute, Transport: testNet}, DatabaseURL: dbURL, log: logs, Passes: a.Passes()}, srv.handler
 }
 
 var (
@@ -362,6 +366,12 @@ func (s *Server) ProviderCharges(t *testing.T, merchant, clientKey string) []api
 }
 
 func NewKey() string { return uuid.NewString() }
+
+// TookOver is true of a reconciler pass that took over a stuck attempt.
+func TookOver(p loop.Pass) bool {
+	r, _ := p.Next.Result.(payment.ReconcileResult)
+	return r.Taken > 0
+}
 
 func Visa(amount int) apiclient.ChargeCardInput {
 	return apiclient.ChargeCardInput{Amount: new(amount), Currency: new("USD"), PaymentMethod: "pm_card_visa"}

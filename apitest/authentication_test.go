@@ -11,6 +11,8 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/graph/graphtest"
 	"chargeonce/internal/apiclient"
+	"chargeonce/loop"
+	"chargeonce/loop/looptest"
 	"chargeonce/merchant"
 	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
@@ -116,8 +118,14 @@ func TestAuthentication_SessionExpiresMidChallenge_TheWaitStillPaysIt(t *testing
 	key := NewKey()
 	waiting := s.PaySession(t, key, secret, "pm_card_authenticationRequired", nil).Data.ChargeCard
 	require.NotNil(t, waiting.NextAction)
+	s.OpenSession(t, SessionInput(900, "expiresInSeconds", 1)) // an idle session: expires after sess, with no attempt
 
-	time.Sleep(1500 * time.Millisecond) // past the session's expiry, and several sweeps
+	// The sweep that expires the idle session runs past sess's expiry too.
+	swept := looptest.WaitFor(t, s.Passes.Retention, 1, func(p loop.Pass) bool {
+		r, _ := p.Next.Result.(payment.RetentionResult)
+		return r.Sessions > 0
+	})
+	require.Equal(t, 1, swept[0].Next.Result.(payment.RetentionResult).Sessions, "the idle session alone")
 	require.Equal(t, "OPEN", s.ReadSession(t, "demo-key", sess.ID).Data.Session.Status, "not expired while its attempt waits")
 	require.Equal(t, "CHECKOUT_SESSION_EXPIRED", s.PaySession(t, NewKey(), secret, "pm_card_visa", nil).Code(t),
 		"no new attempt past the expiry; the waiting one goes on")

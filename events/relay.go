@@ -42,6 +42,9 @@ type RelayConfig struct {
 	Fault func(point string)
 	// Published counts events by whether the stream already had them.
 	Published func(duplicate bool)
+	// Passes is told of each pass Run finishes, with the number of events
+	// it sent as the Result (a test signal); nil tells nobody.
+	Passes *loop.Passes
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -98,19 +101,19 @@ func (r *Relay) Wake() { loop.Signal(r.wake) }
 // is away it tries again with a growing wait, up to MaxBackoff.
 func (r *Relay) Run(ctx context.Context) {
 	go listen(ctx, r.pool, r.log, r.wake)
-	loop.Runner{Name: "relay", Interval: r.cfg.Poll, Wake: r.wake, Logger: r.log,
+	loop.Runner{Name: "relay", Interval: r.cfg.Poll, Wake: r.wake, Logger: r.log, Passes: r.cfg.Passes,
 		Backoff: loop.Backoff{Min: 100 * time.Millisecond, Max: r.cfg.MaxBackoff},
 		Outage:  func(err error) bool { return errors.Is(err, errNoBroker) || db.IsUnavailable(err) },
 	}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
 		sent, err := r.drain(ctx)
 		if err != nil {
-			return loop.Next{}, fmt.Errorf("events wait in the outbox: %w", err)
+			return loop.Next{Result: sent}, fmt.Errorf("events wait in the outbox: %w", err)
 		}
 		if sent > 0 {
 			// Let the next events gather; their wakes wait in wake.
-			return loop.Next{Rest: r.cfg.Gather}, nil
+			return loop.Next{Rest: r.cfg.Gather, Result: sent}, nil
 		}
-		return loop.Next{}, nil
+		return loop.Next{Result: sent}, nil
 	})
 }
 

@@ -62,6 +62,9 @@ type StreamsConfig struct {
 
 	Logger  *slog.Logger     // default: discard
 	Metrics *metrics.Metrics // default: instruments nobody scrapes
+	// RecheckPasses is told of each re-check pass Run finishes, with its
+	// Rechecked as the Result (a test signal); nil tells nobody.
+	RecheckPasses *loop.Passes
 }
 
 // Close codes of the streams the server ends, beside those of a refused
@@ -324,12 +327,16 @@ func (s *Streams) Changed() {
 // Run re-checks the open streams at each Changed and every RecheckInterval,
 // until ctx ends, on the runner of every background job.
 func (s *Streams) Run(ctx context.Context) {
-	loop.Runner{Name: "stream re-check", Interval: s.cfg.RecheckInterval, Wake: s.changed, Logger: s.log}.Run(ctx,
+	loop.Runner{Name: "stream re-check", Interval: s.cfg.RecheckInterval, Wake: s.changed, Logger: s.log, Passes: s.cfg.RecheckPasses}.Run(ctx,
 		func(ctx context.Context) (loop.Next, error) {
-			s.RecheckOnce(ctx)
-			return loop.Next{}, nil
+			checked, ended := s.RecheckOnce(ctx)
+			return loop.Next{Result: Rechecked{Checked: checked, Ended: ended}}, nil
 		})
 }
+
+// Rechecked counts what one re-check pass did: the streams it checked,
+// and those it ended.
+type Rechecked struct{ Checked, Ended int }
 
 // recheckPass remembers, for one pass, what each key and each merchant's
 // origin answered: a thousand streams of one publishable key cost one

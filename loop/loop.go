@@ -6,7 +6,9 @@
 // (the database or the broker away, which passes) is logged as a warning
 // and the pass is tried again after a backoff; any other error is logged as
 // an error, since it is a bug. The reconciler, the retention cleaners, the
-// webhook worker and the outbox relay all run on it.
+// webhook worker, the outbox relay and the re-check of open streams all run
+// on it. A Runner tells a test of each pass it finishes (Passes), so that
+// tests wait for passes rather than sleep.
 package loop
 
 import (
@@ -42,18 +44,24 @@ type Runner struct {
 	// db.IsUnavailable.
 	Outage func(error) bool
 	Logger *slog.Logger
+	// Passes, when set, is told of every pass the runner finishes (its
+	// test signal); nil tells nobody.
+	Passes *Passes
 }
 
 // Backoff bounds the waits after failed passes.
 type Backoff struct{ Min, Max time.Duration }
 
-// Next is what a pass asks of its runner.
+// Next is what a pass asks of its runner, and what it did.
 type Next struct {
 	// Now runs the next pass at once: there is a backlog.
 	Now bool
 	// Rest waits this long before the runner waits for the next pass as
 	// usual, so that work gathers into one pass rather than many.
 	Rest time.Duration
+	// Result is what the pass did, in its job's terms (a count, a result
+	// struct): the runner only hands it on to Passes, for a test to read.
+	Result any
 }
 
 // Run calls pass until ctx ends.
@@ -69,6 +77,7 @@ func (r Runner) Run(ctx context.Context, pass func(context.Context) (Next, error
 	var backoff time.Duration
 	for ctx.Err() == nil {
 		next, err := pass(ctx)
+		r.Passes.report(Pass{Next: next, Err: err})
 		if ctx.Err() != nil {
 			return
 		}

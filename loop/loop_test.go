@@ -92,19 +92,81 @@ func TestRun_StopsWhileItWaits(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	var signal Passes
+	first := signal.Expect(1, nil) // before the runner starts: its first pass cannot go unseen
 	passes := 0
 	go func() {
 		defer close(done)
-		Runner{Name: "test", Interval: time.Hour}.Run(ctx, func(context.Context) (Next, error) { passes++; return Next{}, nil })
+		Runner{Name: "test", Interval: time.Hour, Passes: &signal}.Run(ctx, func(context.Context) (Next, error) { passes++; return Next{}, nil })
 	}()
-	time.Sleep(20 * time.Millisecond)
+	wait(t, first)
 	cancel()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return once ctx ended")
 	}
-	require.Equal(t, 1, passes)
+	require.Equal(t, 1, passes, "one pass, then the hour's wait, which ctx ended")
+	require.Equal(t, 1, signal.Count())
+}
+
+// TestPasses_TellWhatEachPassCameTo: a test waits for passes that finish
+// after it asks, with their results, and only for those it wants.
+func TestPasses_TellWhatEachPassCameTo(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var signal Passes
+	failing := errors.New("away")
+	wake := make(chan struct{}, 1)
+	results := make(chan Next)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Runner{Name: "test", Interval: time.Hour, Wake: wake, Backoff: Backoff{Min: time.Millisecond, Max: time.Millisecond},
+			Passes: &signal}.Run(ctx, func(context.Context) (Next, error) {
+			next := <-results
+			if next.Result == "fail" {
+				return next, failing
+			}
+			return next, nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	all, failed := signal.Expect(3, nil), signal.Expect(1, func(p Pass) bool { return p.Err != nil })
+	results <- Next{Result: 1}
+	Signal(wake)
+	results <- Next{Result: "fail"} // tried again after the backoff
+	got := wait(t, failed)
+	require.ErrorIs(t, got[0].Err, failing)
+	require.Equal(t, "fail", got[0].Next.Result)
+
+	results <- Next{Result: 3}
+	got = wait(t, all)
+	require.Len(t, got, 3)
+	require.Equal(t, []any{1, "fail", 3}, []any{got[0].Next.Result, got[1].Next.Result, got[2].Next.Result})
+	require.Equal(t, 3, signal.Count())
+
+	// A wait that times out says how far it got, and stops counting.
+	short, stop := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer stop()
+	got, err := signal.Wait(short, 1, nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Empty(t, got)
+	signal.mu.Lock()
+	defer signal.mu.Unlock()
+	require.Empty(t, signal.expected, "a wait given up is forgotten")
+}
+
+// wait waits for the passes e expects, for at most a minute.
+func wait(t *testing.T, e *Expected) []Pass {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := e.Wait(ctx)
+	require.NoError(t, err)
+	return got
 }
 
 func TestBatches_StopAtAShortBatchOrAtMax_RestingAfterFullOnes(t *testing.T) {

@@ -33,14 +33,23 @@ func authInput(returnURL string) ChargeInput {
 // or "fail") and returns where the simulator sends the browser back.
 func shopper(t *testing.T, actionURL, button string) *url.URL {
 	t.Helper()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(actionURL+"/"+button, nil)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	back, err := url.Parse(resp.Header.Get("Location"))
+	back, err := press(actionURL, button)
 	require.NoError(t, err)
 	return back
+}
+
+// press is shopper for a goroutine of the test's: it returns what fails.
+func press(actionURL, button string) (*url.URL, error) {
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(actionURL+"/"+button, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		return nil, fmt.Errorf("pressing %s: status %d, want 303", button, resp.StatusCode)
+	}
+	return url.Parse(resp.Header.Get("Location"))
 }
 
 // simStatus is the simulator's status of the charge of key, its only one.
@@ -232,15 +241,16 @@ func TestAuthentication_CompleteRacesTheCancel_ExactlyOneOutcome(t *testing.T) {
 	b.clock.Advance(time.Minute + time.Second)
 
 	var wg sync.WaitGroup
+	errs := make([]error, rounds+1) // the shoppers', then the reconciler's
 	for i := range rounds {
-		wg.Go(func() { shopper(t, actions[i], "complete") })
+		wg.Go(func() { _, errs[i] = press(actions[i], "complete") })
 	}
 	rec := NewReconciler(b.svc, ReconcilerConfig{BatchSize: rounds})
-	wg.Go(func() {
-		_, err := rec.RunOnce(ctx)
-		require.NoError(t, err)
-	})
+	wg.Go(func() { _, errs[rounds] = rec.RunOnce(ctx) })
 	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "goroutine %d", i)
+	}
 	// Whatever the pass left open (a cancel refused mid-way is read again), the next ones finish.
 	for range 3 {
 		b.clock.Advance(AuthenticationCheckIntervalDefault + time.Millisecond)
@@ -279,16 +289,17 @@ func TestAuthentication_ConcurrentPolls_ReadTheProviderOncePerRecheck(t *testing
 
 	b.clock.Advance(AuthenticationRecheckDefault)
 	var wg sync.WaitGroup
-	for range 50 {
-		wg.Go(func() {
-			r, err := b.svc.ChargeStatus(ctx, b.merchant, "k")
-			require.NoError(t, err)
-			require.Equal(t, StatusProcessing, r.Status)
-			require.NotNil(t, r.NextAction)
-			require.GreaterOrEqual(t, r.RetryAfter, AuthenticationRecheckDefault)
-		})
+	results, errs := make([]*Result, 50), make([]error, 50)
+	for i := range 50 {
+		wg.Go(func() { results[i], errs[i] = b.svc.ChargeStatus(ctx, b.merchant, "k") })
 	}
 	wg.Wait()
+	for i, r := range results {
+		require.NoError(t, errs[i])
+		require.Equal(t, StatusProcessing, r.Status)
+		require.NotNil(t, r.NextAction)
+		require.GreaterOrEqual(t, r.RetryAfter, AuthenticationRecheckDefault)
+	}
 	require.Equal(t, int32(1), provider.finds.Load(), "50 polls within one recheck interval: one read")
 }
 

@@ -2,9 +2,10 @@ package payment
 
 import (
 	"context"
-	"github.com/google/uuid"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/stretchr/testify/require"
 )

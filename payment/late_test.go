@@ -2,11 +2,12 @@ package payment
 
 import (
 	"context"
-	"github.com/google/uuid"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"

@@ -17,6 +17,9 @@ type ReconcilerConfig struct {
 	// at once, each within what is left of its lease, so that no lease taken
 	// by a pass runs out before the pass has worked its attempt.
 	BatchSize int // default ReconcilerBatchSizeDefault
+	// Passes is told of each pass Run finishes, with its ReconcileResult as
+	// the Result (a test signal); nil tells nobody.
+	Passes *loop.Passes
 }
 
 // ReconcilerBatchSizeDefault is how many attempts a pass takes over.
@@ -52,12 +55,12 @@ type ReconcileResult struct {
 
 // Run runs a pass at once and then every ReconcileInterval until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) {
-	loop.Runner{Name: "reconcile", Interval: r.svc.cfg.ReconcileInterval, Logger: r.log}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
+	loop.Runner{Name: "reconcile", Interval: r.svc.cfg.ReconcileInterval, Logger: r.log, Passes: r.cfg.Passes}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
 		res, err := r.RunOnce(ctx)
 		if err == nil && res.Taken > 0 {
 			r.log.Info("reconcile pass", "taken", res.Taken, "succeeded", res.Succeeded, "failed", res.Failed, "open", res.Open)
 		}
-		return loop.Next{}, err
+		return loop.Next{Result: res}, err
 	})
 }
 

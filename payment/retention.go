@@ -18,6 +18,9 @@ type CleanerConfig struct {
 	// backlog) is followed by the next at once rather than after Interval,
 	// so the cleaner keeps up with any rate of charges.
 	MaxBatches int // default loop.MaxBatchesDefault
+	// Passes is told of each pass Run finishes, with its RetentionResult
+	// as the Result (a test signal); nil tells nobody.
+	Passes *loop.Passes
 }
 
 // cleanupRestFactor paces the cleaner: after each full batch it rests this
@@ -60,13 +63,20 @@ func NewCleaner(svc *Service, cfg CleanerConfig) *Cleaner {
 // Run runs a pass at once, then the next at once while a backlog lasts and
 // every Interval otherwise, until ctx ends.
 func (c *Cleaner) Run(ctx context.Context) {
-	loop.Runner{Name: "retention", Interval: c.cfg.Interval, Logger: c.log}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
-		n, backlog, err := c.pass(ctx)
-		if err == nil && n > 0 {
-			c.log.Info("retention pass: forgot expired idempotency keys", "deleted", n)
+	loop.Runner{Name: "retention", Interval: c.cfg.Interval, Logger: c.log, Passes: c.cfg.Passes}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
+		res, backlog, err := c.pass(ctx)
+		if err == nil && res.Attempts > 0 {
+			c.log.Info("retention pass: forgot expired idempotency keys", "deleted", res.Attempts)
 		}
-		return loop.Next{Now: backlog}, err
+		return loop.Next{Now: backlog, Result: res}, err
 	})
+}
+
+// RetentionResult counts what one retention pass did.
+type RetentionResult struct {
+	Attempts int // expired finished attempts deleted
+	Events   int // sent outbox events deleted
+	Sessions int // checkout sessions marked EXPIRED
 }
 
 // RunOnce deletes expired finished attempts, and outbox events sent more
@@ -74,32 +84,32 @@ func (c *Cleaner) Run(ctx context.Context) {
 // their expiry EXPIRED (with their events); it says how many attempts it
 // deleted.
 func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
-	n, _, err := c.pass(ctx)
-	return n, err
+	res, _, err := c.pass(ctx)
+	return res.Attempts, err
 }
 
 // pass is RunOnce, and says whether a backlog of attempts remains.
-func (c *Cleaner) pass(ctx context.Context) (attempts int, backlog bool, err error) {
+func (c *Cleaner) pass(ctx context.Context) (res RetentionResult, backlog bool, err error) {
 	batches := loop.Batches{Size: c.cfg.BatchSize, Max: c.cfg.MaxBatches, RestFactor: cleanupRestFactor, Rest: c.rest}
-	attempts, backlog, err = batches.Run(ctx, c.svc.deleteExpired)
+	res.Attempts, backlog, err = batches.Run(ctx, c.svc.deleteExpired)
 	if err != nil {
-		return attempts, false, fmt.Errorf("delete expired attempts: %w", err)
+		return res, false, fmt.Errorf("delete expired attempts: %w", err)
 	}
-	events, _, err := batches.Run(ctx, c.svc.deleteSentEvents)
+	res.Events, _, err = batches.Run(ctx, c.svc.deleteSentEvents)
 	if err != nil {
-		return attempts, false, fmt.Errorf("delete sent events: %w", err)
+		return res, false, fmt.Errorf("delete sent events: %w", err)
 	}
-	sessions, _, err := batches.Run(ctx, c.svc.ExpireSessions)
+	res.Sessions, _, err = batches.Run(ctx, c.svc.ExpireSessions)
 	if err != nil {
-		return attempts, false, fmt.Errorf("expire checkout sessions: %w", err)
+		return res, false, fmt.Errorf("expire checkout sessions: %w", err)
 	}
-	if sessions > 0 {
-		c.log.Info("retention pass: expired unpaid checkout sessions", "expired", sessions)
+	if res.Sessions > 0 {
+		c.log.Info("retention pass: expired unpaid checkout sessions", "expired", res.Sessions)
 	}
-	if events > 0 {
-		c.log.Info("retention pass: forgot sent events", "deleted", events)
+	if res.Events > 0 {
+		c.log.Info("retention pass: forgot sent events", "deleted", res.Events)
 	}
-	return attempts, backlog, nil
+	return res, backlog, nil
 }
 
 // deleteExpired forgets up to limit finished attempts whose result has expired.

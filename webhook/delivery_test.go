@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/loop"
+	"chargeonce/loop/looptest"
 	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/webhook/webhooktest"
@@ -201,6 +203,7 @@ func TestDelivery_MaxAgePassed_IsMarkedFailedAndLoggedAtWarn(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := testConfig()
 	cfg.MaxAge, cfg.Metrics = 2*time.Second, metrics.New(reg) // three days in production
+	cfg.WorkerPasses = &loop.Passes{}
 	b.start(t, cfg)
 
 	e := newEvent(shop)
@@ -218,7 +221,15 @@ func TestDelivery_MaxAgePassed_IsMarkedFailedAndLoggedAtWarn(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(cfg.Metrics.WebhookDeliveries.WithLabelValues("failed")))
 	attempts := len(rc.got())
 	require.Equal(t, len(log), attempts, "every attempt is logged")
-	time.Sleep(500 * time.Millisecond) // more than the largest backoff: no attempt after giving up
+	// Two passes that finished after the largest backoff (the second began
+	// after it) looked for due deliveries, and found none: no attempt after
+	// giving up.
+	gaveUp := time.Now()
+	passes := looptest.WaitFor(t, cfg.WorkerPasses, 2, func(loop.Pass) bool { return time.Since(gaveUp) > cfg.BackoffMax })
+	for _, p := range passes {
+		require.NoError(t, p.Err)
+		require.Equal(t, 0, p.Next.Result, "nothing was due")
+	}
 	require.Len(t, rc.got(), attempts)
 }
 

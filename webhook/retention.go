@@ -9,12 +9,12 @@ import (
 // clean forgets finished deliveries at once and then every CleanupInterval
 // until ctx ends.
 func (s *Service) clean(ctx context.Context) {
-	loop.Runner{Name: "webhook retention", Interval: s.cfg.CleanupInterval, Logger: s.log}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
+	loop.Runner{Name: "webhook retention", Interval: s.cfg.CleanupInterval, Logger: s.log, Passes: s.cfg.RetentionPasses}.Run(ctx, func(ctx context.Context) (loop.Next, error) {
 		n, err := s.CleanOnce(ctx)
 		if err == nil && n > 0 {
 			s.log.Info("webhook retention pass: forgot finished deliveries", "deleted", n)
 		}
-		return loop.Next{}, err
+		return loop.Next{Result: n}, err
 	})
 }
 

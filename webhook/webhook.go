@@ -86,6 +86,11 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Now is the clock; tests move it.
 	Now func() time.Time
+	// WorkerPasses and RetentionPasses are told of each pass the worker
+	// and the cleaner finish (test signals), with how many deliveries the
+	// worker started sending and how many the cleaner forgot as the
+	// Result; nil tells nobody.
+	WorkerPasses, RetentionPasses *loop.Passes
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -28,8 +28,11 @@ func (s *Service) work(ctx context.Context) {
 	f := &inFlight{endpoints: map[uuid.UUID]struct{}{}}
 	var sends sync.WaitGroup
 	defer sends.Wait()
-	loop.Runner{Name: "webhook worker", Interval: s.cfg.PollInterval, Wake: s.wake, Logger: s.log}.Run(ctx,
-		func(ctx context.Context) (loop.Next, error) { return loop.Next{}, s.dispatch(ctx, f, &sends) })
+	loop.Runner{Name: "webhook worker", Interval: s.cfg.PollInterval, Wake: s.wake, Logger: s.log, Passes: s.cfg.WorkerPasses}.Run(ctx,
+		func(ctx context.Context) (loop.Next, error) {
+			started, err := s.dispatch(ctx, f, &sends)
+			return loop.Next{Result: started}, err
+		})
 }
 
 // inFlight is the set of endpoints this worker is sending to.
@@ -56,19 +59,20 @@ func (f *inFlight) remove(id uuid.UUID) {
 	delete(f.endpoints, id)
 }
 
-// dispatch takes due deliveries for the free senders and starts their sends.
-func (s *Service) dispatch(ctx context.Context, f *inFlight, sends *sync.WaitGroup) error {
+// dispatch takes due deliveries for the free senders, starts their sends,
+// and says how many it started.
+func (s *Service) dispatch(ctx context.Context, f *inFlight, sends *sync.WaitGroup) (int, error) {
 	busy := f.snapshot()
 	free := s.cfg.Concurrency - len(busy)
 	if free <= 0 {
-		return nil // a send that ends wakes the worker
+		return 0, nil // a send that ends wakes the worker
 	}
 	now := s.cfg.Now()
 	dbCtx, cancel := context.WithTimeout(ctx, dbTimeout)
 	due, err := s.store.takeDue(dbCtx, now, now.Add(s.cfg.Lease), busy, free)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("take due deliveries: %w", err)
+		return 0, fmt.Errorf("take due deliveries: %w", err)
 	}
 	for _, d := range due {
 		f.add(d.endpointID)
@@ -82,7 +86,7 @@ func (s *Service) dispatch(ctx context.Context, f *inFlight, sends *sync.WaitGro
 			s.attempt(context.WithoutCancel(ctx), d)
 		})
 	}
-	return nil
+	return len(due), nil
 }
 
 // attempt sends d once and records the outcome: delivered on a 2xx;

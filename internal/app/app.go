@@ -27,6 +27,7 @@ import (
 	"chargeonce/events"
 	"chargeonce/graph"
 	"chargeonce/live"
+	"chargeonce/loop"
 	"chargeonce/merchant"
 	"chargeonce/metrics"
 	"chargeonce/payment"
@@ -64,7 +65,28 @@ type App struct {
 	// demo is the demo merchant, in development only.
 	demo    payment.Merchant
 	closeDB func()
+	// passes are the background loops' test signals.
+	passes *Passes
 }
+
+// Passes are the test signals of the background loops that StartLoops
+// runs on loop.Runner: each is told of every pass its loop finishes, with
+// the pass's Result, so that a test waits for "two reconciler passes" and
+// then asserts what they did or left alone, instead of sleeping. A server
+// has them too, at the cost of a lock per pass; they keep nothing unless a
+// test waits. (The sweep of expired checkout sessions is part of the
+// retention pass; abandoned authentications are the reconciler's.)
+type Passes struct {
+	Reconcile        *loop.Passes // Result: payment.ReconcileResult
+	Retention        *loop.Passes // Result: payment.RetentionResult
+	Relay            *loop.Passes // Result: the events sent (int)
+	Webhooks         *loop.Passes // Result: the deliveries the worker started sending (int)
+	WebhookRetention *loop.Passes // Result: the finished deliveries forgotten (int)
+	StreamRecheck    *loop.Passes // Result: graph.Rechecked
+}
+
+// Passes are a's background loops' test signals.
+func (a *App) Passes() *Passes { return a.passes }
 
 // New opens the database (applying migrations) and builds the app. Its
 // payment service charges through the provider that cfg names: Stripe, or
@@ -76,7 +98,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry()}
+	a := &App{cfg: cfg, log: log, pool: pool, closeDB: closeDB, registry: prometheus.NewRegistry(), passes: &Passes{
+		Reconcile: &loop.Passes{}, Retention: &loop.Passes{}, Relay: &loop.Passes{},
+		Webhooks: &loop.Passes{}, WebhookRetention: &loop.Passes{}, StreamRecheck: &loop.Passes{},
+	}}
 	logHostNames(cfg, log)
 	a.metrics = metrics.New(a.registry)
 	a.metrics.WatchPool(pool)
@@ -115,7 +140,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		log.Warn("event stream not made yet; the relay makes it once the broker answers", "err", err)
 	}
 	cancel()
-	if a.webhooks, err = webhook.New(pool, a.broker.JS, log, cfg.WebhookConfig(a.metrics)); err != nil {
+	wc := cfg.WebhookConfig(a.metrics)
+	wc.WorkerPasses, wc.RetentionPasses = a.passes.Webhooks, a.passes.WebhookRetention
+	if a.webhooks, err = webhook.New(pool, a.broker.JS, log, wc); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -126,11 +153,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	a.relay = events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
 		Replicas: cfg.NATSReplicas, Logger: log, Fault: cfg.Fault,
 		Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
+		Passes:    a.passes.Relay,
 	})
 	a.notifier.OnCommit(func(db.NoticedAttempt) { a.relay.Wake() })
 	// The open streams are checked again at every change of keys, merchants
 	// or origins, as soon as this server hears of it.
-	a.streams = graph.NewStreams(cfg.StreamsConfig(log, a.metrics))
+	sc := cfg.StreamsConfig(log, a.metrics)
+	sc.RecheckPasses = a.passes.StreamRecheck
+	a.streams = graph.NewStreams(sc)
 	a.merchants.OnChange(a.streams.Changed)
 	a.metrics.WatchStuck(a.payments.CountStuck)
 	a.metrics.WatchWaiting(a.payments.CountWaiting)
@@ -154,12 +184,14 @@ func (a *App) StartLoops() (stop func()) {
 	loops.Go(func() { a.live.Run(ctx) })
 	loops.Go(func() { a.merchants.Run(ctx) })
 	loops.Go(func() { a.streams.Run(ctx) })
-	loops.Go(func() { payment.NewReconciler(a.payments, payment.ReconcilerConfig{}).Run(ctx) })
+	loops.Go(func() {
+		payment.NewReconciler(a.payments, payment.ReconcilerConfig{Passes: a.passes.Reconcile}).Run(ctx)
+	})
 	loops.Go(func() { a.notifier.Run(ctx) })
 	loops.Go(func() { a.relay.Run(ctx) })
 	loops.Go(func() { a.webhooks.Run(ctx) })
 	loops.Go(func() {
-		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval}).Run(ctx)
+		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval, Passes: a.passes.Retention}).Run(ctx)
 	})
 	return sync.OnceFunc(func() { a.CloseStreams(); cancel(); loops.Wait() })
 }

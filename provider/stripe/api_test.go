@@ -11,6 +11,8 @@ import (
 
 	"chargeonce/apitest"
 	"chargeonce/db/dbtest"
+	"chargeonce/loop/looptest"
+	"chargeonce/payment"
 	"chargeonce/provider/stripe"
 	"chargeonce/provider/stripe/stripefake"
 )
@@ -216,7 +218,10 @@ func TestStripe_Processing_StaysProcessingUntilStripeIsFinal(t *testing.T) {
 	s, fake, _ := stripeServer(t, map[string]string{"PROCESSING_LEASE": "2s", "RECONCILE_INTERVAL": "200ms"})
 	key := apitest.NewKey()
 	require.Equal(t, "PROCESSING", s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_processing")).Data.ChargeCard.Status)
-	time.Sleep(3 * time.Second) // past the lease: the reconciler has asked, more than once
+	// Past the lease, the reconciler asks, more than once, and leaves it open.
+	for _, p := range looptest.WaitFor(t, s.Passes.Reconcile, 2, apitest.TookOver) {
+		require.Equal(t, payment.ReconcileResult{Taken: 1, Open: 1}, p.Next.Result)
+	}
 	require.Equal(t, "PROCESSING", s.ChargeStatus(t, "demo-key", key).Data.ChargeStatus.Status, "never guessed")
 
 	fake.SetStatus(fake.ClientIntents(key)[0].ID, "succeeded")

@@ -25,6 +25,7 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/internal/app"
+	"chargeonce/loop/looptest"
 	"chargeonce/metrics/metricstest"
 	"chargeonce/payment"
 	"chargeonce/provider/providertest"
@@ -161,7 +162,10 @@ func TestStripe_Authentication_CompletedWithoutWebhook_TheReconcilerFindsIt(t *t
 		"AUTHENTICATION_CHECK_INTERVAL": "200ms", "RECONCILE_INTERVAL": "100ms"})
 	key := apitest.NewKey()
 	_, pi := a.chargeWaiting(t, key)
-	time.Sleep(500 * time.Millisecond) // the reconciler has looked, and left it waiting
+	before := a.reads()
+	looked := looptest.WaitFor(t, a.s.Passes.Reconcile, 1, apitest.TookOver)
+	require.Equal(t, payment.ReconcileResult{Taken: 1, Open: 1}, looked[0].Next.Result, "the reconciler has looked, and left it waiting")
+	require.Greater(t, a.reads(), before, "it read Stripe")
 	status, _ := a.stored(t, key)
 	require.Equal(t, "PROCESSING", status)
 

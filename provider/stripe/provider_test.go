@@ -455,15 +455,20 @@ func TestFindCharge_PagesThroughOtherPaymentIntents(t *testing.T) {
 	require.NoError(t, err)
 	// Newer PaymentIntents of other attempts: the target is three pages down.
 	var wg sync.WaitGroup
-	for range 10 {
+	errs := make([]error, 10)
+	for i := range 10 {
 		wg.Go(func() {
 			for range 23 {
-				_, err := b.provider.CreateCharge(ctx, request("pm_card_visa", 100, "USD"))
-				require.NoError(t, err)
+				if _, errs[i] = b.provider.CreateCharge(ctx, request("pm_card_visa", 100, "USD")); errs[i] != nil {
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
 	found, err := b.provider.FindCharge(ctx, target)
 	require.NoError(t, err)
 	require.Equal(t, "card_declined", found.FailureCode)
