@@ -22,9 +22,9 @@ func TestChargeCard_ResponseLostOnTheWire_RetryIsAReplay(t *testing.T) {
 	// finishes the charge.
 	ctx, hangUp := context.WithCancel(context.Background())
 	lost := make(chan error, 1)
+	body := JSONBody(t, map[string]any{"query": ChargeCardMutation, "variables": map[string]any{"key": key, "input": WithPaymentMethod("pm_card_slow")}})
 	go func() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql",
-			JSONBody(t, map[string]any{"query": ChargeCardMutation, "variables": map[string]any{"key": key, "input": WithPaymentMethod("pm_card_slow")}}))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql", body)
 		if err == nil {
 			req.Header = JSONHeaders("Authorization", "Bearer demo-key")
 			var resp *http.Response

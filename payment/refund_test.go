@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/internal/apiclient"
@@ -54,13 +55,13 @@ func (b *bundle) settleRefund(t *testing.T, key string, want Status) *Result {
 	ctx := context.Background()
 	rec := NewReconciler(b.svc, ReconcilerConfig{})
 	var got *Result
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		b.clock.Advance(b.svc.cfg.RefundCheckInterval + time.Second)
 		_, err := rec.RunOnce(ctx)
-		require.NoError(t, err)
+		require.NoError(c, err)
 		got, err = b.svc.RefundStatus(ctx, b.merchant, key)
-		require.NoError(t, err)
-		return got.Status == want
+		require.NoError(c, err)
+		require.Equal(c, want, got.Status)
 	}, 20*time.Second, 100*time.Millisecond)
 	return got
 }

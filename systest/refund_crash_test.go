@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
@@ -84,8 +85,11 @@ func TestCrash_KilledBetweenTheProvidersRefundAndItsRecord_OneRefund(t *testing.
 
 	// A fresh instance's reconciler settles it by reading the provider.
 	survivor := startServer(t, map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": providerURL})
-	require.Eventually(t, func() bool {
-		return queryOne[string](t, pool, `SELECT status FROM charge_attempts WHERE idempotency_key = $1`, key) == "SUCCEEDED"
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var status string
+		if assert.NoError(c, pool.QueryRow(t.Context(), `SELECT status FROM charge_attempts WHERE idempotency_key = $1`, key).Scan(&status)) {
+			assert.Equal(c, "SUCCEEDED", status)
+		}
 	}, 15*time.Second, 100*time.Millisecond) // lease 2s + interval 200ms, with room
 	retry, err := survivor.refund(t, key, charged.Charge.Id, 700)
 	require.NoError(t, err)
