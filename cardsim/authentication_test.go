@@ -487,7 +487,7 @@ func TestChallenge_MountedUnderProviderPrefix_NextActionAndFormsWork(t *testing.
 	challenge := srv.URL + "/provider/authenticate/" + c.ID
 	require.Equal(t, challenge, c.NextAction.RedirectToURL.URL)
 
-	// The list, as the adapter's FindCharge reads it, names the same page.
+	// The list, as the adapter's FindCharges reads it, names the same page.
 	resp, raw = s.send(http.MethodGet, srv.URL+"/provider/v1/charges?idempotency_key="+url.QueryEscape(c.IdempotencyKey), "", "", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, raw)
 	require.Equal(t, challenge, decode[list](t, []byte(raw)).Data[0].NextAction.RedirectToURL.URL)

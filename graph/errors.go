@@ -32,18 +32,18 @@ func ExtensionCode(err error) string {
 // extensions.code of each domain error code.
 var errorCodes = map[string]string{
 	payment.EINVALID:         codeBadUserInput,
-	payment.EKEYREUSED:       "IDEMPOTENCY_KEY_REUSED",
-	payment.EORDERPAID:       "ORDER_ALREADY_PAID",
-	payment.EUNAUTHENTICATED: "UNAUTHENTICATED",
+	payment.EKEYREUSED:       codeKeyReused,
+	payment.EORDERPAID:       codeOrderPaid,
+	payment.EUNAUTHENTICATED: codeUnauthenticated,
 	payment.EUNAVAILABLE:     codeServiceUnavailable,
-	payment.ENOTFOUND:        "NOT_FOUND",
+	payment.ENOTFOUND:        codeNotFound,
 	payment.ELIMITED:         codeRateLimited,
-	payment.ESESSIONPAID:     "CHECKOUT_SESSION_PAID",
-	payment.ESESSIONEXPIRED:  "CHECKOUT_SESSION_EXPIRED",
-	payment.ESESSIONLOCKED:   "CHECKOUT_SESSION_LOCKED",
+	payment.ESESSIONPAID:     codeSessionPaid,
+	payment.ESESSIONEXPIRED:  codeSessionExpired,
+	payment.ESESSIONLOCKED:   codeSessionLocked,
 	payment.EFORBIDDEN:       codeForbidden,
-	payment.ECHARGENOTFOUND:  "CHARGE_NOT_FOUND",
-	payment.EREFUNDEXCEEDS:   "REFUND_EXCEEDS_CHARGE",
+	payment.ECHARGENOTFOUND:  codeChargeNotFound,
+	payment.EREFUNDEXCEEDS:   codeRefundExceeds,
 }
 
 // errorPresenter is the one place where errors become GraphQL errors: domain
@@ -82,7 +82,7 @@ func errorPresenter(log *slog.Logger, production bool) graphql.ErrorPresenterFun
 		return &gqlerror.Error{
 			Message:    "internal server error",
 			Path:       presented.Path,
-			Extensions: map[string]any{"code": "INTERNAL_SERVER_ERROR"},
+			Extensions: map[string]any{"code": codeInternal},
 		}
 	}
 }
@@ -158,7 +158,7 @@ func presentRequestError(ctx context.Context, e *gqlerror.Error, production bool
 			}
 		}
 	case e.Message == "introspection disabled":
-		e.Extensions["code"] = "GRAPHQL_VALIDATION_FAILED"
+		e.Extensions["code"] = codeValidationFailed
 	}
 	if e.Extensions["code"] == nil {
 		e.Extensions["code"] = codeBadUserInput

@@ -66,12 +66,12 @@ func (l operationLimits) MutateOperationContext(ctx context.Context, oc *graphql
 	if !l.introspection && op.Operation == ast.Query {
 		for _, f := range graphql.CollectFields(oc, op.SelectionSet, []string{"Query"}) {
 			if f.Name == "__schema" || f.Name == "__type" {
-				return limitError("GRAPHQL_VALIDATION_FAILED", "introspection is disabled")
+				return limitError(codeValidationFailed, "introspection is disabled")
 			}
 		}
 	}
 	if d := depth(op.SelectionSet, 0, l.maxDepth); d > l.maxDepth {
-		return limitError("GRAPHQL_VALIDATION_FAILED", fmt.Sprintf("the operation nests deeper than %d levels", l.maxDepth))
+		return limitError(codeValidationFailed, fmt.Sprintf("the operation nests deeper than %d levels", l.maxDepth))
 	}
 	return nil
 }

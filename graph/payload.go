@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"time"
-
 	"chargeonce/graph/model"
 	"chargeonce/payment"
 )
@@ -23,7 +21,7 @@ func toPayload(r payment.Result) *model.ChargeCardPayload {
 		p.Failure = &model.ChargeFailure{Code: f.Code, Message: f.Message}
 	}
 	if r.Status == payment.StatusProcessing {
-		ms := int(r.RetryAfter / time.Millisecond)
+		ms := retryAfterMs(r.RetryAfter)
 		p.RetryAfterMs = &ms
 	}
 	if a := r.NextAction; a != nil {

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -92,7 +91,7 @@ func RefundPayload(r payment.Result) *model.RefundPayload {
 		p.Failure = &model.RefundFailure{Code: f.Code, Message: f.Message}
 	}
 	if r.Status == payment.StatusProcessing {
-		ms := int(r.RetryAfter / time.Millisecond)
+		ms := retryAfterMs(r.RetryAfter)
 		p.RetryAfterMs = &ms
 	}
 	return p

@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -253,19 +252,8 @@ func writeJSON(w http.ResponseWriter, resp *graphql.Response) {
 	_, _ = w.Write(b)
 }
 
-// retryAfterMs is d in milliseconds, rounded up, at least 1.
-func retryAfterMs(d time.Duration) int {
-	return int(max((d+time.Millisecond-1)/time.Millisecond, 1))
-}
-
 // isJSON reports whether a Content-Type is application/json.
 func isJSON(contentType string) bool {
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mediaType == "application/json"
-}
-
-// retryAfterSeconds is d for the Retry-After header, which counts whole
-// seconds: rounded up, at least 1.
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.Itoa(int(max((d+time.Second-1)/time.Second, 1)))
 }

@@ -81,14 +81,14 @@ func (p *countingProvider) CreateCharge(ctx context.Context, req ProviderChargeR
 	return p.Provider.CreateCharge(ctx, req)
 }
 
-func (p *countingProvider) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
+func (p *countingProvider) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
 	p.finds.Add(1)
-	return p.Provider.FindCharge(ctx, req)
+	return p.Provider.FindCharges(ctx, req)
 }
 
-func (p *countingProvider) CancelCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+func (p *countingProvider) CancelCharge(ctx context.Context, req ProviderChargeRequest, id string) (ProviderCharge, error) {
 	p.cancels.Add(1)
-	return p.Provider.CancelCharge(ctx, req)
+	return p.Provider.CancelCharge(ctx, req, id)
 }
 
 // setupCounting is setup with the provider's calls counted.

@@ -45,8 +45,9 @@
 //     store.takeOver). Either bumps the attempt number, which fences off
 //     the holder before it.
 //   - settle, redrive, rekey, give up: Service.settle (settle.go) asks the
-//     provider (FindCharge), sends a charge it never saw again under the
-//     same key until the redrive window ends (RedriveWindow), records a new
+//     provider for every charge of the attempt (FindCharges) and settles on
+//     one (settleOn, duplicate.go), sends a charge it never saw again under
+//     the same key until the redrive window ends (RedriveWindow), records a new
 //     provider key only when the provider says the old one is spent
 //     (Service.rekey, store.rekey), and fails the attempt as
 //     provider_unavailable after the window.

@@ -54,3 +54,42 @@ func TestDuplicateCharge_TheProviderChargedTwiceForOneAttempt_TheExtraRefundedOn
 	require.InDelta(t, 1, testutil.ToFloat64(b.svc.metrics.DuplicateCharges), 0, "counted once (the instances share their metrics here)")
 	require.Zero(t, countOf(t, b, `SELECT count(*) FROM charges WHERE refund_due_at IS NOT NULL`), "nothing left to claim")
 }
+
+func TestSettleOn_TheFirstSuccess_TheOtherSuccessesAreDuplicates(t *testing.T) {
+	t.Parallel()
+	ok := func(id string) ProviderCharge { return ProviderCharge{ID: id, Succeeded: true} }
+	failed := func(id string) ProviderCharge { return ProviderCharge{ID: id, FailureCode: "card_declined"} }
+	waits := func(id string) ProviderCharge {
+		return ProviderCharge{ID: id, Action: &ProviderAction{URL: "https://bank.example/" + id}}
+	}
+	for _, tt := range []struct {
+		name       string
+		charges    []ProviderCharge // oldest first
+		want       string           // "" for none
+		duplicates []string
+	}{
+		{"none", nil, "", nil},
+		{"one success", []ProviderCharge{ok("a")}, "a", nil},
+		{"one failure", []ProviderCharge{failed("a")}, "a", nil},
+		{"one that waits", []ProviderCharge{waits("a")}, "a", nil},
+		{"two successes: the first, the second a duplicate", []ProviderCharge{ok("a"), ok("b")}, "a", []string{"b"}},
+		{"three successes", []ProviderCharge{ok("a"), ok("b"), ok("c")}, "a", []string{"b", "c"}},
+		{"a success after failures", []ProviderCharge{failed("a"), waits("b"), ok("c"), failed("d")}, "c", nil},
+		{"successes among failures", []ProviderCharge{failed("a"), ok("b"), failed("c"), ok("d")}, "b", []string{"d"}},
+		{"failures only: the newest", []ProviderCharge{failed("a"), failed("b")}, "b", nil},
+		{"a charge that waits wins over a newer failure", []ProviderCharge{waits("a"), failed("b")}, "a", nil},
+		{"of those that wait, the newest", []ProviderCharge{waits("a"), waits("b"), failed("c")}, "b", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, duplicates := settleOn(tt.charges)
+			require.Equal(t, tt.duplicates, duplicates)
+			if tt.want == "" {
+				require.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			require.Equal(t, tt.want, got.ID)
+		})
+	}
+}

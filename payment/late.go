@@ -18,8 +18,8 @@ import (
 // provider later: the shopper is charged and was told the card was not.
 // So such an attempt stays watched for LateChargeWatch, on a widening
 // schedule (5 min, 1 h, 6 h after the failure, and at the watch's end),
-// by reading the provider (FindCharge: by our provider key and the
-// attempt's metadata; never a create). A successful charge found for it
+// by reading the provider (FindCharges: by the attempt, whatever its
+// provider key; never a create). A successful charge found for it
 // is recorded as a charge of its own, named on the attempt
 // (late_charge_id), announced as charge.late_refunded, and refunded
 // whole under one refund key derived from the attempt, so that every
@@ -62,20 +62,20 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 		return err
 	}
 	if a.LateChargeID == uuid.Nil {
-		pc, err := s.provider.FindCharge(ctx, providerRequest(m, a))
-		if err != nil || pc == nil || !pc.Succeeded {
+		found, err := s.find(ctx, m, a)
+		if err != nil || found == nil || !found.Succeeded {
 			return err // nothing charged: the next read, until the watch ends
 		}
 		var recorded bool
 		var duplicates []Charge
-		if a, recorded, duplicates, err = s.store.recordLate(ctx, a, *pc, s.cfg.Now()); err != nil {
+		if a, recorded, duplicates, err = s.store.recordLate(ctx, a, found.ID, found.duplicates, s.cfg.Now()); err != nil {
 			return err
 		}
-		s.announceDuplicates(ctx, a, pc.ID, duplicates)
+		s.announceDuplicates(ctx, a, found.ID, duplicates)
 		if recorded {
 			s.metrics.LateCharges.Inc()
 			log.WarnContext(ctx, "a charge completed at the provider after its attempt failed as provider_unavailable; refunding it",
-				"provider_charge_id", pc.ID, "charge_id", a.LateChargeID, "provider_key", a.ProviderKey)
+				"provider_charge_id", found.ID, "charge_id", a.LateChargeID, "provider_key", a.ProviderKey)
 		}
 	}
 	if err := s.refundOwed(ctx, log.With("charge_id", a.LateChargeID), m, lateRefundKey(a), a.LateChargeID,
@@ -99,17 +99,17 @@ func (s *Service) refundOwed(ctx context.Context, log *slog.Logger, m Merchant, 
 	return nil
 }
 
-// recordLate records the late charge pc of failed attempt a as a charge
-// (once, whoever finds it), names it on a, and writes charge.late_refunded,
-// in one transaction, with pc's duplicates, if any, which it returns;
-// recorded is false when another reader recorded it first, and a then
-// names theirs.
-func (s *store) recordLate(ctx context.Context, a Attempt, pc ProviderCharge, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
+// recordLate records the late provider charge id of failed attempt a as a
+// charge (once, whoever finds it), names it on a, and writes
+// charge.late_refunded, in one transaction, with the provider charges
+// duplicates of it, if any, which it returns; recorded is false when
+// another reader recorded it first, and a then names theirs.
+func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateIDs []string, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
 	var done Attempt
 	err = s.inTx(ctx, func(q *txQueries) error {
 		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
 			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			Description: optional(a.Input.Description), ProviderChargeID: pc.ID,
+			Description: optional(a.Input.Description), ProviderChargeID: id,
 		})
 		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			return errFenced // recorded by another reader: its attempt names it
@@ -128,7 +128,7 @@ func (s *store) recordLate(ctx context.Context, a Attempt, pc ProviderCharge, no
 		if err := insertEvent(ctx, q, lateEventOf(done, chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt), now)); err != nil {
 			return err
 		}
-		duplicates, err = recordDuplicates(ctx, q, done, pc.Duplicates, now)
+		duplicates, err = recordDuplicates(ctx, q, done, duplicateIDs, now)
 		return err
 	})
 	if errors.Is(err, errFenced) {

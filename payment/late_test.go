@@ -29,11 +29,11 @@ func (p *darkProvider) CreateCharge(ctx context.Context, req ProviderChargeReque
 	return p.Provider.CreateCharge(ctx, req)
 }
 
-func (p *darkProvider) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
+func (p *darkProvider) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
 	if p.dark.Load() {
 		return nil, nil
 	}
-	return p.Provider.FindCharge(ctx, req)
+	return p.Provider.FindCharges(ctx, req)
 }
 
 func TestLateCharge_CompletedAfterTheAttemptFailed_RefundedOnceAcrossInstances(t *testing.T) {

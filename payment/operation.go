@@ -17,10 +17,13 @@ import (
 // answer is the provider's word on an attempt, whatever its kind: a
 // charge's as it came, or a refund's in a charge's terms (its ID,
 // Succeeded, FailureCode and FailureMessage), with pending set while the
-// provider holds the refund without having made it final.
+// provider holds the refund without having made it final. duplicates are
+// the provider's other successful charges for the attempt, when a lookup
+// found them (settleOn).
 type answer struct {
 	ProviderCharge
-	pending bool
+	pending    bool
+	duplicates []string
 }
 
 // refundAnswer is the provider's refund as an answer.
@@ -60,11 +63,15 @@ func (s *Service) find(ctx context.Context, m Merchant, a Attempt) (*answer, err
 		ans := refundAnswer(*r)
 		return &ans, nil
 	}
-	pc, err := s.provider.FindCharge(ctx, providerRequest(m, a))
-	if err != nil || pc == nil {
+	charges, err := s.provider.FindCharges(ctx, providerRequest(m, a))
+	if err != nil {
 		return nil, err
 	}
-	return &answer{ProviderCharge: *pc}, nil
+	pc, duplicates := settleOn(charges)
+	if pc == nil {
+		return nil, nil
+	}
+	return &answer{ProviderCharge: *pc, duplicates: duplicates}, nil
 }
 
 // finalize records the provider's definitive answer on a, fenced on a's
@@ -82,7 +89,7 @@ func (s *Service) finalize(ctx context.Context, a Attempt, ans answer, by holder
 		done, err = s.store.succeedRefund(ctx, a, ans.ID, now, expiresAt)
 	case ans.Succeeded:
 		var duplicates []Charge
-		done, duplicates, err = s.store.succeed(ctx, a, ans.ProviderCharge, now, expiresAt)
+		done, duplicates, err = s.store.succeed(ctx, a, ans.ProviderCharge, ans.duplicates, now, expiresAt)
 		s.announceDuplicates(ctx, a, ans.ID, duplicates)
 	default:
 		outcome = metrics.ByFailed

@@ -73,11 +73,6 @@ type ProviderCharge struct {
 	// not final, neither succeeded nor failed. Only a charge with a
 	// ReturnURL ever waits.
 	Action *ProviderAction
-	// Duplicates names the provider's other successful charges for the
-	// same attempt (FindCharge only): one attempt should hold one charge,
-	// so each of these took the shopper's money a second time, and is
-	// refunded (duplicate.go).
-	Duplicates []string
 }
 
 // ProviderAction is what the shopper must do before the payment can
@@ -97,19 +92,23 @@ type Provider interface {
 	// false, not an error; an error wrapping ErrOutcomeUnknown means nobody
 	// knows yet.
 	CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error)
-	// FindCharge looks up the charge that req made, by its idempotency key
-	// or by its attempt; nil when the provider has none. It is given the
-	// whole request so that a provider may also send it again or search by
-	// the attempt.
-	FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error)
-	// CancelCharge cancels the payment of req that waits for the shopper
-	// (abandoned: nobody authenticated in time) and returns the payment as
-	// it then is: a confirmed cancel is a failure with code
+	// FindCharges reads every charge the provider holds for req's attempt,
+	// by its attempt (or, for a request that names none, by its
+	// idempotency key), whatever provider key each was sent under: oldest
+	// first, each as it is now; none when the provider holds none. One
+	// attempt should hold one charge; which of several is the attempt's is
+	// not the provider's to say (settleOn). A charge whose outcome nobody
+	// knows yet makes it an error wrapping ErrOutcomeUnknown. It is given
+	// the whole request so that a provider may search by the attempt.
+	FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error)
+	// CancelCharge cancels the payment id of req's attempt, which waits for
+	// the shopper (abandoned: nobody authenticated in time), and returns
+	// the payment as it then is: a confirmed cancel is a failure with code
 	// FailureAuthenticationAbandoned; a cancel refused because the payment
 	// completed meanwhile is that payment, succeeded or failed. An error
 	// means nobody knows yet; a provider whose charges never wait may
 	// always answer with one.
-	CancelCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error)
+	CancelCharge(ctx context.Context, req ProviderChargeRequest, id string) (ProviderCharge, error)
 	// CreateRefund refunds req.Amount of the charge req.ProviderChargeID, or
 	// returns the refund already made under the same idempotency key. A
 	// refund the provider refuses is a ProviderRefund in RefundFailed, not
@@ -189,9 +188,9 @@ func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeReques
 	return pc, err
 }
 
-func (p instrumented) CancelCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+func (p instrumented) CancelCharge(ctx context.Context, req ProviderChargeRequest, id string) (ProviderCharge, error) {
 	start := time.Now()
-	pc, err := p.Provider.CancelCharge(ctx, req)
+	pc, err := p.Provider.CancelCharge(ctx, req, id)
 	result := "ok"
 	switch {
 	case err != nil:
@@ -203,18 +202,18 @@ func (p instrumented) CancelCharge(ctx context.Context, req ProviderChargeReques
 	return pc, err
 }
 
-func (p instrumented) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
+func (p instrumented) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
 	start := time.Now()
-	pc, err := p.Provider.FindCharge(ctx, req)
+	charges, err := p.Provider.FindCharges(ctx, req)
 	result := "ok"
 	switch {
 	case err != nil:
 		result = "error"
-	case pc == nil:
+	case len(charges) == 0:
 		result = "not_found"
 	}
 	p.observe("find_charge", result, start)
-	return pc, err
+	return charges, err
 }
 
 func (p instrumented) observe(operation, result string, start time.Time) {

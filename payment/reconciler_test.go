@@ -105,9 +105,10 @@ func TestReconciler_LostResponse_EndsSucceeded(t *testing.T) {
 
 	final := b.status(t, "k")
 	require.Equal(t, StatusSucceeded, final.Status)
-	found, err := b.provider.FindCharge(ctx, ProviderChargeRequest{IdempotencyKey: "chargeonce_" + attemptID(t, b, "k")})
+	found, err := b.provider.FindCharges(ctx, ProviderChargeRequest{IdempotencyKey: "chargeonce_" + attemptID(t, b, "k")})
 	require.NoError(t, err)
-	require.Equal(t, found.ID, final.Charge.ProviderChargeID, "the stored result is what the provider has")
+	require.Len(t, found, 1)
+	require.Equal(t, found[0].ID, final.Charge.ProviderChargeID, "the stored result is what the provider has")
 	require.Equal(t, 1, b.providerCharges(t, "k"))
 
 	replay, err := b.svc.ChargeCard(ctx, b.merchant, "k", card("pm_card_lostResponse"))
@@ -388,11 +389,11 @@ func (p slowProvider) CreateCharge(ctx context.Context, req ProviderChargeReques
 	return p.Provider.CreateCharge(ctx, req)
 }
 
-func (p slowProvider) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
+func (p slowProvider) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
 	if err := p.wait(ctx); err != nil {
 		return nil, err
 	}
-	return p.Provider.FindCharge(ctx, req)
+	return p.Provider.FindCharges(ctx, req)
 }
 
 // TestReconciler_SlowProvider_NoLeaseExpiresMidBatch gives two reconcilers

@@ -55,21 +55,19 @@ func (p *spendingProvider) CreateCharge(ctx context.Context, req ProviderChargeR
 	return ProviderCharge{ID: id, Succeeded: true}, nil
 }
 
-func (p *spendingProvider) CancelCharge(context.Context, ProviderChargeRequest) (ProviderCharge, error) {
+func (p *spendingProvider) CancelCharge(context.Context, ProviderChargeRequest, string) (ProviderCharge, error) {
 	return ProviderCharge{}, errors.New("no charge of this provider waits")
 }
 
-func (p *spendingProvider) FindCharge(ctx context.Context, req ProviderChargeRequest) (*ProviderCharge, error) {
+func (p *spendingProvider) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.findCalls++
-	if len(p.charges) == 0 {
-		return nil, nil
-	}
+	var found []ProviderCharge
 	for _, id := range p.charges { // one at most
-		return &ProviderCharge{ID: id, Succeeded: true}, nil
+		found = append(found, ProviderCharge{ID: id, Succeeded: true})
 	}
-	return nil, nil
+	return found, nil
 }
 
 func TestSettle_SpentProviderKey_IsReplacedBeforeTheResend(t *testing.T) {

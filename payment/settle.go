@@ -71,7 +71,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		// Only a cancel the provider confirms ends the attempt FAILED: one it
 		// refuses because the shopper completed meanwhile is that outcome.
 		reason = "nobody authenticated within the authentication window; cancelled the payment at the provider"
-		got, err := s.provider.CancelCharge(ctx, providerRequest(m, a))
+		got, err := s.provider.CancelCharge(ctx, providerRequest(m, a), pc.ID)
 		if err == nil && got.waiting() {
 			err = errors.New("the provider still has the payment waiting after the cancel")
 		}

@@ -138,12 +138,12 @@ func withOutcome(row sqlc.ChargeAttempt, providerChargeID *string, chargeCreated
 
 // succeed records the charge pc, finalizes the attempt and writes its
 // charge.succeeded event to the outbox, fenced on a's attempt number, with
-// pc's duplicates, if any, which it returns; now is when the event
+// the provider charges duplicates of it, if any, which it returns; now is when the event
 // occurred, and when the charge was recorded. A plain charge is one
 // statement (RecordChargeSucceeded), committed on its own: one round trip
 // where a transaction of its three writes took five. Duplicates and a
 // checkout session to mark paid join it in one transaction.
-func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, now, expiresAt time.Time) (_ Attempt, duplicates []Charge, _ error) {
+func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, duplicateIDs []string, now, expiresAt time.Time) (_ Attempt, duplicates []Charge, _ error) {
 	// PostgreSQL keeps microseconds: the first answer says what a replay
 	// will read back.
 	now = now.Truncate(time.Microsecond)
@@ -175,7 +175,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, now, 
 		return done, nil
 	}
 	var done Attempt
-	if len(pc.Duplicates) == 0 && a.Input.CheckoutSessionID == uuid.Nil {
+	if len(duplicateIDs) == 0 && a.Input.CheckoutSessionID == uuid.Nil {
 		if done, err = record(s.q); err == nil {
 			s.announce([]Event{ev})
 		}
@@ -185,7 +185,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, pc ProviderCharge, now, 
 				return err
 			}
 			q.events = append(q.events, ev)
-			if duplicates, err = recordDuplicates(ctx, q, done, pc.Duplicates, now); err != nil {
+			if duplicates, err = recordDuplicates(ctx, q, done, duplicateIDs, now); err != nil {
 				return err
 			}
 			if done.Input.CheckoutSessionID == uuid.Nil {

@@ -34,16 +34,16 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 
 	stale := a
 	stale.Number++
-	_, _, err = s.succeed(ctx, stale, ProviderCharge{ID: "ch_stale"}, time.Now(), time.Now().Add(time.Hour))
+	_, _, err = s.succeed(ctx, stale, ProviderCharge{ID: "ch_stale"}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a holder with another attempt number writes nothing")
 	_, err = s.fail(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)
 
-	done, _, err := s.succeed(ctx, a, ProviderCharge{ID: "ch_real"}, time.Now(), time.Now().Add(time.Hour))
+	done, _, err := s.succeed(ctx, a, ProviderCharge{ID: "ch_real"}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, done.Status)
 	require.Equal(t, "ch_real", done.Charge.ProviderChargeID)
-	_, _, err = s.succeed(ctx, a, ProviderCharge{ID: "ch_again"}, time.Now(), time.Now().Add(time.Hour))
+	_, _, err = s.succeed(ctx, a, ProviderCharge{ID: "ch_again"}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
 	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)

@@ -12,7 +12,7 @@ export type { ChargerEvent } from './events.js';
 export { step, initialState } from './machine.js';
 export type { Effect, MachineConfig, MachineEvent, Progress, Result, Step } from './machine.js';
 export type { StorageSpec } from './storage.js';
-export { chargeCardDocument, post, retryableCodes } from './transport.js';
+export { chargeCardDocument, nothingRanCodes, post, retryableCodes } from './transport.js';
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';
 export type { AttemptRecord } from './record.js';
 export type {

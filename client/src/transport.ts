@@ -4,6 +4,7 @@
 // Idempotency-Key, the body limit and the rate limits.
 import { hintMs } from './backoff.js';
 import type { ChargerEvent } from './events.js';
+import { nothingRanCodes, unknownOutcomeCodes } from './generated/errorcodes.js';
 import type { ChargePayload, ServerError } from './types.js';
 
 /** What one request came back with. */
@@ -15,13 +16,14 @@ export type Answer =
   /** No GraphQL answer at all (network error, timeout, a proxy's HTML page): the outcome is unknown. */
   | { kind: 'lost'; reason: string; http?: number; hintMs?: number };
 
-/** The codes after which the same request, with the same key, may be sent again (README, the error table). */
-export const retryableCodes: ReadonlySet<string> = new Set([
-  'SERVICE_UNAVAILABLE',
-  'RATE_LIMITED',
-  'REQUEST_TIMEOUT',
-  'INTERNAL_SERVER_ERROR',
-]);
+export { nothingRanCodes };
+
+/**
+ * The codes after which the same request, with the same key, may be sent
+ * again: nothing ran, or the outcome is unknown and a retry finds it out.
+ * Generated from the server's own list (make generate).
+ */
+export const retryableCodes: ReadonlySet<string> = new Set([...nothingRanCodes, ...unknownOutcomeCodes]);
 
 export const result = `idempotencyKey status replayed retryAfterMs expiresAt
   charge { id amount currency orderId providerChargeId createdAt }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { subscription } from '../src/stream.js';
-import { chargeCardDocument, chargeStatusDocument, classify, post } from '../src/transport.js';
+import { chargeCardDocument, chargeStatusDocument, classify, nothingRanCodes, post, retryableCodes } from '../src/transport.js';
 
 const now = Date.parse('2026-03-01T12:00:00Z');
 const j = (b: unknown) => JSON.stringify(b);
@@ -36,6 +36,17 @@ describe('classify', () => {
 
   it('JSON without data or errors is lost', () => {
     expect(classify('chargeCard', 200, j({}), null, now).kind).toBe('lost');
+  });
+});
+
+describe("the server's error codes (generated from its list)", () => {
+  it('retries what README says: what ran nothing, and an unknown outcome', () => {
+    expect([...nothingRanCodes].sort()).toEqual(['RATE_LIMITED', 'REQUEST_TIMEOUT', 'SERVICE_UNAVAILABLE']);
+    expect([...retryableCodes].sort()).toEqual(['INTERNAL_SERVER_ERROR', 'RATE_LIMITED', 'REQUEST_TIMEOUT', 'SERVICE_UNAVAILABLE']);
+  });
+
+  it.each([...retryableCodes])('%s is retried', (code) => {
+    expect(classify('chargeCard', 200, j({ errors: [{ message: 'm', extensions: { code } }] }), null, now)).toMatchObject({ kind: 'error', retryable: true });
   });
 });
 

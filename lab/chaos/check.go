@@ -110,7 +110,7 @@ func (r *run) checkAnswers(what, key string, rec *record) bool {
 	rep := r.report
 	rep.Tries += rec.tries
 	for _, code := range rec.unknown {
-		rep.problem("%s %s: a client got %q, which is neither final nor to be retried", what, key, code)
+		rep.problem("%s %s: a client got %q, which is neither final nor an error after which nothing ran", what, key, code)
 	}
 	if rec.final.IsZero() {
 		rep.problem("%s %s never had a final answer", what, key)

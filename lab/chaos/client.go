@@ -54,10 +54,6 @@ func chargeID(r *apiclient.ChargeResult) string {
 	return r.Charge.Id
 }
 
-// retryable are the error codes after which a client sends the same
-// request again with the same key, as the demo does.
-var retryable = map[string]bool{"SERVICE_UNAVAILABLE": true, "RATE_LIMITED": true}
-
 // record is what the clients of one idempotency key were told: every final
 // answer, and the tries before them.
 type record struct {
@@ -134,7 +130,10 @@ func (c *client) settle(ctx context.Context, rec *record, first string, send sen
 		}
 		rec.mu.Lock()
 		rec.tries++
-		if code := apiclient.Code(err); code != "" && !retryable[code] {
+		// Losing a machine may cost a client only errors after which
+		// nothing ran. An unknown outcome is safe to retry (the checkout
+		// library does), but it is a fault of the run all the same.
+		if code := apiclient.Code(err); code != "" && apiclient.RetryOf(code) != apiclient.RetryNothingRan {
 			rec.unknown = append(rec.unknown, code)
 		}
 		rec.mu.Unlock()

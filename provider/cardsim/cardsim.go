@@ -1,6 +1,6 @@
 // Package cardsim is chargeonce's client of the card simulator's HTTP API
 // (POST /v1/charges with an Idempotency-Key header, GET /v1/charges to find
-// a charge by that key, POST /v1/charges/{id}/cancel to give up on a charge
+// the charges of an attempt, or of that key, POST /v1/charges/{id}/cancel to give up on a charge
 // that waits for 3-D Secure, POST and GET /v1/refunds to refund a charge and
 // find the refund): a payment.Provider for development and tests. The
 // simulator itself is a separate service with its own schema, in the
@@ -159,12 +159,10 @@ func (p *Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeR
 	}
 }
 
-// FindCharge implements payment.Provider: it lists the charges that name
+// FindCharges implements payment.Provider: it lists the charges that name
 // the attempt in their metadata, whatever key they were sent under (by our
-// provider key for a request that names no attempt). One attempt should
-// hold one charge; of several, it settles on the first that succeeded and
-// names the other successful ones as Duplicates, to be refunded.
-func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
+// provider key for a request that names no attempt), oldest first.
+func (p *Provider) FindCharges(ctx context.Context, req payment.ProviderChargeRequest) ([]payment.ProviderCharge, error) {
 	query := url.Values{"idempotency_key": {req.IdempotencyKey}}
 	if req.AttemptID != uuid.Nil {
 		query = url.Values{"attempt_id": {req.AttemptID.String()}}
@@ -175,55 +173,35 @@ func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeReq
 	}
 	resp, err := p.client.Do(httpReq)
 	if err != nil {
-		return nil, fmt.Errorf("look up charge: %w", err)
+		return nil, fmt.Errorf("look up charges: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("look up charge: provider answered %d", resp.StatusCode)
+		return nil, fmt.Errorf("look up charges: provider answered %d", resp.StatusCode)
 	}
 	var list struct {
 		Data []charge `json:"data"` // newest first
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
-		return nil, fmt.Errorf("look up charge: %w", err)
+		return nil, fmt.Errorf("look up charges: %w", err)
 	}
-	if len(list.Data) == 0 {
-		return nil, nil
-	}
-	pick := list.Data[0]
-	var succeeded []string
+	var found []payment.ProviderCharge
 	for _, c := range slices.Backward(list.Data) {
-		if c.Status == "succeeded" {
-			if succeeded == nil {
-				pick = c
-			}
-			succeeded = append(succeeded, c.ID)
+		pc, err := c.domain()
+		if err != nil {
+			return nil, fmt.Errorf("look up charges: %w", err)
 		}
+		found = append(found, pc)
 	}
-	found, err := pick.domain()
-	if err != nil {
-		return nil, fmt.Errorf("look up charge: %w", err)
-	}
-	if len(succeeded) > 1 {
-		found.Duplicates = succeeded[1:]
-	}
-	return &found, nil
+	return found, nil
 }
 
-// CancelCharge implements payment.Provider: it finds the charge of our
-// provider key and cancels it as abandoned. The simulator cancels only a
-// charge that still waits; one that the shopper completed or failed
-// meanwhile is refused (charge_unexpected_state), and is then read as it
-// ended. Every other answer leaves the charge's fate open: an error.
-func (p *Provider) CancelCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
-	found, err := p.FindCharge(ctx, req)
-	if err != nil {
-		return payment.ProviderCharge{}, fmt.Errorf("cancel charge: %w", err)
-	}
-	if found == nil {
-		return payment.ProviderCharge{}, fmt.Errorf("cancel charge: the provider holds no charge for key %q", req.IdempotencyKey)
-	}
-	id := found.ID
+// CancelCharge implements payment.Provider: it cancels charge id as
+// abandoned. The simulator cancels only a charge that still waits; one
+// that the shopper completed or failed meanwhile is refused
+// (charge_unexpected_state), and is then read as it ended. Every other
+// answer leaves the charge's fate open: an error.
+func (p *Provider) CancelCharge(ctx context.Context, _ payment.ProviderChargeRequest, id string) (payment.ProviderCharge, error) {
 	form := url.Values{"cancellation_reason": {"abandoned"}}
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.chargeURL(id)+"/cancel", strings.NewReader(form.Encode()))
 	if err != nil {

@@ -124,9 +124,9 @@ func TestCreateCharge_AuthenticationRequiredWithReturnURL_WaitsWithTheChallengeP
 	again, err := b.provider.CreateCharge(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, pc, again, "the same key, the same waiting charge")
-	found, err := b.provider.FindCharge(t.Context(), req)
+	found, err := b.provider.FindCharges(t.Context(), req)
 	require.NoError(t, err)
-	require.Equal(t, &pc, found)
+	require.Equal(t, []payment.ProviderCharge{pc}, found)
 }
 
 func TestCreateCharge_OtherCardWithReturnURL_Succeeds(t *testing.T) {
@@ -139,7 +139,7 @@ func TestCreateCharge_OtherCardWithReturnURL_Succeeds(t *testing.T) {
 	require.Equal(t, payment.ProviderCharge{ID: pc.ID, Succeeded: true}, pc)
 }
 
-func TestFindCharge_AfterTheShopperAuthenticated_IsHowItEnded(t *testing.T) {
+func TestFindCharges_AfterTheShopperAuthenticated_IsHowItEnded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for _, tt := range []struct {
@@ -154,9 +154,9 @@ func TestFindCharge_AfterTheShopperAuthenticated_IsHowItEnded(t *testing.T) {
 	} {
 		req, pc := b.waiting(t)
 		b.press(t, pc.Action.URL, tt.button)
-		found, err := b.provider.FindCharge(t.Context(), req)
+		found, err := b.provider.FindCharges(t.Context(), req)
 		require.NoError(t, err)
-		require.Equal(t, tt.want(pc.ID), *found, tt.button)
+		require.Equal(t, []payment.ProviderCharge{tt.want(pc.ID)}, found, tt.button)
 		again, err := b.provider.CreateCharge(t.Context(), req)
 		require.NoError(t, err)
 		require.Equal(t, tt.want(pc.ID), again, "%s: a replay answers the charge as it ended", tt.button)
@@ -167,21 +167,21 @@ func TestCancelCharge_Waiting_IsAbandoned(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	req, pc := b.waiting(t)
-	canceled, err := b.provider.CancelCharge(t.Context(), req)
+	canceled, err := b.provider.CancelCharge(t.Context(), req, pc.ID)
 	require.NoError(t, err)
 	want := payment.ProviderCharge{ID: pc.ID, FailureCode: payment.FailureAuthenticationAbandoned,
 		FailureMessage: "The payment was cancelled: the shopper did not authenticate in time."}
 	require.Equal(t, want, canceled)
 	require.Equal(t, "canceled", b.status(t, pc.ID))
 
-	found, err := b.provider.FindCharge(t.Context(), req)
+	found, err := b.provider.FindCharges(t.Context(), req)
 	require.NoError(t, err)
-	require.Equal(t, &want, found)
+	require.Equal(t, []payment.ProviderCharge{want}, found)
 	again, err := b.provider.CreateCharge(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, want, again)
 	// Cancelling again finds it cancelled.
-	twice, err := b.provider.CancelCharge(t.Context(), req)
+	twice, err := b.provider.CancelCharge(t.Context(), req, pc.ID)
 	require.NoError(t, err)
 	require.Equal(t, want, twice)
 }
@@ -191,14 +191,14 @@ func TestCancelCharge_ShopperFinishedFirst_IsThePaymentAsItEnded(t *testing.T) {
 	b := setup(t, nil)
 	req, pc := b.waiting(t)
 	b.press(t, pc.Action.URL, "complete")
-	got, err := b.provider.CancelCharge(t.Context(), req)
+	got, err := b.provider.CancelCharge(t.Context(), req, pc.ID)
 	require.NoError(t, err)
 	require.Equal(t, payment.ProviderCharge{ID: pc.ID, Succeeded: true}, got)
 	require.Equal(t, "succeeded", b.status(t, pc.ID), "the refused cancel changed nothing")
 
 	req, pc = b.waiting(t)
 	b.press(t, pc.Action.URL, "fail")
-	got, err = b.provider.CancelCharge(t.Context(), req)
+	got, err = b.provider.CancelCharge(t.Context(), req, pc.ID)
 	require.NoError(t, err)
 	require.False(t, got.Succeeded)
 	require.Equal(t, payment.FailureAuthenticationFailed, got.FailureCode)
@@ -228,15 +228,15 @@ func TestCancelCharge_ShopperCompletesDuringTheCancel_IsSucceeded(t *testing.T) 
 	raced := b
 	raced.provider = simprovider.New(b.sim.URL, 5*time.Second, completeBeforeCancel{t: t, b: &b, next: http.DefaultTransport})
 	req, pc := b.waiting(t)
-	got, err := raced.provider.CancelCharge(t.Context(), req)
+	got, err := raced.provider.CancelCharge(t.Context(), req, pc.ID)
 	require.NoError(t, err)
 	require.Equal(t, payment.ProviderCharge{ID: pc.ID, Succeeded: true}, got)
 }
 
-func TestCancelCharge_NoChargeForTheKey_IsAnError(t *testing.T) {
+func TestCancelCharge_NoSuchCharge_IsAnError(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	_, err := b.provider.CancelCharge(t.Context(), authenticationRequest())
+	_, err := b.provider.CancelCharge(t.Context(), authenticationRequest(), "ch_nosuchcharge")
 	require.Error(t, err)
 }
 
@@ -265,7 +265,7 @@ func TestCancelCharge_NoAnswerOr5xx_IsAnErrorAndTheChargeStillWaits(t *testing.T
 			t.Parallel()
 			b := setup(t, failingCancel{status: status, next: http.DefaultTransport})
 			req, pc := b.waiting(t)
-			_, err := b.provider.CancelCharge(t.Context(), req)
+			_, err := b.provider.CancelCharge(t.Context(), req, pc.ID)
 			require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "nobody knows yet")
 			require.Equal(t, "requires_action", b.status(t, pc.ID))
 		})

@@ -3,7 +3,7 @@
 // measure chargeonce itself (PROVIDER=instant; development and benchmarks
 // only). A card token of Declined is declined; any other succeeds. Its
 // charge id is derived from our provider key, so a re-send gets the same
-// charge; FindCharge knows of none, since nothing is stored, and settle
+// charge; FindCharges knows of none, since nothing is stored, and settle
 // then sends again. With a Delay, a charge is answered after it, as a slow
 // provider would, at no other cost: what a charge holds while it waits.
 package instant
@@ -55,14 +55,15 @@ func (p Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeRe
 	return payment.ProviderCharge{ID: "instant_" + req.IdempotencyKey, Succeeded: true}, nil
 }
 
-// FindCharge implements payment.Provider.
-func (Provider) FindCharge(context.Context, payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
+// FindCharges implements payment.Provider. Nothing is stored, so it knows
+// of none.
+func (Provider) FindCharges(context.Context, payment.ProviderChargeRequest) ([]payment.ProviderCharge, error) {
 	return nil, nil
 }
 
 // CancelCharge implements payment.Provider. Its charges never wait for the
 // shopper, so there is never one to cancel.
-func (Provider) CancelCharge(context.Context, payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+func (Provider) CancelCharge(context.Context, payment.ProviderChargeRequest, string) (payment.ProviderCharge, error) {
 	return payment.ProviderCharge{}, errors.New("instant: no charge waits for authentication")
 }
 

@@ -23,7 +23,7 @@ func TestConformance(t *testing.T) {
 			Refunds:        true,
 			Cannot: providertest.Cannot{
 				CountCharges:    "the instant provider stores nothing: its charge id, derived from our provider key, is what makes a repeat the same charge",
-				FindAfterCharge: "the instant provider stores nothing, so FindCharge knows of no charge, and settle sends again",
+				FindAfterCharge: "the instant provider stores nothing, so FindCharges knows of no charge, and settle sends again",
 				LoseOutcome:     "the instant provider answers at once, in process: its outcome is never unknown",
 				SpendKey:        "the instant provider saves nothing for a key, so it replays no failure",
 				Authenticate:    "no card of the instant provider needs authentication",

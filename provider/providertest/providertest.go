@@ -59,7 +59,7 @@ type Cannot struct {
 	// Deduplicate: a repeat of our provider key does not answer the first
 	// send's charge (or refund).
 	Deduplicate string
-	// FindAfterCharge: FindCharge does not find a charge that was made.
+	// FindAfterCharge: FindCharges does not find a charge that was made.
 	FindAfterCharge string
 	// Decline: no card is declined, or not so that it shows.
 	Decline string
@@ -231,17 +231,32 @@ var cases = []struct {
 		}
 		require.Equal(t, 1, h.Charges(t, req), "one charge at the provider")
 	}},
-	{"FindCharge_BeforeTheCharge_IsNil", func(t *testing.T, h Harness) {
-		found, err := h.Provider.FindCharge(t.Context(), Request(h.SucceedingCard, 1999, "USD"))
+	{"FindCharges_BeforeTheCharge_IsNone", func(t *testing.T, h Harness) {
+		found, err := h.Provider.FindCharges(t.Context(), Request(h.SucceedingCard, 1999, "USD"))
 		require.NoError(t, err)
-		require.Nil(t, found, "the provider holds no charge for a request never sent")
+		require.Empty(t, found, "the provider holds no charge for a request never sent")
 	}},
-	{"FindCharge_AfterTheCharge_IsTheSameCharge", func(t *testing.T, h Harness) {
+	{"FindCharges_AfterTheCharge_IsTheSameCharge", func(t *testing.T, h Harness) {
 		skipUnless(t, h.Cannot.FindAfterCharge)
 		req, pc := h.charge(t)
-		found, err := h.Provider.FindCharge(t.Context(), req)
+		found, err := h.Provider.FindCharges(t.Context(), req)
 		require.NoError(t, err)
-		require.Equal(t, &pc, found)
+		require.Equal(t, []payment.ProviderCharge{pc}, found)
+	}},
+	{"FindCharges_TwoChargesOfOneAttempt_AreBothFound_OldestFirst", func(t *testing.T, h Harness) {
+		// Which charge is the attempt's, and which are duplicates to refund,
+		// is payment's to decide (settleOn): a provider must show them all.
+		skipUnless(t, h.Cannot.FindAfterCharge)
+		req, first := h.charge(t)
+		stray := req // a stray send of the same attempt, under another key
+		stray.IdempotencyKey += "_stray"
+		second, err := h.Provider.CreateCharge(t.Context(), stray)
+		require.NoError(t, err)
+		require.True(t, second.Succeeded, "%+v", second)
+		require.NotEqual(t, first.ID, second.ID, "another key, another charge")
+		found, err := h.Provider.FindCharges(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, []payment.ProviderCharge{first, second}, found)
 	}},
 	{"CreateCharge_NoDefinitiveAnswer_IsOutcomeUnknown", func(t *testing.T, h Harness) {
 		skipUnless(t, h.Cannot.LoseOutcome)
@@ -259,9 +274,9 @@ var cases = []struct {
 		_, err = h.Provider.CreateCharge(ctx, req)
 		require.ErrorIs(t, err, payment.ErrProviderKeySpent, "the saved failure, replayed, and no charge")
 		require.NotErrorIs(t, err, payment.ErrOutcomeUnknown)
-		found, err := h.Provider.FindCharge(ctx, req)
+		found, err := h.Provider.FindCharges(ctx, req)
 		require.NoError(t, err)
-		require.Nil(t, found, "a spent key made no charge")
+		require.Empty(t, found, "a spent key made no charge")
 		if h.Charges != nil {
 			require.Zero(t, h.Charges(t, req), "no charge at the provider")
 		}
@@ -274,36 +289,38 @@ var cases = []struct {
 		require.False(t, pc.Succeeded)
 		require.Equal(t, payment.FailureAuthenticationRequired, pc.FailureCode)
 	}},
-	{"FindCharge_WaitingThenAuthenticated_SaysHowItStands", func(t *testing.T, h Harness) {
+	{"FindCharges_WaitingThenAuthenticated_SaysHowItStands", func(t *testing.T, h Harness) {
 		skipUnless(t, h.Cannot.Authenticate)
 		req, pc := h.waiting(t)
-		found, err := h.Provider.FindCharge(t.Context(), req)
+		found, err := h.Provider.FindCharges(t.Context(), req)
 		require.NoError(t, err)
-		require.NotNil(t, found)
-		require.Equal(t, pc.Action, found.Action, "read while waiting: the same challenge")
+		require.Len(t, found, 1)
+		require.Equal(t, pc.Action, found[0].Action, "read while waiting: the same challenge")
 		h.Authenticate(t, pc)
-		found, err = h.Provider.FindCharge(t.Context(), req)
+		found, err = h.Provider.FindCharges(t.Context(), req)
 		require.NoError(t, err)
-		require.True(t, found.Succeeded, "read after the shopper authenticated: %+v", found)
-		require.Nil(t, found.Action)
+		require.Len(t, found, 1)
+		require.True(t, found[0].Succeeded, "read after the shopper authenticated: %+v", found[0])
+		require.Nil(t, found[0].Action)
 	}},
 	{"CancelCharge_Waiting_IsAbandoned", func(t *testing.T, h Harness) {
 		skipUnless(t, h.Cannot.Authenticate)
-		req, _ := h.waiting(t)
-		pc, err := h.Provider.CancelCharge(t.Context(), req)
+		req, waiting := h.waiting(t)
+		pc, err := h.Provider.CancelCharge(t.Context(), req, waiting.ID)
 		require.NoError(t, err)
 		require.False(t, pc.Succeeded)
 		require.Nil(t, pc.Action)
 		require.Equal(t, payment.FailureAuthenticationAbandoned, pc.FailureCode)
-		found, err := h.Provider.FindCharge(t.Context(), req)
+		found, err := h.Provider.FindCharges(t.Context(), req)
 		require.NoError(t, err)
-		require.Equal(t, payment.FailureAuthenticationAbandoned, found.FailureCode, "cancelled for good")
+		require.Len(t, found, 1)
+		require.Equal(t, payment.FailureAuthenticationAbandoned, found[0].FailureCode, "cancelled for good")
 	}},
 	{"CancelCharge_AfterTheShopperAuthenticated_IsThatSuccess", func(t *testing.T, h Harness) {
 		skipUnless(t, h.Cannot.Authenticate)
 		req, waiting := h.waiting(t)
 		h.Authenticate(t, waiting)
-		pc, err := h.Provider.CancelCharge(t.Context(), req)
+		pc, err := h.Provider.CancelCharge(t.Context(), req, waiting.ID)
 		require.NoError(t, err)
 		require.True(t, pc.Succeeded, "a cancel refused because the payment completed is that payment: %+v", pc)
 		if h.Charges != nil {

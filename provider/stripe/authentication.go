@@ -89,23 +89,20 @@ func (p *Provider) refuseAuthentication(ctx context.Context, req payment.Provide
 	return p.outcome(ctx, req, after)
 }
 
-// CancelCharge implements payment.Provider: it finds the attempt's
-// PaymentIntent as FindCharge does and, while it waits for the shopper,
-// cancels it as abandoned (with an idempotency key derived from our
-// provider key), then returns it as it is: cancelled, a failure with
-// authentication_abandoned. Stripe refuses the cancel of a PaymentIntent
-// that ended meanwhile (400 payment_intent_unexpected_state: the shopper
-// came back from the bank just in time); it is then read, and returned as
-// it ended, succeeded or failed. A PaymentIntent that still waits after
+// CancelCharge implements payment.Provider: it reads PaymentIntent id and,
+// while it waits for the shopper, cancels it as abandoned (with an
+// idempotency key derived from our provider key), then returns it as it
+// is: cancelled, a failure with authentication_abandoned. Stripe refuses
+// the cancel of a PaymentIntent that ended meanwhile (400
+// payment_intent_unexpected_state: the shopper came back from the bank
+// just in time); it is then read, and returned as it ended, succeeded or
+// failed. A PaymentIntent that still waits after
 // the cancel, or an answer that is lost, is an error wrapping
 // payment.ErrOutcomeUnknown: the reconciler asks again.
-func (p *Provider) CancelCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
-	pi, _, err := p.lookup(ctx, req)
+func (p *Provider) CancelCharge(ctx context.Context, req payment.ProviderChargeRequest, id string) (payment.ProviderCharge, error) {
+	pi, err := p.retrieve(ctx, id)
 	if err != nil {
 		return payment.ProviderCharge{}, err
-	}
-	if pi == nil {
-		return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: cancel: no PaymentIntent found for attempt %s", payment.ErrOutcomeUnknown, req.AttemptID)
 	}
 	if pi.Status == stripego.PaymentIntentStatusRequiresAction {
 		after, cancelErr := p.cancel(ctx, req, pi.ID)

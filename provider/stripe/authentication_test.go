@@ -73,26 +73,26 @@ func TestCreateCharge_RequiresAction_WithReturnURL_WaitsAtTheRedirect(t *testing
 		require.Equal(t, pc, again)
 		require.True(t, b.creates()[1].Replayed)
 		require.Equal(t, b.creates()[0].Form, b.creates()[1].Form, "the same parameters on every send")
-		found, err := b.provider.FindCharge(context.Background(), req)
+		found, err := b.provider.FindCharges(context.Background(), req)
 		require.NoError(t, err)
-		require.Equal(t, &pc, found)
+		require.Equal(t, []payment.ProviderCharge{pc}, found)
 	}
 }
 
-func TestFindCharge_AuthenticationCompleted_IsSucceeded(t *testing.T) {
+func TestFindCharges_AuthenticationCompleted_IsSucceeded(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	req := authRequest("pm_card_authenticationRequired")
 	id := b.waiting(t, req)
 	require.NoError(t, b.fake.CompleteAuthentication(id))
 
-	found, err := b.provider.FindCharge(context.Background(), req)
+	found, err := b.provider.FindCharges(context.Background(), req)
 	require.NoError(t, err)
-	require.Equal(t, &payment.ProviderCharge{ID: id, Succeeded: true}, found)
+	require.Equal(t, []payment.ProviderCharge{{ID: id, Succeeded: true}}, found)
 	require.Len(t, b.fake.IntentsFor(MetadataAttemptID, req.AttemptID.String()), 1, "one PaymentIntent")
 }
 
-func TestFindCharge_AuthenticationFailed_IsAuthenticationFailed(t *testing.T) {
+func TestFindCharges_AuthenticationFailed_IsAuthenticationFailed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	req := authRequest("pm_card_authenticationRequired")
@@ -104,8 +104,10 @@ func TestFindCharge_AuthenticationFailed_IsAuthenticationFailed(t *testing.T) {
 	require.Equal(t, "shop.example", back.Host)
 	require.Equal(t, req.Metadata["client_idempotency_key"], back.Query().Get(payment.ReturnKeyParam), "back to the return URL, as it was")
 
-	found, err := b.provider.FindCharge(context.Background(), req)
+	charges, err := b.provider.FindCharges(context.Background(), req)
 	require.NoError(t, err)
+	require.Len(t, charges, 1)
+	found := charges[0]
 	require.Equal(t, id, found.ID)
 	require.False(t, found.Succeeded)
 	require.Nil(t, found.Action)
@@ -120,7 +122,7 @@ func TestCancelCharge_Waiting_CancelsAsAbandoned(t *testing.T) {
 	req := authRequest("pm_card_authenticationRequired")
 	id := b.waiting(t, req)
 
-	pc, err := b.provider.CancelCharge(context.Background(), req)
+	pc, err := b.provider.CancelCharge(context.Background(), req, id)
 	require.NoError(t, err)
 	require.Equal(t, id, pc.ID)
 	require.False(t, pc.Succeeded)
@@ -136,12 +138,12 @@ func TestCancelCharge_Waiting_CancelsAsAbandoned(t *testing.T) {
 
 	// Asked again (a crash between the cancel and the record), or looked up:
 	// the same outcome, and no second cancel.
-	again, err := b.provider.CancelCharge(context.Background(), req)
+	again, err := b.provider.CancelCharge(context.Background(), req, id)
 	require.NoError(t, err)
 	require.Equal(t, pc, again)
-	found, err := b.provider.FindCharge(context.Background(), req)
+	found, err := b.provider.FindCharges(context.Background(), req)
 	require.NoError(t, err)
-	require.Equal(t, &pc, found)
+	require.Equal(t, []payment.ProviderCharge{pc}, found)
 	require.Len(t, b.callsTo("/cancel"), 1)
 }
 
@@ -158,7 +160,7 @@ func TestCancelCharge_ShopperCompletedFirst_RefusedAndSucceeded(t *testing.T) {
 		return stripefake.None
 	})
 
-	pc, err := b.provider.CancelCharge(context.Background(), req)
+	pc, err := b.provider.CancelCharge(context.Background(), req, id)
 	require.NoError(t, err)
 	require.Equal(t, payment.ProviderCharge{ID: id, Succeeded: true}, pc, "the payment the shopper completed")
 	cancels := b.callsTo("/cancel")
@@ -171,13 +173,14 @@ func TestCancelCharge_EndedBeforeTheCancel_IsReadAsItEnded(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	completed, failed := authRequest("pm_card_authenticationRequired"), authRequest("pm_card_authenticationRequired")
-	require.NoError(t, b.fake.CompleteAuthentication(b.waiting(t, completed)))
-	require.NoError(t, b.fake.FailAuthentication(b.waiting(t, failed)))
+	completedID, failedID := b.waiting(t, completed), b.waiting(t, failed)
+	require.NoError(t, b.fake.CompleteAuthentication(completedID))
+	require.NoError(t, b.fake.FailAuthentication(failedID))
 
-	pc, err := b.provider.CancelCharge(context.Background(), completed)
+	pc, err := b.provider.CancelCharge(context.Background(), completed, completedID)
 	require.NoError(t, err)
 	require.True(t, pc.Succeeded)
-	pc, err = b.provider.CancelCharge(context.Background(), failed)
+	pc, err = b.provider.CancelCharge(context.Background(), failed, failedID)
 	require.NoError(t, err)
 	require.Equal(t, payment.FailureAuthenticationFailed, pc.FailureCode)
 	require.Empty(t, b.callsTo("/cancel"), "nothing waits: nothing to cancel")
@@ -187,14 +190,14 @@ func TestCancelCharge_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	req := authRequest("pm_card_authenticationRequired")
-	b.waiting(t, req)
+	id := b.waiting(t, req)
 	b.fake.Script(func(c stripefake.Call) stripefake.Fault {
 		if strings.HasSuffix(c.Path, "/cancel") {
 			return stripefake.Unavailable
 		}
 		return stripefake.None
 	})
-	_, err := b.provider.CancelCharge(context.Background(), req)
+	_, err := b.provider.CancelCharge(context.Background(), req, id)
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "it still waits: the shopper may yet complete it")
 
 	// Refused for good (404): still waiting, still unknown, logged.
@@ -204,17 +207,17 @@ func TestCancelCharge_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
 		}
 		return stripefake.None
 	})
-	_, err = b.provider.CancelCharge(context.Background(), req)
+	_, err = b.provider.CancelCharge(context.Background(), req, id)
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "never a failure while the shopper can complete it")
 	require.Contains(t, b.logs.String(), "Stripe refused to cancel a PaymentIntent that waits for authentication")
 
 	b.fake.Script(nil)
-	pc, err := b.provider.CancelCharge(context.Background(), req)
+	pc, err := b.provider.CancelCharge(context.Background(), req, id)
 	require.NoError(t, err)
 	require.Equal(t, payment.FailureAuthenticationAbandoned, pc.FailureCode)
 
-	_, err = b.provider.CancelCharge(context.Background(), authRequest("pm_card_authenticationRequired"))
-	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "an attempt Stripe holds nothing for has nothing to cancel")
+	_, err = b.provider.CancelCharge(context.Background(), authRequest("pm_card_authenticationRequired"), "pi_nosuchintent")
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "a PaymentIntent Stripe does not know has nothing to cancel")
 }
 
 func TestCreateCharge_UnconfirmedWithReturnURL_IsConfirmedWithIt(t *testing.T) {

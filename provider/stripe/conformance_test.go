@@ -70,9 +70,9 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 		pc, err := p.CreateCharge(ctx, req)
 		t.Logf("%s %d: %+v, %v", req.Currency, req.Amount, pc, err)
 		// The lookup lists; its fixtures carry no attempt id, so it reads nothing.
-		found, err := p.FindCharge(ctx, req)
+		found, err := p.FindCharges(ctx, req)
 		require.NoError(t, err)
-		require.Nil(t, found)
+		require.Empty(t, found)
 	}
 	// Read by id; confirm a PaymentIntent that was never confirmed; cancel
 	// one that requires 3-D Secure.

@@ -92,7 +92,7 @@ func (p *Provider) createFailed(ctx context.Context, req payment.ProviderChargeR
 // Stripe holds one, settles the attempt; only when it certainly holds none
 // is the key spent, and settle may send the charge under a new key.
 func (p *Provider) keySpent(ctx context.Context, req payment.ProviderChargeRequest, cause error) (payment.ProviderCharge, error) {
-	pi, _, err := p.lookup(ctx, req)
+	pi, err := p.theIntent(ctx, req)
 	if err != nil {
 		return payment.ProviderCharge{}, err
 	}
@@ -103,6 +103,23 @@ func (p *Provider) keySpent(ctx context.Context, req payment.ProviderChargeReque
 		payment.ErrProviderKeySpent, p.describe(cause), req.IdempotencyKey, req.AttemptID)
 }
 
+// theIntent is the attempt's one PaymentIntent, for a create that Stripe
+// cannot answer itself; nil when it holds none. Several are not this
+// adapter's to choose among: the outcome is left unknown, and payment's
+// lookup (FindCharges) settles on one of their charges.
+func (p *Provider) theIntent(ctx context.Context, req payment.ProviderChargeRequest) (*stripego.PaymentIntent, error) {
+	intents, err := p.lookup(ctx, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(intents) > 1:
+		return nil, fmt.Errorf("%w: stripe: %d PaymentIntents for attempt %s", payment.ErrOutcomeUnknown, len(intents), req.AttemptID)
+	case len(intents) == 1:
+		return intents[0], nil
+	}
+	return nil, nil
+}
+
 // idempotencyError handles Stripe's refusal of our key sent with other
 // parameters than its first send. That is a bug, or a deploy that changed
 // the request while attempts were open: it is logged as an error, and never
@@ -111,7 +128,7 @@ func (p *Provider) keySpent(ctx context.Context, req payment.ProviderChargeReque
 func (p *Provider) idempotencyError(ctx context.Context, req payment.ProviderChargeRequest, se *stripego.Error) (payment.ProviderCharge, error) {
 	p.log.ErrorContext(ctx, "Stripe refused our provider key: it was first sent with other parameters; not sent again under a new key",
 		"provider_key", req.IdempotencyKey, "attempt_id", req.AttemptID, "stripe_request_id", se.RequestID)
-	pi, _, err := p.lookup(ctx, req)
+	pi, err := p.theIntent(ctx, req)
 	if err != nil {
 		return payment.ProviderCharge{}, err
 	}

@@ -26,55 +26,46 @@ const (
 	lookupMaxIntents = 20_000
 )
 
-// lookup returns the attempt's PaymentIntent as it is now, read by id; nil
-// when Stripe certainly holds none. duplicates are the attempt's other
-// PaymentIntents that succeeded: one attempt should have one.
-func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest) (_ *stripego.PaymentIntent, duplicates []string, _ error) {
+// lookup returns the attempt's PaymentIntents, oldest first, each as it
+// is now, read by id; none when Stripe certainly holds none. One attempt
+// should have one: more is logged, and payment settles on one of their
+// charges (FindCharges).
+func (p *Provider) lookup(ctx context.Context, req payment.ProviderChargeRequest) ([]*stripego.PaymentIntent, error) {
 	if req.AttemptID == uuid.Nil || req.AttemptCreatedAt.IsZero() {
-		return nil, nil, errors.New("stripe: look up PaymentIntent: the request names no attempt")
+		return nil, errors.New("stripe: look up PaymentIntent: the request names no attempt")
 	}
 	params := &stripego.PaymentIntentListParams{
 		CreatedRange: &stripego.RangeQueryParams{GreaterThanOrEqual: req.AttemptCreatedAt.Add(-lookupMargin).Unix()},
 	}
 	params.Limit = stripego.Int64(lookupPageSize)
 	want := req.AttemptID.String()
-	var found []*stripego.PaymentIntent
-	listed := 0
+	var listed []*stripego.PaymentIntent // newest first
+	n := 0
 	for pi, err := range p.client.V1PaymentIntents.List(ctx, params).All(ctx) {
 		if err != nil {
-			return nil, nil, p.callFailed(ctx, "list PaymentIntents", err)
+			return nil, p.callFailed(ctx, "list PaymentIntents", err)
 		}
-		if listed++; listed > lookupMaxIntents {
-			return nil, nil, fmt.Errorf("%w: stripe: more than %d PaymentIntents since attempt %s began; cannot tell which is its",
+		if n++; n > lookupMaxIntents {
+			return nil, fmt.Errorf("%w: stripe: more than %d PaymentIntents since attempt %s began; cannot tell which are its",
 				payment.ErrOutcomeUnknown, lookupMaxIntents, want)
 		}
 		if pi.Metadata[MetadataAttemptID] == want {
-			found = append(found, pi)
+			listed = append(listed, pi)
 		}
 	}
-	if len(found) == 0 {
-		return nil, nil, nil
-	}
-	// Listed newest first: settle on the first that succeeded.
-	pick := found[len(found)-1]
-	var succeeded []string
-	for _, pi := range slices.Backward(found) {
-		if pi.Status == stripego.PaymentIntentStatusSucceeded {
-			if succeeded == nil {
-				pick = pi
-			}
-			succeeded = append(succeeded, pi.ID)
-		}
-	}
-	if len(found) > 1 {
+	if len(listed) > 1 {
 		// One attempt, one PaymentIntent: more is a bug, and a second
 		// successful one took the money twice; payment refunds it.
 		p.log.ErrorContext(ctx, "Stripe holds several PaymentIntents for one attempt",
-			"attempt_id", want, "payment_intents", len(found), "succeeded", len(succeeded), "settled_on", pick.ID)
+			"attempt_id", want, "payment_intents", len(listed))
 	}
-	if len(succeeded) > 1 {
-		duplicates = succeeded[1:]
+	found := make([]*stripego.PaymentIntent, 0, len(listed))
+	for _, pi := range slices.Backward(listed) {
+		now, err := p.retrieve(ctx, pi.ID)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, now)
 	}
-	pi, err := p.retrieve(ctx, pick.ID)
-	return pi, duplicates, err
+	return found, nil
 }

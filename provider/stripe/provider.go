@@ -4,7 +4,7 @@
 // with our provider key as Stripe's Idempotency-Key, the same on every send,
 // so that Stripe answers a repeat with the saved result of the first send
 // instead of charging again; the attempt id in the PaymentIntent's metadata
-// finds it again whatever became of the answer (FindCharge). A card that
+// finds it again whatever became of the answer (FindCharges). A card that
 // requires 3-D Secure waits for the shopper at the bank's page when the
 // charge has a return URL, and is read, or cancelled as abandoned, until it
 // ends (authentication.go); without one it fails with
@@ -152,27 +152,30 @@ func createParams(req payment.ProviderChargeRequest, amount int64) *stripego.Pay
 	return params
 }
 
-// FindCharge implements payment.Provider: it finds the attempt's
-// PaymentIntent by the attempt id in its metadata, whatever key it was
-// created under, and reads it by id: how a wait for the shopper ended is
+// FindCharges implements payment.Provider: it finds the attempt's
+// PaymentIntents by the attempt id in their metadata, whatever key each was
+// created under, and reads each by id: how a wait for the shopper ended is
 // found so. A PaymentIntent that was created but never confirmed holds no
-// charge: nil, and settle's re-send under the same key confirms it (see
-// settle). Stripe's Search API is not used: it lags behind writes by up to
-// a minute, so "not found" would prove nothing.
-func (p *Provider) FindCharge(ctx context.Context, req payment.ProviderChargeRequest) (*payment.ProviderCharge, error) {
-	pi, duplicates, err := p.lookup(ctx, req)
-	if err != nil || pi == nil {
-		return nil, err
-	}
-	pc, err := p.outcome(ctx, req, pi)
-	if errors.Is(err, errUnconfirmed) {
-		return nil, nil
-	}
+// charge and is left out; settle's re-send under the same key confirms it
+// (see settle). Stripe's Search API is not used: it lags behind writes by
+// up to a minute, so "not found" would prove nothing.
+func (p *Provider) FindCharges(ctx context.Context, req payment.ProviderChargeRequest) ([]payment.ProviderCharge, error) {
+	intents, err := p.lookup(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	pc.Duplicates = duplicates
-	return &pc, nil
+	var found []payment.ProviderCharge
+	for _, pi := range intents {
+		pc, err := p.outcome(ctx, req, pi)
+		if errors.Is(err, errUnconfirmed) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, pc)
+	}
+	return found, nil
 }
 
 // retrieve reads a PaymentIntent by id, as it is now.

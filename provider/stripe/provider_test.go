@@ -78,9 +78,9 @@ func TestCreateCharge_Succeeded_CreatesAndConfirmsOnePaymentIntentUnderOurKey(t 
 	require.Equal(t, pc.ID, intents[0].ID)
 	require.Equal(t, "succeeded", intents[0].Status)
 
-	found, err := b.provider.FindCharge(context.Background(), req)
+	found, err := b.provider.FindCharges(context.Background(), req)
 	require.NoError(t, err)
-	require.Equal(t, &pc, found, "the lookup by attempt finds the same PaymentIntent")
+	require.Equal(t, []payment.ProviderCharge{pc}, found, "the lookup by attempt finds the same PaymentIntent")
 }
 
 func TestCreateCharge_CardErrors_FailWithTheDeclineCodeAndAFixedMessage(t *testing.T) {
@@ -104,9 +104,10 @@ func TestCreateCharge_CardErrors_FailWithTheDeclineCodeAndAFixedMessage(t *testi
 		require.Equal(t, tt.message, pc.FailureMessage, "a fixed message, never Stripe's text")
 		require.NotEmpty(t, pc.ID, "the declined PaymentIntent")
 
-		found, err := b.provider.FindCharge(context.Background(), req)
+		found, err := b.provider.FindCharges(context.Background(), req)
 		require.NoError(t, err, tt.pm)
-		require.Equal(t, tt.code, found.FailureCode, "the lookup reads the PaymentIntent's last_payment_error")
+		require.Len(t, found, 1, tt.pm)
+		require.Equal(t, tt.code, found[0].FailureCode, "the lookup reads the PaymentIntent's last_payment_error")
 	}
 }
 
@@ -144,9 +145,10 @@ func TestCreateCharge_RequiresAction_FailsAndCancelsThePaymentIntent(t *testing.
 
 		// The reconciler, after a crash between the cancel and the record,
 		// learns the same outcome.
-		found, err := b.provider.FindCharge(context.Background(), req)
+		found, err := b.provider.FindCharges(context.Background(), req)
 		require.NoError(t, err)
-		require.Equal(t, "authentication_required", found.FailureCode)
+		require.Len(t, found, 1)
+		require.Equal(t, "authentication_required", found[0].FailureCode)
 	}
 }
 
@@ -164,9 +166,10 @@ func TestCreateCharge_RequiresAction_CancelLost_StaysUnknownUntilCancelled(t *te
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "not FAILED while the PaymentIntent could still be completed")
 
 	b.fake.Script(nil)
-	found, err := b.provider.FindCharge(context.Background(), req)
+	found, err := b.provider.FindCharges(context.Background(), req)
 	require.NoError(t, err)
-	require.Equal(t, "authentication_required", found.FailureCode, "the lookup cancels it, then fails the attempt")
+	require.Len(t, found, 1)
+	require.Equal(t, "authentication_required", found[0].FailureCode, "the lookup cancels it, then fails the attempt")
 	require.Equal(t, "canceled", b.fake.IntentsFor(MetadataAttemptID, req.AttemptID.String())[0].Status)
 }
 
@@ -192,14 +195,14 @@ func TestCreateCharge_Processing_StaysUnknownUntilFinal(t *testing.T) {
 	req := request("pm_card_processing", 1999, "EUR")
 	_, err := b.provider.CreateCharge(context.Background(), req)
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
-	_, err = b.provider.FindCharge(context.Background(), req)
+	_, err = b.provider.FindCharges(context.Background(), req)
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "still processing")
 
 	pi := b.fake.IntentsFor(MetadataAttemptID, req.AttemptID.String())[0]
 	b.fake.SetStatus(pi.ID, "succeeded")
-	found, err := b.provider.FindCharge(context.Background(), req)
+	found, err := b.provider.FindCharges(context.Background(), req)
 	require.NoError(t, err)
-	require.Equal(t, &payment.ProviderCharge{ID: pi.ID, Succeeded: true}, found)
+	require.Equal(t, []payment.ProviderCharge{{ID: pi.ID, Succeeded: true}}, found)
 }
 
 func TestCreateCharge_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
@@ -334,9 +337,9 @@ func TestCreateCharge_Replayed500_LooksUpThenSpendsTheKeyOnlyWhenStripeHoldsNoth
 		req := request("pm_card_visa", 1999, "USD")
 		_, err := b.provider.CreateCharge(context.Background(), req)
 		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
-		found, err := b.provider.FindCharge(context.Background(), req)
+		found, err := b.provider.FindCharges(context.Background(), req)
 		require.NoError(t, err)
-		require.Nil(t, found, "an unconfirmed PaymentIntent holds no charge")
+		require.Empty(t, found, "an unconfirmed PaymentIntent holds no charge")
 
 		pc, err := b.provider.CreateCharge(context.Background(), req)
 		require.NoError(t, err)
@@ -376,7 +379,7 @@ func TestCreateCharge_WrongSecretKey_IsAnErrorThatNeverQuotesTheKey(t *testing.T
 	require.Error(t, err)
 	require.NotErrorIs(t, err, payment.ErrOutcomeUnknown, "nothing was charged; an operator must fix the key")
 	require.Contains(t, err.Error(), "401")
-	_, findErr := p.FindCharge(context.Background(), req)
+	_, findErr := p.FindCharges(context.Background(), req)
 	require.Error(t, findErr)
 	// The fake quotes the key it was sent in its answer (Stripe masks it):
 	// none of that reaches an error or a log line.
@@ -446,7 +449,7 @@ func TestStripeAmount_ConvertsWhereExactAndRefusesWhereNot(t *testing.T) {
 	require.Contains(t, refusal.FailureMessage, "199.99 MGA")
 }
 
-func TestFindCharge_PagesThroughOtherPaymentIntents(t *testing.T) {
+func TestFindCharges_PagesThroughOtherPaymentIntents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -469,13 +472,14 @@ func TestFindCharge_PagesThroughOtherPaymentIntents(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	found, err := b.provider.FindCharge(ctx, target)
+	found, err := b.provider.FindCharges(ctx, target)
 	require.NoError(t, err)
-	require.Equal(t, "card_declined", found.FailureCode)
+	require.Len(t, found, 1)
+	require.Equal(t, "card_declined", found[0].FailureCode)
 
-	none, err := b.provider.FindCharge(ctx, request("pm_card_visa", 100, "USD"))
+	none, err := b.provider.FindCharges(ctx, request("pm_card_visa", 100, "USD"))
 	require.NoError(t, err)
-	require.Nil(t, none, "an attempt Stripe never saw: nil, after listing every page")
+	require.Empty(t, none, "an attempt Stripe never saw: none, after listing every page")
 }
 
 func mustInt(t *testing.T, s string) int64 {
@@ -491,7 +495,7 @@ func mustInt(t *testing.T, s string) int64 {
 // syncBuffer is the log sink the tests read while servers write it.
 type syncBuffer = testlog.Buffer
 
-func TestFindCharge_TwoSucceededForOneAttempt_SettlesOnTheFirstAndNamesTheOther(t *testing.T) {
+func TestFindCharges_TwoSucceededForOneAttempt_BothFound_AndLogged(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -505,18 +509,8 @@ func TestFindCharge_TwoSucceededForOneAttempt_SettlesOnTheFirstAndNamesTheOther(
 	require.NoError(t, err)
 	require.NotEqual(t, first.ID, second.ID)
 
-	found, err := b.provider.FindCharge(ctx, req)
+	found, err := b.provider.FindCharges(ctx, req)
 	require.NoError(t, err)
-	require.True(t, found.Succeeded)
-	require.Equal(t, first.ID, found.ID, "settled on the first")
-	require.Equal(t, []string{second.ID}, found.Duplicates, "the other one is to be refunded")
+	require.Equal(t, []payment.ProviderCharge{first, second}, found, "both, oldest first: payment settles on one and refunds the other")
 	require.Contains(t, b.logs.String(), "Stripe holds several PaymentIntents for one attempt")
-
-	// One charge only: no duplicates.
-	single := request("pm_card_visa", 1500, "USD")
-	_, err = b.provider.CreateCharge(ctx, single)
-	require.NoError(t, err)
-	found, err = b.provider.FindCharge(ctx, single)
-	require.NoError(t, err)
-	require.Empty(t, found.Duplicates)
 }

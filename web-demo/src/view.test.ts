@@ -119,10 +119,17 @@ describe('the words in unsafe mode are honest about the key', () => {
     expect(outcomeView(s, safe)?.title).toBe('We could not reach the server');
   });
 
-  it('a busy server for good says it ran nothing', () => {
-    const v = outcomeView(state({ kind: 'unknown', code: 'RATE_LIMITED' }), safe)!;
+  it.each(['RATE_LIMITED', 'SERVICE_UNAVAILABLE', 'REQUEST_TIMEOUT'])('a busy server for good (%s) says it ran nothing', (code) => {
+    const v = outcomeView(state({ kind: 'unknown', code }), safe)!;
     expect(v.title).toBe('The payment service is busy');
     expect(words(v)).toContain('ran nothing');
+  });
+
+  it('a server error for good may have charged: it says so', () => {
+    const v = outcomeView(state({ kind: 'unknown', code: 'INTERNAL_SERVER_ERROR' }), safe)!;
+    expect(v.title).toBe('The server had a problem');
+    expect(words(v)).toContain('may or may not have been charged');
+    expect(words(v)).not.toContain('ran nothing');
   });
 });
 

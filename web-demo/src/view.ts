@@ -2,7 +2,7 @@
 // without a DOM, that render.ts paints (the timeline's rows say theirs in
 // rowtext.ts). Unit-tested in view.test.ts.
 import { canPay, demoRetry, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
-import type { ChargePayload } from '@chargeonce/client';
+import { nothingRanCodes, type ChargePayload } from '@chargeonce/client';
 import type { Ledger } from './ledger';
 import type { RefundState } from './refund';
 import { refundAnnouncement } from './refund-view';
@@ -205,7 +205,7 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
     }
     case 'unknown': {
       const tries = demoRetry.maxAttempts;
-      const busy = p.code === 'SERVICE_UNAVAILABLE' || p.code === 'RATE_LIMITED';
+      const busy = p.code !== null && nothingRanCodes.has(p.code);
       const again = ctx.unsafe
         ? "Pay sends this attempt's key again, but unsafe mode gives each retry a new key, and a new key can charge again."
         : 'it sends the same key, so it cannot charge twice.';
