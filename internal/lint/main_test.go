@@ -67,3 +67,46 @@ func TestRun_ThisRepository_Passes(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, run("../.."), "a build output is tracked in this repository")
 }
+
+func TestRun_QueriesOutsideAStore_Fail(t *testing.T) {
+	t.Parallel()
+	imports := func(pkg string, paths ...string) []byte {
+		src := "package " + pkg + "\n\nimport (\n"
+		for _, p := range paths {
+			src += "\t_ \"" + p + "\"\n"
+		}
+		return []byte(src + ")\n")
+	}
+	dir := repo(t, map[string][]byte{
+		"go.mod": []byte("module chargeonce\n\ngo 1.26\n"),
+		// A store's files and their tests may.
+		"payment/store.go":            imports("payment", "chargeonce/sqlc"),
+		"payment/store_attempt.go":    imports("payment", "chargeonce/sqlc"),
+		"payment/store_test.go":       imports("payment", "chargeonce/sqlc"),
+		"cardsim/refund_store.go":     imports("cardsim", "chargeonce/cardsim/internal/sqlc"),
+		"sqlc/db.go":                  imports("sqlc", "github.com/jackc/pgx/v5"),
+		"graph/other.go":              imports("graph", "chargeonce/sqlcx", "example.com/sqlc", "chargeonce/payment"),
+		"docs/sqlc.md":                []byte("import \"chargeonce/sqlc\"\n"),
+		"payment/restore.go":          imports("payment", "chargeonce/sqlc"),
+		"graph/resolver.go":           imports("graph", "chargeonce/sqlc"),
+		"cardsim/charges.go":          imports("cardsim", "chargeonce/cardsim/internal/sqlc"),
+		"payment/settle_test.go":      imports("payment", "chargeonce/sqlc"),
+		"payment/storehouse/house.go": imports("storehouse", "chargeonce/sqlc"),
+	})
+	err := run(dir)
+	require.Error(t, err)
+	for _, bad := range []string{
+		"payment/restore.go imports chargeonce/sqlc",
+		"graph/resolver.go imports chargeonce/sqlc",
+		"cardsim/charges.go imports chargeonce/cardsim/internal/sqlc",
+		"payment/settle_test.go imports chargeonce/sqlc",
+		"payment/storehouse/house.go imports chargeonce/sqlc",
+	} {
+		require.ErrorContains(t, err, bad)
+	}
+	for _, good := range []string{"payment/store.go", "payment/store_attempt.go", "payment/store_test.go",
+		"cardsim/refund_store.go", "sqlc/db.go", "graph/other.go", "docs/sqlc.md"} {
+		require.NotContains(t, err.Error(), "  "+good+" ")
+	}
+	require.NotContains(t, err.Error(), "build outputs", "no build output is tracked")
+}
