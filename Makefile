@@ -92,7 +92,7 @@ check-generated: generate ## Fail when committed generated code is stale
 	fi
 
 .PHONY: lint
-lint: ## go vet, gofmt, staticcheck, and no build output tracked (internal/lint)
+lint: ## go vet, gofmt, staticcheck, and internal/lint: no build output tracked, sqlc only in stores, no Markdown link that leads nowhere
 	$(GO) run ./internal/lint
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

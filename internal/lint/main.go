@@ -5,8 +5,11 @@
 // (AllowLarge). And only a store touches the queries that sqlc generates:
 // it fails when a Go file imports one of the module's sqlc packages and is
 // not a store's file (isStoreFile), so that sqlc's rows are turned into
-// domain types in one place per package. `make lint` runs it from the
-// repository's root.
+// domain types in one place per package. And every relative link of a
+// tracked Markdown file leads somewhere: to a tracked file, and to one of
+// its headings when it names an anchor (checkLinks), so that a section
+// moved from one document to another takes its links with it. `make lint`
+// runs it from the repository's root.
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -55,11 +59,14 @@ func run(root string) error {
 	if err != nil {
 		return err
 	}
-	var outputs, queries []string
+	tracked := map[string]bool{}
 	for name := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
-		if name == "" {
-			continue
+		if name != "" {
+			tracked[name] = true
 		}
+	}
+	var outputs, queries, links []string
+	for _, name := range slices.Sorted(maps.Keys(tracked)) {
 		problem, err := check(root, name)
 		if err != nil {
 			return err
@@ -73,6 +80,11 @@ func run(root string) error {
 		if problem != "" {
 			queries = append(queries, problem)
 		}
+		broken, err := checkLinks(root, name, tracked)
+		if err != nil {
+			return err
+		}
+		links = append(links, broken...)
 	}
 	var errs []error
 	if len(outputs) > 0 {
@@ -82,6 +94,10 @@ func run(root string) error {
 	if len(queries) > 0 {
 		errs = append(errs, fmt.Errorf("only a store touches the generated queries; move the code that needs them into the package's store (store*.go or *_store.go) and give the rest domain types:\n  %s",
 			strings.Join(queries, "\n  ")))
+	}
+	if len(links) > 0 {
+		errs = append(errs, fmt.Errorf("links lead nowhere; point them at the file or the heading that now holds what they name:\n  %s",
+			strings.Join(links, "\n  ")))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -109,4 +110,33 @@ func TestRun_QueriesOutsideAStore_Fail(t *testing.T) {
 		require.NotContains(t, err.Error(), "  "+good+" ")
 	}
 	require.NotContains(t, err.Error(), "build outputs", "no build output is tracked")
+}
+
+func TestRun_LinksThatLeadNowhere_Fail(t *testing.T) {
+	t.Parallel()
+	dir := repo(t, map[string][]byte{
+		"README.md": []byte("# Title\n\n" +
+			"[a file](docs/a.md), [a heading](docs/a.md#customer-authentication-3-d-secure), [the second Run it](docs/a.md#run-it-1),\n" +
+			"[here](#title), [a folder](docs/), ![a picture](docs/pic.png), [a site](https://example.com/nope.md), [mail](mailto:x@example.com)\n" +
+			"`[in code](nope.md)`\n\n```\n[in a fence](nope.md)\n```\n\n" +
+			"[gone](docs/gone.md), [moved](docs/a.md#refunds), [no such](#nowhere)\n"),
+		"docs/a.md":    []byte("# A\n\n## Customer authentication (3-D Secure)\n\n## Run it\n\n## Run it\n\n[back](../README.md#title), [up](../README.md#up)\n"),
+		"docs/pic.png": {0x89, 'P', 'N', 'G'},
+	})
+	err := run(dir)
+	require.Error(t, err)
+	msg := err.Error()
+	for _, broken := range []string{
+		"README.md links to docs/gone.md, which is not in the repository",
+		"README.md links to docs/a.md#refunds, but docs/a.md has no heading #refunds",
+		"README.md links to #nowhere, but README.md has no heading #nowhere",
+		"docs/a.md links to ../README.md#up, but README.md has no heading #up",
+	} {
+		require.Contains(t, msg, broken)
+	}
+	for _, fine := range []string{"docs/a.md,", "#customer-authentication-3-d-secure", "#run-it-1", "#title", "docs/,",
+		"docs/pic.png", "example.com", "mailto", "in code", "in a fence", "nope.md"} {
+		require.NotContains(t, msg, fine)
+	}
+	require.Equal(t, 4, strings.Count(msg, " links to "), msg)
 }
