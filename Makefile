@@ -25,9 +25,11 @@ CLIENT_SRC := $(shell find $(CLIENT)/src -type f 2>/dev/null) $(CLIENT)/package.
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
+# run builds, then runs the binary itself: go run exits 1 when it is
+# interrupted, whatever the program does, so a Ctrl-C would fail make.
 .PHONY: run
-run: web ## Run the server and the demo checkout on :8080 (a project-local PostgreSQL under .data/ unless DATABASE_URL is set)
-	$(GO) run . serve
+run: build ## Run the server and the demo checkout on :8080 (a project-local PostgreSQL under .data/ unless DATABASE_URL is set); Ctrl-C stops it
+	./bin/chargeonce serve
 
 .PHONY: build
 build: web ## Build the server binary, with the demo checkout, into bin/chargeonce
@@ -91,7 +93,7 @@ check-generated: generate ## Fail when committed generated code is stale
 	fi
 
 .PHONY: lint
-lint: ## go vet, gofmt, staticcheck, and no build output tracked (internal/lint)
+lint: ## go vet, gofmt, staticcheck, and internal/lint: no build output tracked, sqlc only in stores, no Markdown link that leads nowhere
 	$(GO) run ./internal/lint
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -146,7 +146,9 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	defer stopLoops()
 	listening.Announce(log, addrs, "production", cfg.Production, "provider", app.ProviderName(cfg, providerURL))
 	if !cfg.Production {
-		log.Info("try it", "playground", fmt.Sprintf("http://localhost:%d/playground", ln.Addr().(*net.TCPAddr).Port))
+		// What a newcomer opens first: the demo checkout and the playground.
+		base := fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
+		log.Info("try it", "demo", base+"/", "playground", base+"/playground")
 	}
 
 	select {

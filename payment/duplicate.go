@@ -3,11 +3,8 @@ package payment
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/google/uuid"
-
-	"chargeonce/sqlc"
 )
 
 // No charge taken twice for one attempt. An attempt makes one provider
@@ -58,34 +55,11 @@ func settleOn(charges []ProviderCharge) (_ *ProviderCharge, duplicates []string)
 // charge c: one per duplicate, whoever refunds it.
 func duplicateRefundKey(c uuid.UUID) string { return "chargeonce_duplicate_" + c.String() }
 
-// recordDuplicates records the provider charges duplicates of attempt a
-// (their refund due now) and their charge.duplicate_refunded events, in
-// the caller's transaction, and returns the charges it recorded: a
-// duplicate recorded already, by another reader, is skipped.
-func recordDuplicates(ctx context.Context, q *txQueries, a Attempt, duplicates []string, now time.Time) ([]Charge, error) {
-	var recorded []Charge
-	for _, id := range duplicates {
-		row, err := q.InsertDuplicateCharge(ctx, sqlc.InsertDuplicateChargeParams{
-			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: id,
-			DuplicateOf: &a.ID, RefundDueAt: &now,
-		})
-		if isNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		c := chargeOf(a, &row.ID, row.ProviderChargeID, &row.CreatedAt)
-		e := eventOf(a, now)
-		e.Type, e.Failure = EventChargeDuplicateRefunded, nil
-		e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
-		if err := insertEvent(ctx, q, e); err != nil {
-			return nil, err
-		}
-		recorded = append(recorded, *c)
-	}
-	return recorded, nil
+// dueDuplicate is a recorded duplicate charge whose refund is due.
+type dueDuplicate struct {
+	ID, MerchantID   uuid.UUID
+	ProviderChargeID string
+	AttemptID        uuid.UUID // the attempt it duplicates
 }
 
 // announceDuplicates counts and logs the duplicates of attempt a just
@@ -107,7 +81,7 @@ func (s *Service) refundDuplicates(ctx context.Context, log *slog.Logger, limit 
 		return 0, err
 	}
 	for _, c := range rows {
-		l := log.With("merchant_id", c.MerchantID, "charge_id", c.ID, "provider_charge_id", c.ProviderChargeID, "attempt_id", deref(c.DuplicateOf))
+		l := log.With("merchant_id", c.MerchantID, "charge_id", c.ID, "provider_charge_id", c.ProviderChargeID, "attempt_id", c.AttemptID)
 		if err := s.refundDuplicate(ctx, l, c); err != nil {
 			l.WarnContext(ctx, "duplicate charge: claiming its refund failed; the next pass tries again", "err", err)
 		}
@@ -115,7 +89,7 @@ func (s *Service) refundDuplicates(ctx context.Context, log *slog.Logger, limit 
 	return len(rows), nil
 }
 
-func (s *Service) refundDuplicate(ctx context.Context, log *slog.Logger, c sqlc.Charge) error {
+func (s *Service) refundDuplicate(ctx context.Context, log *slog.Logger, c dueDuplicate) error {
 	m, err := s.store.merchant(ctx, c.MerchantID)
 	if err != nil {
 		return err
@@ -124,16 +98,4 @@ func (s *Service) refundDuplicate(ctx context.Context, log *slog.Logger, c sqlc.
 		return err
 	}
 	return s.store.endDuplicateRefundDue(ctx, c.ID)
-}
-
-// takeDueDuplicates takes up to limit duplicates whose refund is due at
-// now, each put off a minute (TakeDueDuplicateRefunds).
-func (s *store) takeDueDuplicates(ctx context.Context, now time.Time, limit int) ([]sqlc.Charge, error) {
-	rows, err := s.q.TakeDueDuplicateRefunds(ctx, sqlc.TakeDueDuplicateRefundsParams{Now: now, MaxCharges: int32(limit)})
-	return rows, interpretError(err)
-}
-
-// endDuplicateRefundDue records that duplicate id's refund is claimed.
-func (s *store) endDuplicateRefundDue(ctx context.Context, id uuid.UUID) error {
-	return interpretError(s.q.EndDuplicateRefundDue(ctx, id))
 }

@@ -33,7 +33,7 @@ func FuzzValidateKey(f *testing.F) {
 	})
 }
 
-// isValidKey is the README's rule, written apart from ValidateKey: 1 to 255
+// isValidKey is docs/api.md's rule, written apart from ValidateKey: 1 to 255
 // bytes, each printable ASCII other than space (0x21 to 0x7e).
 func isValidKey(key string) bool {
 	if len(key) < 1 || len(key) > 255 {

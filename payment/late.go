@@ -2,14 +2,10 @@ package payment
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
-
-	"chargeonce/db"
-	"chargeonce/sqlc"
 )
 
 // No late charge left behind. After RedriveWindow, a charge attempt the
@@ -97,54 +93,6 @@ func (s *Service) refundOwed(ctx context.Context, log *slog.Logger, m Merchant, 
 	}
 	log.InfoContext(ctx, "refund owed: claimed", "refund_key", key, "refund_status", r.Status)
 	return nil
-}
-
-// recordLate records the late provider charge id of failed attempt a as a
-// charge (once, whoever finds it), names it on a, and writes
-// charge.late_refunded, in one transaction, with the provider charges
-// duplicates of it, if any, which it returns; recorded is false when
-// another reader recorded it first, and a then names theirs.
-func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateIDs []string, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
-	var done Attempt
-	err = s.inTx(ctx, func(q *txQueries) error {
-		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
-			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			Description: optional(a.Input.Description), ProviderChargeID: id,
-		})
-		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
-			return errFenced // recorded by another reader: its attempt names it
-		}
-		if err != nil {
-			return err
-		}
-		row, err := q.RecordLateCharge(ctx, sqlc.RecordLateChargeParams{LateChargeID: &c.ID, ID: a.ID})
-		if isNotFound(err) {
-			return errFenced
-		}
-		if err != nil {
-			return err
-		}
-		done = attemptFromRow(row)
-		if err := insertEvent(ctx, q, lateEventOf(done, chargeOf(done, &c.ID, c.ProviderChargeID, &c.CreatedAt), now)); err != nil {
-			return err
-		}
-		duplicates, err = recordDuplicates(ctx, q, done, duplicateIDs, now)
-		return err
-	})
-	if errors.Is(err, errFenced) {
-		got, err := s.getByID(ctx, a.ID)
-		if err != nil {
-			return Attempt{}, false, nil, err
-		}
-		if got.LateChargeID == uuid.Nil {
-			return Attempt{}, false, nil, errors.New("the late charge is recorded, but not on its attempt")
-		}
-		return got, false, nil, nil
-	}
-	if err != nil {
-		return done, false, nil, interpretError(err)
-	}
-	return done, true, duplicates, nil
 }
 
 // lateEventOf is the charge.late_refunded of failed attempt a, whose late

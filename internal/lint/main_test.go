@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,4 +67,76 @@ func TestRun_TrackedBinary_Fails(t *testing.T) {
 func TestRun_ThisRepository_Passes(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, run("../.."), "a build output is tracked in this repository")
+}
+
+func TestRun_QueriesOutsideAStore_Fail(t *testing.T) {
+	t.Parallel()
+	imports := func(pkg string, paths ...string) []byte {
+		src := "package " + pkg + "\n\nimport (\n"
+		for _, p := range paths {
+			src += "\t_ \"" + p + "\"\n"
+		}
+		return []byte(src + ")\n")
+	}
+	dir := repo(t, map[string][]byte{
+		"go.mod": []byte("module chargeonce\n\ngo 1.26\n"),
+		// A store's files and their tests may.
+		"payment/store.go":            imports("payment", "chargeonce/sqlc"),
+		"payment/store_attempt.go":    imports("payment", "chargeonce/sqlc"),
+		"payment/store_test.go":       imports("payment", "chargeonce/sqlc"),
+		"cardsim/refund_store.go":     imports("cardsim", "chargeonce/cardsim/internal/sqlc"),
+		"sqlc/db.go":                  imports("sqlc", "github.com/jackc/pgx/v5"),
+		"graph/other.go":              imports("graph", "chargeonce/sqlcx", "example.com/sqlc", "chargeonce/payment"),
+		"docs/sqlc.md":                []byte("import \"chargeonce/sqlc\"\n"),
+		"payment/restore.go":          imports("payment", "chargeonce/sqlc"),
+		"graph/resolver.go":           imports("graph", "chargeonce/sqlc"),
+		"cardsim/charges.go":          imports("cardsim", "chargeonce/cardsim/internal/sqlc"),
+		"payment/settle_test.go":      imports("payment", "chargeonce/sqlc"),
+		"payment/storehouse/house.go": imports("storehouse", "chargeonce/sqlc"),
+	})
+	err := run(dir)
+	require.Error(t, err)
+	for _, bad := range []string{
+		"payment/restore.go imports chargeonce/sqlc",
+		"graph/resolver.go imports chargeonce/sqlc",
+		"cardsim/charges.go imports chargeonce/cardsim/internal/sqlc",
+		"payment/settle_test.go imports chargeonce/sqlc",
+		"payment/storehouse/house.go imports chargeonce/sqlc",
+	} {
+		require.ErrorContains(t, err, bad)
+	}
+	for _, good := range []string{"payment/store.go", "payment/store_attempt.go", "payment/store_test.go",
+		"cardsim/refund_store.go", "sqlc/db.go", "graph/other.go", "docs/sqlc.md"} {
+		require.NotContains(t, err.Error(), "  "+good+" ")
+	}
+	require.NotContains(t, err.Error(), "build outputs", "no build output is tracked")
+}
+
+func TestRun_LinksThatLeadNowhere_Fail(t *testing.T) {
+	t.Parallel()
+	dir := repo(t, map[string][]byte{
+		"README.md": []byte("# Title\n\n" +
+			"[a file](docs/a.md), [a heading](docs/a.md#customer-authentication-3-d-secure), [the second Run it](docs/a.md#run-it-1),\n" +
+			"[here](#title), [a folder](docs/), ![a picture](docs/pic.png), [a site](https://example.com/nope.md), [mail](mailto:x@example.com)\n" +
+			"`[in code](nope.md)`\n\n```\n[in a fence](nope.md)\n```\n\n" +
+			"[gone](docs/gone.md), [moved](docs/a.md#refunds), [no such](#nowhere)\n"),
+		"docs/a.md":    []byte("# A\n\n## Customer authentication (3-D Secure)\n\n## Run it\n\n## Run it\n\n[back](../README.md#title), [up](../README.md#up)\n"),
+		"docs/pic.png": {0x89, 'P', 'N', 'G'},
+	})
+	err := run(dir)
+	require.Error(t, err)
+	msg := err.Error()
+	for _, broken := range []string{
+		"README.md links to docs/gone.md, which is not in the repository",
+		"README.md links to docs/a.md#refunds, but docs/a.md has no heading #refunds",
+		"README.md links to #nowhere, but README.md has no heading #nowhere",
+		"docs/a.md links to ../README.md#up, but README.md has no heading #up",
+	} {
+		require.Contains(t, msg, broken)
+	}
+	for _, fine := range []string{"docs/a.md,", "#customer-authentication-3-d-secure", "#run-it-1", "#title", "docs/,",
+		"docs/pic.png", "example.com", "mailto", "in code", "in a fence", "nope.md"} {
+		require.NotContains(t, msg, fine)
+	}
+	require.Equal(t, 4, strings.Count(msg, " links to "), msg)
 }

@@ -41,7 +41,7 @@ func TestParse_OtherLines_AreNotAnnouncements(t *testing.T) {
 	for _, line := range []string{
 		"",
 		"chargeonce listening",
-		`time=x level=INFO msg="try it" playground=http://localhost:8080/playground`,
+		`time=x level=INFO msg="try it" demo=http://localhost:8080/ playground=http://localhost:8080/playground`,
 		`{"msg":"chargeonce listening"}`,
 		`{"msg":"metrics listening","addr":"http://127.0.0.1:9191/metrics"}`,
 		`msg="chargeonce listening" addr="http://unterminated`,
