@@ -107,6 +107,12 @@ export function remote(s: ChargerState, p: Progress): Step {
   if (!s.remote && s.kind !== 'idle') return same(s);
   if (!p.key || !p.input) return same(s);
   if (p.kind === 'idle') return same(s);
+  // An idle tab takes up another's attempt only while it is open: a final
+  // one is over, and taking it would refuse this tab's next pay() until a
+  // reset(), even a pay() made right after its own reset(), when the word
+  // of the attempt it reset arrives late. A pay() of the same input still
+  // finds the outcome in storage.
+  if (s.kind === 'idle' && (p.kind === 'settled' || p.kind === 'rejected')) return same(s);
   const st: ChargerState = flags(s, { kind: p.kind, key: p.key, input: p.input, remote: true });
   if (p.outcome) st.outcome = p.outcome;
   if (p.error) st.error = p.error;

@@ -382,6 +382,20 @@ describe('step: other tabs', () => {
     expect(state).toMatchObject({ kind: 'processing', key: K, remote: true });
   });
 
+  it('an idle tab leaves another tab\'s finished attempt alone, so its own next pay() is not refused', () => {
+    // As after this tab's reset(), when the word of the attempt it reset arrives late.
+    for (const progress of [
+      { kind: 'settled' as const, key: K, input, outcome },
+      { kind: 'rejected' as const, key: K, input, error: { code: 'CARD_DECLINED', message: 'declined' } },
+    ]) {
+      const { state, effects } = step({ kind: 'idle' }, { type: 'RemoteProgress', progress, now: T0 }, cfg);
+      expect(state).toEqual({ kind: 'idle' });
+      expect(effects).toEqual([]);
+      const next = step(state, { type: 'Pay', input: other, key: 'fresh', record: null, leader: true, now: T0 }, cfg);
+      expect(next.state).toMatchObject({ kind: 'sending', key: 'fresh', input: other });
+    }
+  });
+
   it('a follower settles when the sender does', () => {
     const follower: ChargerState = { kind: 'sending', input, remote: true };
     const { state, effects } = step(follower, { type: 'RemoteProgress', progress: { kind: 'settled', key: K, input, outcome }, now: T0 }, cfg);
