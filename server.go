@@ -27,6 +27,7 @@ import (
 	"chargeonce/graph"
 	"chargeonce/internal/app"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/foreground"
 	"chargeonce/internal/listening"
 )
 
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := app.NewLogger(cfg, stderr)
 	if len(args) == 2 && args[1] == "serve" {
+		// Under make run, a Ctrl-C is the server's alone (see foreground).
+		defer foreground.Take()()
 		return serve(ctx, cfg, log)
 	}
 	return cli.Run(ctx, cfg, args[1:], stdout, log)

@@ -1,18 +1,26 @@
 package systest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"chargeonce/db/dbtest"
 	"chargeonce/db/localpg"
 	"chargeonce/internal/proc"
 )
@@ -80,4 +88,91 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	u, err := url.Parse(raw)
 	require.NoError(t, err)
 	return u
+}
+
+// TestServe_UnderMakeInATerminal_CtrlC_MakeExitsZero is make run in a real
+// terminal: make starts the server, and a Ctrl-C typed in the terminal
+// (^C on a pseudo-terminal, whose line discipline sends SIGINT to the
+// foreground process group) stops the server cleanly, and make exits 0.
+// Without the server taking the foreground for itself, make receives the
+// same SIGINT and dies of it (GNU make re-raises it), whatever the server
+// returns.
+func TestServe_UnderMakeInATerminal_CtrlC_MakeExitsZero(t *testing.T) {
+	needsProcesses(t)
+	makePath, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make on this machine")
+	}
+	t.Parallel()
+	terminal, shell := openPTY(t)
+	makefile := filepath.Join(t.TempDir(), "Makefile")
+	require.NoError(t, os.WriteFile(makefile, []byte("run:\n\t"+binary(t)+" serve\n"), 0o644))
+	cmd := exec.Command(makePath, "-f", makefile, "run")
+	cmd.Env = append(os.Environ(), "APP_ENV=development", "PORT=0", "DATA_DIR="+t.TempDir(),
+		"DATABASE_URL="+dbtest.NewDatabase(t), "NATS_URL=", "EMBEDDED_NATS_PORT=0")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = shell, shell, shell
+	// make leads a session of its own on the terminal, as in a shell's
+	// window; make is not a shell, and starts the server in its own group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	require.NoError(t, cmd.Start())
+	shell.Close() // the children hold it
+	var out syncBuffer
+	go func() { _, _ = io.Copy(&out, terminal) }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole session, if the test failed midway
+		if t.Failed() {
+			t.Logf("the terminal:\n%s", out.String())
+		}
+	})
+
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), `msg="try it"`) }, 2*time.Minute, 50*time.Millisecond,
+		"the server starts under make")
+	_, err = terminal.Write([]byte{0x03}) // Ctrl-C
+	require.NoError(t, err)
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "make exits 0 after a Ctrl-C")
+	case <-time.After(time.Minute):
+		t.Fatal("make did not exit within a minute of the Ctrl-C")
+	}
+	require.Contains(t, out.String(), "msg=stopped", "the server shut down cleanly")
+}
+
+// openPTY opens a pseudo-terminal: its controlling side, and the terminal
+// side a program is given as its stdin, stdout and stderr.
+func openPTY(t *testing.T) (terminal, shell *os.File) {
+	t.Helper()
+	terminal, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { terminal.Close() })
+	fd := int(terminal.Fd())
+	require.NoError(t, unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0))
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	require.NoError(t, err)
+	shell, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	require.NoError(t, err)
+	return terminal, shell
+}
+
+// syncBuffer is a bytes.Buffer that one goroutine writes while another
+// reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
