@@ -17,6 +17,12 @@ import (
 	"chargeonce/provider/stripe/stripefake"
 )
 
+// The adapter through chargeonce's API: a whole server (apitest's harness)
+// with PROVIDER=stripe against a fake Stripe, so that what a client sees of
+// each Stripe answer, and what the reconciler and the webhook make of it,
+// is tested beside the adapter that reads it. The adapter's own calls are
+// provider_test.go's; every provider's contract is conformance_test.go's.
+
 // stripeServer starts an in-process server on a fresh database that charges
 // through a fake Stripe, with env on top.
 func stripeServer(t *testing.T, env map[string]string) (*apitest.Server, *stripefake.Server, string) {
