@@ -1,7 +1,6 @@
 package cardsim_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/cardsim"
+	"chargeonce/internal/testlog"
 )
 
 // refund mirrors the wire form of a refund.
@@ -524,28 +524,9 @@ func TestRefunds_OtherMethods_Return405(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination that the server's goroutines and the
-// test may use at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestRefunds_Log_NeverHoldsAWholeCardToken(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testlog.Buffer
 	s := newSim(t, cardsim.Config{RefundSettle: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	tokens := []string{"pm_card_visa", "pm_card_refundPending", "pm_card_refundFailsLater"}
 	for _, token := range tokens {

@@ -1,7 +1,6 @@
 package systest
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"chargeonce/db/dbtest"
 	"chargeonce/db/localpg"
 	"chargeonce/internal/proc"
+	"chargeonce/internal/testlog"
 )
 
 // TestServe_FirstRun_NamesThePagesAndStopsCleanlyOnCtrlC is a newcomer's
@@ -116,7 +115,7 @@ func TestServe_UnderMakeInATerminal_CtrlC_MakeExitsZero(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	require.NoError(t, cmd.Start())
 	shell.Close() // the children hold it
-	var out syncBuffer
+	var out testlog.Buffer
 	go func() { _, _ = io.Copy(&out, terminal) }()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -156,23 +155,4 @@ func openPTY(t *testing.T) (terminal, shell *os.File) {
 	shell, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	require.NoError(t, err)
 	return terminal, shell
-}
-
-// syncBuffer is a bytes.Buffer that one goroutine writes while another
-// reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
