@@ -42,6 +42,9 @@ type ProviderChargeRequest struct {
 	// its query (ReturnKeyParam). Empty: the charge cannot authenticate,
 	// and a card that needs it fails with FailureAuthenticationRequired.
 	ReturnURL string
+	// CaptureMethod is CaptureManual for a charge that only authorizes;
+	// empty or CaptureAutomatic takes the money at once.
+	CaptureMethod CaptureMethod
 }
 
 // ReturnKeyParam is the query parameter of a ReturnURL that names the
@@ -73,6 +76,9 @@ type ProviderCharge struct {
 	// not final, neither succeeded nor failed. Only a charge with a
 	// ReturnURL ever waits.
 	Action *ProviderAction
+	// Authorization is set on a succeeded charge made with CaptureManual:
+	// the provider holds the money for its captures.
+	Authorization *ProviderAuthorization
 }
 
 // ProviderAction is what the shopper must do before the payment can
@@ -120,6 +126,27 @@ type Provider interface {
 	// so that nothing is refunded again once the provider may have
 	// forgotten the key.
 	FindRefund(ctx context.Context, req ProviderRefundRequest) (*ProviderRefund, error)
+	// CaptureCharge captures req.Amount of the authorization
+	// req.ProviderChargeID, or returns the capture already made under the
+	// same idempotency key. A capture the provider refuses (expired,
+	// voided, more than is capturable, declined) is a ProviderCapture that
+	// did not succeed, not an error; an error wrapping ErrOutcomeUnknown
+	// means nobody knows yet.
+	CaptureCharge(ctx context.Context, req ProviderCaptureRequest) (ProviderCapture, error)
+	// FindCapture reads the capture that req made, by its idempotency key
+	// or by the attempt id in its metadata; nil when the provider has none.
+	// It never sends.
+	FindCapture(ctx context.Context, req ProviderCaptureRequest) (*ProviderCapture, error)
+	// VoidCharge voids the authorization req.ProviderChargeID, or returns
+	// the void already made under the same idempotency key; refused (a
+	// capture was made, it expired) is a ProviderVoid that did not succeed.
+	VoidCharge(ctx context.Context, req ProviderVoidRequest) (ProviderVoid, error)
+	// FindVoid reads the void that req made; nil when the provider has
+	// none. It never sends.
+	FindVoid(ctx context.Context, req ProviderVoidRequest) (*ProviderVoid, error)
+	// ReadAuthorization reads where the authorization providerChargeID
+	// stands now: open, captured, voided or expired, with its amounts.
+	ReadAuthorization(ctx context.Context, providerChargeID string) (ProviderAuthorization, error)
 }
 
 // ProviderRefundRequest asks the provider to refund part or all of a

@@ -29,6 +29,7 @@ func TestNextProviderKey_IsDerivedFromTheAttemptAndNumbered(t *testing.T) {
 // On every send it checks that the key sent is the one stored on the
 // attempt: a new key must be recorded before it is used.
 type spendingProvider struct {
+	Provider  // nil: only charges are sent
 	t         *testing.T
 	db        func(ctx context.Context, attemptID uuid.UUID) string // the stored provider key
 	mu        sync.Mutex

@@ -52,8 +52,17 @@ func (p Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeRe
 	if req.PaymentMethod == Declined {
 		return payment.ProviderCharge{FailureCode: "card_declined", FailureMessage: "The card was declined."}, nil
 	}
-	return payment.ProviderCharge{ID: "instant_" + req.IdempotencyKey, Succeeded: true}, nil
+	pc := payment.ProviderCharge{ID: "instant_" + req.IdempotencyKey, Succeeded: true}
+	if req.CaptureMethod == payment.CaptureManual {
+		pc.Authorization = &payment.ProviderAuthorization{State: payment.AuthorizationOpen, Amount: req.Amount,
+			ExpiresAt: time.Now().Add(AuthorizationWindow)}
+	}
+	return pc, nil
 }
+
+// AuthorizationWindow is how long an authorization of the instant provider
+// says it lasts.
+const AuthorizationWindow = 7 * 24 * time.Hour
 
 // FindCharges implements payment.Provider. Nothing is stored, so it knows
 // of none.
@@ -77,4 +86,31 @@ func (Provider) CreateRefund(_ context.Context, req payment.ProviderRefundReques
 // of none, and settle sends again under the same key.
 func (Provider) FindRefund(context.Context, payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
 	return nil, nil
+}
+
+// CaptureCharge implements payment.Provider: every capture succeeds at
+// once, its id derived from our provider key.
+func (Provider) CaptureCharge(_ context.Context, req payment.ProviderCaptureRequest) (payment.ProviderCapture, error) {
+	return payment.ProviderCapture{ID: "instant_" + req.IdempotencyKey, Succeeded: true}, nil
+}
+
+// FindCapture implements payment.Provider. Nothing is stored.
+func (Provider) FindCapture(context.Context, payment.ProviderCaptureRequest) (*payment.ProviderCapture, error) {
+	return nil, nil
+}
+
+// VoidCharge implements payment.Provider: every void succeeds at once.
+func (Provider) VoidCharge(_ context.Context, req payment.ProviderVoidRequest) (payment.ProviderVoid, error) {
+	return payment.ProviderVoid{ID: "instant_" + req.IdempotencyKey, Succeeded: true}, nil
+}
+
+// FindVoid implements payment.Provider. Nothing is stored.
+func (Provider) FindVoid(context.Context, payment.ProviderVoidRequest) (*payment.ProviderVoid, error) {
+	return nil, nil
+}
+
+// ReadAuthorization implements payment.Provider. Nothing is stored, so it
+// cannot say.
+func (Provider) ReadAuthorization(context.Context, string) (payment.ProviderAuthorization, error) {
+	return payment.ProviderAuthorization{}, errors.New("instant: authorizations are not stored")
 }

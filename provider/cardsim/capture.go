@@ -1,0 +1,37 @@
+package cardsim
+
+import (
+	"context"
+	"errors"
+
+	"chargeonce/payment"
+)
+
+// errNoCaptures answers every capture, void and authorization read until
+// this adapter's authorizations are built.
+var errNoCaptures = errors.New("cardsim: authorizations, captures and voids are not supported yet")
+
+// CaptureCharge implements payment.Provider.
+func (p *Provider) CaptureCharge(context.Context, payment.ProviderCaptureRequest) (payment.ProviderCapture, error) {
+	return payment.ProviderCapture{}, errNoCaptures
+}
+
+// FindCapture implements payment.Provider.
+func (p *Provider) FindCapture(context.Context, payment.ProviderCaptureRequest) (*payment.ProviderCapture, error) {
+	return nil, errNoCaptures
+}
+
+// VoidCharge implements payment.Provider.
+func (p *Provider) VoidCharge(context.Context, payment.ProviderVoidRequest) (payment.ProviderVoid, error) {
+	return payment.ProviderVoid{}, errNoCaptures
+}
+
+// FindVoid implements payment.Provider.
+func (p *Provider) FindVoid(context.Context, payment.ProviderVoidRequest) (*payment.ProviderVoid, error) {
+	return nil, errNoCaptures
+}
+
+// ReadAuthorization implements payment.Provider.
+func (p *Provider) ReadAuthorization(context.Context, string) (payment.ProviderAuthorization, error) {
+	return payment.ProviderAuthorization{}, errNoCaptures
+}
