@@ -14,7 +14,7 @@
 // A charge attempt is one row of charge_attempts: a merchant's claim of an
 // idempotency key. Its status is PROCESSING, SUCCEEDED or FAILED, and while
 // it is PROCESSING one holder at a time owns it under a lease (locked_until)
-// and an attempt number, which every write of a holder is fenced on:
+// and a fence (the count of its holders), which every write of a holder is fenced on:
 //
 //	claim ──► PROCESSING, held ─── finalize ───► SUCCEEDED or FAILED ─── retention ───► forgotten
 //	          (attempt n, lease)                  ▲                                 (the charge stays)
@@ -38,11 +38,11 @@
 //     phase ends at half the lease.
 //   - finalize: Service.finalize (charge.go), store.succeed and store.fail:
 //     one transaction that records the charge, finalizes the attempt and
-//     writes its event to the outbox, fenced on the attempt number.
+//     writes its event to the outbox, fenced on the fence.
 //   - takeover: the reconciler (reconciler.go, Service.takeStuck,
 //     store.takeStuck) takes stuck attempts in batches; a retry that finds
 //     its attempt stuck takes it over at once (answerRetry, claim.go;
-//     store.takeOver). Either bumps the attempt number, which fences off
+//     store.takeOver). Either bumps the fence, which fences off
 //     the holder before it.
 //   - settle, redrive, rekey, give up: Service.settle (settle.go) asks the
 //     provider for every charge of the attempt (FindCharges) and settles on

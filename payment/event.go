@@ -138,20 +138,25 @@ type EventFailure struct {
 // Subject is the NATS subject the event is published on.
 func (e Event) Subject() string { return SubjectPrefix + e.Type }
 
-// eventOf is the event announcing finalized attempt a, occurring at now.
-func eventOf(a Attempt, now time.Time) Event {
+// attemptEventOf is an event about attempt a, of amount in currency for
+// orderID, occurring at now; its type and body are its kind's to add.
+func attemptEventOf(a Attempt, amount int64, currency, orderID string, now time.Time) Event {
 	id := a.ID
-	e := Event{
+	return Event{
 		ID: newID(), OccurredAt: now.UTC(), MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey,
-		KeySession: a.KeySession, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
+		KeySession: a.KeySession, AttemptID: &id, Amount: amount, Currency: currency, OrderID: orderID,
 	}
-	if a.Kind == KindRefund {
-		return refundEventOf(a, e)
-	}
+}
+
+// chargeEventOf is the event announcing finalized charge attempt a,
+// occurring at now: charge.succeeded with its charge, or charge.failed.
+func chargeEventOf(a Attempt, now time.Time) Event {
+	t := a.charge()
+	e := attemptEventOf(a, t.Input.Amount, t.Input.Currency, t.Input.OrderID, now)
 	switch {
-	case a.Charge != nil:
+	case t.Charge != nil:
 		e.Type = EventChargeSucceeded
-		e.Charge = &EventCharge{ID: a.Charge.ID, ProviderChargeID: a.Charge.ProviderChargeID, CreatedAt: a.Charge.CreatedAt.UTC()}
+		e.Charge = &EventCharge{ID: t.Charge.ID, ProviderChargeID: t.Charge.ProviderChargeID, CreatedAt: t.Charge.CreatedAt.UTC()}
 	case a.Failure != nil:
 		e.Type = EventChargeFailed
 		e.Failure = &EventFailure{Code: a.Failure.Code, Message: a.Failure.Message}
@@ -159,16 +164,19 @@ func eventOf(a Attempt, now time.Time) Event {
 	return e
 }
 
-// refundEventOf completes e, the event of finalized refund attempt a.
-func refundEventOf(a Attempt, e Event) Event {
-	charge := a.RefundOf
+// refundEventOf is the event of finalized refund attempt a, occurring at
+// now: refund.succeeded, or refund.failed.
+func refundEventOf(a Attempt, now time.Time) Event {
+	t := a.refund()
+	e := attemptEventOf(a, t.Amount, t.Currency, "", now)
+	charge := t.Of
 	e.RefundOf = &charge
 	e.Type = EventRefundSucceeded
 	if a.Failure != nil {
 		e.Type = EventRefundFailed
 		e.Failure = &EventFailure{Code: a.Failure.Code, Message: a.Failure.Message}
 	}
-	if r := a.Refund; r != nil {
+	if r := t.Refund; r != nil {
 		e.Refund = &EventRefund{ID: r.ID, ChargeID: r.ChargeID, ProviderRefundID: r.ProviderRefundID, Status: r.Status, CreatedAt: r.CreatedAt.UTC()}
 		if r.Failure != nil {
 			e.Type = EventRefundFailed
@@ -181,12 +189,10 @@ func refundEventOf(a Attempt, e Event) Event {
 // actionEventOf is the charge.requires_action of a, which began waiting
 // for the shopper at now, until expiresAt.
 func actionEventOf(a Attempt, now, expiresAt time.Time) Event {
-	id := a.ID
-	e := Event{
-		ID: newID(), Type: EventChargeRequiresAction, OccurredAt: now.UTC(), MerchantID: a.MerchantID,
-		IdempotencyKey: a.IdempotencyKey, KeySession: a.KeySession, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency,
-		OrderID: a.Input.OrderID, NextAction: &EventAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: expiresAt.UTC()},
-	}
+	in := a.charge().Input
+	e := attemptEventOf(a, in.Amount, in.Currency, in.OrderID, now)
+	e.Type = EventChargeRequiresAction
+	e.NextAction = &EventAction{Type: NextActionRedirect, URL: a.Wait.URL, ExpiresAt: expiresAt.UTC()}
 	return e
 }
 
@@ -201,7 +207,8 @@ func sessionEventOf(eventType string, sess CheckoutSession, paidBy *Attempt, now
 	if paidBy != nil {
 		id := paidBy.ID
 		e.IdempotencyKey, e.KeySession, e.AttemptID = paidBy.IdempotencyKey, paidBy.KeySession, &id
-		e.Charge = &EventCharge{ID: paidBy.Charge.ID, ProviderChargeID: paidBy.Charge.ProviderChargeID, CreatedAt: paidBy.Charge.CreatedAt.UTC()}
+		c := paidBy.charge().Charge
+		e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
 	}
 	return e
 }

@@ -16,14 +16,9 @@ const (
 )
 
 // Kind is what an attempt does at the provider. Every kind is claimed,
-// leased, fenced, settled, replayed and forgotten by the same machinery;
-// only its provider call and its record differ (operation.go).
+// leased, fenced, settled, replayed and forgotten by the same engine; only
+// its operation differs (operation.go), and each kind has its own file.
 type Kind string
-
-const (
-	KindCharge Kind = "charge" // charge a card (ChargeCard)
-	KindRefund Kind = "refund" // refund part or all of a charge (RefundCharge)
-)
 
 // Merchant is the tenant that owns idempotency keys and charges.
 type Merchant struct {

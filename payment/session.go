@@ -296,7 +296,7 @@ func (s *Service) ChargeStatusInSession(ctx context.Context, m Merchant, scope K
 		if err != nil {
 			return nil, err
 		}
-		if ok && a.Kind == KindCharge && a.Input.CheckoutSessionID == sess.ID {
+		if ok && a.Kind == KindCharge && a.charge().Input.CheckoutSessionID == sess.ID {
 			return s.status(ctx, m, a), nil
 		}
 	}

@@ -18,8 +18,8 @@ SET next_action_url = $1::text,
     action_since = coalesce(action_since, $2::timestamptz),
     action_checked_at = $2::timestamptz,
     locked_until = $3::timestamptz
-WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type AwaitChargeAttemptActionParams struct {
@@ -27,7 +27,7 @@ type AwaitChargeAttemptActionParams struct {
 	Now           time.Time
 	NextCheck     time.Time
 	ID            uuid.UUID
-	Attempt       int32
+	Fence         int32
 }
 
 // Records that an attempt waits for the shopper to authenticate at the
@@ -41,7 +41,7 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		arg.Now,
 		arg.NextCheck,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -59,7 +59,7 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -107,13 +107,13 @@ WITH claimed AS (
           AND s.attempts < $17::integer
     ))
     ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 ),
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -128,7 +128,7 @@ LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
   AND a.key_session_id IS NOT DISTINCT FROM $15::uuid
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.fence, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -224,7 +224,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -317,8 +317,8 @@ SET status = 'FAILED',
     failure_message = $2::text,
     completed_at = now(),
     expires_at = $3::timestamptz
-WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type FailChargeAttemptParams struct {
@@ -326,7 +326,7 @@ type FailChargeAttemptParams struct {
 	FailureMessage string
 	ExpiresAt      time.Time
 	ID             uuid.UUID
-	Attempt        int32
+	Fence          int32
 }
 
 // Finalizes an attempt as FAILED with the provider's definitive reason.
@@ -337,7 +337,7 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		arg.FailureMessage,
 		arg.ExpiresAt,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -355,7 +355,7 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -377,7 +377,7 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -430,7 +430,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -459,7 +459,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 }
 
 const getChargeAttemptByID = `-- name: GetChargeAttemptByID :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -504,7 +504,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -533,7 +533,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 }
 
 const getPageChargeAttempt = `-- name: GetPageChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -586,7 +586,7 @@ func (q *Queries) GetPageChargeAttempt(ctx context.Context, arg GetPageChargeAtt
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -661,7 +661,7 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 WHERE a.status = 'PROCESSING' AND a.completed_at IS NULL AND a.locked_until < $1::timestamptz
@@ -690,7 +690,7 @@ type ListStuckChargeAttemptsRow struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time
@@ -736,7 +736,7 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.ChargeID,
 			&i.FailureCode,
 			&i.FailureMessage,
-			&i.Attempt,
+			&i.Fence,
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
@@ -792,8 +792,8 @@ WITH done AS (
         completed_at = $2::timestamptz,
         expires_at = $3::timestamptz
     WHERE charge_attempts.id = $4::uuid AND charge_attempts.status = 'PROCESSING'
-      AND charge_attempts.attempt = $5::integer
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+      AND charge_attempts.fence = $5::integer
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 ),
 charge AS (
     INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at)
@@ -807,7 +807,7 @@ event AS (
            $8::jsonb, $2::timestamptz
     FROM done
 )
-SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id FROM done
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id FROM done
 `
 
 type RecordChargeSucceededParams struct {
@@ -815,7 +815,7 @@ type RecordChargeSucceededParams struct {
 	Now              time.Time
 	ExpiresAt        time.Time
 	ID               uuid.UUID
-	Attempt          int32
+	Fence            int32
 	ProviderChargeID string
 	EventID          uuid.UUID
 	EventBody        []byte
@@ -836,7 +836,7 @@ type RecordChargeSucceededRow struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time
@@ -858,7 +858,7 @@ type RecordChargeSucceededRow struct {
 // Finalizes an attempt as SUCCEEDED with its charge and its
 // charge.succeeded event, in one statement and one round trip: the fenced
 // update, then the charge row and the outbox event, which are written only
-// when the update found the attempt. Fenced on the attempt number the
+// when the update found the attempt. Fenced on the fence the
 // caller was given: a holder that lost the attempt to someone else writes
 // nothing, and no row comes back. A provider charge recorded already is a
 // unique violation on charges_provider_charge_id_unique, which writes
@@ -870,7 +870,7 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		arg.Now,
 		arg.ExpiresAt,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 		arg.ProviderChargeID,
 		arg.EventID,
 		arg.EventBody,
@@ -891,7 +891,7 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -915,15 +915,15 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 const rekeyChargeAttempt = `-- name: RekeyChargeAttempt :one
 UPDATE charge_attempts
 SET provider_key = $1::text
-WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
+WHERE id = $2 AND status = 'PROCESSING' AND fence = $3
   AND provider_key = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type RekeyChargeAttemptParams struct {
 	NewProviderKey string
 	ID             uuid.UUID
-	Attempt        int32
+	Fence          int32
 	OldProviderKey string
 }
 
@@ -931,13 +931,13 @@ type RekeyChargeAttemptParams struct {
 // one (it replays a failure for every send under it) and holds no charge for
 // the attempt. Written before anything is sent under the new key, so that
 // whoever holds the attempt next asks about, and sends under, the new key.
-// Fenced on the attempt number and on the old key: a holder that lost the
+// Fenced on the fence and on the old key: a holder that lost the
 // attempt, or whose key is stale, changes nothing.
 func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, rekeyChargeAttempt,
 		arg.NewProviderKey,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 		arg.OldProviderKey,
 	)
 	var i ChargeAttempt
@@ -956,7 +956,7 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -980,13 +980,13 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 const releaseChargeAttempt = `-- name: ReleaseChargeAttempt :exec
 UPDATE charge_attempts
 SET locked_until = $1::timestamptz
-WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
+WHERE id = $2 AND status = 'PROCESSING' AND fence = $3
 `
 
 type ReleaseChargeAttemptParams struct {
-	Now     time.Time
-	ID      uuid.UUID
-	Attempt int32
+	Now   time.Time
+	ID    uuid.UUID
+	Fence int32
 }
 
 // Releases the holder's lease early, when it leaves the outcome unknown or
@@ -994,7 +994,7 @@ type ReleaseChargeAttemptParams struct {
 // that the reconciler or the client's retry takes it over instead of
 // waiting for the lease to run out. Fenced like the finalizing writes.
 func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) error {
-	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Attempt)
+	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Fence)
 	return err
 }
 
@@ -1002,7 +1002,7 @@ const takeActionCheck = `-- name: TakeActionCheck :one
 UPDATE charge_attempts
 SET action_checked_at = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND action_checked_at <= $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type TakeActionCheckParams struct {
@@ -1014,9 +1014,9 @@ type TakeActionCheckParams struct {
 // A retry's or a poll's turn to read the provider about an attempt that
 // waits for the shopper, at most one per interval (checked_before) across
 // instances, so that a page polling, or many, cannot flood the provider.
-// It takes nothing else: no lease, no attempt number. A read changes
+// It takes nothing else: no lease, no fence. A read changes
 // nothing at the provider, and what it learns is recorded fenced on the
-// attempt number as it is.
+// fence as it is.
 func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, takeActionCheck, arg.Now, arg.ID, arg.CheckedBefore)
 	var i ChargeAttempt
@@ -1035,7 +1035,7 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -1058,10 +1058,10 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 
 const takeOverChargeAttempt = `-- name: TakeOverChargeAttempt :one
 UPDATE charge_attempts
-SET attempt = attempt + 1,
+SET fence = fence + 1,
     locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -1073,7 +1073,7 @@ type TakeOverChargeAttemptParams struct {
 // A retry's takeover of one stuck attempt: PROCESSING with its lease ended
 // or released (its holder died, left the outcome unknown, or never learned
 // that its claim committed). Like the reconciler's takeover
-// it bumps the attempt number, which fences off any earlier holder, and of
+// it bumps the fence, which fences off any earlier holder, and of
 // several concurrent retries exactly one gets the row.
 func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, takeOverChargeAttempt, arg.LockedUntil, arg.ID, arg.Now)
@@ -1093,7 +1093,7 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -1116,7 +1116,7 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 
 const takeStuckChargeAttempts = `-- name: TakeStuckChargeAttempts :many
 UPDATE charge_attempts
-SET attempt = attempt + 1,
+SET fence = fence + 1,
     locked_until = $1::timestamptz
 WHERE id IN (
     SELECT id FROM charge_attempts
@@ -1125,7 +1125,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -1135,7 +1135,7 @@ type TakeStuckChargeAttemptsParams struct {
 }
 
 // The reconciler's takeover of stuck attempts, PROCESSING with their lease
-// ended: each gets a new lease and a new attempt number, which fences off
+// ended: each gets a new lease and a new fence, which fences off
 // any earlier holder.
 // SKIP LOCKED lets several reconcilers run at once without ever taking the
 // same attempt. completed_at IS NULL (the same rows as PROCESSING) is the
@@ -1165,7 +1165,7 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.ChargeID,
 			&i.FailureCode,
 			&i.FailureMessage,
-			&i.Attempt,
+			&i.Fence,
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,

@@ -51,7 +51,7 @@ type ChargeAttempt struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time

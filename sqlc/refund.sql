@@ -50,13 +50,13 @@ RETURNING *;
 
 -- name: SucceedRefundAttempt :one
 -- Finalizes a refund attempt as SUCCEEDED with its refund. Fenced on the
--- attempt number, like RecordChargeSucceeded.
+-- fence, like RecordChargeSucceeded.
 UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     refund_id = @refund_id,
     completed_at = now(),
     expires_at = sqlc.arg(expires_at)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;
 
 -- name: PendRefundAttempt :one
@@ -67,7 +67,7 @@ RETURNING *;
 UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, sqlc.arg(now)::timestamptz),
     locked_until = sqlc.arg(next_check)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;
 
 -- name: ListChargeRefunds :many

@@ -21,7 +21,7 @@ VALUES ($1, $2, $3, $4, $5, 'refund',
         $6, $7, $8, $9,
         $10::timestamptz, $11::timestamptz)
 ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type ClaimRefundAttemptParams struct {
@@ -72,7 +72,7 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -234,7 +234,7 @@ func (q *Queries) ListChargeRefunds(ctx context.Context, arg ListChargeRefundsPa
 }
 
 const listProcessingRefunds = `-- name: ListProcessingRefunds :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name, c.provider_charge_id
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
@@ -258,7 +258,7 @@ type ListProcessingRefundsRow struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time
@@ -305,7 +305,7 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 			&i.ChargeID,
 			&i.FailureCode,
 			&i.FailureMessage,
-			&i.Attempt,
+			&i.Fence,
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
@@ -377,15 +377,15 @@ const pendRefundAttempt = `-- name: PendRefundAttempt :one
 UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, $1::timestamptz),
     locked_until = $2::timestamptz
-WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type PendRefundAttemptParams struct {
 	Now       time.Time
 	NextCheck time.Time
 	ID        uuid.UUID
-	Attempt   int32
+	Fence     int32
 }
 
 // Records that the provider accepted the refund and has not made it final:
@@ -397,7 +397,7 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		arg.Now,
 		arg.NextCheck,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -415,7 +415,7 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -526,25 +526,25 @@ SET status = 'SUCCEEDED',
     refund_id = $1,
     completed_at = now(),
     expires_at = $2::timestamptz
-WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
 `
 
 type SucceedRefundAttemptParams struct {
 	RefundID  *uuid.UUID
 	ExpiresAt time.Time
 	ID        uuid.UUID
-	Attempt   int32
+	Fence     int32
 }
 
 // Finalizes a refund attempt as SUCCEEDED with its refund. Fenced on the
-// attempt number, like RecordChargeSucceeded.
+// fence, like RecordChargeSucceeded.
 func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, succeedRefundAttempt,
 		arg.RefundID,
 		arg.ExpiresAt,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -562,7 +562,7 @@ func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAtt
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,

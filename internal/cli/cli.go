@@ -50,10 +50,10 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tAMOUNT\tATTEMPT\tCREATED\tLEASE ENDED")
+		fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tAMOUNT\tHOLDERS\tCREATED\tLEASE ENDED")
 		for _, a := range stuck {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.IdempotencyKey, a.ProviderKey,
-				a.Amount, a.Currency, a.Attempt, a.CreatedAt.UTC().Format(time.RFC3339), a.LeaseEnded.UTC().Format(time.RFC3339))
+				a.Amount, a.Currency, a.Holders, a.CreatedAt.UTC().Format(time.RFC3339), a.LeaseEnded.UTC().Format(time.RFC3339))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -326,7 +326,7 @@ func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log 
 		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tCHARGE\tPROVIDER CHARGE\tAMOUNT\tATTEMPT\tCREATED\tSTATE")
+	fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tCHARGE\tPROVIDER CHARGE\tAMOUNT\tHOLDERS\tCREATED\tSTATE")
 	now := time.Now()
 	for _, r := range refunds {
 		state := "held until " + r.LockedUntil.UTC().Format(time.RFC3339)
@@ -337,7 +337,7 @@ func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log 
 			state = "stuck since " + r.LockedUntil.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", r.Merchant, r.IdempotencyKey, r.ChargeID, r.ProviderChargeID,
-			r.Amount, r.Currency, r.Attempt, r.CreatedAt.UTC().Format(time.RFC3339), state)
+			r.Amount, r.Currency, r.Holders, r.CreatedAt.UTC().Format(time.RFC3339), state)
 	}
 	if err := w.Flush(); err != nil {
 		return err
