@@ -87,8 +87,12 @@ type Metrics struct {
 	AuthenticationEnded   *prometheus.CounterVec
 	AuthenticationWait    prometheus.Histogram
 
-	// ProviderDuration times calls to the card provider by operation
-	// (create_charge, find_charge) and result (ok, declined, unknown, error).
+	// ProviderDuration times every call to the card provider by operation
+	// (create_charge, find_charge, cancel_charge, create_refund, find_refund,
+	// capture_charge, find_capture, void_charge, find_void,
+	// read_authorization) and result (ok, declined, pending, not_found,
+	// requires_action, unknown, key_spent, error; an authorization read says
+	// its state).
 	ProviderDuration *prometheus.HistogramVec
 	// ProviderErrors counts provider calls without a definitive answer.
 	ProviderErrors *prometheus.CounterVec
