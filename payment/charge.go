@@ -81,7 +81,18 @@ func (op chargeOperation) read(ctx context.Context, m Merchant, a Attempt) (*out
 func (op chargeOperation) record(ctx context.Context, a Attempt, o outcome, now, expiresAt time.Time) (Attempt, error) {
 	detail, _ := o.detail.(chargeDetail)
 	if o.succeeded() {
-		done, duplicates, err := op.s.store.succeed(ctx, a, o.ProviderID, detail, now, expiresAt)
+		var authorizedUntil *time.Time
+		if a.charge().Input.CaptureMethod == CaptureManual {
+			// Until when the provider holds the money; a provider that does
+			// not say is taken to hold it for the usual window.
+			until := now.Add(AuthorizationWindowDefault)
+			if auth := detail.authorization; auth != nil && !auth.ExpiresAt.IsZero() {
+				until = auth.ExpiresAt
+			}
+			until = until.Truncate(time.Microsecond)
+			authorizedUntil = &until
+		}
+		done, duplicates, err := op.s.store.succeed(ctx, a, o.ProviderID, detail, authorizedUntil, now, expiresAt)
 		op.s.announceDuplicates(ctx, a, o.ProviderID, duplicates)
 		return done, err
 	}
@@ -138,6 +149,7 @@ func providerRequest(m Merchant, a Attempt) ProviderChargeRequest {
 		Currency:         in.Currency,
 		PaymentMethod:    in.PaymentMethod,
 		Description:      in.Description,
+		CaptureMethod:    in.CaptureMethod,
 		Metadata: map[string]string{
 			"chargeonce_attempt_id":  a.ID.String(),
 			"client_idempotency_key": a.IdempotencyKey,

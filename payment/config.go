@@ -97,6 +97,13 @@ const (
 	RefundCheckIntervalDefault         = 30 * time.Second
 	LateChargeWatchDefault             = 24 * time.Hour
 	AuthenticationRecheckDefault       = time.Second
+	// AuthorizationWindowDefault is how long an authorization is taken to
+	// last when the provider does not say: 7 days, as card networks hold
+	// most.
+	AuthorizationWindowDefault = 7 * 24 * time.Hour
+	// AuthorizationExpiryWarningDefault is how long before an open
+	// authorization lapses charge.authorization_expiring is written.
+	AuthorizationExpiryWarningDefault = 24 * time.Hour
 )
 
 // FaultPoint names a point of a charge where a crash is most dangerous.

@@ -43,11 +43,28 @@ const (
 	// through its checkout looks like. It names no attempt; CardTesting
 	// says which key and until when.
 	EventCardTestingSuspected = "merchant.card_testing_suspected"
+	// EventChargeAuthorized: a charge made with captureMethod MANUAL
+	// succeeded (its charge.succeeded comes with it): the money is held
+	// until Authorization.ExpiresAt, for captures or a void.
+	EventChargeAuthorized = "charge.authorized"
+	// EventChargeCaptured: a capture took money of an authorization
+	// (Capture says how much, and whether it was final).
+	EventChargeCaptured = "charge.captured"
+	// EventChargeVoided: an authorization was voided; nothing was taken.
+	EventChargeVoided = "charge.voided"
+	// EventAuthorizationExpiring: an open authorization lapses at
+	// Authorization.ExpiresAt, within AUTHORIZATION_EXPIRY_WARNING: capture
+	// or void it before then.
+	EventAuthorizationExpiring = "charge.authorization_expiring"
+	// EventAuthorizationExpired: an authorization lapsed; what was not
+	// captured was released.
+	EventAuthorizationExpired = "charge.authorization_expired"
 )
 
 // EventTypes are every event type, in the order of their subjects.
 var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction,
-	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded, EventCardTestingSuspected}
+	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded, EventCardTestingSuspected,
+	EventChargeAuthorized, EventChargeCaptured, EventChargeVoided, EventAuthorizationExpiring, EventAuthorizationExpired}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -87,6 +104,38 @@ type Event struct {
 	RefundOf *uuid.UUID `json:"refundOf,omitempty"`
 	// CardTesting is what a merchant.card_testing_suspected concerns.
 	CardTesting *EventCardTesting `json:"cardTesting,omitempty"`
+	// Authorization is the authorization of charge.authorized,
+	// charge.authorization_expiring and charge.authorization_expired (the
+	// charge is ChargeID's).
+	Authorization *EventAuthorization `json:"authorization,omitempty"`
+	// Capture is charge.captured's; Void is charge.voided's.
+	Capture *EventCapture `json:"capture,omitempty"`
+	Void    *EventVoid    `json:"void,omitempty"`
+}
+
+// EventAuthorization is an authorization an event concerns: of the charge
+// ChargeID, Amount authorized, Captured of it so far, lapsing at ExpiresAt.
+type EventAuthorization struct {
+	ChargeID  uuid.UUID `json:"chargeId"`
+	Amount    int64     `json:"amount"`
+	Captured  int64     `json:"captured"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// EventCapture is the capture a charge.captured announces.
+type EventCapture struct {
+	ID        uuid.UUID `json:"id"`
+	ChargeID  uuid.UUID `json:"chargeId"`
+	Amount    int64     `json:"amount"`
+	Final     bool      `json:"final"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// EventVoid is the void a charge.voided announces.
+type EventVoid struct {
+	ID        uuid.UUID `json:"id"`
+	ChargeID  uuid.UUID `json:"chargeId"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // EventCardTesting is the suspicion a merchant.card_testing_suspected
@@ -231,10 +280,27 @@ func ParseEvent(body []byte) (Event, error) {
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
 		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) ||
-		(e.Type == EventRefundSucceeded && e.Refund == nil) || (e.Type == EventCardTestingSuspected) != (e.CardTesting != nil) {
+		(e.Type == EventRefundSucceeded && e.Refund == nil) || (e.Type == EventCardTestingSuspected) != (e.CardTesting != nil) ||
+		(e.Type == EventChargeCaptured) != (e.Capture != nil) || (e.Type == EventChargeVoided) != (e.Void != nil) ||
+		slices.Contains([]string{EventChargeAuthorized, EventAuthorizationExpiring, EventAuthorizationExpired}, e.Type) != (e.Authorization != nil) {
 		return Event{}, errMalformedEvent
 	}
 	return e, nil
 }
 
 var errMalformedEvent = Errorf(EINVALID, "not a chargeonce event: it lacks an id, a known type, the charge a charge.succeeded or checkout_session.paid carries, the session a checkout_session event carries, or the key a merchant.card_testing_suspected names")
+
+// authorizationEventOf is the event of type about manual charge attempt
+// a's authorization, lapsing at until, occurring at now: charge.authorized
+// as its charge is recorded.
+func authorizationEventOf(eventType string, a Attempt, until, now time.Time) Event {
+	t := a.charge()
+	e := attemptEventOf(a, t.Input.Amount, t.Input.Currency, t.Input.OrderID, now)
+	e.Type = eventType
+	e.Authorization = &EventAuthorization{Amount: t.Input.Amount, ExpiresAt: until.UTC()}
+	if t.Charge != nil {
+		e.Authorization.ChargeID = t.Charge.ID
+		e.Charge = nil
+	}
+	return e
+}

@@ -41,6 +41,10 @@ type ChargeInput struct {
 	// Secure): where the provider sends the shopper back. Empty: a card
 	// that needs authentication fails with authentication_required.
 	ReturnURL string
+	// CaptureMethod is CaptureManual for a charge that only authorizes,
+	// captured later (CaptureCharge) or voided (VoidCharge); empty or
+	// CaptureAutomatic takes the money at once.
+	CaptureMethod CaptureMethod
 }
 
 // Result is the answer to a charge request or a status query.
@@ -57,8 +61,11 @@ type Result struct {
 	// NextAction is set while PROCESSING when the shopper must
 	// authenticate: the same on every answer until the attempt is final.
 	NextAction *NextAction
-	// Refund is set when a refund attempt SUCCEEDED.
-	Refund *Refund
+	// Refund is set when a refund attempt SUCCEEDED; Capture when a
+	// capture attempt did, Void when a void attempt did.
+	Refund  *Refund
+	Capture *Capture
+	Void    *Void
 }
 
 // RefundInput is what a merchant asks to refund: Amount of the charge

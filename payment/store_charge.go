@@ -26,7 +26,7 @@ func chargeTermsFromRow(row attemptRow) Terms {
 	t := ChargeTerms{Input: ChargeInput{
 		Amount: r.Amount, Currency: r.Currency, PaymentMethod: deref(r.PaymentMethod),
 		OrderID: deref(r.OrderID), Description: deref(r.Description), ReturnURL: deref(r.ReturnURL),
-		CheckoutSessionID: deref(r.CheckoutSessionID),
+		CheckoutSessionID: deref(r.CheckoutSessionID), CaptureMethod: CaptureMethod(deref(r.CaptureMethod)),
 	}}
 	if Status(r.Status) == StatusSucceeded {
 		t.Charge = chargeTermsCharge(t.Input, r.ChargeID, deref(row.providerChargeID), row.chargeCreatedAt)
@@ -67,6 +67,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 		CheckoutSessionID:  optionalID(in.CheckoutSessionID),
 		ReturnURL:          optional(in.ReturnURL),
 		KeySessionID:       optionalID(a.KeySession),
+		CaptureMethod:      optional(manual(in.CaptureMethod)),
 		Now:                a.CreatedAt,
 		MaxSessionAttempts: int32(maxSessionAttempts),
 	})
@@ -90,7 +91,11 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 // statement (RecordChargeSucceeded), committed on its own: one round trip
 // where a transaction of its three writes took five. Duplicates and a
 // checkout session to mark paid join it in one transaction.
-func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string, detail chargeDetail, now, expiresAt time.Time) (_ Attempt, duplicates []Charge, _ error) {
+//
+// A manual charge's charge records its authorization (authorizedUntil: when
+// it lapses) and writes charge.authorized beside charge.succeeded, in one
+// transaction.
+func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string, detail chargeDetail, authorizedUntil *time.Time, now, expiresAt time.Time) (_ Attempt, duplicates []Charge, _ error) {
 	duplicateIDs, in := detail.duplicates, a.charge().Input
 	// PostgreSQL keeps microseconds: the first answer says what a replay
 	// will read back.
@@ -106,7 +111,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	record := func(q *sqlc.Queries) (Attempt, error) {
 		row, err := q.RecordChargeSucceeded(ctx, sqlc.RecordChargeSucceededParams{
 			ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
-			ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body,
+			ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
 		})
 		if kind, constraint := db.Classify(err); isNotFound(err) || kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			// Finalized or taken over by someone else; or this provider
@@ -121,7 +126,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		return attemptFromRow(sqlc.ChargeAttempt(row)).withCharge(charge), nil
 	}
 	var done Attempt
-	if len(duplicateIDs) == 0 && in.CheckoutSessionID == uuid.Nil {
+	if len(duplicateIDs) == 0 && in.CheckoutSessionID == uuid.Nil && authorizedUntil == nil {
 		if done, err = record(s.q); err == nil {
 			s.announce([]Event{ev})
 		}
@@ -131,6 +136,11 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 				return err
 			}
 			q.events = append(q.events, ev)
+			if authorizedUntil != nil {
+				if err := insertEvent(ctx, q, authorizationEventOf(EventChargeAuthorized, done, *authorizedUntil, now)); err != nil {
+					return err
+				}
+			}
 			if duplicates, err = recordDuplicates(ctx, q, done, duplicateIDs, now); err != nil {
 				return err
 			}

@@ -83,7 +83,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		if err != nil {
 			return err
 		}
-		remaining := charge.Amount - charge.AmountReserved
+		remaining := charge.Refundable - charge.AmountReserved
 		amount := requested
 		if amount == 0 {
 			amount = remaining

@@ -34,16 +34,16 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 
 	stale := a
 	stale.Fence++
-	_, _, err = s.succeed(ctx, stale, "ch_stale", chargeDetail{}, time.Now(), time.Now().Add(time.Hour))
+	_, _, err = s.succeed(ctx, stale, "ch_stale", chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a holder with another fence writes nothing")
 	_, err = s.failCharge(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)
 
-	done, _, err := s.succeed(ctx, a, "ch_real", chargeDetail{}, time.Now(), time.Now().Add(time.Hour))
+	done, _, err := s.succeed(ctx, a, "ch_real", chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, done.Status)
 	require.Equal(t, "ch_real", done.charge().Charge.ProviderChargeID)
-	_, _, err = s.succeed(ctx, a, "ch_again", chargeDetail{}, time.Now(), time.Now().Add(time.Hour))
+	_, _, err = s.succeed(ctx, a, "ch_again", chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
 	_, err = s.failCharge(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)

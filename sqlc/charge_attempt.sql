@@ -26,12 +26,13 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url, key_session_id
+        checkout_session_id, return_url, key_session_id, capture_method
     )
     SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
            @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
            sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
-           sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text, sqlc.narg(key_session_id)::uuid
+           sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text, sqlc.narg(key_session_id)::uuid,
+           sqlc.narg(capture_method)::text
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = @merchant_id AND t.idempotency_key = @idempotency_key
@@ -152,9 +153,11 @@ WITH done AS (
     RETURNING *
 ),
 charge AS (
-    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at)
+    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at,
+                         capture_method, authorization_expires_at)
     SELECT sqlc.arg(charge_id)::uuid, done.merchant_id, done.amount, done.currency, done.order_id,
-           done.description, sqlc.arg(provider_charge_id)::text, sqlc.arg(now)::timestamptz
+           done.description, sqlc.arg(provider_charge_id)::text, sqlc.arg(now)::timestamptz,
+           coalesce(done.capture_method, 'automatic'), sqlc.narg(authorization_expires_at)::timestamptz
     FROM done
 ),
 event AS (
