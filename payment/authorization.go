@@ -2,13 +2,22 @@ package payment
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// Authorizations: where a manual charge stands in its captures, and what
-// operators see of the open ones.
+// Authorizations: where a manual charge stands in its captures, what
+// operators see of the open ones, and the watch of their expiry. An
+// authorization lapses at the provider (7 days, say), and nothing must
+// ship unpaid because nobody noticed: AuthorizationExpiryWarning before
+// it lapses, charge.authorization_expiring is written once; once it has
+// lapsed, with no capture or void running, the provider is read, and
+// only when it says the authorization expired is the charge EXPIRED and
+// charge.authorization_expired written. A capture claimed meanwhile wins:
+// the expiry is recorded only while none runs (ExpireAuthorization), and
+// a capture is refused once it is recorded, so the two never both happen.
 
 // CaptureStatus is where a charge stands in its captures.
 type CaptureStatus string
@@ -82,4 +91,65 @@ func (s *Service) Charge(ctx context.Context, m Merchant, id uuid.UUID) (Charge,
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	return s.store.charge(ctx, m.ID, id)
+}
+
+// watchAuthorizations is the watch's pass, in the reconciler's: up to
+// limit warnings of authorizations about to lapse, then up to limit
+// authorizations past their expiry read at the provider.
+func (s *Service) watchAuthorizations(ctx context.Context, log *slog.Logger, limit int) {
+	now := s.cfg.Now()
+	warned, err := s.store.warnExpiring(ctx, now, now.Add(s.cfg.AuthorizationExpiryWarning), limit)
+	if err != nil {
+		log.WarnContext(ctx, "authorization watch: the warnings failed; the next pass tries again", "err", err)
+	}
+	if warned > 0 {
+		s.metrics.Authorizations.WithLabelValues("expiring").Add(float64(warned))
+	}
+	due, err := s.store.dueExpired(ctx, now, limit)
+	if err != nil {
+		log.WarnContext(ctx, "authorization watch: could not list the lapsed authorizations; the next pass tries again", "err", err)
+		return
+	}
+	for _, c := range due {
+		l := log.With("charge_id", c.ID, "provider_charge_id", c.ProviderChargeID, "merchant_id", c.MerchantID)
+		auth, err := s.provider.ReadAuthorization(ctx, c.ProviderChargeID)
+		if err != nil {
+			l.WarnContext(ctx, "authorization watch: could not read the provider; the next pass tries again", "err", err)
+			continue
+		}
+		if auth.State != AuthorizationExpired {
+			// Our clock and the provider's differ, or it was captured or
+			// voided there by a running attempt's send: the next pass reads
+			// again, and the attempt records what it did.
+			continue
+		}
+		expired, err := s.store.expire(ctx, c, s.cfg.Now())
+		if err != nil {
+			l.WarnContext(ctx, "authorization watch: could not record the expiry; the next pass tries again", "err", err)
+			continue
+		}
+		if expired {
+			s.metrics.Authorizations.WithLabelValues("expired").Inc()
+			l.WarnContext(ctx, "an authorization lapsed before it was captured in full; what was not captured is released",
+				"amount", c.Amount, "captured", c.Captured)
+		}
+	}
+}
+
+// lapsing is an authorization the watch reads: its charge, and the amounts.
+type lapsing struct {
+	ID, MerchantID   uuid.UUID
+	ProviderChargeID string
+	Amount, Captured int64
+	Currency         string
+	OrderID          string
+	ExpiresAt        time.Time
+}
+
+// authorizationEventOfCharge is the event of type about the authorization
+// of charge c, occurring at now.
+func authorizationEventOfCharge(eventType string, c lapsing, now time.Time) Event {
+	return Event{ID: newID(), Type: eventType, OccurredAt: now.UTC(), MerchantID: c.MerchantID,
+		Amount: c.Amount, Currency: c.Currency, OrderID: c.OrderID,
+		Authorization: &EventAuthorization{ChargeID: c.ID, Amount: c.Amount, Captured: c.Captured, ExpiresAt: c.ExpiresAt.UTC()}}
 }

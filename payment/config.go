@@ -62,6 +62,10 @@ type Config struct {
 	// (LATE_CHARGE_WATCH; late.go).
 	LateChargeWatch       time.Duration // default 24h
 	AuthenticationRecheck time.Duration // default 1s
+	// AuthorizationExpiryWarning is how long before an open authorization
+	// lapses its charge.authorization_expiring is written
+	// (AUTHORIZATION_EXPIRY_WARNING; authorization.go).
+	AuthorizationExpiryWarning time.Duration // default 24h
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Fault, when set, is called at each dangerous point of a charge. Only
@@ -131,6 +135,7 @@ func (c Config) withDefaults() Config {
 	c.RefundCheckInterval = cmp.Or(c.RefundCheckInterval, RefundCheckIntervalDefault)
 	c.LateChargeWatch = cmp.Or(c.LateChargeWatch, LateChargeWatchDefault)
 	c.AuthenticationRecheck = cmp.Or(c.AuthenticationRecheck, AuthenticationRecheckDefault)
+	c.AuthorizationExpiryWarning = cmp.Or(c.AuthorizationExpiryWarning, AuthorizationExpiryWarningDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

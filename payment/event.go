@@ -59,12 +59,18 @@ const (
 	// EventAuthorizationExpired: an authorization lapsed; what was not
 	// captured was released.
 	EventAuthorizationExpired = "charge.authorization_expired"
+	// EventChargeLateVoided: an authorization (captureMethod MANUAL)
+	// completed at the provider after its attempt failed as
+	// provider_unavailable, and is being voided (its charge.voided
+	// follows); the attempt stays FAILED.
+	EventChargeLateVoided = "charge.late_voided"
 )
 
 // EventTypes are every event type, in the order of their subjects.
 var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction,
 	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded, EventCardTestingSuspected,
-	EventChargeAuthorized, EventChargeCaptured, EventChargeVoided, EventAuthorizationExpiring, EventAuthorizationExpired}
+	EventChargeAuthorized, EventChargeCaptured, EventChargeVoided, EventAuthorizationExpiring, EventAuthorizationExpired,
+	EventChargeLateVoided}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -275,7 +281,7 @@ func ParseEvent(body []byte) (Event, error) {
 	if err := json.Unmarshal(body, &e); err != nil {
 		return Event{}, err
 	}
-	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid || e.Type == EventChargeLateRefunded ||
+	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid || e.Type == EventChargeLateRefunded || e.Type == EventChargeLateVoided ||
 		e.Type == EventChargeDuplicateRefunded
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||

@@ -71,7 +71,12 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 				"provider_charge_id", found.ProviderID, "charge_id", a.LateChargeID, "provider_key", a.ProviderKey)
 		}
 	}
-	if err := s.refundOwed(ctx, log.With("charge_id", a.LateChargeID), m, lateRefundKey(a), a.LateChargeID,
+	owe := s.refundOwed
+	if a.charge().Input.CaptureMethod == CaptureManual {
+		// A late authorization took no money yet: it is voided, not refunded.
+		owe = s.voidOwed
+	}
+	if err := owe(ctx, log.With("charge_id", a.LateChargeID), m, lateRefundKey(a), a.LateChargeID,
 		"charged after the attempt failed as provider_unavailable"); err != nil {
 		return err
 	}
@@ -79,10 +84,14 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 }
 
 // lateEventOf is the charge.late_refunded of failed attempt a, whose late
-// charge c is being refunded, occurring at now.
+// charge c is being refunded (charge.late_voided: a late authorization,
+// being voided), occurring at now.
 func lateEventOf(a Attempt, c *Charge, now time.Time) Event {
 	e := chargeEventOf(a, now)
 	e.Type = EventChargeLateRefunded
+	if a.charge().Input.CaptureMethod == CaptureManual {
+		e.Type = EventChargeLateVoided
+	}
 	e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
 	return e
 }

@@ -25,6 +25,9 @@ func (s *Service) giveBackOwed(ctx context.Context, log *slog.Logger, limit int)
 	if _, err := s.refundDuplicates(ctx, log, limit); err != nil {
 		log.WarnContext(ctx, "duplicate-charge refunds failed; the next pass tries again", "err", err)
 	}
+	// And the authorizations about to lapse, or lapsed: nothing owed, but
+	// money held that nobody may be about to take.
+	s.watchAuthorizations(ctx, log, limit)
 }
 
 // refundOwed claims the whole refund of charge, which chargeonce owes the
@@ -38,6 +41,20 @@ func (s *Service) refundOwed(ctx context.Context, log *slog.Logger, m Merchant, 
 		return err
 	}
 	log.InfoContext(ctx, "refund owed: claimed", "refund_key", key, "refund_status", r.Status)
+	return nil
+}
+
+// voidOwed claims the void of the authorization charge, which chargeonce
+// owes the shopper (a late authorization), under key, the one key that
+// every instance and pass uses for it. An authorization voided or expired
+// already owes nothing more; a claimed void is finished by the reconciler
+// like any other.
+func (s *Service) voidOwed(ctx context.Context, log *slog.Logger, m Merchant, key string, charge uuid.UUID, _ string) error {
+	r, err := s.void(ctx, m, key, VoidInput{ChargeID: charge})
+	if code := ErrorCode(err); err != nil && code != EVOIDED && code != EAUTHEXPIRED {
+		return err
+	}
+	log.InfoContext(ctx, "void owed: claimed", "void_key", key, "void_status", r.Status)
 	return nil
 }
 

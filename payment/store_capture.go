@@ -349,3 +349,63 @@ func (s *store) charge(ctx context.Context, merchantID, id uuid.UUID) (Charge, e
 	return Charge{ID: c.ID, Amount: c.Amount, Currency: c.Currency, OrderID: deref(c.OrderID),
 		ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt}, nil
 }
+
+// lapsingOf converts a charges row for the authorization watch.
+func lapsingOf(c sqlc.Charge) lapsing {
+	return lapsing{ID: c.ID, MerchantID: c.MerchantID, ProviderChargeID: c.ProviderChargeID, Amount: c.Amount,
+		Captured: c.AmountCaptured, Currency: c.Currency, OrderID: deref(c.OrderID), ExpiresAt: deref(c.AuthorizationExpiresAt)}
+}
+
+// warnExpiring marks up to limit open authorizations that lapse before
+// warnBefore as warned, and writes their charge.authorization_expiring, in
+// one transaction; it returns how many.
+func (s *store) warnExpiring(ctx context.Context, now, warnBefore time.Time, limit int) (int, error) {
+	var n int
+	err := s.inTx(ctx, func(q *txQueries) error {
+		rows, err := q.TakeExpiringAuthorizations(ctx, sqlc.TakeExpiringAuthorizationsParams{Now: now, WarnBefore: warnBefore, MaxCharges: int32(limit)})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := insertEvent(ctx, q, authorizationEventOfCharge(EventAuthorizationExpiring, lapsingOf(r), now)); err != nil {
+				return err
+			}
+		}
+		n = len(rows)
+		return nil
+	})
+	return n, interpretError(err)
+}
+
+// dueExpired lists up to limit open authorizations past their expiry at
+// now with no capture or void running.
+func (s *store) dueExpired(ctx context.Context, now time.Time, limit int) ([]lapsing, error) {
+	rows, err := s.q.DueExpiredAuthorizations(ctx, sqlc.DueExpiredAuthorizationsParams{Now: now, MaxCharges: int32(limit)})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]lapsing, len(rows))
+	for i, r := range rows {
+		out[i] = lapsingOf(r)
+	}
+	return out, nil
+}
+
+// expire records that c's authorization lapsed, and writes
+// charge.authorization_expired, in one transaction; expired is false when
+// a capture or a void was claimed since c was read, or another instance
+// recorded it first.
+func (s *store) expire(ctx context.Context, c lapsing, now time.Time) (expired bool, err error) {
+	err = s.inTx(ctx, func(q *txQueries) error {
+		row, err := q.ExpireAuthorization(ctx, sqlc.ExpireAuthorizationParams{Now: now, ID: c.ID})
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		expired = true
+		return insertEvent(ctx, q, authorizationEventOfCharge(EventAuthorizationExpired, lapsingOf(row), now))
+	})
+	return expired, interpretError(err)
+}

@@ -25,10 +25,15 @@ func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateI
 	var done Attempt
 	in := a.charge().Input
 	err = s.inTx(ctx, func(q *txQueries) error {
-		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
+		p := sqlc.InsertChargeParams{
 			ID: newID(), MerchantID: a.MerchantID, Amount: in.Amount, Currency: in.Currency,
-			Description: optional(in.Description), ProviderChargeID: id,
-		})
+			Description: optional(in.Description), ProviderChargeID: id, CaptureMethod: optional(manual(in.CaptureMethod)),
+		}
+		if in.CaptureMethod == CaptureManual {
+			// Voided at once: when it lapses matters to nobody.
+			p.AuthorizationExpiresAt = &now
+		}
+		c, err := q.InsertCharge(ctx, p)
 		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			return errFenced // recorded by another reader: its attempt names it
 		}

@@ -64,6 +64,14 @@ func (s *Service) VoidCharge(ctx context.Context, m Merchant, key string, in Voi
 	if err := validateCallerKey(key); err != nil {
 		return Result{}, err
 	}
+	return s.void(ctx, m, key, in)
+}
+
+// void is VoidCharge for any valid key, chargeonce's own included.
+func (s *Service) void(ctx context.Context, m Merchant, key string, in VoidInput) (Result, error) {
+	if err := ValidateKey(key); err != nil {
+		return Result{}, err
+	}
 	if in.ChargeID == uuid.Nil {
 		return Result{}, Invalid("input.chargeId", "chargeId is empty: pass the id of the charge to void")
 	}

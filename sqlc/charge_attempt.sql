@@ -127,9 +127,12 @@ WHERE a.id = @id;
 
 -- name: InsertCharge :one
 -- Records money that moved (a late charge, in the transaction that records
--- it on its attempt), so a charge never exists without its attempt's result.
-INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
-VALUES (@id, @merchant_id, @amount, @currency, @order_id, @description, @provider_charge_id)
+-- it on its attempt), so a charge never exists without its attempt's result;
+-- a late authorization is recorded as one, for its void.
+INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id,
+                     capture_method, authorization_expires_at)
+VALUES (@id, @merchant_id, @amount, @currency, @order_id, @description, @provider_charge_id,
+        coalesce(sqlc.narg(capture_method)::text, 'automatic'), sqlc.narg(authorization_expires_at)::timestamptz)
 RETURNING *;
 
 -- name: RecordChargeSucceeded :one

@@ -636,23 +636,28 @@ func (q *Queries) GetPageChargeAttempt(ctx context.Context, arg GetPageChargeAtt
 }
 
 const insertCharge = `-- name: InsertCharge :one
-INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id,
+                     capture_method, authorization_expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        coalesce($8::text, 'automatic'), $9::timestamptz)
 RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at, capture_method, amount_captured, capture_reserved, final_capture_claimed, void_claimed, voided_at, authorization_expires_at, authorization_expired_at, expiry_warned_at
 `
 
 type InsertChargeParams struct {
-	ID               uuid.UUID
-	MerchantID       uuid.UUID
-	Amount           int64
-	Currency         string
-	OrderID          *string
-	Description      *string
-	ProviderChargeID string
+	ID                     uuid.UUID
+	MerchantID             uuid.UUID
+	Amount                 int64
+	Currency               string
+	OrderID                *string
+	Description            *string
+	ProviderChargeID       string
+	CaptureMethod          *string
+	AuthorizationExpiresAt *time.Time
 }
 
 // Records money that moved (a late charge, in the transaction that records
-// it on its attempt), so a charge never exists without its attempt's result.
+// it on its attempt), so a charge never exists without its attempt's result;
+// a late authorization is recorded as one, for its void.
 func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Charge, error) {
 	row := q.db.QueryRow(ctx, insertCharge,
 		arg.ID,
@@ -662,6 +667,8 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		arg.OrderID,
 		arg.Description,
 		arg.ProviderChargeID,
+		arg.CaptureMethod,
+		arg.AuthorizationExpiresAt,
 	)
 	var i Charge
 	err := row.Scan(

@@ -70,7 +70,15 @@ ALTER TABLE charge_events ADD CONSTRAINT charge_events_type_check CHECK (type IN
     'charge.succeeded', 'charge.failed', 'charge.requires_action', 'checkout_session.paid', 'checkout_session.expired',
     'refund.succeeded', 'refund.failed', 'charge.late_refunded', 'charge.duplicate_refunded',
     'merchant.card_testing_suspected', 'charge.authorized', 'charge.captured', 'charge.voided',
-    'charge.authorization_expiring', 'charge.authorization_expired'));
+    'charge.authorization_expiring', 'charge.authorization_expired', 'charge.late_voided'));
+-- An authorization's expiry is the charge's, not an attempt's: its events
+-- name the charge (in their body) and no attempt.
+ALTER TABLE charge_events DROP CONSTRAINT charge_events_subject_check;
+ALTER TABLE charge_events ADD CONSTRAINT charge_events_subject_check CHECK (CASE
+    WHEN type LIKE 'merchant.%' OR type LIKE 'charge.authorization\_%' THEN attempt_id IS NULL AND checkout_session_id IS NULL
+    WHEN type LIKE 'checkout\_session.%' THEN attempt_id IS NULL AND checkout_session_id IS NOT NULL
+    ELSE attempt_id IS NOT NULL
+END);
 
 -- A charge attempt (and a checkout session, for the charge that pays it)
 -- says how its charge is captured: NULL is automatic.
@@ -83,7 +91,13 @@ ALTER TABLE checkout_sessions ADD COLUMN capture_method text
 ALTER TABLE checkout_sessions DROP COLUMN capture_method;
 ALTER TABLE charge_attempts DROP COLUMN capture_method;
 DELETE FROM charge_events WHERE type IN ('charge.authorized', 'charge.captured', 'charge.voided',
-    'charge.authorization_expiring', 'charge.authorization_expired');
+    'charge.authorization_expiring', 'charge.authorization_expired', 'charge.late_voided');
+ALTER TABLE charge_events DROP CONSTRAINT charge_events_subject_check;
+ALTER TABLE charge_events ADD CONSTRAINT charge_events_subject_check CHECK (CASE
+    WHEN type LIKE 'merchant.%' THEN attempt_id IS NULL AND checkout_session_id IS NULL
+    WHEN type LIKE 'checkout\_session.%' THEN attempt_id IS NULL AND checkout_session_id IS NOT NULL
+    ELSE attempt_id IS NOT NULL
+END);
 ALTER TABLE charge_events DROP CONSTRAINT charge_events_type_check;
 ALTER TABLE charge_events ADD CONSTRAINT charge_events_type_check CHECK (type IN (
     'charge.succeeded', 'charge.failed', 'charge.requires_action', 'checkout_session.paid', 'checkout_session.expired',

@@ -11,6 +11,21 @@ import (
 	"github.com/Khan/genqlient/graphql"
 )
 
+// When a charge's money is taken.
+type CaptureMethod string
+
+const (
+	// With the charge.
+	CaptureMethodAutomatic CaptureMethod = "AUTOMATIC"
+	// Later, by captureCharge; the charge only authorizes until then.
+	CaptureMethodManual CaptureMethod = "MANUAL"
+)
+
+var AllCaptureMethod = []CaptureMethod{
+	CaptureMethodAutomatic,
+	CaptureMethodManual,
+}
+
 // Charge includes the requested fields of the GraphQL type Charge.
 // The GraphQL type's documentation follows.
 //
@@ -214,6 +229,12 @@ type ChargeCardInput struct {
 	// and if sent must equal the session's. Part of the request: the same key
 	// with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
 	ReturnUrl *string `json:"returnUrl"`
+	// When the money is taken: AUTOMATIC (the default) with the charge, or
+	// MANUAL: the charge only authorizes (SUCCEEDED, captureStatus UNCAPTURED),
+	// and captureCharge takes the money later, in parts or whole, or voidCharge
+	// releases it. With checkoutSession it comes from the session, and if sent
+	// must equal the session's. Part of the request, like returnUrl.
+	CaptureMethod *CaptureMethod `json:"captureMethod"`
 }
 
 // GetAmount returns ChargeCardInput.Amount, and is useful for accessing the field via an interface.
@@ -236,6 +257,9 @@ func (v *ChargeCardInput) GetCheckoutSession() *string { return v.CheckoutSessio
 
 // GetReturnUrl returns ChargeCardInput.ReturnUrl, and is useful for accessing the field via an interface.
 func (v *ChargeCardInput) GetReturnUrl() *string { return v.ReturnUrl }
+
+// GetCaptureMethod returns ChargeCardInput.CaptureMethod, and is useful for accessing the field via an interface.
+func (v *ChargeCardInput) GetCaptureMethod() *CaptureMethod { return v.CaptureMethod }
 
 // ChargeCardResponse is returned by ChargeCard on success.
 type ChargeCardResponse struct {
@@ -633,6 +657,8 @@ type CheckoutSessionInput struct {
 	ReturnUrl *string `json:"returnUrl"`
 	// Seconds until the session expires: default 3600, at most 86400.
 	ExpiresInSeconds *int `json:"expiresInSeconds"`
+	// When the session's charge takes the money: AUTOMATIC (the default), or MANUAL: it only authorizes, for captureCharge later.
+	CaptureMethod *CaptureMethod `json:"captureMethod"`
 }
 
 // GetAmount returns CheckoutSessionInput.Amount, and is useful for accessing the field via an interface.
@@ -652,6 +678,9 @@ func (v *CheckoutSessionInput) GetReturnUrl() *string { return v.ReturnUrl }
 
 // GetExpiresInSeconds returns CheckoutSessionInput.ExpiresInSeconds, and is useful for accessing the field via an interface.
 func (v *CheckoutSessionInput) GetExpiresInSeconds() *int { return v.ExpiresInSeconds }
+
+// GetCaptureMethod returns CheckoutSessionInput.CaptureMethod, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetCaptureMethod() *CaptureMethod { return v.CaptureMethod }
 
 // Where a checkout session stands.
 type CheckoutSessionStatus string
