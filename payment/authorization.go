@@ -153,3 +153,29 @@ func authorizationEventOfCharge(eventType string, c lapsing, now time.Time) Even
 		Amount: c.Amount, Currency: c.Currency, OrderID: c.OrderID,
 		Authorization: &EventAuthorization{ChargeID: c.ID, Amount: c.Amount, Captured: c.Captured, ExpiresAt: c.ExpiresAt.UTC()}}
 }
+
+// ProcessingCapture is what operators see of a capture or a void left
+// PROCESSING: its holder works on it or died, its outcome is unknown (the
+// reconciler settles it, under its one provider key), or it is only read
+// since PendingSince.
+type ProcessingCapture struct {
+	Kind             Kind // KindCapture or KindVoid
+	Merchant         string
+	IdempotencyKey   string
+	ProviderKey      string
+	ChargeID         uuid.UUID
+	ProviderChargeID string
+	Amount           int64 // a capture's; a void's is the authorization's
+	Currency         string
+	Final            bool // a capture's
+	Holders          int  // 1, and one more per takeover
+	CreatedAt        time.Time
+	LockedUntil      time.Time
+	PendingSince     time.Time
+}
+
+// ProcessingCaptures lists up to limit captures and voids left
+// PROCESSING, oldest first.
+func (s *Service) ProcessingCaptures(ctx context.Context, limit int) ([]ProcessingCapture, error) {
+	return s.store.processingCaptures(ctx, limit)
+}

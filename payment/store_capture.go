@@ -409,3 +409,20 @@ func (s *store) expire(ctx context.Context, c lapsing, now time.Time) (expired b
 	})
 	return expired, interpretError(err)
 }
+
+// processingCaptures lists up to limit capture and void attempts still
+// PROCESSING, oldest first.
+func (s *store) processingCaptures(ctx context.Context, limit int) ([]ProcessingCapture, error) {
+	rows, err := s.q.ListProcessingCaptures(ctx, int32(limit))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]ProcessingCapture, len(rows))
+	for i, r := range rows {
+		out[i] = ProcessingCapture{Kind: Kind(r.Kind), Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey,
+			ProviderKey: r.ProviderKey, ChargeID: deref(r.ChargeID), ProviderChargeID: r.ProviderChargeID, Amount: r.Amount,
+			Currency: r.Currency, Final: deref(r.CaptureFinal), Holders: int(r.Fence), CreatedAt: r.CreatedAt,
+			LockedUntil: r.LockedUntil, PendingSince: deref(r.PendingSince)}
+	}
+	return out, nil
+}

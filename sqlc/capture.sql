@@ -167,3 +167,14 @@ RETURNING *;
 SELECT id, amount, currency, order_id, provider_charge_id, created_at
 FROM charges
 WHERE id = @id AND merchant_id = @merchant_id;
+
+-- name: ListProcessingCaptures :many
+-- For operators: capture and void attempts still PROCESSING, oldest first,
+-- with their charge.
+SELECT a.*, m.name AS merchant_name, c.provider_charge_id
+FROM charge_attempts a
+JOIN merchants m ON m.id = a.merchant_id
+JOIN charges c ON c.id = a.charge_id
+WHERE a.kind IN ('capture', 'void') AND a.status = 'PROCESSING'
+ORDER BY a.created_at
+LIMIT sqlc.arg(max_attempts)::integer;

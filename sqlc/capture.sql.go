@@ -380,6 +380,114 @@ func (q *Queries) ListOpenAuthorizations(ctx context.Context, maxCharges int32) 
 	return items, nil
 }
 
+const listProcessingCaptures = `-- name: ListProcessingCaptures :many
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, m.name AS merchant_name, c.provider_charge_id
+FROM charge_attempts a
+JOIN merchants m ON m.id = a.merchant_id
+JOIN charges c ON c.id = a.charge_id
+WHERE a.kind IN ('capture', 'void') AND a.status = 'PROCESSING'
+ORDER BY a.created_at
+LIMIT $1::integer
+`
+
+type ListProcessingCapturesRow struct {
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	Fingerprint       []byte
+	Status            string
+	ProviderKey       string
+	Amount            int64
+	Currency          string
+	PaymentMethod     *string
+	OrderID           *string
+	Description       *string
+	ChargeID          *uuid.UUID
+	FailureCode       *string
+	FailureMessage    *string
+	Fence             int32
+	CreatedAt         time.Time
+	CompletedAt       *time.Time
+	ExpiresAt         time.Time
+	LockedUntil       time.Time
+	CheckoutSessionID *uuid.UUID
+	ReturnURL         *string
+	NextActionURL     *string
+	ActionSince       *time.Time
+	ActionCheckedAt   *time.Time
+	Kind              string
+	RefundID          *uuid.UUID
+	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
+	MerchantName      string
+	ProviderChargeID  string
+}
+
+// For operators: capture and void attempts still PROCESSING, oldest first,
+// with their charge.
+func (q *Queries) ListProcessingCaptures(ctx context.Context, maxAttempts int32) ([]ListProcessingCapturesRow, error) {
+	rows, err := q.db.Query(ctx, listProcessingCaptures, maxAttempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListProcessingCapturesRow
+	for rows.Next() {
+		var i ListProcessingCapturesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantID,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.Status,
+			&i.ProviderKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.OrderID,
+			&i.Description,
+			&i.ChargeID,
+			&i.FailureCode,
+			&i.FailureMessage,
+			&i.Fence,
+			&i.CreatedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.LockedUntil,
+			&i.CheckoutSessionID,
+			&i.ReturnURL,
+			&i.NextActionURL,
+			&i.ActionSince,
+			&i.ActionCheckedAt,
+			&i.Kind,
+			&i.RefundID,
+			&i.PendingSince,
+			&i.LateCheckAt,
+			&i.LateWatchUntil,
+			&i.LateChargeID,
+			&i.KeySessionID,
+			&i.CaptureFinal,
+			&i.CaptureID,
+			&i.CaptureMethod,
+			&i.MerchantName,
+			&i.ProviderChargeID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockChargeForCapture = `-- name: LockChargeForCapture :one
 SELECT id, amount, currency, provider_charge_id, capture_method, amount_captured, capture_reserved,
        final_capture_claimed, void_claimed, authorization_expires_at, authorization_expired_at
