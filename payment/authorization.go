@@ -112,28 +112,40 @@ func (s *Service) watchAuthorizations(ctx context.Context, log *slog.Logger, lim
 	}
 	for _, c := range due {
 		l := log.With("charge_id", c.ID, "provider_charge_id", c.ProviderChargeID, "merchant_id", c.MerchantID)
-		auth, err := s.provider.ReadAuthorization(ctx, c.ProviderChargeID)
-		if err != nil {
-			l.WarnContext(ctx, "authorization watch: could not read the provider; the next pass tries again", "err", err)
-			continue
-		}
-		if auth.State != AuthorizationExpired {
-			// Our clock and the provider's differ, or it was captured or
-			// voided there by a running attempt's send: the next pass reads
-			// again, and the attempt records what it did.
-			continue
-		}
-		expired, err := s.store.expire(ctx, c, s.cfg.Now())
-		if err != nil {
-			l.WarnContext(ctx, "authorization watch: could not record the expiry; the next pass tries again", "err", err)
-			continue
-		}
-		if expired {
-			s.metrics.Authorizations.WithLabelValues("expired").Inc()
-			l.WarnContext(ctx, "an authorization lapsed before it was captured in full; what was not captured is released",
-				"amount", c.Amount, "captured", c.Captured)
+		if err := s.expireIfLapsed(ctx, l, c); err != nil {
+			l.WarnContext(ctx, "authorization watch: could not read the provider or record the expiry; the next pass tries again", "err", err)
 		}
 	}
+}
+
+// expireIfLapsed reads the provider about c's authorization and records it
+// EXPIRED when the provider says it lapsed; otherwise (our clock and the
+// provider's differ, or a running attempt's send captured or voided it
+// there) it changes nothing, and that attempt records what it did.
+func (s *Service) expireIfLapsed(ctx context.Context, log *slog.Logger, c lapsing) error {
+	auth, err := s.provider.ReadAuthorization(ctx, c.ProviderChargeID)
+	if err != nil || auth.State != AuthorizationExpired {
+		return err
+	}
+	expired, err := s.store.expire(ctx, c, s.cfg.Now())
+	if err == nil && expired {
+		s.metrics.Authorizations.WithLabelValues("expired").Inc()
+		log.WarnContext(ctx, "an authorization lapsed before it was captured in full; what was not captured is released",
+			"amount", c.Amount, "captured", c.Captured)
+	}
+	return err
+}
+
+// recheckAuthorization reads the provider about the authorization of m's
+// charge chargeID, because the provider said it changed (its webhook), and
+// records its expiry; an authorization that is not open in the record is
+// left as it is.
+func (s *Service) recheckAuthorization(ctx context.Context, m Merchant, chargeID uuid.UUID) error {
+	c, open, err := s.store.openAuthorization(ctx, m.ID, chargeID)
+	if err != nil || !open {
+		return err
+	}
+	return s.expireIfLapsed(ctx, s.log.With("charge_id", c.ID, "provider_charge_id", c.ProviderChargeID, "merchant_id", c.MerchantID), c)
 }
 
 // lapsing is an authorization the watch reads: its charge, and the amounts.

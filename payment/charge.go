@@ -119,8 +119,13 @@ func (chargeOperation) answer(a Attempt, r *Result) { r.Charge = a.charge().Char
 // settled: a finished charge attempt never changes.
 func (chargeOperation) settled(Attempt) bool { return true }
 
-// recheck: a charge attempt that does not wait has nothing to read.
-func (chargeOperation) recheck(_ context.Context, _ Merchant, a Attempt) (Status, error) {
+// recheck: a charge attempt that does not wait has nothing to read, but an
+// authorization it made may have lapsed (the provider says it changed):
+// its expiry is recorded as the watch would.
+func (op chargeOperation) recheck(ctx context.Context, m Merchant, a Attempt) (Status, error) {
+	if t := a.charge(); t.Input.CaptureMethod == CaptureManual && t.Charge != nil {
+		return a.Status, op.s.recheckAuthorization(ctx, m, t.Charge.ID)
+	}
 	return a.Status, nil
 }
 

@@ -426,3 +426,17 @@ func (s *store) processingCaptures(ctx context.Context, limit int) ([]Processing
 	}
 	return out, nil
 }
+
+// openAuthorization is the merchant's charge chargeID while its
+// authorization is open with nothing running on it; open is false
+// otherwise.
+func (s *store) openAuthorization(ctx context.Context, merchantID, chargeID uuid.UUID) (_ lapsing, open bool, _ error) {
+	r, err := s.q.GetOpenAuthorization(ctx, sqlc.GetOpenAuthorizationParams{ID: chargeID, MerchantID: merchantID})
+	if isNotFound(err) {
+		return lapsing{}, false, nil
+	}
+	if err != nil {
+		return lapsing{}, false, interpretError(err)
+	}
+	return lapsingOf(r), true, nil
+}

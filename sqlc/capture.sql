@@ -178,3 +178,11 @@ JOIN charges c ON c.id = a.charge_id
 WHERE a.kind IN ('capture', 'void') AND a.status = 'PROCESSING'
 ORDER BY a.created_at
 LIMIT sqlc.arg(max_attempts)::integer;
+
+-- name: GetOpenAuthorization :one
+-- The merchant's charge while its authorization is open with no capture or
+-- void running, for a provider's word that it changed.
+SELECT * FROM charges
+WHERE id = @id AND merchant_id = @merchant_id AND capture_method = 'manual' AND voided_at IS NULL
+  AND authorization_expired_at IS NULL AND NOT final_capture_claimed AND NOT void_claimed
+  AND capture_reserved = amount_captured AND amount_captured < amount;

@@ -282,6 +282,49 @@ func (q *Queries) GetChargeCapture(ctx context.Context, arg GetChargeCapturePara
 	return i, err
 }
 
+const getOpenAuthorization = `-- name: GetOpenAuthorization :one
+SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at, capture_method, amount_captured, capture_reserved, final_capture_claimed, void_claimed, voided_at, authorization_expires_at, authorization_expired_at, expiry_warned_at FROM charges
+WHERE id = $1 AND merchant_id = $2 AND capture_method = 'manual' AND voided_at IS NULL
+  AND authorization_expired_at IS NULL AND NOT final_capture_claimed AND NOT void_claimed
+  AND capture_reserved = amount_captured AND amount_captured < amount
+`
+
+type GetOpenAuthorizationParams struct {
+	ID         uuid.UUID
+	MerchantID uuid.UUID
+}
+
+// The merchant's charge while its authorization is open with no capture or
+// void running, for a provider's word that it changed.
+func (q *Queries) GetOpenAuthorization(ctx context.Context, arg GetOpenAuthorizationParams) (Charge, error) {
+	row := q.db.QueryRow(ctx, getOpenAuthorization, arg.ID, arg.MerchantID)
+	var i Charge
+	err := row.Scan(
+		&i.ID,
+		&i.MerchantID,
+		&i.Amount,
+		&i.Currency,
+		&i.OrderID,
+		&i.Description,
+		&i.ProviderChargeID,
+		&i.CreatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
+		&i.DuplicateOf,
+		&i.RefundDueAt,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureReserved,
+		&i.FinalCaptureClaimed,
+		&i.VoidClaimed,
+		&i.VoidedAt,
+		&i.AuthorizationExpiresAt,
+		&i.AuthorizationExpiredAt,
+		&i.ExpiryWarnedAt,
+	)
+	return i, err
+}
+
 const listChargeCaptures = `-- name: ListChargeCaptures :many
 SELECT id, merchant_id, charge_id, amount, currency, final, provider_capture_id, created_at FROM captures
 WHERE charge_id = $1 AND merchant_id = $2
