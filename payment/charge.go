@@ -81,18 +81,12 @@ func (op chargeOperation) read(ctx context.Context, m Merchant, a Attempt) (*out
 func (op chargeOperation) record(ctx context.Context, a Attempt, o outcome, now, expiresAt time.Time) (Attempt, error) {
 	detail, _ := o.detail.(chargeDetail)
 	if o.succeeded() {
-		var authorizedUntil *time.Time
+		var until *time.Time
 		if a.charge().Input.CaptureMethod == CaptureManual {
-			// Until when the provider holds the money; a provider that does
-			// not say is taken to hold it for the usual window.
-			until := now.Add(AuthorizationWindowDefault)
-			if auth := detail.authorization; auth != nil && !auth.ExpiresAt.IsZero() {
-				until = auth.ExpiresAt
-			}
-			until = until.Truncate(time.Microsecond)
-			authorizedUntil = &until
+			u := authorizedUntil(detail, now)
+			until = &u
 		}
-		done, duplicates, err := op.s.store.succeed(ctx, a, o.ProviderID, detail, authorizedUntil, now, expiresAt)
+		done, duplicates, err := op.s.store.succeed(ctx, a, o.ProviderID, detail, until, now, expiresAt)
 		op.s.announceDuplicates(ctx, a, o.ProviderID, duplicates)
 		return done, err
 	}
@@ -190,4 +184,15 @@ func (a Attempt) withCharge(c *Charge) Attempt {
 	t.Charge = c
 	a.Terms = t
 	return a
+}
+
+// authorizedUntil is until when the provider holds an authorization it
+// answered with detail at now: as it says, or, when it does not say, for
+// the usual window.
+func authorizedUntil(detail chargeDetail, now time.Time) time.Time {
+	until := now.Add(AuthorizationWindowDefault)
+	if auth := detail.authorization; auth != nil && !auth.ExpiresAt.IsZero() {
+		until = auth.ExpiresAt
+	}
+	return until.Truncate(time.Microsecond)
 }

@@ -61,7 +61,8 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 		detail, _ := found.detail.(chargeDetail)
 		var recorded bool
 		var duplicates []Charge
-		if a, recorded, duplicates, err = s.store.recordLate(ctx, a, found.ProviderID, detail.duplicates, s.cfg.Now()); err != nil {
+		now := s.cfg.Now()
+		if a, recorded, duplicates, err = s.store.recordLate(ctx, a, found.ProviderID, detail.duplicates, authorizedUntil(detail, now), now); err != nil {
 			return err
 		}
 		s.announceDuplicates(ctx, a, found.ProviderID, duplicates)

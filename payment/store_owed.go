@@ -21,7 +21,10 @@ import (
 // charge.late_refunded, in one transaction, with the provider charges
 // duplicates of it, if any, which it returns; recorded is false when
 // another reader recorded it first, and a then names theirs.
-func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateIDs []string, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
+//
+// A late authorization (a manual attempt's) is recorded as one, open until
+// authorizedUntil, for its void.
+func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateIDs []string, authorizedUntil time.Time, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
 	var done Attempt
 	in := a.charge().Input
 	err = s.inTx(ctx, func(q *txQueries) error {
@@ -30,8 +33,7 @@ func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateI
 			Description: optional(in.Description), ProviderChargeID: id, CaptureMethod: optional(manual(in.CaptureMethod)),
 		}
 		if in.CaptureMethod == CaptureManual {
-			// Voided at once: when it lapses matters to nobody.
-			p.AuthorizationExpiresAt = &now
+			p.AuthorizationExpiresAt = &authorizedUntil
 		}
 		c, err := q.InsertCharge(ctx, p)
 		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
