@@ -36,13 +36,14 @@ type refund struct {
 	SettlesAt      time.Time
 }
 
-// refusal is a refund that the simulator refuses, as Stripe does with a
-// 400: nothing is stored, and the same request later is decided anew.
+// refusal is a refund, capture or void that the simulator refuses, as
+// Stripe does with a 400: nothing is stored, and the same request later is
+// decided anew.
 type refusal struct {
 	code, message string
 }
 
-func (r *refusal) Error() string { return "refund refused: " + r.code }
+func (r *refusal) Error() string { return "refused: " + r.code }
 
 // createRefund stores the refund of key, or finds the one stored by an
 // earlier request with that key (replayed is then true). A refund that
@@ -56,7 +57,7 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 	}
 	hash := refundHash(req)
 	// First, so that a refund that failed meanwhile gives its amount back.
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return r, false, err
 	}
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
@@ -82,11 +83,20 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 			return &refusal{codeChargeNotRefundable, fmt.Sprintf(
 				"This charge's status is %s: only a charge that is %s can be refunded.", c.Status, statusSucceeded)}
 		}
+		// Of an authorization, only what its captures took was charged.
+		refundable := c.Amount
+		if c.CaptureMethod == captureManual {
+			refundable = c.AmountCaptured
+		}
+		if refundable == 0 {
+			return &refusal{codeChargeNotRefundable,
+				"Nothing of this authorization was captured: there is nothing to refund."}
+		}
 		held, err := q.RefundsHeld(ctx, c.ID)
 		if err != nil {
 			return fmt.Errorf("sum refunds: %w", err)
 		}
-		remaining := c.Amount - held.Held
+		remaining := refundable - held.Held
 		amount := req.Amount
 		switch {
 		case amount == 0 && remaining == 0:
@@ -138,7 +148,7 @@ func replayRefund(stored sqlc.CardsimRefund, hash []byte) (refund, bool, error) 
 
 // getRefund returns the refund with id as it is now, or errNoRefund.
 func (s *store) getRefund(ctx context.Context, id string) (refund, error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return refund{}, err
 	}
 	row, err := s.queries.GetRefund(ctx, id)
@@ -155,7 +165,7 @@ func (s *store) getRefund(ctx context.Context, id string) (refund, error) {
 // first, at most f.Limit of them, and whether more follow. A page after a
 // refund that does not exist is errNoRefund.
 func (s *store) listRefunds(ctx context.Context, f refundFilter) (refunds []refund, more bool, err error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return nil, false, err
 	}
 	if f.StartingAfter != nil {
@@ -192,7 +202,7 @@ func (s *store) listRefunds(ctx context.Context, f refundFilter) (refunds []refu
 // expired_or_canceled_card. failed is false when it had failed already: it
 // is returned as it is, and nothing changed.
 func (s *store) failRefund(ctx context.Context, id string) (r refund, failed bool, err error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return r, false, err
 	}
 	row, err := s.queries.FailRefund(ctx, sqlc.FailRefundParams{
@@ -209,15 +219,19 @@ func (s *store) failRefund(ctx context.Context, id string) (r refund, failed boo
 	return r, true, err
 }
 
-// settleRefunds makes final every pending refund whose time has come, as
-// every read of refunds or charges does first: a refund settles when it is
-// next read, with no loop in the background.
-func (s *store) settleRefunds(ctx context.Context) error {
+// settleDue makes final what time has decided, as every read of refunds or
+// charges does first, with no loop in the background: every pending refund
+// whose time has come settles, and every open authorization whose window
+// has passed expires.
+func (s *store) settleDue(ctx context.Context) error {
 	err := s.queries.SettleDueRefunds(ctx, sqlc.SettleDueRefundsParams{
 		FailureCode: codeExpiredOrCanceledCard, FailureMessage: messageExpiredOrCanceledCard,
 	})
 	if err != nil {
 		return fmt.Errorf("settle refunds: %w", err)
+	}
+	if err := s.queries.ExpireDueAuthorizations(ctx); err != nil {
+		return fmt.Errorf("expire authorizations: %w", err)
 	}
 	return nil
 }
