@@ -43,7 +43,17 @@ func TestConformance_AgainstTheSimulator(t *testing.T) {
 			Authenticate: func(t *testing.T, pc payment.ProviderCharge) {
 				providertest.PressChallenge(t, nil, pc.Action.URL, "complete")
 			},
-			Refunds: true,
+			Refunds:  true,
+			Captures: true,
+			// The simulator's control: the authorization lapses now.
+			ExpireAuthorization: func(t *testing.T, pc payment.ProviderCharge) {
+				sim.ExpireAuthorization(t, pc.ID)
+			},
+			// The simulator captures, then drops the connection unanswered,
+			// for every send of the card's captures.
+			LoseCaptureOutcome: func(*testing.T) payment.ProviderChargeRequest {
+				return providertest.ManualRequest("pm_card_captureLostResponse", 1999, "USD")
+			},
 			Cannot: providertest.Cannot{
 				SpendKey: "the simulator saves no failure for a key: pm_card_providerError answers 500 before anything is stored, " +
 					"on every send alike, so no key is ever spent",

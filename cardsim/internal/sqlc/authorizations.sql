@@ -21,7 +21,7 @@ WHERE authorization_status = 'open'
 -- expiry are decided one at a time. lapsed says whether its authorization
 -- is open but past its time, by the database's clock.
 SELECT sqlc.embed(c),
-       (c.authorization_status = 'open' AND c.authorization_expires_at <= now())::boolean AS lapsed
+       coalesce(c.authorization_status = 'open' AND c.authorization_expires_at <= now(), false)::boolean AS lapsed
 FROM cardsim.charges c
 WHERE c.id = @id
 FOR NO KEY UPDATE;

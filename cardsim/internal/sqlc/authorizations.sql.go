@@ -434,7 +434,7 @@ func (q *Queries) ListVoids(ctx context.Context, arg ListVoidsParams) ([]Cardsim
 
 const lockAuthorization = `-- name: LockAuthorization :one
 SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason, c.capture_method, c.authorization_status, c.authorization_expires_at, c.amount_captured,
-       (c.authorization_status = 'open' AND c.authorization_expires_at <= now())::boolean AS lapsed
+       coalesce(c.authorization_status = 'open' AND c.authorization_expires_at <= now(), false)::boolean AS lapsed
 FROM cardsim.charges c
 WHERE c.id = $1
 FOR NO KEY UPDATE
