@@ -1,7 +1,7 @@
 package cardsim
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,82 +68,150 @@ func (c charge) amounts() (authorized, captured, capturable, voided int64) {
 // time, and the update that takes the amount guards it again: no
 // interleaving captures more than was authorized, or both captures and
 // expires (or voids) one authorization.
-func (s *store) createCapture(ctx context.Context, key string, req captureRequest) (p capture, replayed bool, err error) {
+func (s *store) createCapture(ctx context.Context, key string, req captureRequest) (capture, bool, error) {
 	metadata, err := json.Marshal(req.Metadata)
 	if err != nil {
-		return p, false, err
+		return capture{}, false, err
 	}
 	hash := captureHash(req)
+	return decideOnce(ctx, s, key, req.Charge, hash, captures,
+		func(q *sqlc.Queries, c sqlc.Charge, lapsed bool) (sqlc.CardsimCapture, error) {
+			if req.Currency != nil && *req.Currency != c.Currency {
+				return sqlc.CardsimCapture{}, &refusal{"currency_mismatch",
+					fmt.Sprintf("The capture's currency, %s, is not the charge's, %s.", *req.Currency, c.Currency)}
+			}
+			if refused := authorizationRefuses(c, lapsed, "captured"); refused != nil {
+				return sqlc.CardsimCapture{}, refused
+			}
+			remaining := c.Amount - c.AmountCaptured
+			amount := cmp.Or(req.Amount, remaining)
+			if amount > remaining {
+				return sqlc.CardsimCapture{}, &refusal{codeCaptureExceedsAuthorization, fmt.Sprintf(
+					"The capture of %s is greater than what remains capturable of the authorization, %s.",
+					formatAmount(amount, c.Currency), formatAmount(remaining, c.Currency))}
+			}
+			params := sqlc.InsertCaptureParams{
+				ID: newID("cp_"), ChargeID: c.ID, IdempotencyKey: key, RequestHash: hash,
+				Amount: amount, Currency: c.Currency, Final: req.Final, Status: statusSucceeded, Metadata: metadata,
+			}
+			declined := tokens[c.PaymentMethod].captures == capturesDeclined
+			if declined {
+				params.Status = statusFailed
+				params.FailureCode, params.FailureMessage = new(codeCaptureDeclined), new(messageCaptureDeclined)
+			}
+			row, err := claimed(q.InsertCapture(ctx, params))
+			if err != nil || declined {
+				return row, err
+			}
+			_, err = q.CaptureAuthorization(ctx, sqlc.CaptureAuthorizationParams{ID: c.ID, Amount: amount, Final: req.Final})
+			return row, err
+		})
+}
+
+// createVoid stores the void of key, or finds the one stored by an earlier
+// request with that key (replayed is then true); as createCapture.
+func (s *store) createVoid(ctx context.Context, key string, req voidRequest) (void, bool, error) {
+	metadata, err := json.Marshal(req.Metadata)
+	if err != nil {
+		return void{}, false, err
+	}
+	hash := voidHash(req)
+	return decideOnce(ctx, s, key, req.Charge, hash, voids,
+		func(q *sqlc.Queries, c sqlc.Charge, lapsed bool) (sqlc.CardsimVoid, error) {
+			if refused := authorizationRefuses(c, lapsed, "voided"); refused != nil {
+				return sqlc.CardsimVoid{}, refused
+			}
+			row, err := claimed(q.InsertVoid(ctx, sqlc.InsertVoidParams{
+				ID: newID("vd_"), ChargeID: c.ID, IdempotencyKey: key, RequestHash: hash, Metadata: metadata,
+			}))
+			if err != nil {
+				return row, err
+			}
+			_, err = q.VoidAuthorization(ctx, c.ID)
+			return row, err
+		})
+}
+
+// kept is what decideOnce needs of a kind of request that is stored once
+// per key (a capture, a void): its name, how to load the row of a key,
+// the row's request hash, and what the handlers see of the row.
+type kept[R, T any] struct {
+	name    string
+	byKey   func(*sqlc.Queries, context.Context, string) (R, error)
+	hashOf  func(R) []byte
+	fromRow func(R) (T, error)
+}
+
+var (
+	captures = kept[sqlc.CardsimCapture, capture]{"capture", (*sqlc.Queries).GetCaptureByIdempotencyKey,
+		func(r sqlc.CardsimCapture) []byte { return r.RequestHash }, captureFromRow}
+	voids = kept[sqlc.CardsimVoid, void]{"void", (*sqlc.Queries).GetVoidByIdempotencyKey,
+		func(r sqlc.CardsimVoid) []byte { return r.RequestHash }, voidFromRow}
+)
+
+// errKeyTaken is an insert that found its idempotency key taken.
+var errKeyTaken = errors.New("idempotency key taken")
+
+// claimed is an insert's answer, with no row (its key taken) as
+// errKeyTaken, apart from no row of any other statement.
+func claimed[R any](row R, err error) (R, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row, errKeyTaken
+	}
+	return row, err
+}
+
+// decideOnce decides the request of key (whose hash is hash) of the
+// authorization chargeID, in a transaction that holds the charge's row
+// lock: a request whose key is stored is answered with its row
+// (errKeyReused if it was another request); else decide, given the locked
+// charge, refuses (a *refusal) or stores the row and changes the charge.
+// decide's insert finding the key taken (errKeyTaken, see claimed) means a
+// request for another charge took it meanwhile: that one is replayed. Any
+// other error of decide's, even no row from its update, stores nothing.
+func decideOnce[R, T any](ctx context.Context, s *store, key, chargeID string, hash []byte, kind kept[R, T],
+	decide func(q *sqlc.Queries, c sqlc.Charge, lapsed bool) (R, error),
+) (v T, replayed bool, err error) {
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		q := s.queries.WithTx(tx)
 		// The lock first: a request with the same key and charge that
 		// committed while this one waited for it is then seen, and replayed.
-		locked, lockErr := q.LockAuthorization(ctx, req.Charge)
+		locked, lockErr := q.LockAuthorization(ctx, chargeID)
 		if lockErr != nil && !errors.Is(lockErr, pgx.ErrNoRows) {
 			return fmt.Errorf("lock charge: %w", lockErr)
 		}
-		stored, err := q.GetCaptureByIdempotencyKey(ctx, key)
+		stored, err := kind.byKey(q, ctx, key)
 		if err == nil {
-			p, replayed, err = replayCapture(stored, hash)
+			v, replayed, err = replay(stored, kind.hashOf(stored), hash, kind.fromRow)
 			return err
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("load capture of key: %w", err)
+			return fmt.Errorf("load %s of key: %w", kind.name, err)
 		}
 		if lockErr != nil {
-			return &refusal{"resource_missing", fmt.Sprintf("No such charge: %q.", req.Charge)}
+			return &refusal{"resource_missing", fmt.Sprintf("No such charge: %q.", chargeID)}
 		}
-		c := locked.Charge
-		if req.Currency != nil && *req.Currency != c.Currency {
-			return &refusal{"currency_mismatch", fmt.Sprintf("The capture's currency, %s, is not the charge's, %s.", *req.Currency, c.Currency)}
-		}
-		if refused := authorizationRefuses(c, locked.Lapsed, "captured"); refused != nil {
-			return refused
-		}
-		remaining := c.Amount - c.AmountCaptured
-		amount := req.Amount
-		if amount == 0 {
-			amount = remaining
-		}
-		if amount > remaining {
-			return &refusal{codeCaptureExceedsAuthorization, fmt.Sprintf(
-				"The capture of %s is greater than what remains capturable of the authorization, %s.",
-				formatAmount(amount, c.Currency), formatAmount(remaining, c.Currency))}
-		}
-		params := sqlc.InsertCaptureParams{
-			ID: newID("cp_"), ChargeID: c.ID, IdempotencyKey: key, RequestHash: hash,
-			Amount: amount, Currency: c.Currency, Final: req.Final, Status: statusSucceeded, Metadata: metadata,
-		}
-		declined := tokens[c.PaymentMethod].captures == capturesDeclined
-		if declined {
-			params.Status = statusFailed
-			params.FailureCode, params.FailureMessage = new(codeCaptureDeclined), new(messageCaptureDeclined)
-		}
-		row, err := q.InsertCapture(ctx, params)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// The key was taken meanwhile, by a request for another charge
-			// that committed: this statement sees it.
-			if stored, err = q.GetCaptureByIdempotencyKey(ctx, key); err != nil {
-				return fmt.Errorf("load capture of reused key: %w", err)
+		row, err := decide(q, locked.Charge, locked.Lapsed)
+		var refused *refusal
+		switch {
+		case errors.Is(err, errKeyTaken):
+			// This statement sees the request that took it.
+			if stored, err = kind.byKey(q, ctx, key); err != nil {
+				return fmt.Errorf("load %s of taken key: %w", kind.name, err)
 			}
-			p, replayed, err = replayCapture(stored, hash)
+			v, replayed, err = replay(stored, kind.hashOf(stored), hash, kind.fromRow)
 			return err
+		case errors.As(err, &refused):
+			return err
+		case err != nil:
+			// Under the lock, after decide's checks, the update's guard
+			// cannot refuse: if it does, nothing is stored.
+			return fmt.Errorf("%s of %s: %w", kind.name, chargeID, err)
 		}
-		if err != nil {
-			return fmt.Errorf("insert capture: %w", err)
-		}
-		if !declined {
-			_, err := q.CaptureAuthorization(ctx, sqlc.CaptureAuthorizationParams{ID: c.ID, Amount: amount, Final: req.Final})
-			if err != nil {
-				// Under the lock, after the checks above, the guard cannot
-				// refuse: if it does, nothing is stored.
-				return fmt.Errorf("capture authorization %s: %w", c.ID, err)
-			}
-		}
-		p, err = captureFromRow(row)
+		v, err = kind.fromRow(row)
 		return err
 	})
-	return p, replayed, err
+	return v, replayed, err
 }
 
 // authorizationRefuses is the refusal of a capture or void (done says
@@ -168,57 +236,6 @@ func authorizationRefuses(c sqlc.Charge, lapsed bool, done string) *refusal {
 	return nil
 }
 
-// createVoid stores the void of key, or finds the one stored by an earlier
-// request with that key (replayed is then true); as createCapture.
-func (s *store) createVoid(ctx context.Context, key string, req voidRequest) (v void, replayed bool, err error) {
-	metadata, err := json.Marshal(req.Metadata)
-	if err != nil {
-		return v, false, err
-	}
-	hash := voidHash(req)
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		q := s.queries.WithTx(tx)
-		locked, lockErr := q.LockAuthorization(ctx, req.Charge)
-		if lockErr != nil && !errors.Is(lockErr, pgx.ErrNoRows) {
-			return fmt.Errorf("lock charge: %w", lockErr)
-		}
-		stored, err := q.GetVoidByIdempotencyKey(ctx, key)
-		if err == nil {
-			v, replayed, err = replayVoid(stored, hash)
-			return err
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("load void of key: %w", err)
-		}
-		if lockErr != nil {
-			return &refusal{"resource_missing", fmt.Sprintf("No such charge: %q.", req.Charge)}
-		}
-		c := locked.Charge
-		if refused := authorizationRefuses(c, locked.Lapsed, "voided"); refused != nil {
-			return refused
-		}
-		row, err := q.InsertVoid(ctx, sqlc.InsertVoidParams{
-			ID: newID("vd_"), ChargeID: c.ID, IdempotencyKey: key, RequestHash: hash, Metadata: metadata,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			if stored, err = q.GetVoidByIdempotencyKey(ctx, key); err != nil {
-				return fmt.Errorf("load void of reused key: %w", err)
-			}
-			v, replayed, err = replayVoid(stored, hash)
-			return err
-		}
-		if err != nil {
-			return fmt.Errorf("insert void: %w", err)
-		}
-		if _, err := q.VoidAuthorization(ctx, c.ID); err != nil {
-			return fmt.Errorf("void authorization %s: %w", c.ID, err)
-		}
-		v, err = voidFromRow(row)
-		return err
-	})
-	return v, replayed, err
-}
-
 // expireNow makes the open authorization of charge id expire now (a
 // control for tests). expired is false when it was not open: it is
 // returned as it is, and nothing changed.
@@ -228,22 +245,6 @@ func (s *store) expireNow(ctx context.Context, id string) (c charge, expired boo
 	}
 	row, err := s.queries.ExpireAuthorizationNow(ctx, id)
 	return s.afterResolve(ctx, id, row, err)
-}
-
-func replayCapture(stored sqlc.CardsimCapture, hash []byte) (capture, bool, error) {
-	if !bytes.Equal(stored.RequestHash, hash) {
-		return capture{}, false, errKeyReused
-	}
-	p, err := captureFromRow(stored)
-	return p, true, err
-}
-
-func replayVoid(stored sqlc.CardsimVoid, hash []byte) (void, bool, error) {
-	if !bytes.Equal(stored.RequestHash, hash) {
-		return void{}, false, errKeyReused
-	}
-	v, err := voidFromRow(stored)
-	return v, true, err
 }
 
 // getCapture returns the capture with id, or errNoCapture.

@@ -840,3 +840,34 @@ func TestCapture_RacesTheWindow_EndsCapturedOrExpiredNeverBoth(t *testing.T) {
 	}
 	t.Logf("of %d races, %v", rounds, wins)
 }
+
+// TestCapture_OneKeyForTwoChargesConcurrently_OneCaptureAndA409: the two
+// requests lock different charges, so only the key's own uniqueness stands
+// between them.
+func TestCapture_OneKeyForTwoChargesConcurrently_OneCaptureAndA409(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, cardsim.Config{})
+	for round := range 20 {
+		first, second := s.authorize("pm_card_visa", 1000), s.authorize("pm_card_visa", 1000)
+		key := fmt.Sprintf("%s-%d", uniqueKey(t), round)
+		answers := make([]answer, 2)
+		race(2, func(i int) {
+			answers[i] = s.captureAnswer(key, captureBody([]string{first.ID, second.ID}[i], 1000, true))
+		})
+		statuses := []int{answers[0].status, answers[1].status}
+		require.ElementsMatch(t, []int{http.StatusOK, http.StatusConflict}, statuses, "round %d: %s / %s", round, answers[0].raw, answers[1].raw)
+		captured := first.ID
+		if answers[1].status == http.StatusOK {
+			captured = second.ID
+		}
+		made := s.captures(url.Values{"idempotency_key": {key}})
+		require.Len(t, made, 1)
+		require.Equal(t, captured, made[0].Charge)
+		require.Equal(t, int64(1000), s.authorization(captured).AmountCaptured)
+		other := first.ID
+		if captured == first.ID {
+			other = second.ID
+		}
+		require.Zero(t, s.authorization(other).AmountCaptured, "round %d: the refused request captured nothing", round)
+	}
+}

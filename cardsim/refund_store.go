@@ -70,7 +70,7 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 		}
 		stored, err := q.GetRefundByIdempotencyKey(ctx, key)
 		if err == nil {
-			r, replayed, err = replayRefund(stored, hash)
+			r, replayed, err = replay(stored, stored.RequestHash, hash, refundFromRow)
 			return err
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -124,7 +124,7 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 			if stored, err = q.GetRefundByIdempotencyKey(ctx, key); err != nil {
 				return fmt.Errorf("load refund of reused key: %w", err)
 			}
-			r, replayed, err = replayRefund(stored, hash)
+			r, replayed, err = replay(stored, stored.RequestHash, hash, refundFromRow)
 			return err
 		}
 		if err != nil {
@@ -136,14 +136,16 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 	return r, replayed, err
 }
 
-// replayRefund answers a request whose key is stored's: with the refund,
-// if it is the same request.
-func replayRefund(stored sqlc.CardsimRefund, hash []byte) (refund, bool, error) {
-	if !bytes.Equal(stored.RequestHash, hash) {
-		return refund{}, false, errKeyReused
+// replay answers a request with hash whose key a stored row holds (a
+// refund's, a capture's, a void's): with what from makes of the row, if
+// storedHash says it is the same request; else errKeyReused.
+func replay[R, T any](stored R, storedHash, hash []byte, from func(R) (T, error)) (T, bool, error) {
+	if !bytes.Equal(storedHash, hash) {
+		var zero T
+		return zero, false, errKeyReused
 	}
-	r, err := refundFromRow(stored)
-	return r, true, err
+	v, err := from(stored)
+	return v, true, err
 }
 
 // getRefund returns the refund with id as it is now, or errNoRefund.

@@ -66,7 +66,8 @@ const (
 type captureBehaviour int
 
 const (
-	capturesSucceed captureBehaviour = iota
+	// The zero value: every capture is made at once.
+	_ captureBehaviour = iota
 	// capturesDeclined: the card declines every capture (stored, failed,
 	// answered 402); the authorization stays as it was.
 	capturesDeclined

@@ -519,21 +519,7 @@ func (c *Client) ListProviderVoids(ctx context.Context, f ProviderVoidFilter) ([
 // provider's charge id lapse now, as if its window had passed: the
 // simulator's control for tests.
 func (c *Client) ExpireProviderAuthorization(ctx context.Context, id string) error {
-	path := "/provider/v1/charges/" + url.PathEscape(id) + "/expire"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: the provider's %s: %s: %s", c.URL, path, resp.Status, bytes.TrimSpace(body))
-	}
-	return nil
+	return c.provider(ctx, http.MethodPost, "charges/"+url.PathEscape(id)+"/expire", nil)
 }
 
 // given is the query of the filters that have a value: the simulator
@@ -580,7 +566,17 @@ func (v ProviderVoid) providerID() string    { return v.ID }
 
 // providerGet reads the simulator's /provider/v1/path into v.
 func (c *Client) providerGet(ctx context.Context, path string, v any) error {
-	resp, err := c.get(ctx, "/provider/v1/"+path)
+	return c.provider(ctx, http.MethodGet, path, v)
+}
+
+// provider sends method to the simulator's /provider/v1/path, which must
+// answer 200, and reads the answer into v (nil: not read).
+func (c *Client) provider(ctx context.Context, method, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL+"/provider/v1/"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return err
 	}
@@ -588,6 +584,9 @@ func (c *Client) providerGet(ctx context.Context, path string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("%s: the provider's %s: %s: %s", c.URL, path, resp.Status, bytes.TrimSpace(body))
+	}
+	if v == nil {
+		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		return fmt.Errorf("%s: the provider's %s: %w", c.URL, path, err)
