@@ -274,7 +274,7 @@ func (s *store) getVoid(ctx context.Context, id string) (void, error) {
 // listCaptures returns the captures that f selects, newest first, at most
 // f.Limit of them, and whether more follow. A page after a capture that
 // does not exist is errNoCapture.
-func (s *store) listCaptures(ctx context.Context, f captureFilter) (captures []capture, more bool, err error) {
+func (s *store) listCaptures(ctx context.Context, f captureFilter) ([]capture, bool, error) {
 	if f.StartingAfter != nil {
 		if _, err := s.getCapture(ctx, *f.StartingAfter); err != nil {
 			return nil, false, err
@@ -287,20 +287,11 @@ func (s *store) listCaptures(ctx context.Context, f captureFilter) (captures []c
 	if err != nil {
 		return nil, false, err
 	}
-	rows, more = trimPage(rows, f.Limit)
-	captures = make([]capture, 0, len(rows))
-	for _, row := range rows {
-		p, err := captureFromRow(row)
-		if err != nil {
-			return nil, false, err
-		}
-		captures = append(captures, p)
-	}
-	return captures, more, nil
+	return pageOf(rows, f.Limit, captureFromRow)
 }
 
 // listVoids returns the voids that f selects; as listCaptures.
-func (s *store) listVoids(ctx context.Context, f voidFilter) (voids []void, more bool, err error) {
+func (s *store) listVoids(ctx context.Context, f voidFilter) ([]void, bool, error) {
 	if f.StartingAfter != nil {
 		if _, err := s.getVoid(ctx, *f.StartingAfter); err != nil {
 			return nil, false, err
@@ -313,16 +304,7 @@ func (s *store) listVoids(ctx context.Context, f voidFilter) (voids []void, more
 	if err != nil {
 		return nil, false, err
 	}
-	rows, more = trimPage(rows, f.Limit)
-	voids = make([]void, 0, len(rows))
-	for _, row := range rows {
-		v, err := voidFromRow(row)
-		if err != nil {
-			return nil, false, err
-		}
-		voids = append(voids, v)
-	}
-	return voids, more, nil
+	return pageOf(rows, f.Limit, voidFromRow)
 }
 
 func captureFromRow(row sqlc.CardsimCapture) (capture, error) {

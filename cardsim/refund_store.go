@@ -188,16 +188,7 @@ func (s *store) listRefunds(ctx context.Context, f refundFilter) (refunds []refu
 	if err != nil {
 		return nil, false, err
 	}
-	rows, more = trimPage(rows, f.Limit)
-	refunds = make([]refund, 0, len(rows))
-	for _, row := range rows {
-		r, err := refundFromRow(row)
-		if err != nil {
-			return nil, false, err
-		}
-		refunds = append(refunds, r)
-	}
-	return refunds, more, nil
+	return pageOf(rows, f.Limit, refundFromRow)
 }
 
 // failRefund fails refund id, pending or succeeded, with

@@ -263,6 +263,22 @@ func (s *store) list(ctx context.Context, f listFilter) (charges []charge, more 
 	return charges, more, nil
 }
 
+// pageOf is the page of rows, read with a limit one more than limit, as
+// the handlers see it (what from makes of each row), and whether more
+// follow it.
+func pageOf[R, T any](rows []R, limit int32, from func(R) (T, error)) ([]T, bool, error) {
+	rows, more := trimPage(rows, limit)
+	page := make([]T, 0, len(rows))
+	for _, row := range rows {
+		v, err := from(row)
+		if err != nil {
+			return nil, false, err
+		}
+		page = append(page, v)
+	}
+	return page, more, nil
+}
+
 // trimPage cuts rows, read with a limit one more than limit, to limit, and
 // reports whether it cut: whether more follow the page.
 func trimPage[T any](rows []T, limit int32) ([]T, bool) {
