@@ -92,7 +92,8 @@ type Cannot struct {
 	// RefuseRefund: the provider does not refuse a refund of more than the
 	// charge.
 	RefuseRefund string
-	// ExpireAuthorization: Harness.ExpireAuthorization is nil.
+	// ExpireAuthorization: Harness.ExpireAuthorization is nil. Like
+	// LoseCaptureOutcome, it is required only of a harness with Captures.
 	ExpireAuthorization string
 	// LoseCaptureOutcome: Harness.LoseCaptureOutcome is nil.
 	LoseCaptureOutcome string
