@@ -1,6 +1,7 @@
 package cardsim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ type handler struct {
 // creates them).
 func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	h := &handler{
-		store:        newStore(pool),
+		store:        newStore(pool, cmp.Or(max(cfg.AuthorizationWindow, 0), AuthorizationWindowDefault)),
 		slowDelay:    max(cfg.SlowDelay, 0),
 		refundSettle: cfg.RefundSettle,
 		publicURL:    strings.TrimRight(cfg.PublicURL, "/"),
@@ -48,14 +49,21 @@ func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/refunds", h.createRefund)
 	mux.HandleFunc("GET /v1/refunds", h.listRefunds)
 	mux.HandleFunc("GET /v1/refunds/{id}", h.getRefund)
+	mux.HandleFunc("POST /v1/captures", h.createCapture)
+	mux.HandleFunc("GET /v1/captures", h.listCaptures)
+	mux.HandleFunc("GET /v1/captures/{id}", h.getCapture)
+	mux.HandleFunc("POST /v1/voids", h.createVoid)
+	mux.HandleFunc("GET /v1/voids", h.listVoids)
+	mux.HandleFunc("GET /v1/voids/{id}", h.getVoid)
 	mux.HandleFunc("GET /authenticate/{id}", h.challenge)
-	// The challenge's buttons change a charge, and the control that fails a
-	// refund a refund: a page of another site must not be able to press them
+	// The challenge's buttons change a charge, and the controls that fail a
+	// refund or expire an authorization what they name: a page of another site must not be able to press them
 	// for whoever's browser visits it.
 	buttons := http.NewCrossOriginProtection()
 	mux.Handle("POST /authenticate/{id}/complete", buttons.Handler(h.resolveChallenge("complete", h.store.completeAuthentication)))
 	mux.Handle("POST /authenticate/{id}/fail", buttons.Handler(h.resolveChallenge("fail", h.store.failAuthentication)))
 	mux.Handle("POST /v1/refunds/{id}/fail", buttons.Handler(http.HandlerFunc(h.failRefund)))
+	mux.Handle("POST /v1/charges/{id}/expire", buttons.Handler(http.HandlerFunc(h.expireAuthorization)))
 	// Catch-alls, less specific than the patterns above, so that every answer
 	// is JSON: ServeMux's own 404 and 405 answers are plain text.
 	mux.HandleFunc("/v1/charges", methodNotAllowed("GET, HEAD, POST"))
@@ -64,6 +72,11 @@ func NewHandler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	mux.HandleFunc("/v1/refunds", methodNotAllowed("GET, HEAD, POST"))
 	mux.HandleFunc("/v1/refunds/{id}", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc("/v1/refunds/{id}/fail", methodNotAllowed("POST"))
+	mux.HandleFunc("/v1/charges/{id}/expire", methodNotAllowed("POST"))
+	mux.HandleFunc("/v1/captures", methodNotAllowed("GET, HEAD, POST"))
+	mux.HandleFunc("/v1/captures/{id}", methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc("/v1/voids", methodNotAllowed("GET, HEAD, POST"))
+	mux.HandleFunc("/v1/voids/{id}", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc("/authenticate/{id}", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc("/authenticate/{id}/complete", methodNotAllowed("POST"))
 	mux.HandleFunc("/authenticate/{id}/fail", methodNotAllowed("POST"))
@@ -113,13 +126,8 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
 	// storeTimeout instead, so a shutdown waits at most that long for it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.slowDelay+storeTimeout)
 	defer cancel()
-	if spec.behaviour == slow && h.slowDelay > 0 {
-		timer := time.NewTimer(h.slowDelay)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-		}
+	if spec.behaviour == slow {
+		sleep(ctx, h.slowDelay)
 	}
 
 	c, replayed, err := h.store.create(ctx, key, req, spec)

@@ -88,6 +88,10 @@ func TestMigrate_FreshDatabase_CreatesTheSchemaWithNamedConstraints(t *testing.T
 		"cardsim.refunds refunds_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text])))",
 		"refunds.settles_at timestamp with time zone NO",
 		"CREATE INDEX cardsim_refunds_pending_idx ON cardsim.refunds USING btree (settles_at) WHERE (status = 'pending'::text)",
+		"charges.capture_method text NO 'automatic'::text",
+		"charges.amount_captured bigint NO 0",
+		"cardsim.captures captures_idempotency_key_key UNIQUE (idempotency_key)",
+		"cardsim.voids voids_charge_id_key UNIQUE (charge_id)",
 	} {
 		require.Contains(t, got, want)
 	}
@@ -181,7 +185,7 @@ func TestMigrate_Concurrently_MigratesOnce(t *testing.T) {
 }
 
 // allVersions are the simulator's migrations.
-var allVersions = []int64{1, 2, 3, 4}
+var allVersions = []int64{1, 2, 3, 4, 5}
 
 // TestMigrate_EachDown_IsTheSchemaOfBefore: each migration's Down section
 // leaves the schema that the one before made, and Up then applies again.

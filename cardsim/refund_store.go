@@ -36,13 +36,14 @@ type refund struct {
 	SettlesAt      time.Time
 }
 
-// refusal is a refund that the simulator refuses, as Stripe does with a
-// 400: nothing is stored, and the same request later is decided anew.
+// refusal is a refund, capture or void that the simulator refuses, as
+// Stripe does with a 400: nothing is stored, and the same request later is
+// decided anew.
 type refusal struct {
 	code, message string
 }
 
-func (r *refusal) Error() string { return "refund refused: " + r.code }
+func (r *refusal) Error() string { return "refused: " + r.code }
 
 // createRefund stores the refund of key, or finds the one stored by an
 // earlier request with that key (replayed is then true). A refund that
@@ -56,7 +57,7 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 	}
 	hash := refundHash(req)
 	// First, so that a refund that failed meanwhile gives its amount back.
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return r, false, err
 	}
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
@@ -69,7 +70,7 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 		}
 		stored, err := q.GetRefundByIdempotencyKey(ctx, key)
 		if err == nil {
-			r, replayed, err = replayRefund(stored, hash)
+			r, replayed, err = replay(stored, stored.RequestHash, hash, refundFromRow)
 			return err
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -82,11 +83,20 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 			return &refusal{codeChargeNotRefundable, fmt.Sprintf(
 				"This charge's status is %s: only a charge that is %s can be refunded.", c.Status, statusSucceeded)}
 		}
+		// Of an authorization, only what its captures took was charged.
+		refundable := c.Amount
+		if c.CaptureMethod == captureManual {
+			refundable = c.AmountCaptured
+		}
+		if refundable == 0 {
+			return &refusal{codeChargeNotRefundable,
+				"Nothing of this authorization was captured: there is nothing to refund."}
+		}
 		held, err := q.RefundsHeld(ctx, c.ID)
 		if err != nil {
 			return fmt.Errorf("sum refunds: %w", err)
 		}
-		remaining := c.Amount - held.Held
+		remaining := refundable - held.Held
 		amount := req.Amount
 		switch {
 		case amount == 0 && remaining == 0:
@@ -114,7 +124,7 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 			if stored, err = q.GetRefundByIdempotencyKey(ctx, key); err != nil {
 				return fmt.Errorf("load refund of reused key: %w", err)
 			}
-			r, replayed, err = replayRefund(stored, hash)
+			r, replayed, err = replay(stored, stored.RequestHash, hash, refundFromRow)
 			return err
 		}
 		if err != nil {
@@ -126,19 +136,21 @@ func (s *store) createRefund(ctx context.Context, key string, req refundRequest,
 	return r, replayed, err
 }
 
-// replayRefund answers a request whose key is stored's: with the refund,
-// if it is the same request.
-func replayRefund(stored sqlc.CardsimRefund, hash []byte) (refund, bool, error) {
-	if !bytes.Equal(stored.RequestHash, hash) {
-		return refund{}, false, errKeyReused
+// replay answers a request with hash whose key a stored row holds (a
+// refund's, a capture's, a void's): with what from makes of the row, if
+// storedHash says it is the same request; else errKeyReused.
+func replay[R, T any](stored R, storedHash, hash []byte, from func(R) (T, error)) (T, bool, error) {
+	if !bytes.Equal(storedHash, hash) {
+		var zero T
+		return zero, false, errKeyReused
 	}
-	r, err := refundFromRow(stored)
-	return r, true, err
+	v, err := from(stored)
+	return v, true, err
 }
 
 // getRefund returns the refund with id as it is now, or errNoRefund.
 func (s *store) getRefund(ctx context.Context, id string) (refund, error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return refund{}, err
 	}
 	row, err := s.queries.GetRefund(ctx, id)
@@ -155,7 +167,7 @@ func (s *store) getRefund(ctx context.Context, id string) (refund, error) {
 // first, at most f.Limit of them, and whether more follow. A page after a
 // refund that does not exist is errNoRefund.
 func (s *store) listRefunds(ctx context.Context, f refundFilter) (refunds []refund, more bool, err error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return nil, false, err
 	}
 	if f.StartingAfter != nil {
@@ -176,23 +188,14 @@ func (s *store) listRefunds(ctx context.Context, f refundFilter) (refunds []refu
 	if err != nil {
 		return nil, false, err
 	}
-	rows, more = trimPage(rows, f.Limit)
-	refunds = make([]refund, 0, len(rows))
-	for _, row := range rows {
-		r, err := refundFromRow(row)
-		if err != nil {
-			return nil, false, err
-		}
-		refunds = append(refunds, r)
-	}
-	return refunds, more, nil
+	return pageOf(rows, f.Limit, refundFromRow)
 }
 
 // failRefund fails refund id, pending or succeeded, with
 // expired_or_canceled_card. failed is false when it had failed already: it
 // is returned as it is, and nothing changed.
 func (s *store) failRefund(ctx context.Context, id string) (r refund, failed bool, err error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return r, false, err
 	}
 	row, err := s.queries.FailRefund(ctx, sqlc.FailRefundParams{
@@ -209,15 +212,19 @@ func (s *store) failRefund(ctx context.Context, id string) (r refund, failed boo
 	return r, true, err
 }
 
-// settleRefunds makes final every pending refund whose time has come, as
-// every read of refunds or charges does first: a refund settles when it is
-// next read, with no loop in the background.
-func (s *store) settleRefunds(ctx context.Context) error {
+// settleDue makes final what time has decided, as every read of refunds or
+// charges does first, with no loop in the background: every pending refund
+// whose time has come settles, and every open authorization whose window
+// has passed expires.
+func (s *store) settleDue(ctx context.Context) error {
 	err := s.queries.SettleDueRefunds(ctx, sqlc.SettleDueRefundsParams{
 		FailureCode: codeExpiredOrCanceledCard, FailureMessage: messageExpiredOrCanceledCard,
 	})
 	if err != nil {
 		return fmt.Errorf("settle refunds: %w", err)
+	}
+	if err := s.queries.ExpireDueAuthorizations(ctx); err != nil {
+		return fmt.Errorf("expire authorizations: %w", err)
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ type createRequest struct {
 	// ReturnURL is where the challenge page sends the shopper back; nil
 	// when the request had none.
 	ReturnURL *string
+	// CaptureMethod is captureManual for a charge that only authorizes;
+	// "" (none given) or captureAutomatic takes the money at once.
+	CaptureMethod string
 }
 
 // idempotencyKey returns the request's Idempotency-Key header: exactly one,
@@ -68,6 +71,7 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		Description   *string            `json:"description"`
 		Metadata      map[string]*string `json:"metadata"` // pointers, to refuse null values
 		ReturnURL     *string            `json:"return_url"`
+		CaptureMethod *string            `json:"capture_method"`
 	}
 	fail := func(code, message string) (createRequest, *apiError) {
 		e := invalidRequest(code, message)
@@ -78,7 +82,7 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		case "amount":
 			return invalidRequest("amount_invalid", amountRule), true
 		case "currency":
-			return invalidRequest("currency_invalid", "currency must be a three-letter ISO 4217 code."), true
+			return invalidRequest("currency_invalid", currencyRule), true
 		case "payment_method":
 			return invalidRequest("payment_method_invalid", "payment_method must be a string."), true
 		case "description":
@@ -87,6 +91,8 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 			return invalidRequest("metadata_invalid", metadataRule), true
 		case "return_url":
 			return invalidRequest("return_url_invalid", returnURLRule), true
+		case "capture_method":
+			return invalidRequest("capture_method_invalid", captureMethodRule), true
 		}
 		return apiError{}, false
 	}
@@ -97,10 +103,8 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 	if body.Amount < 1 || body.Amount > maxAmount {
 		return fail("amount_invalid", amountRule)
 	}
-	if len(body.Currency) != 3 || strings.ContainsFunc(body.Currency, func(c rune) bool {
-		return (c < 'A' || c > 'Z') && (c < 'a' || c > 'z')
-	}) {
-		return fail("currency_invalid", "currency must be a three-letter ISO 4217 code.")
+	if !validCurrency(body.Currency) {
+		return fail("currency_invalid", currencyRule)
 	}
 	if body.PaymentMethod == "" {
 		return fail("payment_method_missing", "payment_method is required.")
@@ -116,6 +120,13 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 	if body.ReturnURL != nil && !validReturnURL(*body.ReturnURL) {
 		return fail("return_url_invalid", returnURLRule)
 	}
+	var captureMethod string
+	if body.CaptureMethod != nil {
+		if *body.CaptureMethod != captureAutomatic && *body.CaptureMethod != captureManual {
+			return fail("capture_method_invalid", captureMethodRule)
+		}
+		captureMethod = *body.CaptureMethod
+	}
 	return createRequest{
 		Amount: body.Amount,
 		// One spelling per currency, so that "usd" and "USD" are one request.
@@ -124,12 +135,22 @@ func decodeCreateRequest(w http.ResponseWriter, r *http.Request) (createRequest,
 		Description:   body.Description,
 		Metadata:      metadata,
 		ReturnURL:     body.ReturnURL,
+		CaptureMethod: captureMethod,
 	}, nil
 }
 
+// validCurrency reports whether s is three letters, as an ISO 4217 code.
+func validCurrency(s string) bool {
+	return len(s) == 3 && !strings.ContainsFunc(s, func(c rune) bool {
+		return (c < 'A' || c > 'Z') && (c < 'a' || c > 'z')
+	})
+}
+
 var (
-	amountRule   = fmt.Sprintf("amount must be an integer from 1 to %d.", maxAmount)
-	metadataRule = "metadata must be an object of string values."
+	currencyRule      = "currency must be a three-letter ISO 4217 code."
+	amountRule        = fmt.Sprintf("amount must be an integer from 1 to %d.", maxAmount)
+	metadataRule      = "metadata must be an object of string values."
+	captureMethodRule = "capture_method must be " + captureAutomatic + " or " + captureManual + "."
 )
 
 // decodeObject reads r's body, which must hold a single JSON object, into
@@ -252,6 +273,10 @@ type listFilter struct {
 	AttemptID *string
 	OrderID   *string // the metadata's order_id
 	Status    *string
+	// CaptureMethod: automatic or manual; AuthorizationStatus: open,
+	// captured, voided or expired.
+	CaptureMethod       *string
+	AuthorizationStatus *string
 	page
 }
 
@@ -277,6 +302,14 @@ func parseListQuery(r *http.Request) (listFilter, *apiError) {
 	if e != nil {
 		return listFilter{}, e
 	}
+	captureMethod, e := oneOf(query, "capture_method", []string{captureAutomatic, captureManual})
+	if e != nil {
+		return listFilter{}, e
+	}
+	authorizationStatus, e := oneOf(query, "authorization_status", authorizationStatuses)
+	if e != nil {
+		return listFilter{}, e
+	}
 	return listFilter{
 		IdempotencyKey:       queryFilter(query, "idempotency_key"),
 		ClientIdempotencyKey: queryFilter(query, "client_idempotency_key"),
@@ -284,6 +317,8 @@ func parseListQuery(r *http.Request) (listFilter, *apiError) {
 		AttemptID:            queryFilter(query, "attempt_id"),
 		OrderID:              queryFilter(query, "order_id"),
 		Status:               status,
+		CaptureMethod:        captureMethod,
+		AuthorizationStatus:  authorizationStatus,
 		page:                 p,
 	}, nil
 }
@@ -302,13 +337,22 @@ func listPage(query url.Values) (page, *apiError) {
 // statuses: a status that no item can have is a caller's mistake, not an
 // empty list.
 func statusFilter(query url.Values, statuses []string) (*string, *apiError) {
-	status := queryFilter(query, "status")
-	if status != nil && !slices.Contains(statuses, *status) {
-		e := invalidRequest("status_invalid", "status must be one of "+strings.Join(statuses, ", ")+".")
+	return oneOf(query, "status", statuses)
+}
+
+// oneOf is the filter name of a list's query, which must be one of values,
+// as statusFilter.
+func oneOf(query url.Values, name string, values []string) (*string, *apiError) {
+	v := queryFilter(query, name)
+	if v != nil && !slices.Contains(values, *v) {
+		e := invalidRequest(name+"_invalid", name+" must be one of "+strings.Join(values, ", ")+".")
 		return nil, &e
 	}
-	return status, nil
+	return v, nil
 }
+
+// authorizationStatuses are the statuses an authorization may have.
+var authorizationStatuses = []string{authorizationOpen, authorizationCaptured, authorizationVoided, authorizationExpired}
 
 // listLimit is the limit of a list's query: defaultListLimit unless given.
 func listLimit(query url.Values) (int32, *apiError) {
@@ -338,9 +382,10 @@ func queryFilter(query url.Values, name string) *string {
 // requestHash is the SHA-256 of a canonical encoding of the charge's
 // parameters: a version tag, then each field length-prefixed (so no two
 // requests encode alike), metadata sorted by key, and null description told
-// apart from an empty one. The return_url, which came later, is appended only
-// when given: a request without one encodes exactly as before, so the charges
-// stored before it existed still replay their keys.
+// apart from an empty one. The return_url and the capture method, which came
+// later, are appended only when given (the method only when manual): a
+// request without them encodes exactly as before, so the charges stored
+// before they existed still replay their keys.
 func requestHash(req createRequest) []byte {
 	var c canonical
 	c.putString("cardsim.charge.v1")
@@ -352,6 +397,10 @@ func requestHash(req createRequest) []byte {
 	if req.ReturnURL != nil {
 		c.putString("return_url")
 		c.putString(*req.ReturnURL)
+	}
+	if req.CaptureMethod == captureManual {
+		c.putString("capture_method")
+		c.putString(captureManual)
 	}
 	sum := sha256.Sum256(c)
 	return sum[:]
@@ -367,6 +416,14 @@ func (c *canonical) putInt(n int64) { *c = binary.BigEndian.AppendUint64(*c, uin
 func (c *canonical) putString(s string) {
 	c.putInt(int64(len(s)))
 	*c = append(*c, s...)
+}
+
+func (c *canonical) putBool(b bool) {
+	if b {
+		*c = append(*c, 1)
+		return
+	}
+	*c = append(*c, 0)
 }
 
 // putOptional tells a nil s apart from an empty one.

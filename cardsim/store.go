@@ -2,6 +2,7 @@ package cardsim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/cardsim/internal/sqlc"
@@ -48,17 +50,45 @@ type charge struct {
 	CancellationReason *string
 	// AmountRefunded is the sum of the charge's succeeded refunds.
 	AmountRefunded int64
+	// CaptureMethod is captureAutomatic or captureManual. A manual charge
+	// that succeeded is an authorization: AuthorizationStatus (open,
+	// captured, voided or expired) and AuthorizationExpiresAt are set, and
+	// AmountCaptured is what its captures took; nil and 0 otherwise.
+	CaptureMethod          string
+	AuthorizationStatus    *string
+	AuthorizationExpiresAt *time.Time
+	AmountCaptured         int64
 }
 
-// store keeps the simulator's charges and refunds in the cardsim schema. It
-// is the only code that knows the generated queries and their rows.
+// The capture methods of a charge.
+const (
+	captureAutomatic = "automatic"
+	captureManual    = "manual"
+)
+
+// The statuses of an authorization.
+const (
+	authorizationOpen     = "open"
+	authorizationCaptured = "captured"
+	authorizationVoided   = "voided"
+	authorizationExpired  = "expired"
+)
+
+// store keeps the simulator's charges, refunds, captures and voids in the
+// cardsim schema. It is the only code that knows the generated queries and
+// their rows.
 type store struct {
-	db      *pgxpool.Pool // for the transactions of refunds
+	db      *pgxpool.Pool // for the transactions of refunds, captures and voids
 	queries *sqlc.Queries
+	// authorizationWindow is how long an authorization stays open.
+	authorizationWindow pgtype.Interval
 }
 
-func newStore(pool *pgxpool.Pool) *store {
-	return &store{db: pool, queries: sqlc.New(pool)}
+func newStore(pool *pgxpool.Pool, authorizationWindow time.Duration) *store {
+	return &store{
+		db: pool, queries: sqlc.New(pool),
+		authorizationWindow: pgtype.Interval{Microseconds: authorizationWindow.Microseconds(), Valid: true},
+	}
 }
 
 // create stores the charge of key, or finds the one stored by an earlier
@@ -80,6 +110,9 @@ func (s *store) create(ctx context.Context, key string, req createRequest, spec 
 		Description:    req.Description,
 		Metadata:       metadata,
 		ReturnURL:      req.ReturnURL,
+		CaptureMethod:  cmp.Or(req.CaptureMethod, captureAutomatic),
+		// Used only for a manual charge that succeeds.
+		AuthorizationWindow: s.authorizationWindow,
 	}
 	status, failureCode, failureMessage := spec.outcome(req.ReturnURL != nil)
 	params.Status = status
@@ -96,7 +129,7 @@ func (s *store) create(ctx context.Context, key string, req createRequest, spec 
 		return c, false, fmt.Errorf("insert charge: %w", err)
 	}
 	// No row: the key is taken. Charges are never deleted, so it is there.
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return c, false, err
 	}
 	stored, err := s.queries.GetChargeByIdempotencyKey(ctx, key)
@@ -113,7 +146,7 @@ func (s *store) create(ctx context.Context, key string, req createRequest, spec 
 
 // get returns the charge with id, or errNoCharge.
 func (s *store) get(ctx context.Context, id string) (charge, error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return charge{}, err
 	}
 	row, err := s.queries.GetCharge(ctx, id)
@@ -128,12 +161,26 @@ func (s *store) get(ctx context.Context, id string) (charge, error) {
 	return c, err
 }
 
+// paymentMethod is the card of charge id, or errNoCharge.
+func (s *store) paymentMethod(ctx context.Context, id string) (string, error) {
+	row, err := s.queries.GetCharge(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errNoCharge
+	}
+	if err != nil {
+		return "", err
+	}
+	return row.Charge.PaymentMethod, nil
+}
+
 // completeAuthentication ends the wait of charge id in success. resolved is
 // false when the charge did not wait (any more): it is returned as it is, and
 // nothing changed. Of the calls that end one wait (this one, failAuthentication
 // and cancel), however they race, exactly one resolves it.
 func (s *store) completeAuthentication(ctx context.Context, id string) (c charge, resolved bool, err error) {
-	row, err := s.queries.CompleteAuthentication(ctx, id)
+	row, err := s.queries.CompleteAuthentication(ctx, sqlc.CompleteAuthenticationParams{
+		ID: id, AuthorizationWindow: s.authorizationWindow,
+	})
 	return s.afterResolve(ctx, id, row, err)
 }
 
@@ -178,7 +225,7 @@ func (s *store) afterResolve(ctx context.Context, id string, row sqlc.Charge, er
 // them, and whether more follow. A page after a charge that does not exist
 // is errNoCharge.
 func (s *store) list(ctx context.Context, f listFilter) (charges []charge, more bool, err error) {
-	if err := s.settleRefunds(ctx); err != nil {
+	if err := s.settleDue(ctx); err != nil {
 		return nil, false, err
 	}
 	if f.StartingAfter != nil {
@@ -195,6 +242,8 @@ func (s *store) list(ctx context.Context, f listFilter) (charges []charge, more 
 		AttemptID:            f.AttemptID,
 		OrderID:              f.OrderID,
 		Status:               f.Status,
+		CaptureMethod:        f.CaptureMethod,
+		AuthorizationStatus:  f.AuthorizationStatus,
 		StartingAfter:        f.StartingAfter,
 		RowLimit:             f.Limit + 1, // one more, to know whether more follow
 	})
@@ -212,6 +261,22 @@ func (s *store) list(ctx context.Context, f listFilter) (charges []charge, more 
 		charges = append(charges, c)
 	}
 	return charges, more, nil
+}
+
+// pageOf is the page of rows, read with a limit one more than limit, as
+// the handlers see it (what from makes of each row), and whether more
+// follow it.
+func pageOf[R, T any](rows []R, limit int32, from func(R) (T, error)) ([]T, bool, error) {
+	rows, more := trimPage(rows, limit)
+	page := make([]T, 0, len(rows))
+	for _, row := range rows {
+		v, err := from(row)
+		if err != nil {
+			return nil, false, err
+		}
+		page = append(page, v)
+	}
+	return page, more, nil
 }
 
 // trimPage cuts rows, read with a limit one more than limit, to limit, and
@@ -242,12 +307,19 @@ func chargeFromRow(row sqlc.Charge) (charge, error) {
 		Created:            row.CreatedAt,
 		ReturnURL:          row.ReturnURL,
 		CancellationReason: row.CancellationReason,
+		CaptureMethod:      row.CaptureMethod,
+		// The authorization's status as stored: settleDue made it expired
+		// if its time had passed.
+		AuthorizationStatus:    row.AuthorizationStatus,
+		AuthorizationExpiresAt: row.AuthorizationExpiresAt,
+		AmountCaptured:         row.AmountCaptured,
 	}, nil
 }
 
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-// newID returns prefix ("ch_" for a charge, "re_" for a refund) and 24
+// newID returns prefix ("ch_" for a charge, "re_" for a refund, "cp_" for
+// a capture, "vd_" for a void) and 24
 // random alphanumerics, drawn without modulo bias from crypto/rand so that
 // ids cannot be guessed.
 func newID(prefix string) string {

@@ -61,11 +61,35 @@ const (
 	refundsFailLater
 )
 
+// captureBehaviour is what a card makes of the captures of its
+// authorizations.
+type captureBehaviour int
+
+const (
+	// The zero value: every capture is made at once.
+	_ captureBehaviour = iota
+	// capturesDeclined: the card declines every capture (stored, failed,
+	// answered 402); the authorization stays as it was.
+	capturesDeclined
+	// capturesLoseResponse: every capture is made, and its answer (replays
+	// included) dropped, as pm_card_lostResponse does for charges.
+	capturesLoseResponse
+	// capturesSlow: every capture takes the slow delay before it is made.
+	capturesSlow
+)
+
+// The decline of pm_card_captureDeclined's captures.
+const (
+	codeCaptureDeclined    = "card_declined"
+	messageCaptureDeclined = "The card's issuer declined the capture. Nothing was captured."
+)
+
 type tokenSpec struct {
 	behaviour      behaviour
 	failureCode    string
 	failureMessage string
 	refunds        refundBehaviour
+	captures       captureBehaviour
 }
 
 // tokens are the payment methods the simulator knows; any other is refused.
@@ -80,6 +104,9 @@ var tokens = map[string]tokenSpec{
 	"pm_card_authenticationRequired": {behaviour: authenticate},
 	"pm_card_refundPending":          {behaviour: succeed, refunds: refundsSettleLater},
 	"pm_card_refundFailsLater":       {behaviour: succeed, refunds: refundsFailLater},
+	"pm_card_captureDeclined":        {behaviour: succeed, captures: capturesDeclined},
+	"pm_card_captureLostResponse":    {behaviour: succeed, captures: capturesLoseResponse},
+	"pm_card_captureSlow":            {behaviour: succeed, captures: capturesSlow},
 }
 
 // outcome is what a new charge with this card becomes: its status and, when

@@ -28,6 +28,22 @@ type chargeObject struct {
 	NextAction *nextAction `json:"next_action"`
 	// AmountRefunded is the sum of the charge's succeeded refunds.
 	AmountRefunded int64 `json:"amount_refunded"`
+	// CaptureMethod is automatic or manual. Of a charge that succeeded,
+	// AmountAuthorized is its amount, AmountCaptured what was taken (all of
+	// it at once when automatic; its captures' sum when manual),
+	// AmountCapturable what an open authorization still holds, and
+	// AmountVoided what a void released; all 0 for any other charge.
+	CaptureMethod    string `json:"capture_method"`
+	AmountAuthorized int64  `json:"amount_authorized"`
+	AmountCaptured   int64  `json:"amount_captured"`
+	AmountCapturable int64  `json:"amount_capturable"`
+	AmountVoided     int64  `json:"amount_voided"`
+	// AuthorizationStatus is an authorization's (a manual charge that
+	// succeeded): open, captured, voided or expired; null for any other
+	// charge, as AuthorizationExpiresAt (Unix seconds), when an open one
+	// lapses.
+	AuthorizationStatus    *string `json:"authorization_status"`
+	AuthorizationExpiresAt *int64  `json:"authorization_expires_at"`
 }
 
 // nextAction tells the caller where to send the shopper, as Stripe's
@@ -62,6 +78,35 @@ type refundObject struct {
 	SettlesAt int64 `json:"settles_at"`
 }
 
+// captureObject is the wire form of a capture, in every response.
+type captureObject struct {
+	ID       string `json:"id"`
+	Object   string `json:"object"`
+	Charge   string `json:"charge"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	// Final: the capture released the rest of the authorization.
+	Final          bool              `json:"final"`
+	Status         string            `json:"status"` // succeeded or failed (declined)
+	FailureCode    *string           `json:"failure_code"`
+	FailureMessage *string           `json:"failure_message"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Metadata       map[string]string `json:"metadata"`
+	Created        int64             `json:"created"`
+}
+
+// voidObject is the wire form of a void, in every response: a void that
+// is stored was made.
+type voidObject struct {
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Charge         string            `json:"charge"`
+	Status         string            `json:"status"` // always succeeded
+	IdempotencyKey string            `json:"idempotency_key"`
+	Metadata       map[string]string `json:"metadata"`
+	Created        int64             `json:"created"`
+}
+
 type listObject[T any] struct {
 	Object string `json:"object"`
 	Data   []T    `json:"data"`
@@ -75,8 +120,10 @@ type apiError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Charge is the charge concerned: a card_error's, charge_unexpected_state's,
-	// or that of a refund refused.
+	// or that of a refund, capture or void refused.
 	Charge string `json:"charge,omitempty"`
+	// Capture is the declined capture of a card_error that a capture got.
+	Capture string `json:"capture,omitempty"`
 }
 
 func invalidRequest(code, message string) apiError {
@@ -109,6 +156,12 @@ func toChargeObject(c charge, publicBase string) chargeObject {
 		ReturnURL:          c.ReturnURL,
 		CancellationReason: c.CancellationReason,
 		AmountRefunded:     c.AmountRefunded,
+		CaptureMethod:      c.CaptureMethod,
+	}
+	o.AmountAuthorized, o.AmountCaptured, o.AmountCapturable, o.AmountVoided = c.amounts()
+	if c.AuthorizationStatus != nil {
+		o.AuthorizationStatus = c.AuthorizationStatus
+		o.AuthorizationExpiresAt = new(c.AuthorizationExpiresAt.Unix())
 	}
 	if c.Status == statusRequiresAction {
 		o.NextAction = &nextAction{Type: "redirect_to_url", RedirectToURL: redirectToURL{
@@ -116,6 +169,35 @@ func toChargeObject(c charge, publicBase string) chargeObject {
 		}}
 	}
 	return o
+}
+
+func toCaptureObject(p capture) captureObject {
+	return captureObject{
+		ID:             p.ID,
+		Object:         "capture",
+		Charge:         p.ChargeID,
+		Amount:         p.Amount,
+		Currency:       p.Currency,
+		Final:          p.Final,
+		Status:         p.Status,
+		FailureCode:    p.FailureCode,
+		FailureMessage: p.FailureMessage,
+		IdempotencyKey: p.IdempotencyKey,
+		Metadata:       p.Metadata,
+		Created:        p.Created.Unix(),
+	}
+}
+
+func toVoidObject(v void) voidObject {
+	return voidObject{
+		ID:             v.ID,
+		Object:         "void",
+		Charge:         v.ChargeID,
+		Status:         statusSucceeded,
+		IdempotencyKey: v.IdempotencyKey,
+		Metadata:       v.Metadata,
+		Created:        v.Created.Unix(),
+	}
 }
 
 func toRefundObject(r refund) refundObject {

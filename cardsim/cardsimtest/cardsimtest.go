@@ -5,7 +5,8 @@
 // only chargeonce's schema, and a development server needs no option: it
 // creates the simulator's schema itself when it starts). Start serves the
 // simulator on such a database under /provider, as a development server
-// mounts it, and reads its charges and refunds with the typed client.
+// mounts it, and reads its charges, refunds, captures and voids with the
+// typed client.
 package cardsimtest
 
 import (
@@ -83,6 +84,37 @@ func (s *Simulator) Refunds(t testing.TB, f apiclient.ProviderRefundFilter) []ap
 		t.Fatalf("cardsimtest: list refunds: %v", err)
 	}
 	return refunds
+}
+
+// Captures lists the simulator's captures that f selects (the zero
+// filter: all of them), newest first; as Charges otherwise.
+func (s *Simulator) Captures(t testing.TB, f apiclient.ProviderCaptureFilter) []apiclient.ProviderCapture {
+	t.Helper()
+	captures, err := s.API.ListProviderCaptures(context.Background(), f)
+	if err != nil {
+		t.Fatalf("cardsimtest: list captures: %v", err)
+	}
+	return captures
+}
+
+// Voids lists the simulator's voids that f selects; as Captures.
+func (s *Simulator) Voids(t testing.TB, f apiclient.ProviderVoidFilter) []apiclient.ProviderVoid {
+	t.Helper()
+	voids, err := s.API.ListProviderVoids(context.Background(), f)
+	if err != nil {
+		t.Fatalf("cardsimtest: list voids: %v", err)
+	}
+	return voids
+}
+
+// ExpireAuthorization makes the open authorization of charge id lapse now,
+// as if its window had passed (the simulator's control for tests); as
+// Charges otherwise.
+func (s *Simulator) ExpireAuthorization(t testing.TB, id string) {
+	t.Helper()
+	if err := s.API.ExpireProviderAuthorization(context.Background(), id); err != nil {
+		t.Fatalf("cardsimtest: expire authorization %s: %v", id, err)
+	}
 }
 
 // Installed reports whether the database of pool holds anything of the

@@ -408,6 +408,23 @@ type ProviderCharge struct {
 	// ReturnURL is where the challenge page sends the shopper back, as
 	// chargeonce sent it; "" when it sent none.
 	ReturnURL string `json:"return_url"`
+	// CaptureMethod is automatic or manual. Of a charge that succeeded,
+	// AmountAuthorized is its amount, AmountCaptured what was taken (all of
+	// it when automatic, its captures' sum when manual), AmountCapturable
+	// what an open authorization still holds, and AmountVoided what a void
+	// released.
+	CaptureMethod    string `json:"capture_method"`
+	AmountAuthorized int64  `json:"amount_authorized"`
+	AmountCaptured   int64  `json:"amount_captured"`
+	AmountCapturable int64  `json:"amount_capturable"`
+	AmountVoided     int64  `json:"amount_voided"`
+	AmountRefunded   int64  `json:"amount_refunded"`
+	// AuthorizationStatus is an authorization's (a manual charge that
+	// succeeded): open, captured, voided or expired; "" for any other
+	// charge. AuthorizationExpiresAt is when an open one lapses, in Unix
+	// seconds (0: none).
+	AuthorizationStatus    string `json:"authorization_status"`
+	AuthorizationExpiresAt int64  `json:"authorization_expires_at"`
 }
 
 // ProviderCharges lists the charges that the simulated provider of a
@@ -427,6 +444,9 @@ type ProviderChargeFilter struct {
 	IdempotencyKey string
 	OrderID        string // in the metadata
 	Status         string // succeeded, failed, requires_action or canceled
+	CaptureMethod  string // automatic or manual
+	// AuthorizationStatus: open, captured, voided or expired.
+	AuthorizationStatus string
 }
 
 // ListProviderCharges lists the charges that the simulated provider of a
@@ -436,6 +456,7 @@ func (c *Client) ListProviderCharges(ctx context.Context, f ProviderChargeFilter
 	return providerList[ProviderCharge](ctx, c, "charges", given(map[string]string{
 		"merchant": f.Merchant, "client_idempotency_key": f.ClientKey, "idempotency_key": f.IdempotencyKey,
 		"order_id": f.OrderID, "status": f.Status,
+		"capture_method": f.CaptureMethod, "authorization_status": f.AuthorizationStatus,
 	}))
 }
 
@@ -491,6 +512,75 @@ func (c *Client) ListProviderRefunds(ctx context.Context, f ProviderRefundFilter
 	}))
 }
 
+// ProviderCapture is a capture of an authorization that the simulated card
+// provider holds.
+type ProviderCapture struct {
+	ID       string `json:"id"`
+	Charge   string `json:"charge"` // the provider's charge id
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Final    bool   `json:"final"`
+	Status   string `json:"status"` // succeeded, or failed (declined)
+	// IdempotencyKey is chargeonce's key at the provider; Metadata names
+	// the capture attempt (chargeonce_attempt_id).
+	IdempotencyKey string            `json:"idempotency_key"`
+	Metadata       map[string]string `json:"metadata"`
+	FailureCode    *string           `json:"failure_code"`
+}
+
+// ProviderCaptureFilter selects the simulated provider's captures. An
+// empty field selects any.
+type ProviderCaptureFilter struct {
+	Merchant       string // the merchant's name, in the metadata
+	Charge         string // the provider's charge id
+	IdempotencyKey string // chargeonce's key at the provider
+	AttemptID      string // chargeonce_attempt_id, in the metadata
+	Status         string // succeeded or failed
+}
+
+// ListProviderCaptures lists the captures that the simulated provider of a
+// development server holds, as f selects them, newest first: the ground
+// truth of how much of an authorization was taken.
+func (c *Client) ListProviderCaptures(ctx context.Context, f ProviderCaptureFilter) ([]ProviderCapture, error) {
+	return providerList[ProviderCapture](ctx, c, "captures", given(map[string]string{
+		"merchant": f.Merchant, "charge": f.Charge, "idempotency_key": f.IdempotencyKey,
+		"attempt_id": f.AttemptID, "status": f.Status,
+	}))
+}
+
+// ProviderVoid is a void of an authorization that the simulated card
+// provider holds: one that was made.
+type ProviderVoid struct {
+	ID             string            `json:"id"`
+	Charge         string            `json:"charge"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Metadata       map[string]string `json:"metadata"`
+}
+
+// ProviderVoidFilter selects the simulated provider's voids, as
+// ProviderCaptureFilter its captures.
+type ProviderVoidFilter struct {
+	Merchant       string
+	Charge         string
+	IdempotencyKey string
+	AttemptID      string
+}
+
+// ListProviderVoids lists the voids that the simulated provider of a
+// development server holds, as f selects them, newest first.
+func (c *Client) ListProviderVoids(ctx context.Context, f ProviderVoidFilter) ([]ProviderVoid, error) {
+	return providerList[ProviderVoid](ctx, c, "voids", given(map[string]string{
+		"merchant": f.Merchant, "charge": f.Charge, "idempotency_key": f.IdempotencyKey, "attempt_id": f.AttemptID,
+	}))
+}
+
+// ExpireProviderAuthorization makes the open authorization of the simulated
+// provider's charge id lapse now, as if its window had passed: the
+// simulator's control for tests.
+func (c *Client) ExpireProviderAuthorization(ctx context.Context, id string) error {
+	return c.provider(ctx, http.MethodPost, "charges/"+url.PathEscape(id)+"/expire", nil)
+}
+
 // given is the query of the filters that have a value: the simulator
 // applies a filter it is given even when empty (matching nothing), so an
 // empty field must not be sent.
@@ -528,12 +618,24 @@ func providerList[T interface{ providerID() string }](ctx context.Context, c *Cl
 	}
 }
 
-func (c ProviderCharge) providerID() string { return c.ID }
-func (r ProviderRefund) providerID() string { return r.ID }
+func (c ProviderCharge) providerID() string  { return c.ID }
+func (r ProviderRefund) providerID() string  { return r.ID }
+func (p ProviderCapture) providerID() string { return p.ID }
+func (v ProviderVoid) providerID() string    { return v.ID }
 
 // providerGet reads the simulator's /provider/v1/path into v.
 func (c *Client) providerGet(ctx context.Context, path string, v any) error {
-	resp, err := c.get(ctx, "/provider/v1/"+path)
+	return c.provider(ctx, http.MethodGet, path, v)
+}
+
+// provider sends method to the simulator's /provider/v1/path, which must
+// answer 200, and reads the answer into v (nil: not read).
+func (c *Client) provider(ctx context.Context, method, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL+"/provider/v1/"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return err
 	}
@@ -541,6 +643,9 @@ func (c *Client) providerGet(ctx context.Context, path string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("%s: the provider's %s: %s: %s", c.URL, path, resp.Status, bytes.TrimSpace(body))
+	}
+	if v == nil {
+		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		return fmt.Errorf("%s: the provider's %s: %w", c.URL, path, err)

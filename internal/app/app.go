@@ -113,7 +113,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 			closeDB()
 			return nil, err
 		}
-		a.simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{SlowDelay: cfg.SlowDelay, PublicURL: cfg.SimPublicURL, Logger: log}))
+		a.simulator = http.StripPrefix("/provider", cardsim.NewHandler(pool, cardsim.Config{
+			SlowDelay: cfg.SlowDelay, AuthorizationWindow: cfg.SimAuthorizationWindow, PublicURL: cfg.SimPublicURL, Logger: log,
+		}))
 		if a.demo, err = a.merchants.EnsureDevelopmentKey(ctx, "demo", cfg.DemoAPIKey, merchant.KeySecret); err != nil {
 			closeDB()
 			return nil, fmt.Errorf("create demo merchant with DEMO_API_KEY: %w", err)

@@ -37,6 +37,10 @@ type Config struct {
 	// development, default co_pk_demo: what the demo page pays with.
 	DemoPublishableKey string
 	SlowDelay          time.Duration // SIM_SLOW_DELAY: how long the simulator takes for pm_card_slow, default SimSlowDelayDefault (3s); 0 is no delay
+	// SIM_AUTHORIZATION_WINDOW: how long the in-process simulator keeps an
+	// authorization (a charge made with manual capture) open, default
+	// SimAuthorizationWindowDefault (7 days).
+	SimAuthorizationWindow time.Duration
 	// INSTANT_DELAY: how long PROVIDER=instant takes to answer a charge,
 	// default 0: a slow provider that costs nothing else, for benchmarks.
 	InstantDelay time.Duration
@@ -271,6 +275,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		allowZero bool
 	}{
 		{&cfg.SlowDelay, "SIM_SLOW_DELAY", SimSlowDelayDefault, true},
+		{&cfg.SimAuthorizationWindow, "SIM_AUTHORIZATION_WINDOW", SimAuthorizationWindowDefault, false},
 		{&cfg.InstantDelay, "INSTANT_DELAY", 0, true},
 		{&cfg.Lease, "PROCESSING_LEASE", payment.LeaseDefault, false},
 		{&cfg.ReconcileInterval, "RECONCILE_INTERVAL", payment.ReconcileIntervalDefault, false},
@@ -386,6 +391,10 @@ const (
 // the configuration passes on, named here so that what reads the
 // configuration need not know the simulator.
 const SimSlowDelayDefault = cardsim.SlowDelayDefault
+
+// SimAuthorizationWindowDefault is SIM_AUTHORIZATION_WINDOW's default: the
+// simulator's own, as SimSlowDelayDefault.
+const SimAuthorizationWindowDefault = cardsim.AuthorizationWindowDefault
 
 // integer reads a whole number of at least min from the environment.
 func integer(getenv func(string) string, name string, def, min int64) (int64, error) {

@@ -41,6 +41,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	require.Equal(t, payment.StoreTimeoutDefault, cfg.DBTimeout)
 	require.Equal(t, int64(payment.ResultCacheSizeDefault), cfg.ResultCacheSize)
 	require.Equal(t, SimSlowDelayDefault, cfg.SlowDelay)
+	require.Equal(t, SimAuthorizationWindowDefault, cfg.SimAuthorizationWindow)
 	require.Empty(t, cfg.CrashAt)
 	require.Equal(t, "127.0.0.1", cfg.Host, "development answers only this machine")
 	require.Equal(t, int64(graph.MaxBodyBytesDefault), cfg.MaxBodyBytes)
@@ -115,6 +116,8 @@ func TestLoadConfig_RefusesBadValues(t *testing.T) {
 		{"log level in capitals", map[string]string{"LOG_LEVEL": "DEBUG"}, "LOG_LEVEL"},
 		{"zero database timeout", map[string]string{"DB_TIMEOUT": "0s"}, "DB_TIMEOUT"},
 		{"negative simulator delay", map[string]string{"SIM_SLOW_DELAY": "-1s"}, "SIM_SLOW_DELAY"},
+		{"zero authorization window", map[string]string{"SIM_AUTHORIZATION_WINDOW": "0s"}, "SIM_AUTHORIZATION_WINDOW"},
+		{"authorization window in days", map[string]string{"SIM_AUTHORIZATION_WINDOW": "7d"}, "SIM_AUTHORIZATION_WINDOW"},
 		{"zero watchers per attempt", map[string]string{"LIVE_MAX_WATCHERS_PER_ATTEMPT": "0"}, "LIVE_MAX_WATCHERS_PER_ATTEMPT"},
 		{"zero streams per address", map[string]string{"STREAM_MAX_PER_ADDRESS": "0"}, "STREAM_MAX_PER_ADDRESS"},
 		{"streams per merchant not a number", map[string]string{"STREAM_MAX_PER_MERCHANT": "many"}, "STREAM_MAX_PER_MERCHANT"},
@@ -147,6 +150,13 @@ func TestLoadConfig_SimSlowDelay_ZeroIsNoDelay(t *testing.T) {
 	cfg, err = LoadConfig(env(map[string]string{"SIM_SLOW_DELAY": "250ms"}))
 	require.NoError(t, err)
 	require.Equal(t, 250*time.Millisecond, cfg.SlowDelay)
+}
+
+func TestLoadConfig_SimAuthorizationWindow_IsAGoDuration(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadConfig(env(map[string]string{"SIM_AUTHORIZATION_WINDOW": "90s"}))
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, cfg.SimAuthorizationWindow)
 }
 
 func TestLoadConfig_Provider(t *testing.T) {

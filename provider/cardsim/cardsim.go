@@ -2,7 +2,9 @@
 // (POST /v1/charges with an Idempotency-Key header, GET /v1/charges to find
 // the charges of an attempt, or of that key, POST /v1/charges/{id}/cancel to give up on a charge
 // that waits for 3-D Secure, POST and GET /v1/refunds to refund a charge and
-// find the refund): a payment.Provider for development and tests. The
+// find the refund, POST and GET /v1/captures and /v1/voids to capture or
+// void an authorization and find the capture or void): a payment.Provider
+// for development and tests. The
 // simulator itself is a separate service with its own schema, in the
 // top-level package cardsim; code that needs both imports this one under
 // another name (simprovider).
@@ -57,9 +59,16 @@ func New(baseURL string, timeout time.Duration, transport http.RoundTripper) *Pr
 // as "".
 type charge struct {
 	ID             string `json:"id"`
+	Amount         int64  `json:"amount"`
 	Status         string `json:"status"`
 	FailureCode    string `json:"failure_code"`
 	FailureMessage string `json:"failure_message"`
+	// AuthorizationStatus is set on an authorization (a manual charge that
+	// succeeded), with AuthorizationExpiresAt (Unix seconds) and
+	// AmountCaptured.
+	AuthorizationStatus    *string `json:"authorization_status"`
+	AuthorizationExpiresAt *int64  `json:"authorization_expires_at"`
+	AmountCaptured         int64   `json:"amount_captured"`
 	// NextAction is set while the charge is requires_action.
 	NextAction *struct {
 		RedirectToURL struct {
@@ -74,6 +83,7 @@ type apiError struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Charge  string `json:"charge"`
+		Capture string `json:"capture"` // the declined capture of a card_error
 	} `json:"error"`
 }
 
@@ -83,7 +93,15 @@ type apiError struct {
 func (c charge) domain() (payment.ProviderCharge, error) {
 	switch c.Status {
 	case "succeeded":
-		return payment.ProviderCharge{ID: c.ID, Succeeded: true}, nil
+		pc := payment.ProviderCharge{ID: c.ID, Succeeded: true}
+		if c.AuthorizationStatus != nil {
+			pa, err := c.authorization()
+			if err != nil {
+				return payment.ProviderCharge{}, err
+			}
+			pc.Authorization = &pa
+		}
+		return pc, nil
 	case "requires_action":
 		if c.NextAction == nil || c.NextAction.RedirectToURL.URL == "" {
 			return payment.ProviderCharge{}, fmt.Errorf("charge %s requires action but names no page to send the shopper to", c.ID)
@@ -118,17 +136,10 @@ func (p *Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeR
 	if req.ReturnURL != "" {
 		fields["return_url"] = req.ReturnURL
 	}
-	body, err := json.Marshal(fields)
-	if err != nil {
-		return payment.ProviderCharge{}, err
+	if req.CaptureMethod == payment.CaptureManual {
+		fields["capture_method"] = string(payment.CaptureManual)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/v1/charges", bytes.NewReader(body))
-	if err != nil {
-		return payment.ProviderCharge{}, err
-	}
-	httpReq.Header.Set("Content-Type", "application/json")
-	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
-	status, raw, err := p.send(httpReq)
+	status, raw, err := p.post(ctx, "/v1/charges", req.IdempotencyKey, fields)
 	if err != nil {
 		return payment.ProviderCharge{}, fmt.Errorf("%w: %v", payment.ErrOutcomeUnknown, err)
 	}
@@ -260,6 +271,22 @@ func (p *Provider) chargeURL(id string) string {
 	return p.baseURL + "/v1/charges/" + url.PathEscape(id)
 }
 
+// post sends fields, as JSON, to path under the idempotency key, and reads
+// the answer as send does.
+func (p *Provider) post(ctx context.Context, path, key string, fields map[string]any) (status int, body []byte, err error) {
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return 0, nil, err
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(raw))
+	if err != nil {
+		return 0, nil, err
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Idempotency-Key", key)
+	return p.send(httpReq)
+}
+
 // send sends httpReq and reads its answer, at most 1 MiB of it.
 func (p *Provider) send(httpReq *http.Request) (status int, body []byte, err error) {
 	resp, err := p.client.Do(httpReq)
@@ -323,17 +350,7 @@ func (p *Provider) CreateRefund(ctx context.Context, req payment.ProviderRefundR
 	if req.Reason != "" {
 		fields["reason"] = req.Reason
 	}
-	body, err := json.Marshal(fields)
-	if err != nil {
-		return payment.ProviderRefund{}, err
-	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/v1/refunds", bytes.NewReader(body))
-	if err != nil {
-		return payment.ProviderRefund{}, err
-	}
-	httpReq.Header.Set("Content-Type", "application/json")
-	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
-	status, raw, err := p.send(httpReq)
+	status, raw, err := p.post(ctx, "/v1/refunds", req.IdempotencyKey, fields)
 	if err != nil {
 		return payment.ProviderRefund{}, fmt.Errorf("%w: %v", payment.ErrOutcomeUnknown, err)
 	}
@@ -366,12 +383,12 @@ func (p *Provider) CreateRefund(ctx context.Context, req payment.ProviderRefundR
 // or else the one among the charge's refunds whose metadata names the
 // attempt (made under an earlier key); nil when there is none.
 func (p *Provider) FindRefund(ctx context.Context, req payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
-	found, err := p.listRefunds(ctx, url.Values{"idempotency_key": {req.IdempotencyKey}})
+	found, err := list[refund](ctx, p, "refunds", url.Values{"idempotency_key": {req.IdempotencyKey}})
 	if err != nil {
 		return nil, err
 	}
 	if len(found) == 0 && req.ProviderChargeID != "" {
-		all, err := p.listRefunds(ctx, url.Values{"charge": {req.ProviderChargeID}, "limit": {strconv.Itoa(maxListLimit)}})
+		all, err := list[refund](ctx, p, "refunds", url.Values{"charge": {req.ProviderChargeID}, "limit": {strconv.Itoa(maxListLimit)}})
 		if err != nil {
 			return nil, err
 		}
@@ -400,24 +417,25 @@ func (p *Provider) FindRefund(ctx context.Context, req payment.ProviderRefundReq
 // maxListLimit is the most a list of the simulator holds.
 const maxListLimit = 1000
 
-// listRefunds reads GET /v1/refunds with query.
-func (p *Provider) listRefunds(ctx context.Context, query url.Values) ([]refund, error) {
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/v1/refunds?"+query.Encode(), nil)
+// list reads one page of GET /v1/what (refunds, captures, voids) with
+// query, newest first.
+func list[T any](ctx context.Context, p *Provider, what string, query url.Values) ([]T, error) {
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/v1/"+what+"?"+query.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
 	status, raw, err := p.send(httpReq)
 	if err != nil {
-		return nil, fmt.Errorf("look up refund: %w", err)
+		return nil, fmt.Errorf("look up %s: %w", what, err)
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("look up refund: provider answered %d", status)
+		return nil, fmt.Errorf("look up %s: provider answered %d", what, status)
 	}
-	var list struct {
-		Data []refund `json:"data"`
+	var page struct {
+		Data []T `json:"data"`
 	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("look up refund: %w", err)
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, fmt.Errorf("look up %s: %w", what, err)
 	}
-	return list.Data, nil
+	return page.Data, nil
 }

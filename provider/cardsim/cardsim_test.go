@@ -43,7 +43,17 @@ func TestConformance_AgainstTheSimulator(t *testing.T) {
 			Authenticate: func(t *testing.T, pc payment.ProviderCharge) {
 				providertest.PressChallenge(t, nil, pc.Action.URL, "complete")
 			},
-			Refunds: true,
+			Refunds:  true,
+			Captures: true,
+			// The simulator's control: the authorization lapses now.
+			ExpireAuthorization: func(t *testing.T, pc payment.ProviderCharge) {
+				sim.ExpireAuthorization(t, pc.ID)
+			},
+			// The simulator captures, then drops the connection unanswered,
+			// for every send of the card's captures.
+			LoseCaptureOutcome: func(*testing.T) payment.ProviderChargeRequest {
+				return providertest.ManualRequest("pm_card_captureLostResponse", 1999, "USD")
+			},
 			Cannot: providertest.Cannot{
 				SpendKey: "the simulator saves no failure for a key: pm_card_providerError answers 500 before anything is stored, " +
 					"on every send alike, so no key is ever spent",
@@ -372,18 +382,19 @@ func TestCreateRefund_SameKeyOtherAmount_IsOutcomeUnknown(t *testing.T) {
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "409: the key is the simulator's, whatever it holds")
 }
 
-// failingRefunds answers the requests to /v1/refunds of method with status,
-// or drops them unsent (status 0), or sends them and loses the answer
-// (lose), and passes every other request on.
-type failingRefunds struct {
+// failing answers the requests of method to path (/v1/refunds, say) with
+// status, or drops them unsent (status 0), or sends them and loses the
+// answer (lose), and passes every other request on.
+type failing struct {
 	method string
+	path   string
 	status int
 	lose   bool
 	next   http.RoundTripper
 }
 
-func (f failingRefunds) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != f.method || !strings.HasSuffix(req.URL.Path, "/v1/refunds") {
+func (f failing) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != f.method || !strings.HasSuffix(req.URL.Path, f.path) {
 		return f.next.RoundTrip(req)
 	}
 	if f.lose {
@@ -405,7 +416,7 @@ func TestCreateRefund_NoAnswerOr5xx_IsOutcomeUnknown(t *testing.T) {
 	for _, status := range []int{0, http.StatusInternalServerError, http.StatusServiceUnavailable} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, failingRefunds{method: http.MethodPost, status: status, next: http.DefaultTransport})
+			b := setup(t, failing{method: http.MethodPost, path: "/v1/refunds", status: status, next: http.DefaultTransport})
 			_, err := b.provider.CreateRefund(t.Context(), providertest.RefundRequest(b.charged(t, "pm_card_visa"), 1999, "USD"))
 			require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "nobody knows yet")
 		})
@@ -414,7 +425,7 @@ func TestCreateRefund_NoAnswerOr5xx_IsOutcomeUnknown(t *testing.T) {
 
 func TestCreateRefund_AnswerLost_IsOutcomeUnknownAndFindRefundFindsIt(t *testing.T) {
 	t.Parallel()
-	b := setup(t, failingRefunds{method: http.MethodPost, lose: true, next: http.DefaultTransport})
+	b := setup(t, failing{method: http.MethodPost, path: "/v1/refunds", lose: true, next: http.DefaultTransport})
 	req := providertest.RefundRequest(b.charged(t, "pm_card_visa"), 1999, "USD")
 	_, err := b.provider.CreateRefund(t.Context(), req)
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
@@ -447,7 +458,7 @@ func TestFindRefund_LookupFails_IsAnError(t *testing.T) {
 	for _, status := range []int{0, http.StatusInternalServerError} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, failingRefunds{method: http.MethodGet, status: status, next: http.DefaultTransport})
+			b := setup(t, failing{method: http.MethodGet, path: "/v1/refunds", status: status, next: http.DefaultTransport})
 			req, _ := b.refunded(t, b.charged(t, "pm_card_visa"), 1999)
 			found, err := b.provider.FindRefund(t.Context(), req)
 			require.Error(t, err)

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,20 @@ type Harness struct {
 	// test; unset, every refund case is skipped. A provider whose refunds
 	// are still being built leaves it unset until they pass.
 	Refunds bool
+	// Captures puts the provider's authorizations, captures and voids
+	// (CreateCharge with payment.CaptureManual, CaptureCharge, FindCapture,
+	// VoidCharge, FindVoid, ReadAuthorization) under test; unset, every
+	// capture case is skipped, as with Refunds.
+	Captures bool
+	// ExpireAuthorization makes pc, an open authorization, lapse, waiting
+	// for its window to pass if it must; once it returns, the provider
+	// holds pc's authorization as expired.
+	ExpireAuthorization func(t *testing.T, pc payment.ProviderCharge)
+	// LoseCaptureOutcome returns a charge request (payment.CaptureManual)
+	// whose authorization's captures are made but get no definitive answer
+	// (a lost response, a 5xx), at least the first of them; arranging it if
+	// needed.
+	LoseCaptureOutcome func(t *testing.T) payment.ProviderChargeRequest
 	// Cannot says why the provider cannot show a behaviour.
 	Cannot Cannot
 }
@@ -77,13 +92,18 @@ type Cannot struct {
 	// RefuseRefund: the provider does not refuse a refund of more than the
 	// charge.
 	RefuseRefund string
+	// ExpireAuthorization: Harness.ExpireAuthorization is nil. Like
+	// LoseCaptureOutcome, it is required only of a harness with Captures.
+	ExpireAuthorization string
+	// LoseCaptureOutcome: Harness.LoseCaptureOutcome is nil.
+	LoseCaptureOutcome string
 }
 
 // Run runs every case against a provider that newHarness builds, one per
 // case, the cases in parallel.
 func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
-	for _, c := range cases {
+	for _, c := range slices.Concat(cases, captureCases) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t)
@@ -155,6 +175,7 @@ func (h Harness) check(t *testing.T) {
 		require.True(t, f.has != (f.reason != ""),
 			"providertest: Harness.%s must be set, or else a reason given in Cannot, not both", f.name)
 	}
+	h.checkCaptures(t)
 }
 
 // charge charges the succeeding card of a fresh attempt.

@@ -1,12 +1,18 @@
 -- name: InsertCharge :one
 -- Stores a charge atomically per idempotency key: under concurrent identical
 -- requests exactly one insert wins, the others get no row and replay it.
+-- A manual charge that succeeded is an authorization, open until
+-- authorization_window from now.
 INSERT INTO cardsim.charges (
     id, idempotency_key, request_hash, amount, currency, payment_method,
-    description, status, failure_code, failure_message, metadata, return_url
+    description, status, failure_code, failure_message, metadata, return_url,
+    capture_method, authorization_status, authorization_expires_at
 ) VALUES (
     @id, @idempotency_key, @request_hash, @amount, @currency, @payment_method,
-    @description, @status, @failure_code, @failure_message, @metadata, @return_url
+    @description, @status, @failure_code, @failure_message, @metadata, @return_url,
+    @capture_method,
+    CASE WHEN @capture_method = 'manual' AND @status = 'succeeded' THEN 'open' END,
+    CASE WHEN @capture_method = 'manual' AND @status = 'succeeded' THEN now() + @authorization_window::interval END
 )
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *;
@@ -48,6 +54,9 @@ WHERE (sqlc.narg(idempotency_key)::text IS NULL OR c.idempotency_key = sqlc.narg
        OR c.metadata ->> 'chargeonce_attempt_id' = sqlc.narg(attempt_id))
   AND (sqlc.narg(order_id)::text IS NULL OR c.metadata ->> 'order_id' = sqlc.narg(order_id))
   AND (sqlc.narg(status)::text IS NULL OR c.status = sqlc.narg(status))
+  AND (sqlc.narg(capture_method)::text IS NULL OR c.capture_method = sqlc.narg(capture_method))
+  AND (sqlc.narg(authorization_status)::text IS NULL
+       OR c.authorization_status = sqlc.narg(authorization_status))
   AND (sqlc.narg(starting_after)::text IS NULL
        OR (c.created_at, c.id) < (SELECT s.created_at, s.id FROM cardsim.charges s
                                   WHERE s.id = sqlc.narg(starting_after)))
@@ -57,9 +66,12 @@ LIMIT @row_limit;
 -- name: CompleteAuthentication :one
 -- The shopper passed the challenge. Only a waiting charge moves, so that of a
 -- complete, a fail and a cancel racing for one charge exactly one wins; the
--- others get no row.
+-- others get no row. A manual charge is authorized now, for
+-- authorization_window.
 UPDATE cardsim.charges
-SET status = 'succeeded'
+SET status = 'succeeded',
+    authorization_status = CASE WHEN capture_method = 'manual' THEN 'open' END,
+    authorization_expires_at = CASE WHEN capture_method = 'manual' THEN now() + @authorization_window::interval END
 WHERE id = @id AND status = 'requires_action'
 RETURNING *;
 

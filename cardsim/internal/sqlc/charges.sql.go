@@ -7,6 +7,8 @@ package sqlc
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const cancelWaitingCharge = `-- name: CancelWaitingCharge :one
@@ -14,7 +16,7 @@ UPDATE cardsim.charges
 SET status = 'canceled', failure_code = $1::text, failure_message = $2::text,
     cancellation_reason = $3
 WHERE id = $4 AND status = 'requires_action'
-RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason, capture_method, authorization_status, authorization_expires_at, amount_captured
 `
 
 type CancelWaitingChargeParams struct {
@@ -49,22 +51,34 @@ func (q *Queries) CancelWaitingCharge(ctx context.Context, arg CancelWaitingChar
 		&i.CreatedAt,
 		&i.ReturnURL,
 		&i.CancellationReason,
+		&i.CaptureMethod,
+		&i.AuthorizationStatus,
+		&i.AuthorizationExpiresAt,
+		&i.AmountCaptured,
 	)
 	return i, err
 }
 
 const completeAuthentication = `-- name: CompleteAuthentication :one
 UPDATE cardsim.charges
-SET status = 'succeeded'
-WHERE id = $1 AND status = 'requires_action'
-RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
+SET status = 'succeeded',
+    authorization_status = CASE WHEN capture_method = 'manual' THEN 'open' END,
+    authorization_expires_at = CASE WHEN capture_method = 'manual' THEN now() + $1::interval END
+WHERE id = $2 AND status = 'requires_action'
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason, capture_method, authorization_status, authorization_expires_at, amount_captured
 `
+
+type CompleteAuthenticationParams struct {
+	AuthorizationWindow pgtype.Interval
+	ID                  string
+}
 
 // The shopper passed the challenge. Only a waiting charge moves, so that of a
 // complete, a fail and a cancel racing for one charge exactly one wins; the
-// others get no row.
-func (q *Queries) CompleteAuthentication(ctx context.Context, id string) (Charge, error) {
-	row := q.db.QueryRow(ctx, completeAuthentication, id)
+// others get no row. A manual charge is authorized now, for
+// authorization_window.
+func (q *Queries) CompleteAuthentication(ctx context.Context, arg CompleteAuthenticationParams) (Charge, error) {
+	row := q.db.QueryRow(ctx, completeAuthentication, arg.AuthorizationWindow, arg.ID)
 	var i Charge
 	err := row.Scan(
 		&i.ID,
@@ -81,6 +95,10 @@ func (q *Queries) CompleteAuthentication(ctx context.Context, id string) (Charge
 		&i.CreatedAt,
 		&i.ReturnURL,
 		&i.CancellationReason,
+		&i.CaptureMethod,
+		&i.AuthorizationStatus,
+		&i.AuthorizationExpiresAt,
+		&i.AmountCaptured,
 	)
 	return i, err
 }
@@ -89,7 +107,7 @@ const failAuthentication = `-- name: FailAuthentication :one
 UPDATE cardsim.charges
 SET status = 'failed', failure_code = $1::text, failure_message = $2::text
 WHERE id = $3 AND status = 'requires_action'
-RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason, capture_method, authorization_status, authorization_expires_at, amount_captured
 `
 
 type FailAuthenticationParams struct {
@@ -118,12 +136,16 @@ func (q *Queries) FailAuthentication(ctx context.Context, arg FailAuthentication
 		&i.CreatedAt,
 		&i.ReturnURL,
 		&i.CancellationReason,
+		&i.CaptureMethod,
+		&i.AuthorizationStatus,
+		&i.AuthorizationExpiresAt,
+		&i.AmountCaptured,
 	)
 	return i, err
 }
 
 const getCharge = `-- name: GetCharge :one
-SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason,
+SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason, c.capture_method, c.authorization_status, c.authorization_expires_at, c.amount_captured,
        (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
         WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
 FROM cardsim.charges c
@@ -154,13 +176,17 @@ func (q *Queries) GetCharge(ctx context.Context, id string) (GetChargeRow, error
 		&i.Charge.CreatedAt,
 		&i.Charge.ReturnURL,
 		&i.Charge.CancellationReason,
+		&i.Charge.CaptureMethod,
+		&i.Charge.AuthorizationStatus,
+		&i.Charge.AuthorizationExpiresAt,
+		&i.Charge.AmountCaptured,
 		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const getChargeByIdempotencyKey = `-- name: GetChargeByIdempotencyKey :one
-SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason,
+SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason, c.capture_method, c.authorization_status, c.authorization_expires_at, c.amount_captured,
        (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
         WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
 FROM cardsim.charges c
@@ -195,6 +221,10 @@ func (q *Queries) GetChargeByIdempotencyKey(ctx context.Context, idempotencyKey 
 		&i.Charge.CreatedAt,
 		&i.Charge.ReturnURL,
 		&i.Charge.CancellationReason,
+		&i.Charge.CaptureMethod,
+		&i.Charge.AuthorizationStatus,
+		&i.Charge.AuthorizationExpiresAt,
+		&i.Charge.AmountCaptured,
 		&i.AmountRefunded,
 	)
 	return i, err
@@ -203,32 +233,40 @@ func (q *Queries) GetChargeByIdempotencyKey(ctx context.Context, idempotencyKey 
 const insertCharge = `-- name: InsertCharge :one
 INSERT INTO cardsim.charges (
     id, idempotency_key, request_hash, amount, currency, payment_method,
-    description, status, failure_code, failure_message, metadata, return_url
+    description, status, failure_code, failure_message, metadata, return_url,
+    capture_method, authorization_status, authorization_expires_at
 ) VALUES (
     $1, $2, $3, $4, $5, $6,
-    $7, $8, $9, $10, $11, $12
+    $7, $8, $9, $10, $11, $12,
+    $13,
+    CASE WHEN $13 = 'manual' AND $8 = 'succeeded' THEN 'open' END,
+    CASE WHEN $13 = 'manual' AND $8 = 'succeeded' THEN now() + $14::interval END
 )
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason
+RETURNING id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason, capture_method, authorization_status, authorization_expires_at, amount_captured
 `
 
 type InsertChargeParams struct {
-	ID             string
-	IdempotencyKey string
-	RequestHash    []byte
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	Description    *string
-	Status         string
-	FailureCode    *string
-	FailureMessage *string
-	Metadata       []byte
-	ReturnURL      *string
+	ID                  string
+	IdempotencyKey      string
+	RequestHash         []byte
+	Amount              int64
+	Currency            string
+	PaymentMethod       string
+	Description         *string
+	Status              string
+	FailureCode         *string
+	FailureMessage      *string
+	Metadata            []byte
+	ReturnURL           *string
+	CaptureMethod       string
+	AuthorizationWindow pgtype.Interval
 }
 
 // Stores a charge atomically per idempotency key: under concurrent identical
 // requests exactly one insert wins, the others get no row and replay it.
+// A manual charge that succeeded is an authorization, open until
+// authorization_window from now.
 func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Charge, error) {
 	row := q.db.QueryRow(ctx, insertCharge,
 		arg.ID,
@@ -243,6 +281,8 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		arg.FailureMessage,
 		arg.Metadata,
 		arg.ReturnURL,
+		arg.CaptureMethod,
+		arg.AuthorizationWindow,
 	)
 	var i Charge
 	err := row.Scan(
@@ -260,12 +300,16 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		&i.CreatedAt,
 		&i.ReturnURL,
 		&i.CancellationReason,
+		&i.CaptureMethod,
+		&i.AuthorizationStatus,
+		&i.AuthorizationExpiresAt,
+		&i.AmountCaptured,
 	)
 	return i, err
 }
 
 const listCharges = `-- name: ListCharges :many
-SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason,
+SELECT c.id, c.idempotency_key, c.request_hash, c.amount, c.currency, c.payment_method, c.description, c.status, c.failure_code, c.failure_message, c.metadata, c.created_at, c.return_url, c.cancellation_reason, c.capture_method, c.authorization_status, c.authorization_expires_at, c.amount_captured,
        (SELECT coalesce(sum(r.amount), 0) FROM cardsim.refunds r
         WHERE r.charge_id = c.id AND r.status = 'succeeded')::bigint AS amount_refunded
 FROM cardsim.charges c
@@ -277,11 +321,14 @@ WHERE ($1::text IS NULL OR c.idempotency_key = $1)
        OR c.metadata ->> 'chargeonce_attempt_id' = $4)
   AND ($5::text IS NULL OR c.metadata ->> 'order_id' = $5)
   AND ($6::text IS NULL OR c.status = $6)
-  AND ($7::text IS NULL
+  AND ($7::text IS NULL OR c.capture_method = $7)
+  AND ($8::text IS NULL
+       OR c.authorization_status = $8)
+  AND ($9::text IS NULL
        OR (c.created_at, c.id) < (SELECT s.created_at, s.id FROM cardsim.charges s
-                                  WHERE s.id = $7))
+                                  WHERE s.id = $9))
 ORDER BY c.created_at DESC, c.id DESC
-LIMIT $8
+LIMIT $10
 `
 
 type ListChargesParams struct {
@@ -291,6 +338,8 @@ type ListChargesParams struct {
 	AttemptID            *string
 	OrderID              *string
 	Status               *string
+	CaptureMethod        *string
+	AuthorizationStatus  *string
 	StartingAfter        *string
 	RowLimit             int32
 }
@@ -312,6 +361,8 @@ func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]Lis
 		arg.AttemptID,
 		arg.OrderID,
 		arg.Status,
+		arg.CaptureMethod,
+		arg.AuthorizationStatus,
 		arg.StartingAfter,
 		arg.RowLimit,
 	)
@@ -337,6 +388,10 @@ func (q *Queries) ListCharges(ctx context.Context, arg ListChargesParams) ([]Lis
 			&i.Charge.CreatedAt,
 			&i.Charge.ReturnURL,
 			&i.Charge.CancellationReason,
+			&i.Charge.CaptureMethod,
+			&i.Charge.AuthorizationStatus,
+			&i.Charge.AuthorizationExpiresAt,
+			&i.Charge.AmountCaptured,
 			&i.AmountRefunded,
 		); err != nil {
 			return nil, err

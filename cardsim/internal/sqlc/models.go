@@ -8,6 +8,21 @@ import (
 	"time"
 )
 
+type CardsimCapture struct {
+	ID             string
+	ChargeID       string
+	IdempotencyKey string
+	RequestHash    []byte
+	Amount         int64
+	Currency       string
+	Final          bool
+	Status         string
+	FailureCode    *string
+	FailureMessage *string
+	Metadata       []byte
+	CreatedAt      time.Time
+}
+
 type CardsimRefund struct {
 	ID             string
 	ChargeID       string
@@ -25,19 +40,32 @@ type CardsimRefund struct {
 	SettlesTo      string
 }
 
+type CardsimVoid struct {
+	ID             string
+	ChargeID       string
+	IdempotencyKey string
+	RequestHash    []byte
+	Metadata       []byte
+	CreatedAt      time.Time
+}
+
 type Charge struct {
-	ID                 string
-	IdempotencyKey     string
-	RequestHash        []byte
-	Amount             int64
-	Currency           string
-	PaymentMethod      string
-	Description        *string
-	Status             string
-	FailureCode        *string
-	FailureMessage     *string
-	Metadata           []byte
-	CreatedAt          time.Time
-	ReturnURL          *string
-	CancellationReason *string
+	ID                     string
+	IdempotencyKey         string
+	RequestHash            []byte
+	Amount                 int64
+	Currency               string
+	PaymentMethod          string
+	Description            *string
+	Status                 string
+	FailureCode            *string
+	FailureMessage         *string
+	Metadata               []byte
+	CreatedAt              time.Time
+	ReturnURL              *string
+	CancellationReason     *string
+	CaptureMethod          string
+	AuthorizationStatus    *string
+	AuthorizationExpiresAt *time.Time
+	AmountCaptured         int64
 }

@@ -236,7 +236,7 @@ func (q *Queries) ListRefunds(ctx context.Context, arg ListRefundsParams) ([]Car
 }
 
 const lockRefundedCharge = `-- name: LockRefundedCharge :one
-SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason FROM cardsim.charges
+SELECT id, idempotency_key, request_hash, amount, currency, payment_method, description, status, failure_code, failure_message, metadata, created_at, return_url, cancellation_reason, capture_method, authorization_status, authorization_expires_at, amount_captured FROM cardsim.charges
 WHERE id = $1
 FOR UPDATE
 `
@@ -264,6 +264,10 @@ func (q *Queries) LockRefundedCharge(ctx context.Context, id string) (Charge, er
 		&i.CreatedAt,
 		&i.ReturnURL,
 		&i.CancellationReason,
+		&i.CaptureMethod,
+		&i.AuthorizationStatus,
+		&i.AuthorizationExpiresAt,
+		&i.AmountCaptured,
 	)
 	return i, err
 }
