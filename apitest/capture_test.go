@@ -180,7 +180,9 @@ func TestCapture_OneKeyFiftyTimesAtOnce_OneCaptureAndReplays(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { results[i], errs[i] = api.CaptureCharge(context.Background(), key, CaptureInput(charge, 400, false)) })
+		wg.Go(func() {
+			results[i], errs[i] = api.CaptureCharge(context.Background(), key, CaptureInput(charge, 400, false))
+		})
 	}
 	wg.Wait()
 	ids := map[string]int{}
