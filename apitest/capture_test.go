@@ -4,9 +4,12 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 )
 
@@ -240,4 +243,128 @@ func TestCaptureAndVoid_TwoHundredRaces_OneWinnerEachTime(t *testing.T) {
 		}
 	}
 	t.Logf("%d races: %d won by the capture, %d by the void", races, captures, voids)
+}
+
+func TestCapture_LostAnswer_TheRetryReadsItBackUnderTheSameProviderKey_OneCapture(t *testing.T) {
+	t.Parallel()
+	s := Start(t, nil)
+	api := s.API(apiclient.DemoAPIKey)
+	ctx := context.Background()
+	charge, chargeKey := s.Authorize(t, WithPaymentMethod("pm_card_captureLostResponse"))
+
+	key := NewKey()
+	first := s.Capture(t, key, CaptureInput(charge, 700, false))
+	require.Equal(t, apiclient.CaptureAttemptStatusProcessing, first.Status, "the provider's answer was lost: nobody knows yet")
+	require.NotNil(t, first.RetryAfterMs)
+
+	var done *apiclient.CaptureResult
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		res, err := api.CaptureCharge(ctx, key, CaptureInput(charge, 700, false))
+		require.NoError(c, err)
+		require.Equal(c, apiclient.CaptureAttemptStatusSucceeded, res.Status)
+		done = res
+	}, 15*time.Second, 100*time.Millisecond)
+	require.Equal(t, 700, done.Capture.Amount)
+
+	captures, err := api.ListProviderCaptures(ctx, apiclient.ProviderCaptureFilter{Charge: done.Charge.ProviderChargeId})
+	require.NoError(t, err)
+	require.Len(t, captures, 1, "one capture at the provider, however often the answer was lost")
+	require.Equal(t, "chargeonce_"+captures[0].Metadata["chargeonce_attempt_id"], captures[0].IdempotencyKey,
+		"made under the attempt's one provider key")
+	c, err := api.ChargeCaptures(ctx, chargeKey)
+	require.NoError(t, err)
+	require.Equal(t, 700, c.AmountCaptured)
+	require.Equal(t, 700, s.ProviderCaptured(t, c.ProviderChargeId))
+}
+
+func TestCapture_DeclinedAtTheProvider_FailsAndGivesTheAmountBack(t *testing.T) {
+	t.Parallel()
+	s := Start(t, nil)
+	charge, chargeKey := s.Authorize(t, WithPaymentMethod("pm_card_captureDeclined"))
+	failed := s.Capture(t, NewKey(), CaptureInput(charge, 400, true))
+	require.Equal(t, apiclient.CaptureAttemptStatusFailed, failed.Status)
+	require.NotNil(t, failed.Failure)
+	require.Equal(t, "card_declined", failed.Failure.Code)
+	c, err := s.API(apiclient.DemoAPIKey).ChargeCaptures(context.Background(), chargeKey)
+	require.NoError(t, err)
+	require.Equal(t, apiclient.CaptureStatusUncaptured, c.CaptureStatus)
+	require.Equal(t, 1999, c.AmountCapturable, "the failed final capture gave its reservation back")
+}
+
+func TestAuthorization_ShortWindow_WarnedThenExpired_AndRefusedAfter(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := StartOn(t, dbURL, map[string]string{"SIM_AUTHORIZATION_WINDOW": "3s", "AUTHORIZATION_EXPIRY_WARNING": "2s",
+		"RECONCILE_INTERVAL": "100ms"})
+	api := s.API(apiclient.DemoAPIKey)
+	ctx := context.Background()
+	charge, chargeKey := s.Authorize(t, Visa(1000))
+	part := s.Capture(t, NewKey(), CaptureInput(charge, 250, false))
+	require.Equal(t, apiclient.CaptureAttemptStatusSucceeded, part.Status)
+
+	WaitRows(t, pool, 1, 10*time.Second, `SELECT count(*) FROM charge_events WHERE type = 'charge.authorization_expiring' AND body->'authorization'->>'chargeId' = $1`, charge)
+	WaitRows(t, pool, 1, 10*time.Second, `SELECT count(*) FROM charge_events WHERE type = 'charge.authorization_expired' AND body->'authorization'->>'chargeId' = $1`, charge)
+	require.Equal(t, 1, CountRows(t, pool, `SELECT count(*) FROM charge_events WHERE type = 'charge.authorization_expiring'`), "warned once")
+
+	c, err := api.ChargeCaptures(ctx, chargeKey)
+	require.NoError(t, err)
+	require.Equal(t, apiclient.CaptureStatusExpired, c.CaptureStatus)
+	require.Equal(t, 250, c.AmountCaptured, "what was captured stays captured")
+	require.Equal(t, 0, c.AmountCapturable)
+	_, err = api.CaptureCharge(ctx, NewKey(), CaptureInput(charge, 100, true))
+	require.Equal(t, "AUTHORIZATION_EXPIRED", Refused(err))
+	_, err = api.VoidCharge(ctx, NewKey(), apiclient.VoidInput{ChargeId: charge})
+	require.Equal(t, "CHARGE_CAPTURED", Refused(err), "a void after a capture is refused first")
+	auth, err := api.ProviderChargeByID(ctx, c.ProviderChargeId)
+	require.NoError(t, err)
+	require.Equal(t, "expired", auth.AuthorizationStatus, "the provider agrees")
+}
+
+func TestAuthorization_CaptureRacingTheExpiry_EndsInOneOfTheTwo(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	pool := dbtest.Open(t, dbURL)
+	s := StartOn(t, dbURL, map[string]string{"SIM_AUTHORIZATION_WINDOW": "3s", "RECONCILE_INTERVAL": "50ms"})
+	api := s.API(apiclient.DemoAPIKey)
+	ctx := context.Background()
+	const rounds = 12
+	type round struct{ charge, chargeKey string }
+	all := make([]round, rounds)
+	var wg sync.WaitGroup
+	for i := range rounds {
+		charge, chargeKey := s.Authorize(t, Visa(1000))
+		all[i] = round{charge, chargeKey}
+		// Each capture is sent a little later than the one before, so that
+		// the rounds straddle the 3 s window (which the provider states in
+		// whole seconds).
+		wg.Go(func() {
+			time.Sleep(time.Second + time.Duration(i)*200*time.Millisecond)
+			_, _ = api.CaptureCharge(ctx, NewKey(), CaptureInput(charge, 0, true))
+		})
+	}
+	wg.Wait()
+	captured, expired := 0, 0
+	for i, r := range all {
+		var c *apiclient.CapturedCharge
+		require.EventuallyWithT(t, func(co *assert.CollectT) {
+			var err error
+			c, err = api.ChargeCaptures(ctx, r.chargeKey)
+			require.NoError(co, err)
+			require.Contains(co, []apiclient.CaptureStatus{apiclient.CaptureStatusCaptured, apiclient.CaptureStatusExpired}, c.CaptureStatus)
+		}, 15*time.Second, 100*time.Millisecond, "round %d ends captured or expired", i)
+		events := CountRows(t, pool, `SELECT count(*) FROM charge_events WHERE type = 'charge.authorization_expired' AND body->'authorization'->>'chargeId' = $1`, r.charge)
+		switch c.CaptureStatus {
+		case apiclient.CaptureStatusCaptured:
+			require.Equal(t, 1000, s.ProviderCaptured(t, c.ProviderChargeId), "round %d", i)
+			require.Zero(t, events, "round %d: a captured authorization never expires", i)
+			captured++
+		case apiclient.CaptureStatusExpired:
+			require.Zero(t, c.AmountCaptured, "round %d", i)
+			require.Zero(t, s.ProviderCaptured(t, c.ProviderChargeId), "round %d: nothing taken at the provider", i)
+			require.Equal(t, 1, events, "round %d", i)
+			expired++
+		}
+	}
+	t.Logf("%d rounds: %d captured, %d expired", rounds, captured, expired)
 }
