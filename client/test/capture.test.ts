@@ -3,17 +3,14 @@
 // what may be, when the authorization lapses), as a union that each status
 // narrows. The method is part of the frozen input, so every retry and
 // resume sends it again under the same key.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Charger, ChargerOptions } from '../src/charger.js';
+import { describe, expect, it, vi } from 'vitest';
 import { AttemptOpenError } from '../src/errors.js';
 import { recordName, type AttemptRecord } from '../src/record.js';
 import type { Charge, Outcome } from '../src/types.js';
-import { authorizationExpiresAt, FakeServer, MemoryStorage, testCharger } from './fakes.js';
+import { authorizationExpiresAt, chargersPerTest, FakeServer, MemoryStorage } from './fakes.js';
 
 const manual = { paymentMethod: 'pm_card_visa', captureMethod: 'MANUAL' as const };
-let chargers: Charger[] = [];
-
-const make = (server: FakeServer, over: Partial<ChargerOptions> = {}) => testCharger(server, chargers, over);
+const make = chargersPerTest();
 
 /** The charge of a SUCCEEDED outcome. */
 function chargeOf(o: Outcome | null): Charge {
@@ -34,16 +31,6 @@ function lapsesAt(c: Charge): string | null {
       return null;
   }
 }
-
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
-});
-
-afterEach(() => {
-  for (const c of chargers) c.close();
-  chargers = [];
-  vi.useRealTimers();
-});
 
 describe('a MANUAL charge', () => {
   it('sends captureMethod MANUAL and settles SUCCEEDED as an open authorization: its capture status, amounts and expiry', async () => {

@@ -1,7 +1,7 @@
 // Fakes for the charger's tests: a storage, a chargeonce that charges each
 // key at most once (and can lose answers), and the browser's cross-tab
 // pieces.
-import { vi } from 'vitest';
+import { afterEach, beforeEach, vi } from 'vitest';
 import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
 import type { ChargerEvent } from '../src/events.js';
 import type { Charge, ChargerState, KeyValueStorage } from '../src/types.js';
@@ -246,4 +246,23 @@ export function testCharger(server: FakeServer, chargers: Charger[], over: Parti
   c.subscribe((s) => states.push(s));
   chargers.push(c);
   return { c, events, states, mintKey };
+}
+
+/**
+ * The chargers of a test file: fake timers for each test, and after it
+ * its chargers closed, real timers and globals back. The function it
+ * returns makes one (testCharger) with the file's defaults under over.
+ */
+export function chargersPerTest(defaults: Partial<ChargerOptions> = {}) {
+  let chargers: Charger[] = [];
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  });
+  afterEach(() => {
+    for (const c of chargers) c.close();
+    chargers = [];
+    vi.useRealTimers();
+    vi.unstubAllGlobals();
+  });
+  return (server: FakeServer, over: Partial<ChargerOptions> = {}) => testCharger(server, chargers, { ...defaults, ...over });
 }
