@@ -96,7 +96,7 @@ describe.skipIf(skip !== '')('the ledger refund in Chromium', () => {
     await page.reload();
     await expectFinal(page, 'SUCCEEDED');
     await page.locator('[data-testid="refund-box"][data-state="succeeded"]').waitFor();
-    await expect(page.evaluate(() => JSON.parse(sessionStorage.getItem('chargeonce-demo:refund')!).refundId)).resolves.toBe(refundId);
+    await expect(page.evaluate(() => JSON.parse(sessionStorage.getItem('chargeonce-demo:refund')!).id)).resolves.toBe(refundId);
     await expect(refund.count()).resolves.toBe(0);
     expect(sent).toHaveLength(0);
     await expectOneRefund(key, providerChargeId);
