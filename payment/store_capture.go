@@ -76,8 +76,7 @@ func (s *store) claimOnCharge(ctx context.Context, a Attempt, of uuid.UUID,
 		if err != nil {
 			return err
 		}
-		if stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey); err == nil {
-			c = claim{outcome: foundStored, attempt: stored}
+		if c, err = storedClaim(ctx, q, a); err == nil {
 			return errRollback
 		} else if !isNotFound(err) {
 			return err
@@ -86,11 +85,9 @@ func (s *store) claimOnCharge(ctx context.Context, a Attempt, of uuid.UUID,
 		if isNotFound(err) {
 			// The key was taken meanwhile: the insert waited for whoever took
 			// it, so a new statement sees the stored attempt.
-			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey)
-			if err != nil {
+			if c, err = storedClaim(ctx, q, a); err != nil {
 				return err
 			}
-			c = claim{outcome: foundStored, attempt: stored}
 			return errRollback
 		}
 		if err != nil {

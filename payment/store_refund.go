@@ -107,11 +107,9 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		if isNotFound(err) {
 			// The key is taken: the insert waited for whoever took it, so a
 			// new statement sees the stored attempt.
-			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey)
-			if err != nil {
+			if c, err = storedClaim(ctx, q, a); err != nil {
 				return err
 			}
-			c = claim{outcome: foundStored, attempt: stored}
 			return errRollback
 		}
 		if err != nil {
@@ -129,6 +127,13 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		err = nil
 	}
 	return c, interpretError(err)
+}
+
+// storedClaim is the claim that found a's key stored, read in q's
+// transaction, which the caller then rolls back (errRollback).
+func storedClaim(ctx context.Context, q *txQueries, a Attempt) (claim, error) {
+	stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey)
+	return claim{outcome: foundStored, attempt: stored}, err
 }
 
 // errRollback ends a transaction that found what it needed and must

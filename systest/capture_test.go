@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +96,61 @@ func TestCrash_KilledBetweenTheProvidersVoidAndItsRecord_OneVoid(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, charge, attempt.Void.ChargeId)
 	require.Equal(t, apiclient.CaptureStatusVoided, attempt.Charge.CaptureStatus)
+}
+
+func TestOperatorCommands_ChargesUncapturedAndCapturesStuck(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	// A server whose own reconciler stays out of the way, so the operator's
+	// pass does the work.
+	s := startServer(t, map[string]string{"DATABASE_URL": dbURL, "RECONCILE_INTERVAL": "1h", "PROCESSING_LEASE": "1s"})
+	authorize := func(pm string) string {
+		in := withPaymentMethod(pm)
+		in.CaptureMethod = new(apiclient.CaptureMethodManual)
+		res := s.chargeCard(t, apiclient.DemoAPIKey, newKey(), in)
+		require.Equal(t, "SUCCEEDED", res.Status)
+		return res.Charge.Id
+	}
+	shipped, lost := authorize("pm_card_visa"), authorize("pm_card_captureLostResponse")
+	final := false
+	amount := 300
+	part, err := s.demo().CaptureCharge(t.Context(), newKey(), apiclient.CaptureInput{ChargeId: shipped, Amount: &amount, Final: &final})
+	require.NoError(t, err)
+	require.Equal(t, apiclient.CaptureAttemptStatusSucceeded, part.Status)
+	lostKey := newKey()
+	pending, err := s.demo().CaptureCharge(t.Context(), lostKey, apiclient.CaptureInput{ChargeId: lost, Amount: &amount, Final: &final})
+	require.NoError(t, err)
+	require.Equal(t, apiclient.CaptureAttemptStatusProcessing, pending.Status)
+
+	env := map[string]string{"DATABASE_URL": dbURL, "PROVIDER_URL": s.URL + "/provider"}
+	open := runCommand(t, env, "charges", "uncaptured")
+	open.requireOK(t)
+	require.Contains(t, open.stdout, shipped)
+	require.Contains(t, open.stdout, lost)
+	require.Contains(t, open.stdout, "2 open authorization(s)")
+	require.Less(t, strings.Index(open.stdout, shipped), strings.Index(open.stdout, lost), "oldest first")
+
+	stuck := runCommand(t, env, "captures", "stuck")
+	stuck.requireOK(t)
+	require.Contains(t, stuck.stdout, lostKey, "the capture whose answer was lost is listed")
+	require.Contains(t, stuck.stdout, "1 capture(s) and void(s) PROCESSING")
+
+	require.Eventually(t, func() bool { // its lease (1 s) ends; the operator's pass settles it
+		pass := runCommand(t, env, "reconcile", "--once")
+		pass.requireOK(t)
+		return strings.Contains(pass.stdout, "succeeded 1")
+	}, 15*time.Second, 200*time.Millisecond)
+	stuck = runCommand(t, env, "captures", "stuck")
+	stuck.requireOK(t)
+	require.Contains(t, stuck.stdout, "0 capture(s) and void(s) PROCESSING")
+	captures, err := s.demo().ListProviderCaptures(t.Context(), apiclient.ProviderCaptureFilter{})
+	require.NoError(t, err)
+	n := 0
+	for _, c := range captures {
+		if c.Status == "succeeded" {
+			n++
+		}
+	}
+	require.Equal(t, 2, n, "one capture of each charge at the provider")
 }
