@@ -6,9 +6,9 @@
 // (/demo/void) to void it. Each scenario asserts on the provider's captures
 // and voids and on chargeonce's record of the charge, read by the test
 // itself, not only on what the page says.
-import type { Page, Request } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
-import { captures, chargeCaptures, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline, voids, type Row } from './page';
+import { captures, chargeCaptures, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline, voids, watchPath, type Row } from './page';
 
 const skip = inject('skipReason');
 
@@ -26,22 +26,13 @@ async function authorize(page: Page): Promise<{ key: string; providerChargeId: s
   await expectLedgerPanel(page, 1);
   const key = (await storedKey(page))!;
   const charges = await ledger(key);
-  expect(charges.map((c) => [c.status, (c as { capture_method?: string }).capture_method])).toEqual([['succeeded', 'manual']]);
+  expect(charges.map((c) => [c.status, c.capture_method])).toEqual([['succeeded', 'manual']]);
   await expect(fact(page, 'capture-status')).resolves.toBe('UNCAPTURED');
   await expect(page.getByTestId('outcome-title').textContent()).resolves.toBe('Authorized: $113.00');
   await expect(page.getByTestId('ledger-summary').textContent()).resolves.toBe('The card was authorized once; nothing captured yet.');
   // The session fixed the method: the choice is locked until a new checkout.
   await expect(page.getByTestId('capture-later').isDisabled()).resolves.toBe(true);
   return { key, providerChargeId: charges[0].id };
-}
-
-/** Watches the page's requests to path. */
-function watch(page: Page, path: string): Request[] {
-  const sent: Request[] = [];
-  page.on('request', (r) => {
-    if (new URL(r.url()).pathname === path) sent.push(r);
-  });
-  return sent;
 }
 
 describe.skipIf(skip !== '')('authorize now, ship later, in Chromium', () => {
@@ -59,7 +50,7 @@ describe.skipIf(skip !== '')('authorize now, ship later, in Chromium', () => {
     await expect(ship.isEnabled()).resolves.toBe(true);
     await expect(page.getByRole('button', { name: 'Cancel order', exact: true }).isEnabled()).resolves.toBe(true);
 
-    const sent = watch(page, '/demo/capture');
+    const sent = watchPath(page, '/demo/capture');
     await page.getByRole('switch', { name: 'Lose the next response' }).check();
     await ship.click();
     await page.locator('[data-testid="order-box"][data-ship="succeeded"]').waitFor({ timeout: 15_000 });

@@ -2,7 +2,7 @@
 // key, the timeline rows, the provider's ledger (its charges, refunds,
 // captures and voids), the requests the page sent, focus, boxes, and the
 // accessibility tree as Chromium computes it.
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from 'vitest';
 import { chromiumArgs, chromiumPath } from './env';
 
@@ -15,6 +15,8 @@ export interface ProviderCharge {
   amount: number;
   failure_code: string | null;
   metadata: Record<string, string>;
+  /** manual: a charge that succeeded only authorized; its captures take the money. */
+  capture_method: 'automatic' | 'manual';
 }
 
 /** The provider's charges for one of chargeonce's idempotency keys, at the server at base (the shared one by default). */
@@ -199,6 +201,15 @@ export async function expectFinal(page: Page, status: 'SUCCEEDED' | 'FAILED', ti
 /** Waits until the page's ledger panel shows n charges that took money. */
 export async function expectLedgerPanel(page: Page, succeeded: number) {
   await page.locator(`[data-testid="ledger-summary"][data-succeeded="${succeeded}"]`).waitFor({ timeout: 10_000 });
+}
+
+/** The requests page sends to path (one of the shop backend's routes, say), as they go. */
+export function watchPath(page: Page, path: string): Request[] {
+  const sent: Request[] = [];
+  page.on('request', (r) => {
+    if (new URL(r.url()).pathname === path) sent.push(r);
+  });
+  return sent;
 }
 
 /** A GraphQL request a page sent, by the field it asks for, and how it ended. */
