@@ -50,7 +50,7 @@ func (a *App) demoCapture(w http.ResponseWriter, r *http.Request) {
 		writeDemoError(w, err)
 		return
 	}
-	p := a.demoAttemptPayload(r.Context(), res, in.ChargeID)
+	p := a.demoAnswer(r.Context(), res, in.ChargeID)
 	if c := res.Capture; c != nil {
 		p.Capture = &model.Capture{ID: c.ID.String(), ChargeID: c.ChargeID.String(), Amount: int(c.Amount), Final: c.Final,
 			CreatedAt: c.CreatedAt.UTC()}
@@ -88,7 +88,7 @@ func (a *App) demoVoid(w http.ResponseWriter, r *http.Request) {
 		writeDemoError(w, err)
 		return
 	}
-	p := a.demoAttemptPayload(r.Context(), res, in.ChargeID)
+	p := a.demoAnswer(r.Context(), res, in.ChargeID)
 	if v := res.Void; v != nil {
 		p.Void = &model.Void{ID: v.ID.String(), ChargeID: v.ChargeID.String(), CreatedAt: v.CreatedAt.UTC()}
 	}
@@ -124,9 +124,9 @@ type demoCharge struct {
 	AuthorizationExpiresAt *time.Time            `json:"authorizationExpiresAt"`
 }
 
-// demoAttemptPayload is what res says, with the charge id as it is now
-// (null when it cannot be read: the answer stands without it).
-func (a *App) demoAttemptPayload(ctx context.Context, res payment.Result, id uuid.UUID) *demoAttemptPayload {
+// demoAnswer is what res says, with the charge id as it is now (null when
+// it cannot be read: the answer stands without it).
+func (a *App) demoAnswer(ctx context.Context, res payment.Result, id uuid.UUID) *demoAttemptPayload {
 	p := &demoAttemptPayload{IdempotencyKey: res.IdempotencyKey, Status: res.Status, Replayed: res.Replayed, Charge: a.demoChargeNow(ctx, id)}
 	if res.Status == payment.StatusProcessing {
 		ms := int64(max((res.RetryAfter+time.Millisecond-1)/time.Millisecond, 1)) // rounded up, as the API does
