@@ -203,9 +203,5 @@ func (r *run) newVoid(co *checkout) *capture {
 }
 
 func (r *run) addCapture(cp *capture) *capture {
-	cp.first = time.Now()
-	r.mu.Lock()
-	r.captures = append(r.captures, cp)
-	r.mu.Unlock()
-	return cp
+	return enlist(r, &r.captures, cp, &cp.record)
 }

@@ -213,11 +213,17 @@ func makeCheckout(manual bool) *checkout {
 
 // add makes co one of the run's keys, first sent now.
 func (r *run) add(co *checkout) *checkout {
-	co.first = time.Now()
+	return enlist(r, &r.keys, co, &co.record)
+}
+
+// enlist adds key, whose record is rec, to one of the run's lists of keys
+// (under run.mu), first sent now, and returns it.
+func enlist[K any](r *run, list *[]K, key K, rec *record) K {
+	rec.first = time.Now()
 	r.mu.Lock()
-	r.keys = append(r.keys, co)
+	*list = append(*list, key)
 	r.mu.Unlock()
-	return co
+	return key
 }
 
 // pick is a random checkout that choose says yes to, or nil when none of

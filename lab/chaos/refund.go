@@ -123,11 +123,7 @@ func (r *run) newRefund(co *checkout, amount int64) *refund {
 	told, _ := co.told()
 	rf := &refund{key: uuid.NewString(), of: co,
 		input: apiclient.RefundInput{ChargeId: told.id, Amount: new(int(amount)), Reason: new("chaos")}}
-	rf.first = time.Now()
-	r.mu.Lock()
-	r.refunds = append(r.refunds, rf)
-	r.mu.Unlock()
-	return rf
+	return enlist(r, &r.refunds, rf, &rf.record)
 }
 
 // count adds one to a figure of the report.
