@@ -158,7 +158,7 @@ func (s *store) claimVoid(ctx context.Context, a Attempt, now time.Time) (claim,
 		switch {
 		case c.CaptureMethod != string(CaptureManual) || c.CaptureReserved > 0:
 			return sqlc.ChargeAttempt{}, &Error{Code: ECAPTURED, Field: "input.chargeId",
-				Message: "this charge has a capture, made or running (or was captured when it was made); nothing was voided. Refund it instead"}
+				Message: "this charge has a capture, made or running (or was captured when it was made); nothing was voided. Refund what was captured; should a running capture fail, void again"}
 		case c.VoidClaimed:
 			return sqlc.ChargeAttempt{}, &Error{Code: EVOIDED, Field: "input.chargeId",
 				Message: "this authorization is voided, or being voided, under another key; nothing was voided"}

@@ -230,6 +230,22 @@ func (r *CaptureResult) Final() bool { return r != nil && final(string(r.Status)
 // Final reports whether r is a final answer: SUCCEEDED or FAILED.
 func (r *VoidResult) Final() bool { return r != nil && final(string(r.Status)) }
 
+// RetryAfter is the hint of a PROCESSING answer, 0 when it has none.
+func (r *CaptureResult) RetryAfter() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return milliseconds(r.RetryAfterMs)
+}
+
+// RetryAfter is the hint of a PROCESSING answer, 0 when it has none.
+func (r *VoidResult) RetryAfter() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return milliseconds(r.RetryAfterMs)
+}
+
 // Final reports whether r is a final answer: SUCCEEDED or FAILED.
 func (r *RefundResult) Final() bool { return r != nil && final(r.Status) }
 
