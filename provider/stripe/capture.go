@@ -7,6 +7,14 @@ import (
 	"chargeonce/payment"
 )
 
+// CodeCaptureMethodUnsupported fails a charge asked only to authorize
+// (captureMethod MANUAL), which this adapter does not send yet: nothing
+// is charged.
+const CodeCaptureMethodUnsupported = "capture_method_unsupported"
+
+var manualUnsupported = payment.ProviderCharge{FailureCode: CodeCaptureMethodUnsupported,
+	FailureMessage: "This card provider integration cannot authorize without capturing yet. The card was not charged."}
+
 // errNoCaptures answers every capture, void and authorization read until
 // this adapter's authorizations are built.
 var errNoCaptures = errors.New("stripe: authorizations, captures and voids are not supported yet")

@@ -101,6 +101,11 @@ func New(cfg Config) *Provider {
 // CreateCharge implements payment.Provider: it creates and confirms the
 // attempt's PaymentIntent in one call, under our provider key.
 func (p *Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
+	if req.CaptureMethod == payment.CaptureManual {
+		// Never send it: Stripe would capture a charge that was asked only
+		// to authorize.
+		return manualUnsupported, nil
+	}
 	amount, refusal, ok := stripeAmount(req.Amount, req.Currency)
 	if !ok {
 		return refusal, nil

@@ -514,3 +514,15 @@ func TestFindCharges_TwoSucceededForOneAttempt_BothFound_AndLogged(t *testing.T)
 	require.Equal(t, []payment.ProviderCharge{first, second}, found, "both, oldest first: payment settles on one and refunds the other")
 	require.Contains(t, b.logs.String(), "Stripe holds several PaymentIntents for one attempt")
 }
+
+func TestCreateCharge_Manual_FailsWithoutSendingAnything(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	req := request("pm_card_visa", 1999, "USD")
+	req.CaptureMethod = payment.CaptureManual
+	pc, err := b.provider.CreateCharge(context.Background(), req)
+	require.NoError(t, err)
+	require.False(t, pc.Succeeded)
+	require.Equal(t, CodeCaptureMethodUnsupported, pc.FailureCode)
+	require.Empty(t, b.creates(), "nothing reaches Stripe, which would capture it")
+}
