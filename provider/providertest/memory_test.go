@@ -1,7 +1,10 @@
 package providertest_test
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,4 +62,247 @@ func count(s []string, v string) int {
 		}
 	}
 	return n
+}
+
+// clock is a clock the test moves by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestMemory_SameKeyConcurrently_OneCharge_EverySendTheSameAnswer(t *testing.T) {
+	t.Parallel()
+	m := providertest.NewMemory(providertest.MemoryOptions{})
+	req := providertest.Request(providertest.CardVisa, 1999, "USD")
+	answers := make([]payment.ProviderCharge, 50)
+	errs := make([]error, 50)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() { answers[i], errs[i] = m.CreateCharge(t.Context(), req) })
+	}
+	wg.Wait()
+	for i := range answers {
+		require.NoError(t, errs[i])
+		require.Equal(t, answers[0], answers[i])
+	}
+	require.True(t, answers[0].Succeeded)
+	require.Equal(t, []string{req.IdempotencyKey}, m.ChargeKeys(), "one charge")
+	require.Len(t, m.KeysSent(), 50, "every send is seen")
+}
+
+func TestMemory_SameKeyOtherRequest_IsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	m := providertest.NewMemory(providertest.MemoryOptions{})
+	ctx := t.Context()
+	req := providertest.Request(providertest.CardVisa, 1999, "USD")
+	pc, err := m.CreateCharge(ctx, req)
+	require.NoError(t, err)
+	other := req
+	other.Amount++
+	_, err = m.CreateCharge(ctx, other)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "a conflict, as the simulator's 409")
+
+	refund := providertest.RefundRequest(pc.ID, 500, "USD")
+	_, err = m.CreateRefund(ctx, refund)
+	require.NoError(t, err)
+	refund.Amount++
+	_, err = m.CreateRefund(ctx, refund)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+
+	auth, err := m.CreateCharge(ctx, providertest.ManualRequest(providertest.CardVisa, 1000, "USD"))
+	require.NoError(t, err)
+	capture := providertest.CaptureRequest(auth.ID, 400, "USD", false)
+	_, err = m.CaptureCharge(ctx, capture)
+	require.NoError(t, err)
+	capture.Final = true
+	_, err = m.CaptureCharge(ctx, capture)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+	void := providertest.VoidRequest(auth.ID)
+	void.Metadata = map[string]string{"other": "void"}
+	_, err = m.VoidCharge(ctx, void)
+	require.NoError(t, err, "refused (it has a capture), and nothing stored")
+	void.ProviderChargeID = pc.ID
+	pv, err := m.VoidCharge(ctx, void)
+	require.NoError(t, err, "a refused void stores nothing: the key is free")
+	require.Equal(t, payment.FailureChargeNotCapturable, pv.FailureCode)
+}
+
+func TestMemory_Cards_ChargeAsTheSimulatorDoes(t *testing.T) {
+	t.Parallel()
+	m := providertest.NewMemory(providertest.MemoryOptions{})
+	ctx := t.Context()
+	for _, tc := range []struct {
+		card      string
+		succeeded bool
+		code      string
+	}{
+		{providertest.CardVisa, true, ""},
+		{providertest.CardMastercard, true, ""},
+		{providertest.CardRefundPending, true, ""},
+		{providertest.CardRefundFailsLater, true, ""},
+		{providertest.CardCaptureDeclined, true, ""},
+		{providertest.CardCaptureLostResponse, true, ""},
+		{providertest.CardCaptureSlow, true, ""},
+		{providertest.CardDeclined, false, "card_declined"},
+		{providertest.CardInsufficientFunds, false, "insufficient_funds"},
+		{providertest.CardAuthenticationRequired, false, payment.FailureAuthenticationRequired},
+	} {
+		req := providertest.Request(tc.card, 1999, "USD")
+		pc, err := m.CreateCharge(ctx, req)
+		require.NoError(t, err, tc.card)
+		require.Equal(t, tc.succeeded, pc.Succeeded, tc.card)
+		require.Equal(t, tc.code, pc.FailureCode, tc.card)
+		require.NotEmpty(t, pc.ID, "%s: stored", tc.card)
+		require.Equal(t, map[bool]string{true: "succeeded", false: "failed"}[tc.succeeded], m.ChargeStatus(pc.ID), tc.card)
+	}
+
+	// Refused before anything is stored: an unknown card, and every send of
+	// the card whose provider fails.
+	pc, err := m.CreateCharge(ctx, providertest.Request("pm_card_declined", 1999, "USD"))
+	require.NoError(t, err, "an unknown card is an answer")
+	require.Equal(t, payment.ProviderCharge{FailureCode: "payment_method_unknown", FailureMessage: `No such payment method: "pm_card_declined".`}, pc)
+	failing := providertest.Request(providertest.CardProviderError, 1999, "USD")
+	for range 2 {
+		_, err := m.CreateCharge(ctx, failing)
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+		require.NotErrorIs(t, err, payment.ErrProviderKeySpent)
+	}
+	found, err := m.FindCharges(ctx, failing)
+	require.NoError(t, err)
+	require.Empty(t, found, "nothing stored")
+	require.Len(t, m.ChargeKeys(), 10, "the ten cards above, and nothing else")
+}
+
+func TestMemory_LostResponse_EverySendLosesItsAnswer_OneCharge(t *testing.T) {
+	t.Parallel()
+	m := providertest.NewMemory(providertest.MemoryOptions{})
+	req := providertest.Request(providertest.CardLostResponse, 1999, "USD")
+	for range 3 {
+		_, err := m.CreateCharge(t.Context(), req)
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+	}
+	found, err := m.FindCharges(t.Context(), req)
+	require.NoError(t, err)
+	require.Len(t, found, 1, "charged once, under one key")
+	require.True(t, found[0].Succeeded)
+}
+
+func TestMemory_Slow_AnswersAfterTheDelay_AndACallerThatStopsWaitingIsChargedAllTheSame(t *testing.T) {
+	t.Parallel()
+	m := providertest.NewMemory(providertest.MemoryOptions{SlowDelay: 200 * time.Millisecond})
+	start := time.Now()
+	pc, err := m.CreateCharge(t.Context(), providertest.Request(providertest.CardSlow, 1999, "USD"))
+	require.NoError(t, err)
+	require.True(t, pc.Succeeded)
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	req := providertest.Request(providertest.CardSlow, 1999, "USD")
+	_, err = m.CreateCharge(ctx, req)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown, "the caller does not know")
+	found, err := m.FindCharges(t.Context(), req)
+	require.NoError(t, err)
+	require.Len(t, found, 1, "the provider charged")
+
+	auth, err := m.CreateCharge(t.Context(), providertest.ManualRequest(providertest.CardCaptureSlow, 1000, "USD"))
+	require.NoError(t, err)
+	start = time.Now()
+	_, err = m.CaptureCharge(t.Context(), providertest.CaptureRequest(auth.ID, 1000, "USD", true))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "a capture of the slow capture card")
+}
+
+func TestMemory_SpentKey_ReplaysItsFailure_TheNextKeyCharges(t *testing.T) {
+	t.Parallel()
+	m := providertest.NewMemory(providertest.MemoryOptions{})
+	ctx := t.Context()
+	req := providertest.Request(providertest.CardVisa, 1999, "USD")
+	m.SpendNextKeys(1)
+	_, err := m.CreateCharge(ctx, req)
+	require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+	_, err = m.CreateCharge(ctx, req)
+	require.ErrorIs(t, err, payment.ErrProviderKeySpent)
+	rekeyed := req
+	rekeyed.IdempotencyKey += "_2"
+	pc, err := m.CreateCharge(ctx, rekeyed)
+	require.NoError(t, err, "one key spent, not the next")
+	require.True(t, pc.Succeeded)
+	require.Equal(t, []string{req.IdempotencyKey, req.IdempotencyKey, rekeyed.IdempotencyKey}, m.KeysSent())
+	found, err := m.FindCharges(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, []payment.ProviderCharge{pc}, found, "the attempt's one charge, under its new key")
+}
+
+func TestMemory_Challenge_RacesTheCancel_ExactlyOneOutcome(t *testing.T) {
+	t.Parallel()
+	m := providertest.NewMemory(providertest.MemoryOptions{})
+	ctx := t.Context()
+	const returnURL = "https://shop.example/done?chargeonce_key=k"
+	outcomes := map[string]int{}
+	for range 100 {
+		req := providertest.Request(providertest.CardAuthenticationRequired, 1999, "USD")
+		req.ReturnURL = returnURL
+		waiting, err := m.CreateCharge(ctx, req)
+		require.NoError(t, err)
+		var cancelled payment.ProviderCharge
+		var pressErr, cancelErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { _, pressErr = m.PressChallenge(waiting.Action.URL, "complete") })
+		wg.Go(func() { cancelled, cancelErr = m.CancelCharge(ctx, req, waiting.ID) })
+		wg.Wait()
+		require.NoError(t, pressErr)
+		require.NoError(t, cancelErr)
+		found, err := m.FindCharges(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, []payment.ProviderCharge{cancelled}, found, "the cancel answers how it ended")
+		status := m.ChargeStatus(waiting.ID)
+		require.Contains(t, []string{"succeeded", "canceled"}, status)
+		outcomes[status]++
+
+		// A later press changes nothing, and sends the shopper back all the same.
+		back, err := m.PressChallenge(waiting.Action.URL, "fail")
+		require.NoError(t, err)
+		require.Equal(t, returnURL, back.String())
+		require.Equal(t, status, m.ChargeStatus(waiting.ID))
+	}
+	t.Logf("outcomes: %v", outcomes)
+
+	never, err := m.CreateCharge(ctx, providertest.Request(providertest.CardAuthenticationRequired, 1999, "USD"))
+	require.NoError(t, err)
+	_, err = m.PressChallenge(providertest.MemoryChallengeURL+never.ID, "complete")
+	require.Error(t, err, "a charge that never waited has nowhere to send the shopper")
+	_, err = m.PressChallenge(providertest.MemoryChallengeURL+"ch_nope", "complete")
+	require.Error(t, err)
+}
+
+func TestMemory_ManualCharge_Authenticated_OpensItsAuthorizationThen(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	m := providertest.NewMemory(providertest.MemoryOptions{Now: c.Now, AuthorizationWindow: time.Hour})
+	req := providertest.ManualRequest(providertest.CardAuthenticationRequired, 1000, "USD")
+	req.ReturnURL = "https://shop.example/done"
+	waiting, err := m.CreateCharge(t.Context(), req)
+	require.NoError(t, err)
+	require.Nil(t, waiting.Authorization, "nothing is held while the shopper authenticates")
+	c.Advance(10 * time.Minute)
+	_, err = m.PressChallenge(waiting.Action.URL, "complete")
+	require.NoError(t, err)
+	pa, err := m.ReadAuthorization(t.Context(), waiting.ID)
+	require.NoError(t, err)
+	require.Equal(t, payment.ProviderAuthorization{State: payment.AuthorizationOpen, Amount: 1000, ExpiresAt: c.Now().Add(time.Hour)}, pa)
 }
