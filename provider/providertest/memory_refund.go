@@ -6,63 +6,8 @@ import (
 	"maps"
 	"time"
 
-	"github.com/google/uuid"
-
 	"chargeonce/payment"
 )
-
-// made is what every refund, capture and void of Memory records: its id,
-// the charge it is of, and the attempt that sent it.
-type made struct {
-	id        string
-	chargeID  string
-	attemptID uuid.UUID
-}
-
-func (h *made) head() *made { return h }
-
-// kept holds the refunds (or captures, or voids) of Memory, oldest first
-// and by the key each was made under.
-type kept[T interface{ head() *made }] struct {
-	all   []T
-	byKey map[string]T
-}
-
-func newKept[T interface{ head() *made }]() kept[T] { return kept[T]{byKey: map[string]T{}} }
-
-func (k *kept[T]) add(key string, v T) {
-	k.all = append(k.all, v)
-	k.byKey[key] = v
-}
-
-// find is the one made under key, or else the oldest of charge chargeID's
-// that attempt sent (made under an earlier key); ok is false when there is
-// none.
-func (k *kept[T]) find(key string, attempt uuid.UUID, chargeID string) (v T, ok bool) {
-	if v, ok := k.byKey[key]; ok {
-		return v, true
-	}
-	if attempt == uuid.Nil {
-		return v, false
-	}
-	for _, v := range k.all {
-		if h := v.head(); h.chargeID == chargeID && h.attemptID == attempt {
-			return v, true
-		}
-	}
-	return v, false
-}
-
-// of is every one of charge chargeID's, oldest first.
-func (k *kept[T]) of(chargeID string) []T {
-	var found []T
-	for _, v := range k.all {
-		if v.head().chargeID == chargeID {
-			found = append(found, v)
-		}
-	}
-	return found
-}
 
 // memRefund is a refund Memory holds.
 type memRefund struct {

@@ -3,7 +3,10 @@
 // passes the same cases (Run) from its own _test.go, through a Harness that
 // builds it and says how to observe it. A behaviour that an implementation
 // cannot show is named in the harness's Cannot with the reason, and its case
-// is skipped with that reason; no case passes without asserting.
+// is skipped with that reason; no case passes without asserting. Memory,
+// an in-memory provider with the card simulator's behaviours, passes every
+// case, and stands in for a provider where a test wants one without HTTP or
+// a database: in package payment's own tests.
 package providertest
 
 import (
