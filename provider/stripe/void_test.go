@@ -161,20 +161,20 @@ func TestVoidCharge_AgainstACapture_ExactlyOneWins(t *testing.T) {
 	for range 20 {
 		pc := b.authorized(t, 1000, "USD")
 		var (
-			wg       sync.WaitGroup
-			c        payment.ProviderCapture
-			v        payment.ProviderVoid
-			cErr, vE error
+			wg         sync.WaitGroup
+			c          payment.ProviderCapture
+			v          payment.ProviderVoid
+			cErr, vErr error
 		)
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			c, cErr = b.provider.CaptureCharge(ctx, captureRequest(pc.ID, 1000, "USD", true))
 		}()
-		go func() { defer wg.Done(); v, vE = b.provider.VoidCharge(ctx, voidRequest(pc.ID)) }()
+		go func() { defer wg.Done(); v, vErr = b.provider.VoidCharge(ctx, voidRequest(pc.ID)) }()
 		wg.Wait()
 		require.NoError(t, cErr)
-		require.NoError(t, vE)
+		require.NoError(t, vErr)
 		require.NotEqual(t, c.Succeeded, v.Succeeded, "one wins: %+v %+v", c, v)
 		if c.Succeeded {
 			require.Equal(t, payment.FailureChargeCaptured, v.FailureCode)
