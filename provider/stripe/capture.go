@@ -117,41 +117,22 @@ func captureParams(req payment.ProviderCaptureRequest, amount int64, multicaptur
 
 // sendCapture sends the capture of PaymentIntent id.
 func (p *Provider) sendCapture(ctx context.Context, req payment.ProviderCaptureRequest, id string, params *stripego.PaymentIntentCaptureParams) (payment.ProviderCapture, error) {
-	_, err := p.client.V1PaymentIntents.Capture(ctx, id, params)
-	if err == nil {
+	_, sendErr := p.client.V1PaymentIntents.Capture(ctx, id, params)
+	if sendErr == nil {
 		return madeCapture(id, req.AttemptID), nil
 	}
+	// Whether this attempt's capture was made after all (by a send whose
+	// answer was lost, say) is in its mark.
 	op := "capture PaymentIntent " + id
-	v, se := classify(err)
-	switch v {
-	case verdictKeyRefused:
-		return payment.ProviderCapture{}, p.callFailed(ctx, op, err)
-	case verdictUnknown:
-		return payment.ProviderCapture{}, p.unknown(op, err)
-	case verdictDeclined:
-		return refusedCapture(declined(id, se).FailureCode), nil
-	}
-	// Stripe refused for good: whether this attempt's capture was made
-	// after all (by a send whose answer was lost, say) is in the
-	// PaymentIntent as it is now.
-	pi, rerr := p.retrieve(ctx, id)
-	if rerr != nil {
-		return payment.ProviderCapture{}, rerr
-	}
-	if captureMarked(pi, req.AttemptID) {
+	v, se, pi, err := p.readAfterRefusal(ctx, op, id, sendErr)
+	switch {
+	case err != nil:
+		return payment.ProviderCapture{}, err
+	case captureMarked(pi, req.AttemptID):
 		return madeCapture(pi.ID, req.AttemptID), nil
 	}
-	switch v {
-	case verdictKeySpent:
-		return payment.ProviderCapture{}, fmt.Errorf("%w: stripe: %s for provider key %s, and PaymentIntent %s holds no capture of attempt %s",
-			payment.ErrProviderKeySpent, p.describe(err), req.IdempotencyKey, id, req.AttemptID)
-	case verdictIdempotency:
-		// A bug, or a deploy that changed the request while captures were
-		// open: never sent again under a new key, and no failure on a guess.
-		p.log.ErrorContext(ctx, "Stripe refused our provider key for a capture: it was first sent with other parameters; not sent again under a new key",
-			"provider_key", req.IdempotencyKey, "attempt_id", req.AttemptID, "stripe_request_id", se.RequestID)
-		return payment.ProviderCapture{}, fmt.Errorf("stripe: %s: %s: provider key %s was first sent with other parameters",
-			op, p.describe(err), req.IdempotencyKey)
+	if err := p.keyRefused(ctx, v, se, op, sendErr, req.IdempotencyKey, req.AttemptID); err != nil {
+		return payment.ProviderCapture{}, err
 	}
 	return p.captureRefused(ctx, req, se, pi), nil
 }
@@ -159,6 +140,9 @@ func (p *Provider) sendCapture(ctx context.Context, req payment.ProviderCaptureR
 // captureRefused maps Stripe's refusal of a capture, pi being the
 // PaymentIntent as it is now: nothing was captured.
 func (p *Provider) captureRefused(ctx context.Context, req payment.ProviderCaptureRequest, se *stripego.Error, pi *stripego.PaymentIntent) payment.ProviderCapture {
+	if se.Type == stripego.ErrorTypeCard {
+		return refusedCapture(declined(pi.ID, se).FailureCode)
+	}
 	switch se.Code {
 	case stripego.ErrorCodeAmountTooLarge:
 		return refusedCapture(payment.FailureCaptureExceedsAuthorization)

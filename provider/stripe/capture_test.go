@@ -222,26 +222,13 @@ func TestFindCapture_NeverSends(t *testing.T) {
 
 func TestCaptureCharge_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	for name, fault := range map[string]stripefake.Fault{
-		"409 idempotency_key_in_use": stripefake.InUse,
-		"429":                        stripefake.RateLimited,
-		"503":                        stripefake.Unavailable,
-		"500":                        stripefake.Error500,
-		"timeout":                    stripefake.Slow,
-		"connection cut":             stripefake.CutAfterRun,
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.fake.SlowDelay = 3 * time.Second
-			pc := b.authorized(t, 1000, "USD")
-			b.fake.FailCaptures(fault, 1)
-			p := New(Config{SecretKey: b.fake.SecretKey, APIBase: b.fake.URL, Timeout: time.Second})
-			_, err := p.CaptureCharge(context.Background(), captureRequest(pc.ID, 400, "USD", false))
-			require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
-			require.Len(t, b.callsTo("/capture"), 1)
-		})
-	}
+	eachFaultWithoutAnswer(t, func(t *testing.T, b *bundle, p *Provider, fault stripefake.Fault) {
+		pc := b.authorized(t, 1000, "USD")
+		b.fake.FailCaptures(fault, 1)
+		_, err := p.CaptureCharge(context.Background(), captureRequest(pc.ID, 400, "USD", false))
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+		require.Len(t, b.callsTo("/capture"), 1)
+	})
 }
 
 func TestCaptureCharge_Replayed500_SpendsTheKeyOnlyWhenNothingWasCaptured(t *testing.T) {
@@ -348,6 +335,10 @@ func TestCaptureRefused_MapsStripesCodes(t *testing.T) {
 		require.Equal(t, want, c.FailureCode, code)
 		require.Equal(t, captureMessages[want], c.FailureMessage, code)
 	}
+	c := b.provider.captureRefused(context.Background(), req, &stripego.Error{Type: stripego.ErrorTypeCard, HTTPStatusCode: 402,
+		Code: stripego.ErrorCodeCardDeclined, DeclineCode: stripego.DeclineCodeInsufficientFunds, Msg: "Your card has insufficient funds."}, open)
+	require.Equal(t, payment.ProviderCapture{FailureCode: "insufficient_funds", FailureMessage: "The card provider declined the capture. Nothing was captured."}, c,
+		"a decline keeps the card's code, with a fixed message")
 }
 
 func TestCaptureCharge_IdempotencyError_IsAnErrorNotARefusal(t *testing.T) {

@@ -2,7 +2,6 @@ package stripe
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,36 +55,21 @@ func (p *Provider) sendVoid(ctx context.Context, req payment.ProviderVoidRequest
 		CancellationReason: stripego.String(string(stripego.PaymentIntentCancellationReasonRequestedByCustomer)),
 	}
 	params.SetIdempotencyKey(req.IdempotencyKey)
-	_, err := p.client.V1PaymentIntents.Cancel(ctx, id, params)
-	if err == nil {
+	_, sendErr := p.client.V1PaymentIntents.Cancel(ctx, id, params)
+	if sendErr == nil {
 		return madeVoid(id, req.AttemptID), nil
 	}
+	// Whether it was voided after all, or why not, is in its state.
 	op := "cancel PaymentIntent " + id
-	v, se := classify(err)
-	switch v {
-	case verdictKeyRefused:
-		return payment.ProviderVoid{}, p.callFailed(ctx, op, err)
-	case verdictUnknown:
-		return payment.ProviderVoid{}, p.unknown(op, err)
-	}
-	// Stripe refused for good: the PaymentIntent as it is now says whether
-	// it was voided after all, or why not.
-	pi, rerr := p.retrieve(ctx, id)
-	if rerr != nil {
-		return payment.ProviderVoid{}, rerr
+	v, se, pi, err := p.readAfterRefusal(ctx, op, id, sendErr)
+	if err != nil {
+		return payment.ProviderVoid{}, err
 	}
 	if pv, done := voidAnswer(pi, req.AttemptID); done {
 		return pv, nil
 	}
-	switch v {
-	case verdictKeySpent:
-		return payment.ProviderVoid{}, fmt.Errorf("%w: stripe: %s for provider key %s, and PaymentIntent %s is not cancelled",
-			payment.ErrProviderKeySpent, p.describe(err), req.IdempotencyKey, id)
-	case verdictIdempotency:
-		p.log.ErrorContext(ctx, "Stripe refused our provider key for a void: it was first sent with other parameters; not sent again under a new key",
-			"provider_key", req.IdempotencyKey, "attempt_id", req.AttemptID, "stripe_request_id", se.RequestID)
-		return payment.ProviderVoid{}, fmt.Errorf("stripe: %s: %s: provider key %s was first sent with other parameters",
-			op, p.describe(err), req.IdempotencyKey)
+	if err := p.keyRefused(ctx, v, se, op, sendErr, req.IdempotencyKey, req.AttemptID); err != nil {
+		return payment.ProviderVoid{}, err
 	}
 	p.log.WarnContext(ctx, "Stripe refused the void request",
 		"provider_key", req.IdempotencyKey, "payment_intent", id, "status", pi.Status,

@@ -110,23 +110,13 @@ func TestVoidCharge_LostAnswer_FoundAndTheResendIsTheSameVoid(t *testing.T) {
 
 func TestVoidCharge_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	for name, fault := range map[string]stripefake.Fault{
-		"409 idempotency_key_in_use": stripefake.InUse,
-		"429":                        stripefake.RateLimited,
-		"503":                        stripefake.Unavailable,
-		"500":                        stripefake.Error500,
-		"connection cut":             stripefake.CutAfterRun,
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			pc := b.authorized(t, 1000, "USD")
-			b.fake.FailCancels(fault, 1)
-			_, err := b.provider.VoidCharge(context.Background(), voidRequest(pc.ID))
-			require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
-			require.Len(t, b.callsTo("/cancel"), 1)
-		})
-	}
+	eachFaultWithoutAnswer(t, func(t *testing.T, b *bundle, p *Provider, fault stripefake.Fault) {
+		pc := b.authorized(t, 1000, "USD")
+		b.fake.FailCancels(fault, 1)
+		_, err := p.VoidCharge(context.Background(), voidRequest(pc.ID))
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+		require.Len(t, b.callsTo("/cancel"), 1)
+	})
 }
 
 func TestVoidCharge_Replayed500_SpendsTheKeyOnlyWhenNotCancelled(t *testing.T) {
