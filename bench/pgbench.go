@@ -37,7 +37,7 @@ RETURNING id AS attempt_id \gset
 WITH done AS (
     UPDATE charge_attempts SET status = 'SUCCEEDED', charge_id = new_id(), completed_at = now(),
         expires_at = now() + interval '24 hours'
-    WHERE id = :attempt_id::uuid AND status = 'PROCESSING' AND attempt = 1
+    WHERE id = :attempt_id::uuid AND status = 'PROCESSING' AND fence = 1
     RETURNING *
 ),
 charge AS (

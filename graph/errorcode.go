@@ -36,6 +36,11 @@ const (
 	codeSessionLocked    = "CHECKOUT_SESSION_LOCKED"
 	codeChargeNotFound   = "CHARGE_NOT_FOUND"
 	codeRefundExceeds    = "REFUND_EXCEEDS_CHARGE"
+	codeCaptureExceeds   = "CAPTURE_EXCEEDS_AUTHORIZATION"
+	codeNotCapturable    = "CHARGE_NOT_CAPTURABLE"
+	codeChargeVoided     = "CHARGE_VOIDED"
+	codeChargeCaptured   = "CHARGE_CAPTURED"
+	codeAuthExpired      = "AUTHORIZATION_EXPIRED"
 	codeInternal         = "INTERNAL_SERVER_ERROR"
 	codeParseFailed      = errcode.ParseFailed
 	codeValidationFailed = errcode.ValidationFailed
@@ -57,6 +62,11 @@ var errorCodeList = []ErrorCode{
 	{codeKeyReused, RetryNever},
 	{codeUnauthenticated, RetryNever},
 	{codeRefundExceeds, RetryNever},
+	{codeCaptureExceeds, RetryNever},
+	{codeNotCapturable, RetryNever},
+	{codeChargeVoided, RetryNever},
+	{codeChargeCaptured, RetryNever},
+	{codeAuthExpired, RetryNever},
 	{codeChargeNotFound, RetryNever},
 	{codeOrderPaid, RetryNever},
 	{codeSessionPaid, RetryNever},

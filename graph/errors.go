@@ -44,6 +44,11 @@ var errorCodes = map[string]string{
 	payment.EFORBIDDEN:       codeForbidden,
 	payment.ECHARGENOTFOUND:  codeChargeNotFound,
 	payment.EREFUNDEXCEEDS:   codeRefundExceeds,
+	payment.ECAPTUREEXCEEDS:  codeCaptureExceeds,
+	payment.ENOTCAPTURABLE:   codeNotCapturable,
+	payment.EVOIDED:          codeChargeVoided,
+	payment.ECAPTURED:        codeChargeCaptured,
+	payment.EAUTHEXPIRED:     codeAuthExpired,
 }
 
 // errorPresenter is the one place where errors become GraphQL errors: domain
@@ -105,6 +110,9 @@ func presentDomain(ctx context.Context, log *slog.Logger, presented *gqlerror.Er
 	}
 	if domain.Code == payment.EREFUNDEXCEEDS {
 		presented.Extensions["refundable"] = domain.Refundable
+	}
+	if domain.Code == payment.ECAPTUREEXCEEDS {
+		presented.Extensions["capturable"] = domain.Capturable
 	}
 	if domain.Code == payment.ELIMITED {
 		presented.Extensions["retryAfterMs"] = retryAfterMs(domain.RetryAfter)

@@ -9,6 +9,7 @@ import (
 	"chargeonce/graph/generated"
 	"chargeonce/graph/model"
 	"context"
+	"time"
 )
 
 // AmountRefunded is the resolver for the amountRefunded field.
@@ -23,6 +24,52 @@ func (r *chargeResolver) Refunds(ctx context.Context, obj *model.Charge) ([]*mod
 	out := make([]*model.Refund, len(refunds))
 	for i := range refunds {
 		out[i] = toRefund(&refunds[i])
+	}
+	return out, err
+}
+
+// CaptureStatus is the resolver for the captureStatus field.
+func (r *chargeResolver) CaptureStatus(ctx context.Context, obj *model.Charge) (model.CaptureStatus, error) {
+	st, err := r.chargeCaptures(ctx, obj)
+	return model.CaptureStatus(st.Status), err
+}
+
+// AmountCaptured is the resolver for the amountCaptured field.
+func (r *chargeResolver) AmountCaptured(ctx context.Context, obj *model.Charge) (int, error) {
+	st, err := r.chargeCaptures(ctx, obj)
+	return int(st.Captured), err
+}
+
+// AmountCapturable is the resolver for the amountCapturable field.
+func (r *chargeResolver) AmountCapturable(ctx context.Context, obj *model.Charge) (int, error) {
+	st, err := r.chargeCaptures(ctx, obj)
+	return int(st.Capturable), err
+}
+
+// AuthorizationExpiresAt is the resolver for the authorizationExpiresAt field.
+func (r *chargeResolver) AuthorizationExpiresAt(ctx context.Context, obj *model.Charge) (*time.Time, error) {
+	st, err := r.chargeCaptures(ctx, obj)
+	if err != nil || st.ExpiresAt == nil {
+		return nil, err
+	}
+	t := st.ExpiresAt.UTC()
+	return &t, nil
+}
+
+// Captures is the resolver for the captures field.
+func (r *chargeResolver) Captures(ctx context.Context, obj *model.Charge) ([]*model.Capture, error) {
+	m, _, err := r.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, err := chargeID(obj.ID, "id")
+	if err != nil {
+		return nil, err
+	}
+	captures, err := r.Payments.Captures(ctx, m, id)
+	out := make([]*model.Capture, len(captures))
+	for i := range captures {
+		out[i] = toCapture(&captures[i])
 	}
 	return out, err
 }
@@ -54,6 +101,24 @@ func (r *mutationResolver) RefundCharge(ctx context.Context, idempotencyKey stri
 	return r.refundCharge(ctx, key, input)
 }
 
+// CaptureCharge is the resolver for the captureCharge field.
+func (r *mutationResolver) CaptureCharge(ctx context.Context, idempotencyKey string, input model.CaptureInput) (*model.CapturePayload, error) {
+	key, err := headerKeyAgrees(ctx, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return r.captureCharge(ctx, key, input)
+}
+
+// VoidCharge is the resolver for the voidCharge field.
+func (r *mutationResolver) VoidCharge(ctx context.Context, idempotencyKey string, input model.VoidInput) (*model.VoidPayload, error) {
+	key, err := headerKeyAgrees(ctx, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return r.voidCharge(ctx, key, input)
+}
+
 // ChargeStatus is the resolver for the chargeStatus field.
 func (r *queryResolver) ChargeStatus(ctx context.Context, idempotencyKey string, checkoutSession *string) (*model.ChargeCardPayload, error) {
 	return r.chargeStatus(ctx, idempotencyKey, checkoutSession)
@@ -67,6 +132,16 @@ func (r *queryResolver) CheckoutSession(ctx context.Context, id string) (*model.
 // RefundStatus is the resolver for the refundStatus field.
 func (r *queryResolver) RefundStatus(ctx context.Context, idempotencyKey string) (*model.RefundPayload, error) {
 	return r.refundStatus(ctx, idempotencyKey)
+}
+
+// CaptureStatus is the resolver for the captureStatus field.
+func (r *queryResolver) CaptureStatus(ctx context.Context, idempotencyKey string) (*model.CapturePayload, error) {
+	return r.captureStatus(ctx, idempotencyKey)
+}
+
+// VoidStatus is the resolver for the voidStatus field.
+func (r *queryResolver) VoidStatus(ctx context.Context, idempotencyKey string) (*model.VoidPayload, error) {
+	return r.voidStatus(ctx, idempotencyKey)
 }
 
 // ChargeUpdated is the resolver for the chargeUpdated field.

@@ -60,6 +60,7 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 			OrderID:       deref(input.OrderID),
 			Description:   deref(input.Description),
 			ReturnURL:     deref(input.ReturnURL),
+			CaptureMethod: captureMethod(input.CaptureMethod),
 		})
 		if err != nil {
 			return nil, err
@@ -74,6 +75,10 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 	}
 	in := payment.SessionCharge{PaymentMethod: input.PaymentMethod, Currency: input.Currency, OrderID: input.OrderID,
 		Description: input.Description, ReturnURL: input.ReturnURL}
+	if input.CaptureMethod != nil {
+		m := captureMethod(input.CaptureMethod)
+		in.CaptureMethod = &m
+	}
 	if input.Amount != nil {
 		amount := int64(*input.Amount)
 		in.Amount = &amount
@@ -202,6 +207,7 @@ func (r *Resolver) createCheckoutSession(ctx context.Context, key string, input 
 	in := payment.SessionInput{
 		Amount: int64(input.Amount), Currency: input.Currency, OrderID: deref(input.OrderID),
 		Description: deref(input.Description), ReturnURL: deref(input.ReturnURL),
+		CaptureMethod: captureMethod(input.CaptureMethod),
 	}
 	if input.ExpiresInSeconds != nil {
 		if *input.ExpiresInSeconds <= 0 {

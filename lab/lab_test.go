@@ -136,9 +136,10 @@ func TestCluster_UpServesOnEveryInstance_DownStopsEveryPart(t *testing.T) {
 }
 
 // TestChaos_ShortRun_LosesAndDoublesNothing is the short chaos run of
-// make chaos, run as make chaos runs it: load, refunds included, on three
-// instances while the primary, a NATS node and an instance are killed in
-// turn, then every guarantee checked (see package chaos). It writes its results and its
+// make chaos, run as make chaos runs it: load, refunds, captures and voids
+// included, on three instances while the primary, a NATS node and an
+// instance are killed in turn, then every guarantee checked (see package
+// chaos). It writes its results and its
 // figures where -out and -readme say, and nowhere else.
 func TestChaos_ShortRun_LosesAndDoublesNothing(t *testing.T) {
 	t.Parallel()
@@ -198,6 +199,26 @@ func TestChaos_ShortRun_LosesAndDoublesNothing(t *testing.T) {
 	require.Zero(t, report.RefundsLost)
 	require.Zero(t, report.RefundedTwice)
 	require.Zero(t, report.RefundedBeyond)
+	// The capture load captured authorizations in parts and in full, raced
+	// two captures that could not both fit, voided some, and raced a
+	// capture and a void, through the kills; the killed instance held two
+	// captures' leases.
+	require.Positive(t, report.CaptureParts)
+	require.Positive(t, report.CaptureFulls)
+	require.Positive(t, report.CaptureRaces)
+	require.Positive(t, report.VoidStorms)
+	require.Positive(t, report.CaptureVoidRaces)
+	require.Positive(t, report.CapturesSucceeded)
+	require.Positive(t, report.CapturesRefused, "one capture of each race does not fit, and one of a capture and a void loses")
+	require.Positive(t, report.VoidsSucceeded)
+	require.Equal(t, report.CapturesSucceeded, report.ProviderCaptures)
+	require.Equal(t, report.VoidsSucceeded, report.ProviderVoids)
+	require.Equal(t, 2, report.HeldCaptures)
+	require.GreaterOrEqual(t, report.HeldCapturesLongest, 9*time.Second)
+	require.Zero(t, report.CapturesLost)
+	require.Zero(t, report.CapturedTwice)
+	require.Zero(t, report.CapturedBeyond)
+	require.Zero(t, report.CapturedAndVoided)
 }
 
 // TestLab_UnknownArguments_PrintTheUsage: the usage names what the lab

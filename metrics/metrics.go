@@ -45,6 +45,15 @@ type Metrics struct {
 	// (exceeds_charge, charge_not_found).
 	Refunds        *prometheus.CounterVec
 	RefundsRefused *prometheus.CounterVec
+	// Captures and Voids count finalized capture and void attempts by
+	// outcome and by whom; CapturesRefused counts captures and voids
+	// refused before anything was claimed, by reason (the error code).
+	Captures        *prometheus.CounterVec
+	Voids           *prometheus.CounterVec
+	CapturesRefused *prometheus.CounterVec
+	// Authorizations counts authorizations' ends and warnings, by what
+	// happened (expiring: warned of; expired).
+	Authorizations *prometheus.CounterVec
 	// LateCharges counts charges found at the provider after their attempt
 	// failed as provider_unavailable, each refunded.
 	LateCharges prometheus.Counter
@@ -87,8 +96,12 @@ type Metrics struct {
 	AuthenticationEnded   *prometheus.CounterVec
 	AuthenticationWait    prometheus.Histogram
 
-	// ProviderDuration times calls to the card provider by operation
-	// (create_charge, find_charge) and result (ok, declined, unknown, error).
+	// ProviderDuration times every call to the card provider by operation
+	// (create_charge, find_charge, cancel_charge, create_refund, find_refund,
+	// capture_charge, find_capture, void_charge, find_void,
+	// read_authorization) and result (ok, declined, pending, not_found,
+	// requires_action, unknown, key_spent, error; an authorization read says
+	// its state).
 	ProviderDuration *prometheus.HistogramVec
 	// ProviderErrors counts provider calls without a definitive answer.
 	ProviderErrors *prometheus.CounterVec
@@ -170,6 +183,18 @@ func New(reg prometheus.Registerer) *Metrics {
 		RefundsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refunds_refused_total",
 			Help: "Refunds refused before anything was claimed, by reason (exceeds_charge, charge_not_found)."},
 			[]string{"reason"}),
+		Captures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "captures_total",
+			Help: "Capture attempts finalized, by outcome (succeeded, failed) and by whom (request, reconciler)."},
+			[]string{"outcome", "by"}),
+		Voids: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "voids_total",
+			Help: "Void attempts finalized, by outcome (succeeded, failed) and by whom (request, reconciler)."},
+			[]string{"outcome", "by"}),
+		CapturesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "captures_refused_total",
+			Help: "Captures and voids refused before anything was claimed, by reason (the error code)."},
+			[]string{"reason"}),
+		Authorizations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "authorizations_total",
+			Help: "Authorizations warned of before they lapse (expiring) and lapsed (expired)."},
+			[]string{"event"}),
 		LateCharges: counter("late_charges_refunded_total",
 			"Charges found at the provider after their attempt failed as provider_unavailable, each refunded whole."),
 		DuplicateCharges: counter("duplicate_charges_refunded_total",
@@ -252,7 +277,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		reg: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Charges, m.Refunds, m.RefundsRefused, m.LateCharges, m.DuplicateCharges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
+		reg.MustRegister(m.Charges, m.Refunds, m.RefundsRefused, m.Captures, m.Voids, m.CapturesRefused, m.Authorizations, m.LateCharges, m.DuplicateCharges, m.OutcomeUnknown, m.Replays, m.InFlight, m.KeyReused, m.OrderPaid, m.RetryTakeovers,
 			m.CheckoutSessions, m.SessionRefused, m.Declines, m.CardTestingSuspected,
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,

@@ -9,9 +9,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Attempt is one charge attempt: a merchant's claim of an idempotency key,
-// the request it was claimed for, who holds it, and where it stands. The
-// store alone converts it to and from database rows.
+// Attempt is one attempt: a merchant's claim of an idempotency key for an
+// operation of one kind (a charge, a refund…), who holds it, and where it
+// stands. The engine (claim, lease, perform, settle, reconcile, result)
+// reads only what every kind has; what the attempt was claimed for, and
+// what it made, is its kind's Terms. The store alone converts it to and
+// from database rows.
 type Attempt struct {
 	ID             uuid.UUID
 	Kind           Kind
@@ -21,74 +24,83 @@ type Attempt struct {
 	// among: a page's attempt, made on the session with a publishable key.
 	// uuid.Nil for the merchant's own keys, which its server sends.
 	KeySession uuid.UUID
-	Input      ChargeInput
-	// Fingerprint identifies Input (see Fingerprint): the same key with
-	// another request is refused.
+	// Fingerprint identifies the request (see Fingerprint): the same key
+	// with another request is refused.
 	Fingerprint []byte
 	Status      Status
 	// ProviderKey is our idempotency key at the card provider, the same on
 	// every send for the life of the attempt; it is replaced only when the
 	// provider has spent it (see ErrProviderKeySpent and nextProviderKey).
 	ProviderKey string
-	// Number counts the attempt's holders: 1 for the request that claimed
-	// it, one more for each takeover. Finalizing writes are fenced on it, so
-	// a holder that lost the attempt writes nothing.
-	Number int32
+	// Fence counts the attempt's holders: 1 for the request that claimed
+	// it, one more for each takeover. Finalizing writes are fenced on it,
+	// so a holder that lost the attempt writes nothing.
+	Fence int32
 	// LockedUntil is when the holder's lease ends; after it the attempt is
 	// stuck and may be taken over.
 	LockedUntil time.Time
 	CreatedAt   time.Time
 	// ExpiresAt is when the stored result may be forgotten.
 	ExpiresAt time.Time
-	Charge    *Charge  // set when SUCCEEDED
-	Failure   *Failure // set when FAILED
-	// ActionURL is the provider's challenge page while the attempt waits for
-	// the shopper to authenticate (ActionSince: since when; ActionCheckedAt:
-	// when the provider was last read about it). Empty for an attempt that
-	// never waited. Nothing is sent for an attempt that waited, ever: its
-	// outcome is read from the provider (settle, checkAction).
-	ActionURL       string
-	ActionSince     time.Time
-	ActionCheckedAt time.Time
-	// RefundOf is the charge a refund attempt refunds (Input holds its
-	// amount, resolved at the claim, its currency and, as Description, its
-	// reason); Refund is set when it SUCCEEDED. PendingSince is when the
-	// provider accepted the refund without making it final, or when the
-	// redrive window ended without the provider showing it: from then on
-	// it is only ever read.
-	RefundOf uuid.UUID
-	// RefundOfProvider is the provider's id of that charge, when the
-	// attempt was read with it (refundRequest reads it otherwise).
-	RefundOfProvider string
-	Refund           *Refund
-	PendingSince     time.Time
+	// Terms are what the attempt was claimed for and, once it SUCCEEDED,
+	// what it made: ChargeTerms, RefundTerms, … as its Kind says.
+	Terms   Terms
+	Failure *Failure // set when FAILED
+
+	// The feature states beside the terms.
+
+	// Wait is the attempt's wait for the shopper to authenticate; zero for
+	// an attempt that never waited. Nothing is sent for an attempt that
+	// waited, ever: its outcome is read from the provider (settle,
+	// checkAction).
+	Wait ShopperWait
+	// PendingSince is when the provider accepted the operation without
+	// making it final, or when the redrive window ended without the
+	// provider showing it: from then on it is only ever read.
+	PendingSince time.Time
 	// LateChargeID is the charge found at the provider after a charge
-	// attempt failed as provider_unavailable, and refunded (late.go).
+	// attempt failed as provider_unavailable, and given back (late.go).
 	LateChargeID uuid.UUID
 }
 
+// Terms are what an attempt of one kind was claimed for, and what it made.
+type Terms interface {
+	// Kind is the kind of attempt the terms are of.
+	Kind() Kind
+}
+
+// ShopperWait is an attempt's wait for the shopper: URL is the provider's
+// challenge page, Since when it began waiting, CheckedAt when the provider
+// was last read about it.
+type ShopperWait struct {
+	URL       string
+	Since     time.Time
+	CheckedAt time.Time
+}
+
 // waiting reports whether a is PROCESSING and waits for the shopper.
-func (a Attempt) waiting() bool { return a.Status == StatusProcessing && a.ActionURL != "" }
+func (a Attempt) waiting() bool { return a.Status == StatusProcessing && a.Wait.URL != "" }
 
 // providerKeyPrefix starts every provider key, so that a charge at the
 // provider can be traced to chargeonce.
 const providerKeyPrefix = "chargeonce_"
 
-// newAttempt is the attempt a request claims for key and in at now: held by
-// the request for lease, its result kept for retention. It is the one place
-// where an attempt's id and provider key are made.
-func newAttempt(m Merchant, key string, in ChargeInput, now time.Time, lease, retention time.Duration) Attempt {
+// newAttempt is the attempt a request claims for key at now, for terms t
+// identified by fingerprint: held by the request for lease, its result
+// kept for retention. It is the one place where an attempt's id and
+// provider key are made.
+func newAttempt(m Merchant, key string, t Terms, fingerprint []byte, now time.Time, lease, retention time.Duration) Attempt {
 	id := newID()
 	return Attempt{
 		ID:             id,
-		Kind:           KindCharge,
+		Kind:           t.Kind(),
 		MerchantID:     m.ID,
 		IdempotencyKey: key,
-		Input:          in,
-		Fingerprint:    Fingerprint(in),
+		Terms:          t,
+		Fingerprint:    fingerprint,
 		Status:         StatusProcessing,
 		ProviderKey:    providerKeyPrefix + id.String(),
-		Number:         1,
+		Fence:          1,
 		LockedUntil:    now.Add(lease),
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(retention),

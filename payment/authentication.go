@@ -28,7 +28,7 @@ import (
 //	          meanwhile is SUCCEEDED.
 //
 // A double return from the bank, a reload or the back button can only
-// read again; the finalizing write is fenced on the attempt number and
+// read again; the finalizing write is fenced on the fence and
 // conditional on PROCESSING, so whichever reader records the outcome
 // first records it once.
 
@@ -39,30 +39,30 @@ import (
 // attempt stays held until its lease ends and the reconciler finds the
 // waiting payment at the provider; the answer still carries the next
 // action, which is the provider's truth either way.
-func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, pc ProviderCharge) Attempt {
+func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, o outcome) Attempt {
 	now := s.cfg.Now()
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
 	// The next look: after the check interval, or at the window's end if
 	// that comes first, so that an abandoned payment is cancelled on time.
 	next := now.Add(s.cfg.AuthenticationCheckInterval)
-	if end := s.windowEnd(a); !a.ActionSince.IsZero() && end.Before(next) {
+	if end := s.windowEnd(a); !a.Wait.Since.IsZero() && end.Before(next) {
 		next = end
 	}
-	waiting, began, err := s.store.await(writeCtx, a, pc.Action.URL, now, next, s.cfg.AuthenticationWindow)
+	waiting, began, err := s.store.await(writeCtx, a, o.Action.URL, now, next, s.cfg.AuthenticationWindow)
 	if err != nil {
 		if !errors.Is(err, errFenced) {
 			log.WarnContext(ctx, "could not record that the attempt waits for authentication; the reconciler will find it at the provider", "err", err)
 		}
-		a.ActionURL = pc.Action.URL
-		if a.ActionSince.IsZero() {
-			a.ActionSince = now
+		a.Wait.URL = o.Action.URL
+		if a.Wait.Since.IsZero() {
+			a.Wait.Since = now
 		}
 		return a
 	}
 	if began {
 		s.metrics.AuthenticationStarted.Inc()
-		log.InfoContext(ctx, "attempt waits for the shopper to authenticate", "provider_charge_id", pc.ID)
+		log.InfoContext(ctx, "attempt waits for the shopper to authenticate", "provider_id", o.ProviderID)
 	}
 	return waiting
 }
@@ -71,24 +71,24 @@ func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, pc Pro
 // authentication window: the window counts from when it began waiting,
 // not from its claim.
 func (s *Service) abandoned(a Attempt) bool {
-	return !a.ActionSince.IsZero() && !s.cfg.Now().Before(s.windowEnd(a))
+	return !a.Wait.Since.IsZero() && !s.cfg.Now().Before(s.windowEnd(a))
 }
 
 // windowEnd is when a's authentication window ends: AuthenticationWindow
 // after it began waiting.
 func (s *Service) windowEnd(a Attempt) time.Time {
-	return a.ActionSince.Add(s.cfg.AuthenticationWindow)
+	return a.Wait.Since.Add(s.cfg.AuthenticationWindow)
 }
 
 // nextAction is what the shopper of waiting attempt a must do, and until when.
 func (s *Service) nextAction(a Attempt) *NextAction {
-	return &NextAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: s.windowEnd(a)}
+	return &NextAction{Type: NextActionRedirect, URL: a.Wait.URL, ExpiresAt: s.windowEnd(a)}
 }
 
 // checkAction reads the provider about a, which waits for the shopper, for
 // a retry of its key or a poll: at most once per AuthenticationRecheck of
 // all the instances' readers together, so that polling pages cannot flood
-// the provider. A final answer is recorded, fenced on the attempt number
+// the provider. A final answer is recorded, fenced on the fence
 // as it is now, and returned; otherwise a as it was. It holds no lease and
 // sends nothing: a read changes nothing at the provider.
 func (s *Service) checkAction(ctx context.Context, m Merchant, a Attempt) Attempt {
@@ -101,7 +101,7 @@ func (s *Service) checkAction(ctx context.Context, m Merchant, a Attempt) Attemp
 // read or a write that failed, for a caller that can have it done again.
 func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck time.Duration) (Attempt, error) {
 	now := s.cfg.Now()
-	if now.Sub(a.ActionCheckedAt) < recheck {
+	if now.Sub(a.Wait.CheckedAt) < recheck {
 		return a, nil
 	}
 	current, ok, err := s.store.takeActionCheck(ctx, a, now, now.Add(-recheck))
@@ -109,17 +109,17 @@ func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck
 		return a, err // !ok: another reader has this turn, or the attempt is final
 	}
 	log := s.attemptLog(m, current)
-	pc, err := s.find(ctx, m, current)
+	o, err := s.op(current).read(ctx, m, current)
 	switch {
 	case err != nil:
 		log.WarnContext(ctx, "could not read the provider about the attempt that waits for authentication", "err", err)
 		return current, err
-	case pc == nil || pc.waiting():
+	case o == nil || o.State == outcomeWaiting || o.State == outcomePending:
 		return current, nil
 	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
-	done, err := s.finalize(writeCtx, current, *pc, byRequest)
+	done, err := s.finalize(writeCtx, current, *o, byRequest)
 	if errors.Is(err, errFenced) {
 		if stored, err := s.store.getByID(writeCtx, a.ID); err == nil {
 			return stored, nil
@@ -130,26 +130,26 @@ func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck
 		log.WarnContext(ctx, "could not record how authentication ended; the reconciler will", "err", err)
 		return current, err
 	}
-	log.InfoContext(ctx, "authentication ended; attempt finalized", "status", done.Status, "provider_charge_id", pc.ID)
+	log.InfoContext(ctx, "authentication ended; attempt finalized", "status", done.Status, "provider_id", o.ProviderID)
 	return done, nil
 }
 
 // observeAuthentication counts how a's authentication ended, when a
 // waited, and how long the shopper took.
-func (s *Service) observeAuthentication(a Attempt, pc ProviderCharge, now time.Time) {
-	if a.ActionSince.IsZero() {
+func (s *Service) observeAuthentication(a Attempt, o outcome, now time.Time) {
+	if a.Wait.Since.IsZero() {
 		return
 	}
-	outcome := "completed"
+	ended := "completed"
 	switch {
-	case pc.Succeeded:
-	case pc.FailureCode == FailureAuthenticationAbandoned:
-		outcome = "abandoned"
+	case o.succeeded():
+	case o.Failure.Code == FailureAuthenticationAbandoned:
+		ended = "abandoned"
 	default:
-		outcome = "failed"
+		ended = "failed"
 	}
-	s.metrics.AuthenticationEnded.WithLabelValues(outcome).Inc()
-	s.metrics.AuthenticationWait.Observe(now.Sub(a.ActionSince).Seconds())
+	s.metrics.AuthenticationEnded.WithLabelValues(ended).Inc()
+	s.metrics.AuthenticationWait.Observe(now.Sub(a.Wait.Since).Seconds())
 }
 
 // Recheck reads the provider about the attempt with id, because the
@@ -173,20 +173,12 @@ func (s *Service) Recheck(ctx context.Context, id uuid.UUID) (Status, error) {
 	if err != nil {
 		return "", err
 	}
-	pendingRefund := a.Kind == KindRefund && a.Status == StatusProcessing && !a.PendingSince.IsZero()
-	succeededRefund := a.Kind == KindRefund && a.Refund != nil && a.Refund.Status == StatusSucceeded
-	if !a.waiting() && !pendingRefund && !succeededRefund {
-		return a.Status, nil
-	}
 	m, err := s.store.merchant(ctx, a.MerchantID)
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case pendingRefund:
-		return s.recheckRefund(ctx, m, a)
-	case succeededRefund:
-		return s.recheckSucceededRefund(ctx, m, a)
+	if !a.waiting() {
+		return s.op(a).recheck(ctx, m, a)
 	}
 	a, err = s.readAction(ctx, m, a, 0)
 	return a.Status, err

@@ -2,118 +2,164 @@ package payment
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"time"
-
-	goretry "github.com/sethvargo/go-retry"
 )
 
-// finalizeTimeout bounds the write of a provider's answer.
-const finalizeTimeout = 10 * time.Second
+// The charge kind: an attempt that charges a card (ChargeCard, claim.go),
+// or only authorizes it for captures later (CaptureManual).
 
-// perform calls the provider for a freshly claimed attempt, of any kind,
-// and records the outcome.
-func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
-	log := s.attemptLog(m, a)
-	// Finish the provider phase well within the lease, so that the reconciler
-	// never takes over an attempt whose holder is still working.
-	providerCtx, cancel := context.WithTimeout(ctx, s.cfg.Lease/2)
-	pc, err := s.callProvider(providerCtx, m, a)
-	cancel()
-	if err != nil {
-		// Nobody knows yet whether the card was charged. Hand the attempt to
-		// the reconciler (or the client's retry) now, not when the lease ends.
-		a = s.release(ctx, log, a, releaseBudget)
-		log.WarnContext(ctx, "provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
-		s.metrics.OutcomeUnknown.Inc()
-		return s.fresh(a)
-	}
-	s.cfg.Fault(FaultAfterProvider)
-	if pc.waiting() {
-		// The shopper must authenticate first: nothing more to send, ever.
-		return s.fresh(s.await(ctx, log, a, pc.ProviderCharge))
-	}
-	if pc.pending {
-		// The provider holds the refund and will make it final later: it is
-		// read from now on, never sent again.
-		return s.fresh(s.pend(ctx, a))
-	}
-	// The provider has answered, and losing that answer now would leave the
-	// attempt to the reconciler for the rest of the lease. A write that fails
-	// for a passing reason (a database restart or failover) is retried while
-	// the lease holds, and for finalizeTimeout at least; that is safe, as the
-	// write is fenced on the attempt and a provider charge is recorded once.
-	writeCtx, cancel := context.WithTimeout(ctx, max(a.LockedUntil.Sub(s.cfg.Now()), finalizeTimeout))
-	defer cancel()
-	var done Attempt
-	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
-		func(ctx context.Context) error {
-			done, err = s.finalize(ctx, a, pc, byRequest)
-			if code := ErrorCode(err); err != nil && !errors.Is(err, errFenced) && (code == EUNAVAILABLE || code == EINTERNAL) {
-				log.WarnContext(ctx, "could not record the provider's answer yet; retrying", "err", err)
-				return goretry.RetryableError(err)
-			}
-			return err
-		})
-	switch {
-	case errors.Is(err, errFenced):
-		done, err = s.store.getByID(writeCtx, a.ID)
-		if err == nil && recordedBy(done, a, pc) {
-			// A recording of ours committed, and only its reply was lost
-			// (a plain charge's recording is one statement, committed on
-			// its own): this request made the charge.
-			log.InfoContext(ctx, "the provider's answer was recorded by an earlier try of this request", "provider_id", pc.ID)
-			return s.fresh(done)
-		}
-		// Someone else finalized the attempt first; theirs is the stored answer.
-		log.InfoContext(ctx, "attempt was finalized by another holder; answering with the stored result")
-		if err == nil {
-			return s.replay(done)
-		}
-		fallthrough
-	case err != nil:
-		// The provider answered but the answer is not stored. The attempt stays
-		// PROCESSING; the reconciler asks the provider by our key when the lease ends.
-		log.ErrorContext(ctx, "could not record the provider's answer; attempt stays PROCESSING",
-			"provider_charge_id", pc.ID, "succeeded", pc.Succeeded, "err", err)
-		return s.fresh(a)
-	}
-	s.cfg.Fault(FaultAfterFinalize)
-	log.InfoContext(ctx, string(a.Kind)+" attempt finalized", "status", done.Status, "provider_id", pc.ID)
-	return s.fresh(done)
+// KindCharge is the kind of a charge attempt.
+const KindCharge Kind = "charge"
+
+func init() { register(KindCharge, func(s *Service) operation { return chargeOperation{s} }) }
+
+// ChargeTerms are a charge attempt's: what the client asked to charge, and
+// the charge it made once SUCCEEDED.
+type ChargeTerms struct {
+	Input  ChargeInput
+	Charge *Charge
 }
 
-// recordedBy reports whether stored is held attempt a as finalized with
-// the provider's charge pc: still under a's attempt number (nobody took it
-// over), with pc's charge.
-func recordedBy(stored, a Attempt, pc answer) bool {
-	return pc.Succeeded && stored.Number == a.Number && stored.Kind == KindCharge &&
-		stored.Charge != nil && stored.Charge.ProviderChargeID == pc.ID
+// Kind implements Terms.
+func (ChargeTerms) Kind() Kind { return KindCharge }
+
+// charge is a's terms as a charge attempt's.
+func (a Attempt) charge() ChargeTerms {
+	t, _ := a.Terms.(ChargeTerms)
+	return t
+}
+
+// chargeOperation is the charge kind's operation.
+type chargeOperation struct{ s *Service }
+
+// chargeDetail is what a charge's outcome carries for the charge alone:
+// the provider's other successful charges for the attempt, when a lookup
+// found them (settleOn), and the authorization of a manual charge.
+type chargeDetail struct {
+	duplicates    []string
+	authorization *ProviderAuthorization
+}
+
+// chargeOutcome is the provider's charge pc as an outcome.
+func chargeOutcome(pc ProviderCharge, duplicates []string) outcome {
+	o := outcome{ProviderID: pc.ID, State: outcomeFailed, Action: pc.Action,
+		detail: chargeDetail{duplicates: duplicates, authorization: pc.Authorization}}
+	switch {
+	case pc.waiting():
+		o.State = outcomeWaiting
+	case pc.Succeeded:
+		o.State = outcomeSucceeded
+	default:
+		o.Failure = Failure{Code: pc.FailureCode, Message: pc.FailureMessage}
+	}
+	return o
+}
+
+func (op chargeOperation) send(ctx context.Context, m Merchant, a Attempt) (outcome, error) {
+	pc, err := op.s.provider.CreateCharge(ctx, providerRequest(m, a))
+	return chargeOutcome(pc, nil), err
+}
+
+// read finds every charge the provider holds for a, and settles on one.
+func (op chargeOperation) read(ctx context.Context, m Merchant, a Attempt) (*outcome, error) {
+	charges, err := op.s.provider.FindCharges(ctx, providerRequest(m, a))
+	if err != nil {
+		return nil, err
+	}
+	pc, duplicates := settleOn(charges)
+	if pc == nil {
+		return nil, nil
+	}
+	o := chargeOutcome(*pc, duplicates)
+	return &o, nil
+}
+
+// record records the charge with its duplicates, or the failure; a charge
+// that failed because the provider could not be reached stays watched for
+// a late charge, since a send may still be in flight.
+func (op chargeOperation) record(ctx context.Context, a Attempt, o outcome, now, expiresAt time.Time) (Attempt, error) {
+	detail, _ := o.detail.(chargeDetail)
+	if o.succeeded() {
+		var until *time.Time
+		if a.charge().Input.CaptureMethod == CaptureManual {
+			u := authorizedUntil(detail, now)
+			until = &u
+		}
+		done, duplicates, err := op.s.store.succeed(ctx, a, o.ProviderID, detail, until, now, expiresAt)
+		op.s.announceDuplicates(ctx, a, o.ProviderID, duplicates)
+		return done, err
+	}
+	var watch lateWatch
+	if o.Failure.Code == FailureProviderUnavailable {
+		watch = lateWatch{first: now.Add(lateChargeFirstCheck), until: now.Add(op.s.cfg.LateChargeWatch)}
+	}
+	return op.s.store.failCharge(ctx, a, o.Failure, now, expiresAt, watch)
+}
+
+func (chargeOperation) unseen(Attempt, time.Duration) (bool, string) {
+	return true, "The card provider could not be reached; the card was not charged."
+}
+
+func (chargeOperation) providerID(a Attempt) string {
+	if c := a.charge().Charge; c != nil {
+		return c.ProviderChargeID
+	}
+	return ""
+}
+
+func (chargeOperation) answer(a Attempt, r *Result) { r.Charge = a.charge().Charge }
+
+// settled: a finished charge attempt never changes.
+func (chargeOperation) settled(Attempt) bool { return true }
+
+// recheck: a charge attempt that does not wait has nothing to read, but an
+// authorization it made may have lapsed (the provider says it changed):
+// its expiry is recorded as the watch would.
+func (op chargeOperation) recheck(ctx context.Context, m Merchant, a Attempt) (Status, error) {
+	if t := a.charge(); t.Input.CaptureMethod == CaptureManual && t.Charge != nil {
+		return a.Status, op.s.recheckAuthorization(ctx, m, t.Charge.ID)
+	}
+	return a.Status, nil
+}
+
+func (op chargeOperation) observe(a Attempt, o outcome, by holder, now time.Time) {
+	op.s.metrics.Charges.WithLabelValues(outcomeLabel(o), by.label()).Inc()
+	op.s.observeAuthentication(a, o, now)
+}
+
+// abandon cancels the payment o, which waits for the shopper, at the
+// provider: a confirmed cancel is a failure; a cancel refused because the
+// shopper completed meanwhile is that payment.
+func (op chargeOperation) abandon(ctx context.Context, m Merchant, a Attempt, o outcome) (outcome, error) {
+	pc, err := op.s.provider.CancelCharge(ctx, providerRequest(m, a), o.ProviderID)
+	return chargeOutcome(pc, nil), err
 }
 
 // providerRequest is the charge request for attempt a. It must be the same
 // on every send, or the provider refuses the repeat of our key.
 func providerRequest(m Merchant, a Attempt) ProviderChargeRequest {
+	in := a.charge().Input
 	req := ProviderChargeRequest{
 		IdempotencyKey:   a.ProviderKey,
 		AttemptID:        a.ID,
 		AttemptCreatedAt: a.CreatedAt,
-		Amount:           a.Input.Amount,
-		Currency:         a.Input.Currency,
-		PaymentMethod:    a.Input.PaymentMethod,
-		Description:      a.Input.Description,
+		Amount:           in.Amount,
+		Currency:         in.Currency,
+		PaymentMethod:    in.PaymentMethod,
+		Description:      in.Description,
+		CaptureMethod:    in.CaptureMethod,
 		Metadata: map[string]string{
 			"chargeonce_attempt_id":  a.ID.String(),
 			"client_idempotency_key": a.IdempotencyKey,
 			"merchant":               m.Name,
 		},
 	}
-	if a.Input.OrderID != "" {
-		req.Metadata["order_id"] = a.Input.OrderID
+	if in.OrderID != "" {
+		req.Metadata["order_id"] = in.OrderID
 	}
-	if a.Input.ReturnURL != "" {
-		req.ReturnURL = returnURL(a.Input.ReturnURL, a.IdempotencyKey)
+	if in.ReturnURL != "" {
+		req.ReturnURL = returnURL(in.ReturnURL, a.IdempotencyKey)
 	}
 	return req
 }
@@ -132,20 +178,21 @@ func returnURL(raw, key string) string {
 	return u.String()
 }
 
-// callProvider sends a's operation under our provider key. An unknown
-// outcome is retried a few times within the retry budget; that is safe
-// because the provider deduplicates on the key.
-func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (answer, error) {
-	backoff := goretry.WithMaxDuration(s.cfg.ProviderRetryBudget,
-		goretry.WithMaxRetries(s.cfg.ProviderRetries, goretry.NewExponential(200*time.Millisecond)))
-	var pc answer
-	err := goretry.Do(ctx, backoff, func(ctx context.Context) error {
-		var err error
-		pc, err = s.create(ctx, m, a)
-		if errors.Is(err, ErrOutcomeUnknown) {
-			return goretry.RetryableError(err)
-		}
-		return err
-	})
-	return pc, err
+// withCharge is a, a charge attempt, with the charge c it made.
+func (a Attempt) withCharge(c *Charge) Attempt {
+	t := a.charge()
+	t.Charge = c
+	a.Terms = t
+	return a
+}
+
+// authorizedUntil is until when the provider holds an authorization it
+// answered with detail at now: as it says, or, when it does not say, for
+// the usual window.
+func authorizedUntil(detail chargeDetail, now time.Time) time.Time {
+	until := now.Add(AuthorizationWindowDefault)
+	if auth := detail.authorization; auth != nil && !auth.ExpiresAt.IsZero() {
+		until = auth.ExpiresAt
+	}
+	return until.Truncate(time.Microsecond)
 }

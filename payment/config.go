@@ -62,6 +62,10 @@ type Config struct {
 	// (LATE_CHARGE_WATCH; late.go).
 	LateChargeWatch       time.Duration // default 24h
 	AuthenticationRecheck time.Duration // default 1s
+	// AuthorizationExpiryWarning is how long before an open authorization
+	// lapses its charge.authorization_expiring is written
+	// (AUTHORIZATION_EXPIRY_WARNING; authorization.go).
+	AuthorizationExpiryWarning time.Duration // default 24h
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Fault, when set, is called at each dangerous point of a charge. Only
@@ -97,6 +101,13 @@ const (
 	RefundCheckIntervalDefault         = 30 * time.Second
 	LateChargeWatchDefault             = 24 * time.Hour
 	AuthenticationRecheckDefault       = time.Second
+	// AuthorizationWindowDefault is how long an authorization is taken to
+	// last when the provider does not say: 7 days, as card networks hold
+	// most.
+	AuthorizationWindowDefault = 7 * 24 * time.Hour
+	// AuthorizationExpiryWarningDefault is how long before an open
+	// authorization lapses charge.authorization_expiring is written.
+	AuthorizationExpiryWarningDefault = 24 * time.Hour
 )
 
 // FaultPoint names a point of a charge where a crash is most dangerous.
@@ -124,6 +135,7 @@ func (c Config) withDefaults() Config {
 	c.RefundCheckInterval = cmp.Or(c.RefundCheckInterval, RefundCheckIntervalDefault)
 	c.LateChargeWatch = cmp.Or(c.LateChargeWatch, LateChargeWatchDefault)
 	c.AuthenticationRecheck = cmp.Or(c.AuthenticationRecheck, AuthenticationRecheckDefault)
+	c.AuthorizationExpiryWarning = cmp.Or(c.AuthorizationExpiryWarning, AuthorizationExpiryWarningDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

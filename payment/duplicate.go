@@ -2,9 +2,6 @@ package payment
 
 import (
 	"context"
-	"log/slog"
-
-	"github.com/google/uuid"
 )
 
 // No charge taken twice for one attempt. An attempt makes one provider
@@ -51,51 +48,12 @@ func settleOn(charges []ProviderCharge) (_ *ProviderCharge, duplicates []string)
 	return &charges[len(charges)-1], nil
 }
 
-// duplicateRefundKey is the idempotency key of the refund of duplicate
-// charge c: one per duplicate, whoever refunds it.
-func duplicateRefundKey(c uuid.UUID) string { return "chargeonce_duplicate_" + c.String() }
-
-// dueDuplicate is a recorded duplicate charge whose refund is due.
-type dueDuplicate struct {
-	ID, MerchantID   uuid.UUID
-	ProviderChargeID string
-	AttemptID        uuid.UUID // the attempt it duplicates
-}
-
 // announceDuplicates counts and logs the duplicates of attempt a just
 // recorded; the reconciler refunds them.
 func (s *Service) announceDuplicates(ctx context.Context, a Attempt, settledOn string, recorded []Charge) {
 	for _, c := range recorded {
 		s.metrics.DuplicateCharges.Inc()
-		s.log.WarnContext(ctx, "the provider holds a second successful charge for one attempt; refunding it",
-			"merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID,
+		attemptLogger(s.log, Merchant{}, a).WarnContext(ctx, "the provider holds a second successful charge for one attempt; refunding it",
 			"provider_charge_id", c.ProviderChargeID, "charge_id", c.ID, "settled_on", settledOn)
 	}
-}
-
-// refundDuplicates claims the refund of up to limit recorded duplicates
-// whose refund is due, and returns how many it took.
-func (s *Service) refundDuplicates(ctx context.Context, log *slog.Logger, limit int) (int, error) {
-	rows, err := s.store.takeDueDuplicates(ctx, s.cfg.Now(), limit)
-	if err != nil {
-		return 0, err
-	}
-	for _, c := range rows {
-		l := log.With("merchant_id", c.MerchantID, "charge_id", c.ID, "provider_charge_id", c.ProviderChargeID, "attempt_id", c.AttemptID)
-		if err := s.refundDuplicate(ctx, l, c); err != nil {
-			l.WarnContext(ctx, "duplicate charge: claiming its refund failed; the next pass tries again", "err", err)
-		}
-	}
-	return len(rows), nil
-}
-
-func (s *Service) refundDuplicate(ctx context.Context, log *slog.Logger, c dueDuplicate) error {
-	m, err := s.store.merchant(ctx, c.MerchantID)
-	if err != nil {
-		return err
-	}
-	if err := s.refundOwed(ctx, log, m, duplicateRefundKey(c.ID), c.ID, "the provider charged twice for one attempt"); err != nil {
-		return err
-	}
-	return s.store.endDuplicateRefundDue(ctx, c.ID)
 }

@@ -11,16 +11,22 @@ import (
 // Error codes of the domain. The GraphQL layer maps each to an
 // extensions.code; anything that is not an *Error is internal.
 const (
-	EINVALID         = "invalid"                // bad key or input; nothing was stored
-	EKEYREUSED       = "idempotency_key_reused" // same key, different request; nothing was charged
-	EORDERPAID       = "order_already_paid"     // another key paid, or is paying, this order; nothing was charged
-	ESESSIONPAID     = "session_paid"           // another key paid, or is paying, this checkout session; nothing was charged
-	ESESSIONEXPIRED  = "session_expired"        // the checkout session expired; nothing was charged
-	ESESSIONLOCKED   = "session_locked"         // the checkout session took its maximum of attempts; nothing was charged
-	EFORBIDDEN       = "forbidden"              // the API key's kind may not do this; nothing was run
-	ECHARGENOTFOUND  = "charge_not_found"       // no such charge of this merchant; nothing was refunded
-	EREFUNDEXCEEDS   = "refund_exceeds_charge"  // more than remains refundable; nothing was refunded (Error.Refundable)
-	EUNAUTHENTICATED = "unauthenticated"        // no or unknown API key
+	EINVALID        = "invalid"                // bad key or input; nothing was stored
+	EKEYREUSED      = "idempotency_key_reused" // same key, different request; nothing was charged
+	EORDERPAID      = "order_already_paid"     // another key paid, or is paying, this order; nothing was charged
+	ESESSIONPAID    = "session_paid"           // another key paid, or is paying, this checkout session; nothing was charged
+	ESESSIONEXPIRED = "session_expired"        // the checkout session expired; nothing was charged
+	ESESSIONLOCKED  = "session_locked"         // the checkout session took its maximum of attempts; nothing was charged
+	EFORBIDDEN      = "forbidden"              // the API key's kind may not do this; nothing was run
+	ECHARGENOTFOUND = "charge_not_found"       // no such charge of this merchant; nothing was refunded
+	EREFUNDEXCEEDS  = "refund_exceeds_charge"  // more than remains refundable; nothing was refunded (Error.Refundable)
+	// The refusals of captures and voids; nothing was claimed or sent.
+	ECAPTUREEXCEEDS  = "capture_exceeds_authorization" // more than remains capturable (Error.Capturable)
+	ENOTCAPTURABLE   = "charge_not_capturable"         // automatic, captured in full, or its final capture claimed
+	EVOIDED          = "charge_voided"                 // the authorization is voided, or its void claimed
+	ECAPTURED        = "charge_captured"               // a void of a charge with a capture, made or claimed
+	EAUTHEXPIRED     = "authorization_expired"         // the authorization lapsed
+	EUNAUTHENTICATED = "unauthenticated"               // no or unknown API key
 	ENOTFOUND        = "not_found"
 	// EUNAVAILABLE: the database cannot be reached or is saturated; nothing
 	// was charged, and the same request may be retried after RetryAfter.
@@ -41,6 +47,9 @@ type Error struct {
 	RetryAfter time.Duration
 	// Refundable is what remains refundable of the charge (EREFUNDEXCEEDS).
 	Refundable int64
+	// Capturable is what remains capturable of the authorization
+	// (ECAPTUREEXCEEDS).
+	Capturable int64
 	// Err is the cause, for the log; it is never shown to the API's user.
 	Err error
 }

@@ -43,11 +43,34 @@ const (
 	// through its checkout looks like. It names no attempt; CardTesting
 	// says which key and until when.
 	EventCardTestingSuspected = "merchant.card_testing_suspected"
+	// EventChargeAuthorized: a charge made with captureMethod MANUAL
+	// succeeded (its charge.succeeded comes with it): the money is held
+	// until Authorization.ExpiresAt, for captures or a void.
+	EventChargeAuthorized = "charge.authorized"
+	// EventChargeCaptured: a capture took money of an authorization
+	// (Capture says how much, and whether it was final).
+	EventChargeCaptured = "charge.captured"
+	// EventChargeVoided: an authorization was voided; nothing was taken.
+	EventChargeVoided = "charge.voided"
+	// EventAuthorizationExpiring: an open authorization lapses at
+	// Authorization.ExpiresAt, within AUTHORIZATION_EXPIRY_WARNING: capture
+	// or void it before then.
+	EventAuthorizationExpiring = "charge.authorization_expiring"
+	// EventAuthorizationExpired: an authorization lapsed; what was not
+	// captured was released.
+	EventAuthorizationExpired = "charge.authorization_expired"
+	// EventChargeLateVoided: an authorization (captureMethod MANUAL)
+	// completed at the provider after its attempt failed as
+	// provider_unavailable, and is being voided (its charge.voided
+	// follows); the attempt stays FAILED.
+	EventChargeLateVoided = "charge.late_voided"
 )
 
 // EventTypes are every event type, in the order of their subjects.
 var EventTypes = []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventSessionExpired, EventChargeRequiresAction,
-	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded, EventCardTestingSuspected}
+	EventRefundSucceeded, EventRefundFailed, EventChargeLateRefunded, EventChargeDuplicateRefunded, EventCardTestingSuspected,
+	EventChargeAuthorized, EventChargeCaptured, EventChargeVoided, EventAuthorizationExpiring, EventAuthorizationExpired,
+	EventChargeLateVoided}
 
 // SubjectPrefix starts the NATS subject of every event:
 // chargeonce.charge.succeeded and chargeonce.charge.failed.
@@ -87,6 +110,38 @@ type Event struct {
 	RefundOf *uuid.UUID `json:"refundOf,omitempty"`
 	// CardTesting is what a merchant.card_testing_suspected concerns.
 	CardTesting *EventCardTesting `json:"cardTesting,omitempty"`
+	// Authorization is the authorization of charge.authorized,
+	// charge.authorization_expiring and charge.authorization_expired (the
+	// charge is ChargeID's).
+	Authorization *EventAuthorization `json:"authorization,omitempty"`
+	// Capture is charge.captured's; Void is charge.voided's.
+	Capture *EventCapture `json:"capture,omitempty"`
+	Void    *EventVoid    `json:"void,omitempty"`
+}
+
+// EventAuthorization is an authorization an event concerns: of the charge
+// ChargeID, Amount authorized, Captured of it so far, lapsing at ExpiresAt.
+type EventAuthorization struct {
+	ChargeID  uuid.UUID `json:"chargeId"`
+	Amount    int64     `json:"amount"`
+	Captured  int64     `json:"captured"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// EventCapture is the capture a charge.captured announces.
+type EventCapture struct {
+	ID        uuid.UUID `json:"id"`
+	ChargeID  uuid.UUID `json:"chargeId"`
+	Amount    int64     `json:"amount"`
+	Final     bool      `json:"final"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// EventVoid is the void a charge.voided announces.
+type EventVoid struct {
+	ID        uuid.UUID `json:"id"`
+	ChargeID  uuid.UUID `json:"chargeId"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // EventCardTesting is the suspicion a merchant.card_testing_suspected
@@ -138,20 +193,25 @@ type EventFailure struct {
 // Subject is the NATS subject the event is published on.
 func (e Event) Subject() string { return SubjectPrefix + e.Type }
 
-// eventOf is the event announcing finalized attempt a, occurring at now.
-func eventOf(a Attempt, now time.Time) Event {
+// attemptEventOf is an event about attempt a, of amount in currency for
+// orderID, occurring at now; its type and body are its kind's to add.
+func attemptEventOf(a Attempt, amount int64, currency, orderID string, now time.Time) Event {
 	id := a.ID
-	e := Event{
+	return Event{
 		ID: newID(), OccurredAt: now.UTC(), MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey,
-		KeySession: a.KeySession, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency, OrderID: a.Input.OrderID,
+		KeySession: a.KeySession, AttemptID: &id, Amount: amount, Currency: currency, OrderID: orderID,
 	}
-	if a.Kind == KindRefund {
-		return refundEventOf(a, e)
-	}
+}
+
+// chargeEventOf is the event announcing finalized charge attempt a,
+// occurring at now: charge.succeeded with its charge, or charge.failed.
+func chargeEventOf(a Attempt, now time.Time) Event {
+	t := a.charge()
+	e := attemptEventOf(a, t.Input.Amount, t.Input.Currency, t.Input.OrderID, now)
 	switch {
-	case a.Charge != nil:
+	case t.Charge != nil:
 		e.Type = EventChargeSucceeded
-		e.Charge = &EventCharge{ID: a.Charge.ID, ProviderChargeID: a.Charge.ProviderChargeID, CreatedAt: a.Charge.CreatedAt.UTC()}
+		e.Charge = &EventCharge{ID: t.Charge.ID, ProviderChargeID: t.Charge.ProviderChargeID, CreatedAt: t.Charge.CreatedAt.UTC()}
 	case a.Failure != nil:
 		e.Type = EventChargeFailed
 		e.Failure = &EventFailure{Code: a.Failure.Code, Message: a.Failure.Message}
@@ -159,16 +219,19 @@ func eventOf(a Attempt, now time.Time) Event {
 	return e
 }
 
-// refundEventOf completes e, the event of finalized refund attempt a.
-func refundEventOf(a Attempt, e Event) Event {
-	charge := a.RefundOf
+// refundEventOf is the event of finalized refund attempt a, occurring at
+// now: refund.succeeded, or refund.failed.
+func refundEventOf(a Attempt, now time.Time) Event {
+	t := a.refund()
+	e := attemptEventOf(a, t.Amount, t.Currency, "", now)
+	charge := t.Of
 	e.RefundOf = &charge
 	e.Type = EventRefundSucceeded
 	if a.Failure != nil {
 		e.Type = EventRefundFailed
 		e.Failure = &EventFailure{Code: a.Failure.Code, Message: a.Failure.Message}
 	}
-	if r := a.Refund; r != nil {
+	if r := t.Refund; r != nil {
 		e.Refund = &EventRefund{ID: r.ID, ChargeID: r.ChargeID, ProviderRefundID: r.ProviderRefundID, Status: r.Status, CreatedAt: r.CreatedAt.UTC()}
 		if r.Failure != nil {
 			e.Type = EventRefundFailed
@@ -181,12 +244,10 @@ func refundEventOf(a Attempt, e Event) Event {
 // actionEventOf is the charge.requires_action of a, which began waiting
 // for the shopper at now, until expiresAt.
 func actionEventOf(a Attempt, now, expiresAt time.Time) Event {
-	id := a.ID
-	e := Event{
-		ID: newID(), Type: EventChargeRequiresAction, OccurredAt: now.UTC(), MerchantID: a.MerchantID,
-		IdempotencyKey: a.IdempotencyKey, KeySession: a.KeySession, AttemptID: &id, Amount: a.Input.Amount, Currency: a.Input.Currency,
-		OrderID: a.Input.OrderID, NextAction: &EventAction{Type: NextActionRedirect, URL: a.ActionURL, ExpiresAt: expiresAt.UTC()},
-	}
+	in := a.charge().Input
+	e := attemptEventOf(a, in.Amount, in.Currency, in.OrderID, now)
+	e.Type = EventChargeRequiresAction
+	e.NextAction = &EventAction{Type: NextActionRedirect, URL: a.Wait.URL, ExpiresAt: expiresAt.UTC()}
 	return e
 }
 
@@ -201,7 +262,8 @@ func sessionEventOf(eventType string, sess CheckoutSession, paidBy *Attempt, now
 	if paidBy != nil {
 		id := paidBy.ID
 		e.IdempotencyKey, e.KeySession, e.AttemptID = paidBy.IdempotencyKey, paidBy.KeySession, &id
-		e.Charge = &EventCharge{ID: paidBy.Charge.ID, ProviderChargeID: paidBy.Charge.ProviderChargeID, CreatedAt: paidBy.Charge.CreatedAt.UTC()}
+		c := paidBy.charge().Charge
+		e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
 	}
 	return e
 }
@@ -219,15 +281,32 @@ func ParseEvent(body []byte) (Event, error) {
 	if err := json.Unmarshal(body, &e); err != nil {
 		return Event{}, err
 	}
-	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid || e.Type == EventChargeLateRefunded ||
+	paid := e.Type == EventChargeSucceeded || e.Type == EventSessionPaid || e.Type == EventChargeLateRefunded || e.Type == EventChargeLateVoided ||
 		e.Type == EventChargeDuplicateRefunded
 	session := e.Type == EventSessionPaid || e.Type == EventSessionExpired
 	if e.ID == uuid.Nil || !slices.Contains(EventTypes, e.Type) || paid != (e.Charge != nil) ||
 		(session && e.CheckoutSession == nil) || (e.Type == EventChargeRequiresAction) != (e.NextAction != nil) ||
-		(e.Type == EventRefundSucceeded && e.Refund == nil) || (e.Type == EventCardTestingSuspected) != (e.CardTesting != nil) {
+		(e.Type == EventRefundSucceeded && e.Refund == nil) || (e.Type == EventCardTestingSuspected) != (e.CardTesting != nil) ||
+		(e.Type == EventChargeCaptured) != (e.Capture != nil) || (e.Type == EventChargeVoided) != (e.Void != nil) ||
+		slices.Contains([]string{EventChargeAuthorized, EventAuthorizationExpiring, EventAuthorizationExpired}, e.Type) != (e.Authorization != nil) {
 		return Event{}, errMalformedEvent
 	}
 	return e, nil
 }
 
 var errMalformedEvent = Errorf(EINVALID, "not a chargeonce event: it lacks an id, a known type, the charge a charge.succeeded or checkout_session.paid carries, the session a checkout_session event carries, or the key a merchant.card_testing_suspected names")
+
+// authorizationEventOf is the event of type about manual charge attempt
+// a's authorization, lapsing at until, occurring at now: charge.authorized
+// as its charge is recorded.
+func authorizationEventOf(eventType string, a Attempt, until, now time.Time) Event {
+	t := a.charge()
+	e := attemptEventOf(a, t.Input.Amount, t.Input.Currency, t.Input.OrderID, now)
+	e.Type = eventType
+	e.Authorization = &EventAuthorization{Amount: t.Input.Amount, ExpiresAt: until.UTC()}
+	if t.Charge != nil {
+		e.Authorization.ChargeID = t.Charge.ID
+		e.Charge = nil
+	}
+	return e
+}

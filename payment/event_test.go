@@ -22,18 +22,18 @@ func TestParseEvent_RefusesWhatIsNotAnEvent(t *testing.T) {
 func TestEventOf_CarriesTheOutcome(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	a := newAttempt(Merchant{ID: uuid.New(), Name: "shop"}, "k-1",
+	a := newChargeAttempt(Merchant{ID: uuid.New(), Name: "shop"}, "k-1",
 		ChargeInput{Amount: 500, Currency: "JPY", PaymentMethod: "pm_card_visa", OrderID: "o-9"}, now, time.Minute, time.Hour)
-	a.Charge = &Charge{ID: uuid.New(), ProviderChargeID: "ch_1", CreatedAt: now}
-	e := eventOf(a, now)
+	a = a.withCharge(&Charge{ID: uuid.New(), ProviderChargeID: "ch_1", CreatedAt: now})
+	e := chargeEventOf(a, now)
 	require.Equal(t, EventChargeSucceeded, e.Type)
 	require.Equal(t, "chargeonce.charge.succeeded", e.Subject())
 	require.Equal(t, &a.ID, e.AttemptID)
 	require.Equal(t, "o-9", e.OrderID)
-	require.NotEqual(t, eventOf(a, now).ID, e.ID, "every event has its own id")
+	require.NotEqual(t, chargeEventOf(a, now).ID, e.ID, "every event has its own id")
 
-	a.Charge, a.Failure = nil, &Failure{Code: "card_declined", Message: "declined"}
-	f := eventOf(a, now)
+	a, a.Failure = a.withCharge(nil), &Failure{Code: "card_declined", Message: "declined"}
+	f := chargeEventOf(a, now)
 	require.Equal(t, "chargeonce.charge.failed", f.Subject())
 	require.Nil(t, f.Charge)
 	require.Equal(t, "card_declined", f.Failure.Code)

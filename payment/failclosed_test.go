@@ -92,7 +92,7 @@ func TestChargeCard_RetryTakesOverAnAttemptNobodyHolds(t *testing.T) {
 	require.Positive(t, succeeded)
 	require.Equal(t, 1, b.providerCharges(t, "k"), "one takeover, one charge")
 	var attempt int32
-	require.NoError(t, b.pool.QueryRow(ctx, "SELECT attempt FROM charge_attempts WHERE idempotency_key = 'k'").Scan(&attempt))
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT fence FROM charge_attempts WHERE idempotency_key = 'k'").Scan(&attempt))
 	require.Equal(t, int32(2), attempt, "taken over exactly once")
 	require.Equal(t, StatusSucceeded, b.status(t, "k").Status)
 }

@@ -20,6 +20,9 @@ import (
 type finishedCache struct {
 	entries   *lru.Cache[finishedKey, Attempt]
 	hit, miss prometheus.Counter
+	// settled reports whether a finished attempt can never change again
+	// (its kind's operation says): only such an attempt is remembered.
+	settled func(Attempt) bool
 }
 
 type finishedKey struct {
@@ -29,7 +32,7 @@ type finishedKey struct {
 
 // newFinishedCache returns a cache of size entries, or nil (no cache) when
 // size is negative.
-func newFinishedCache(size int, m *metrics.Metrics) *finishedCache {
+func newFinishedCache(size int, m *metrics.Metrics, settled func(Attempt) bool) *finishedCache {
 	if size < 0 {
 		return nil
 	}
@@ -37,7 +40,7 @@ func newFinishedCache(size int, m *metrics.Metrics) *finishedCache {
 	if err != nil {
 		panic(err) // only for a size of 0, which withDefaults replaces
 	}
-	return &finishedCache{entries: entries,
+	return &finishedCache{entries: entries, settled: settled,
 		hit:  m.ResultCache.WithLabelValues(metrics.CacheHit),
 		miss: m.ResultCache.WithLabelValues(metrics.CacheMiss)}
 }
@@ -65,8 +68,7 @@ func (c *finishedCache) get(merchant, keySession uuid.UUID, key string, now time
 
 // put remembers a if it is finished.
 func (c *finishedCache) put(a Attempt) {
-	if c == nil || a.Status == StatusProcessing || a.Kind == KindRefund {
-		// A refund that succeeded may still fail later: always read.
+	if c == nil || a.Status == StatusProcessing || !c.settled(a) {
 		return
 	}
 	c.entries.Add(finishedKey{a.MerchantID, a.KeySession, a.IdempotencyKey}, a)

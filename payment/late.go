@@ -29,10 +29,6 @@ const FailureProviderUnavailable = "provider_unavailable"
 // lateChargeFirstCheck is the watch's first read after the failure.
 const lateChargeFirstCheck = 5 * time.Minute
 
-// lateRefundKey is the idempotency key of the refund of attempt a's late
-// charge: one per attempt, whoever refunds it.
-func lateRefundKey(a Attempt) string { return "chargeonce_late_" + a.ID.String() }
-
 // watchLateCharges reads the provider about up to limit watched attempts
 // whose read is due, and refunds a late charge found; it returns how many
 // it read.
@@ -42,7 +38,7 @@ func (s *Service) watchLateCharges(ctx context.Context, log *slog.Logger, limit 
 		return 0, err
 	}
 	for _, a := range attempts {
-		l := log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID)
+		l := attemptLogger(log, Merchant{}, a)
 		if err := s.checkLate(ctx, l, a); err != nil {
 			l.WarnContext(ctx, "late-charge watch: the read or the refund failed; the next read tries again", "err", err)
 		}
@@ -58,48 +54,45 @@ func (s *Service) checkLate(ctx context.Context, log *slog.Logger, a Attempt) er
 		return err
 	}
 	if a.LateChargeID == uuid.Nil {
-		found, err := s.find(ctx, m, a)
-		if err != nil || found == nil || !found.Succeeded {
+		found, err := s.op(a).read(ctx, m, a)
+		if err != nil || found == nil || !found.succeeded() {
 			return err // nothing charged: the next read, until the watch ends
 		}
+		detail, _ := found.detail.(chargeDetail)
 		var recorded bool
 		var duplicates []Charge
-		if a, recorded, duplicates, err = s.store.recordLate(ctx, a, found.ID, found.duplicates, s.cfg.Now()); err != nil {
+		now := s.cfg.Now()
+		if a, recorded, duplicates, err = s.store.recordLate(ctx, a, found.ProviderID, detail.duplicates, authorizedUntil(detail, now), now); err != nil {
 			return err
 		}
-		s.announceDuplicates(ctx, a, found.ID, duplicates)
+		s.announceDuplicates(ctx, a, found.ProviderID, duplicates)
 		if recorded {
 			s.metrics.LateCharges.Inc()
 			log.WarnContext(ctx, "a charge completed at the provider after its attempt failed as provider_unavailable; refunding it",
-				"provider_charge_id", found.ID, "charge_id", a.LateChargeID, "provider_key", a.ProviderKey)
+				"provider_charge_id", found.ProviderID, "charge_id", a.LateChargeID, "provider_key", a.ProviderKey)
 		}
 	}
-	if err := s.refundOwed(ctx, log.With("charge_id", a.LateChargeID), m, lateRefundKey(a), a.LateChargeID,
+	owe := s.refundOwed
+	if a.charge().Input.CaptureMethod == CaptureManual {
+		// A late authorization took no money yet: it is voided, not refunded.
+		owe = s.voidOwed
+	}
+	if err := owe(ctx, log.With("charge_id", a.LateChargeID), m, lateRefundKey(a), a.LateChargeID,
 		"charged after the attempt failed as provider_unavailable"); err != nil {
 		return err
 	}
 	return s.store.endLateWatch(ctx, a.ID)
 }
 
-// refundOwed claims the whole refund of charge, which chargeonce owes the
-// shopper (a late or a duplicate charge), under key, the one refund key
-// that every instance and pass uses for it. A charge refunded already
-// (REFUND_EXCEEDS_CHARGE) owes nothing more; a claimed refund is finished
-// by the reconciler like any other.
-func (s *Service) refundOwed(ctx context.Context, log *slog.Logger, m Merchant, key string, charge uuid.UUID, reason string) error {
-	r, err := s.refund(ctx, m, key, RefundInput{ChargeID: charge, Reason: reason})
-	if err != nil && ErrorCode(err) != EREFUNDEXCEEDS {
-		return err
-	}
-	log.InfoContext(ctx, "refund owed: claimed", "refund_key", key, "refund_status", r.Status)
-	return nil
-}
-
 // lateEventOf is the charge.late_refunded of failed attempt a, whose late
-// charge c is being refunded, occurring at now.
+// charge c is being refunded (charge.late_voided: a late authorization,
+// being voided), occurring at now.
 func lateEventOf(a Attempt, c *Charge, now time.Time) Event {
-	e := eventOf(a, now)
+	e := chargeEventOf(a, now)
 	e.Type = EventChargeLateRefunded
+	if a.charge().Input.CaptureMethod == CaptureManual {
+		e.Type = EventChargeLateVoided
+	}
 	e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
 	return e
 }

@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"chargeonce/internal/apiclient"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -143,4 +144,39 @@ func countOf(t *testing.T, b *bundle, sql string) int {
 	var n int
 	require.NoError(t, b.pool.QueryRow(context.Background(), sql).Scan(&n))
 	return n
+}
+
+func TestLateAuthorization_CompletedAfterTheAttemptFailed_VoidedNotRefunded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{RedriveWindow: time.Minute})
+	ctx := context.Background()
+	dark := &darkProvider{Provider: b.provider}
+	dark.dark.Store(true)
+	svc := NewService(b.pool, dark, b.svc.cfg)
+	in := visa(1999)
+	in.CaptureMethod = CaptureManual
+	_, err := svc.ChargeCard(ctx, b.merchant, "late-auth", in)
+	require.NoError(t, err)
+	b.clock.Advance(time.Minute + time.Second)
+	_, err = NewReconciler(svc, ReconcilerConfig{}).RunOnce(ctx)
+	require.NoError(t, err)
+
+	// The authorization that was in flight completes at the provider.
+	a, err := b.svc.store.get(ctx, b.merchant.ID, uuid.Nil, "late-auth")
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, a.Status)
+	pc, err := b.provider.CreateCharge(ctx, providerRequest(b.merchant, a))
+	require.NoError(t, err)
+	require.NotNil(t, pc.Authorization, "the provider holds an authorization, not money")
+	dark.dark.Store(false)
+
+	b.clock.Advance(lateChargeFirstCheck)
+	reconcileAtOnce(t, []*Service{svc, NewService(b.pool, b.provider, b.svc.cfg)}, 2)
+	voids := b.sim.Voids(t, apiclient.ProviderVoidFilter{Charge: pc.ID})
+	require.Len(t, voids, 1, "voided once")
+	n, _ := b.providerRefunds(t, &Charge{ProviderChargeID: pc.ID})
+	require.Zero(t, n, "an authorization took no money: nothing is refunded")
+	require.Equal(t, 1, b.events(t, "late-auth", EventChargeLateVoided))
+	require.Equal(t, 1, b.events(t, lateRefundKey(a), EventChargeVoided))
+	require.Equal(t, "voided", b.sim.Charge(t, pc.ID).AuthorizationStatus)
 }

@@ -53,7 +53,7 @@ const (
 // with its lease ended when the release was written by then. While the
 // database is away (a restart, a failover) it goes on trying in the
 // background until the lease would have ended anyway. The write is fenced
-// on a's attempt number: it changes nothing once someone else holds a.
+// on a's fence: it changes nothing once someone else holds a.
 func (s *Service) release(ctx context.Context, log *slog.Logger, a Attempt, budget time.Duration) Attempt {
 	write := func(ctx context.Context) error {
 		return goretry.Do(ctx, goretry.NewConstant(50*time.Millisecond), func(ctx context.Context) error {
@@ -107,7 +107,7 @@ type StuckAttempt struct {
 	ProviderKey    string
 	Amount         int64
 	Currency       string
-	Attempt        int
+	Holders        int // how many holders it had: 1, and one more per takeover
 	CreatedAt      time.Time
 	LeaseEnded     time.Time
 }

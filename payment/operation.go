@@ -2,130 +2,126 @@ package payment
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"chargeonce/metrics"
 )
 
-// The kinds of attempt. A charge and a refund are one idempotent operation
-// each: the claim of a key (claim.go, refund.go), the lease and its
-// holders (lease.go), the provider call (charge.go), the settling of an
-// attempt a new holder took over (settle.go), the reconciler, the answers
-// and retention are the same for both. What differs is here: what is sent
-// to the provider, how it is read back, and what its answer records. A
-// third kind is a case in each of create, find and finalize, and a claim.
+// The attempt engine and the kinds that plug into it. Every kind of
+// attempt (a charge, a refund, …) is claimed, leased, performed, settled,
+// reconciled, answered and forgotten by the same engine: perform.go,
+// settle.go, lease.go, result.go, finished.go, reconciler.go and the
+// store's attempts (store_attempt.go). The engine never asks what kind it
+// runs: it asks the kind's operation, looked up by the attempt's Kind.
+// A kind is its Terms, its operation, its claim (the entry point that
+// reserves what it needs and inserts the key), its row conversion in the
+// store, and one registration:
+//
+//	func init() { register(KindX, func(s *Service) operation { return xOperation{s} }) }
 
-// answer is the provider's word on an attempt, whatever its kind: a
-// charge's as it came, or a refund's in a charge's terms (its ID,
-// Succeeded, FailureCode and FailureMessage), with pending set while the
-// provider holds the refund without having made it final. duplicates are
-// the provider's other successful charges for the attempt, when a lookup
-// found them (settleOn).
-type answer struct {
-	ProviderCharge
-	pending    bool
-	duplicates []string
+// operation is what an attempt's kind does at the provider and in the
+// record.
+type operation interface {
+	// send sends a's operation to the provider under a's provider key.
+	// The provider deduplicates on the key, so a second send of the same
+	// attempt gets the first one's answer. An error wrapping
+	// ErrOutcomeUnknown means nobody knows yet.
+	send(ctx context.Context, m Merchant, a Attempt) (outcome, error)
+	// read reads what the provider holds for a, without sending anything;
+	// nil when it holds nothing.
+	read(ctx context.Context, m Merchant, a Attempt) (*outcome, error)
+	// record records the provider's definitive answer o (succeeded or
+	// failed) on a, fenced on a's fence, with its event, in one
+	// transaction, and returns a as recorded; errFenced when another
+	// holder finalized or took a over. now is when it is recorded,
+	// expiresAt when its result may be forgotten.
+	record(ctx context.Context, a Attempt, o outcome, now, expiresAt time.Time) (Attempt, error)
+	// unseen says what becomes of a, which the provider never showed,
+	// age after its claim and past the redrive window: failed, with the
+	// message its failure says, or only read from now on (pend), while a
+	// send may still land.
+	unseen(a Attempt, age time.Duration) (fail bool, message string)
+	// providerID is the provider's id of what a's success recorded.
+	providerID(a Attempt) string
+	// answer puts what a's success made into r.
+	answer(a Attempt, r *Result)
+	// settled reports whether finished attempt a can never change again,
+	// so that a replay may answer it from memory.
+	settled(a Attempt) bool
+	// recheck reads the provider about a, which is not waiting for the
+	// shopper, because the provider said it changed (Recheck).
+	recheck(ctx context.Context, m Merchant, a Attempt) (Status, error)
+	// observe counts a's finalization as outcome ("succeeded", "failed"),
+	// by its holder.
+	observe(a Attempt, o outcome, by holder, now time.Time)
 }
 
-// refundAnswer is the provider's refund as an answer.
-func refundAnswer(r ProviderRefund) answer {
-	return answer{ProviderCharge: ProviderCharge{ID: r.ID, Succeeded: r.State == RefundSucceeded,
-		FailureCode: r.FailureCode, FailureMessage: r.FailureMessage}, pending: r.State == RefundPending}
+// abandoner is an operation whose attempts may wait for the shopper: it
+// cancels a's payment o at the provider once nobody authenticated within
+// the window, and returns the payment as it then is.
+type abandoner interface {
+	abandon(ctx context.Context, m Merchant, a Attempt, o outcome) (outcome, error)
 }
 
-// create sends a's operation to the provider under a's provider key: a
-// charge, or a refund. The provider deduplicates on the key, so a second
-// send of the same attempt gets the first one's answer.
-func (s *Service) create(ctx context.Context, m Merchant, a Attempt) (answer, error) {
-	if a.Kind == KindRefund {
-		req, err := s.refundRequest(ctx, m, a)
-		if err != nil {
-			return answer{}, err
-		}
-		r, err := s.provider.CreateRefund(ctx, req)
-		return refundAnswer(r), err
+// operations are the registered kinds, each made for a Service.
+var operations = map[Kind]func(*Service) operation{}
+
+// register registers kind's operation; each kind's file does, once.
+func register(kind Kind, op func(*Service) operation) {
+	if _, ok := operations[kind]; ok {
+		panic(fmt.Sprintf("payment: kind %q registered twice", kind))
 	}
-	pc, err := s.provider.CreateCharge(ctx, providerRequest(m, a))
-	return answer{ProviderCharge: pc}, err
+	operations[kind] = op
 }
 
-// find reads what the provider holds for a, without sending anything; nil
-// when it holds nothing.
-func (s *Service) find(ctx context.Context, m Merchant, a Attempt) (*answer, error) {
-	if a.Kind == KindRefund {
-		req, err := s.refundRequest(ctx, m, a)
-		if err != nil {
-			return nil, err
-		}
-		r, err := s.provider.FindRefund(ctx, req)
-		if err != nil || r == nil {
-			return nil, err
-		}
-		ans := refundAnswer(*r)
-		return &ans, nil
+// op is the operation of a's kind.
+func (s *Service) op(a Attempt) operation {
+	op, ok := s.ops[a.Kind]
+	if !ok {
+		panic(fmt.Sprintf("payment: attempt %s of unregistered kind %q", a.ID, a.Kind))
 	}
-	charges, err := s.provider.FindCharges(ctx, providerRequest(m, a))
-	if err != nil {
-		return nil, err
-	}
-	pc, duplicates := settleOn(charges)
-	if pc == nil {
-		return nil, nil
-	}
-	return &answer{ProviderCharge: *pc, duplicates: duplicates}, nil
+	return op
 }
 
-// finalize records the provider's definitive answer on a, fenced on a's
-// attempt number, for its holder by: the charge or the refund with its
-// attempt SUCCEEDED, or the attempt FAILED (a refund's reservation given
-// back), each with its event, in one transaction.
-func (s *Service) finalize(ctx context.Context, a Attempt, ans answer, by holder) (Attempt, error) {
-	now := s.cfg.Now()
-	expiresAt := now.Add(s.cfg.Retention)
-	var done Attempt
-	var err error
-	outcome := metrics.BySucceeded
-	switch {
-	case ans.Succeeded && a.Kind == KindRefund:
-		done, err = s.store.succeedRefund(ctx, a, ans.ID, now, expiresAt)
-	case ans.Succeeded:
-		var duplicates []Charge
-		done, duplicates, err = s.store.succeed(ctx, a, ans.ProviderCharge, ans.duplicates, now, expiresAt)
-		s.announceDuplicates(ctx, a, ans.ID, duplicates)
-	default:
-		outcome = metrics.ByFailed
-		var watch lateWatch
-		if a.Kind == KindCharge && ans.FailureCode == FailureProviderUnavailable {
-			// A send may still be in flight: watch for a late charge.
-			watch = lateWatch{first: now.Add(lateChargeFirstCheck), until: now.Add(s.cfg.LateChargeWatch)}
-		}
-		done, err = s.store.fail(ctx, a, Failure{Code: ans.FailureCode, Message: ans.FailureMessage}, now, expiresAt, watch)
-	}
-	if err != nil {
-		return done, err
-	}
-	if a.Kind == KindRefund {
-		s.metrics.Refunds.WithLabelValues(outcome, by.label()).Inc()
-		return done, nil
-	}
-	s.metrics.Charges.WithLabelValues(outcome, by.label()).Inc()
-	s.observeAuthentication(a, ans.ProviderCharge, now)
-	return done, nil
+// outcomeState is where the provider says an operation stands.
+type outcomeState int
+
+const (
+	// outcomeSucceeded: made; final.
+	outcomeSucceeded outcomeState = iota + 1
+	// outcomeFailed: refused or declined; final, nothing made.
+	outcomeFailed
+	// outcomePending: accepted, not final yet: only ever read again.
+	outcomePending
+	// outcomeWaiting: waits for the shopper (Action): only ever read again.
+	outcomeWaiting
+)
+
+// outcome is the provider's word on an attempt, whatever its kind.
+type outcome struct {
+	// ProviderID is the provider's id of what it made (or refused).
+	ProviderID string
+	State      outcomeState
+	Failure    Failure         // when failed
+	Action     *ProviderAction // when waiting
+	// detail is the kind's own reading of the answer (a charge's
+	// duplicates and authorization), which only its operation reads.
+	detail any
 }
 
-// pend records that the provider holds a's refund without having made it
-// final: nothing is sent for it again, and the reconciler reads it at its
-// next look, RefundCheckInterval from now. When the write fails, the
-// attempt stays held until its lease ends, and the reconciler reads it then.
-func (s *Service) pend(ctx context.Context, a Attempt) Attempt {
-	now := s.cfg.Now()
-	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
-	defer cancel()
-	pending, err := s.store.pend(writeCtx, a, now, now.Add(s.cfg.RefundCheckInterval))
-	if err != nil {
-		if a.PendingSince.IsZero() {
-			a.PendingSince = now
-		}
-		return a
+func (o outcome) succeeded() bool { return o.State == outcomeSucceeded }
+
+// failedOutcome is a failure of code with message, as the engine records
+// one the provider never answered.
+func failedOutcome(code, message string) outcome {
+	return outcome{State: outcomeFailed, Failure: Failure{Code: code, Message: message}}
+}
+
+// outcomeLabel names o's final state in the metrics.
+func outcomeLabel(o outcome) string {
+	if o.succeeded() {
+		return metrics.BySucceeded
 	}
-	return pending
+	return metrics.ByFailed
 }

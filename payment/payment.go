@@ -16,14 +16,9 @@ const (
 )
 
 // Kind is what an attempt does at the provider. Every kind is claimed,
-// leased, fenced, settled, replayed and forgotten by the same machinery;
-// only its provider call and its record differ (operation.go).
+// leased, fenced, settled, replayed and forgotten by the same engine; only
+// its operation differs (operation.go), and each kind has its own file.
 type Kind string
-
-const (
-	KindCharge Kind = "charge" // charge a card (ChargeCard)
-	KindRefund Kind = "refund" // refund part or all of a charge (RefundCharge)
-)
 
 // Merchant is the tenant that owns idempotency keys and charges.
 type Merchant struct {
@@ -46,6 +41,10 @@ type ChargeInput struct {
 	// Secure): where the provider sends the shopper back. Empty: a card
 	// that needs authentication fails with authentication_required.
 	ReturnURL string
+	// CaptureMethod is CaptureManual for a charge that only authorizes,
+	// captured later (CaptureCharge) or voided (VoidCharge); empty or
+	// CaptureAutomatic takes the money at once.
+	CaptureMethod CaptureMethod
 }
 
 // Result is the answer to a charge request or a status query.
@@ -62,8 +61,11 @@ type Result struct {
 	// NextAction is set while PROCESSING when the shopper must
 	// authenticate: the same on every answer until the attempt is final.
 	NextAction *NextAction
-	// Refund is set when a refund attempt SUCCEEDED.
-	Refund *Refund
+	// Refund is set when a refund attempt SUCCEEDED; Capture when a
+	// capture attempt did, Void when a void attempt did.
+	Refund  *Refund
+	Capture *Capture
+	Void    *Void
 }
 
 // RefundInput is what a merchant asks to refund: Amount of the charge

@@ -187,65 +187,126 @@ type ProviderRefund struct {
 	FailureMessage string
 }
 
-// instrumented is a Provider that times and counts every call.
+// instrumented is a Provider that times and counts every call, through
+// one wrapper (call): each method names its operation and says how its
+// answer reads in the metrics.
 type instrumented struct {
-	Provider
+	p Provider
 	m *metrics.Metrics
 }
 
-func instrument(p Provider, m *metrics.Metrics) Provider { return instrumented{Provider: p, m: m} }
+func instrument(p Provider, m *metrics.Metrics) Provider { return instrumented{p: p, m: m} }
 
-func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+// call runs fn, the provider call of operation, and observes how long it
+// took and how it ended: an error by its kind, otherwise as result says.
+func call[T any](p instrumented, operation string, fn func() (T, error), result func(T) string) (T, error) {
 	start := time.Now()
-	pc, err := p.Provider.CreateCharge(ctx, req)
-	result := "ok"
+	v, err := fn()
+	r := "ok"
 	switch {
 	case err != nil && errors.Is(err, ErrOutcomeUnknown):
-		result = "unknown"
+		r = "unknown"
 	case err != nil && errors.Is(err, ErrProviderKeySpent):
-		result = "key_spent"
+		r = "key_spent"
 	case err != nil:
-		result = "error"
-	case pc.waiting():
-		result = "requires_action"
-	case !pc.Succeeded:
-		result = "declined"
+		r = "error"
+	default:
+		r = result(v)
 	}
-	p.observe("create_charge", result, start)
-	return pc, err
+	p.m.ProviderDuration.WithLabelValues(operation, r).Observe(time.Since(start).Seconds())
+	if r == "unknown" || r == "error" || r == "key_spent" {
+		p.m.ProviderErrors.WithLabelValues(operation).Inc()
+	}
+	return v, err
+}
+
+// found reads a lookup's answer: not_found for none.
+func found[T any](v *T) string {
+	if v == nil {
+		return "not_found"
+	}
+	return "ok"
+}
+
+// charged reads a charge's answer.
+func charged(pc ProviderCharge) string {
+	switch {
+	case pc.waiting():
+		return "requires_action"
+	case !pc.Succeeded:
+		return "declined"
+	}
+	return "ok"
+}
+
+// refused reads the answer of a capture or a void: declined when refused.
+func refused(succeeded bool) string {
+	if succeeded {
+		return "ok"
+	}
+	return "declined"
+}
+
+func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
+	return call(p, "create_charge", func() (ProviderCharge, error) { return p.p.CreateCharge(ctx, req) }, charged)
 }
 
 func (p instrumented) CancelCharge(ctx context.Context, req ProviderChargeRequest, id string) (ProviderCharge, error) {
-	start := time.Now()
-	pc, err := p.Provider.CancelCharge(ctx, req, id)
-	result := "ok"
-	switch {
-	case err != nil:
-		result = "error"
-	case pc.Succeeded:
-		result = "succeeded"
-	}
-	p.observe("cancel_charge", result, start)
-	return pc, err
+	return call(p, "cancel_charge", func() (ProviderCharge, error) { return p.p.CancelCharge(ctx, req, id) },
+		func(pc ProviderCharge) string {
+			if pc.Succeeded {
+				return "succeeded"
+			}
+			return "ok"
+		})
 }
 
 func (p instrumented) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
-	start := time.Now()
-	charges, err := p.Provider.FindCharges(ctx, req)
-	result := "ok"
-	switch {
-	case err != nil:
-		result = "error"
-	case len(charges) == 0:
-		result = "not_found"
-	}
-	p.observe("find_charge", result, start)
-	return charges, err
+	return call(p, "find_charge", func() ([]ProviderCharge, error) { return p.p.FindCharges(ctx, req) },
+		func(charges []ProviderCharge) string {
+			if len(charges) == 0 {
+				return "not_found"
+			}
+			return "ok"
+		})
 }
 
-func (p instrumented) observe(operation, result string, start time.Time) {
-	p.m.ProviderDuration.WithLabelValues(operation, result).Observe(time.Since(start).Seconds())
-	if result == "unknown" || result == "error" || result == "key_spent" {
-		p.m.ProviderErrors.WithLabelValues(operation).Inc()
-	}
+func (p instrumented) CreateRefund(ctx context.Context, req ProviderRefundRequest) (ProviderRefund, error) {
+	return call(p, "create_refund", func() (ProviderRefund, error) { return p.p.CreateRefund(ctx, req) },
+		func(r ProviderRefund) string {
+			switch r.State {
+			case RefundPending:
+				return "pending"
+			case RefundFailed:
+				return "declined"
+			}
+			return "ok"
+		})
+}
+
+func (p instrumented) FindRefund(ctx context.Context, req ProviderRefundRequest) (*ProviderRefund, error) {
+	return call(p, "find_refund", func() (*ProviderRefund, error) { return p.p.FindRefund(ctx, req) }, found)
+}
+
+func (p instrumented) CaptureCharge(ctx context.Context, req ProviderCaptureRequest) (ProviderCapture, error) {
+	return call(p, "capture_charge", func() (ProviderCapture, error) { return p.p.CaptureCharge(ctx, req) },
+		func(c ProviderCapture) string { return refused(c.Succeeded) })
+}
+
+func (p instrumented) FindCapture(ctx context.Context, req ProviderCaptureRequest) (*ProviderCapture, error) {
+	return call(p, "find_capture", func() (*ProviderCapture, error) { return p.p.FindCapture(ctx, req) }, found)
+}
+
+func (p instrumented) VoidCharge(ctx context.Context, req ProviderVoidRequest) (ProviderVoid, error) {
+	return call(p, "void_charge", func() (ProviderVoid, error) { return p.p.VoidCharge(ctx, req) },
+		func(v ProviderVoid) string { return refused(v.Succeeded) })
+}
+
+func (p instrumented) FindVoid(ctx context.Context, req ProviderVoidRequest) (*ProviderVoid, error) {
+	return call(p, "find_void", func() (*ProviderVoid, error) { return p.p.FindVoid(ctx, req) }, found)
+}
+
+func (p instrumented) ReadAuthorization(ctx context.Context, providerChargeID string) (ProviderAuthorization, error) {
+	return call(p, "read_authorization", func() (ProviderAuthorization, error) { return p.p.ReadAuthorization(ctx, providerChargeID) },
+		func(a ProviderAuthorization) string { return string(a.State) })
 }

@@ -90,14 +90,8 @@ func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
 		})
 	}
 	wg.Wait()
-	// Then the failed attempts watched for a late charge whose read is due.
-	if _, err := r.svc.watchLateCharges(ctx, r.log, r.cfg.BatchSize); err != nil {
-		r.log.WarnContext(ctx, "late-charge watch failed; the next pass tries again", "err", err)
-	}
-	// And the duplicate charges whose refund is still to claim.
-	if _, err := r.svc.refundDuplicates(ctx, r.log, r.cfg.BatchSize); err != nil {
-		r.log.WarnContext(ctx, "duplicate-charge refunds failed; the next pass tries again", "err", err)
-	}
+	// Then what is owed back to shoppers.
+	r.svc.giveBackOwed(ctx, r.log, r.cfg.BatchSize)
 	return res, ctx.Err()
 }
 
@@ -109,14 +103,14 @@ func (s *Service) reconcile(ctx context.Context, log *slog.Logger, a Attempt) St
 	ctx, cancel := context.WithTimeout(ctx, a.LockedUntil.Sub(s.cfg.Now())*9/10)
 	defer cancel()
 	// An idempotency key means something only within its merchant's scope.
-	log = log.With("merchant_id", a.MerchantID, "idempotency_key", a.IdempotencyKey, "attempt_id", a.ID, "attempt", a.Number)
 	m, err := s.store.merchant(ctx, a.MerchantID)
 	if err != nil {
+		log := attemptLogger(log, Merchant{}, a)
 		log.WarnContext(ctx, "attempt stays PROCESSING", "reason", "could not load the merchant", "err", err)
 		s.release(ctx, log, a, releaseBudget)
 		return StatusProcessing
 	}
-	st, done := s.settle(ctx, log.With("merchant", m.Name), m, a, byReconciler)
+	st, done := s.settle(ctx, attemptLogger(log, m, a), m, a, byReconciler)
 	if st != finalized {
 		return StatusProcessing
 	}

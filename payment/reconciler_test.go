@@ -68,7 +68,7 @@ func card(pm string) ChargeInput {
 func (b *bundle) abandon(t *testing.T, key string, in ChargeInput) Attempt {
 	t.Helper()
 	c, err := b.svc.store.claim(context.Background(),
-		newAttempt(b.merchant, key, in, b.clock.Now(), b.svc.cfg.Lease, b.svc.cfg.Retention), SessionMaxAttemptsDefault)
+		newChargeAttempt(b.merchant, key, in, b.clock.Now(), b.svc.cfg.Lease, b.svc.cfg.Retention), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, claimedByUs, c.outcome)
 	return c.attempt
@@ -207,7 +207,7 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 	require.Equal(t, int64(n), taken.Load(), "every attempt taken exactly once")
 	require.Equal(t, int64(n), succeeded.Load())
 
-	attempts := dbtest.Query[int32](t, b.pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
+	attempts := dbtest.Query[int32](t, b.pool, "SELECT fence FROM charge_attempts WHERE status = 'SUCCEEDED'")
 	require.Len(t, attempts, n)
 	for _, a := range attempts {
 		require.Equal(t, int32(2), a, "one takeover per attempt")
@@ -415,7 +415,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	require.NoError(t, err)
 	const n = 12
 	for i := range n {
-		c, err := a.store.claim(ctx, newAttempt(m, uuid.NewString(), visa(int64(100+i)), time.Now().Add(-time.Minute), time.Second, time.Hour), SessionMaxAttemptsDefault)
+		c, err := a.store.claim(ctx, newChargeAttempt(m, uuid.NewString(), visa(int64(100+i)), time.Now().Add(-time.Minute), time.Second, time.Hour), SessionMaxAttemptsDefault)
 		require.NoError(t, err)
 		require.Equal(t, claimedByUs, c.outcome)
 	}
@@ -441,7 +441,7 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d takeovers in %s", taken.Load(), time.Since(start).Round(time.Millisecond))
-	numbers := dbtest.Query[int32](t, pool, "SELECT attempt FROM charge_attempts WHERE status = 'SUCCEEDED'")
+	numbers := dbtest.Query[int32](t, pool, "SELECT fence FROM charge_attempts WHERE status = 'SUCCEEDED'")
 	require.Len(t, numbers, n, "every attempt settled")
 	for _, number := range numbers {
 		require.Equal(t, int32(2), number, "taken over once: no lease ran out while its pass worked on others")

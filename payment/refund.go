@@ -16,7 +16,7 @@ import (
 // own idempotency key, with every guarantee of a charge from the same
 // machinery: the key is claimed before the provider is called, a retry
 // gets the stored result, one holder at a time works on it under a lease
-// fenced on the attempt number, our own provider key goes to the
+// fenced on the fence, our own provider key goes to the
 // provider, and the reconciler finishes what dies in the middle. What a
 // refund adds is its claim: the charge's refundable money is reserved in
 // the claim's transaction (store.claimRefund), so that no concurrency
@@ -29,6 +29,32 @@ import (
 //	   ├─ failed ────► FAILED: the reservation back, refund.failed
 //	   ├─ pending ───► PROCESSING, read by the reconciler every RefundCheckInterval
 //	   └─ unknown ───► PROCESSING, stuck: settled like a charge (settle.go)
+
+// KindRefund is the kind of a refund attempt.
+const KindRefund Kind = "refund"
+
+func init() { register(KindRefund, func(s *Service) operation { return refundOperation{s} }) }
+
+// RefundTerms are a refund attempt's: Amount of the charge Of (the
+// provider's OfProvider) in Currency, resolved at the claim, for Reason;
+// and the refund it made once SUCCEEDED.
+type RefundTerms struct {
+	Of         uuid.UUID
+	OfProvider string
+	Amount     int64
+	Currency   string
+	Reason     string
+	Refund     *Refund
+}
+
+// Kind implements Terms.
+func (RefundTerms) Kind() Kind { return KindRefund }
+
+// refund is a's terms as a refund attempt's.
+func (a Attempt) refund() RefundTerms {
+	t, _ := a.Terms.(RefundTerms)
+	return t
+}
 
 // RefundCharge refunds in.Amount of the merchant's charge in.ChargeID
 // (what remains refundable when Amount is 0), once per key: the first
@@ -112,20 +138,18 @@ func (s *Service) Refunds(ctx context.Context, m Merchant, chargeID uuid.UUID) (
 // at now; its amount (when in's is 0) and currency come from the charge,
 // in the claim.
 func newRefundAttempt(m Merchant, key string, in RefundInput, now time.Time, cfg Config) Attempt {
-	a := newAttempt(m, key, ChargeInput{Amount: in.Amount, Description: in.Reason}, now, cfg.Lease, cfg.Retention)
-	a.Kind = KindRefund
-	a.RefundOf = in.ChargeID
-	a.Fingerprint = RefundFingerprint(in)
-	return a
+	return newAttempt(m, key, RefundTerms{Of: in.ChargeID, Amount: in.Amount, Reason: in.Reason}, RefundFingerprint(in),
+		now, cfg.Lease, cfg.Retention)
 }
 
 // refundRequest is the provider's refund request for refund attempt a. It
 // is the same on every send, or the provider refuses the repeat of our key.
 func (s *Service) refundRequest(ctx context.Context, m Merchant, a Attempt) (ProviderRefundRequest, error) {
-	providerChargeID := a.RefundOfProvider
+	t := a.refund()
+	providerChargeID := t.OfProvider
 	if providerChargeID == "" {
 		var err error
-		if providerChargeID, err = s.store.providerChargeID(ctx, a.RefundOf); err != nil {
+		if providerChargeID, err = s.store.providerChargeID(ctx, t.Of); err != nil {
 			return ProviderRefundRequest{}, err
 		}
 	}
@@ -134,13 +158,13 @@ func (s *Service) refundRequest(ctx context.Context, m Merchant, a Attempt) (Pro
 		AttemptID:        a.ID,
 		AttemptCreatedAt: a.CreatedAt,
 		ProviderChargeID: providerChargeID,
-		Amount:           a.Input.Amount,
-		Currency:         a.Input.Currency,
-		Reason:           a.Input.Description,
+		Amount:           t.Amount,
+		Currency:         t.Currency,
+		Reason:           t.Reason,
 		Metadata: map[string]string{
 			"chargeonce_attempt_id":  a.ID.String(),
 			"chargeonce_kind":        string(KindRefund),
-			"chargeonce_charge_id":   a.RefundOf.String(),
+			"chargeonce_charge_id":   t.Of.String(),
 			"client_idempotency_key": a.IdempotencyKey,
 			"merchant":               m.Name,
 		},
@@ -209,7 +233,7 @@ type ProcessingRefund struct {
 	ProviderChargeID string
 	Amount           int64
 	Currency         string
-	Attempt          int
+	Holders          int // how many holders it had: 1, and one more per takeover
 	CreatedAt        time.Time
 	LockedUntil      time.Time
 	PendingSince     time.Time // zero unless it is only read (see Attempt.PendingSince)
@@ -240,4 +264,90 @@ func (s *Service) recheckSucceededRefund(ctx context.Context, m Merchant, a Atte
 			"provider_refund_id", r.ID, "failure_code", r.FailureCode)
 	}
 	return a.Status, err
+}
+
+// refundOperation is the refund kind's operation.
+type refundOperation struct{ s *Service }
+
+// refundOutcome is the provider's refund r as an outcome.
+func refundOutcome(r ProviderRefund) outcome {
+	o := outcome{ProviderID: r.ID, State: outcomeFailed}
+	switch r.State {
+	case RefundSucceeded:
+		o.State = outcomeSucceeded
+	case RefundPending:
+		o.State = outcomePending
+	default:
+		o.Failure = Failure{Code: r.FailureCode, Message: r.FailureMessage}
+	}
+	return o
+}
+
+func (op refundOperation) send(ctx context.Context, m Merchant, a Attempt) (outcome, error) {
+	req, err := op.s.refundRequest(ctx, m, a)
+	if err != nil {
+		return outcome{}, err
+	}
+	r, err := op.s.provider.CreateRefund(ctx, req)
+	return refundOutcome(r), err
+}
+
+func (op refundOperation) read(ctx context.Context, m Merchant, a Attempt) (*outcome, error) {
+	req, err := op.s.refundRequest(ctx, m, a)
+	if err != nil {
+		return nil, err
+	}
+	r, err := op.s.provider.FindRefund(ctx, req)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	o := refundOutcome(*r)
+	return &o, nil
+}
+
+// record records the refund; a refund that failed gives its reservation
+// back, in the transaction that fails it.
+func (op refundOperation) record(ctx context.Context, a Attempt, o outcome, now, expiresAt time.Time) (Attempt, error) {
+	if o.succeeded() {
+		return op.s.store.succeedRefund(ctx, a, o.ProviderID, now, expiresAt)
+	}
+	return op.s.store.failRefund(ctx, a, o.Failure, now, expiresAt)
+}
+
+// unseen: a refund is not given up on while a send may still land at the
+// provider: failing it would give its amount back, and a second refund of
+// that amount could then refund it twice. It is only read until the
+// late-charge watch's length has passed too.
+func (op refundOperation) unseen(_ Attempt, age time.Duration) (bool, string) {
+	return age >= op.s.cfg.RedriveWindow+op.s.cfg.LateChargeWatch,
+		"The card provider could not be reached; nothing was refunded."
+}
+
+func (refundOperation) providerID(a Attempt) string {
+	if r := a.refund().Refund; r != nil {
+		return r.ProviderRefundID
+	}
+	return ""
+}
+
+func (refundOperation) answer(a Attempt, r *Result) { r.Refund = a.refund().Refund }
+
+// settled: never; a refund that succeeded may still fail later, so its
+// state is always read.
+func (refundOperation) settled(Attempt) bool { return false }
+
+// recheck reads a refund the provider holds pending, or one that
+// succeeded and may have failed since.
+func (op refundOperation) recheck(ctx context.Context, m Merchant, a Attempt) (Status, error) {
+	switch r := a.refund().Refund; {
+	case a.Status == StatusProcessing && !a.PendingSince.IsZero():
+		return op.s.recheckRefund(ctx, m, a)
+	case r != nil && r.Status == StatusSucceeded:
+		return op.s.recheckSucceededRefund(ctx, m, a)
+	}
+	return a.Status, nil
+}
+
+func (op refundOperation) observe(_ Attempt, o outcome, by holder, _ time.Time) {
+	op.s.metrics.Refunds.WithLabelValues(outcomeLabel(o), by.label()).Inc()
 }

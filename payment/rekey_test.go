@@ -110,7 +110,7 @@ func TestSettle_SpentProviderKey_IsReplacedBeforeTheResend(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, done.Status)
 	require.Equal(t, second, done.ProviderKey, "the attempt keeps the key its charge was made under")
-	require.Equal(t, "pi_"+second, done.Charge.ProviderChargeID)
+	require.Equal(t, "pi_"+second, done.charge().Charge.ProviderChargeID)
 	require.Equal(t, 1, p.findCalls)
 }
 
@@ -126,7 +126,7 @@ func TestStore_Rekey_IsFencedOnAttemptAndKey(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, err = b.svc.store.rekey(ctx, a, nextProviderKey(a))
-	require.ErrorIs(t, err, errFenced, "the stale holder's attempt number is fenced off")
+	require.ErrorIs(t, err, errFenced, "the stale holder's fence is fenced off")
 
 	// The holder rekeys once; a second rekey from the old key is fenced off.
 	rekeyed, err := b.svc.store.rekey(ctx, taken, nextProviderKey(taken))
@@ -136,7 +136,7 @@ func TestStore_Rekey_IsFencedOnAttemptAndKey(t *testing.T) {
 	require.ErrorIs(t, err, errFenced, "a holder whose key is stale changes nothing")
 
 	// A final attempt is never rekeyed.
-	_, err = b.svc.store.fail(ctx, rekeyed, Failure{Code: "card_declined", Message: "declined"}, b.clock.Now(), b.clock.Now().Add(time.Hour), lateWatch{})
+	_, err = b.svc.store.failCharge(ctx, rekeyed, Failure{Code: "card_declined", Message: "declined"}, b.clock.Now(), b.clock.Now().Add(time.Hour), lateWatch{})
 	require.NoError(t, err)
 	_, err = b.svc.store.rekey(ctx, rekeyed, nextProviderKey(rekeyed))
 	require.ErrorIs(t, err, errFenced)

@@ -36,17 +36,17 @@ func (s *Service) result(a Attempt) Result {
 	r := Result{IdempotencyKey: a.IdempotencyKey, Status: a.Status, ExpiresAt: a.ExpiresAt}
 	switch a.Status {
 	case StatusSucceeded:
-		r.Charge, r.Refund = a.Charge, a.Refund
+		s.op(a).answer(a, &r)
 	case StatusFailed:
 		r.Failure = a.Failure
 	default:
 		r.RetryAfter = s.retryAfter(a.LockedUntil)
 		if !a.PendingSince.IsZero() {
-			// The provider holds the refund pending: nothing changes before
+			// The provider holds it pending: nothing changes before
 			// the reconciler's next read, at locked_until.
 			r.RetryAfter = max(a.LockedUntil.Sub(s.cfg.Now()), minRetryAfter)
 		}
-		if a.ActionURL != "" {
+		if a.Wait.URL != "" {
 			// Between the reconciler's looks, locked_until is the next one; a
 			// poll reads the provider itself (checkAction), so come back soon.
 			r.RetryAfter = max(s.cfg.AuthenticationRecheck, minRetryAfter)
@@ -68,45 +68,6 @@ func (s *Service) retryAfter(lockedUntil time.Time) time.Duration {
 		d = min(s.cfg.PollInterval, left)
 	}
 	return max(d, minRetryAfter)
-}
-
-// ChargeStatus returns the state of the attempt made with key, or nil when
-// this merchant never used the key: the merchant's server's query. Its own
-// keys come first; a key it never used is looked for among its checkout
-// pages' keys (the newest attempt under it), so that its server reads what
-// a page paid by the key the page sent.
-func (s *Service) ChargeStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
-	a, ok, err := s.attempt(ctx, m, uuid.Nil, key)
-	if err == nil && !ok {
-		a, ok, err = s.pageAttempt(ctx, m, key)
-	}
-	if err != nil || !ok || a.Kind != KindCharge {
-		return nil, err
-	}
-	return s.status(ctx, m, a), nil
-}
-
-// pageAttempt is the newest attempt a checkout page of m made under key;
-// ok is false when there is none.
-func (s *Service) pageAttempt(ctx context.Context, m Merchant, key string) (Attempt, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
-	a, err := s.store.getPage(ctx, m.ID, key)
-	if errors.Is(err, errNotFound) {
-		return Attempt{}, false, nil
-	}
-	return a, err == nil, err
-}
-
-// ChargeStatusAmong is ChargeStatus among the keys of keySession (uuid.Nil:
-// the merchant's own), for a reader that has checked the session already:
-// the live status of a page's attempt (SessionOf names its session).
-func (s *Service) ChargeStatusAmong(ctx context.Context, m Merchant, keySession uuid.UUID, key string) (*Result, error) {
-	a, ok, err := s.attempt(ctx, m, keySession, key)
-	if err != nil || !ok || a.Kind != KindCharge {
-		return nil, err
-	}
-	return s.status(ctx, m, a), nil
 }
 
 // status answers a status query about a: a replay, but for an attempt that

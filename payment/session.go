@@ -47,6 +47,9 @@ type SessionInput struct {
 	Description string
 	ReturnURL   string
 	ExpiresIn   time.Duration
+	// CaptureMethod is CaptureManual for a session whose charge only
+	// authorizes; empty or CaptureAutomatic takes the money at once.
+	CaptureMethod CaptureMethod
 }
 
 // CheckoutSession is a stored session.
@@ -103,6 +106,7 @@ type SessionCharge struct {
 	OrderID       *string
 	Description   *string
 	ReturnURL     *string
+	CaptureMethod *CaptureMethod
 }
 
 // Errors of sessions; each means nothing was claimed and nothing charged.
@@ -264,7 +268,7 @@ func (s *Service) ChargeCheckoutSession(ctx context.Context, m Merchant, scope K
 	return s.charge(ctx, m, scope.of(sess), key, ChargeInput{
 		Amount: sess.Input.Amount, Currency: sess.Input.Currency, PaymentMethod: in.PaymentMethod,
 		OrderID: sess.Input.OrderID, Description: sess.Input.Description, CheckoutSessionID: sess.ID,
-		ReturnURL: sess.Input.ReturnURL,
+		ReturnURL: sess.Input.ReturnURL, CaptureMethod: sess.Input.CaptureMethod,
 	})
 }
 
@@ -296,7 +300,7 @@ func (s *Service) ChargeStatusInSession(ctx context.Context, m Merchant, scope K
 		if err != nil {
 			return nil, err
 		}
-		if ok && a.Kind == KindCharge && a.Input.CheckoutSessionID == sess.ID {
+		if ok && a.Kind == KindCharge && a.charge().Input.CheckoutSessionID == sess.ID {
 			return s.status(ctx, m, a), nil
 		}
 	}
@@ -385,6 +389,9 @@ func (in SessionInput) Validate() error {
 	if err := ValidateReturnURL("input.returnUrl", in.ReturnURL); err != nil {
 		return err
 	}
+	if err := validateCaptureMethod("input.captureMethod", in.CaptureMethod); err != nil {
+		return err
+	}
 	if in.ExpiresIn < time.Second || in.ExpiresIn > SessionExpiresInMax || in.ExpiresIn%time.Second != 0 {
 		return Invalid("input.expiresInSeconds", "expiresInSeconds must be between 1 and %d; got %v", int(SessionExpiresInMax/time.Second), in.ExpiresIn.Seconds())
 	}
@@ -408,6 +415,8 @@ func (in SessionCharge) agrees(terms SessionInput) error {
 		return differs("description")
 	case in.ReturnURL != nil && *in.ReturnURL != terms.ReturnURL:
 		return differs("returnUrl")
+	case in.CaptureMethod != nil && manual(*in.CaptureMethod) != manual(terms.CaptureMethod):
+		return differs("captureMethod")
 	}
 	return nil
 }
@@ -422,7 +431,9 @@ func sessionFingerprint(in SessionInput) []byte {
 		Description []byte `json:"description"`
 		ReturnURL   []byte `json:"returnUrl"`
 		ExpiresIn   int64  `json:"expiresInSeconds"`
-	}{1, in.Amount, []byte(in.Currency), []byte(in.OrderID), []byte(in.Description), []byte(in.ReturnURL), int64(in.ExpiresIn / time.Second)})
+		Capture     string `json:"captureMethod,omitempty"`
+	}{1, in.Amount, []byte(in.Currency), []byte(in.OrderID), []byte(in.Description), []byte(in.ReturnURL), int64(in.ExpiresIn / time.Second),
+		manual(in.CaptureMethod)})
 	if err != nil {
 		panic(err) // bytes and ints always encode
 	}

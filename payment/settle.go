@@ -22,17 +22,10 @@ const (
 	// authenticate; the attempt stays PROCESSING with its next action, for
 	// the reconciler's next look (authentication.go).
 	waitingForShopper
-	// waitingForProvider: the provider holds the refund pending; the
+	// waitingForProvider: the provider holds the operation pending; the
 	// attempt stays PROCESSING, for the reconciler's next read.
 	waitingForProvider
 )
-
-// unavailableMessage is what an attempt of each kind that the provider
-// never saw within the redrive window ends with.
-var unavailableMessage = map[Kind]string{
-	KindCharge: "The card provider could not be reached; the card was not charged.",
-	KindRefund: "The card provider could not be reached; nothing was refunded.",
-}
 
 // settle drives an attempt that the holder by has just taken over (the
 // reconciler, or a retry) to a final status: it asks the provider by our
@@ -46,7 +39,7 @@ var unavailableMessage = map[Kind]string{
 // A provider key is replaced only when the provider says it is spent (see
 // ErrProviderKeySpent): it replays a failure for the key, so that no send
 // under it can ever charge, and it holds no charge for the attempt. The new
-// key is recorded on the attempt, fenced on the holder's attempt number,
+// key is recorded on the attempt, fenced on the holder's fence,
 // before anything is sent under it; so a key is never replaced while the
 // provider may hold a charge under it, and whoever holds the attempt next
 // asks about, and sends under, the new key.
@@ -55,53 +48,59 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		log.WarnContext(ctx, "attempt stays PROCESSING", "reason", reason, "err", err)
 		return leftOpen, s.release(ctx, log, a, releaseBudget)
 	}
-	pc, err := s.find(ctx, m, a)
+	op := s.op(a)
+	o, err := op.read(ctx, m, a)
 	if err != nil {
 		return open("the provider lookup failed", err)
 	}
 	reason := "the provider has the " + string(a.Kind)
 	age := s.cfg.Now().Sub(a.CreatedAt)
 	switch {
-	case pc != nil && pc.pending:
+	case o != nil && o.State == outcomePending:
 		return waitingForProvider, s.pend(ctx, a)
-	case pc != nil && pc.waiting():
+	case o != nil && o.State == outcomeWaiting:
 		if !s.abandoned(a) {
-			return waitingForShopper, s.await(ctx, log, a, pc.ProviderCharge)
+			return waitingForShopper, s.await(ctx, log, a, *o)
 		}
 		// Only a cancel the provider confirms ends the attempt FAILED: one it
 		// refuses because the shopper completed meanwhile is that outcome.
 		reason = "nobody authenticated within the authentication window; cancelled the payment at the provider"
-		got, err := s.provider.CancelCharge(ctx, providerRequest(m, a), pc.ID)
-		if err == nil && got.waiting() {
+		ab, ok := op.(abandoner)
+		if !ok {
+			return open("the provider has the "+string(a.Kind)+" waiting for the shopper, and it cannot be cancelled", nil)
+		}
+		got, err := ab.abandon(ctx, m, a, *o)
+		if err == nil && got.State == outcomeWaiting {
 			err = errors.New("the provider still has the payment waiting after the cancel")
 		}
 		if err != nil {
 			return open("could not cancel the payment abandoned mid-authentication", err)
 		}
-		pc = &answer{ProviderCharge: got}
-	case pc != nil:
-	case a.ActionURL != "":
+		o = &got
+	case o != nil:
+	case a.Wait.URL != "":
 		// It waited for the shopper: it is never sent again, whatever the
 		// provider says now. Ask again at the next pass.
 		return open("the provider does not find the payment that waited for authentication", nil)
-	case a.Kind == KindRefund && age >= s.cfg.RedriveWindow && age < s.cfg.RedriveWindow+s.cfg.LateChargeWatch:
-		// A refund is not given up on while a send may still land at the
-		// provider: failing it would give its amount back, and a second
-		// refund of that amount could then refund it twice. It is only read
-		// from now on, as a pending one is, until the watch ends.
-		return waitingForProvider, s.pend(ctx, a)
 	case age >= s.cfg.RedriveWindow:
+		fail, message := op.unseen(a, age)
+		if !fail {
+			// Not given up on while a send may still land at the provider:
+			// it is only read from now on, as a pending one is.
+			return waitingForProvider, s.pend(ctx, a)
+		}
 		reason = "the provider never saw the " + string(a.Kind) + " and the redrive window has passed"
 		if by == byReconciler {
 			s.metrics.ReconcilerGiveUps.Inc()
 		}
-		pc = &answer{ProviderCharge: ProviderCharge{FailureCode: FailureProviderUnavailable, FailureMessage: unavailableMessage[a.Kind]}}
+		failed := failedOutcome(FailureProviderUnavailable, message)
+		o = &failed
 	default:
 		reason = "the provider never saw the " + string(a.Kind) + "; sent it again under the same provider key"
 		if by == byReconciler {
 			s.metrics.ReconcilerRedrives.Inc()
 		}
-		got, err := s.create(ctx, m, a)
+		got, err := op.send(ctx, m, a)
 		if errors.Is(err, ErrProviderKeySpent) {
 			rekeyed, rerr := s.rekey(ctx, log, a)
 			if errors.Is(rerr, errFenced) {
@@ -113,22 +112,22 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 			}
 			a = rekeyed
 			reason = "the provider key was spent and the provider held no charge; sent under a new provider key"
-			got, err = s.create(ctx, m, a)
+			got, err = op.send(ctx, m, a)
 		}
 		if err != nil {
 			return open("re-sent the "+string(a.Kind)+", outcome still unknown", err)
 		}
-		if got.waiting() {
-			return waitingForShopper, s.await(ctx, log, a, got.ProviderCharge)
-		}
-		if got.pending {
+		switch got.State {
+		case outcomeWaiting:
+			return waitingForShopper, s.await(ctx, log, a, got)
+		case outcomePending:
 			return waitingForProvider, s.pend(ctx, a)
 		}
-		pc = &got
+		o = &got
 	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
-	done, err := s.finalize(writeCtx, a, *pc, by)
+	done, err := s.finalize(writeCtx, a, *o, by)
 	if errors.Is(err, errFenced) {
 		log.InfoContext(ctx, "attempt was finalized by another holder; nothing to do")
 		return finalizedByAnother, a
@@ -136,12 +135,12 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 	if err != nil {
 		return open("could not record the provider's answer", err)
 	}
-	log.InfoContext(ctx, by.takeover()+": attempt finalized", "kind", a.Kind, "status", done.Status, "reason", reason,
-		"provider_id", pc.ID, "failure_code", pc.FailureCode)
+	log.InfoContext(ctx, by.takeover()+": attempt finalized", "status", done.Status, "reason", reason,
+		"provider_id", o.ProviderID, "failure_code", o.Failure.Code)
 	return finalized, done
 }
 
-// rekey records the next provider key on a, fenced on its attempt number
+// rekey records the next provider key on a, fenced on its fence
 // and its current key, before anything is sent under it.
 func (s *Service) rekey(ctx context.Context, log *slog.Logger, a Attempt) (Attempt, error) {
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)

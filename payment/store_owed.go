@@ -21,13 +21,21 @@ import (
 // charge.late_refunded, in one transaction, with the provider charges
 // duplicates of it, if any, which it returns; recorded is false when
 // another reader recorded it first, and a then names theirs.
-func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateIDs []string, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
+//
+// A late authorization (a manual attempt's) is recorded as one, open until
+// authorizedUntil, for its void.
+func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateIDs []string, authorizedUntil time.Time, now time.Time) (_ Attempt, recorded bool, duplicates []Charge, err error) {
 	var done Attempt
+	in := a.charge().Input
 	err = s.inTx(ctx, func(q *txQueries) error {
-		c, err := q.InsertCharge(ctx, sqlc.InsertChargeParams{
-			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			Description: optional(a.Input.Description), ProviderChargeID: id,
-		})
+		p := sqlc.InsertChargeParams{
+			ID: newID(), MerchantID: a.MerchantID, Amount: in.Amount, Currency: in.Currency,
+			Description: optional(in.Description), ProviderChargeID: id, CaptureMethod: optional(manual(in.CaptureMethod)),
+		}
+		if in.CaptureMethod == CaptureManual {
+			p.AuthorizationExpiresAt = &authorizedUntil
+		}
+		c, err := q.InsertCharge(ctx, p)
 		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			return errFenced // recorded by another reader: its attempt names it
 		}
@@ -70,10 +78,11 @@ func (s *store) recordLate(ctx context.Context, a Attempt, id string, duplicateI
 // duplicate recorded already, by another reader, is skipped.
 func recordDuplicates(ctx context.Context, q *txQueries, a Attempt, duplicates []string, now time.Time) ([]Charge, error) {
 	var recorded []Charge
+	in := a.charge().Input
 	for _, id := range duplicates {
 		row, err := q.InsertDuplicateCharge(ctx, sqlc.InsertDuplicateChargeParams{
-			ID: newID(), MerchantID: a.MerchantID, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			OrderID: optional(a.Input.OrderID), Description: optional(a.Input.Description), ProviderChargeID: id,
+			ID: newID(), MerchantID: a.MerchantID, Amount: in.Amount, Currency: in.Currency,
+			OrderID: optional(in.OrderID), Description: optional(in.Description), ProviderChargeID: id,
 			DuplicateOf: &a.ID, RefundDueAt: &now,
 		})
 		if isNotFound(err) {
@@ -83,7 +92,7 @@ func recordDuplicates(ctx context.Context, q *txQueries, a Attempt, duplicates [
 			return nil, err
 		}
 		c := chargeOf(a, &row.ID, row.ProviderChargeID, &row.CreatedAt)
-		e := eventOf(a, now)
+		e := chargeEventOf(a, now)
 		e.Type, e.Failure = EventChargeDuplicateRefunded, nil
 		e.Charge = &EventCharge{ID: c.ID, ProviderChargeID: c.ProviderChargeID, CreatedAt: c.CreatedAt.UTC()}
 		if err := insertEvent(ctx, q, e); err != nil {

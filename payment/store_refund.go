@@ -15,6 +15,53 @@ import (
 // The store's refunds: the claim that reserves a charge's money, the
 // fenced write that records a refund, and the reads.
 
+func init() { termsFromRow[KindRefund] = refundTermsFromRow }
+
+// refundColumns are a refund's columns as a read of its attempt carries
+// them.
+type refundColumns struct {
+	providerRefundID                    *string
+	createdAt                           *time.Time
+	status, failureCode, failureMessage *string
+}
+
+// refundTermsFromRow are the terms of a refund attempt's row: the charge
+// it refunds (as the provider names it, when the read joined it), and its
+// refund when it SUCCEEDED.
+func refundTermsFromRow(row attemptRow) Terms {
+	r := row.ChargeAttempt
+	t := RefundTerms{Of: deref(r.ChargeID), OfProvider: deref(row.providerChargeID), Amount: r.Amount,
+		Currency: r.Currency, Reason: deref(r.Description)}
+	if Status(r.Status) != StatusSucceeded {
+		return t
+	}
+	c := row.refund
+	t.Refund = &Refund{ID: deref(r.RefundID), ChargeID: t.Of, Amount: t.Amount, Currency: t.Currency, Reason: t.Reason,
+		ProviderRefundID: deref(c.providerRefundID), Status: StatusSucceeded, CreatedAt: deref(c.createdAt)}
+	if c.failureCode != nil {
+		t.Refund.Status = Status(deref(c.status))
+		t.Refund.Failure = &Failure{Code: *c.failureCode, Message: deref(c.failureMessage)}
+	}
+	return t
+}
+
+// withRefundOf is a, a refund attempt, with the provider's id of the
+// charge it refunds.
+func (a Attempt) withRefundOf(providerChargeID string) Attempt {
+	t := a.refund()
+	t.OfProvider = providerChargeID
+	a.Terms = t
+	return a
+}
+
+// withRefund is a, a refund attempt, with the refund r it made.
+func (a Attempt) withRefund(r *Refund) Attempt {
+	t := a.refund()
+	t.Refund = r
+	a.Terms = t
+	return a
+}
+
 // claimRefund claims a's key for a refund of requested of a's charge (what
 // remains refundable when requested is 0), in one transaction that first
 // locks the charge, so that the refunds of one charge are claimed one at a
@@ -26,8 +73,9 @@ import (
 // same transaction, behind which charges_refunds_check holds.
 func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (claim, error) {
 	var c claim
+	of := a.refund().Of
 	err := s.inTx(ctx, func(q *txQueries) error {
-		charge, err := q.LockChargeForRefund(ctx, sqlc.LockChargeForRefundParams{ID: a.RefundOf, MerchantID: a.MerchantID})
+		charge, err := q.LockChargeForRefund(ctx, sqlc.LockChargeForRefundParams{ID: of, MerchantID: a.MerchantID})
 		if isNotFound(err) {
 			return &Error{Code: ECHARGENOTFOUND, Field: "input.chargeId",
 				Message: "no charge of this merchant has this id; nothing was refunded"}
@@ -35,7 +83,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		if err != nil {
 			return err
 		}
-		remaining := charge.Amount - charge.AmountReserved
+		remaining := charge.Refundable - charge.AmountReserved
 		amount := requested
 		if amount == 0 {
 			amount = remaining
@@ -51,32 +99,28 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			c = claim{outcome: foundStored, attempt: stored}
 			return err
 		}
-		a.Input.Amount, a.Input.Currency, a.RefundOfProvider = amount, charge.Currency, charge.ProviderChargeID
 		row, err := q.ClaimRefundAttempt(ctx, sqlc.ClaimRefundAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
-			ProviderKey: a.ProviderKey, Amount: amount, Currency: charge.Currency, ChargeID: &a.RefundOf,
-			Description: optional(a.Input.Description), LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
+			ProviderKey: a.ProviderKey, Amount: amount, Currency: charge.Currency, ChargeID: &of,
+			Description: optional(a.refund().Reason), LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
 		})
 		if isNotFound(err) {
 			// The key is taken: the insert waited for whoever took it, so a
 			// new statement sees the stored attempt.
-			stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey)
-			if err != nil {
+			if c, err = storedClaim(ctx, q, a); err != nil {
 				return err
 			}
-			c = claim{outcome: foundStored, attempt: stored}
 			return errRollback
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := q.ReserveRefund(ctx, sqlc.ReserveRefundParams{Amount: amount, ID: a.RefundOf}); isNotFound(err) {
+		if _, err := q.ReserveRefund(ctx, sqlc.ReserveRefundParams{Amount: amount, ID: of}); isNotFound(err) {
 			return exceeds // rolls the claim back
 		} else if err != nil {
 			return err
 		}
-		c = claim{outcome: claimedByUs, attempt: attemptFromRow(row)}
-		c.attempt.RefundOfProvider = charge.ProviderChargeID
+		c = claim{outcome: claimedByUs, attempt: attemptFromRow(row).withRefundOf(charge.ProviderChargeID)}
 		return nil
 	})
 	if errors.Is(err, errRollback) {
@@ -85,19 +129,27 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 	return c, interpretError(err)
 }
 
+// storedClaim is the claim that found a's key stored, read in q's
+// transaction, which the caller then rolls back (errRollback).
+func storedClaim(ctx context.Context, q *txQueries, a Attempt) (claim, error) {
+	stored, err := storedAttempt(ctx, q.Queries, a.MerchantID, uuid.Nil, a.IdempotencyKey)
+	return claim{outcome: foundStored, attempt: stored}, err
+}
+
 // errRollback ends a transaction that found what it needed and must
 // change nothing.
 var errRollback = errors.New("rolled back: nothing to change")
 
 // succeedRefund records the refund, finalizes its attempt and writes its
-// refund.succeeded event in one transaction, fenced on a's attempt number;
+// refund.succeeded event in one transaction, fenced on a's fence;
 // now is when the event occurred.
 func (s *store) succeedRefund(ctx context.Context, a Attempt, providerRefundID string, now, expiresAt time.Time) (Attempt, error) {
 	var done Attempt
+	t := a.refund()
 	err := s.inTx(ctx, func(q *txQueries) error {
 		r, err := q.InsertRefund(ctx, sqlc.InsertRefundParams{
-			ID: newID(), MerchantID: a.MerchantID, ChargeID: a.RefundOf, Amount: a.Input.Amount, Currency: a.Input.Currency,
-			Reason: optional(a.Input.Description), ProviderRefundID: providerRefundID,
+			ID: newID(), MerchantID: a.MerchantID, ChargeID: t.Of, Amount: t.Amount, Currency: t.Currency,
+			Reason: optional(t.Reason), ProviderRefundID: providerRefundID,
 		})
 		if kind, constraint := db.Classify(err); kind == db.UniqueViolation && constraint == constraintProviderRefundID {
 			// Recorded already, by whoever finalized the attempt.
@@ -106,17 +158,15 @@ func (s *store) succeedRefund(ctx context.Context, a Attempt, providerRefundID s
 		if err != nil {
 			return err
 		}
-		row, err := q.SucceedRefundAttempt(ctx, sqlc.SucceedRefundAttemptParams{RefundID: &r.ID, ExpiresAt: expiresAt, ID: a.ID, Attempt: a.Number})
+		row, err := q.SucceedRefundAttempt(ctx, sqlc.SucceedRefundAttemptParams{RefundID: &r.ID, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence})
 		if isNotFound(err) {
 			return errFenced // rolls the refund back: the record's owner writes it
 		}
 		if err != nil {
 			return err
 		}
-		done = attemptFromRow(row)
-		done.RefundOfProvider = a.RefundOfProvider
-		done.Refund = refundFromRow(r)
-		return insertEvent(ctx, q, eventOf(done, now))
+		done = attemptFromRow(row).withRefundOf(t.OfProvider).withRefund(refundFromRow(r))
+		return insertEvent(ctx, q, refundEventOf(done, now))
 	})
 	if errors.Is(err, errFenced) {
 		return Attempt{}, errFenced
@@ -124,11 +174,11 @@ func (s *store) succeedRefund(ctx context.Context, a Attempt, providerRefundID s
 	return done, interpretError(err)
 }
 
-// pend records that the provider holds a's refund pending since now (or
-// since it first did), with the reconciler's next read at nextCheck,
-// fenced on a's attempt number.
+// pend records that the provider holds a's operation pending since now
+// (or since it first did), with the reconciler's next read at nextCheck,
+// fenced on a's fence.
 func (s *store) pend(ctx context.Context, a Attempt, now, nextCheck time.Time) (Attempt, error) {
-	row, err := s.q.PendRefundAttempt(ctx, sqlc.PendRefundAttemptParams{Now: now, NextCheck: nextCheck, ID: a.ID, Attempt: a.Number})
+	row, err := s.q.PendRefundAttempt(ctx, sqlc.PendRefundAttemptParams{Now: now, NextCheck: nextCheck, ID: a.ID, Fence: a.Fence})
 	if isNotFound(err) {
 		return Attempt{}, errFenced
 	}
@@ -136,7 +186,7 @@ func (s *store) pend(ctx context.Context, a Attempt, now, nextCheck time.Time) (
 		return Attempt{}, interpretError(err)
 	}
 	pending := attemptFromRow(row)
-	pending.RefundOfProvider = a.RefundOfProvider
+	pending.Terms = a.Terms // as it was: pending changes none of it
 	return pending, nil
 }
 
@@ -177,13 +227,6 @@ func refundFromRow(r sqlc.Refund) *Refund {
 	return out
 }
 
-// refundOf is the refund that refund attempt a's success recorded, as its
-// attempt's row and the refund's columns read with it describe it.
-func refundOf(a Attempt, id uuid.UUID, providerRefundID string, createdAt time.Time) *Refund {
-	return &Refund{ID: id, ChargeID: a.RefundOf, Amount: a.Input.Amount, Currency: a.Input.Currency, Reason: a.Input.Description,
-		ProviderRefundID: providerRefundID, Status: StatusSucceeded, CreatedAt: createdAt}
-}
-
 // processingRefunds lists up to limit refund attempts still PROCESSING,
 // oldest first.
 func (s *store) processingRefunds(ctx context.Context, limit int) ([]ProcessingRefund, error) {
@@ -195,7 +238,7 @@ func (s *store) processingRefunds(ctx context.Context, limit int) ([]ProcessingR
 	for i, r := range rows {
 		out[i] = ProcessingRefund{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: r.ProviderKey,
 			ChargeID: deref(r.ChargeID), ProviderChargeID: r.ProviderChargeID, Amount: r.Amount, Currency: r.Currency,
-			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, LockedUntil: r.LockedUntil, PendingSince: deref(r.PendingSince)}
+			Holders: int(r.Fence), CreatedAt: r.CreatedAt, LockedUntil: r.LockedUntil, PendingSince: deref(r.PendingSince)}
 	}
 	return out, nil
 }
@@ -206,7 +249,7 @@ func (s *store) processingRefunds(ctx context.Context, limit int) ([]ProcessingR
 // it was already.
 func (s *store) reverseRefund(ctx context.Context, a Attempt, f Failure, now time.Time) (done Attempt, reversed bool, err error) {
 	err = s.inTx(ctx, func(q *txQueries) error {
-		r, err := q.ReverseRefund(ctx, sqlc.ReverseRefundParams{FailureCode: f.Code, FailureMessage: f.Message, Now: now, ID: a.Refund.ID})
+		r, err := q.ReverseRefund(ctx, sqlc.ReverseRefundParams{FailureCode: f.Code, FailureMessage: f.Message, Now: now, ID: a.refund().Refund.ID})
 		if isNotFound(err) {
 			return errRollback
 		}
@@ -216,10 +259,9 @@ func (s *store) reverseRefund(ctx context.Context, a Attempt, f Failure, now tim
 		if err := q.GiveBackRefund(ctx, sqlc.GiveBackRefundParams{Amount: r.Amount, ID: r.ChargeID}); err != nil {
 			return err
 		}
-		done = a
-		done.Refund = refundFromRow(r)
+		done = a.withRefund(refundFromRow(r))
 		reversed = true
-		return insertEvent(ctx, q, eventOf(done, now))
+		return insertEvent(ctx, q, refundEventOf(done, now))
 	})
 	if errors.Is(err, errRollback) {
 		return a, false, nil
@@ -244,4 +286,17 @@ func (s *store) takeLateChecks(ctx context.Context, now time.Time, limit int) ([
 // endLateWatch ends the late-charge watch of the attempt with id.
 func (s *store) endLateWatch(ctx context.Context, id uuid.UUID) error {
 	return interpretError(s.q.EndLateWatch(ctx, id))
+}
+
+// failRefund finalizes refund attempt a as FAILED and writes its
+// refund.failed event, giving its reservation back, in one transaction
+// fenced like succeedRefund.
+func (s *store) failRefund(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time) (Attempt, error) {
+	return s.fail(ctx, a, f, expiresAt, func(q *txQueries, done Attempt) error {
+		t := a.refund()
+		if err := q.ReleaseRefundReservation(ctx, sqlc.ReleaseRefundReservationParams{Amount: t.Amount, ID: t.Of}); err != nil {
+			return err
+		}
+		return insertEvent(ctx, q, refundEventOf(done, now))
+	})
 }

@@ -33,7 +33,7 @@ func (s *store) createSession(ctx context.Context, sess CheckoutSession, now tim
 			ID: sess.ID, MerchantID: sess.MerchantID, IdempotencyKey: sess.IdempotencyKey, Fingerprint: sess.fingerprint,
 			ClientSecretHash: sess.secretHash, Amount: sess.Input.Amount, Currency: sess.Input.Currency,
 			OrderID: optional(sess.Input.OrderID), Description: optional(sess.Input.Description), ReturnURL: optional(sess.Input.ReturnURL),
-			CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
+			CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt, CaptureMethod: optional(manual(sess.Input.CaptureMethod)),
 		})
 		if isNotFound(err) {
 			return nil
@@ -123,6 +123,7 @@ func sessionFromRow(r sqlc.CheckoutSession) CheckoutSession {
 		Input: SessionInput{
 			Amount: r.Amount, Currency: r.Currency, OrderID: deref(r.OrderID), Description: deref(r.Description),
 			ReturnURL: deref(r.ReturnURL), ExpiresIn: r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second),
+			CaptureMethod: CaptureMethod(deref(r.CaptureMethod)),
 		},
 		Status: SessionStatus(r.Status), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		fingerprint: r.Fingerprint, secretHash: r.ClientSecretHash, chargeID: r.ChargeID,

@@ -19,33 +19,33 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	ctx := context.Background()
 	pool, s, m := storeWithMerchant(t, "fence")
 	in := ChargeInput{Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"}
-	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+	c, err := s.claim(ctx, newChargeAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, claimedByUs, c.outcome)
 	a := c.attempt
-	require.Equal(t, int32(1), a.Number)
+	require.Equal(t, int32(1), a.Fence)
 
 	other := in
 	other.Amount = 200
-	c, err = s.claim(ctx, newAttempt(m, "k", other, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+	c, err = s.claim(ctx, newChargeAttempt(m, "k", other, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, foundStored, c.outcome, "a second claim of the key gets nothing but the stored attempt")
 	require.Equal(t, a.ID, c.attempt.ID)
 
 	stale := a
-	stale.Number++
-	_, _, err = s.succeed(ctx, stale, ProviderCharge{ID: "ch_stale"}, nil, time.Now(), time.Now().Add(time.Hour))
-	require.ErrorIs(t, err, errFenced, "a holder with another attempt number writes nothing")
-	_, err = s.fail(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
+	stale.Fence++
+	_, _, err = s.succeed(ctx, stale, "ch_stale", chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
+	require.ErrorIs(t, err, errFenced, "a holder with another fence writes nothing")
+	_, err = s.failCharge(ctx, stale, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)
 
-	done, _, err := s.succeed(ctx, a, ProviderCharge{ID: "ch_real"}, nil, time.Now(), time.Now().Add(time.Hour))
+	done, _, err := s.succeed(ctx, a, "ch_real", chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, done.Status)
-	require.Equal(t, "ch_real", done.Charge.ProviderChargeID)
-	_, _, err = s.succeed(ctx, a, ProviderCharge{ID: "ch_again"}, nil, time.Now(), time.Now().Add(time.Hour))
+	require.Equal(t, "ch_real", done.charge().Charge.ProviderChargeID)
+	_, _, err = s.succeed(ctx, a, "ch_again", chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errFenced, "a finalized attempt is never written again")
-	_, err = s.fail(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
+	_, err = s.failCharge(ctx, a, Failure{Code: "card_declined", Message: "no"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.ErrorIs(t, err, errFenced)
 
 	charges := dbtest.Query[string](t, pool, "SELECT provider_charge_id FROM charges ORDER BY created_at")
@@ -59,7 +59,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, EventChargeSucceeded, e.Type)
 	require.Equal(t, "ch_real", e.Charge.ProviderChargeID)
-	require.Equal(t, done.Charge.ID, e.Charge.ID)
+	require.Equal(t, done.charge().Charge.ID, e.Charge.ID)
 	require.Equal(t, m.ID, e.MerchantID)
 	require.Equal(t, "k", e.IdempotencyKey)
 	require.Equal(t, int64(100), e.Amount)
@@ -70,7 +70,7 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	ctx := context.Background()
 	pool, s, m := storeWithMerchant(t, "fail-event")
 	in := ChargeInput{Amount: 250, Currency: "EUR", PaymentMethod: "pm_card_declined", OrderID: "o-1"}
-	c, err := s.claim(ctx, newAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+	c, err := s.claim(ctx, newChargeAttempt(m, "k", in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	a := c.attempt
 
@@ -83,7 +83,7 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	_, err = locker.Exec(ctx, "LOCK TABLE charge_events IN ACCESS EXCLUSIVE MODE")
 	require.NoError(t, err)
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = s.fail(short, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
+	_, err = s.failCharge(short, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	cancel()
 	require.Error(t, err)
 	require.NoError(t, locker.Rollback(ctx))
@@ -91,7 +91,7 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 		"the status change rolled back with the event")
 	require.Empty(t, dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events"), "a rolled-back finalization wrote an event")
 
-	done, err := s.fail(ctx, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
+	done, err := s.failCharge(ctx, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.NoError(t, err)
 	require.Equal(t, StatusFailed, done.Status)
 	bodies := dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1 AND sent_at IS NULL", a.ID)
@@ -113,19 +113,19 @@ func TestStore_ClaimOfAUsedKey_ReadsTheStoredAttemptInTheSameStatement(t *testin
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, first.Status)
 
-	c, err := b.svc.store.claim(ctx, newAttempt(b.merchant, "k", visa(700), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+	c, err := b.svc.store.claim(ctx, newChargeAttempt(b.merchant, "k", visa(700), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, foundStored, c.outcome)
 	got := c.attempt
 	require.Equal(t, StatusSucceeded, got.Status, "the claim's statement read the stored attempt")
-	require.Equal(t, first.Charge, got.Charge, "with its charge")
+	require.Equal(t, first.Charge, got.charge().Charge, "with its charge")
 	require.Equal(t, Fingerprint(visa(700)), got.Fingerprint)
 
-	c, err = b.svc.store.claim(ctx, newAttempt(b.merchant, "fresh", visa(700), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+	c, err = b.svc.store.claim(ctx, newChargeAttempt(b.merchant, "fresh", visa(700), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 	require.NoError(t, err)
 	require.Equal(t, claimedByUs, c.outcome)
 	require.Equal(t, StatusProcessing, c.attempt.Status)
-	require.Nil(t, c.attempt.Charge)
+	require.Nil(t, c.attempt.charge().Charge)
 }
 
 // A fenced write reads its one row by the primary key however many
@@ -144,7 +144,7 @@ func TestStore_FencedWrite_ReadsItsRowByThePrimaryKey(t *testing.T) {
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `PREPARE fenced(uuid, integer) AS
 		UPDATE charge_attempts SET status = 'FAILED', failure_code = 'x', completed_at = now()
-		WHERE id = $1 AND status = 'PROCESSING' AND attempt = $2`)
+		WHERE id = $1 AND status = 'PROCESSING' AND fence = $2`)
 	require.NoError(t, err)
 	plan := func() string {
 		var p string
@@ -152,7 +152,7 @@ func TestStore_FencedWrite_ReadsItsRowByThePrimaryKey(t *testing.T) {
 		return p
 	}
 	for i := range 300 {
-		_, err := s.claim(ctx, newAttempt(m, fmt.Sprint("k", i), visa(100), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+		_, err := s.claim(ctx, newChargeAttempt(m, fmt.Sprint("k", i), visa(100), time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
 		require.NoError(t, err)
 	}
 	require.Contains(t, plan(), `"Index Name": "charge_attempts_pkey"`)

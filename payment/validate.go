@@ -79,7 +79,19 @@ func (in ChargeInput) Validate() error {
 	if err := checkText("input.description", in.Description, MaxDescriptionLength); err != nil {
 		return err
 	}
+	if err := validateCaptureMethod("input.captureMethod", in.CaptureMethod); err != nil {
+		return err
+	}
 	return ValidateReturnURL("input.returnUrl", in.ReturnURL)
+}
+
+// validateCaptureMethod checks a capture method: empty (automatic),
+// automatic or manual.
+func validateCaptureMethod(field string, m CaptureMethod) error {
+	if m != "" && m != CaptureAutomatic && m != CaptureManual {
+		return Invalid(field, "captureMethod must be AUTOMATIC or MANUAL")
+	}
+	return nil
 }
 
 // ValidateReturnURL checks a returnUrl: empty (none), or an absolute https
@@ -187,7 +199,8 @@ func Fingerprint(in ChargeInput) []byte {
 		Description     string `json:"description"`
 		CheckoutSession string `json:"checkoutSession,omitempty"`
 		ReturnURL       string `json:"returnUrl,omitempty"`
-	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description, session, in.ReturnURL}
+		CaptureMethod   string `json:"captureMethod,omitempty"`
+	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description, session, in.ReturnURL, manual(in.CaptureMethod)}
 	if !utf8.ValidString(in.Currency) || !utf8.ValidString(in.PaymentMethod) ||
 		!utf8.ValidString(in.OrderID) || !utf8.ValidString(in.Description) {
 		// encoding/json writes every byte that is not UTF-8 as U+FFFD, which
@@ -203,7 +216,9 @@ func Fingerprint(in ChargeInput) []byte {
 			Description     []byte `json:"description"`
 			CheckoutSession string `json:"checkoutSession,omitempty"`
 			ReturnURL       string `json:"returnUrl,omitempty"`
-		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description), session, in.ReturnURL}
+			CaptureMethod   string `json:"captureMethod,omitempty"`
+		}{2, in.Amount, []byte(in.Currency), []byte(in.PaymentMethod), []byte(in.OrderID), []byte(in.Description), session, in.ReturnURL,
+			manual(in.CaptureMethod)}
 	}
 	b, err := json.Marshal(canonical)
 	if err != nil {
@@ -211,4 +226,14 @@ func Fingerprint(in ChargeInput) []byte {
 	}
 	sum := sha256.Sum256(b)
 	return sum[:]
+}
+
+// manual is "manual" for CaptureManual, and empty for an automatic capture
+// however it was said, so that an automatic charge's fingerprint is what
+// it was before capture methods existed.
+func manual(m CaptureMethod) string {
+	if m == CaptureManual {
+		return string(CaptureManual)
+	}
+	return ""
 }

@@ -26,12 +26,13 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url, key_session_id
+        checkout_session_id, return_url, key_session_id, capture_method
     )
     SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
            @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
            sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
-           sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text, sqlc.narg(key_session_id)::uuid
+           sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text, sqlc.narg(key_session_id)::uuid,
+           sqlc.narg(capture_method)::text
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = @merchant_id AND t.idempotency_key = @idempotency_key
@@ -126,16 +127,19 @@ WHERE a.id = @id;
 
 -- name: InsertCharge :one
 -- Records money that moved (a late charge, in the transaction that records
--- it on its attempt), so a charge never exists without its attempt's result.
-INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
-VALUES (@id, @merchant_id, @amount, @currency, @order_id, @description, @provider_charge_id)
+-- it on its attempt), so a charge never exists without its attempt's result;
+-- a late authorization is recorded as one, for its void.
+INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id,
+                     capture_method, authorization_expires_at)
+VALUES (@id, @merchant_id, @amount, @currency, @order_id, @description, @provider_charge_id,
+        coalesce(sqlc.narg(capture_method)::text, 'automatic'), sqlc.narg(authorization_expires_at)::timestamptz)
 RETURNING *;
 
 -- name: RecordChargeSucceeded :one
 -- Finalizes an attempt as SUCCEEDED with its charge and its
 -- charge.succeeded event, in one statement and one round trip: the fenced
 -- update, then the charge row and the outbox event, which are written only
--- when the update found the attempt. Fenced on the attempt number the
+-- when the update found the attempt. Fenced on the fence the
 -- caller was given: a holder that lost the attempt to someone else writes
 -- nothing, and no row comes back. A provider charge recorded already is a
 -- unique violation on charges_provider_charge_id_unique, which writes
@@ -148,13 +152,15 @@ WITH done AS (
         completed_at = sqlc.arg(now)::timestamptz,
         expires_at = sqlc.arg(expires_at)::timestamptz
     WHERE charge_attempts.id = sqlc.arg(id)::uuid AND charge_attempts.status = 'PROCESSING'
-      AND charge_attempts.attempt = sqlc.arg(attempt)::integer
+      AND charge_attempts.fence = sqlc.arg(fence)::integer
     RETURNING *
 ),
 charge AS (
-    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at)
+    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at,
+                         capture_method, authorization_expires_at)
     SELECT sqlc.arg(charge_id)::uuid, done.merchant_id, done.amount, done.currency, done.order_id,
-           done.description, sqlc.arg(provider_charge_id)::text, sqlc.arg(now)::timestamptz
+           done.description, sqlc.arg(provider_charge_id)::text, sqlc.arg(now)::timestamptz,
+           coalesce(done.capture_method, 'automatic'), sqlc.narg(authorization_expires_at)::timestamptz
     FROM done
 ),
 event AS (
@@ -174,7 +180,7 @@ SET status = 'FAILED',
     failure_message = sqlc.arg(failure_message)::text,
     completed_at = now(),
     expires_at = sqlc.arg(expires_at)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;
 
 -- name: RekeyChargeAttempt :one
@@ -182,11 +188,11 @@ RETURNING *;
 -- one (it replays a failure for every send under it) and holds no charge for
 -- the attempt. Written before anything is sent under the new key, so that
 -- whoever holds the attempt next asks about, and sends under, the new key.
--- Fenced on the attempt number and on the old key: a holder that lost the
+-- Fenced on the fence and on the old key: a holder that lost the
 -- attempt, or whose key is stale, changes nothing.
 UPDATE charge_attempts
 SET provider_key = sqlc.arg(new_provider_key)::text
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
   AND provider_key = sqlc.arg(old_provider_key)::text
 RETURNING *;
 
@@ -201,16 +207,16 @@ SET next_action_url = sqlc.arg(next_action_url)::text,
     action_since = coalesce(action_since, sqlc.arg(now)::timestamptz),
     action_checked_at = sqlc.arg(now)::timestamptz,
     locked_until = sqlc.arg(next_check)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;
 
 -- name: TakeActionCheck :one
 -- A retry's or a poll's turn to read the provider about an attempt that
 -- waits for the shopper, at most one per interval (checked_before) across
 -- instances, so that a page polling, or many, cannot flood the provider.
--- It takes nothing else: no lease, no attempt number. A read changes
+-- It takes nothing else: no lease, no fence. A read changes
 -- nothing at the provider, and what it learns is recorded fenced on the
--- attempt number as it is.
+-- fence as it is.
 UPDATE charge_attempts
 SET action_checked_at = sqlc.arg(now)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND action_checked_at <= sqlc.arg(checked_before)::timestamptz
@@ -223,18 +229,18 @@ RETURNING *;
 -- waiting for the lease to run out. Fenced like the finalizing writes.
 UPDATE charge_attempts
 SET locked_until = sqlc.arg(now)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt;
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence;
 
 -- name: TakeStuckChargeAttempts :many
 -- The reconciler's takeover of stuck attempts, PROCESSING with their lease
--- ended: each gets a new lease and a new attempt number, which fences off
+-- ended: each gets a new lease and a new fence, which fences off
 -- any earlier holder.
 -- SKIP LOCKED lets several reconcilers run at once without ever taking the
 -- same attempt. completed_at IS NULL (the same rows as PROCESSING) is the
 -- lease index's predicate: the scans of attempts in flight name it, the
 -- fenced writes by id do not, and so read their row by the primary key.
 UPDATE charge_attempts
-SET attempt = attempt + 1,
+SET fence = fence + 1,
     locked_until = sqlc.arg(locked_until)::timestamptz
 WHERE id IN (
     SELECT id FROM charge_attempts
@@ -249,10 +255,10 @@ RETURNING *;
 -- A retry's takeover of one stuck attempt: PROCESSING with its lease ended
 -- or released (its holder died, left the outcome unknown, or never learned
 -- that its claim committed). Like the reconciler's takeover
--- it bumps the attempt number, which fences off any earlier holder, and of
+-- it bumps the fence, which fences off any earlier holder, and of
 -- several concurrent retries exactly one gets the row.
 UPDATE charge_attempts
-SET attempt = attempt + 1,
+SET fence = fence + 1,
     locked_until = sqlc.arg(locked_until)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz
 RETURNING *;

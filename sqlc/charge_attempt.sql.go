@@ -18,8 +18,8 @@ SET next_action_url = $1::text,
     action_since = coalesce(action_since, $2::timestamptz),
     action_checked_at = $2::timestamptz,
     locked_until = $3::timestamptz
-WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type AwaitChargeAttemptActionParams struct {
@@ -27,7 +27,7 @@ type AwaitChargeAttemptActionParams struct {
 	Now           time.Time
 	NextCheck     time.Time
 	ID            uuid.UUID
-	Attempt       int32
+	Fence         int32
 }
 
 // Records that an attempt waits for the shopper to authenticate at the
@@ -41,7 +41,7 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		arg.Now,
 		arg.NextCheck,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -59,7 +59,7 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -76,6 +76,9 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
@@ -85,12 +88,13 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url, key_session_id
+        checkout_session_id, return_url, key_session_id, capture_method
     )
     SELECT $1, $2, $3, $4, $5,
            $6, $7, $8, $9, $10,
            $11::timestamptz, $12::timestamptz,
-           $13::uuid, $14::text, $15::uuid
+           $13::uuid, $14::text, $15::uuid,
+           $16::text
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = $2 AND t.idempotency_key = $3
@@ -103,17 +107,17 @@ WITH claimed AS (
     AND ($13::uuid IS NULL OR EXISTS (
         SELECT 1 FROM checkout_sessions s
         WHERE s.id = $13::uuid AND s.merchant_id = $2
-          AND s.status = 'OPEN' AND s.expires_at > $16::timestamptz
-          AND s.attempts < $17::integer
+          AND s.status = 'OPEN' AND s.expires_at > $17::timestamptz
+          AND s.attempts < $18::integer
     ))
     ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 ),
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -128,7 +132,7 @@ LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
   AND a.key_session_id IS NOT DISTINCT FROM $15::uuid
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.attempt, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.fence, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, claimed.capture_final, claimed.capture_id, claimed.capture_method, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -147,6 +151,7 @@ type ClaimChargeAttemptParams struct {
 	CheckoutSessionID  *uuid.UUID
 	ReturnURL          *string
 	KeySessionID       *uuid.UUID
+	CaptureMethod      *string
 	Now                time.Time
 	MaxSessionAttempts int32
 }
@@ -205,6 +210,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.CheckoutSessionID,
 		arg.ReturnURL,
 		arg.KeySessionID,
+		arg.CaptureMethod,
 		arg.Now,
 		arg.MaxSessionAttempts,
 	)
@@ -224,7 +230,7 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -241,6 +247,9 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.LateWatchUntil,
 		&i.ChargeAttempt.LateChargeID,
 		&i.ChargeAttempt.KeySessionID,
+		&i.ChargeAttempt.CaptureFinal,
+		&i.ChargeAttempt.CaptureID,
+		&i.ChargeAttempt.CaptureMethod,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -317,8 +326,8 @@ SET status = 'FAILED',
     failure_message = $2::text,
     completed_at = now(),
     expires_at = $3::timestamptz
-WHERE id = $4 AND status = 'PROCESSING' AND attempt = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type FailChargeAttemptParams struct {
@@ -326,7 +335,7 @@ type FailChargeAttemptParams struct {
 	FailureMessage string
 	ExpiresAt      time.Time
 	ID             uuid.UUID
-	Attempt        int32
+	Fence          int32
 }
 
 // Finalizes an attempt as FAILED with the provider's definitive reason.
@@ -337,7 +346,7 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		arg.FailureMessage,
 		arg.ExpiresAt,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -355,7 +364,7 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -372,12 +381,15 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -430,7 +442,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -447,6 +459,9 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.LateWatchUntil,
 		&i.ChargeAttempt.LateChargeID,
 		&i.ChargeAttempt.KeySessionID,
+		&i.ChargeAttempt.CaptureFinal,
+		&i.ChargeAttempt.CaptureID,
+		&i.ChargeAttempt.CaptureMethod,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -459,7 +474,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 }
 
 const getChargeAttemptByID = `-- name: GetChargeAttemptByID :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -504,7 +519,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -521,6 +536,9 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeAttempt.LateWatchUntil,
 		&i.ChargeAttempt.LateChargeID,
 		&i.ChargeAttempt.KeySessionID,
+		&i.ChargeAttempt.CaptureFinal,
+		&i.ChargeAttempt.CaptureID,
+		&i.ChargeAttempt.CaptureMethod,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -533,7 +551,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 }
 
 const getPageChargeAttempt = `-- name: GetPageChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -586,7 +604,7 @@ func (q *Queries) GetPageChargeAttempt(ctx context.Context, arg GetPageChargeAtt
 		&i.ChargeAttempt.ChargeID,
 		&i.ChargeAttempt.FailureCode,
 		&i.ChargeAttempt.FailureMessage,
-		&i.ChargeAttempt.Attempt,
+		&i.ChargeAttempt.Fence,
 		&i.ChargeAttempt.CreatedAt,
 		&i.ChargeAttempt.CompletedAt,
 		&i.ChargeAttempt.ExpiresAt,
@@ -603,6 +621,9 @@ func (q *Queries) GetPageChargeAttempt(ctx context.Context, arg GetPageChargeAtt
 		&i.ChargeAttempt.LateWatchUntil,
 		&i.ChargeAttempt.LateChargeID,
 		&i.ChargeAttempt.KeySessionID,
+		&i.ChargeAttempt.CaptureFinal,
+		&i.ChargeAttempt.CaptureID,
+		&i.ChargeAttempt.CaptureMethod,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -615,23 +636,28 @@ func (q *Queries) GetPageChargeAttempt(ctx context.Context, arg GetPageChargeAtt
 }
 
 const insertCharge = `-- name: InsertCharge :one
-INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at
+INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id,
+                     capture_method, authorization_expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        coalesce($8::text, 'automatic'), $9::timestamptz)
+RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at, capture_method, amount_captured, capture_reserved, final_capture_claimed, void_claimed, voided_at, authorization_expires_at, authorization_expired_at, expiry_warned_at
 `
 
 type InsertChargeParams struct {
-	ID               uuid.UUID
-	MerchantID       uuid.UUID
-	Amount           int64
-	Currency         string
-	OrderID          *string
-	Description      *string
-	ProviderChargeID string
+	ID                     uuid.UUID
+	MerchantID             uuid.UUID
+	Amount                 int64
+	Currency               string
+	OrderID                *string
+	Description            *string
+	ProviderChargeID       string
+	CaptureMethod          *string
+	AuthorizationExpiresAt *time.Time
 }
 
 // Records money that moved (a late charge, in the transaction that records
-// it on its attempt), so a charge never exists without its attempt's result.
+// it on its attempt), so a charge never exists without its attempt's result;
+// a late authorization is recorded as one, for its void.
 func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Charge, error) {
 	row := q.db.QueryRow(ctx, insertCharge,
 		arg.ID,
@@ -641,6 +667,8 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		arg.OrderID,
 		arg.Description,
 		arg.ProviderChargeID,
+		arg.CaptureMethod,
+		arg.AuthorizationExpiresAt,
 	)
 	var i Charge
 	err := row.Scan(
@@ -656,12 +684,21 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 		&i.AmountRefunded,
 		&i.DuplicateOf,
 		&i.RefundDueAt,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureReserved,
+		&i.FinalCaptureClaimed,
+		&i.VoidClaimed,
+		&i.VoidedAt,
+		&i.AuthorizationExpiresAt,
+		&i.AuthorizationExpiredAt,
+		&i.ExpiryWarnedAt,
 	)
 	return i, err
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 WHERE a.status = 'PROCESSING' AND a.completed_at IS NULL AND a.locked_until < $1::timestamptz
@@ -690,7 +727,7 @@ type ListStuckChargeAttemptsRow struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time
@@ -707,6 +744,9 @@ type ListStuckChargeAttemptsRow struct {
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
 	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
 	MerchantName      string
 }
 
@@ -736,7 +776,7 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.ChargeID,
 			&i.FailureCode,
 			&i.FailureMessage,
-			&i.Attempt,
+			&i.Fence,
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
@@ -753,6 +793,9 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.LateWatchUntil,
 			&i.LateChargeID,
 			&i.KeySessionID,
+			&i.CaptureFinal,
+			&i.CaptureID,
+			&i.CaptureMethod,
 			&i.MerchantName,
 		); err != nil {
 			return nil, err
@@ -792,33 +835,36 @@ WITH done AS (
         completed_at = $2::timestamptz,
         expires_at = $3::timestamptz
     WHERE charge_attempts.id = $4::uuid AND charge_attempts.status = 'PROCESSING'
-      AND charge_attempts.attempt = $5::integer
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+      AND charge_attempts.fence = $5::integer
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 ),
 charge AS (
-    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at)
+    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at,
+                         capture_method, authorization_expires_at)
     SELECT $1::uuid, done.merchant_id, done.amount, done.currency, done.order_id,
-           done.description, $6::text, $2::timestamptz
+           done.description, $6::text, $2::timestamptz,
+           coalesce(done.capture_method, 'automatic'), $7::timestamptz
     FROM done
 ),
 event AS (
     INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
-    SELECT $7::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
-           $8::jsonb, $2::timestamptz
+    SELECT $8::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
+           $9::jsonb, $2::timestamptz
     FROM done
 )
-SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id FROM done
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM done
 `
 
 type RecordChargeSucceededParams struct {
-	ChargeID         uuid.UUID
-	Now              time.Time
-	ExpiresAt        time.Time
-	ID               uuid.UUID
-	Attempt          int32
-	ProviderChargeID string
-	EventID          uuid.UUID
-	EventBody        []byte
+	ChargeID               uuid.UUID
+	Now                    time.Time
+	ExpiresAt              time.Time
+	ID                     uuid.UUID
+	Fence                  int32
+	ProviderChargeID       string
+	AuthorizationExpiresAt *time.Time
+	EventID                uuid.UUID
+	EventBody              []byte
 }
 
 type RecordChargeSucceededRow struct {
@@ -836,7 +882,7 @@ type RecordChargeSucceededRow struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time
@@ -853,12 +899,15 @@ type RecordChargeSucceededRow struct {
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
 	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
 }
 
 // Finalizes an attempt as SUCCEEDED with its charge and its
 // charge.succeeded event, in one statement and one round trip: the fenced
 // update, then the charge row and the outbox event, which are written only
-// when the update found the attempt. Fenced on the attempt number the
+// when the update found the attempt. Fenced on the fence the
 // caller was given: a holder that lost the attempt to someone else writes
 // nothing, and no row comes back. A provider charge recorded already is a
 // unique violation on charges_provider_charge_id_unique, which writes
@@ -870,8 +919,9 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		arg.Now,
 		arg.ExpiresAt,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 		arg.ProviderChargeID,
+		arg.AuthorizationExpiresAt,
 		arg.EventID,
 		arg.EventBody,
 	)
@@ -891,7 +941,7 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -908,6 +958,9 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
@@ -915,15 +968,15 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 const rekeyChargeAttempt = `-- name: RekeyChargeAttempt :one
 UPDATE charge_attempts
 SET provider_key = $1::text
-WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
+WHERE id = $2 AND status = 'PROCESSING' AND fence = $3
   AND provider_key = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type RekeyChargeAttemptParams struct {
 	NewProviderKey string
 	ID             uuid.UUID
-	Attempt        int32
+	Fence          int32
 	OldProviderKey string
 }
 
@@ -931,13 +984,13 @@ type RekeyChargeAttemptParams struct {
 // one (it replays a failure for every send under it) and holds no charge for
 // the attempt. Written before anything is sent under the new key, so that
 // whoever holds the attempt next asks about, and sends under, the new key.
-// Fenced on the attempt number and on the old key: a holder that lost the
+// Fenced on the fence and on the old key: a holder that lost the
 // attempt, or whose key is stale, changes nothing.
 func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, rekeyChargeAttempt,
 		arg.NewProviderKey,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 		arg.OldProviderKey,
 	)
 	var i ChargeAttempt
@@ -956,7 +1009,7 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -973,6 +1026,9 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
@@ -980,13 +1036,13 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 const releaseChargeAttempt = `-- name: ReleaseChargeAttempt :exec
 UPDATE charge_attempts
 SET locked_until = $1::timestamptz
-WHERE id = $2 AND status = 'PROCESSING' AND attempt = $3
+WHERE id = $2 AND status = 'PROCESSING' AND fence = $3
 `
 
 type ReleaseChargeAttemptParams struct {
-	Now     time.Time
-	ID      uuid.UUID
-	Attempt int32
+	Now   time.Time
+	ID    uuid.UUID
+	Fence int32
 }
 
 // Releases the holder's lease early, when it leaves the outcome unknown or
@@ -994,7 +1050,7 @@ type ReleaseChargeAttemptParams struct {
 // that the reconciler or the client's retry takes it over instead of
 // waiting for the lease to run out. Fenced like the finalizing writes.
 func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) error {
-	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Attempt)
+	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Fence)
 	return err
 }
 
@@ -1002,7 +1058,7 @@ const takeActionCheck = `-- name: TakeActionCheck :one
 UPDATE charge_attempts
 SET action_checked_at = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND action_checked_at <= $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type TakeActionCheckParams struct {
@@ -1014,9 +1070,9 @@ type TakeActionCheckParams struct {
 // A retry's or a poll's turn to read the provider about an attempt that
 // waits for the shopper, at most one per interval (checked_before) across
 // instances, so that a page polling, or many, cannot flood the provider.
-// It takes nothing else: no lease, no attempt number. A read changes
+// It takes nothing else: no lease, no fence. A read changes
 // nothing at the provider, and what it learns is recorded fenced on the
-// attempt number as it is.
+// fence as it is.
 func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, takeActionCheck, arg.Now, arg.ID, arg.CheckedBefore)
 	var i ChargeAttempt
@@ -1035,7 +1091,7 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -1052,16 +1108,19 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
 
 const takeOverChargeAttempt = `-- name: TakeOverChargeAttempt :one
 UPDATE charge_attempts
-SET attempt = attempt + 1,
+SET fence = fence + 1,
     locked_until = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -1073,7 +1132,7 @@ type TakeOverChargeAttemptParams struct {
 // A retry's takeover of one stuck attempt: PROCESSING with its lease ended
 // or released (its holder died, left the outcome unknown, or never learned
 // that its claim committed). Like the reconciler's takeover
-// it bumps the attempt number, which fences off any earlier holder, and of
+// it bumps the fence, which fences off any earlier holder, and of
 // several concurrent retries exactly one gets the row.
 func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, takeOverChargeAttempt, arg.LockedUntil, arg.ID, arg.Now)
@@ -1093,7 +1152,7 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -1110,13 +1169,16 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
 
 const takeStuckChargeAttempts = `-- name: TakeStuckChargeAttempts :many
 UPDATE charge_attempts
-SET attempt = attempt + 1,
+SET fence = fence + 1,
     locked_until = $1::timestamptz
 WHERE id IN (
     SELECT id FROM charge_attempts
@@ -1125,7 +1187,7 @@ WHERE id IN (
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -1135,7 +1197,7 @@ type TakeStuckChargeAttemptsParams struct {
 }
 
 // The reconciler's takeover of stuck attempts, PROCESSING with their lease
-// ended: each gets a new lease and a new attempt number, which fences off
+// ended: each gets a new lease and a new fence, which fences off
 // any earlier holder.
 // SKIP LOCKED lets several reconcilers run at once without ever taking the
 // same attempt. completed_at IS NULL (the same rows as PROCESSING) is the
@@ -1165,7 +1227,7 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.ChargeID,
 			&i.FailureCode,
 			&i.FailureMessage,
-			&i.Attempt,
+			&i.Fence,
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
@@ -1182,6 +1244,9 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.LateWatchUntil,
 			&i.LateChargeID,
 			&i.KeySessionID,
+			&i.CaptureFinal,
+			&i.CaptureID,
+			&i.CaptureMethod,
 		); err != nil {
 			return nil, err
 		}

@@ -5,11 +5,11 @@
 -- violation (checkout_sessions_open_order_idx).
 INSERT INTO checkout_sessions (
     id, merchant_id, idempotency_key, fingerprint, client_secret_hash,
-    amount, currency, order_id, description, return_url, created_at, expires_at
+    amount, currency, order_id, description, return_url, created_at, expires_at, capture_method
 )
 SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @client_secret_hash,
        @amount, @currency, sqlc.narg(order_id), sqlc.narg(description), sqlc.narg(return_url),
-       sqlc.arg(created_at)::timestamptz, sqlc.arg(expires_at)::timestamptz
+       sqlc.arg(created_at)::timestamptz, sqlc.arg(expires_at)::timestamptz, sqlc.narg(capture_method)::text
 WHERE NOT EXISTS (
     SELECT 1 FROM charges c
     WHERE c.merchant_id = @merchant_id AND c.order_id = sqlc.narg(order_id)

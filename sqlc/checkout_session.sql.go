@@ -28,7 +28,7 @@ WHERE id IN (
     LIMIT $4::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at, capture_method
 `
 
 type ExpireCheckoutSessionsParams struct {
@@ -74,6 +74,7 @@ func (q *Queries) ExpireCheckoutSessions(ctx context.Context, arg ExpireCheckout
 			&i.CreatedAt,
 			&i.ExpiresAt,
 			&i.ClosedAt,
+			&i.CaptureMethod,
 		); err != nil {
 			return nil, err
 		}
@@ -86,7 +87,7 @@ func (q *Queries) ExpireCheckoutSessions(ctx context.Context, arg ExpireCheckout
 }
 
 const getCheckoutSession = `-- name: GetCheckoutSession :one
-SELECT id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at FROM checkout_sessions WHERE merchant_id = $1 AND id = $2
+SELECT id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at, capture_method FROM checkout_sessions WHERE merchant_id = $1 AND id = $2
 `
 
 type GetCheckoutSessionParams struct {
@@ -115,12 +116,13 @@ func (q *Queries) GetCheckoutSession(ctx context.Context, arg GetCheckoutSession
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.ClosedAt,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
 
 const getCheckoutSessionByKey = `-- name: GetCheckoutSessionByKey :one
-SELECT id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at FROM checkout_sessions WHERE merchant_id = $1 AND idempotency_key = $2
+SELECT id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at, capture_method FROM checkout_sessions WHERE merchant_id = $1 AND idempotency_key = $2
 `
 
 type GetCheckoutSessionByKeyParams struct {
@@ -149,12 +151,13 @@ func (q *Queries) GetCheckoutSessionByKey(ctx context.Context, arg GetCheckoutSe
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.ClosedAt,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
 
 const getCheckoutSessionCharge = `-- name: GetCheckoutSessionCharge :one
-SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at FROM charges WHERE id = $1
+SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at, capture_method, amount_captured, capture_reserved, final_capture_claimed, void_claimed, voided_at, authorization_expires_at, authorization_expired_at, expiry_warned_at FROM charges WHERE id = $1
 `
 
 // The charge that paid a session.
@@ -174,6 +177,15 @@ func (q *Queries) GetCheckoutSessionCharge(ctx context.Context, id uuid.UUID) (C
 		&i.AmountRefunded,
 		&i.DuplicateOf,
 		&i.RefundDueAt,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureReserved,
+		&i.FinalCaptureClaimed,
+		&i.VoidClaimed,
+		&i.VoidedAt,
+		&i.AuthorizationExpiresAt,
+		&i.AuthorizationExpiredAt,
+		&i.ExpiryWarnedAt,
 	)
 	return i, err
 }
@@ -181,17 +193,17 @@ func (q *Queries) GetCheckoutSessionCharge(ctx context.Context, id uuid.UUID) (C
 const insertCheckoutSession = `-- name: InsertCheckoutSession :one
 INSERT INTO checkout_sessions (
     id, merchant_id, idempotency_key, fingerprint, client_secret_hash,
-    amount, currency, order_id, description, return_url, created_at, expires_at
+    amount, currency, order_id, description, return_url, created_at, expires_at, capture_method
 )
 SELECT $1, $2, $3, $4, $5,
        $6, $7, $8, $9, $10,
-       $11::timestamptz, $12::timestamptz
+       $11::timestamptz, $12::timestamptz, $13::text
 WHERE NOT EXISTS (
     SELECT 1 FROM charges c
     WHERE c.merchant_id = $2 AND c.order_id = $8
 )
 ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at, capture_method
 `
 
 type InsertCheckoutSessionParams struct {
@@ -207,6 +219,7 @@ type InsertCheckoutSessionParams struct {
 	ReturnURL        *string
 	CreatedAt        time.Time
 	ExpiresAt        time.Time
+	CaptureMethod    *string
 }
 
 // Creates a session, unless the merchant used the key already (no row: read
@@ -227,6 +240,7 @@ func (q *Queries) InsertCheckoutSession(ctx context.Context, arg InsertCheckoutS
 		arg.ReturnURL,
 		arg.CreatedAt,
 		arg.ExpiresAt,
+		arg.CaptureMethod,
 	)
 	var i CheckoutSession
 	err := row.Scan(
@@ -246,6 +260,7 @@ func (q *Queries) InsertCheckoutSession(ctx context.Context, arg InsertCheckoutS
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.ClosedAt,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
@@ -254,7 +269,7 @@ const payCheckoutSession = `-- name: PayCheckoutSession :one
 UPDATE checkout_sessions
 SET status = 'PAID', charge_id = $1, closed_at = $2::timestamptz
 WHERE id = $3 AND status <> 'PAID'
-RETURNING id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at
+RETURNING id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, order_id, description, return_url, status, attempts, charge_id, created_at, expires_at, closed_at, capture_method
 `
 
 type PayCheckoutSessionParams struct {
@@ -286,6 +301,7 @@ func (q *Queries) PayCheckoutSession(ctx context.Context, arg PayCheckoutSession
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.ClosedAt,
+		&i.CaptureMethod,
 	)
 	return i, err
 }

@@ -26,7 +26,7 @@ const insertDuplicateCharge = `-- name: InsertDuplicateCharge :one
 INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, duplicate_of, refund_due_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (provider_charge_id) DO NOTHING
-RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at
+RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at, capture_method, amount_captured, capture_reserved, final_capture_claimed, void_claimed, voided_at, authorization_expires_at, authorization_expired_at, expiry_warned_at
 `
 
 type InsertDuplicateChargeParams struct {
@@ -69,6 +69,15 @@ func (q *Queries) InsertDuplicateCharge(ctx context.Context, arg InsertDuplicate
 		&i.AmountRefunded,
 		&i.DuplicateOf,
 		&i.RefundDueAt,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureReserved,
+		&i.FinalCaptureClaimed,
+		&i.VoidClaimed,
+		&i.VoidedAt,
+		&i.AuthorizationExpiresAt,
+		&i.AuthorizationExpiredAt,
+		&i.ExpiryWarnedAt,
 	)
 	return i, err
 }
@@ -83,7 +92,7 @@ WHERE id IN (
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at
+RETURNING id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at, capture_method, amount_captured, capture_reserved, final_capture_claimed, void_claimed, voided_at, authorization_expires_at, authorization_expired_at, expiry_warned_at
 `
 
 type TakeDueDuplicateRefundsParams struct {
@@ -116,6 +125,15 @@ func (q *Queries) TakeDueDuplicateRefunds(ctx context.Context, arg TakeDueDuplic
 			&i.AmountRefunded,
 			&i.DuplicateOf,
 			&i.RefundDueAt,
+			&i.CaptureMethod,
+			&i.AmountCaptured,
+			&i.CaptureReserved,
+			&i.FinalCaptureClaimed,
+			&i.VoidClaimed,
+			&i.VoidedAt,
+			&i.AuthorizationExpiresAt,
+			&i.AuthorizationExpiredAt,
+			&i.ExpiryWarnedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -23,7 +23,7 @@ func (q *Queries) EndLateWatch(ctx context.Context, id uuid.UUID) error {
 }
 
 const getChargeByProviderID = `-- name: GetChargeByProviderID :one
-SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at FROM charges WHERE provider_charge_id = $1
+SELECT id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at, amount_reserved, amount_refunded, duplicate_of, refund_due_at, capture_method, amount_captured, capture_reserved, final_capture_claimed, void_claimed, voided_at, authorization_expires_at, authorization_expired_at, expiry_warned_at FROM charges WHERE provider_charge_id = $1
 `
 
 // A recorded charge by the provider's id.
@@ -43,6 +43,15 @@ func (q *Queries) GetChargeByProviderID(ctx context.Context, providerChargeID st
 		&i.AmountRefunded,
 		&i.DuplicateOf,
 		&i.RefundDueAt,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureReserved,
+		&i.FinalCaptureClaimed,
+		&i.VoidClaimed,
+		&i.VoidedAt,
+		&i.AuthorizationExpiresAt,
+		&i.AuthorizationExpiredAt,
+		&i.ExpiryWarnedAt,
 	)
 	return i, err
 }
@@ -51,7 +60,7 @@ const recordLateCharge = `-- name: RecordLateCharge :one
 UPDATE charge_attempts
 SET late_charge_id = $1
 WHERE id = $2 AND status = 'FAILED' AND late_charge_id IS NULL
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type RecordLateChargeParams struct {
@@ -78,7 +87,7 @@ func (q *Queries) RecordLateCharge(ctx context.Context, arg RecordLateChargePara
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -95,6 +104,9 @@ func (q *Queries) RecordLateCharge(ctx context.Context, arg RecordLateChargePara
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
@@ -113,7 +125,7 @@ WHERE id IN (
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type TakeLateChecksParams struct {
@@ -151,7 +163,7 @@ func (q *Queries) TakeLateChecks(ctx context.Context, arg TakeLateChecksParams) 
 			&i.ChargeID,
 			&i.FailureCode,
 			&i.FailureMessage,
-			&i.Attempt,
+			&i.Fence,
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
@@ -168,6 +180,9 @@ func (q *Queries) TakeLateChecks(ctx context.Context, arg TakeLateChecksParams) 
 			&i.LateWatchUntil,
 			&i.LateChargeID,
 			&i.KeySessionID,
+			&i.CaptureFinal,
+			&i.CaptureID,
+			&i.CaptureMethod,
 		); err != nil {
 			return nil, err
 		}

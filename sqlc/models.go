@@ -21,19 +21,39 @@ type ApiKey struct {
 	Kind            string
 }
 
+type Capture struct {
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	ChargeID          uuid.UUID
+	Amount            int64
+	Currency          string
+	Final             bool
+	ProviderCaptureID string
+	CreatedAt         time.Time
+}
+
 type Charge struct {
-	ID               uuid.UUID
-	MerchantID       uuid.UUID
-	Amount           int64
-	Currency         string
-	OrderID          *string
-	Description      *string
-	ProviderChargeID string
-	CreatedAt        time.Time
-	AmountReserved   int64
-	AmountRefunded   int64
-	DuplicateOf      *uuid.UUID
-	RefundDueAt      *time.Time
+	ID                     uuid.UUID
+	MerchantID             uuid.UUID
+	Amount                 int64
+	Currency               string
+	OrderID                *string
+	Description            *string
+	ProviderChargeID       string
+	CreatedAt              time.Time
+	AmountReserved         int64
+	AmountRefunded         int64
+	DuplicateOf            *uuid.UUID
+	RefundDueAt            *time.Time
+	CaptureMethod          string
+	AmountCaptured         int64
+	CaptureReserved        int64
+	FinalCaptureClaimed    bool
+	VoidClaimed            bool
+	VoidedAt               *time.Time
+	AuthorizationExpiresAt *time.Time
+	AuthorizationExpiredAt *time.Time
+	ExpiryWarnedAt         *time.Time
 }
 
 type ChargeAttempt struct {
@@ -51,7 +71,7 @@ type ChargeAttempt struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time
@@ -68,6 +88,9 @@ type ChargeAttempt struct {
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
 	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
 }
 
 type ChargeEvent struct {
@@ -99,6 +122,7 @@ type CheckoutSession struct {
 	CreatedAt        time.Time
 	ExpiresAt        time.Time
 	ClosedAt         *time.Time
+	CaptureMethod    *string
 }
 
 type Merchant struct {

@@ -2,7 +2,10 @@
 -- The first statement of a refund's claim: the merchant's charge, locked
 -- until the claim's transaction ends, so that the refunds of one charge are
 -- claimed one at a time and a default amount (what remains) is exact.
-SELECT id, amount, currency, amount_reserved, amount_refunded, provider_charge_id
+-- Refunds apply to what was captured: refundable is the whole amount of an
+-- automatic charge, what the captures took of a manual one.
+SELECT id, amount, currency, amount_reserved, amount_refunded, provider_charge_id,
+       (CASE capture_method WHEN 'manual' THEN amount_captured ELSE amount END)::bigint AS refundable
 FROM charges
 WHERE id = @id AND merchant_id = @merchant_id
 FOR UPDATE;
@@ -24,11 +27,12 @@ RETURNING *;
 
 -- name: ReserveRefund :one
 -- Reserves a refund's amount of its charge: one conditional update, so that
--- the refunds running and succeeded never add up to more than was charged
+-- the refunds running and succeeded never add up to more than was captured
 -- (charges_refunds_check holds it too). No row: too much.
 UPDATE charges
 SET amount_reserved = amount_reserved + sqlc.arg(amount)::bigint
-WHERE id = @id AND amount_reserved + sqlc.arg(amount)::bigint <= amount
+WHERE id = @id AND amount_reserved + sqlc.arg(amount)::bigint
+      <= CASE capture_method WHEN 'manual' THEN amount_captured ELSE amount END
 RETURNING (amount - amount_reserved)::bigint AS remaining;
 
 -- name: ReleaseRefundReservation :exec
@@ -50,13 +54,13 @@ RETURNING *;
 
 -- name: SucceedRefundAttempt :one
 -- Finalizes a refund attempt as SUCCEEDED with its refund. Fenced on the
--- attempt number, like RecordChargeSucceeded.
+-- fence, like RecordChargeSucceeded.
 UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     refund_id = @refund_id,
     completed_at = now(),
     expires_at = sqlc.arg(expires_at)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;
 
 -- name: PendRefundAttempt :one
@@ -67,7 +71,7 @@ RETURNING *;
 UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, sqlc.arg(now)::timestamptz),
     locked_until = sqlc.arg(next_check)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND attempt = @attempt
+WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;
 
 -- name: ListChargeRefunds :many

@@ -21,7 +21,7 @@ VALUES ($1, $2, $3, $4, $5, 'refund',
         $6, $7, $8, $9,
         $10::timestamptz, $11::timestamptz)
 ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type ClaimRefundAttemptParams struct {
@@ -72,7 +72,7 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -89,6 +89,9 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
@@ -234,7 +237,7 @@ func (q *Queries) ListChargeRefunds(ctx context.Context, arg ListChargeRefundsPa
 }
 
 const listProcessingRefunds = `-- name: ListProcessingRefunds :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.attempt, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, m.name AS merchant_name, c.provider_charge_id
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
@@ -258,7 +261,7 @@ type ListProcessingRefundsRow struct {
 	ChargeID          *uuid.UUID
 	FailureCode       *string
 	FailureMessage    *string
-	Attempt           int32
+	Fence             int32
 	CreatedAt         time.Time
 	CompletedAt       *time.Time
 	ExpiresAt         time.Time
@@ -275,6 +278,9 @@ type ListProcessingRefundsRow struct {
 	LateWatchUntil    *time.Time
 	LateChargeID      *uuid.UUID
 	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
 	MerchantName      string
 	ProviderChargeID  string
 }
@@ -305,7 +311,7 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 			&i.ChargeID,
 			&i.FailureCode,
 			&i.FailureMessage,
-			&i.Attempt,
+			&i.Fence,
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
@@ -322,6 +328,9 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 			&i.LateWatchUntil,
 			&i.LateChargeID,
 			&i.KeySessionID,
+			&i.CaptureFinal,
+			&i.CaptureID,
+			&i.CaptureMethod,
 			&i.MerchantName,
 			&i.ProviderChargeID,
 		); err != nil {
@@ -336,7 +345,8 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 }
 
 const lockChargeForRefund = `-- name: LockChargeForRefund :one
-SELECT id, amount, currency, amount_reserved, amount_refunded, provider_charge_id
+SELECT id, amount, currency, amount_reserved, amount_refunded, provider_charge_id,
+       (CASE capture_method WHEN 'manual' THEN amount_captured ELSE amount END)::bigint AS refundable
 FROM charges
 WHERE id = $1 AND merchant_id = $2
 FOR UPDATE
@@ -354,11 +364,14 @@ type LockChargeForRefundRow struct {
 	AmountReserved   int64
 	AmountRefunded   int64
 	ProviderChargeID string
+	Refundable       int64
 }
 
 // The first statement of a refund's claim: the merchant's charge, locked
 // until the claim's transaction ends, so that the refunds of one charge are
 // claimed one at a time and a default amount (what remains) is exact.
+// Refunds apply to what was captured: refundable is the whole amount of an
+// automatic charge, what the captures took of a manual one.
 func (q *Queries) LockChargeForRefund(ctx context.Context, arg LockChargeForRefundParams) (LockChargeForRefundRow, error) {
 	row := q.db.QueryRow(ctx, lockChargeForRefund, arg.ID, arg.MerchantID)
 	var i LockChargeForRefundRow
@@ -369,6 +382,7 @@ func (q *Queries) LockChargeForRefund(ctx context.Context, arg LockChargeForRefu
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.ProviderChargeID,
+		&i.Refundable,
 	)
 	return i, err
 }
@@ -377,15 +391,15 @@ const pendRefundAttempt = `-- name: PendRefundAttempt :one
 UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, $1::timestamptz),
     locked_until = $2::timestamptz
-WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type PendRefundAttemptParams struct {
 	Now       time.Time
 	NextCheck time.Time
 	ID        uuid.UUID
-	Attempt   int32
+	Fence     int32
 }
 
 // Records that the provider accepted the refund and has not made it final:
@@ -397,7 +411,7 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		arg.Now,
 		arg.NextCheck,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -415,7 +429,7 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -432,6 +446,9 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }
@@ -456,7 +473,8 @@ func (q *Queries) ReleaseRefundReservation(ctx context.Context, arg ReleaseRefun
 const reserveRefund = `-- name: ReserveRefund :one
 UPDATE charges
 SET amount_reserved = amount_reserved + $1::bigint
-WHERE id = $2 AND amount_reserved + $1::bigint <= amount
+WHERE id = $2 AND amount_reserved + $1::bigint
+      <= CASE capture_method WHEN 'manual' THEN amount_captured ELSE amount END
 RETURNING (amount - amount_reserved)::bigint AS remaining
 `
 
@@ -466,7 +484,7 @@ type ReserveRefundParams struct {
 }
 
 // Reserves a refund's amount of its charge: one conditional update, so that
-// the refunds running and succeeded never add up to more than was charged
+// the refunds running and succeeded never add up to more than was captured
 // (charges_refunds_check holds it too). No row: too much.
 func (q *Queries) ReserveRefund(ctx context.Context, arg ReserveRefundParams) (int64, error) {
 	row := q.db.QueryRow(ctx, reserveRefund, arg.Amount, arg.ID)
@@ -526,25 +544,25 @@ SET status = 'SUCCEEDED',
     refund_id = $1,
     completed_at = now(),
     expires_at = $2::timestamptz
-WHERE id = $3 AND status = 'PROCESSING' AND attempt = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, attempt, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id
+WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type SucceedRefundAttemptParams struct {
 	RefundID  *uuid.UUID
 	ExpiresAt time.Time
 	ID        uuid.UUID
-	Attempt   int32
+	Fence     int32
 }
 
 // Finalizes a refund attempt as SUCCEEDED with its refund. Fenced on the
-// attempt number, like RecordChargeSucceeded.
+// fence, like RecordChargeSucceeded.
 func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, succeedRefundAttempt,
 		arg.RefundID,
 		arg.ExpiresAt,
 		arg.ID,
-		arg.Attempt,
+		arg.Fence,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -562,7 +580,7 @@ func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAtt
 		&i.ChargeID,
 		&i.FailureCode,
 		&i.FailureMessage,
-		&i.Attempt,
+		&i.Fence,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
@@ -579,6 +597,9 @@ func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAtt
 		&i.LateWatchUntil,
 		&i.LateChargeID,
 		&i.KeySessionID,
+		&i.CaptureFinal,
+		&i.CaptureID,
+		&i.CaptureMethod,
 	)
 	return i, err
 }

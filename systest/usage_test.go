@@ -25,7 +25,7 @@ func TestUsage_NamesExactlyTheBinarysCommands(t *testing.T) {
 		"apikey create", "apikey rotate", "apikey list", "apikey revoke",
 		"merchant origins add", "merchant origins list", "merchant origins remove",
 		"webhook set", "webhook list", "webhook remove", "webhook deliveries",
-		"charges stuck", "refunds stuck", "reconcile --once", "consume receipts", "consume webhooks",
+		"charges stuck", "refunds stuck", "charges uncaptured", "captures stuck", "reconcile --once", "consume receipts", "consume webhooks",
 		"localdb stop", "help",
 	}, commandsOf(t, usage))
 	for _, lab := range []string{"cluster", "chaos"} {

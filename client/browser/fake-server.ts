@@ -74,7 +74,9 @@ export class FakeServer {
       replayed,
       retryAfterMs: done ? null : 500,
       expiresAt: done ? '2099-01-01T00:00:00Z' : null,
-      charge: done ? { id: `ch_${key}`, amount: 2500, currency: 'USD', providerChargeId: `p_${key}`, createdAt: '2026-01-01T00:00:00Z' } : null,
+      charge: done
+        ? { id: `ch_${key}`, amount: 2500, currency: 'USD', providerChargeId: `p_${key}`, createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED', amountCaptured: 2500, amountCapturable: 0, authorizationExpiresAt: null }
+        : null,
       failure: null,
       nextAction: c.action ? { type: 'REDIRECT', url: challengeUrl(key), expiresAt: '2099-01-01T00:10:00Z' } : null,
     };

@@ -16,8 +16,12 @@ export { chargeCardDocument, nothingRanCodes, post, retryableCodes } from './tra
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';
 export type { AttemptRecord } from './record.js';
 export type {
+  CaptureMethod,
+  CaptureStatus,
   Charge,
+  ChargeCapture,
   ChargeCardInput,
+  ChargeDetails,
   ChargeFailure,
   ChargePayload,
   ChargeStatus,

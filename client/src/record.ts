@@ -46,6 +46,11 @@ export function readRecord(raw: string | null, now: number): AttemptRecord | nul
   if (!r || r.v !== 1 || typeof r.key !== 'string' || !r.key || !r.input || typeof r.scope !== 'string') return null;
   if (r.status !== 'open' && r.status !== 'settled') return null;
   if (r.status === 'settled' && (!r.outcome || expired(r, now))) return null;
+  if (r.outcome?.status === 'SUCCEEDED' && !r.outcome.charge?.captureStatus) {
+    // Settled by an earlier version, whose charge did not say where it stands in its captures: asked
+    // again under its own key (the server replays it, with its capture), never answered without it.
+    return { ...r, status: 'open', outcome: undefined };
+  }
   return r;
 }
 

@@ -26,7 +26,7 @@ export { nothingRanCodes };
 export const retryableCodes: ReadonlySet<string> = new Set([...nothingRanCodes, ...unknownOutcomeCodes]);
 
 export const result = `idempotencyKey status replayed retryAfterMs expiresAt
-  charge { id amount currency orderId providerChargeId createdAt }
+  charge { id amount currency orderId providerChargeId createdAt captureStatus amountCaptured amountCapturable authorizationExpiresAt }
   failure { code message }
   nextAction { type url expiresAt }`;
 

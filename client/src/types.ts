@@ -12,22 +12,62 @@ export interface ChargeCardInput {
   checkoutSession?: string;
   /** Server to server (secret key) only: opts the charge in to customer authentication; with a session it comes from the session. */
   returnUrl?: string;
+  /**
+   * MANUAL: the charge only authorizes (the card's money is held), and the
+   * merchant's server captures it later or voids it, with its secret key.
+   * AUTOMATIC (the default) takes the money with the charge. With a
+   * session it comes from the session, and if sent must equal the
+   * session's. Part of the input: the same key with another method is
+   * another payment.
+   */
+  captureMethod?: CaptureMethod;
 }
+
+/** When a charge's money is taken: with the charge, or later by captureCharge. */
+export type CaptureMethod = 'AUTOMATIC' | 'MANUAL';
+
+/** Where a charge stands in its captures. */
+export type CaptureStatus = 'UNCAPTURED' | 'PARTIALLY_CAPTURED' | 'CAPTURED' | 'VOIDED' | 'EXPIRED';
 
 /** What pay() takes: the card, and for server-to-server use the terms. The session comes from the charger. */
 export type PayInput = Omit<ChargeCardInput, 'checkoutSession'> & { checkoutSession?: string };
 
 export type ChargeStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED';
 
-/** Money that moved. */
-export interface Charge {
+/** What every charge carries, whatever its capture. */
+export interface ChargeDetails {
   id: string;
+  /** What was authorized (MANUAL) or charged (AUTOMATIC), in minor units. */
   amount: number;
   currency: string;
   orderId?: string | null;
   providerChargeId: string;
   createdAt: string;
+  /** What has been taken so far: all of an AUTOMATIC charge. */
+  amountCaptured: number;
+  /** What a capture may still take now: 0 unless the authorization is open. */
+  amountCapturable: number;
 }
+
+/**
+ * Where a charge's money stands, by captureStatus, each kind with what
+ * holds for it: an open authorization always has the time it lapses, a
+ * charge captured or voided never has one. An AUTOMATIC charge is CAPTURED.
+ * The status is the one of the answer that settled the attempt; captures
+ * and voids made later (by the merchant's server) do not change it here.
+ */
+export type ChargeCapture =
+  /** Taken: all of an AUTOMATIC charge; of a MANUAL one, captured in full or by its final capture (the rest released). */
+  | { captureStatus: 'CAPTURED'; authorizationExpiresAt: null }
+  /** Authorized (MANUAL) and open: amountCapturable may be captured until authorizationExpiresAt; PARTIALLY_CAPTURED: amountCaptured already was. */
+  | { captureStatus: 'UNCAPTURED' | 'PARTIALLY_CAPTURED'; authorizationExpiresAt: string }
+  /** The authorization was voided: nothing was taken, the hold is released. */
+  | { captureStatus: 'VOIDED'; authorizationExpiresAt: null }
+  /** The authorization lapsed at authorizationExpiresAt: what was not captured was released. */
+  | { captureStatus: 'EXPIRED'; authorizationExpiresAt: string };
+
+/** Money that moved, or that an authorization holds: narrow on captureStatus. */
+export type Charge = ChargeDetails & ChargeCapture;
 
 /** Why nothing was charged. */
 export interface ChargeFailure {

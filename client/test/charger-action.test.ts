@@ -2,35 +2,21 @@
 // fake chargeonce: pay() → action → handleNextAction() → the bank → the
 // return to the returnUrl with chargeonce_key → resume() → the outcome,
 // with one key and one charge, whether storage kept the attempt or not.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { returnKeyParam, type Charger, type ChargerOptions } from '../src/charger.js';
+import { describe, expect, it, vi } from 'vitest';
+import { returnKeyParam } from '../src/charger.js';
 import { AttemptOpenError, ChargerStateError } from '../src/errors.js';
 import type { ChargerState } from '../src/types.js';
-import { challengeExpiresAt, challengeUrl, FakeServer, FakeWindow, MemoryStorage, testCharger } from './fakes.js';
+import { challengeExpiresAt, challengeUrl, chargersPerTest, FakeServer, FakeWindow, MemoryStorage } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
-let chargers: Charger[] = [];
-
 // The page never leaves in these tests: navigate goes nowhere unless a test says where.
-const make = (server: FakeServer, over: Partial<ChargerOptions> = {}) =>
-  testCharger(server, chargers, { environment: { random: () => 0.5, navigate: () => {} }, ...over });
+const make = chargersPerTest({ environment: { random: () => 0.5, navigate: () => {} } });
 
 /** The address the provider sends the shopper back to. */
 const back = (key: string) => ({ search: `?order=42&${returnKeyParam}=${encodeURIComponent(key)}` });
 /** The kinds the state went through, each once per stay. */
 const kinds = (states: ChargerState[]) => states.map((s) => s.kind).filter((k, i, all) => k !== all[i - 1]);
 const ops = (server: FakeServer) => server.requests.map((r) => `${r.operationName} ${r.variables.idempotencyKey}`);
-
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
-});
-
-afterEach(() => {
-  for (const c of chargers) c.close();
-  chargers = [];
-  vi.useRealTimers();
-  vi.unstubAllGlobals();
-});
 
 describe('customer authentication (3-D Secure)', () => {
   it('pay() → action with nextAction and an action event; handleNextAction() navigates once the record is in storage', async () => {

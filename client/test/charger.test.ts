@@ -1,23 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Charger, ChargerOptions } from '../src/charger.js';
+import { describe, expect, it, vi } from 'vitest';
 import { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from '../src/errors.js';
 import type { ChargerState } from '../src/types.js';
-import { FakeServer, FakeWindow, MemoryStorage, testCharger } from './fakes.js';
+import { chargersPerTest, FakeServer, FakeWindow, MemoryStorage } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
-let chargers: Charger[] = [];
-
-const make = (server: FakeServer, over: Partial<ChargerOptions> = {}) => testCharger(server, chargers, over);
-
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
-});
-
-afterEach(() => {
-  for (const c of chargers) c.close();
-  chargers = [];
-  vi.useRealTimers();
-});
+const make = chargersPerTest();
 
 describe('createCharger against a fake chargeonce', () => {
   it('sends the publishable key, the session and the key; resolves SUCCEEDED', async () => {

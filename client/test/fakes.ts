@@ -1,10 +1,10 @@
 // Fakes for the charger's tests: a storage, a chargeonce that charges each
 // key at most once (and can lose answers), and the browser's cross-tab
 // pieces.
-import { vi } from 'vitest';
+import { afterEach, beforeEach, vi } from 'vitest';
 import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
 import type { ChargerEvent } from '../src/events.js';
-import type { ChargerState, KeyValueStorage } from '../src/types.js';
+import type { Charge, ChargerState, KeyValueStorage } from '../src/types.js';
 
 export class MemoryStorage implements KeyValueStorage {
   readonly map = new Map<string, string>();
@@ -28,7 +28,23 @@ export interface SentRequest {
 /** action: PROCESSING with a nextAction (3-D Secure) until finish(). */
 type Script = 'charge' | 'lose-after-charge' | 'network' | 'html-502' | 'processing' | 'action' | { code: string; http?: number; retryAfterMs?: number; retryAfter?: string };
 
-type Stored = { input: unknown; status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING'; action?: boolean; failure?: string };
+type Stored = { input: unknown; status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING'; action?: boolean; failure?: string; captured?: boolean };
+
+/** When the fake's authorizations lapse. */
+export const authorizationExpiresAt = '2026-01-08T00:00:00Z';
+
+/**
+ * The charge of key as chargeonce answers it: an AUTOMATIC one captured in
+ * full, a MANUAL one an open authorization until the merchant captures it
+ * (captured).
+ */
+export function chargeOf(key: string, input: unknown, captured = false): Charge {
+  const details = { id: `ch_${key}`, amount: 2500, currency: 'USD', providerChargeId: `p_${key}`, createdAt: '2026-01-01T00:00:00Z' };
+  if ((input as { captureMethod?: string } | null)?.captureMethod === 'MANUAL' && !captured) {
+    return { ...details, captureStatus: 'UNCAPTURED', amountCaptured: 0, amountCapturable: 2500, authorizationExpiresAt };
+  }
+  return { ...details, captureStatus: 'CAPTURED', amountCaptured: 2500, amountCapturable: 0, authorizationExpiresAt: null };
+}
 
 export const challengeUrl = (key: string) => `https://bank.example/challenge/${key}`;
 export const challengeExpiresAt = '2099-01-01T00:10:00Z';
@@ -57,6 +73,12 @@ export class FakeServer {
       c.action = false;
       if (failure) c.failure = failure;
     }
+  }
+
+  /** The merchant's server captured key's authorization in full. */
+  capture(key: string) {
+    const c = this.charges.get(key);
+    if (c) c.captured = true;
   }
 
   /** The shopper authenticated: the provider goes on with the charge, no nextAction any more. */
@@ -110,7 +132,7 @@ export class FakeServer {
       replayed,
       retryAfterMs: c.status === 'PROCESSING' ? 500 : null,
       expiresAt: c.status === 'PROCESSING' ? null : '2099-01-01T00:00:00Z',
-      charge: c.status === 'SUCCEEDED' ? { id: `ch_${key}`, amount: 2500, currency: 'USD', providerChargeId: `p_${key}`, createdAt: '2026-01-01T00:00:00Z' } : null,
+      charge: c.status === 'SUCCEEDED' ? chargeOf(key, c.input, c.captured) : null,
       failure: c.status === 'FAILED' ? { code: c.failure ?? 'card_declined', message: 'The card was declined.' } : null,
       nextAction: c.status === 'PROCESSING' && c.action ? { type: 'REDIRECT', url: challengeUrl(key), expiresAt: challengeExpiresAt } : null,
     };
@@ -224,4 +246,23 @@ export function testCharger(server: FakeServer, chargers: Charger[], over: Parti
   c.subscribe((s) => states.push(s));
   chargers.push(c);
   return { c, events, states, mintKey };
+}
+
+/**
+ * The chargers of a test file: fake timers for each test, and after it
+ * its chargers closed, real timers and globals back. The function it
+ * returns makes one (testCharger) with the file's defaults under over.
+ */
+export function chargersPerTest(defaults: Partial<ChargerOptions> = {}) {
+  let chargers: Charger[] = [];
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  });
+  afterEach(() => {
+    for (const c of chargers) c.close();
+    chargers = [];
+    vi.useRealTimers();
+    vi.unstubAllGlobals();
+  });
+  return (server: FakeServer, over: Partial<ChargerOptions> = {}) => testCharger(server, chargers, { ...defaults, ...over });
 }

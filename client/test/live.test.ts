@@ -12,7 +12,7 @@ const succeeded: ChargePayload = {
   idempotencyKey: 'k',
   status: 'SUCCEEDED',
   replayed: false,
-  charge: { id: 'c', amount: 1, currency: 'USD', providerChargeId: 'p', createdAt: 'x' },
+  charge: { id: 'c', amount: 1, currency: 'USD', providerChargeId: 'p', createdAt: 'x', captureStatus: 'CAPTURED', amountCaptured: 1, amountCapturable: 0, authorizationExpiresAt: null },
 };
 
 /** An event stream as chargeonce writes it: push() adds text, end() closes it. */

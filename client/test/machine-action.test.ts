@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { machineDefaults, step, type Effect, type MachineConfig, type MachineEvent } from '../src/machine.js';
 import type { AttemptRecord } from '../src/record.js';
 import type { Answer } from '../src/transport.js';
+import { chargeOf } from './fakes.js';
 import type { ChargePayload, ChargerState, NextAction } from '../src/types.js';
 
 const input = { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_1' };
@@ -17,7 +18,7 @@ const sse: MachineConfig = { ...machineDefaults, retry: { baseMs: 400, capMs: 10
 const poll: MachineConfig = { ...sse, live: 'poll' };
 
 const nextAction: NextAction = { type: 'REDIRECT', url: 'https://bank.example/challenge/1', expiresAt: '2099-01-01T00:10:00Z' };
-const charge = { id: 'ch_1', amount: 2500, currency: 'USD', providerChargeId: 'p_1', createdAt: '2026-01-01T00:00:00Z' };
+const charge = chargeOf('1', null);
 const payload = (status: ChargePayload['status'], extra: Partial<ChargePayload> = {}): ChargePayload => ({
   idempotencyKey: K,
   status,

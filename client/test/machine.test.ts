@@ -3,6 +3,7 @@ import { pollDelay } from '../src/following.js';
 import { machineDefaults, step, type Effect, type MachineConfig, type MachineEvent } from '../src/machine.js';
 import type { AttemptRecord } from '../src/record.js';
 import type { Answer } from '../src/transport.js';
+import { chargeOf } from './fakes.js';
 import type { ChargePayload, ChargerState } from '../src/types.js';
 
 const input = { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_1' };
@@ -12,7 +13,7 @@ const T0 = 1_000_000;
 const cfg: MachineConfig = { ...machineDefaults, retry: { baseMs: 400, capMs: 10_000, budgetMs: 45_000, maxAttempts: 8 } };
 const poll: MachineConfig = { ...cfg, live: 'poll' };
 
-const charge = { id: 'ch_1', amount: 2500, currency: 'USD', providerChargeId: 'p_1', createdAt: '2026-01-01T00:00:00Z' };
+const charge = chargeOf('1', null);
 const payload = (status: ChargePayload['status'], extra: Partial<ChargePayload> = {}): ChargePayload => ({
   idempotencyKey: K,
   status,

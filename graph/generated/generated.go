@@ -41,15 +41,44 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	Capture struct {
+		Amount    func(childComplexity int) int
+		ChargeID  func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		Final     func(childComplexity int) int
+		ID        func(childComplexity int) int
+	}
+
+	CaptureFailure struct {
+		Code    func(childComplexity int) int
+		Message func(childComplexity int) int
+	}
+
+	CapturePayload struct {
+		Capture        func(childComplexity int) int
+		Charge         func(childComplexity int) int
+		ExpiresAt      func(childComplexity int) int
+		Failure        func(childComplexity int) int
+		IdempotencyKey func(childComplexity int) int
+		Replayed       func(childComplexity int) int
+		RetryAfterMs   func(childComplexity int) int
+		Status         func(childComplexity int) int
+	}
+
 	Charge struct {
-		Amount           func(childComplexity int) int
-		AmountRefunded   func(childComplexity int) int
-		CreatedAt        func(childComplexity int) int
-		Currency         func(childComplexity int) int
-		ID               func(childComplexity int) int
-		OrderID          func(childComplexity int) int
-		ProviderChargeID func(childComplexity int) int
-		Refunds          func(childComplexity int) int
+		Amount                 func(childComplexity int) int
+		AmountCapturable       func(childComplexity int) int
+		AmountCaptured         func(childComplexity int) int
+		AmountRefunded         func(childComplexity int) int
+		AuthorizationExpiresAt func(childComplexity int) int
+		CaptureStatus          func(childComplexity int) int
+		Captures               func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		Currency               func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		OrderID                func(childComplexity int) int
+		ProviderChargeID       func(childComplexity int) int
+		Refunds                func(childComplexity int) int
 	}
 
 	ChargeCardPayload struct {
@@ -91,9 +120,11 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		CaptureCharge         func(childComplexity int, idempotencyKey string, input model.CaptureInput) int
 		ChargeCard            func(childComplexity int, idempotencyKey string, input model.ChargeCardInput) int
 		CreateCheckoutSession func(childComplexity int, idempotencyKey string, input model.CheckoutSessionInput) int
 		RefundCharge          func(childComplexity int, idempotencyKey string, input model.RefundInput) int
+		VoidCharge            func(childComplexity int, idempotencyKey string, input model.VoidInput) int
 	}
 
 	NextAction struct {
@@ -103,9 +134,11 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		CaptureStatus   func(childComplexity int, idempotencyKey string) int
 		ChargeStatus    func(childComplexity int, idempotencyKey string, checkoutSession *string) int
 		CheckoutSession func(childComplexity int, id string) int
 		RefundStatus    func(childComplexity int, idempotencyKey string) int
+		VoidStatus      func(childComplexity int, idempotencyKey string) int
 	}
 
 	Refund struct {
@@ -137,6 +170,23 @@ type ComplexityRoot struct {
 	Subscription struct {
 		ChargeUpdated func(childComplexity int, idempotencyKey string, checkoutSession *string) int
 	}
+
+	Void struct {
+		ChargeID  func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+	}
+
+	VoidPayload struct {
+		Charge         func(childComplexity int) int
+		ExpiresAt      func(childComplexity int) int
+		Failure        func(childComplexity int) int
+		IdempotencyKey func(childComplexity int) int
+		Replayed       func(childComplexity int) int
+		RetryAfterMs   func(childComplexity int) int
+		Status         func(childComplexity int) int
+		Void           func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -146,16 +196,25 @@ type ComplexityRoot struct {
 type ChargeResolver interface {
 	AmountRefunded(ctx context.Context, obj *model.Charge) (int, error)
 	Refunds(ctx context.Context, obj *model.Charge) ([]*model.Refund, error)
+	CaptureStatus(ctx context.Context, obj *model.Charge) (model.CaptureStatus, error)
+	AmountCaptured(ctx context.Context, obj *model.Charge) (int, error)
+	AmountCapturable(ctx context.Context, obj *model.Charge) (int, error)
+	AuthorizationExpiresAt(ctx context.Context, obj *model.Charge) (*time.Time, error)
+	Captures(ctx context.Context, obj *model.Charge) ([]*model.Capture, error)
 }
 type MutationResolver interface {
 	ChargeCard(ctx context.Context, idempotencyKey string, input model.ChargeCardInput) (*model.ChargeCardPayload, error)
 	CreateCheckoutSession(ctx context.Context, idempotencyKey string, input model.CheckoutSessionInput) (*model.CheckoutSessionPayload, error)
 	RefundCharge(ctx context.Context, idempotencyKey string, input model.RefundInput) (*model.RefundPayload, error)
+	CaptureCharge(ctx context.Context, idempotencyKey string, input model.CaptureInput) (*model.CapturePayload, error)
+	VoidCharge(ctx context.Context, idempotencyKey string, input model.VoidInput) (*model.VoidPayload, error)
 }
 type QueryResolver interface {
 	ChargeStatus(ctx context.Context, idempotencyKey string, checkoutSession *string) (*model.ChargeCardPayload, error)
 	CheckoutSession(ctx context.Context, id string) (*model.CheckoutSession, error)
 	RefundStatus(ctx context.Context, idempotencyKey string) (*model.RefundPayload, error)
+	CaptureStatus(ctx context.Context, idempotencyKey string) (*model.CapturePayload, error)
+	VoidStatus(ctx context.Context, idempotencyKey string) (*model.VoidPayload, error)
 }
 type SubscriptionResolver interface {
 	ChargeUpdated(ctx context.Context, idempotencyKey string, checkoutSession *string) (<-chan *model.ChargeCardPayload, error)
@@ -179,18 +238,141 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	_ = ec
 	switch typeName + "." + field {
 
+	case "Capture.amount":
+		if e.ComplexityRoot.Capture.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capture.Amount(childComplexity), true
+	case "Capture.chargeId":
+		if e.ComplexityRoot.Capture.ChargeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capture.ChargeID(childComplexity), true
+	case "Capture.createdAt":
+		if e.ComplexityRoot.Capture.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capture.CreatedAt(childComplexity), true
+	case "Capture.final":
+		if e.ComplexityRoot.Capture.Final == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capture.Final(childComplexity), true
+	case "Capture.id":
+		if e.ComplexityRoot.Capture.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capture.ID(childComplexity), true
+
+	case "CaptureFailure.code":
+		if e.ComplexityRoot.CaptureFailure.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CaptureFailure.Code(childComplexity), true
+	case "CaptureFailure.message":
+		if e.ComplexityRoot.CaptureFailure.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CaptureFailure.Message(childComplexity), true
+
+	case "CapturePayload.capture":
+		if e.ComplexityRoot.CapturePayload.Capture == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.Capture(childComplexity), true
+	case "CapturePayload.charge":
+		if e.ComplexityRoot.CapturePayload.Charge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.Charge(childComplexity), true
+	case "CapturePayload.expiresAt":
+		if e.ComplexityRoot.CapturePayload.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.ExpiresAt(childComplexity), true
+	case "CapturePayload.failure":
+		if e.ComplexityRoot.CapturePayload.Failure == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.Failure(childComplexity), true
+	case "CapturePayload.idempotencyKey":
+		if e.ComplexityRoot.CapturePayload.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.IdempotencyKey(childComplexity), true
+	case "CapturePayload.replayed":
+		if e.ComplexityRoot.CapturePayload.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.Replayed(childComplexity), true
+	case "CapturePayload.retryAfterMs":
+		if e.ComplexityRoot.CapturePayload.RetryAfterMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.RetryAfterMs(childComplexity), true
+	case "CapturePayload.status":
+		if e.ComplexityRoot.CapturePayload.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePayload.Status(childComplexity), true
+
 	case "Charge.amount":
 		if e.ComplexityRoot.Charge.Amount == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Charge.Amount(childComplexity), true
+	case "Charge.amountCapturable":
+		if e.ComplexityRoot.Charge.AmountCapturable == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.AmountCapturable(childComplexity), true
+	case "Charge.amountCaptured":
+		if e.ComplexityRoot.Charge.AmountCaptured == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.AmountCaptured(childComplexity), true
 	case "Charge.amountRefunded":
 		if e.ComplexityRoot.Charge.AmountRefunded == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Charge.AmountRefunded(childComplexity), true
+	case "Charge.authorizationExpiresAt":
+		if e.ComplexityRoot.Charge.AuthorizationExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.AuthorizationExpiresAt(childComplexity), true
+	case "Charge.captureStatus":
+		if e.ComplexityRoot.Charge.CaptureStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.CaptureStatus(childComplexity), true
+	case "Charge.captures":
+		if e.ComplexityRoot.Charge.Captures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.Captures(childComplexity), true
 	case "Charge.createdAt":
 		if e.ComplexityRoot.Charge.CreatedAt == nil {
 			break
@@ -388,6 +570,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CheckoutSessionPayload.Session(childComplexity), true
 
+	case "Mutation.captureCharge":
+		if e.ComplexityRoot.Mutation.CaptureCharge == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_captureCharge_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CaptureCharge(childComplexity, args["idempotencyKey"].(string), args["input"].(model.CaptureInput)), true
 	case "Mutation.chargeCard":
 		if e.ComplexityRoot.Mutation.ChargeCard == nil {
 			break
@@ -421,6 +614,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RefundCharge(childComplexity, args["idempotencyKey"].(string), args["input"].(model.RefundInput)), true
+	case "Mutation.voidCharge":
+		if e.ComplexityRoot.Mutation.VoidCharge == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_voidCharge_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VoidCharge(childComplexity, args["idempotencyKey"].(string), args["input"].(model.VoidInput)), true
 
 	case "NextAction.expiresAt":
 		if e.ComplexityRoot.NextAction.ExpiresAt == nil {
@@ -441,6 +645,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NextAction.URL(childComplexity), true
 
+	case "Query.captureStatus":
+		if e.ComplexityRoot.Query.CaptureStatus == nil {
+			break
+		}
+
+		args, err := ec.field_Query_captureStatus_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.CaptureStatus(childComplexity, args["idempotencyKey"].(string)), true
 	case "Query.chargeStatus":
 		if e.ComplexityRoot.Query.ChargeStatus == nil {
 			break
@@ -475,6 +690,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.RefundStatus(childComplexity, args["idempotencyKey"].(string)), true
+	case "Query.voidStatus":
+		if e.ComplexityRoot.Query.VoidStatus == nil {
+			break
+		}
+
+		args, err := ec.field_Query_voidStatus_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.VoidStatus(childComplexity, args["idempotencyKey"].(string)), true
 
 	case "Refund.amount":
 		if e.ComplexityRoot.Refund.Amount == nil {
@@ -593,6 +819,74 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.ChargeUpdated(childComplexity, args["idempotencyKey"].(string), args["checkoutSession"].(*string)), true
 
+	case "Void.chargeId":
+		if e.ComplexityRoot.Void.ChargeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Void.ChargeID(childComplexity), true
+	case "Void.createdAt":
+		if e.ComplexityRoot.Void.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Void.CreatedAt(childComplexity), true
+	case "Void.id":
+		if e.ComplexityRoot.Void.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Void.ID(childComplexity), true
+
+	case "VoidPayload.charge":
+		if e.ComplexityRoot.VoidPayload.Charge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.Charge(childComplexity), true
+	case "VoidPayload.expiresAt":
+		if e.ComplexityRoot.VoidPayload.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.ExpiresAt(childComplexity), true
+	case "VoidPayload.failure":
+		if e.ComplexityRoot.VoidPayload.Failure == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.Failure(childComplexity), true
+	case "VoidPayload.idempotencyKey":
+		if e.ComplexityRoot.VoidPayload.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.IdempotencyKey(childComplexity), true
+	case "VoidPayload.replayed":
+		if e.ComplexityRoot.VoidPayload.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.Replayed(childComplexity), true
+	case "VoidPayload.retryAfterMs":
+		if e.ComplexityRoot.VoidPayload.RetryAfterMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.RetryAfterMs(childComplexity), true
+	case "VoidPayload.status":
+		if e.ComplexityRoot.VoidPayload.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.Status(childComplexity), true
+	case "VoidPayload.void":
+		if e.ComplexityRoot.VoidPayload.Void == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VoidPayload.Void(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -602,9 +896,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("CaptureInput", ec.unmarshalInputCaptureInput),
 			graphql.NewInputUnmarshaler("ChargeCardInput", ec.unmarshalInputChargeCardInput),
 			graphql.NewInputUnmarshaler("CheckoutSessionInput", ec.unmarshalInputCheckoutSessionInput),
 			graphql.NewInputUnmarshaler("RefundInput", ec.unmarshalInputRefundInput),
+			graphql.NewInputUnmarshaler("VoidInput", ec.unmarshalInputVoidInput),
 		)
 	}
 	first := true
@@ -763,6 +1059,36 @@ input ChargeCardInput {
   with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
   """
   returnUrl: String
+  """
+  When the money is taken: AUTOMATIC (the default) with the charge, or
+  MANUAL: the charge only authorizes (SUCCEEDED, captureStatus UNCAPTURED),
+  and captureCharge takes the money later, in parts or whole, or voidCharge
+  releases it. With checkoutSession it comes from the session, and if sent
+  must equal the session's. Part of the request, like returnUrl.
+  """
+  captureMethod: CaptureMethod
+}
+
+"When a charge's money is taken."
+enum CaptureMethod {
+  "With the charge."
+  AUTOMATIC
+  "Later, by captureCharge; the charge only authorizes until then."
+  MANUAL
+}
+
+"Where a charge stands in its captures."
+enum CaptureStatus {
+  "Authorized (captureMethod MANUAL); nothing captured yet."
+  UNCAPTURED
+  "Part captured; more may be, until the authorization expires."
+  PARTIALLY_CAPTURED
+  "Captured in full, or its final capture made (the rest released). An AUTOMATIC charge always is."
+  CAPTURED
+  "The authorization was voided; nothing was taken."
+  VOIDED
+  "The authorization lapsed; what was not captured was released."
+  EXPIRED
 }
 
 "What kind of step the shopper must take before the charge can complete."
@@ -818,6 +1144,8 @@ input CheckoutSessionInput {
   returnUrl: String
   "Seconds until the session expires: default 3600, at most 86400."
   expiresInSeconds: Int
+  "When the session's charge takes the money: AUTOMATIC (the default), or MANUAL: it only authorizes, for captureCharge later."
+  captureMethod: CaptureMethod
 }
 
 """
@@ -873,6 +1201,102 @@ type Charge {
   amountRefunded: Int!
   "The refunds of this charge, oldest first."
   refunds: [Refund!]!
+  "Where the charge stands in its captures: CAPTURED for an AUTOMATIC charge."
+  captureStatus: CaptureStatus!
+  "What has been captured of the charge, in minor units: all of an AUTOMATIC charge."
+  amountCaptured: Int!
+  "What a captureCharge may take now, in minor units: 0 unless UNCAPTURED or PARTIALLY_CAPTURED (and no final capture or void running)."
+  amountCapturable: Int!
+  "When the authorization lapses; null once captured in full or voided, and for an AUTOMATIC charge."
+  authorizationExpiresAt: Time
+  "The captures of this charge, oldest first."
+  captures: [Capture!]!
+}
+
+"Money a capture took of an authorization."
+type Capture {
+  id: ID!
+  chargeId: ID!
+  "Amount in minor units of the charge's currency."
+  amount: Int!
+  "True when this capture released the rest of the authorization."
+  final: Boolean!
+  createdAt: Time!
+}
+
+"An authorization voided: nothing was taken."
+type Void {
+  id: ID!
+  chargeId: ID!
+  createdAt: Time!
+}
+
+input CaptureInput {
+  "The id of the charge to capture (Charge.id), made with captureMethod MANUAL."
+  chargeId: ID!
+  "Amount in minor units; default: all that is capturable."
+  amount: Int
+  "True (the default) releases the rest of the authorization with this capture; false lets more captures follow."
+  final: Boolean
+}
+
+input VoidInput {
+  "The id of the charge whose authorization to void (Charge.id)."
+  chargeId: ID!
+}
+
+"Where a capture or void attempt stands."
+enum CaptureAttemptStatus {
+  "Running, or its outcome is not known yet: poll captureStatus/voidStatus or retry with the same key after retryAfterMs."
+  PROCESSING
+  "Done; see capture or void."
+  SUCCEEDED
+  "The provider refused it (failure says why); nothing was captured or voided."
+  FAILED
+}
+
+"Why a capture or a void failed at the provider. Nothing was captured or voided."
+type CaptureFailure {
+  "Machine-readable reason, e.g. authorization_expired or card_declined."
+  code: String!
+  "A human-readable explanation."
+  message: String!
+}
+
+type CapturePayload {
+  "The idempotency key this answer belongs to."
+  idempotencyKey: String!
+  status: CaptureAttemptStatus!
+  "True when this answer is the stored result of an earlier request with the same key."
+  replayed: Boolean!
+  "Set when status is PROCESSING: wait this many milliseconds, then poll captureStatus or retry captureCharge with the same key."
+  retryAfterMs: Int
+  "Set when status is SUCCEEDED."
+  capture: Capture
+  "Set when status is FAILED."
+  failure: CaptureFailure
+  "The charge captured, as it is now."
+  charge: Charge
+  "When the stored result of this key may be forgotten."
+  expiresAt: Time
+}
+
+type VoidPayload {
+  "The idempotency key this answer belongs to."
+  idempotencyKey: String!
+  status: CaptureAttemptStatus!
+  "True when this answer is the stored result of an earlier request with the same key."
+  replayed: Boolean!
+  "Set when status is PROCESSING: wait this many milliseconds, then poll voidStatus or retry voidCharge with the same key."
+  retryAfterMs: Int
+  "Set when status is SUCCEEDED."
+  void: Void
+  "Set when status is FAILED."
+  failure: CaptureFailure
+  "The charge whose authorization was voided, as it is now."
+  charge: Charge
+  "When the stored result of this key may be forgotten."
+  expiresAt: Time
 }
 
 "Where a refund attempt stands."
@@ -975,6 +1399,10 @@ type Query {
   checkoutSession(id: ID!): CheckoutSession
   "The state of the refund made with this idempotency key; null for a key this merchant never used for a refund. Secret keys only."
   refundStatus(idempotencyKey: String!): RefundPayload
+  "The state of the capture made with this idempotency key; null for a key this merchant never used for a capture. Secret keys only."
+  captureStatus(idempotencyKey: String!): CapturePayload
+  "The state of the void made with this idempotency key; null for a key this merchant never used for a void. Secret keys only."
+  voidStatus(idempotencyKey: String!): VoidPayload
 }
 
 type Mutation {
@@ -1015,6 +1443,31 @@ type Mutation {
   is refunded. A refund that fails gives its amount back. Secret keys only.
   """
   refundCharge(idempotencyKey: String!, input: RefundInput!): RefundPayload!
+  """
+  Capture part or all of an authorization (a charge made with captureMethod
+  MANUAL) at most once per idempotency key, with the guarantees of
+  chargeCard: mint one key per capture and send it with every retry; a
+  retry returns the stored result with replayed: true. The captures of a
+  charge never add up to more than was authorized. Refused before anything
+  reaches the provider: more than is capturable with
+  CAPTURE_EXCEEDS_AUTHORIZATION (extensions.capturable says what is), an
+  AUTOMATIC charge, one captured in full or whose final capture is made or
+  running with CHARGE_NOT_CAPTURABLE, a voided one with CHARGE_VOIDED, an
+  expired one with AUTHORIZATION_EXPIRED, an unknown one with
+  CHARGE_NOT_FOUND. A capture that fails gives its amount back. Secret keys
+  only.
+  """
+  captureCharge(idempotencyKey: String!, input: CaptureInput!): CapturePayload!
+  """
+  Void an authorization (release the money held) at most once per
+  idempotency key, with the guarantees of chargeCard. A capture and a void
+  of one charge race to one winner, whichever claims first; the other is
+  refused before it reaches the provider: a void after any capture with
+  CHARGE_CAPTURED (refund instead), a capture after a void with
+  CHARGE_VOIDED. An expired authorization is AUTHORIZATION_EXPIRED. Secret
+  keys only.
+  """
+  voidCharge(idempotencyKey: String!, input: VoidInput!): VoidPayload!
 }
 
 type Subscription {
@@ -1037,6 +1490,54 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_Capture(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Capture_id(ctx, field)
+	case "chargeId":
+		return ec.fieldContext_Capture_chargeId(ctx, field)
+	case "amount":
+		return ec.fieldContext_Capture_amount(ctx, field)
+	case "final":
+		return ec.fieldContext_Capture_final(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Capture_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Capture", field.Name)
+}
+
+func (ec *executionContext) childFields_CaptureFailure(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "code":
+		return ec.fieldContext_CaptureFailure_code(ctx, field)
+	case "message":
+		return ec.fieldContext_CaptureFailure_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CaptureFailure", field.Name)
+}
+
+func (ec *executionContext) childFields_CapturePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "idempotencyKey":
+		return ec.fieldContext_CapturePayload_idempotencyKey(ctx, field)
+	case "status":
+		return ec.fieldContext_CapturePayload_status(ctx, field)
+	case "replayed":
+		return ec.fieldContext_CapturePayload_replayed(ctx, field)
+	case "retryAfterMs":
+		return ec.fieldContext_CapturePayload_retryAfterMs(ctx, field)
+	case "capture":
+		return ec.fieldContext_CapturePayload_capture(ctx, field)
+	case "failure":
+		return ec.fieldContext_CapturePayload_failure(ctx, field)
+	case "charge":
+		return ec.fieldContext_CapturePayload_charge(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_CapturePayload_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CapturePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Charge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1055,6 +1556,16 @@ func (ec *executionContext) childFields_Charge(ctx context.Context, field graphq
 		return ec.fieldContext_Charge_amountRefunded(ctx, field)
 	case "refunds":
 		return ec.fieldContext_Charge_refunds(ctx, field)
+	case "captureStatus":
+		return ec.fieldContext_Charge_captureStatus(ctx, field)
+	case "amountCaptured":
+		return ec.fieldContext_Charge_amountCaptured(ctx, field)
+	case "amountCapturable":
+		return ec.fieldContext_Charge_amountCapturable(ctx, field)
+	case "authorizationExpiresAt":
+		return ec.fieldContext_Charge_authorizationExpiresAt(ctx, field)
+	case "captures":
+		return ec.fieldContext_Charge_captures(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Charge", field.Name)
 }
@@ -1199,6 +1710,40 @@ func (ec *executionContext) childFields_RefundPayload(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type RefundPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Void(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Void_id(ctx, field)
+	case "chargeId":
+		return ec.fieldContext_Void_chargeId(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Void_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Void", field.Name)
+}
+
+func (ec *executionContext) childFields_VoidPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "idempotencyKey":
+		return ec.fieldContext_VoidPayload_idempotencyKey(ctx, field)
+	case "status":
+		return ec.fieldContext_VoidPayload_status(ctx, field)
+	case "replayed":
+		return ec.fieldContext_VoidPayload_replayed(ctx, field)
+	case "retryAfterMs":
+		return ec.fieldContext_VoidPayload_retryAfterMs(ctx, field)
+	case "void":
+		return ec.fieldContext_VoidPayload_void(ctx, field)
+	case "failure":
+		return ec.fieldContext_VoidPayload_failure(ctx, field)
+	case "charge":
+		return ec.fieldContext_VoidPayload_charge(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_VoidPayload_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VoidPayload", field.Name)
+}
+
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -1315,6 +1860,28 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_captureCharge_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CaptureInput, error) {
+			return ec.unmarshalNCaptureInput2chargeonceᚋgraphᚋmodelᚐCaptureInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_chargeCard_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1381,6 +1948,28 @@ func (ec *executionContext) field_Mutation_refundCharge_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_voidCharge_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.VoidInput, error) {
+			return ec.unmarshalNVoidInput2chargeonceᚋgraphᚋmodelᚐVoidInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1392,6 +1981,20 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_captureStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
 	return args, nil
 }
 
@@ -1432,6 +2035,20 @@ func (ec *executionContext) field_Query_checkoutSession_args(ctx context.Context
 }
 
 func (ec *executionContext) field_Query_refundStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_voidStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
@@ -1540,6 +2157,378 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _Capture_id(ctx context.Context, field graphql.CollectedField, obj *model.Capture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capture_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capture_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capture", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Capture_chargeId(ctx context.Context, field graphql.CollectedField, obj *model.Capture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capture_chargeId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChargeID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capture_chargeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capture", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Capture_amount(ctx context.Context, field graphql.CollectedField, obj *model.Capture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capture_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capture_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capture", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Capture_final(ctx context.Context, field graphql.CollectedField, obj *model.Capture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capture_final(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Final, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capture_final(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capture", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Capture_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Capture) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capture_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capture_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capture", field, false, false, "Time")
+}
+
+func (ec *executionContext) _CaptureFailure_code(ctx context.Context, field graphql.CollectedField, obj *model.CaptureFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CaptureFailure_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CaptureFailure_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CaptureFailure", field, false, false, "String")
+}
+
+func (ec *executionContext) _CaptureFailure_message(ctx context.Context, field graphql.CollectedField, obj *model.CaptureFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CaptureFailure_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CaptureFailure_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CaptureFailure", field, false, false, "String")
+}
+
+func (ec *executionContext) _CapturePayload_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CapturePayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _CapturePayload_status(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.CaptureAttemptStatus) graphql.Marshaler {
+			return ec.marshalNCaptureAttemptStatus2chargeonceᚋgraphᚋmodelᚐCaptureAttemptStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CapturePayload", field, false, false, "CaptureAttemptStatus")
+}
+
+func (ec *executionContext) _CapturePayload_replayed(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CapturePayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CapturePayload_retryAfterMs(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_retryAfterMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetryAfterMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_retryAfterMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CapturePayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CapturePayload_capture(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_capture(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capture, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Capture) graphql.Marshaler {
+			return ec.marshalOCapture2ᚖchargeonceᚋgraphᚋmodelᚐCapture(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_capture(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CapturePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Capture(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CapturePayload_failure(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_failure(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failure, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CaptureFailure) graphql.Marshaler {
+			return ec.marshalOCaptureFailure2ᚖchargeonceᚋgraphᚋmodelᚐCaptureFailure(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_failure(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CapturePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CaptureFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CapturePayload_charge(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_charge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Charge, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Charge) graphql.Marshaler {
+			return ec.marshalOCharge2ᚖchargeonceᚋgraphᚋmodelᚐCharge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_charge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CapturePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Charge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CapturePayload_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.CapturePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePayload_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePayload_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CapturePayload", field, false, false, "Time")
+}
 
 func (ec *executionContext) _Charge_id(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -1729,6 +2718,130 @@ func (ec *executionContext) fieldContext_Charge_refunds(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Refund(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Charge_captureStatus(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_captureStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().CaptureStatus(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.CaptureStatus) graphql.Marshaler {
+			return ec.marshalNCaptureStatus2chargeonceᚋgraphᚋmodelᚐCaptureStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_captureStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "CaptureStatus")
+}
+
+func (ec *executionContext) _Charge_amountCaptured(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_amountCaptured(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().AmountCaptured(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_amountCaptured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "Int")
+}
+
+func (ec *executionContext) _Charge_amountCapturable(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_amountCapturable(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().AmountCapturable(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_amountCapturable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "Int")
+}
+
+func (ec *executionContext) _Charge_authorizationExpiresAt(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_authorizationExpiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().AuthorizationExpiresAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_authorizationExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "Time")
+}
+
+func (ec *executionContext) _Charge_captures(ctx context.Context, field graphql.CollectedField, obj *model.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_captures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().Captures(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Capture) graphql.Marshaler {
+			return ec.marshalNCapture2ᚕᚖchargeonceᚋgraphᚋmodelᚐCaptureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_captures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Charge",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Capture(ctx, field)
 		},
 	}
 	return fc, nil
@@ -2509,6 +3622,94 @@ func (ec *executionContext) fieldContext_Mutation_refundCharge(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_captureCharge(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_captureCharge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CaptureCharge(ctx, fc.Args["idempotencyKey"].(string), fc.Args["input"].(model.CaptureInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CapturePayload) graphql.Marshaler {
+			return ec.marshalNCapturePayload2ᚖchargeonceᚋgraphᚋmodelᚐCapturePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_captureCharge(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CapturePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_captureCharge_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_voidCharge(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_voidCharge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VoidCharge(ctx, fc.Args["idempotencyKey"].(string), fc.Args["input"].(model.VoidInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.VoidPayload) graphql.Marshaler {
+			return ec.marshalNVoidPayload2ᚖchargeonceᚋgraphᚋmodelᚐVoidPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_voidCharge(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VoidPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_voidCharge_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NextAction_type(ctx context.Context, field graphql.CollectedField, obj *model.NextAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2704,6 +3905,94 @@ func (ec *executionContext) fieldContext_Query_refundStatus(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_refundStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_captureStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_captureStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().CaptureStatus(ctx, fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CapturePayload) graphql.Marshaler {
+			return ec.marshalOCapturePayload2ᚖchargeonceᚋgraphᚋmodelᚐCapturePayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_captureStatus(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CapturePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_captureStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_voidStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_voidStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().VoidStatus(ctx, fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.VoidPayload) graphql.Marshaler {
+			return ec.marshalOVoidPayload2ᚖchargeonceᚋgraphᚋmodelᚐVoidPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_voidStatus(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VoidPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_voidStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -3250,6 +4539,286 @@ func (ec *executionContext) fieldContext_Subscription_chargeUpdated(ctx context.
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Void_id(ctx context.Context, field graphql.CollectedField, obj *model.Void) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Void_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Void_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Void", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Void_chargeId(ctx context.Context, field graphql.CollectedField, obj *model.Void) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Void_chargeId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChargeID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Void_chargeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Void", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Void_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Void) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Void_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Void_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Void", field, false, false, "Time")
+}
+
+func (ec *executionContext) _VoidPayload_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VoidPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _VoidPayload_status(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.CaptureAttemptStatus) graphql.Marshaler {
+			return ec.marshalNCaptureAttemptStatus2chargeonceᚋgraphᚋmodelᚐCaptureAttemptStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VoidPayload", field, false, false, "CaptureAttemptStatus")
+}
+
+func (ec *executionContext) _VoidPayload_replayed(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VoidPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _VoidPayload_retryAfterMs(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_retryAfterMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetryAfterMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_retryAfterMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VoidPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _VoidPayload_void(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_void(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Void, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Void) graphql.Marshaler {
+			return ec.marshalOVoid2ᚖchargeonceᚋgraphᚋmodelᚐVoid(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_void(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VoidPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VoidPayload_failure(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_failure(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failure, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CaptureFailure) graphql.Marshaler {
+			return ec.marshalOCaptureFailure2ᚖchargeonceᚋgraphᚋmodelᚐCaptureFailure(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_failure(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VoidPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CaptureFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VoidPayload_charge(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_charge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Charge, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Charge) graphql.Marshaler {
+			return ec.marshalOCharge2ᚖchargeonceᚋgraphᚋmodelᚐCharge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_charge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VoidPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Charge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VoidPayload_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.VoidPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VoidPayload_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VoidPayload_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VoidPayload", field, false, false, "Time")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -4325,6 +5894,62 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputCaptureInput(ctx context.Context, obj any) (model.CaptureInput, error) {
+	var it model.CaptureInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"chargeId", "amount", "final"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "chargeId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("chargeId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ChargeID = data
+		case "amount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount = data
+		case "final":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("final"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Final = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCaptureInput unmarshals raw into the CaptureInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCaptureInput(ctx context.Context, raw any) (model.CaptureInput, error) {
+	var out model.CaptureInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CaptureInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, obj any) (model.ChargeCardInput, error) {
 	var it model.ChargeCardInput
 	if obj == nil {
@@ -4336,7 +5961,7 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"amount", "currency", "paymentMethod", "orderId", "description", "checkoutSession", "returnUrl"}
+	fieldsInOrder := [...]string{"amount", "currency", "paymentMethod", "orderId", "description", "checkoutSession", "returnUrl", "captureMethod"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4392,6 +6017,13 @@ func (ec *executionContext) unmarshalInputChargeCardInput(ctx context.Context, o
 				return it, err
 			}
 			it.ReturnURL = data
+		case "captureMethod":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("captureMethod"))
+			data, err := ec.unmarshalOCaptureMethod2ᚖchargeonceᚋgraphᚋmodelᚐCaptureMethod(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CaptureMethod = data
 		}
 	}
 	return it, nil
@@ -4420,7 +6052,7 @@ func (ec *executionContext) unmarshalInputCheckoutSessionInput(ctx context.Conte
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"amount", "currency", "orderId", "description", "returnUrl", "expiresInSeconds"}
+	fieldsInOrder := [...]string{"amount", "currency", "orderId", "description", "returnUrl", "expiresInSeconds", "captureMethod"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4469,6 +6101,13 @@ func (ec *executionContext) unmarshalInputCheckoutSessionInput(ctx context.Conte
 				return it, err
 			}
 			it.ExpiresInSeconds = data
+		case "captureMethod":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("captureMethod"))
+			data, err := ec.unmarshalOCaptureMethod2ᚖchargeonceᚋgraphᚋmodelᚐCaptureMethod(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CaptureMethod = data
 		}
 	}
 	return it, nil
@@ -4542,6 +6181,48 @@ func UnmarshalRefundInput(ctx context.Context, raw any) (model.RefundInput, erro
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputVoidInput(ctx context.Context, obj any) (model.VoidInput, error) {
+	var it model.VoidInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"chargeId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "chargeId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("chargeId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ChargeID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalVoidInput unmarshals raw into the VoidInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalVoidInput(ctx context.Context, raw any) (model.VoidInput, error) {
+	var out model.VoidInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "VoidInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -4549,6 +6230,165 @@ func UnmarshalRefundInput(ctx context.Context, raw any) (model.RefundInput, erro
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var captureImplementors = []string{"Capture"}
+
+func (ec *executionContext) _Capture(ctx context.Context, sel ast.SelectionSet, obj *model.Capture) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, captureImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Capture")
+		case "id":
+			out.Values[i] = ec._Capture_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chargeId":
+			out.Values[i] = ec._Capture_chargeId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._Capture_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "final":
+			out.Values[i] = ec._Capture_final(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Capture_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var captureFailureImplementors = []string{"CaptureFailure"}
+
+func (ec *executionContext) _CaptureFailure(ctx context.Context, sel ast.SelectionSet, obj *model.CaptureFailure) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, captureFailureImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CaptureFailure")
+		case "code":
+			out.Values[i] = ec._CaptureFailure_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._CaptureFailure_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var capturePayloadImplementors = []string{"CapturePayload"}
+
+func (ec *executionContext) _CapturePayload(ctx context.Context, sel ast.SelectionSet, obj *model.CapturePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, capturePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CapturePayload")
+		case "idempotencyKey":
+			out.Values[i] = ec._CapturePayload_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._CapturePayload_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._CapturePayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retryAfterMs":
+			out.Values[i] = ec._CapturePayload_retryAfterMs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "capture":
+			out.Values[i] = ec._CapturePayload_capture(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failure":
+			out.Values[i] = ec._CapturePayload_failure(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "charge":
+			out.Values[i] = ec._CapturePayload_charge(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._CapturePayload_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var chargeImplementors = []string{"Charge"}
 
@@ -4602,6 +6442,36 @@ func (ec *executionContext) _Charge(ctx context.Context, sel ast.SelectionSet, o
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Charge_refunds(ctx, field, obj)
+				})
+		case "captureStatus":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_captureStatus(ctx, field, obj)
+				})
+		case "amountCaptured":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_amountCaptured(ctx, field, obj)
+				})
+		case "amountCapturable":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_amountCapturable(ctx, field, obj)
+				})
+		case "authorizationExpiresAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_authorizationExpiresAt(ctx, field, obj)
+				})
+		case "captures":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_captures(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -4902,6 +6772,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "captureCharge":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_captureCharge(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "voidCharge":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_voidCharge(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -4998,6 +6882,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_refundStatus(ctx, field)
+				})
+		case "captureStatus":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_captureStatus(ctx, field)
+				})
+		case "voidStatus":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_voidStatus(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -5217,6 +7113,117 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var voidImplementors = []string{"Void"}
+
+func (ec *executionContext) _Void(ctx context.Context, sel ast.SelectionSet, obj *model.Void) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, voidImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Void")
+		case "id":
+			out.Values[i] = ec._Void_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chargeId":
+			out.Values[i] = ec._Void_chargeId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Void_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var voidPayloadImplementors = []string{"VoidPayload"}
+
+func (ec *executionContext) _VoidPayload(ctx context.Context, sel ast.SelectionSet, obj *model.VoidPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, voidPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VoidPayload")
+		case "idempotencyKey":
+			out.Values[i] = ec._VoidPayload_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._VoidPayload_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._VoidPayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retryAfterMs":
+			out.Values[i] = ec._VoidPayload_retryAfterMs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "void":
+			out.Values[i] = ec._VoidPayload_void(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failure":
+			out.Values[i] = ec._VoidPayload_failure(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "charge":
+			out.Values[i] = ec._VoidPayload_charge(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._VoidPayload_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
 }
 
 var __DirectiveImplementors = []string{"__Directive"}
@@ -5595,6 +7602,63 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalNCapture2ᚕᚖchargeonceᚋgraphᚋmodelᚐCaptureᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Capture) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCapture2ᚖchargeonceᚋgraphᚋmodelᚐCapture(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNCapture2ᚖchargeonceᚋgraphᚋmodelᚐCapture(ctx context.Context, sel ast.SelectionSet, v *model.Capture) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Capture!")
+		return graphql.Null
+	}
+	return ec._Capture(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNCaptureAttemptStatus2chargeonceᚋgraphᚋmodelᚐCaptureAttemptStatus(ctx context.Context, v any) (model.CaptureAttemptStatus, error) {
+	var res model.CaptureAttemptStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCaptureAttemptStatus2chargeonceᚋgraphᚋmodelᚐCaptureAttemptStatus(ctx context.Context, sel ast.SelectionSet, v model.CaptureAttemptStatus) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNCaptureInput2chargeonceᚋgraphᚋmodelᚐCaptureInput(ctx context.Context, v any) (model.CaptureInput, error) {
+	res, err := ec.unmarshalInputCaptureInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCapturePayload2ᚖchargeonceᚋgraphᚋmodelᚐCapturePayload(ctx context.Context, sel ast.SelectionSet, v *model.CapturePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CapturePayload!")
+		return graphql.Null
+	}
+	return ec._CapturePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNCaptureStatus2chargeonceᚋgraphᚋmodelᚐCaptureStatus(ctx context.Context, v any) (model.CaptureStatus, error) {
+	var res model.CaptureStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCaptureStatus2chargeonceᚋgraphᚋmodelᚐCaptureStatus(ctx context.Context, sel ast.SelectionSet, v model.CaptureStatus) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNChargeCardInput2chargeonceᚋgraphᚋmodelᚐChargeCardInput(ctx context.Context, v any) (model.ChargeCardInput, error) {
 	res, err := ec.unmarshalInputChargeCardInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -5760,6 +7824,19 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNVoidInput2chargeonceᚋgraphᚋmodelᚐVoidInput(ctx context.Context, v any) (model.VoidInput, error) {
+	res, err := ec.unmarshalInputVoidInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNVoidPayload2ᚖchargeonceᚋgraphᚋmodelᚐVoidPayload(ctx context.Context, sel ast.SelectionSet, v *model.VoidPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "VoidPayload!")
+		return graphql.Null
+	}
+	return ec._VoidPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -5934,6 +8011,43 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOCapture2ᚖchargeonceᚋgraphᚋmodelᚐCapture(ctx context.Context, sel ast.SelectionSet, v *model.Capture) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Capture(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOCaptureFailure2ᚖchargeonceᚋgraphᚋmodelᚐCaptureFailure(ctx context.Context, sel ast.SelectionSet, v *model.CaptureFailure) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CaptureFailure(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOCaptureMethod2ᚖchargeonceᚋgraphᚋmodelᚐCaptureMethod(ctx context.Context, v any) (*model.CaptureMethod, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.CaptureMethod)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOCaptureMethod2ᚖchargeonceᚋgraphᚋmodelᚐCaptureMethod(ctx context.Context, sel ast.SelectionSet, v *model.CaptureMethod) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) marshalOCapturePayload2ᚖchargeonceᚋgraphᚋmodelᚐCapturePayload(ctx context.Context, sel ast.SelectionSet, v *model.CapturePayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CapturePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOCharge2ᚖchargeonceᚋgraphᚋmodelᚐCharge(ctx context.Context, sel ast.SelectionSet, v *model.Charge) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -6042,6 +8156,20 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := graphql.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOVoid2ᚖchargeonceᚋgraphᚋmodelᚐVoid(ctx context.Context, sel ast.SelectionSet, v *model.Void) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Void(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOVoidPayload2ᚖchargeonceᚋgraphᚋmodelᚐVoidPayload(ctx context.Context, sel ast.SelectionSet, v *model.VoidPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._VoidPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

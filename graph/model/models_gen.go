@@ -10,6 +10,52 @@ import (
 	"time"
 )
 
+// Money a capture took of an authorization.
+type Capture struct {
+	ID       string `json:"id"`
+	ChargeID string `json:"chargeId"`
+	// Amount in minor units of the charge's currency.
+	Amount int `json:"amount"`
+	// True when this capture released the rest of the authorization.
+	Final     bool      `json:"final"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Why a capture or a void failed at the provider. Nothing was captured or voided.
+type CaptureFailure struct {
+	// Machine-readable reason, e.g. authorization_expired or card_declined.
+	Code string `json:"code"`
+	// A human-readable explanation.
+	Message string `json:"message"`
+}
+
+type CaptureInput struct {
+	// The id of the charge to capture (Charge.id), made with captureMethod MANUAL.
+	ChargeID string `json:"chargeId"`
+	// Amount in minor units; default: all that is capturable.
+	Amount *int `json:"amount,omitempty"`
+	// True (the default) releases the rest of the authorization with this capture; false lets more captures follow.
+	Final *bool `json:"final,omitempty"`
+}
+
+type CapturePayload struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string               `json:"idempotencyKey"`
+	Status         CaptureAttemptStatus `json:"status"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool `json:"replayed"`
+	// Set when status is PROCESSING: wait this many milliseconds, then poll captureStatus or retry captureCharge with the same key.
+	RetryAfterMs *int `json:"retryAfterMs,omitempty"`
+	// Set when status is SUCCEEDED.
+	Capture *Capture `json:"capture,omitempty"`
+	// Set when status is FAILED.
+	Failure *CaptureFailure `json:"failure,omitempty"`
+	// The charge captured, as it is now.
+	Charge *Charge `json:"charge,omitempty"`
+	// When the stored result of this key may be forgotten.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
 // Money that moved: the business record of a successful charge.
 type Charge struct {
 	ID string `json:"id"`
@@ -24,6 +70,16 @@ type Charge struct {
 	AmountRefunded int `json:"amountRefunded"`
 	// The refunds of this charge, oldest first.
 	Refunds []*Refund `json:"refunds"`
+	// Where the charge stands in its captures: CAPTURED for an AUTOMATIC charge.
+	CaptureStatus CaptureStatus `json:"captureStatus"`
+	// What has been captured of the charge, in minor units: all of an AUTOMATIC charge.
+	AmountCaptured int `json:"amountCaptured"`
+	// What a captureCharge may take now, in minor units: 0 unless UNCAPTURED or PARTIALLY_CAPTURED (and no final capture or void running).
+	AmountCapturable int `json:"amountCapturable"`
+	// When the authorization lapses; null once captured in full or voided, and for an AUTOMATIC charge.
+	AuthorizationExpiresAt *time.Time `json:"authorizationExpiresAt,omitempty"`
+	// The captures of this charge, oldest first.
+	Captures []*Capture `json:"captures"`
 }
 
 type ChargeCardInput struct {
@@ -58,6 +114,12 @@ type ChargeCardInput struct {
 	// and if sent must equal the session's. Part of the request: the same key
 	// with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
 	ReturnURL *string `json:"returnUrl,omitempty"`
+	// When the money is taken: AUTOMATIC (the default) with the charge, or
+	// MANUAL: the charge only authorizes (SUCCEEDED, captureStatus UNCAPTURED),
+	// and captureCharge takes the money later, in parts or whole, or voidCharge
+	// releases it. With checkoutSession it comes from the session, and if sent
+	// must equal the session's. Part of the request, like returnUrl.
+	CaptureMethod *CaptureMethod `json:"captureMethod,omitempty"`
 }
 
 type ChargeCardPayload struct {
@@ -130,6 +192,8 @@ type CheckoutSessionInput struct {
 	ReturnURL *string `json:"returnUrl,omitempty"`
 	// Seconds until the session expires: default 3600, at most 86400.
 	ExpiresInSeconds *int `json:"expiresInSeconds,omitempty"`
+	// When the session's charge takes the money: AUTOMATIC (the default), or MANUAL: it only authorizes, for captureCharge later.
+	CaptureMethod *CaptureMethod `json:"captureMethod,omitempty"`
 }
 
 type CheckoutSessionPayload struct {
@@ -209,6 +273,222 @@ type RefundPayload struct {
 }
 
 type Subscription struct {
+}
+
+// An authorization voided: nothing was taken.
+type Void struct {
+	ID        string    `json:"id"`
+	ChargeID  string    `json:"chargeId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+type VoidInput struct {
+	// The id of the charge whose authorization to void (Charge.id).
+	ChargeID string `json:"chargeId"`
+}
+
+type VoidPayload struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string               `json:"idempotencyKey"`
+	Status         CaptureAttemptStatus `json:"status"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool `json:"replayed"`
+	// Set when status is PROCESSING: wait this many milliseconds, then poll voidStatus or retry voidCharge with the same key.
+	RetryAfterMs *int `json:"retryAfterMs,omitempty"`
+	// Set when status is SUCCEEDED.
+	Void *Void `json:"void,omitempty"`
+	// Set when status is FAILED.
+	Failure *CaptureFailure `json:"failure,omitempty"`
+	// The charge whose authorization was voided, as it is now.
+	Charge *Charge `json:"charge,omitempty"`
+	// When the stored result of this key may be forgotten.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// Where a capture or void attempt stands.
+type CaptureAttemptStatus string
+
+const (
+	// Running, or its outcome is not known yet: poll captureStatus/voidStatus or retry with the same key after retryAfterMs.
+	CaptureAttemptStatusProcessing CaptureAttemptStatus = "PROCESSING"
+	// Done; see capture or void.
+	CaptureAttemptStatusSucceeded CaptureAttemptStatus = "SUCCEEDED"
+	// The provider refused it (failure says why); nothing was captured or voided.
+	CaptureAttemptStatusFailed CaptureAttemptStatus = "FAILED"
+)
+
+var AllCaptureAttemptStatus = []CaptureAttemptStatus{
+	CaptureAttemptStatusProcessing,
+	CaptureAttemptStatusSucceeded,
+	CaptureAttemptStatusFailed,
+}
+
+func (e CaptureAttemptStatus) IsValid() bool {
+	switch e {
+	case CaptureAttemptStatusProcessing, CaptureAttemptStatusSucceeded, CaptureAttemptStatusFailed:
+		return true
+	}
+	return false
+}
+
+func (e CaptureAttemptStatus) String() string {
+	return string(e)
+}
+
+func (e *CaptureAttemptStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CaptureAttemptStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CaptureAttemptStatus", str)
+	}
+	return nil
+}
+
+func (e CaptureAttemptStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CaptureAttemptStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CaptureAttemptStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// When a charge's money is taken.
+type CaptureMethod string
+
+const (
+	// With the charge.
+	CaptureMethodAutomatic CaptureMethod = "AUTOMATIC"
+	// Later, by captureCharge; the charge only authorizes until then.
+	CaptureMethodManual CaptureMethod = "MANUAL"
+)
+
+var AllCaptureMethod = []CaptureMethod{
+	CaptureMethodAutomatic,
+	CaptureMethodManual,
+}
+
+func (e CaptureMethod) IsValid() bool {
+	switch e {
+	case CaptureMethodAutomatic, CaptureMethodManual:
+		return true
+	}
+	return false
+}
+
+func (e CaptureMethod) String() string {
+	return string(e)
+}
+
+func (e *CaptureMethod) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CaptureMethod(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CaptureMethod", str)
+	}
+	return nil
+}
+
+func (e CaptureMethod) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CaptureMethod) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CaptureMethod) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where a charge stands in its captures.
+type CaptureStatus string
+
+const (
+	// Authorized (captureMethod MANUAL); nothing captured yet.
+	CaptureStatusUncaptured CaptureStatus = "UNCAPTURED"
+	// Part captured; more may be, until the authorization expires.
+	CaptureStatusPartiallyCaptured CaptureStatus = "PARTIALLY_CAPTURED"
+	// Captured in full, or its final capture made (the rest released). An AUTOMATIC charge always is.
+	CaptureStatusCaptured CaptureStatus = "CAPTURED"
+	// The authorization was voided; nothing was taken.
+	CaptureStatusVoided CaptureStatus = "VOIDED"
+	// The authorization lapsed; what was not captured was released.
+	CaptureStatusExpired CaptureStatus = "EXPIRED"
+)
+
+var AllCaptureStatus = []CaptureStatus{
+	CaptureStatusUncaptured,
+	CaptureStatusPartiallyCaptured,
+	CaptureStatusCaptured,
+	CaptureStatusVoided,
+	CaptureStatusExpired,
+}
+
+func (e CaptureStatus) IsValid() bool {
+	switch e {
+	case CaptureStatusUncaptured, CaptureStatusPartiallyCaptured, CaptureStatusCaptured, CaptureStatusVoided, CaptureStatusExpired:
+		return true
+	}
+	return false
+}
+
+func (e CaptureStatus) String() string {
+	return string(e)
+}
+
+func (e *CaptureStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CaptureStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CaptureStatus", str)
+	}
+	return nil
+}
+
+func (e CaptureStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CaptureStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CaptureStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 // Where a charge attempt stands.

@@ -171,6 +171,81 @@ func (c *Client) ChargeRefunds(ctx context.Context, key string) (*RefundedCharge
 	return resp.ChargeStatus.Charge, nil
 }
 
+// CaptureCharge sends captureCharge with key and in, and returns the
+// answer. Refusals are *Errors: CAPTURE_EXCEEDS_AUTHORIZATION,
+// CHARGE_NOT_CAPTURABLE, CHARGE_VOIDED, AUTHORIZATION_EXPIRED,
+// CHARGE_NOT_FOUND.
+func (c *Client) CaptureCharge(ctx context.Context, key string, in CaptureInput) (*CaptureResult, error) {
+	resp, err := CaptureCharge(ctx, c, key, in)
+	if err != nil {
+		return nil, err
+	}
+	return &resp.CaptureCharge.CaptureResult, nil
+}
+
+// CaptureStatus sends captureStatus for key; nil when the merchant never
+// used it for a capture.
+func (c *Client) CaptureStatus(ctx context.Context, key string) (*CaptureResult, error) {
+	resp, err := CaptureStatusOfKey(ctx, c, key)
+	if err != nil || resp.CaptureStatus == nil {
+		return nil, err
+	}
+	return &resp.CaptureStatus.CaptureResult, nil
+}
+
+// VoidCharge sends voidCharge with key and in, and returns the answer.
+// Refusals are *Errors: CHARGE_CAPTURED, CHARGE_VOIDED,
+// AUTHORIZATION_EXPIRED, CHARGE_NOT_FOUND.
+func (c *Client) VoidCharge(ctx context.Context, key string, in VoidInput) (*VoidResult, error) {
+	resp, err := VoidCharge(ctx, c, key, in)
+	if err != nil {
+		return nil, err
+	}
+	return &resp.VoidCharge.VoidResult, nil
+}
+
+// VoidStatus sends voidStatus for key; nil when the merchant never used it
+// for a void.
+func (c *Client) VoidStatus(ctx context.Context, key string) (*VoidResult, error) {
+	resp, err := VoidStatusOfKey(ctx, c, key)
+	if err != nil || resp.VoidStatus == nil {
+		return nil, err
+	}
+	return &resp.VoidStatus.VoidResult, nil
+}
+
+// ChargeCaptures is the charge of the charge attempt made with key, as its
+// captures left it; nil when the key has no charge.
+func (c *Client) ChargeCaptures(ctx context.Context, key string) (*CapturedCharge, error) {
+	resp, err := ChargeCaptures(ctx, c, key)
+	if err != nil || resp.ChargeStatus == nil || resp.ChargeStatus.Charge == nil {
+		return nil, err
+	}
+	return &resp.ChargeStatus.Charge.CapturedCharge, nil
+}
+
+// Final reports whether r is a final answer: SUCCEEDED or FAILED.
+func (r *CaptureResult) Final() bool { return r != nil && final(string(r.Status)) }
+
+// Final reports whether r is a final answer: SUCCEEDED or FAILED.
+func (r *VoidResult) Final() bool { return r != nil && final(string(r.Status)) }
+
+// RetryAfter is the hint of a PROCESSING answer, 0 when it has none.
+func (r *CaptureResult) RetryAfter() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return milliseconds(r.RetryAfterMs)
+}
+
+// RetryAfter is the hint of a PROCESSING answer, 0 when it has none.
+func (r *VoidResult) RetryAfter() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return milliseconds(r.RetryAfterMs)
+}
+
 // Final reports whether r is a final answer: SUCCEEDED or FAILED.
 func (r *RefundResult) Final() bool { return r != nil && final(r.Status) }
 

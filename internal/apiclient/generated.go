@@ -11,6 +11,555 @@ import (
 	"github.com/Khan/genqlient/graphql"
 )
 
+// Capture includes the requested fields of the GraphQL type Capture.
+// The GraphQL type's documentation follows.
+//
+// Money a capture took of an authorization.
+type Capture struct {
+	Id       string `json:"id"`
+	ChargeId string `json:"chargeId"`
+	// Amount in minor units of the charge's currency.
+	Amount int `json:"amount"`
+	// True when this capture released the rest of the authorization.
+	Final     bool      `json:"final"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// GetId returns Capture.Id, and is useful for accessing the field via an interface.
+func (v *Capture) GetId() string { return v.Id }
+
+// GetChargeId returns Capture.ChargeId, and is useful for accessing the field via an interface.
+func (v *Capture) GetChargeId() string { return v.ChargeId }
+
+// GetAmount returns Capture.Amount, and is useful for accessing the field via an interface.
+func (v *Capture) GetAmount() int { return v.Amount }
+
+// GetFinal returns Capture.Final, and is useful for accessing the field via an interface.
+func (v *Capture) GetFinal() bool { return v.Final }
+
+// GetCreatedAt returns Capture.CreatedAt, and is useful for accessing the field via an interface.
+func (v *Capture) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// Where a capture or void attempt stands.
+type CaptureAttemptStatus string
+
+const (
+	// Running, or its outcome is not known yet: poll captureStatus/voidStatus or retry with the same key after retryAfterMs.
+	CaptureAttemptStatusProcessing CaptureAttemptStatus = "PROCESSING"
+	// Done; see capture or void.
+	CaptureAttemptStatusSucceeded CaptureAttemptStatus = "SUCCEEDED"
+	// The provider refused it (failure says why); nothing was captured or voided.
+	CaptureAttemptStatusFailed CaptureAttemptStatus = "FAILED"
+)
+
+var AllCaptureAttemptStatus = []CaptureAttemptStatus{
+	CaptureAttemptStatusProcessing,
+	CaptureAttemptStatusSucceeded,
+	CaptureAttemptStatusFailed,
+}
+
+// CaptureChargeCaptureChargeCapturePayload includes the requested fields of the GraphQL type CapturePayload.
+type CaptureChargeCaptureChargeCapturePayload struct {
+	CaptureResult `json:"-"`
+}
+
+// GetIdempotencyKey returns CaptureChargeCaptureChargeCapturePayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *CaptureChargeCaptureChargeCapturePayload) GetIdempotencyKey() string {
+	return v.CaptureResult.IdempotencyKey
+}
+
+// GetStatus returns CaptureChargeCaptureChargeCapturePayload.Status, and is useful for accessing the field via an interface.
+func (v *CaptureChargeCaptureChargeCapturePayload) GetStatus() CaptureAttemptStatus {
+	return v.CaptureResult.Status
+}
+
+// GetReplayed returns CaptureChargeCaptureChargeCapturePayload.Replayed, and is useful for accessing the field via an interface.
+func (v *CaptureChargeCaptureChargeCapturePayload) GetReplayed() bool {
+	return v.CaptureResult.Replayed
+}
+
+// GetRetryAfterMs returns CaptureChargeCaptureChargeCapturePayload.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *CaptureChargeCaptureChargeCapturePayload) GetRetryAfterMs() *int {
+	return v.CaptureResult.RetryAfterMs
+}
+
+// GetCapture returns CaptureChargeCaptureChargeCapturePayload.Capture, and is useful for accessing the field via an interface.
+func (v *CaptureChargeCaptureChargeCapturePayload) GetCapture() *Capture {
+	return v.CaptureResult.Capture
+}
+
+// GetFailure returns CaptureChargeCaptureChargeCapturePayload.Failure, and is useful for accessing the field via an interface.
+func (v *CaptureChargeCaptureChargeCapturePayload) GetFailure() *CaptureFailure {
+	return v.CaptureResult.Failure
+}
+
+// GetCharge returns CaptureChargeCaptureChargeCapturePayload.Charge, and is useful for accessing the field via an interface.
+func (v *CaptureChargeCaptureChargeCapturePayload) GetCharge() *CaptureResultCharge {
+	return v.CaptureResult.Charge
+}
+
+func (v *CaptureChargeCaptureChargeCapturePayload) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CaptureChargeCaptureChargeCapturePayload
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CaptureChargeCaptureChargeCapturePayload = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.CaptureResult)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCaptureChargeCaptureChargeCapturePayload struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	Status CaptureAttemptStatus `json:"status"`
+
+	Replayed bool `json:"replayed"`
+
+	RetryAfterMs *int `json:"retryAfterMs"`
+
+	Capture *Capture `json:"capture"`
+
+	Failure *CaptureFailure `json:"failure"`
+
+	Charge *CaptureResultCharge `json:"charge"`
+}
+
+func (v *CaptureChargeCaptureChargeCapturePayload) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CaptureChargeCaptureChargeCapturePayload) __premarshalJSON() (*__premarshalCaptureChargeCaptureChargeCapturePayload, error) {
+	var retval __premarshalCaptureChargeCaptureChargeCapturePayload
+
+	retval.IdempotencyKey = v.CaptureResult.IdempotencyKey
+	retval.Status = v.CaptureResult.Status
+	retval.Replayed = v.CaptureResult.Replayed
+	retval.RetryAfterMs = v.CaptureResult.RetryAfterMs
+	retval.Capture = v.CaptureResult.Capture
+	retval.Failure = v.CaptureResult.Failure
+	retval.Charge = v.CaptureResult.Charge
+	return &retval, nil
+}
+
+// CaptureChargeResponse is returned by CaptureCharge on success.
+type CaptureChargeResponse struct {
+	// Capture part or all of an authorization (a charge made with captureMethod
+	// MANUAL) at most once per idempotency key, with the guarantees of
+	// chargeCard: mint one key per capture and send it with every retry; a
+	// retry returns the stored result with replayed: true. The captures of a
+	// charge never add up to more than was authorized. Refused before anything
+	// reaches the provider: more than is capturable with
+	// CAPTURE_EXCEEDS_AUTHORIZATION (extensions.capturable says what is), an
+	// AUTOMATIC charge, one captured in full or whose final capture is made or
+	// running with CHARGE_NOT_CAPTURABLE, a voided one with CHARGE_VOIDED, an
+	// expired one with AUTHORIZATION_EXPIRED, an unknown one with
+	// CHARGE_NOT_FOUND. A capture that fails gives its amount back. Secret keys
+	// only.
+	CaptureCharge CaptureChargeCaptureChargeCapturePayload `json:"captureCharge"`
+}
+
+// GetCaptureCharge returns CaptureChargeResponse.CaptureCharge, and is useful for accessing the field via an interface.
+func (v *CaptureChargeResponse) GetCaptureCharge() CaptureChargeCaptureChargeCapturePayload {
+	return v.CaptureCharge
+}
+
+// CaptureFailure includes the requested fields of the GraphQL type CaptureFailure.
+// The GraphQL type's documentation follows.
+//
+// Why a capture or a void failed at the provider. Nothing was captured or voided.
+type CaptureFailure struct {
+	// Machine-readable reason, e.g. authorization_expired or card_declined.
+	Code string `json:"code"`
+	// A human-readable explanation.
+	Message string `json:"message"`
+}
+
+// GetCode returns CaptureFailure.Code, and is useful for accessing the field via an interface.
+func (v *CaptureFailure) GetCode() string { return v.Code }
+
+// GetMessage returns CaptureFailure.Message, and is useful for accessing the field via an interface.
+func (v *CaptureFailure) GetMessage() string { return v.Message }
+
+type CaptureInput struct {
+	// The id of the charge to capture (Charge.id), made with captureMethod MANUAL.
+	ChargeId string `json:"chargeId"`
+	// Amount in minor units; default: all that is capturable.
+	Amount *int `json:"amount"`
+	// True (the default) releases the rest of the authorization with this capture; false lets more captures follow.
+	Final *bool `json:"final"`
+}
+
+// GetChargeId returns CaptureInput.ChargeId, and is useful for accessing the field via an interface.
+func (v *CaptureInput) GetChargeId() string { return v.ChargeId }
+
+// GetAmount returns CaptureInput.Amount, and is useful for accessing the field via an interface.
+func (v *CaptureInput) GetAmount() *int { return v.Amount }
+
+// GetFinal returns CaptureInput.Final, and is useful for accessing the field via an interface.
+func (v *CaptureInput) GetFinal() *bool { return v.Final }
+
+// When a charge's money is taken.
+type CaptureMethod string
+
+const (
+	// With the charge.
+	CaptureMethodAutomatic CaptureMethod = "AUTOMATIC"
+	// Later, by captureCharge; the charge only authorizes until then.
+	CaptureMethodManual CaptureMethod = "MANUAL"
+)
+
+var AllCaptureMethod = []CaptureMethod{
+	CaptureMethodAutomatic,
+	CaptureMethodManual,
+}
+
+// CaptureResult is a capture's answer, as ChargeResult is a charge's.
+type CaptureResult struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string               `json:"idempotencyKey"`
+	Status         CaptureAttemptStatus `json:"status"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool `json:"replayed"`
+	// Set when status is PROCESSING: wait this many milliseconds, then poll captureStatus or retry captureCharge with the same key.
+	RetryAfterMs *int `json:"retryAfterMs"`
+	// Set when status is SUCCEEDED.
+	Capture *Capture `json:"capture"`
+	// Set when status is FAILED.
+	Failure *CaptureFailure `json:"failure"`
+	// The charge captured, as it is now.
+	Charge *CaptureResultCharge `json:"charge"`
+}
+
+// GetIdempotencyKey returns CaptureResult.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *CaptureResult) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetStatus returns CaptureResult.Status, and is useful for accessing the field via an interface.
+func (v *CaptureResult) GetStatus() CaptureAttemptStatus { return v.Status }
+
+// GetReplayed returns CaptureResult.Replayed, and is useful for accessing the field via an interface.
+func (v *CaptureResult) GetReplayed() bool { return v.Replayed }
+
+// GetRetryAfterMs returns CaptureResult.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *CaptureResult) GetRetryAfterMs() *int { return v.RetryAfterMs }
+
+// GetCapture returns CaptureResult.Capture, and is useful for accessing the field via an interface.
+func (v *CaptureResult) GetCapture() *Capture { return v.Capture }
+
+// GetFailure returns CaptureResult.Failure, and is useful for accessing the field via an interface.
+func (v *CaptureResult) GetFailure() *CaptureFailure { return v.Failure }
+
+// GetCharge returns CaptureResult.Charge, and is useful for accessing the field via an interface.
+func (v *CaptureResult) GetCharge() *CaptureResultCharge { return v.Charge }
+
+// CaptureResultCharge includes the requested fields of the GraphQL type Charge.
+// The GraphQL type's documentation follows.
+//
+// Money that moved: the business record of a successful charge.
+type CaptureResultCharge struct {
+	CapturedCharge `json:"-"`
+}
+
+// GetId returns CaptureResultCharge.Id, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetId() string { return v.CapturedCharge.Id }
+
+// GetAmount returns CaptureResultCharge.Amount, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetAmount() int { return v.CapturedCharge.Amount }
+
+// GetProviderChargeId returns CaptureResultCharge.ProviderChargeId, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetProviderChargeId() string { return v.CapturedCharge.ProviderChargeId }
+
+// GetCaptureStatus returns CaptureResultCharge.CaptureStatus, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetCaptureStatus() CaptureStatus { return v.CapturedCharge.CaptureStatus }
+
+// GetAmountCaptured returns CaptureResultCharge.AmountCaptured, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetAmountCaptured() int { return v.CapturedCharge.AmountCaptured }
+
+// GetAmountCapturable returns CaptureResultCharge.AmountCapturable, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetAmountCapturable() int { return v.CapturedCharge.AmountCapturable }
+
+// GetAuthorizationExpiresAt returns CaptureResultCharge.AuthorizationExpiresAt, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetAuthorizationExpiresAt() *time.Time {
+	return v.CapturedCharge.AuthorizationExpiresAt
+}
+
+// GetAmountRefunded returns CaptureResultCharge.AmountRefunded, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetAmountRefunded() int { return v.CapturedCharge.AmountRefunded }
+
+// GetCaptures returns CaptureResultCharge.Captures, and is useful for accessing the field via an interface.
+func (v *CaptureResultCharge) GetCaptures() []Capture { return v.CapturedCharge.Captures }
+
+func (v *CaptureResultCharge) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CaptureResultCharge
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CaptureResultCharge = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.CapturedCharge)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCaptureResultCharge struct {
+	Id string `json:"id"`
+
+	Amount int `json:"amount"`
+
+	ProviderChargeId string `json:"providerChargeId"`
+
+	CaptureStatus CaptureStatus `json:"captureStatus"`
+
+	AmountCaptured int `json:"amountCaptured"`
+
+	AmountCapturable int `json:"amountCapturable"`
+
+	AuthorizationExpiresAt *time.Time `json:"authorizationExpiresAt"`
+
+	AmountRefunded int `json:"amountRefunded"`
+
+	Captures []Capture `json:"captures"`
+}
+
+func (v *CaptureResultCharge) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CaptureResultCharge) __premarshalJSON() (*__premarshalCaptureResultCharge, error) {
+	var retval __premarshalCaptureResultCharge
+
+	retval.Id = v.CapturedCharge.Id
+	retval.Amount = v.CapturedCharge.Amount
+	retval.ProviderChargeId = v.CapturedCharge.ProviderChargeId
+	retval.CaptureStatus = v.CapturedCharge.CaptureStatus
+	retval.AmountCaptured = v.CapturedCharge.AmountCaptured
+	retval.AmountCapturable = v.CapturedCharge.AmountCapturable
+	retval.AuthorizationExpiresAt = v.CapturedCharge.AuthorizationExpiresAt
+	retval.AmountRefunded = v.CapturedCharge.AmountRefunded
+	retval.Captures = v.CapturedCharge.Captures
+	return &retval, nil
+}
+
+// Where a charge stands in its captures.
+type CaptureStatus string
+
+const (
+	// Authorized (captureMethod MANUAL); nothing captured yet.
+	CaptureStatusUncaptured CaptureStatus = "UNCAPTURED"
+	// Part captured; more may be, until the authorization expires.
+	CaptureStatusPartiallyCaptured CaptureStatus = "PARTIALLY_CAPTURED"
+	// Captured in full, or its final capture made (the rest released). An AUTOMATIC charge always is.
+	CaptureStatusCaptured CaptureStatus = "CAPTURED"
+	// The authorization was voided; nothing was taken.
+	CaptureStatusVoided CaptureStatus = "VOIDED"
+	// The authorization lapsed; what was not captured was released.
+	CaptureStatusExpired CaptureStatus = "EXPIRED"
+)
+
+var AllCaptureStatus = []CaptureStatus{
+	CaptureStatusUncaptured,
+	CaptureStatusPartiallyCaptured,
+	CaptureStatusCaptured,
+	CaptureStatusVoided,
+	CaptureStatusExpired,
+}
+
+// CaptureStatusOfKeyCaptureStatusCapturePayload includes the requested fields of the GraphQL type CapturePayload.
+type CaptureStatusOfKeyCaptureStatusCapturePayload struct {
+	CaptureResult `json:"-"`
+}
+
+// GetIdempotencyKey returns CaptureStatusOfKeyCaptureStatusCapturePayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) GetIdempotencyKey() string {
+	return v.CaptureResult.IdempotencyKey
+}
+
+// GetStatus returns CaptureStatusOfKeyCaptureStatusCapturePayload.Status, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) GetStatus() CaptureAttemptStatus {
+	return v.CaptureResult.Status
+}
+
+// GetReplayed returns CaptureStatusOfKeyCaptureStatusCapturePayload.Replayed, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) GetReplayed() bool {
+	return v.CaptureResult.Replayed
+}
+
+// GetRetryAfterMs returns CaptureStatusOfKeyCaptureStatusCapturePayload.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) GetRetryAfterMs() *int {
+	return v.CaptureResult.RetryAfterMs
+}
+
+// GetCapture returns CaptureStatusOfKeyCaptureStatusCapturePayload.Capture, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) GetCapture() *Capture {
+	return v.CaptureResult.Capture
+}
+
+// GetFailure returns CaptureStatusOfKeyCaptureStatusCapturePayload.Failure, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) GetFailure() *CaptureFailure {
+	return v.CaptureResult.Failure
+}
+
+// GetCharge returns CaptureStatusOfKeyCaptureStatusCapturePayload.Charge, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) GetCharge() *CaptureResultCharge {
+	return v.CaptureResult.Charge
+}
+
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CaptureStatusOfKeyCaptureStatusCapturePayload
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CaptureStatusOfKeyCaptureStatusCapturePayload = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.CaptureResult)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCaptureStatusOfKeyCaptureStatusCapturePayload struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	Status CaptureAttemptStatus `json:"status"`
+
+	Replayed bool `json:"replayed"`
+
+	RetryAfterMs *int `json:"retryAfterMs"`
+
+	Capture *Capture `json:"capture"`
+
+	Failure *CaptureFailure `json:"failure"`
+
+	Charge *CaptureResultCharge `json:"charge"`
+}
+
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CaptureStatusOfKeyCaptureStatusCapturePayload) __premarshalJSON() (*__premarshalCaptureStatusOfKeyCaptureStatusCapturePayload, error) {
+	var retval __premarshalCaptureStatusOfKeyCaptureStatusCapturePayload
+
+	retval.IdempotencyKey = v.CaptureResult.IdempotencyKey
+	retval.Status = v.CaptureResult.Status
+	retval.Replayed = v.CaptureResult.Replayed
+	retval.RetryAfterMs = v.CaptureResult.RetryAfterMs
+	retval.Capture = v.CaptureResult.Capture
+	retval.Failure = v.CaptureResult.Failure
+	retval.Charge = v.CaptureResult.Charge
+	return &retval, nil
+}
+
+// CaptureStatusOfKeyResponse is returned by CaptureStatusOfKey on success.
+type CaptureStatusOfKeyResponse struct {
+	// The state of the capture made with this idempotency key; null for a key this merchant never used for a capture. Secret keys only.
+	CaptureStatus *CaptureStatusOfKeyCaptureStatusCapturePayload `json:"captureStatus"`
+}
+
+// GetCaptureStatus returns CaptureStatusOfKeyResponse.CaptureStatus, and is useful for accessing the field via an interface.
+func (v *CaptureStatusOfKeyResponse) GetCaptureStatus() *CaptureStatusOfKeyCaptureStatusCapturePayload {
+	return v.CaptureStatus
+}
+
+// CapturedCharge is a charge as its captures left it.
+type CapturedCharge struct {
+	Id string `json:"id"`
+	// Amount in minor units of the currency.
+	Amount int `json:"amount"`
+	// The card provider's id for this charge.
+	ProviderChargeId string `json:"providerChargeId"`
+	// Where the charge stands in its captures: CAPTURED for an AUTOMATIC charge.
+	CaptureStatus CaptureStatus `json:"captureStatus"`
+	// What has been captured of the charge, in minor units: all of an AUTOMATIC charge.
+	AmountCaptured int `json:"amountCaptured"`
+	// What a captureCharge may take now, in minor units: 0 unless UNCAPTURED or PARTIALLY_CAPTURED (and no final capture or void running).
+	AmountCapturable int `json:"amountCapturable"`
+	// When the authorization lapses; null once captured in full or voided, and for an AUTOMATIC charge.
+	AuthorizationExpiresAt *time.Time `json:"authorizationExpiresAt"`
+	// What has been refunded of this charge, in minor units: its refunds that succeeded (and did not fail later).
+	AmountRefunded int `json:"amountRefunded"`
+	// The captures of this charge, oldest first.
+	Captures []Capture `json:"captures"`
+}
+
+// GetId returns CapturedCharge.Id, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetId() string { return v.Id }
+
+// GetAmount returns CapturedCharge.Amount, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetAmount() int { return v.Amount }
+
+// GetProviderChargeId returns CapturedCharge.ProviderChargeId, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetProviderChargeId() string { return v.ProviderChargeId }
+
+// GetCaptureStatus returns CapturedCharge.CaptureStatus, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetCaptureStatus() CaptureStatus { return v.CaptureStatus }
+
+// GetAmountCaptured returns CapturedCharge.AmountCaptured, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetAmountCaptured() int { return v.AmountCaptured }
+
+// GetAmountCapturable returns CapturedCharge.AmountCapturable, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetAmountCapturable() int { return v.AmountCapturable }
+
+// GetAuthorizationExpiresAt returns CapturedCharge.AuthorizationExpiresAt, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetAuthorizationExpiresAt() *time.Time { return v.AuthorizationExpiresAt }
+
+// GetAmountRefunded returns CapturedCharge.AmountRefunded, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetAmountRefunded() int { return v.AmountRefunded }
+
+// GetCaptures returns CapturedCharge.Captures, and is useful for accessing the field via an interface.
+func (v *CapturedCharge) GetCaptures() []Capture { return v.Captures }
+
 // Charge includes the requested fields of the GraphQL type Charge.
 // The GraphQL type's documentation follows.
 //
@@ -43,6 +592,152 @@ func (v *Charge) GetProviderChargeId() string { return v.ProviderChargeId }
 
 // GetCreatedAt returns Charge.CreatedAt, and is useful for accessing the field via an interface.
 func (v *Charge) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// ChargeCapturesChargeStatusChargeCardPayload includes the requested fields of the GraphQL type ChargeCardPayload.
+type ChargeCapturesChargeStatusChargeCardPayload struct {
+	// Set when status is SUCCEEDED.
+	Charge *ChargeCapturesChargeStatusChargeCardPayloadCharge `json:"charge"`
+}
+
+// GetCharge returns ChargeCapturesChargeStatusChargeCardPayload.Charge, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayload) GetCharge() *ChargeCapturesChargeStatusChargeCardPayloadCharge {
+	return v.Charge
+}
+
+// ChargeCapturesChargeStatusChargeCardPayloadCharge includes the requested fields of the GraphQL type Charge.
+// The GraphQL type's documentation follows.
+//
+// Money that moved: the business record of a successful charge.
+type ChargeCapturesChargeStatusChargeCardPayloadCharge struct {
+	CapturedCharge `json:"-"`
+}
+
+// GetId returns ChargeCapturesChargeStatusChargeCardPayloadCharge.Id, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetId() string {
+	return v.CapturedCharge.Id
+}
+
+// GetAmount returns ChargeCapturesChargeStatusChargeCardPayloadCharge.Amount, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetAmount() int {
+	return v.CapturedCharge.Amount
+}
+
+// GetProviderChargeId returns ChargeCapturesChargeStatusChargeCardPayloadCharge.ProviderChargeId, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetProviderChargeId() string {
+	return v.CapturedCharge.ProviderChargeId
+}
+
+// GetCaptureStatus returns ChargeCapturesChargeStatusChargeCardPayloadCharge.CaptureStatus, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetCaptureStatus() CaptureStatus {
+	return v.CapturedCharge.CaptureStatus
+}
+
+// GetAmountCaptured returns ChargeCapturesChargeStatusChargeCardPayloadCharge.AmountCaptured, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetAmountCaptured() int {
+	return v.CapturedCharge.AmountCaptured
+}
+
+// GetAmountCapturable returns ChargeCapturesChargeStatusChargeCardPayloadCharge.AmountCapturable, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetAmountCapturable() int {
+	return v.CapturedCharge.AmountCapturable
+}
+
+// GetAuthorizationExpiresAt returns ChargeCapturesChargeStatusChargeCardPayloadCharge.AuthorizationExpiresAt, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetAuthorizationExpiresAt() *time.Time {
+	return v.CapturedCharge.AuthorizationExpiresAt
+}
+
+// GetAmountRefunded returns ChargeCapturesChargeStatusChargeCardPayloadCharge.AmountRefunded, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetAmountRefunded() int {
+	return v.CapturedCharge.AmountRefunded
+}
+
+// GetCaptures returns ChargeCapturesChargeStatusChargeCardPayloadCharge.Captures, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) GetCaptures() []Capture {
+	return v.CapturedCharge.Captures
+}
+
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ChargeCapturesChargeStatusChargeCardPayloadCharge
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ChargeCapturesChargeStatusChargeCardPayloadCharge = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.CapturedCharge)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalChargeCapturesChargeStatusChargeCardPayloadCharge struct {
+	Id string `json:"id"`
+
+	Amount int `json:"amount"`
+
+	ProviderChargeId string `json:"providerChargeId"`
+
+	CaptureStatus CaptureStatus `json:"captureStatus"`
+
+	AmountCaptured int `json:"amountCaptured"`
+
+	AmountCapturable int `json:"amountCapturable"`
+
+	AuthorizationExpiresAt *time.Time `json:"authorizationExpiresAt"`
+
+	AmountRefunded int `json:"amountRefunded"`
+
+	Captures []Capture `json:"captures"`
+}
+
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ChargeCapturesChargeStatusChargeCardPayloadCharge) __premarshalJSON() (*__premarshalChargeCapturesChargeStatusChargeCardPayloadCharge, error) {
+	var retval __premarshalChargeCapturesChargeStatusChargeCardPayloadCharge
+
+	retval.Id = v.CapturedCharge.Id
+	retval.Amount = v.CapturedCharge.Amount
+	retval.ProviderChargeId = v.CapturedCharge.ProviderChargeId
+	retval.CaptureStatus = v.CapturedCharge.CaptureStatus
+	retval.AmountCaptured = v.CapturedCharge.AmountCaptured
+	retval.AmountCapturable = v.CapturedCharge.AmountCapturable
+	retval.AuthorizationExpiresAt = v.CapturedCharge.AuthorizationExpiresAt
+	retval.AmountRefunded = v.CapturedCharge.AmountRefunded
+	retval.Captures = v.CapturedCharge.Captures
+	return &retval, nil
+}
+
+// ChargeCapturesResponse is returned by ChargeCaptures on success.
+type ChargeCapturesResponse struct {
+	// The state of the charge attempt made with this idempotency key; null for a
+	// key this merchant never used. With a publishable key, checkoutSession (the
+	// session's client secret) is required, and only that session's attempts are
+	// answered: any other key is null.
+	ChargeStatus *ChargeCapturesChargeStatusChargeCardPayload `json:"chargeStatus"`
+}
+
+// GetChargeStatus returns ChargeCapturesResponse.ChargeStatus, and is useful for accessing the field via an interface.
+func (v *ChargeCapturesResponse) GetChargeStatus() *ChargeCapturesChargeStatusChargeCardPayload {
+	return v.ChargeStatus
+}
 
 // ChargeCardBriefChargeCardChargeCardPayload includes the requested fields of the GraphQL type ChargeCardPayload.
 type ChargeCardBriefChargeCardChargeCardPayload struct {
@@ -214,6 +909,12 @@ type ChargeCardInput struct {
 	// and if sent must equal the session's. Part of the request: the same key
 	// with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
 	ReturnUrl *string `json:"returnUrl"`
+	// When the money is taken: AUTOMATIC (the default) with the charge, or
+	// MANUAL: the charge only authorizes (SUCCEEDED, captureStatus UNCAPTURED),
+	// and captureCharge takes the money later, in parts or whole, or voidCharge
+	// releases it. With checkoutSession it comes from the session, and if sent
+	// must equal the session's. Part of the request, like returnUrl.
+	CaptureMethod *CaptureMethod `json:"captureMethod"`
 }
 
 // GetAmount returns ChargeCardInput.Amount, and is useful for accessing the field via an interface.
@@ -236,6 +937,9 @@ func (v *ChargeCardInput) GetCheckoutSession() *string { return v.CheckoutSessio
 
 // GetReturnUrl returns ChargeCardInput.ReturnUrl, and is useful for accessing the field via an interface.
 func (v *ChargeCardInput) GetReturnUrl() *string { return v.ReturnUrl }
+
+// GetCaptureMethod returns ChargeCardInput.CaptureMethod, and is useful for accessing the field via an interface.
+func (v *ChargeCardInput) GetCaptureMethod() *CaptureMethod { return v.CaptureMethod }
 
 // ChargeCardResponse is returned by ChargeCard on success.
 type ChargeCardResponse struct {
@@ -633,6 +1337,8 @@ type CheckoutSessionInput struct {
 	ReturnUrl *string `json:"returnUrl"`
 	// Seconds until the session expires: default 3600, at most 86400.
 	ExpiresInSeconds *int `json:"expiresInSeconds"`
+	// When the session's charge takes the money: AUTOMATIC (the default), or MANUAL: it only authorizes, for captureCharge later.
+	CaptureMethod *CaptureMethod `json:"captureMethod"`
 }
 
 // GetAmount returns CheckoutSessionInput.Amount, and is useful for accessing the field via an interface.
@@ -652,6 +1358,9 @@ func (v *CheckoutSessionInput) GetReturnUrl() *string { return v.ReturnUrl }
 
 // GetExpiresInSeconds returns CheckoutSessionInput.ExpiresInSeconds, and is useful for accessing the field via an interface.
 func (v *CheckoutSessionInput) GetExpiresInSeconds() *int { return v.ExpiresInSeconds }
+
+// GetCaptureMethod returns CheckoutSessionInput.CaptureMethod, and is useful for accessing the field via an interface.
+func (v *CheckoutSessionInput) GetCaptureMethod() *CaptureMethod { return v.CaptureMethod }
 
 // Where a checkout session stands.
 type CheckoutSessionStatus string
@@ -1234,6 +1943,420 @@ func (v *SessionChargeStatusResponse) GetChargeStatus() *SessionChargeStatusChar
 	return v.ChargeStatus
 }
 
+// Void includes the requested fields of the GraphQL type Void.
+// The GraphQL type's documentation follows.
+//
+// An authorization voided: nothing was taken.
+type Void struct {
+	Id        string    `json:"id"`
+	ChargeId  string    `json:"chargeId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// GetId returns Void.Id, and is useful for accessing the field via an interface.
+func (v *Void) GetId() string { return v.Id }
+
+// GetChargeId returns Void.ChargeId, and is useful for accessing the field via an interface.
+func (v *Void) GetChargeId() string { return v.ChargeId }
+
+// GetCreatedAt returns Void.CreatedAt, and is useful for accessing the field via an interface.
+func (v *Void) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// VoidChargeResponse is returned by VoidCharge on success.
+type VoidChargeResponse struct {
+	// Void an authorization (release the money held) at most once per
+	// idempotency key, with the guarantees of chargeCard. A capture and a void
+	// of one charge race to one winner, whichever claims first; the other is
+	// refused before it reaches the provider: a void after any capture with
+	// CHARGE_CAPTURED (refund instead), a capture after a void with
+	// CHARGE_VOIDED. An expired authorization is AUTHORIZATION_EXPIRED. Secret
+	// keys only.
+	VoidCharge VoidChargeVoidChargeVoidPayload `json:"voidCharge"`
+}
+
+// GetVoidCharge returns VoidChargeResponse.VoidCharge, and is useful for accessing the field via an interface.
+func (v *VoidChargeResponse) GetVoidCharge() VoidChargeVoidChargeVoidPayload { return v.VoidCharge }
+
+// VoidChargeVoidChargeVoidPayload includes the requested fields of the GraphQL type VoidPayload.
+type VoidChargeVoidChargeVoidPayload struct {
+	VoidResult `json:"-"`
+}
+
+// GetIdempotencyKey returns VoidChargeVoidChargeVoidPayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *VoidChargeVoidChargeVoidPayload) GetIdempotencyKey() string {
+	return v.VoidResult.IdempotencyKey
+}
+
+// GetStatus returns VoidChargeVoidChargeVoidPayload.Status, and is useful for accessing the field via an interface.
+func (v *VoidChargeVoidChargeVoidPayload) GetStatus() CaptureAttemptStatus {
+	return v.VoidResult.Status
+}
+
+// GetReplayed returns VoidChargeVoidChargeVoidPayload.Replayed, and is useful for accessing the field via an interface.
+func (v *VoidChargeVoidChargeVoidPayload) GetReplayed() bool { return v.VoidResult.Replayed }
+
+// GetRetryAfterMs returns VoidChargeVoidChargeVoidPayload.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *VoidChargeVoidChargeVoidPayload) GetRetryAfterMs() *int { return v.VoidResult.RetryAfterMs }
+
+// GetVoid returns VoidChargeVoidChargeVoidPayload.Void, and is useful for accessing the field via an interface.
+func (v *VoidChargeVoidChargeVoidPayload) GetVoid() *Void { return v.VoidResult.Void }
+
+// GetFailure returns VoidChargeVoidChargeVoidPayload.Failure, and is useful for accessing the field via an interface.
+func (v *VoidChargeVoidChargeVoidPayload) GetFailure() *CaptureFailure { return v.VoidResult.Failure }
+
+// GetCharge returns VoidChargeVoidChargeVoidPayload.Charge, and is useful for accessing the field via an interface.
+func (v *VoidChargeVoidChargeVoidPayload) GetCharge() *VoidResultCharge { return v.VoidResult.Charge }
+
+func (v *VoidChargeVoidChargeVoidPayload) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*VoidChargeVoidChargeVoidPayload
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.VoidChargeVoidChargeVoidPayload = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.VoidResult)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalVoidChargeVoidChargeVoidPayload struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	Status CaptureAttemptStatus `json:"status"`
+
+	Replayed bool `json:"replayed"`
+
+	RetryAfterMs *int `json:"retryAfterMs"`
+
+	Void *Void `json:"void"`
+
+	Failure *CaptureFailure `json:"failure"`
+
+	Charge *VoidResultCharge `json:"charge"`
+}
+
+func (v *VoidChargeVoidChargeVoidPayload) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *VoidChargeVoidChargeVoidPayload) __premarshalJSON() (*__premarshalVoidChargeVoidChargeVoidPayload, error) {
+	var retval __premarshalVoidChargeVoidChargeVoidPayload
+
+	retval.IdempotencyKey = v.VoidResult.IdempotencyKey
+	retval.Status = v.VoidResult.Status
+	retval.Replayed = v.VoidResult.Replayed
+	retval.RetryAfterMs = v.VoidResult.RetryAfterMs
+	retval.Void = v.VoidResult.Void
+	retval.Failure = v.VoidResult.Failure
+	retval.Charge = v.VoidResult.Charge
+	return &retval, nil
+}
+
+type VoidInput struct {
+	// The id of the charge whose authorization to void (Charge.id).
+	ChargeId string `json:"chargeId"`
+}
+
+// GetChargeId returns VoidInput.ChargeId, and is useful for accessing the field via an interface.
+func (v *VoidInput) GetChargeId() string { return v.ChargeId }
+
+// VoidResult is a void's answer.
+type VoidResult struct {
+	// The idempotency key this answer belongs to.
+	IdempotencyKey string               `json:"idempotencyKey"`
+	Status         CaptureAttemptStatus `json:"status"`
+	// True when this answer is the stored result of an earlier request with the same key.
+	Replayed bool `json:"replayed"`
+	// Set when status is PROCESSING: wait this many milliseconds, then poll voidStatus or retry voidCharge with the same key.
+	RetryAfterMs *int `json:"retryAfterMs"`
+	// Set when status is SUCCEEDED.
+	Void *Void `json:"void"`
+	// Set when status is FAILED.
+	Failure *CaptureFailure `json:"failure"`
+	// The charge whose authorization was voided, as it is now.
+	Charge *VoidResultCharge `json:"charge"`
+}
+
+// GetIdempotencyKey returns VoidResult.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *VoidResult) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetStatus returns VoidResult.Status, and is useful for accessing the field via an interface.
+func (v *VoidResult) GetStatus() CaptureAttemptStatus { return v.Status }
+
+// GetReplayed returns VoidResult.Replayed, and is useful for accessing the field via an interface.
+func (v *VoidResult) GetReplayed() bool { return v.Replayed }
+
+// GetRetryAfterMs returns VoidResult.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *VoidResult) GetRetryAfterMs() *int { return v.RetryAfterMs }
+
+// GetVoid returns VoidResult.Void, and is useful for accessing the field via an interface.
+func (v *VoidResult) GetVoid() *Void { return v.Void }
+
+// GetFailure returns VoidResult.Failure, and is useful for accessing the field via an interface.
+func (v *VoidResult) GetFailure() *CaptureFailure { return v.Failure }
+
+// GetCharge returns VoidResult.Charge, and is useful for accessing the field via an interface.
+func (v *VoidResult) GetCharge() *VoidResultCharge { return v.Charge }
+
+// VoidResultCharge includes the requested fields of the GraphQL type Charge.
+// The GraphQL type's documentation follows.
+//
+// Money that moved: the business record of a successful charge.
+type VoidResultCharge struct {
+	CapturedCharge `json:"-"`
+}
+
+// GetId returns VoidResultCharge.Id, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetId() string { return v.CapturedCharge.Id }
+
+// GetAmount returns VoidResultCharge.Amount, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetAmount() int { return v.CapturedCharge.Amount }
+
+// GetProviderChargeId returns VoidResultCharge.ProviderChargeId, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetProviderChargeId() string { return v.CapturedCharge.ProviderChargeId }
+
+// GetCaptureStatus returns VoidResultCharge.CaptureStatus, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetCaptureStatus() CaptureStatus { return v.CapturedCharge.CaptureStatus }
+
+// GetAmountCaptured returns VoidResultCharge.AmountCaptured, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetAmountCaptured() int { return v.CapturedCharge.AmountCaptured }
+
+// GetAmountCapturable returns VoidResultCharge.AmountCapturable, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetAmountCapturable() int { return v.CapturedCharge.AmountCapturable }
+
+// GetAuthorizationExpiresAt returns VoidResultCharge.AuthorizationExpiresAt, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetAuthorizationExpiresAt() *time.Time {
+	return v.CapturedCharge.AuthorizationExpiresAt
+}
+
+// GetAmountRefunded returns VoidResultCharge.AmountRefunded, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetAmountRefunded() int { return v.CapturedCharge.AmountRefunded }
+
+// GetCaptures returns VoidResultCharge.Captures, and is useful for accessing the field via an interface.
+func (v *VoidResultCharge) GetCaptures() []Capture { return v.CapturedCharge.Captures }
+
+func (v *VoidResultCharge) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*VoidResultCharge
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.VoidResultCharge = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.CapturedCharge)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalVoidResultCharge struct {
+	Id string `json:"id"`
+
+	Amount int `json:"amount"`
+
+	ProviderChargeId string `json:"providerChargeId"`
+
+	CaptureStatus CaptureStatus `json:"captureStatus"`
+
+	AmountCaptured int `json:"amountCaptured"`
+
+	AmountCapturable int `json:"amountCapturable"`
+
+	AuthorizationExpiresAt *time.Time `json:"authorizationExpiresAt"`
+
+	AmountRefunded int `json:"amountRefunded"`
+
+	Captures []Capture `json:"captures"`
+}
+
+func (v *VoidResultCharge) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *VoidResultCharge) __premarshalJSON() (*__premarshalVoidResultCharge, error) {
+	var retval __premarshalVoidResultCharge
+
+	retval.Id = v.CapturedCharge.Id
+	retval.Amount = v.CapturedCharge.Amount
+	retval.ProviderChargeId = v.CapturedCharge.ProviderChargeId
+	retval.CaptureStatus = v.CapturedCharge.CaptureStatus
+	retval.AmountCaptured = v.CapturedCharge.AmountCaptured
+	retval.AmountCapturable = v.CapturedCharge.AmountCapturable
+	retval.AuthorizationExpiresAt = v.CapturedCharge.AuthorizationExpiresAt
+	retval.AmountRefunded = v.CapturedCharge.AmountRefunded
+	retval.Captures = v.CapturedCharge.Captures
+	return &retval, nil
+}
+
+// VoidStatusOfKeyResponse is returned by VoidStatusOfKey on success.
+type VoidStatusOfKeyResponse struct {
+	// The state of the void made with this idempotency key; null for a key this merchant never used for a void. Secret keys only.
+	VoidStatus *VoidStatusOfKeyVoidStatusVoidPayload `json:"voidStatus"`
+}
+
+// GetVoidStatus returns VoidStatusOfKeyResponse.VoidStatus, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyResponse) GetVoidStatus() *VoidStatusOfKeyVoidStatusVoidPayload {
+	return v.VoidStatus
+}
+
+// VoidStatusOfKeyVoidStatusVoidPayload includes the requested fields of the GraphQL type VoidPayload.
+type VoidStatusOfKeyVoidStatusVoidPayload struct {
+	VoidResult `json:"-"`
+}
+
+// GetIdempotencyKey returns VoidStatusOfKeyVoidStatusVoidPayload.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) GetIdempotencyKey() string {
+	return v.VoidResult.IdempotencyKey
+}
+
+// GetStatus returns VoidStatusOfKeyVoidStatusVoidPayload.Status, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) GetStatus() CaptureAttemptStatus {
+	return v.VoidResult.Status
+}
+
+// GetReplayed returns VoidStatusOfKeyVoidStatusVoidPayload.Replayed, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) GetReplayed() bool { return v.VoidResult.Replayed }
+
+// GetRetryAfterMs returns VoidStatusOfKeyVoidStatusVoidPayload.RetryAfterMs, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) GetRetryAfterMs() *int {
+	return v.VoidResult.RetryAfterMs
+}
+
+// GetVoid returns VoidStatusOfKeyVoidStatusVoidPayload.Void, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) GetVoid() *Void { return v.VoidResult.Void }
+
+// GetFailure returns VoidStatusOfKeyVoidStatusVoidPayload.Failure, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) GetFailure() *CaptureFailure {
+	return v.VoidResult.Failure
+}
+
+// GetCharge returns VoidStatusOfKeyVoidStatusVoidPayload.Charge, and is useful for accessing the field via an interface.
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) GetCharge() *VoidResultCharge {
+	return v.VoidResult.Charge
+}
+
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*VoidStatusOfKeyVoidStatusVoidPayload
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.VoidStatusOfKeyVoidStatusVoidPayload = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.VoidResult)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalVoidStatusOfKeyVoidStatusVoidPayload struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	Status CaptureAttemptStatus `json:"status"`
+
+	Replayed bool `json:"replayed"`
+
+	RetryAfterMs *int `json:"retryAfterMs"`
+
+	Void *Void `json:"void"`
+
+	Failure *CaptureFailure `json:"failure"`
+
+	Charge *VoidResultCharge `json:"charge"`
+}
+
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *VoidStatusOfKeyVoidStatusVoidPayload) __premarshalJSON() (*__premarshalVoidStatusOfKeyVoidStatusVoidPayload, error) {
+	var retval __premarshalVoidStatusOfKeyVoidStatusVoidPayload
+
+	retval.IdempotencyKey = v.VoidResult.IdempotencyKey
+	retval.Status = v.VoidResult.Status
+	retval.Replayed = v.VoidResult.Replayed
+	retval.RetryAfterMs = v.VoidResult.RetryAfterMs
+	retval.Void = v.VoidResult.Void
+	retval.Failure = v.VoidResult.Failure
+	retval.Charge = v.VoidResult.Charge
+	return &retval, nil
+}
+
+// __CaptureChargeInput is used internally by genqlient
+type __CaptureChargeInput struct {
+	IdempotencyKey string       `json:"idempotencyKey"`
+	Input          CaptureInput `json:"input"`
+}
+
+// GetIdempotencyKey returns __CaptureChargeInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__CaptureChargeInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetInput returns __CaptureChargeInput.Input, and is useful for accessing the field via an interface.
+func (v *__CaptureChargeInput) GetInput() CaptureInput { return v.Input }
+
+// __CaptureStatusOfKeyInput is used internally by genqlient
+type __CaptureStatusOfKeyInput struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// GetIdempotencyKey returns __CaptureStatusOfKeyInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__CaptureStatusOfKeyInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// __ChargeCapturesInput is used internally by genqlient
+type __ChargeCapturesInput struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// GetIdempotencyKey returns __ChargeCapturesInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__ChargeCapturesInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
 // __ChargeCardBriefInput is used internally by genqlient
 type __ChargeCardBriefInput struct {
 	IdempotencyKey string          `json:"idempotencyKey"`
@@ -1325,6 +2448,225 @@ func (v *__SessionChargeStatusInput) GetIdempotencyKey() string { return v.Idemp
 
 // GetCheckoutSession returns __SessionChargeStatusInput.CheckoutSession, and is useful for accessing the field via an interface.
 func (v *__SessionChargeStatusInput) GetCheckoutSession() string { return v.CheckoutSession }
+
+// __VoidChargeInput is used internally by genqlient
+type __VoidChargeInput struct {
+	IdempotencyKey string    `json:"idempotencyKey"`
+	Input          VoidInput `json:"input"`
+}
+
+// GetIdempotencyKey returns __VoidChargeInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__VoidChargeInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetInput returns __VoidChargeInput.Input, and is useful for accessing the field via an interface.
+func (v *__VoidChargeInput) GetInput() VoidInput { return v.Input }
+
+// __VoidStatusOfKeyInput is used internally by genqlient
+type __VoidStatusOfKeyInput struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// GetIdempotencyKey returns __VoidStatusOfKeyInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__VoidStatusOfKeyInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// The mutation executed by CaptureCharge.
+const CaptureCharge_Operation = `
+mutation CaptureCharge ($idempotencyKey: String!, $input: CaptureInput!) {
+	captureCharge(idempotencyKey: $idempotencyKey, input: $input) {
+		... CaptureResult
+	}
+}
+fragment CaptureResult on CapturePayload {
+	idempotencyKey
+	status
+	replayed
+	retryAfterMs
+	capture {
+		id
+		chargeId
+		amount
+		final
+		createdAt
+	}
+	failure {
+		code
+		message
+	}
+	charge {
+		... CapturedCharge
+	}
+}
+fragment CapturedCharge on Charge {
+	id
+	amount
+	providerChargeId
+	captureStatus
+	amountCaptured
+	amountCapturable
+	authorizationExpiresAt
+	amountRefunded
+	captures {
+		id
+		chargeId
+		amount
+		final
+		createdAt
+	}
+}
+`
+
+func CaptureCharge(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+	input CaptureInput,
+) (data_ *CaptureChargeResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "CaptureCharge",
+		Query:  CaptureCharge_Operation,
+		Variables: &__CaptureChargeInput{
+			IdempotencyKey: idempotencyKey,
+			Input:          input,
+		},
+	}
+
+	data_ = &CaptureChargeResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by CaptureStatusOfKey.
+const CaptureStatusOfKey_Operation = `
+query CaptureStatusOfKey ($idempotencyKey: String!) {
+	captureStatus(idempotencyKey: $idempotencyKey) {
+		... CaptureResult
+	}
+}
+fragment CaptureResult on CapturePayload {
+	idempotencyKey
+	status
+	replayed
+	retryAfterMs
+	capture {
+		id
+		chargeId
+		amount
+		final
+		createdAt
+	}
+	failure {
+		code
+		message
+	}
+	charge {
+		... CapturedCharge
+	}
+}
+fragment CapturedCharge on Charge {
+	id
+	amount
+	providerChargeId
+	captureStatus
+	amountCaptured
+	amountCapturable
+	authorizationExpiresAt
+	amountRefunded
+	captures {
+		id
+		chargeId
+		amount
+		final
+		createdAt
+	}
+}
+`
+
+func CaptureStatusOfKey(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+) (data_ *CaptureStatusOfKeyResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "CaptureStatusOfKey",
+		Query:  CaptureStatusOfKey_Operation,
+		Variables: &__CaptureStatusOfKeyInput{
+			IdempotencyKey: idempotencyKey,
+		},
+	}
+
+	data_ = &CaptureStatusOfKeyResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by ChargeCaptures.
+const ChargeCaptures_Operation = `
+query ChargeCaptures ($idempotencyKey: String!) {
+	chargeStatus(idempotencyKey: $idempotencyKey) {
+		charge {
+			... CapturedCharge
+		}
+	}
+}
+fragment CapturedCharge on Charge {
+	id
+	amount
+	providerChargeId
+	captureStatus
+	amountCaptured
+	amountCapturable
+	authorizationExpiresAt
+	amountRefunded
+	captures {
+		id
+		chargeId
+		amount
+		final
+		createdAt
+	}
+}
+`
+
+// ChargeCaptures is the charge of the charge attempt made with key, as its
+// captures left it.
+func ChargeCaptures(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+) (data_ *ChargeCapturesResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ChargeCaptures",
+		Query:  ChargeCaptures_Operation,
+		Variables: &__ChargeCapturesInput{
+			IdempotencyKey: idempotencyKey,
+		},
+	}
+
+	data_ = &ChargeCapturesResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
 
 // The mutation executed by ChargeCard.
 const ChargeCard_Operation = `
@@ -1815,6 +3157,146 @@ func SessionChargeStatus(
 	}
 
 	data_ = &SessionChargeStatusResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by VoidCharge.
+const VoidCharge_Operation = `
+mutation VoidCharge ($idempotencyKey: String!, $input: VoidInput!) {
+	voidCharge(idempotencyKey: $idempotencyKey, input: $input) {
+		... VoidResult
+	}
+}
+fragment VoidResult on VoidPayload {
+	idempotencyKey
+	status
+	replayed
+	retryAfterMs
+	void {
+		id
+		chargeId
+		createdAt
+	}
+	failure {
+		code
+		message
+	}
+	charge {
+		... CapturedCharge
+	}
+}
+fragment CapturedCharge on Charge {
+	id
+	amount
+	providerChargeId
+	captureStatus
+	amountCaptured
+	amountCapturable
+	authorizationExpiresAt
+	amountRefunded
+	captures {
+		id
+		chargeId
+		amount
+		final
+		createdAt
+	}
+}
+`
+
+func VoidCharge(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+	input VoidInput,
+) (data_ *VoidChargeResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "VoidCharge",
+		Query:  VoidCharge_Operation,
+		Variables: &__VoidChargeInput{
+			IdempotencyKey: idempotencyKey,
+			Input:          input,
+		},
+	}
+
+	data_ = &VoidChargeResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by VoidStatusOfKey.
+const VoidStatusOfKey_Operation = `
+query VoidStatusOfKey ($idempotencyKey: String!) {
+	voidStatus(idempotencyKey: $idempotencyKey) {
+		... VoidResult
+	}
+}
+fragment VoidResult on VoidPayload {
+	idempotencyKey
+	status
+	replayed
+	retryAfterMs
+	void {
+		id
+		chargeId
+		createdAt
+	}
+	failure {
+		code
+		message
+	}
+	charge {
+		... CapturedCharge
+	}
+}
+fragment CapturedCharge on Charge {
+	id
+	amount
+	providerChargeId
+	captureStatus
+	amountCaptured
+	amountCapturable
+	authorizationExpiresAt
+	amountRefunded
+	captures {
+		id
+		chargeId
+		amount
+		final
+		createdAt
+	}
+}
+`
+
+func VoidStatusOfKey(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	idempotencyKey string,
+) (data_ *VoidStatusOfKeyResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "VoidStatusOfKey",
+		Query:  VoidStatusOfKey_Operation,
+		Variables: &__VoidStatusOfKeyInput{
+			IdempotencyKey: idempotencyKey,
+		},
+	}
+
+	data_ = &VoidStatusOfKeyResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -76,12 +76,15 @@ type Config struct {
 	RefundCheckInterval time.Duration
 	// LATE_CHARGE_WATCH: how long an attempt failed as provider_unavailable
 	// is watched for a charge that completes at the provider later, default 24h.
-	LateChargeWatch  time.Duration
-	KeyRetention     time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
-	CleanupInterval  time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
-	DBTimeout        time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
-	WebhookRetention time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
-	LivePollInterval time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
+	LateChargeWatch time.Duration
+	// AUTHORIZATION_EXPIRY_WARNING: how long before an open authorization
+	// lapses charge.authorization_expiring is written, default 24h.
+	AuthorizationExpiryWarning time.Duration
+	KeyRetention               time.Duration // KEY_RETENTION: how long a key's stored result is kept, default 24h
+	CleanupInterval            time.Duration // CLEANUP_INTERVAL: time between retention passes, default 1m
+	DBTimeout                  time.Duration // DB_TIMEOUT: how long a request waits for the database, default 5s
+	WebhookRetention           time.Duration // WEBHOOK_RETENTION: how long finished webhook deliveries are kept, default 30 days
+	LivePollInterval           time.Duration // LIVE_POLL_INTERVAL: how often a chargeUpdated subscription reads its attempt without a notification, default 5s
 	// LIVE_MAX_WATCHERS_PER_ATTEMPT: chargeUpdated subscriptions of one
 	// attempt on an instance, default 5.
 	LiveMaxWatchersPerAttempt int64
@@ -281,6 +284,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.AuthenticationCheckInterval, "AUTHENTICATION_CHECK_INTERVAL", payment.AuthenticationCheckIntervalDefault, false},
 		{&cfg.RefundCheckInterval, "REFUND_CHECK_INTERVAL", payment.RefundCheckIntervalDefault, false},
 		{&cfg.LateChargeWatch, "LATE_CHARGE_WATCH", payment.LateChargeWatchDefault, false},
+		{&cfg.AuthorizationExpiryWarning, "AUTHORIZATION_EXPIRY_WARNING", payment.AuthorizationExpiryWarningDefault, false},
 		{&cfg.KeyRetention, "KEY_RETENTION", payment.RetentionDefault, false},
 		{&cfg.CleanupInterval, "CLEANUP_INTERVAL", payment.CleanupIntervalDefault, false},
 		{&cfg.DBTimeout, "DB_TIMEOUT", payment.StoreTimeoutDefault, false},
@@ -443,6 +447,7 @@ func (c Config) PaymentConfig() payment.Config {
 		AuthenticationCheckInterval: c.AuthenticationCheckInterval,
 		RefundCheckInterval:         c.RefundCheckInterval,
 		LateChargeWatch:             c.LateChargeWatch,
+		AuthorizationExpiryWarning:  c.AuthorizationExpiryWarning,
 		ResultCacheSize:             int(c.ResultCacheSize),
 		SessionMaxAttempts:          int(c.SessionMaxAttempts),
 		Production:                  c.Production,

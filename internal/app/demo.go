@@ -23,34 +23,38 @@ import (
 // server side, and gives the page the session's client secret and the
 // publishable key to pay it with; the secret key never reaches the page.
 // POST /demo/checkout-session {"cartId", "amount", "currency", "orderId"?,
-// "description"?, "returnUrl"?}: idempotent on cartId, as a shop's backend
-// keys the session on its cart. A returnUrl (customer authentication) must
-// be on the demo's own origin, this server's: where a merchant's server
-// would name one of its registered origins.
+// "description"?, "returnUrl"?, "captureMethod"?}: idempotent on cartId, as
+// a shop's backend keys the session on its cart. A returnUrl (customer
+// authentication) must be on the demo's own origin, this server's: where a
+// merchant's server would name one of its registered origins. captureMethod
+// MANUAL (the API's names) makes the session's charge only authorize: the
+// shop captures when it ships the order (/demo/capture) or voids the
+// authorization when the order is cancelled (/demo/void).
 func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		CartID      string  `json:"cartId"`
-		Amount      int64   `json:"amount"`
-		Currency    string  `json:"currency"`
-		OrderID     *string `json:"orderId"`
-		Description *string `json:"description"`
-		ReturnURL   *string `json:"returnUrl"`
+		CartID        string  `json:"cartId"`
+		Amount        int64   `json:"amount"`
+		Currency      string  `json:"currency"`
+		OrderID       *string `json:"orderId"`
+		Description   *string `json:"description"`
+		ReturnURL     *string `json:"returnUrl"`
+		CaptureMethod *string `json:"captureMethod"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeDemoError(w, payment.Invalid("", "send a JSON object: {\"cartId\", \"amount\", \"currency\", \"orderId\"?, \"description\"?, \"returnUrl\"?}"))
+	if !decodeDemoRequest(w, r, &req, `{"cartId", "amount", "currency", "orderId"?, "description"?, "returnUrl"?, "captureMethod"?}`) {
 		return
 	}
-	if len(req.CartID) > 100 {
-		writeDemoError(w, payment.Invalid("cartId", "cartId is at most 100 characters"))
+	key, err := demoKey("demo-cart:", "cartId", req.CartID)
+	if err != nil {
+		writeDemoError(w, err)
 		return
-	}
-	key := "demo-cart:" + req.CartID
-	if req.CartID == "" {
-		key = "" // refused as an empty key
 	}
 	in := payment.SessionInput{Amount: req.Amount, Currency: req.Currency}
+	if req.CaptureMethod != nil {
+		if in.CaptureMethod, err = demoCaptureMethod(*req.CaptureMethod); err != nil {
+			writeDemoError(w, err)
+			return
+		}
+	}
 	if req.OrderID != nil {
 		in.OrderID = *req.OrderID
 	}
@@ -70,13 +74,26 @@ func (a *App) demoCheckoutSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := res.Session
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(map[string]any{
+	captureMethod := "AUTOMATIC"
+	if s.Input.CaptureMethod == payment.CaptureManual {
+		captureMethod = "MANUAL"
+	}
+	writeDemoAnswer(w, map[string]any{
 		"id": s.ID, "clientSecret": res.ClientSecret, "publishableKey": a.cfg.DemoPublishableKey,
 		"amount": s.Input.Amount, "currency": s.Input.Currency, "orderId": optionalString(s.Input.OrderID),
-		"status": s.Status, "expiresAt": s.ExpiresAt.UTC().Format(time.RFC3339Nano), "replayed": res.Replayed,
+		"captureMethod": captureMethod, "status": s.Status, "expiresAt": s.ExpiresAt.UTC().Format(time.RFC3339Nano), "replayed": res.Replayed,
 	})
+}
+
+// demoCaptureMethod is the domain's capture method of the API's name for it.
+func demoCaptureMethod(name string) (payment.CaptureMethod, error) {
+	switch name {
+	case "AUTOMATIC":
+		return payment.CaptureAutomatic, nil
+	case "MANUAL":
+		return payment.CaptureManual, nil
+	}
+	return "", payment.Invalid("captureMethod", "captureMethod is AUTOMATIC or MANUAL")
 }
 
 // demoRefund is the shop backend's refund, in development only: what a
@@ -94,42 +111,84 @@ func (a *App) demoRefund(w http.ResponseWriter, r *http.Request) {
 		ChargeID string `json:"chargeId"`
 		Amount   *int64 `json:"amount"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeDemoError(w, payment.Invalid("", "send a JSON object: {\"refundId\", \"chargeId\", \"amount\"?}"))
+	if !decodeDemoRequest(w, r, &req, `{"refundId", "chargeId", "amount"?}`) {
 		return
 	}
-	if len(req.RefundID) > 100 {
-		writeDemoError(w, payment.Invalid("refundId", "refundId is at most 100 characters"))
-		return
-	}
-	key := "demo-refund:" + req.RefundID
-	if req.RefundID == "" {
-		key = "" // refused as an empty key
-	}
-	chargeID, err := uuid.Parse(req.ChargeID)
+	key, err := demoKey("demo-refund:", "refundId", req.RefundID)
 	if err != nil {
-		writeDemoError(w, payment.Invalid("chargeId", "chargeId is not a charge id: pass Charge.id, a UUID"))
+		writeDemoError(w, err)
 		return
 	}
-	in := payment.RefundInput{ChargeID: chargeID}
-	if req.Amount != nil {
-		// Zero would mean "what remains" to the domain: a page that names an amount means that amount.
-		if *req.Amount < payment.MinAmount {
-			writeDemoError(w, payment.Invalid("amount", "amount must be at least %d minor unit; leave it out to refund what remains", payment.MinAmount))
-			return
-		}
-		in.Amount = *req.Amount
+	in := payment.RefundInput{}
+	if in.ChargeID, err = demoChargeID(req.ChargeID); err != nil {
+		writeDemoError(w, err)
+		return
+	}
+	if in.Amount, err = demoAmount(req.Amount, "refund what remains"); err != nil {
+		writeDemoError(w, err)
+		return
 	}
 	res, err := a.payments.RefundCharge(r.Context(), a.demo, key, in)
 	if err != nil {
 		writeDemoError(w, err)
 		return
 	}
+	writeDemoAnswer(w, graph.RefundPayload(res))
+}
+
+// decodeDemoRequest reads r's JSON body (4 KiB at most, no unknown field)
+// into v; otherwise it answers a refusal that shows shape, and reports
+// false.
+func decodeDemoRequest(w http.ResponseWriter, r *http.Request, v any, shape string) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeDemoError(w, payment.Invalid("", "send a JSON object: %s", shape))
+		return false
+	}
+	return true
+}
+
+// demoKey is the idempotency key of the page's id for one act of the shop
+// backend (a cart, a refund, a capture, a void), under prefix; an empty id
+// gives an empty key, which the domain refuses.
+func demoKey(prefix, field, id string) (string, error) {
+	if len(id) > 100 {
+		return "", payment.Invalid(field, "%s is at most 100 characters", field)
+	}
+	if id == "" {
+		return "", nil
+	}
+	return prefix + id, nil
+}
+
+// demoChargeID is the charge a request names by Charge.id.
+func demoChargeID(raw string) (uuid.UUID, error) {
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return uuid.Nil, payment.Invalid("chargeId", "chargeId is not a charge id: pass Charge.id, a UUID")
+	}
+	return id, nil
+}
+
+// demoAmount is the amount a request names, or 0 for none (the domain's
+// "all of it": rest says what that is). Zero named is refused: a page that
+// names an amount means that amount.
+func demoAmount(amount *int64, rest string) (int64, error) {
+	if amount == nil {
+		return 0, nil
+	}
+	if *amount < payment.MinAmount {
+		return 0, payment.Invalid("amount", "amount must be at least %d minor unit; leave it out to %s", payment.MinAmount, rest)
+	}
+	return *amount, nil
+}
+
+// writeDemoAnswer answers v, the shop backend's JSON, never cached.
+func writeDemoAnswer(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(graph.RefundPayload(res))
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // ownPagesOnly admits a request to the demo's shop backend only as the
@@ -186,6 +245,12 @@ var demoErrorStatuses = map[string]int{
 	payment.EREFUNDEXCEEDS:  http.StatusConflict,
 	payment.ECHARGENOTFOUND: http.StatusNotFound,
 	payment.EUNAVAILABLE:    http.StatusServiceUnavailable,
+	// A capture or void the charge no longer allows: the order is in another state.
+	payment.ECAPTUREEXCEEDS: http.StatusConflict,
+	payment.ENOTCAPTURABLE:  http.StatusConflict,
+	payment.EVOIDED:         http.StatusConflict,
+	payment.ECAPTURED:       http.StatusConflict,
+	payment.EAUTHEXPIRED:    http.StatusConflict,
 }
 
 func writeDemoError(w http.ResponseWriter, err error) {
@@ -194,10 +259,13 @@ func writeDemoError(w http.ResponseWriter, err error) {
 	var e *payment.Error
 	if ok && errors.As(err, &e) {
 		refusal["code"], refusal["message"] = graph.ExtensionCode(err), e.Message
-		if e.Code == payment.EREFUNDEXCEEDS {
-			// What remains, as the API's extensions.refundable: the page can tell a
-			// charge refunded in full from one that has some left.
+		// What remains, as the API's extensions say it: the page can tell a
+		// charge refunded (or captured) in full from one that has some left.
+		switch e.Code {
+		case payment.EREFUNDEXCEEDS:
 			refusal["refundable"] = e.Refundable
+		case payment.ECAPTUREEXCEEDS:
+			refusal["capturable"] = e.Capturable
 		}
 	} else {
 		status = http.StatusInternalServerError

@@ -25,8 +25,8 @@ func demoShop(t *testing.T, s *apitest.Server, path, body string, headers ...str
 	return r.Status, v
 }
 
-// demoRefundBody is the JSON of a request to POST /demo/refund.
-func demoRefundBody(t *testing.T, fields map[string]any) string {
+// demoBody is the JSON of a request to one of the shop backend routes.
+func demoBody(t *testing.T, fields map[string]any) string {
 	t.Helper()
 	b, err := json.Marshal(fields)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
 	charge := charged.Data.ChargeCard.Charge
 	refund := func(fields map[string]any) (int, map[string]any) {
-		return demoShop(t, s, "/demo/refund", demoRefundBody(t, fields))
+		return demoShop(t, s, "/demo/refund", demoBody(t, fields))
 	}
 
 	status, first := refund(map[string]any{"refundId": "refund-1", "chargeId": charge.Id, "amount": 30})
@@ -85,13 +85,13 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"the refundId again, another amount", demoRefundBody(t, map[string]any{"refundId": "refund-1", "chargeId": charge.Id, "amount": 31}), http.StatusConflict, "IDEMPOTENCY_KEY_REUSED"},
-		{"an unknown charge", demoRefundBody(t, map[string]any{"refundId": "refund-4", "chargeId": apitest.NewKey()}), http.StatusNotFound, "CHARGE_NOT_FOUND"},
-		{"no refundId", demoRefundBody(t, map[string]any{"refundId": "", "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
-		{"a refundId too long", demoRefundBody(t, map[string]any{"refundId": strings.Repeat("r", 101), "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
-		{"not a charge id", demoRefundBody(t, map[string]any{"refundId": "refund-5", "chargeId": "ch_1"}), http.StatusBadRequest, "BAD_USER_INPUT"},
-		{"an amount of 0", demoRefundBody(t, map[string]any{"refundId": "refund-6", "chargeId": charge.Id, "amount": 0}), http.StatusBadRequest, "BAD_USER_INPUT"},
-		{"an unknown field", demoRefundBody(t, map[string]any{"refundId": "refund-7", "chargeId": charge.Id, "key": "x"}), http.StatusBadRequest, "BAD_USER_INPUT"},
+		{"the refundId again, another amount", demoBody(t, map[string]any{"refundId": "refund-1", "chargeId": charge.Id, "amount": 31}), http.StatusConflict, "IDEMPOTENCY_KEY_REUSED"},
+		{"an unknown charge", demoBody(t, map[string]any{"refundId": "refund-4", "chargeId": apitest.NewKey()}), http.StatusNotFound, "CHARGE_NOT_FOUND"},
+		{"no refundId", demoBody(t, map[string]any{"refundId": "", "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
+		{"a refundId too long", demoBody(t, map[string]any{"refundId": strings.Repeat("r", 101), "chargeId": charge.Id}), http.StatusBadRequest, "BAD_USER_INPUT"},
+		{"not a charge id", demoBody(t, map[string]any{"refundId": "refund-5", "chargeId": "ch_1"}), http.StatusBadRequest, "BAD_USER_INPUT"},
+		{"an amount of 0", demoBody(t, map[string]any{"refundId": "refund-6", "chargeId": charge.Id, "amount": 0}), http.StatusBadRequest, "BAD_USER_INPUT"},
+		{"an unknown field", demoBody(t, map[string]any{"refundId": "refund-7", "chargeId": charge.Id, "key": "x"}), http.StatusBadRequest, "BAD_USER_INPUT"},
 		{"not JSON", `not json`, http.StatusBadRequest, "BAD_USER_INPUT"},
 	} {
 		status, v := demoShop(t, s, "/demo/refund", tc.body)
@@ -102,7 +102,7 @@ func TestDemoShopBackend_RefundsOncePerRefundID(t *testing.T) {
 
 	prod := apitest.StartOn(t, dbURL, stripefake.Start(t).Env(map[string]string{"APP_ENV": "production"}))
 	require.Equal(t, http.StatusNotFound, prod.Send(t, http.MethodPost, "/demo/refund", apitest.JSONHeaders(),
-		strings.NewReader(demoRefundBody(t, map[string]any{"refundId": "refund-9", "chargeId": charge.Id}))).Status)
+		strings.NewReader(demoBody(t, map[string]any{"refundId": "refund-9", "chargeId": charge.Id}))).Status)
 }
 
 // TestDemoShopBackend_RefundSurvivesADroppedResponse: the demo's refund
@@ -115,7 +115,7 @@ func TestDemoShopBackend_RefundSurvivesADroppedResponse(t *testing.T) {
 	charged := s.ChargeCard(t, app.DemoAPIKeyDefault, apitest.NewKey(), apitest.Visa(1999))
 	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
 	charge := charged.Data.ChargeCard.Charge
-	body := demoRefundBody(t, map[string]any{"refundId": apitest.NewKey(), "chargeId": charge.Id})
+	body := demoBody(t, map[string]any{"refundId": apitest.NewKey(), "chargeId": charge.Id})
 
 	_, err := s.TrySend(http.MethodPost, "/demo/refund", apitest.JSONHeaders(devfault.Header, devfault.DropResponse), strings.NewReader(body))
 	require.Error(t, err, "the answer is lost")
@@ -132,21 +132,28 @@ func TestDemoShopBackend_RefundSurvivesADroppedResponse(t *testing.T) {
 	require.Len(t, s.ProviderRefunds(t, charge.ProviderChargeId), 1, "still one refund at the provider")
 }
 
-// TestDemoBackend_CrossSiteOrNotJSON_RefusedAndRefundsNothing: the demo's
+// TestDemoBackend_CrossSiteOrNotJSON_RefusedAndDoesNothing: the demo's
 // shop backend spends the demo merchant's secret key, so it takes only a
 // JSON POST from its own pages. A cross-site form (text/plain, form-encoded,
 // multipart: what a form can send without a preflight) is 415, and a JSON
 // POST from another origin or marked cross-site by the browser is 403;
-// nothing is refunded or created. The demo page's own request still works.
-func TestDemoBackend_CrossSiteOrNotJSON_RefusedAndRefundsNothing(t *testing.T) {
+// nothing is refunded, captured, voided or created. The demo page's own
+// request still works.
+func TestDemoBackend_CrossSiteOrNotJSON_RefusedAndDoesNothing(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	s := apitest.StartOn(t, dbURL, nil)
 	charged := s.ChargeCard(t, app.DemoAPIKeyDefault, apitest.NewKey(), apitest.Visa(700))
 	require.Equal(t, "SUCCEEDED", charged.Data.ChargeCard.Status)
 	charge := charged.Data.ChargeCard.Charge
-	refund := demoRefundBody(t, map[string]any{"refundId": "cross-site", "chargeId": charge.Id})
+	auth := authorized(t, s, 700)
+	refund := demoBody(t, map[string]any{"refundId": "cross-site", "chargeId": charge.Id})
 	session := `{"cartId":"cross-site","amount":100,"currency":"USD"}`
+	bodies := map[string]string{
+		"/demo/refund": refund, "/demo/checkout-session": session,
+		"/demo/capture": demoBody(t, map[string]any{"captureId": "cross-site", "chargeId": auth.Id}),
+		"/demo/void":    demoBody(t, map[string]any{"voidId": "cross-site", "chargeId": auth.Id}),
+	}
 
 	for _, tc := range []struct {
 		name    string
@@ -165,7 +172,7 @@ func TestDemoBackend_CrossSiteOrNotJSON_RefusedAndRefundsNothing(t *testing.T) {
 		{"JSON marked cross-site", apitest.JSONHeaders("Sec-Fetch-Site", "cross-site"), http.StatusForbidden, "FORBIDDEN"},
 		{"JSON from another port of this host", apitest.JSONHeaders("Origin", s.URL+":8443"), http.StatusForbidden, "FORBIDDEN"},
 	} {
-		for path, body := range map[string]string{"/demo/refund": refund, "/demo/checkout-session": session} {
+		for path, body := range bodies {
 			r := s.Send(t, http.MethodPost, path, tc.headers, strings.NewReader(body))
 			require.Equal(t, tc.status, r.Status, "%s %s: %s", tc.name, path, r.Body)
 			var v struct {
@@ -176,6 +183,8 @@ func TestDemoBackend_CrossSiteOrNotJSON_RefusedAndRefundsNothing(t *testing.T) {
 		}
 	}
 	require.Empty(t, s.ProviderRefunds(t, charge.ProviderChargeId), "no refund")
+	require.Empty(t, providerCaptures(t, s, auth.ProviderChargeId), "no capture")
+	require.Empty(t, providerVoids(t, s, auth.ProviderChargeId), "no void")
 	require.Zero(t, apitest.CountRows(t, dbtest.Open(t, dbURL), "SELECT count(*)::int FROM checkout_sessions"), "no session")
 
 	// The demo page's own request: JSON, from its own origin.

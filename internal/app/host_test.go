@@ -45,7 +45,7 @@ func TestDevelopment_ForeignHost_IsRefusedBeforeAnyHandler(t *testing.T) {
 
 	key := apitest.NewKey()
 	chargeBody := `{"query":` + strconvQuote(apitest.ChargeCardMutation) + `,"variables":{"key":"` + key + `","input":{"amount":100,"currency":"USD","paymentMethod":"pm_card_visa"}}}`
-	refundBody := demoRefundBody(t, map[string]any{"refundId": "rebound", "chargeId": charge.Id})
+	refundBody := demoBody(t, map[string]any{"refundId": "rebound", "chargeId": charge.Id})
 	for _, host := range []string{"rebind.attacker.example", "rebind.attacker.example:" + port, "attacker.example.", "127.0.0.1.attacker.example:" + port} {
 		requireMisdirected(t, s.SendAs(t, host, http.MethodPost, "/graphql", apitest.JSONHeaders("Authorization", "Bearer "+app.DemoAPIKeyDefault), chargeBody), host+" /graphql")
 		requireMisdirected(t, s.SendAs(t, host, http.MethodPost, "/demo/refund", apitest.JSONHeaders(), refundBody), host+" /demo/refund")

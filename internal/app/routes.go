@@ -57,6 +57,9 @@ func Handler(a *App) http.Handler {
 		// The demo's refund loses its answer on request too: the page shows a
 		// refund that survives it.
 		mux.Handle("POST /demo/refund", ownPagesOnly(devfault.Inject(http.HandlerFunc(a.demoRefund), a.log)))
+		// Ship order and Cancel order: a capture and a void, which lose their answers on request too.
+		mux.Handle("POST /demo/capture", ownPagesOnly(devfault.Inject(http.HandlerFunc(a.demoCapture), a.log)))
+		mux.Handle("POST /demo/void", ownPagesOnly(devfault.Inject(http.HandlerFunc(a.demoVoid), a.log)))
 		mux.Handle("/", webdemo.Handler())
 	}
 	return answerOnlyFor(answeredHosts(cfg), a.log, mux)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,10 +51,10 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tAMOUNT\tATTEMPT\tCREATED\tLEASE ENDED")
+		fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tAMOUNT\tHOLDERS\tCREATED\tLEASE ENDED")
 		for _, a := range stuck {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.IdempotencyKey, a.ProviderKey,
-				a.Amount, a.Currency, a.Attempt, a.CreatedAt.UTC().Format(time.RFC3339), a.LeaseEnded.UTC().Format(time.RFC3339))
+				a.Amount, a.Currency, a.Holders, a.CreatedAt.UTC().Format(time.RFC3339), a.LeaseEnded.UTC().Format(time.RFC3339))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -62,6 +63,10 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 		return nil
 	case len(args) == 2 && args[0] == "refunds" && args[1] == "stuck":
 		return runRefundsStuck(ctx, cfg, stdout, log)
+	case len(args) == 2 && args[0] == "charges" && args[1] == "uncaptured":
+		return runChargesUncaptured(ctx, cfg, stdout, log)
+	case len(args) == 2 && args[0] == "captures" && args[1] == "stuck":
+		return runCapturesStuck(ctx, cfg, stdout, log)
 	case len(args) == 2 && args[0] == "reconcile" && args[1] == "--once":
 		if cfg.Provider == app.ProviderCardsim && cfg.ProviderURL == "" {
 			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server), or PROVIDER=stripe")
@@ -306,6 +311,9 @@ var ErrUsage = errors.New(`usage:
                                       merchant NAME's webhook attempts, newest first (default 50)
   chargeonce charges stuck            list the stuck attempts: PROCESSING, their lease ended
   chargeonce refunds stuck            list the refunds left PROCESSING: in flight, stuck, or only read at the provider
+  chargeonce charges uncaptured       list the open authorizations (MANUAL charges neither captured in full, voided
+                                      nor expired), oldest first, with what is captured and when each lapses
+  chargeonce captures stuck           list the captures and voids left PROCESSING: in flight, stuck, or only read
   chargeonce reconcile --once         run one reconciler pass now (needs PROVIDER=stripe, or PROVIDER_URL: a running server's simulator)
   chargeonce consume receipts         issue a receipt per successful charge from the event stream (durable consumer "receipts")
   chargeonce consume webhooks         deliver the merchants' webhooks (durable consumer "webhooks"), as every server also does
@@ -326,7 +334,7 @@ func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log 
 		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tCHARGE\tPROVIDER CHARGE\tAMOUNT\tATTEMPT\tCREATED\tSTATE")
+	fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tCHARGE\tPROVIDER CHARGE\tAMOUNT\tHOLDERS\tCREATED\tSTATE")
 	now := time.Now()
 	for _, r := range refunds {
 		state := "held until " + r.LockedUntil.UTC().Format(time.RFC3339)
@@ -337,11 +345,80 @@ func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log 
 			state = "stuck since " + r.LockedUntil.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", r.Merchant, r.IdempotencyKey, r.ChargeID, r.ProviderChargeID,
-			r.Amount, r.Currency, r.Attempt, r.CreatedAt.UTC().Format(time.RFC3339), state)
+			r.Amount, r.Currency, r.Holders, r.CreatedAt.UTC().Format(time.RFC3339), state)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d refund(s) PROCESSING\n", len(refunds))
+	return nil
+}
+
+// runChargesUncaptured lists the open authorizations, oldest first: what
+// each authorized and captured, and when it lapses.
+func runChargesUncaptured(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	open, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).OpenAuthorizations(ctx, 1000)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "MERCHANT\tCHARGE\tPROVIDER CHARGE\tORDER\tAUTHORIZED\tCAPTURED\tCREATED\tEXPIRES")
+	now := time.Now()
+	for _, a := range open {
+		expires := a.ExpiresAt.UTC().Format(time.RFC3339)
+		if left := a.ExpiresAt.Sub(now); left > 0 {
+			expires += " (in " + left.Round(time.Minute).String() + ")"
+		} else {
+			expires += " (lapsed; the reconciler reads the provider)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.ChargeID, a.ProviderChargeID, a.OrderID,
+			a.Amount, a.Currency, a.Captured, a.CreatedAt.UTC().Format(time.RFC3339), expires)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d open authorization(s)\n", len(open))
+	return nil
+}
+
+// runCapturesStuck lists the captures and voids left PROCESSING, oldest
+// first: why each is, and what it captures or voids.
+func runCapturesStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
+	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	captures, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).ProcessingCaptures(ctx, 1000)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tMERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tCHARGE\tAMOUNT\tFINAL\tHOLDERS\tCREATED\tSTATE")
+	now := time.Now()
+	for _, c := range captures {
+		state := "held until " + c.LockedUntil.UTC().Format(time.RFC3339)
+		switch {
+		case !c.PendingSince.IsZero():
+			state = "only read at the provider since " + c.PendingSince.UTC().Format(time.RFC3339)
+		case c.LockedUntil.Before(now):
+			state = "stuck since " + c.LockedUntil.UTC().Format(time.RFC3339)
+		}
+		final := "-"
+		if c.Kind == payment.KindCapture {
+			final = strconv.FormatBool(c.Final)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d %s\t%s\t%d\t%s\t%s\n", c.Kind, c.Merchant, c.IdempotencyKey, c.ProviderKey, c.ChargeID,
+			c.Amount, c.Currency, final, c.Holders, c.CreatedAt.UTC().Format(time.RFC3339), state)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d capture(s) and void(s) PROCESSING\n", len(captures))
 	return nil
 }

@@ -1,12 +1,15 @@
 // Package chaos is chargeonce's chaos run: bounded loopback load (fresh
-// checkouts, same-key storms, replays, and refunds of part of what was
-// charged) against a three-instance cluster while, in turn, the PostgreSQL
-// primary, a NATS node and an instance are killed with SIGKILL; then it
-// checks that every key is final, that no answer a client got was lost or
-// changed, that the provider charged each succeeded key once and no failed
-// one, that it refunded each succeeded refund key once and no charge beyond
-// what it was charged, and that the receipts consumer issued each succeeded
-// charge's receipt exactly once.
+// checkouts, same-key storms, replays, refunds of part of what was charged,
+// and authorizations captured in parts or in full, or voided, some with a
+// capture and a void racing) against a three-instance cluster while, in
+// turn, the PostgreSQL primary, a NATS node and an instance are killed
+// with SIGKILL; then it checks that every key is final, that no answer a
+// client got was lost or changed, that the provider charged each succeeded
+// key once and no failed one, that it refunded each succeeded refund key
+// once and no charge beyond what it was charged, that it captured each
+// succeeded capture key once and no authorization beyond its amount, never
+// both captured and voided, and that the receipts consumer issued each
+// succeeded charge's receipt exactly once.
 package chaos
 
 import (
@@ -57,15 +60,16 @@ var clusterEnv = map[string]string{"PROCESSING_LEASE": "10s", "LOG_FORMAT": "jso
 
 // run is one chaos run in progress.
 type run struct {
-	opts    Options
-	c       *cluster.Cluster
-	client  *client
-	report  *Report
-	mu      sync.Mutex
-	keys    []*checkout
-	refunds []*refund
-	stop    atomic.Bool
-	workers sync.WaitGroup
+	opts     Options
+	c        *cluster.Cluster
+	client   *client
+	report   *Report
+	mu       sync.Mutex
+	keys     []*checkout
+	refunds  []*refund
+	captures []*capture
+	stop     atomic.Bool
+	workers  sync.WaitGroup
 }
 
 // Run starts a cluster under opts.Dir, runs the chaos against it, stops it,
@@ -110,10 +114,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r.report.Duration = time.Since(r.report.Started)
-	r.logf("load stopped; checking %d keys and %d refund keys", len(r.keys), len(r.refunds))
+	r.logf("load stopped; checking %d keys, %d refund keys and %d capture and void keys", len(r.keys), len(r.refunds), len(r.captures))
+	checking := time.Now()
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
+	r.logf("checked in %s: %d problems", round(time.Since(checking)), len(r.report.Problems))
 	return r.report, nil
 }
 
@@ -130,9 +136,10 @@ func (r *run) pause() time.Duration {
 	return 10 * time.Second
 }
 
-// startLoad starts the clients: fresh checkouts (one in ten declined),
-// a same-key storm every half second, replays of finished keys, and
-// refunds of succeeded ones.
+// startLoad starts the clients: fresh checkouts (one in ten declined, one
+// in manualEvery only authorizing), a same-key storm every half second,
+// replays of finished keys, refunds of succeeded charges, and captures and
+// voids of succeeded authorizations.
 func (r *run) startLoad(ctx context.Context) {
 	fresh := 6
 	if r.opts.Short {
@@ -141,7 +148,7 @@ func (r *run) startLoad(ctx context.Context) {
 	for range fresh {
 		r.workers.Go(func() {
 			for !r.stop.Load() && ctx.Err() == nil {
-				co := r.newCheckout()
+				co := r.newCheckout(rand.IntN(manualEvery) == 0)
 				r.client.settle(ctx, &co.record, "", co.charge)
 			}
 		})
@@ -149,7 +156,7 @@ func (r *run) startLoad(ctx context.Context) {
 	r.workers.Go(func() {
 		const clients = 12
 		for !r.stop.Load() && ctx.Err() == nil {
-			co := r.newCheckout()
+			co := r.newCheckout(false)
 			r.count(&r.report.Storms)
 			var storm sync.WaitGroup
 			for range clients {
@@ -171,20 +178,52 @@ func (r *run) startLoad(ctx context.Context) {
 	for range refundWorkers {
 		r.workers.Go(func() { r.refundLoad(ctx) })
 	}
+	for range captureWorkers {
+		r.workers.Go(func() { r.captureLoad(ctx) })
+	}
 }
 
-func (r *run) newCheckout() *checkout {
-	co := &checkout{key: uuid.NewString(),
+// newCheckout is a new checkout key, one in ten with a declined card; a
+// manual one only authorizes, with a card whose captures all succeed, or
+// lose their answer (one in five), or are declined (one in ten).
+func (r *run) newCheckout(manual bool) *checkout {
+	return r.add(makeCheckout(manual))
+}
+
+// makeCheckout is newCheckout's checkout before the run knows it, for a
+// caller that changes it first.
+func makeCheckout(manual bool) *checkout {
+	co := &checkout{key: uuid.NewString(), manual: manual,
 		input: apiclient.ChargeCardInput{Amount: new(100 + rand.IntN(99_900)), Currency: new("USD"), PaymentMethod: "pm_card_visa"}}
-	co.first = time.Now()
+	if manual {
+		co.input.CaptureMethod = new(apiclient.CaptureMethodManual)
+		switch rand.IntN(10) {
+		case 0, 1:
+			co.input.PaymentMethod = "pm_card_captureLostResponse"
+		case 2:
+			co.input.PaymentMethod = "pm_card_captureDeclined"
+		}
+	}
 	if rand.IntN(10) == 0 {
 		co.declined = true
 		co.input.PaymentMethod = "pm_card_chargeDeclined"
 	}
-	r.mu.Lock()
-	r.keys = append(r.keys, co)
-	r.mu.Unlock()
 	return co
+}
+
+// add makes co one of the run's keys, first sent now.
+func (r *run) add(co *checkout) *checkout {
+	return enlist(r, &r.keys, co, &co.record)
+}
+
+// enlist adds key, whose record is rec, to one of the run's lists of keys
+// (under run.mu), first sent now, and returns it.
+func enlist[K any](r *run, list *[]K, key K, rec *record) K {
+	rec.first = time.Now()
+	r.mu.Lock()
+	*list = append(*list, key)
+	r.mu.Unlock()
+	return key
 }
 
 // pick is a random checkout that choose says yes to, or nil when none of
@@ -271,19 +310,38 @@ func (r *run) kills(ctx context.Context) error {
 // of when it dies.
 const heldCheckouts = 4
 
-// holdLeases sends checkouts with the simulator's slow card to the instance
-// at url, and returns once their provider calls are under way: killed now,
-// it dies holding their leases. Their clients' retries on the other
-// instances answer PROCESSING until the leases end (PROCESSING_LEASE), then
-// one takes each attempt over and asks the provider by its key.
+// heldCaptures is how many captures the killed instance holds the lease
+// of when it dies.
+const heldCaptures = 2
+
+// holdLeases sends checkouts with the simulator's slow card, and captures
+// of authorizations with its slow-capture card, to the instance at url,
+// and returns once their provider calls are under way: killed now, it dies
+// holding their leases. Their clients' retries on the other instances
+// answer PROCESSING until the leases end (PROCESSING_LEASE), then one takes
+// each attempt over and asks the provider by its key.
 func (r *run) holdLeases(ctx context.Context, url string) {
+	for range heldCaptures {
+		// The authorization is made first, through any instance; the
+		// capture load never takes it.
+		co := makeCheckout(true)
+		co.declined, co.taken = false, true
+		co.input.PaymentMethod = "pm_card_captureSlow"
+		r.client.settle(ctx, &r.add(co).record, "", co.charge)
+		if told, _ := co.told(); told.status == apiclient.Succeeded {
+			cp := r.newCapture(co, 0, true)
+			cp.held = true
+			r.workers.Go(func() { r.client.settle(ctx, &cp.record, url, cp.send) })
+		}
+	}
 	for range heldCheckouts {
-		co := r.newCheckout()
+		co := makeCheckout(false)
 		co.held, co.declined = true, false
 		co.input.PaymentMethod = "pm_card_slow"
+		r.add(co)
 		r.workers.Go(func() { r.client.settle(ctx, &co.record, url, co.charge) })
 	}
-	// The simulator takes 3 s for the slow card; the claims take far less.
+	// The simulator takes 3 s for the slow cards; the claims take far less.
 	time.Sleep(time.Second)
 }
 

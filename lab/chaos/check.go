@@ -51,12 +51,18 @@ func (r *run) check(ctx context.Context) error {
 		}
 		refundsOf[rf.of] = append(refundsOf[rf.of], rf)
 	}
+	captured, capturesOf := r.byAuthorization()
+	attempts, err := r.captureAttempts(ctx)
+	if err != nil {
+		return err
+	}
 
 	// What the database holds now, through the API (the primary), and what
-	// the provider holds, key by key and refunded charge by refunded charge.
+	// the provider holds, key by key, refunded charge by refunded charge,
+	// and captured authorization by captured authorization.
 	var g errgroup.Group
 	g.SetLimit(16)
-	results := make(chan func(), len(r.keys)+len(refunded))
+	results := make(chan func(), len(r.keys)+len(refunded)+len(captured))
 	for _, co := range r.keys {
 		if co.final.IsZero() {
 			continue
@@ -84,7 +90,17 @@ func (r *run) check(ctx context.Context) error {
 			return nil
 		})
 	}
-	err := g.Wait()
+	for _, co := range captured {
+		g.Go(func() error {
+			seen, err := r.client.capturesSeen(ctx, co.key, capturesOf[co], attempts)
+			if err != nil {
+				return err
+			}
+			results <- func() { r.checkCaptures(co, capturesOf[co], seen) }
+			return nil
+		})
+	}
+	err = g.Wait()
 	close(results)
 	for apply := range results {
 		apply()
@@ -103,9 +119,10 @@ func (r *run) check(ctx context.Context) error {
 	return nil
 }
 
-// checkAnswers checks what the clients of one key, of a checkout or a
-// refund, were told: final, with codes only to retry before, and the same
-// for every client. It is false when the key never had a final answer.
+// checkAnswers checks what the clients of one key, of a checkout, a
+// refund, a capture or a void, were told: final, with codes only to retry
+// before, and the same for every client. It is false when the key never
+// had a final answer.
 func (r *run) checkAnswers(what, key string, rec *record) bool {
 	rep := r.report
 	rep.Tries += rec.tries
@@ -119,9 +136,9 @@ func (r *run) checkAnswers(what, key string, rec *record) bool {
 	rep.LongestWait = max(rep.LongestWait, rec.final.Sub(rec.first))
 	first := rec.answers[0]
 	for _, a := range rec.answers[1:] {
-		if a.status != first.status || a.id != first.id {
+		if a.status != first.status || a.id != first.id || a.amount != first.amount || a.failure != first.failure {
 			rep.Changed++
-			rep.problem("%s %s: answered %s %s, then %s %s", what, key, first.status, first.id, a.status, a.id)
+			rep.problem("%s %s: answered %s, then %s", what, key, describeAnswer(&first), describeAnswer(&a))
 		}
 	}
 	return true
@@ -156,6 +173,10 @@ func (r *run) checkStored(co *checkout, st *apiclient.ChargeResult, charges []ap
 			rep.problem("key %s succeeded, and the provider holds %d successful charges of it", co.key, succeeded)
 		} else if st != nil && st.Charge != nil && st.Charge.ProviderChargeId != charges[0].ID {
 			rep.problem("key %s: charge %s is the provider's %s, not %s", co.key, chargeID(st), charges[0].ID, st.Charge.ProviderChargeId)
+		} else if want := map[bool]string{false: "automatic", true: "manual"}[co.manual]; charges[0].CaptureMethod != want {
+			// An authorization the provider captured at once took the
+			// money no capture asked for.
+			rep.problem("key %s: the provider's charge %s is %s, and the key asked for %s", co.key, charges[0].ID, charges[0].CaptureMethod, want)
 		}
 	case apiclient.Failed:
 		if succeeded != 0 {
@@ -166,9 +187,12 @@ func (r *run) checkStored(co *checkout, st *apiclient.ChargeResult, charges []ap
 
 // checkEvents waits until the outbox has sent every event and the receipts
 // consumer has issued a receipt per succeeded key, then checks that each
-// final key has one event, each succeeded one exactly one receipt, of its
-// charge, and no failed one a receipt; and that each succeeded refund key
-// has one refund.succeeded event and nothing else, and a refused one none.
+// final key has one event (an authorization two: charge.succeeded and
+// charge.authorized), each succeeded one exactly one receipt, of its
+// charge, and no failed one a receipt; that each succeeded refund key has
+// one refund.succeeded event and nothing else, and a refused one none; and
+// that each succeeded capture key has one charge.captured, each succeeded
+// void key one charge.voided, and any other capture or void key none.
 func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error {
 	rep := r.report
 	conn, err := pgx.Connect(ctx, r.c.Formation.URL)
@@ -230,8 +254,15 @@ func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error
 			continue
 		}
 		told := co.answers[0]
-		if n := sum(events[co.key]); n != 1 {
-			rep.problem("key %s: %d events in the outbox, want 1", co.key, n)
+		want := map[string]int{payment.EventChargeFailed: 1}
+		if told.status == apiclient.Succeeded {
+			want = map[string]int{payment.EventChargeSucceeded: 1}
+			if co.manual {
+				want[payment.EventChargeAuthorized] = 1
+			}
+		}
+		if got := events[co.key]; !maps.Equal(got, want) {
+			rep.problem("key %s (%s): events %v in the outbox, want %v", co.key, told.status, got, want)
 		}
 		got := receipts[co.key]
 		rep.Receipts += len(got)
@@ -265,16 +296,8 @@ func (r *run) checkEvents(ctx context.Context, byKey map[string]*checkout) error
 			rep.problem("refund key %s (%s): events %v in the outbox, want %v", rf.key, told.status, got, want)
 		}
 	}
+	r.checkCaptureEvents(events)
 	return r.checkStream(ctx, total)
-}
-
-// sum adds up counts.
-func sum(counts map[string]int) int {
-	n := 0
-	for _, c := range counts {
-		n += c
-	}
-	return n
 }
 
 // checkStream reads the CHARGES stream's copies and messages: three copies

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,9 +80,26 @@ func (rec *record) told() (answer, bool) {
 // answer is a final answer a client received.
 type answer struct {
 	status string
-	id     string // the charge's, or the refund's
+	id     string // the charge's, the refund's, the capture's or the void's
+	// amount is a capture's (what it took), failure a failed capture's or
+	// void's code; both are zero for any other answer.
+	amount  int64
+	failure string
 	// replayed: the stored result of an earlier request.
 	replayed bool
+}
+
+// describeAnswer is an answer, told or stored now, for a problem's line.
+func describeAnswer(a *answer) string {
+	switch {
+	case a == nil:
+		return "unknown"
+	case a.failure != "":
+		return fmt.Sprintf("%s (%s)", a.status, a.failure)
+	case a.amount != 0:
+		return fmt.Sprintf("%s %s of %d", a.status, a.id, a.amount)
+	}
+	return strings.TrimSpace(a.status + " " + a.id)
 }
 
 // checkout is one idempotency key of a charge: the request, and what its
@@ -90,10 +108,14 @@ type checkout struct {
 	key      string
 	input    apiclient.ChargeCardInput
 	declined bool
+	// manual: it only authorizes (captureMethod MANUAL), for the capture
+	// load to capture or void.
+	manual bool
 	// held: sent to an instance that was killed during its provider call.
 	held bool
-	// refunded: the refund load has taken it (guarded by run.mu).
-	refunded bool
+	// taken: the refund or the capture load has taken it (guarded by
+	// run.mu).
+	taken bool
 	record
 }
 
@@ -142,6 +164,17 @@ func (c *client) settle(ctx context.Context, rec *record, first string, send sen
 		case <-time.After(min(max(retryAfter, 100*time.Millisecond), 2*time.Second)):
 		}
 	}
+}
+
+// storm sends one key's request from clients clients at once, spread over
+// the instances, each until a final answer, and returns when all have one.
+func (c *client) storm(ctx context.Context, rec *record, send send, clients int) {
+	var sends sync.WaitGroup
+	for i := range clients {
+		url := c.instances[i%len(c.instances)].URL
+		sends.Go(func() { c.settle(ctx, rec, url, send) })
+	}
+	sends.Wait()
 }
 
 // status reads the key's stored state through the API.

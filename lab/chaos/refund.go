@@ -95,23 +95,26 @@ func (r *run) refundLoad(ctx context.Context) {
 		default:
 			r.count(&r.report.RefundStorms)
 			rf := r.newRefund(co, 1+rand.Int64N(charged-1))
-			for i := range refundStormClients {
-				url := r.client.instances[i%len(r.client.instances)].URL
-				sends.Go(func() { r.client.settle(ctx, &rf.record, url, rf.refund) })
-			}
+			r.client.storm(ctx, &rf.record, rf.refund, refundStormClients)
 		}
 		sends.Wait()
 	}
 }
 
-// takeForRefund takes a checkout that succeeded and that the refund load
-// has not taken yet.
+// takeForRefund takes a checkout that charged (captureMethod AUTOMATIC)
+// and that no load has taken yet.
 func takeForRefund(co *checkout) bool {
+	return take(co, false)
+}
+
+// take takes a checkout that succeeded, manual or not as asked, and that
+// no load has taken yet.
+func take(co *checkout, manual bool) bool {
 	told, ok := co.told()
-	if !ok || told.status != apiclient.Succeeded || co.refunded {
+	if !ok || told.status != apiclient.Succeeded || co.manual != manual || co.taken {
 		return false
 	}
-	co.refunded = true
+	co.taken = true
 	return true
 }
 
@@ -120,11 +123,7 @@ func (r *run) newRefund(co *checkout, amount int64) *refund {
 	told, _ := co.told()
 	rf := &refund{key: uuid.NewString(), of: co,
 		input: apiclient.RefundInput{ChargeId: told.id, Amount: new(int(amount)), Reason: new("chaos")}}
-	rf.first = time.Now()
-	r.mu.Lock()
-	r.refunds = append(r.refunds, rf)
-	r.mu.Unlock()
-	return rf
+	return enlist(r, &r.refunds, rf, &rf.record)
 }
 
 // count adds one to a figure of the report.

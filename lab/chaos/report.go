@@ -23,12 +23,12 @@ type Report struct {
 	// key again after its final answer.
 	Storms  int `json:"storms"`
 	Replays int `json:"replays"`
-	// Tries are requests, of checkouts and refunds, answered with an
-	// error, a dropped connection or PROCESSING, each followed by a retry
-	// with the same key.
+	// Tries are requests, of checkouts, refunds, captures and voids,
+	// answered with an error, a dropped connection or PROCESSING, each
+	// followed by a retry with the same key.
 	Tries int `json:"retried_tries"`
-	// LongestWait is the longest a client, of a checkout or a refund,
-	// waited from its first request to a final answer.
+	// LongestWait is the longest a client, of any key, waited from its
+	// first request to a final answer.
 	LongestWait time.Duration `json:"longest_wait_ns"`
 	// Failover is the time from the primary's kill to the standby's
 	// promotion.
@@ -70,6 +70,48 @@ type Report struct {
 	RefundedTwice  int `json:"refunded_twice"`
 	RefundedBeyond int `json:"refunded_beyond"`
 
+	// The capture load took succeeded authorizations (captureMethod
+	// MANUAL) and: CaptureParts captured each in two parts, one not final,
+	// then a final one; CaptureFulls in full, by a same-key storm;
+	// CaptureRaces by two captures at once (not final) that together
+	// exceed the authorization; VoidStorms voided each, by a same-key
+	// storm; CaptureVoidRaces raced a capture in full and a void.
+	CaptureParts     int `json:"capture_parts"`
+	CaptureFulls     int `json:"capture_fulls"`
+	CaptureRaces     int `json:"capture_races"`
+	VoidStorms       int `json:"void_storms"`
+	CaptureVoidRaces int `json:"capture_void_races"`
+	// Captures and Voids are the capture and void keys sent: answered
+	// SUCCEEDED, FAILED (a capture the card declined), or refused before
+	// anything was claimed (CAPTURE_EXCEEDS_AUTHORIZATION,
+	// CHARGE_NOT_CAPTURABLE, CHARGE_VOIDED, CHARGE_CAPTURED).
+	Captures          int `json:"captures"`
+	CapturesSucceeded int `json:"captures_succeeded"`
+	CapturesFailed    int `json:"captures_failed"`
+	CapturesRefused   int `json:"captures_refused"`
+	Voids             int `json:"voids"`
+	VoidsSucceeded    int `json:"voids_succeeded"`
+	VoidsRefused      int `json:"voids_refused"`
+	// HeldCaptures are the captures the killed instance held the lease of
+	// (a slow capture under way), and HeldCapturesLongest the longest of
+	// them from its first request to a final answer.
+	HeldCaptures        int           `json:"held_captures_at_kill"`
+	HeldCapturesLongest time.Duration `json:"held_captures_longest_ns"`
+	// ProviderCaptures are the provider's captures (made) of the captured
+	// authorizations, one per succeeded capture key; ProviderVoids its
+	// voids, one per succeeded void key.
+	ProviderCaptures int `json:"provider_captures"`
+	ProviderVoids    int `json:"provider_voids"`
+	// CapturesLost are capture and void keys whose stored state is not what
+	// a client was told; CapturedTwice are capture keys the provider
+	// captured more than once; CapturedBeyond are authorizations captured,
+	// in chargeonce or at the provider, above their amount;
+	// CapturedAndVoided are authorizations both captured and voided.
+	CapturesLost      int `json:"captures_lost"`
+	CapturedTwice     int `json:"captured_twice"`
+	CapturedBeyond    int `json:"captured_beyond"`
+	CapturedAndVoided int `json:"captured_and_voided"`
+
 	Events         int `json:"events"`
 	Receipts       int `json:"receipts"`
 	StreamMessages int `json:"stream_messages"`
@@ -106,7 +148,7 @@ func (r *Report) Markdown() string {
 		{"checkouts (keys)", fmt.Sprint(r.Checkouts)},
 		{"succeeded / failed (declined card)", fmt.Sprintf("%d / %d", r.Succeeded, r.Failed)},
 		{"same-key storms (12 clients each) / replays", fmt.Sprintf("%d / %d", r.Storms, r.Replays)},
-		{"tries retried with the same key (error, dropped connection, PROCESSING), of checkouts and refunds", fmt.Sprint(r.Tries)},
+		{"tries retried with the same key (error, dropped connection, PROCESSING), of checkouts, refunds, captures and voids", fmt.Sprint(r.Tries)},
 		{"failover: primary killed → standby promoted", round(r.Failover).String()},
 		{"longest a client waited for a final answer", round(r.LongestWait).String()},
 		{"checkouts the killed instance held (slow card, lease held) / longest until final", fmt.Sprintf("%d / %s", r.Held, round(r.HeldLongest))},
@@ -120,6 +162,17 @@ func (r *Report) Markdown() string {
 		{"**refunds lost** (stored state differs from an answer)", fmt.Sprintf("**%d**", r.RefundsLost)},
 		{"**refunded twice** (more than one provider refund for a refund key)", fmt.Sprintf("**%d**", r.RefundedTwice)},
 		{"**refunded beyond the charge** (charges refunded by more than they charged)", fmt.Sprintf("**%d**", r.RefundedBeyond)},
+		{fmt.Sprintf("authorizations: captured in two parts / in full by a same-key storm (%d clients) / by two captures at once, together beyond it / voided by a same-key storm / a capture and a void at once", captureStormClients),
+			fmt.Sprintf("%d / %d / %d / %d / %d", r.CaptureParts, r.CaptureFulls, r.CaptureRaces, r.VoidStorms, r.CaptureVoidRaces)},
+		{"captures (keys): succeeded / failed (declined by the card) / refused (nothing claimed)",
+			fmt.Sprintf("%d: %d / %d / %d", r.Captures, r.CapturesSucceeded, r.CapturesFailed, r.CapturesRefused)},
+		{"voids (keys): succeeded / refused (nothing claimed)", fmt.Sprintf("%d: %d / %d", r.Voids, r.VoidsSucceeded, r.VoidsRefused)},
+		{"captures the killed instance held (slow capture, lease held) / longest until final", fmt.Sprintf("%d / %s", r.HeldCaptures, round(r.HeldCapturesLongest))},
+		{"provider captures / voids (one per succeeded key)", fmt.Sprintf("%d / %d", r.ProviderCaptures, r.ProviderVoids)},
+		{"**captures and voids lost** (stored state differs from an answer)", fmt.Sprintf("**%d**", r.CapturesLost)},
+		{"**double captures** (more than one provider capture for a capture key)", fmt.Sprintf("**%d**", r.CapturedTwice)},
+		{"**captures above an authorization** (authorizations captured beyond their amount)", fmt.Sprintf("**%d**", r.CapturedBeyond)},
+		{"**captured and voided** (authorizations with both a capture and a void)", fmt.Sprintf("**%d**", r.CapturedAndVoided)},
 		{"events / stream messages (copies each)", fmt.Sprintf("%d / %d (%d)", r.Events, r.StreamMessages, r.StreamReplicas)},
 		{"receipts (one per succeeded key)", fmt.Sprint(r.Receipts)},
 		{"problems found", fmt.Sprint(len(r.Problems))},

@@ -33,7 +33,9 @@ describe.skipIf(skip !== '')('demo checkout in Chromium', () => {
     const visa = page.getByRole('radio', { name: /4242/ });
     await expect(visa.isChecked()).resolves.toBe(true);
     await visa.focus();
-    // The switches sit between the card and Pay.
+    // The capture choice, under the cards, then the switches sit between the card and Pay.
+    await page.keyboard.press('Tab');
+    await expect(focused(page)).resolves.toBe('capture-later');
     await page.keyboard.press('Tab');
     await expect(focused(page)).resolves.toBe('drop-next');
     await page.keyboard.press('Tab');

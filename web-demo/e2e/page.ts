@@ -1,8 +1,8 @@
 // What the browser tests read from the page and from the server: the stored
-// key, the timeline rows, the provider's ledger (its charges and refunds),
-// the requests the page sent, focus, boxes, and the accessibility tree as
-// Chromium computes it.
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+// key, the timeline rows, the provider's ledger (its charges, refunds,
+// captures and voids), the requests the page sent, focus, boxes, and the
+// accessibility tree as Chromium computes it.
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from 'vitest';
 import { chromiumArgs, chromiumPath } from './env';
 
@@ -15,6 +15,8 @@ export interface ProviderCharge {
   amount: number;
   failure_code: string | null;
   metadata: Record<string, string>;
+  /** manual: a charge that succeeded only authorized; its captures take the money. */
+  capture_method: 'automatic' | 'manual';
 }
 
 /** The provider's charges for one of chargeonce's idempotency keys, at the server at base (the shared one by default). */
@@ -43,6 +45,55 @@ export async function refunds(chargeId: string, base = baseURL): Promise<Provide
   const res = await fetch(`${base}/provider/v1/refunds?${q}`);
   expect(res.status).toBe(200);
   return ((await res.json()) as { data: ProviderRefund[] }).data;
+}
+
+export interface ProviderCapture {
+  id: string;
+  /** succeeded, or failed (declined): only succeeded took money. */
+  status: 'succeeded' | 'failed';
+  amount: number;
+  final: boolean;
+  charge: string;
+  /** chargeonce's key at the provider: one per capture attempt, never rotated. */
+  idempotency_key: string;
+  metadata: Record<string, string>;
+}
+
+export interface ProviderVoid {
+  id: string;
+  charge: string;
+  idempotency_key: string;
+  metadata: Record<string, string>;
+}
+
+/** The provider's captures of one of its charges (its id, ch_…), at the server at base. */
+export async function captures(chargeId: string, base = baseURL): Promise<ProviderCapture[]> {
+  return providerList<ProviderCapture>('captures', chargeId, base);
+}
+
+/** The provider's voids of one of its charges, at the server at base. */
+export async function voids(chargeId: string, base = baseURL): Promise<ProviderVoid[]> {
+  return providerList<ProviderVoid>('voids', chargeId, base);
+}
+
+async function providerList<T>(what: string, chargeId: string, base: string): Promise<T[]> {
+  const q = new URLSearchParams({ merchant: 'demo', charge: chargeId });
+  const res = await fetch(`${base}/provider/v1/${what}?${q}`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { data: T[] }).data;
+}
+
+/** What chargeonce says the charge of key stands at in its captures, and its captures' ids. */
+export async function chargeCaptures(
+  key: string,
+  base = baseURL,
+): Promise<{ captureStatus: string; amountCaptured: number; amountCapturable: number; captures: { id: string }[] } | null> {
+  const p = await askChargeStatus<{ charge: { captureStatus: string; amountCaptured: number; amountCapturable: number; captures: { id: string }[] } | null }>(
+    key,
+    'charge{captureStatus amountCaptured amountCapturable captures{id}}',
+    base,
+  );
+  return p?.charge ?? null;
 }
 
 /** Asks chargeonce about the attempt of key with the demo merchant's secret key, as its server would: chargeStatus's payload, or null. */
@@ -150,6 +201,15 @@ export async function expectFinal(page: Page, status: 'SUCCEEDED' | 'FAILED', ti
 /** Waits until the page's ledger panel shows n charges that took money. */
 export async function expectLedgerPanel(page: Page, succeeded: number) {
   await page.locator(`[data-testid="ledger-summary"][data-succeeded="${succeeded}"]`).waitFor({ timeout: 10_000 });
+}
+
+/** The requests page sends to path (one of the shop backend's routes, say), as they go. */
+export function watchPath(page: Page, path: string): Request[] {
+  const sent: Request[] = [];
+  page.on('request', (r) => {
+    if (new URL(r.url()).pathname === path) sent.push(r);
+  });
+  return sent;
 }
 
 /** A GraphQL request a page sent, by the field it asks for, and how it ended. */

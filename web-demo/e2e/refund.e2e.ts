@@ -4,9 +4,9 @@
 // it paid, under one refund id. Each scenario asserts on the card
 // provider's refunds and on chargeonce's record of the charge, read by the
 // test itself, not only on what the page says.
-import type { Page, Request } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
-import { accessible, chargeRefunds, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, refunds, type Row, storedKey, timeline } from './page';
+import { accessible, chargeRefunds, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, refunds, type Row, storedKey, timeline, watchPath } from './page';
 
 const skip = inject('skipReason');
 
@@ -54,10 +54,7 @@ describe.skipIf(skip !== '')('the ledger refund in Chromium', () => {
     await expect(accessible(page, '#refund')).resolves.toMatchObject({ role: 'button', name: 'Refund' });
     await expect(accessible(page, '#refund').then((a) => a.description)).resolves.toMatch(/^Refunds \$113\.00 in full through the shop's backend/);
 
-    const sent: Request[] = [];
-    page.on('request', (r) => {
-      if (new URL(r.url()).pathname === '/demo/refund') sent.push(r);
-    });
+    const sent = watchPath(page, '/demo/refund');
     await page.getByRole('switch', { name: 'Lose the next response' }).check();
     await refund.click();
     await refunded(page);
@@ -96,7 +93,7 @@ describe.skipIf(skip !== '')('the ledger refund in Chromium', () => {
     await page.reload();
     await expectFinal(page, 'SUCCEEDED');
     await page.locator('[data-testid="refund-box"][data-state="succeeded"]').waitFor();
-    await expect(page.evaluate(() => JSON.parse(sessionStorage.getItem('chargeonce-demo:refund')!).refundId)).resolves.toBe(refundId);
+    await expect(page.evaluate(() => JSON.parse(sessionStorage.getItem('chargeonce-demo:refund')!).id)).resolves.toBe(refundId);
     await expect(refund.count()).resolves.toBe(0);
     expect(sent).toHaveLength(0);
     await expectOneRefund(key, providerChargeId);

@@ -1,7 +1,8 @@
 // The shop's backend as the page calls it: a JSON POST, whose refusals are
 // {"error": {"code", "message", ...}} with the API's codes. The demo's
-// backend is chargeonce's development routes (/demo/checkout-session,
-// /demo/refund); a merchant's server answers its own page the same way.
+// backend is chargeonce's development routes (/demo/checkout-session, and
+// the acts on the page's charge: /demo/refund, /demo/capture, /demo/void);
+// a merchant's server answers its own page the same way.
 
 /** Why the backend gave no answer: code is null when no answer arrived, or one that is not the backend's. */
 export interface BackendRefusal {
@@ -9,10 +10,39 @@ export interface BackendRefusal {
   message: string;
   /** What remains refundable, with REFUND_EXCEEDS_CHARGE. */
   refundable?: number;
+  /** What remains capturable, with CAPTURE_EXCEEDS_AUTHORIZATION. */
+  capturable?: number;
 }
 
 /** The backend's JSON answer with its HTTP status, or why there is none. */
 export type BackendAnswer = { ok: true; status: number; body: unknown } | { ok: false; error: BackendRefusal };
+
+/**
+ * An act of the shop's backend on the page's charge, which the backend
+ * makes with the merchant's secret key under the page's id for it (desk.ts):
+ * its route, the body's field for that id, and how the timeline names it.
+ */
+export interface BackendAct {
+  path: string;
+  idField: string;
+  /** The timeline row's operation: the API's mutation the backend calls. */
+  operation: string;
+  /** The API's field, as the timeline shows it. */
+  field: string;
+  /** How the page names the act's id. */
+  idName: string;
+}
+
+export const refundAct = { path: '/demo/refund', idField: 'refundId', operation: 'RefundCharge', field: 'refundCharge', idName: 'refund id' } as const;
+/** Ship order: the authorization captured. */
+export const captureAct = { path: '/demo/capture', idField: 'captureId', operation: 'CaptureCharge', field: 'captureCharge', idName: 'capture id' } as const;
+/** Cancel order: the authorization voided. */
+export const voidAct = { path: '/demo/void', idField: 'voidId', operation: 'VoidCharge', field: 'voidCharge', idName: 'void id' } as const;
+
+export const backendActs: readonly BackendAct[] = [refundAct, captureAct, voidAct];
+
+/** The act a timeline row's operation is, if it is one. */
+export const actOf = (operation: string): BackendAct | undefined => backendActs.find((a) => a.operation === operation);
 
 /** POSTs req as JSON to the backend's path. It never throws. */
 export async function postToBackend(path: string, req: unknown, base: typeof fetch): Promise<BackendAnswer> {
@@ -35,13 +65,14 @@ export async function postToBackend(path: string, req: unknown, base: typeof fet
     return { ok: false, error: { code: null, message: `HTTP ${res.status}: not an answer of the shop's backend` } };
   }
   if (!res.ok) {
-    const e = (body as { error?: { code?: unknown; message?: unknown; refundable?: unknown } } | null)?.error;
+    const e = (body as { error?: { code?: unknown; message?: unknown; refundable?: unknown; capturable?: unknown } } | null)?.error;
     return {
       ok: false,
       error: {
         code: typeof e?.code === 'string' ? e.code : null,
         message: typeof e?.message === 'string' ? e.message : `HTTP ${res.status}`,
         ...(typeof e?.refundable === 'number' ? { refundable: e.refundable } : {}),
+        ...(typeof e?.capturable === 'number' ? { capturable: e.capturable } : {}),
       },
     };
   }

@@ -1,24 +1,18 @@
 // The shop's side of the checkout (cart.ts): what the page asks the shop's
 // backend for and how it reads the answer, and the cart kept across reloads.
 import { describe, expect, it } from 'vitest';
-import type { KeyValueStorage } from '@chargeonce/client';
+import { MemoryStorage } from './fakes';
 import {
   CartStore,
   cartStorageKey,
   checkoutSessionPath,
   mintCartId,
   requestCheckoutSession,
+  returnCaptureParam,
   returnCartParam,
   returnUrlOf,
   type CheckoutSession,
 } from './cart';
-
-class MemoryStorage implements KeyValueStorage {
-  readonly items = new Map<string, string>();
-  getItem = (k: string) => this.items.get(k) ?? null;
-  setItem = (k: string, v: string) => void this.items.set(k, v);
-  removeItem = (k: string) => void this.items.delete(k);
-}
 
 const open: CheckoutSession = {
   id: '0b4c8d8e-1111-4a4a-9c9c-000000000001',
@@ -27,6 +21,7 @@ const open: CheckoutSession = {
   amount: 11300,
   currency: 'USD',
   orderId: null,
+  captureMethod: 'AUTOMATIC',
   status: 'OPEN',
   expiresAt: '2026-11-29T13:00:00Z',
   replayed: false,
@@ -145,5 +140,40 @@ describe('the return URL', () => {
       return json(200, open);
     });
     expect(JSON.parse(body)).toMatchObject({ cartId: 'c', returnUrl: 'http://127.0.0.1/?cart=c' });
+  });
+});
+
+describe('capture later', () => {
+  const now = Date.parse('2026-11-29T12:00:00Z');
+
+  it("sends MANUAL with the cart, and reads the session's method; an answer without one takes the money at once", async () => {
+    let body = '';
+    const manual = { ...open, captureMethod: 'MANUAL' as const };
+    const answer = await requestCheckoutSession({ cartId: 'c', amount: 1, currency: 'USD', captureMethod: 'MANUAL' }, async (_url, init) => {
+      body = String(init?.body);
+      return json(200, manual);
+    });
+    expect(JSON.parse(body)).toMatchObject({ cartId: 'c', captureMethod: 'MANUAL' });
+    expect(answer).toEqual({ session: manual });
+    const { captureMethod: _, ...older } = open;
+    await expect(requestCheckoutSession({ cartId: 'c', amount: 1, currency: 'USD' }, async () => json(200, older))).resolves.toEqual({
+      session: { ...older, captureMethod: 'AUTOMATIC' },
+    });
+  });
+
+  it("the cart's method is its session's, once it has one", () => {
+    const carts = new CartStore(new MemoryStorage(), () => 'cart_1');
+    expect(carts.captureMethod()).toBeNull();
+    carts.keep({ ...open, captureMethod: 'MANUAL' });
+    expect(carts.captureMethod()).toBe('MANUAL');
+    expect(carts.session(now)).toMatchObject({ captureMethod: 'MANUAL' });
+    carts.renew();
+    expect(carts.captureMethod()).toBeNull();
+  });
+
+  it('the return URL of a cart that only authorizes says so, so that its session can be asked for again as it was made', () => {
+    const page = { origin: 'http://127.0.0.1:8080', pathname: '/' };
+    expect(returnUrlOf(page, 'cart_1', 'MANUAL')).toBe(`http://127.0.0.1:8080/?${returnCartParam}=cart_1&${returnCaptureParam}=manual`);
+    expect(returnUrlOf(page, 'cart_1', 'AUTOMATIC')).toBe(`http://127.0.0.1:8080/?${returnCartParam}=cart_1`);
   });
 });

@@ -8,7 +8,7 @@
 // the page pays it with. The route is idempotent on the cart's id, so a
 // retry, a reload or a second attempt after a decline gets the same session
 // back. A paid cart is done: the next purchase is a new cart, with a new id.
-import type { KeyValueStorage } from '@chargeonce/client';
+import type { CaptureMethod, KeyValueStorage } from '@chargeonce/client';
 import { postToBackend } from './backend';
 
 export type CheckoutSessionStatus = 'OPEN' | 'PAID' | 'EXPIRED';
@@ -22,6 +22,8 @@ export interface CheckoutSession {
   amount: number;
   currency: string;
   orderId: string | null;
+  /** MANUAL: the session's charge only authorizes, and the shop captures when it ships (order.ts). */
+  captureMethod: CaptureMethod;
   status: CheckoutSessionStatus;
   expiresAt: string;
   replayed: boolean;
@@ -37,6 +39,8 @@ export interface SessionRequest {
   description?: string;
   /** Where the bank sends the shopper back after authenticating (3-D Secure): on the demo's own origin. */
   returnUrl?: string;
+  /** MANUAL: authorize now, capture when the order ships. Part of what the cart's session is keyed on. */
+  captureMethod?: CaptureMethod;
 }
 
 /**
@@ -49,10 +53,18 @@ export interface SessionRequest {
  */
 export const returnCartParam = 'cart';
 
-/** The return URL of cartId's session: the checkout page itself (origin and path), naming the cart. */
-export function returnUrlOf(page: { origin: string; pathname: string }, cartId: string): string {
+/**
+ * The query parameter of the return URL that says the cart only
+ * authorizes (capture=manual): the cart's session is keyed on the cart
+ * and what it pays, so asking for it again needs its capture method too.
+ */
+export const returnCaptureParam = 'capture';
+
+/** The return URL of cartId's session: the checkout page itself (origin and path), naming the cart (and that it only authorizes). */
+export function returnUrlOf(page: { origin: string; pathname: string }, cartId: string, captureMethod: CaptureMethod = 'AUTOMATIC'): string {
   const u = new URL(page.pathname, page.origin);
   u.searchParams.set(returnCartParam, cartId);
+  if (captureMethod === 'MANUAL') u.searchParams.set(returnCaptureParam, 'manual');
   return u.toString();
 }
 
@@ -69,7 +81,7 @@ export async function requestCheckoutSession(req: SessionRequest, base: typeof f
   if (typeof s?.clientSecret !== 'string' || typeof s.publishableKey !== 'string' || typeof s.status !== 'string') {
     return { error: { code: null, message: `HTTP ${answer.status}: no checkout session in the answer` } };
   }
-  return { session: s as CheckoutSession };
+  return { session: { ...s, captureMethod: s.captureMethod === 'MANUAL' ? 'MANUAL' : 'AUTOMATIC' } as CheckoutSession };
 }
 
 export const cartStorageKey = 'chargeonce-demo:cart';
@@ -110,6 +122,12 @@ export class CartStore {
   /** Keeps the session the backend answered for the current cart. */
   keep(session: CheckoutSession): void {
     this.save({ ...this.load(), session, publishableKey: session.publishableKey });
+  }
+
+  /** How the current cart's session takes the money, once the backend gave one: fixed for the cart from then on. */
+  captureMethod(): CaptureMethod | null {
+    const s = this.load().session;
+    return s ? (s.captureMethod ?? 'AUTOMATIC') : null;
   }
 
   /** The publishable key the page pays with, once a session named it. */

@@ -2,17 +2,11 @@
 // shop's backend, chargeonce's answers and the clock are fakes, the charger
 // is the library's own. Each test says what the shopper does and what goes
 // on the wire.
-import { createCharger, type KeyValueStorage } from '@chargeonce/client';
+import { createCharger, type CaptureMethod } from '@chargeonce/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MemoryStorage, timersClock } from './fakes';
 import type { CheckoutSession, SessionAnswer } from './cart';
 import { Checkout, canPay, demoRetry, sessionEnded, type Phase, type ReturnSource } from './checkout';
-
-class MemoryStorage implements KeyValueStorage {
-  readonly items = new Map<string, string>();
-  getItem = (k: string) => this.items.get(k) ?? null;
-  setItem = (k: string, v: string) => void this.items.set(k, v);
-  removeItem = (k: string) => void this.items.delete(k);
-}
 
 interface Sent {
   operationName: string;
@@ -25,7 +19,7 @@ interface Sent {
  * no answer, or nothing yet.
  */
 type Reply =
-  | { status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING'; replayed?: boolean; action?: boolean; failure?: string }
+  | { status: 'SUCCEEDED' | 'FAILED' | 'PROCESSING'; replayed?: boolean; action?: boolean; failure?: string; held?: boolean }
   | { error: string }
   | 'lost'
   | 'hang'
@@ -35,24 +29,32 @@ type Reply =
 const challengeUrl = 'http://shop.test/provider/authenticate/ch_1';
 const nextAction = { type: 'REDIRECT', url: challengeUrl, expiresAt: '2099-01-01T00:15:00Z' };
 
-const payload = (key: string, r: { status: string; replayed?: boolean; action?: boolean; failure?: string }) => ({
+/** The charge of a SUCCEEDED answer: captured at once, or (held) an authorization only. */
+const captured = { captureStatus: 'CAPTURED' as const, amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null };
+const held = { captureStatus: 'UNCAPTURED' as const, amountCaptured: 0, amountCapturable: 11300, authorizationExpiresAt: '2099-01-08T00:00:00Z' };
+
+const payload = (key: string, r: { status: string; replayed?: boolean; action?: boolean; failure?: string; held?: boolean }) => ({
   idempotencyKey: key,
   status: r.status,
   replayed: r.replayed ?? false,
   retryAfterMs: r.status === 'PROCESSING' ? 1000 : null,
   expiresAt: '2099-01-01T00:00:00Z',
-  charge: r.status === 'SUCCEEDED' ? { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z' } : null,
+  charge:
+    r.status === 'SUCCEEDED'
+      ? { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', ...(r.held ? held : captured) }
+      : null,
   failure: r.status === 'FAILED' ? { code: r.failure ?? 'card_declined', message: r.failure ? `The card failed: ${r.failure}.` : 'Your card was declined.' } : null,
   nextAction: r.action ? nextAction : null,
 });
 
-const session = (cartId: string): CheckoutSession => ({
+const session = (cartId: string, captureMethod: CaptureMethod = 'AUTOMATIC'): CheckoutSession => ({
   id: `s-${cartId}`,
   clientSecret: `cs_${cartId}`,
   publishableKey: 'co_pk_demo',
   amount: 11300,
   currency: 'USD',
   orderId: null,
+  captureMethod,
   status: 'OPEN',
   expiresAt: '2099-01-01T00:00:00Z',
   replayed: false,
@@ -69,8 +71,9 @@ function page(storage = new MemoryStorage(), opts: { unsafe?: boolean; location?
   const returns: { key: string; from: ReturnSource }[] = [];
   const location = opts.location ?? { search: '' };
   const carts: string[] = [];
+  const methods: CaptureMethod[] = [];
   let replies: ((s: Sent) => Reply)[] = [];
-  let shop: (cartId: string) => SessionAnswer = (cartId) => ({ session: session(cartId) });
+  let shop: (cartId: string, captureMethod: CaptureMethod) => SessionAnswer = (cartId, m) => ({ session: session(cartId, m) });
   let keys = 0;
   let cartIds = 0;
   const fetch = (async (_url: string, init: RequestInit) => {
@@ -88,10 +91,11 @@ function page(storage = new MemoryStorage(), opts: { unsafe?: boolean; location?
   }) as typeof globalThis.fetch;
   const checkout = new Checkout({
     storage,
-    clock: { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as number) },
-    createSession: async (cartId) => {
+    clock: timersClock,
+    createSession: async (cartId, captureMethod) => {
       carts.push(cartId);
-      return shop(cartId);
+      methods.push(captureMethod);
+      return shop(cartId, captureMethod);
     },
     charger: (s, onEvent) =>
       createCharger({
@@ -121,6 +125,7 @@ function page(storage = new MemoryStorage(), opts: { unsafe?: boolean; location?
     checkout,
     sent,
     carts,
+    methods,
     phases,
     storage,
     navigations,
@@ -133,8 +138,8 @@ function page(storage = new MemoryStorage(), opts: { unsafe?: boolean; location?
     shop(fn: (cartId: string) => SessionAnswer) {
       shop = fn;
     },
-    pay(card = 'pm_card_visa') {
-      checkout.pay(card, opts.unsafe);
+    pay(card = 'pm_card_visa', captureMethod?: CaptureMethod) {
+      checkout.pay(card, opts.unsafe, captureMethod);
     },
   };
 }
@@ -382,7 +387,7 @@ describe('customer authentication (3-D Secure): to the bank and back', () => {
     const first = await wentToTheBank();
     const ret = page(first.storage, { location: back() });
     ret.answer({ status: 'SUCCEEDED' });
-    const started = ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    const started = ret.checkout.start({ key: 'key-1', cartId: 'cart1', captureMethod: 'AUTOMATIC' });
     expect(ret.checkout.state.phase).toEqual({ kind: 'resuming', back: true });
     await started;
     await flush();
@@ -399,7 +404,7 @@ describe('customer authentication (3-D Secure): to the bank and back', () => {
     const first = await wentToTheBank();
     const ret = page(first.storage, { location: back() });
     ret.answer({ status: 'PROCESSING', action: true }, { status: 'SUCCEEDED' });
-    void ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    void ret.checkout.start({ key: 'key-1', cartId: 'cart1', captureMethod: 'AUTOMATIC' });
     await flush();
     expect(ret.checkout.state.phase).toMatchObject({ kind: 'action', back: true, leaving: false });
     await flush(1_000);
@@ -429,7 +434,7 @@ describe('customer authentication (3-D Secure): to the bank and back', () => {
     const location = back();
     const ret = page(new MemoryStorage(), { location });
     ret.answer({ status: 'SUCCEEDED' });
-    const started = ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    const started = ret.checkout.start({ key: 'key-1', cartId: 'cart1', captureMethod: 'AUTOMATIC' });
     expect(ret.checkout.state.phase).toEqual({ kind: 'resuming', back: true });
     await started;
     // resume() has read the address: the page may drop the key from it now.
@@ -451,7 +456,7 @@ describe('customer authentication (3-D Secure): to the bank and back', () => {
   it('the return, storage lost, and the shop gives no session: nothing is asked, and the page says so', async () => {
     const ret = page(new MemoryStorage(), { location: back() });
     ret.shop(() => ({ error: { code: null, message: 'Failed to fetch' } }));
-    await ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    await ret.checkout.start({ key: 'key-1', cartId: 'cart1', captureMethod: 'AUTOMATIC' });
     await flush();
     expect(ret.sent).toEqual([]);
     expect(ret.checkout.state.phase).toEqual({ kind: 'noSession', code: null, message: 'Failed to fetch' });
@@ -461,7 +466,7 @@ describe('customer authentication (3-D Secure): to the bank and back', () => {
     const first = await wentToTheBank();
     const ret = page(first.storage, { location: back(), keyPrefix: 'return-' });
     ret.answer({ status: 'FAILED', failure: 'authentication_failed' });
-    await ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    await ret.checkout.start({ key: 'key-1', cartId: 'cart1', captureMethod: 'AUTOMATIC' });
     await flush();
     expect(ret.checkout.state.phase).toMatchObject({ kind: 'final', payload: { status: 'FAILED', failure: { code: 'authentication_failed' } } });
     expect(ret.checkout.startNew()).toBe(true);
@@ -477,7 +482,7 @@ describe('customer authentication (3-D Secure): to the bank and back', () => {
   it('a key from the address whose outcome stays unknown: Pay asks about it again, never charges it', async () => {
     const ret = page(new MemoryStorage(), { location: back() });
     ret.answer({ error: 'UNAUTHENTICATED' });
-    await ret.checkout.start({ key: 'key-1', cartId: 'cart1' });
+    await ret.checkout.start({ key: 'key-1', cartId: 'cart1', captureMethod: 'AUTOMATIC' });
     await flush();
     expect(ret.checkout.state.phase).toMatchObject({ kind: 'unknown' });
     ret.answer({ status: 'SUCCEEDED' });
@@ -489,5 +494,52 @@ describe('customer authentication (3-D Secure): to the bank and back', () => {
       ['ChargeStatus', 'key-1'],
     ]);
     expect(ret.checkout.state.phase).toMatchObject({ kind: 'final' });
+  });
+
+  it("capture later: the cart's session is asked for with MANUAL, which then fixes it; the outcome is the library's authorization", async () => {
+    const p = page();
+    expect(p.checkout.captureMethod).toBeNull(); // no session yet: the shopper chooses
+    p.answer({ status: 'SUCCEEDED', held: true });
+    p.pay('pm_card_visa', 'MANUAL');
+    await flush();
+    expect(p.methods).toEqual(['MANUAL']);
+    expect(p.checkout.captureMethod).toBe('MANUAL');
+    // The page sends only the card: the session says how the money is taken.
+    expect(p.charges()[0]!.variables.input).toEqual({ paymentMethod: 'pm_card_visa', checkoutSession: 'cs_cart1' });
+    expect(p.checkout.state.phase).toMatchObject({
+      kind: 'final',
+      payload: { status: 'SUCCEEDED', charge: { captureStatus: 'UNCAPTURED', amountCapturable: 11300, authorizationExpiresAt: '2099-01-08T00:00:00Z' } },
+    });
+    // A new checkout is a new cart, whose method the shopper chooses again.
+    expect(p.checkout.startNew()).toBe(true);
+    expect(p.checkout.captureMethod).toBeNull();
+    p.answer({ status: 'SUCCEEDED' });
+    p.pay('pm_card_visa', 'AUTOMATIC');
+    await flush();
+    expect(p.methods).toEqual(['MANUAL', 'AUTOMATIC']);
+  });
+
+  it("after a decline the cart's session keeps its method, whatever the shopper chooses for the next card", async () => {
+    const p = page();
+    p.answer({ status: 'FAILED' });
+    p.pay('pm_card_chargeDeclined', 'MANUAL');
+    await flush();
+    expect(p.checkout.startNew()).toBe(true); // Try another card: the same session
+    p.answer({ status: 'SUCCEEDED', held: true });
+    p.pay('pm_card_visa', 'AUTOMATIC');
+    await flush();
+    expect(p.methods).toEqual(['MANUAL']);
+    expect(p.checkout.captureMethod).toBe('MANUAL');
+    expect(p.charges().map((c) => c.variables.input!.checkoutSession)).toEqual(['cs_cart1', 'cs_cart1']);
+  });
+
+  it('the return, storage lost, of a cart that only authorizes: its session is asked for again with MANUAL, as it was made', async () => {
+    const ret = page(new MemoryStorage(), { location: back() });
+    ret.answer({ status: 'SUCCEEDED', held: true });
+    await ret.checkout.start({ key: 'key-1', cartId: 'cart1', captureMethod: 'MANUAL' });
+    await flush();
+    expect(ret.carts).toEqual(['cart1']);
+    expect(ret.methods).toEqual(['MANUAL']);
+    expect(ret.checkout.state.phase).toMatchObject({ kind: 'final', payload: { charge: { captureStatus: 'UNCAPTURED' } } });
   });
 });

@@ -8,7 +8,8 @@
 //
 //   - the cart and its checkout session, from the shop's backend (cart.ts):
 //     Pay first asks for the session when the cart has none (noSession when
-//     the shop gives none);
+//     the shop gives none), with the shopper's capture method (MANUAL: the
+//     charge only authorizes, and the order is shipped later, order.ts);
 //   - the question about a slow chargeCard (slow.ts), to show PROCESSING
 //     while the request is still open;
 //   - unsafe mode (unsafe.ts): a naive sender beside the charger, which
@@ -23,7 +24,7 @@
 //   final FAILED ──Try another card──▶ reset: a new key, the same session
 //   final SUCCEEDED, or refused CHECKOUT_SESSION_PAID/_EXPIRED/_LOCKED ──Start a new checkout──▶ a new cart
 //   (reload) ──▶ charger.resume(): the same key, to its outcome
-import type { ChargeCardInput, Charger, ChargerEvent, ChargerState, KeyValueStorage } from '@chargeonce/client';
+import type { CaptureMethod, ChargeCardInput, Charger, ChargerEvent, ChargerState, KeyValueStorage } from '@chargeonce/client';
 import { CartStore, mintCartId, type CheckoutSession, type SessionAnswer } from './cart';
 import { send, type Endpoint } from './request';
 import { SlowWatch, type Clock } from './slow';
@@ -51,8 +52,8 @@ export interface CheckoutOptions {
   /** Where the cart survives a reload: sessionStorage in the page. */
   storage: KeyValueStorage;
   clock: Clock;
-  /** Asks the shop's backend for the checkout session of cartId: the same cart gets the same session. */
-  createSession(cartId: string): Promise<SessionAnswer>;
+  /** Asks the shop's backend for the checkout session of cartId, taking the money as captureMethod says: the same cart gets the same session. */
+  createSession(cartId: string, captureMethod: CaptureMethod): Promise<SessionAnswer>;
   /** The charger of a checkout session: createCharger in the page, with the recording fetch. */
   charger(session: CheckoutSession, onEvent: (e: ChargerEvent) => void): Charger;
   /** The demo's own requests (slow.ts, unsafe.ts), through the same recording fetch. */
@@ -69,6 +70,8 @@ export interface BankReturn {
   key: string;
   /** The cart the return names (cart.ts returnCartParam), for when this tab's storage lost it; null: none named. */
   cartId: string | null;
+  /** The capture method of that cart's session, as the return says (cart.ts returnCaptureParam). */
+  captureMethod: CaptureMethod;
 }
 
 /** Where the page keeps the key of the attempt Authenticate took to the bank, for the page that comes back (or reloads). */
@@ -92,6 +95,8 @@ export class Checkout {
   private handoff = false;
   /** The return from the bank this page is, if it is one; told (observer.returned) at its first request. */
   private back: { key: string; told: boolean } | null = null;
+  /** The capture method the shopper chose for the cart's session, until the session fixes it. */
+  private method: CaptureMethod = 'AUTOMATIC';
 
   constructor(private readonly o: CheckoutOptions) {
     this.cart = new CartStore(o.storage, o.mintCartId);
@@ -100,6 +105,11 @@ export class Checkout {
 
   get state(): CheckoutState {
     return this.current;
+  }
+
+  /** How the cart's session takes the money, once the shop gave one; null before: the shopper still chooses. */
+  get captureMethod(): CaptureMethod | null {
+    return this.cart.captureMethod();
   }
 
   subscribe(fn: Listener): () => void {
@@ -128,7 +138,7 @@ export class Checkout {
     this.cart.adopt(cartId);
     const run = this.restart({ attempt: null, phase: { kind: 'resuming', back: true } });
     return this.o
-      .createSession(cartId)
+      .createSession(cartId, back.captureMethod)
       .catch((err: unknown): SessionAnswer => ({ error: { code: null, message: err instanceof Error ? err.message : String(err) } }))
       .then((answer) => {
         if (run !== this.run) return;
@@ -174,11 +184,14 @@ export class Checkout {
   /**
    * Pays with the card: a new attempt (a new key) on the cart's checkout
    * session, or the open attempt again with its own key and input. In
-   * unsafe mode a new attempt goes to the naive sender. Ignored while the
-   * page waits (a double click) and when there is nothing to pay.
+   * unsafe mode a new attempt goes to the naive sender. captureMethod is
+   * the shopper's choice for a cart that has no session yet; a session's
+   * own is fixed. Ignored while the page waits (a double click) and when
+   * there is nothing to pay.
    */
-  pay(paymentMethod: string, unsafe = false): void {
+  pay(paymentMethod: string, unsafe = false, captureMethod: CaptureMethod = 'AUTOMATIC'): void {
     if (!canPay(this.current)) return;
+    this.method = captureMethod;
     const open = this.current.attempt;
     if (this.own && this.own.phase.kind === 'unknown' && open?.input) {
       this.naive(open.input, open.key); // unsafe mode's attempt: its last key again
@@ -342,7 +355,7 @@ export class Checkout {
   private async openSession(): Promise<SessionAnswer> {
     const ask = () =>
       this.o
-        .createSession(this.cart.id())
+        .createSession(this.cart.id(), this.method)
         .catch((err: unknown): SessionAnswer => ({ error: { code: null, message: err instanceof Error ? err.message : String(err) } }));
     const answer = await ask();
     if (!('session' in answer) || answer.session.status === 'OPEN') return answer;
@@ -361,7 +374,8 @@ export class Checkout {
       {
         endpoint: this.o.endpoint(publishableKey),
         newSession: async () => {
-          const answer = await this.o.createSession((this.o.mintCartId ?? mintCartId)()).catch(() => null);
+          // A new order on the same terms: the capture method of the cart it takes the place of.
+          const answer = await this.o.createSession((this.o.mintCartId ?? mintCartId)(), this.cart.captureMethod() ?? this.method).catch(() => null);
           return answer && 'session' in answer ? answer.session.clientSecret : null;
         },
         mintKey: this.o.mintKey ?? (() => crypto.randomUUID()),

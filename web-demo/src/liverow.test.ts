@@ -21,7 +21,7 @@ const input = { paymentMethod: 'pm_card_lostResponse', checkoutSession: 'cs_1' }
 const sending: ChargerState = { kind: 'sending', key: 'k', input, attempt: 1 };
 const connecting: ChargerState = { kind: 'processing', key: 'k', input, live: 'ws', liveOpen: false };
 const subscribed: ChargerState = { ...connecting, liveOpen: true };
-const outcome = { status: 'SUCCEEDED' as const, key: 'k', replayed: true, charge: { id: 'c', amount: 1, currency: 'USD', providerChargeId: 'ch', createdAt: '' } };
+const outcome = { status: 'SUCCEEDED' as const, key: 'k', replayed: true, charge: { id: 'c', amount: 1, currency: 'USD', providerChargeId: 'ch', createdAt: '', captureStatus: 'CAPTURED' as const, amountCaptured: 1, amountCapturable: 0, authorizationExpiresAt: null } };
 const settled: ChargerState = { kind: 'settled', key: 'k', input, outcome };
 
 describe('the live status row', () => {

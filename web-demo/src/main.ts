@@ -6,21 +6,24 @@
 // backend created, with the publishable key and the session's client secret.
 // The page is also where the bank sends the shopper back (the session's
 // returnUrl): on load it resumes first, then tidies its address. Once the
-// charge SUCCEEDED, the ledger offers its refund (refund.ts), through the
-// shop's backend too.
+// charge SUCCEEDED, the shop's backend acts on it: an authorization is
+// shipped or cancelled (order.ts), money taken is refunded (refund.ts).
 import './style.css';
-import { createCharger, returnKeyParam } from '@chargeonce/client';
-import { requestCheckoutSession, returnCartParam, returnUrlOf } from './cart';
+import { createCharger, returnKeyParam, type CaptureMethod } from '@chargeonce/client';
+import { actOf } from './backend';
+import { requestCheckoutSession, returnCaptureParam, returnCartParam, returnUrlOf } from './cart';
 import { Checkout, demoRetry, resultArrived, type BankReturn } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
 import { liveRows } from './liverow';
+import { Order, orderCharge, orderTarget, requestCapture, requestVoid } from './order';
+import { orderSettled } from './order-view';
 import { RefundDesk, refundTarget, requestRefund } from './refund';
 import { refundSettled } from './refund-view';
-import { chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintRefund, paintTimeline } from './render';
+import { chosenCapture, chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintOrder, paintRefund, paintTimeline } from './render';
 import { cart } from './shop';
 import type { Clock } from './slow';
 import { redirectStep, returnStep, Timeline } from './timeline';
-import { dropResponse, recordingFetch, refundOperation, type RequestRecord } from './transport';
+import { dropResponse, recordingFetch, type RequestRecord } from './transport';
 import type { RenderContext } from './view';
 
 const merchant = import.meta.env.VITE_DEMO_MERCHANT ?? 'demo';
@@ -57,8 +60,8 @@ function start(doc: Document, win: Window): void {
   const recorded = recordingFetch(
     {
       faultFor(operation) {
-        // The answer the switch loses: a charge's, or a refund's (the backend refunds, then the connection drops).
-        if ((operation !== 'ChargeCard' && operation !== refundOperation) || !el.dropNext.checked) return null;
+        // The answer the switch loses: a charge's, or an act's of the shop's backend (it refunds, captures or voids, then the connection drops).
+        if ((operation !== 'ChargeCard' && !actOf(operation)) || !el.dropNext.checked) return null;
         el.dropNext.checked = false; // one response only
         return dropResponse;
       },
@@ -68,21 +71,28 @@ function start(doc: Document, win: Window): void {
   );
   const live = liveRows(rows);
   const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) };
-  // The shop's backend refunds, with the secret key on the server; the request goes through the recording fetch.
-  const refunds = new RefundDesk({ storage: win.sessionStorage, clock, send: (req) => requestRefund(req, recorded) });
+  // The shop's backend acts with the secret key on the server; the requests go through the recording fetch.
+  const refunds = new RefundDesk({ storage: win.sessionStorage, clock, send: (id, t) => requestRefund(id, t.chargeId, recorded) });
+  const order = new Order({
+    storage: win.sessionStorage,
+    clock,
+    capture: (id, t) => requestCapture(id, t.chargeId, recorded),
+    void: (id, t) => requestVoid(id, t.chargeId, recorded),
+  });
 
   const checkout = new Checkout({
     storage: win.sessionStorage,
     clock,
     // The shop's backend: the cart's checkout session, created with the secret key on the server.
     // returnUrl: this page, so that the bank sends the shopper back to the page that resumes; it names the cart (cart.ts).
-    createSession: (cartId) =>
+    createSession: (cartId, captureMethod) =>
       requestCheckoutSession({
         cartId,
         amount: cart.amount,
         currency: cart.currency,
         description: cart.description,
-        returnUrl: returnUrlOf(win.location, cartId),
+        returnUrl: returnUrlOf(win.location, cartId, captureMethod),
+        ...(captureMethod === 'MANUAL' ? { captureMethod } : {}),
       }),
     charger: (session, onEvent) =>
       createCharger({
@@ -116,6 +126,8 @@ function start(doc: Document, win: Window): void {
     keysSent: timeline.keys().length,
     responseLost: timeline.all().some((r) => r.operation === 'ChargeCard' && (r.outcome === 'network-error' || r.outcome === 'abandoned')),
     refund: refunds.state,
+    order: order.state,
+    captureMethod: checkout.captureMethod,
   });
 
   async function refreshLedger(): Promise<void> {
@@ -147,8 +159,9 @@ function start(doc: Document, win: Window): void {
       paintTimeline(el, timeline.all());
       void refreshLedger();
     }
-    // A charge that SUCCEEDED may be refunded; a stored refund of it is picked up.
-    refunds.show(refundTarget(next));
+    // An authorization may be shipped or cancelled, money taken refunded; what this tab kept of either is picked up.
+    order.show(orderTarget(next));
+    refunds.show(refundTarget(next, orderCharge(order.state)));
     paint(el, next, context());
     if (next.phase.kind === 'final' && prev.phase.kind !== 'final') void refreshLedger();
     // A result arrived: its heading takes the focus (Pay may have just been hidden).
@@ -165,10 +178,22 @@ function start(doc: Document, win: Window): void {
   paintRefund(el, refunds.state);
   el.refund.addEventListener('click', () => refunds.refund());
 
+  order.subscribe((next, prev) => {
+    paintOrder(el, next);
+    // Shipped: the money taken may be refunded.
+    refunds.show(refundTarget(checkout.state, orderCharge(next)));
+    paint(el, checkout.state, context()); // the outcome shows where the charge stands now; the live region says how the act goes
+    const a = doc.activeElement;
+    if (orderSettled(prev, next) && (a === null || a === doc.body || a === el.ship || a === el.cancel)) el.orderNote.focus();
+  });
+  paintOrder(el, order.state);
+  el.ship.addEventListener('click', () => order.ship());
+  el.cancel.addEventListener('click', () => order.cancel());
+
   paintCards(el);
   el.form.addEventListener('submit', (e) => {
     e.preventDefault();
-    checkout.pay(chosenCard(el), el.unsafe.checked);
+    checkout.pay(chosenCard(el), el.unsafe.checked, chosenCapture(el));
   });
   // The shopper's click takes the page to the bank, not the page by itself: leaving the shop is theirs to ask for.
   el.authenticate.addEventListener('click', () => {
@@ -192,7 +217,8 @@ function start(doc: Document, win: Window): void {
 function bankReturn(location: Location): BankReturn | undefined {
   const q = new URLSearchParams(location.search);
   const key = q.get(returnKeyParam);
-  return key ? { key, cartId: q.get(returnCartParam) } : undefined;
+  const captureMethod: CaptureMethod = q.get(returnCaptureParam) === 'manual' ? 'MANUAL' : 'AUTOMATIC';
+  return key ? { key, cartId: q.get(returnCartParam), captureMethod } : undefined;
 }
 
 /**
@@ -202,9 +228,10 @@ function bankReturn(location: Location): BankReturn | undefined {
  */
 function tidyAddress(win: Window): void {
   const url = new URL(win.location.href);
-  if (!url.searchParams.has(returnKeyParam) && !url.searchParams.has(returnCartParam)) return;
+  if (![returnKeyParam, returnCartParam, returnCaptureParam].some((p) => url.searchParams.has(p))) return;
   url.searchParams.delete(returnKeyParam);
   url.searchParams.delete(returnCartParam);
+  url.searchParams.delete(returnCaptureParam);
   win.history.replaceState(win.history.state, '', url);
 }
 

@@ -15,13 +15,13 @@ describe('refundButtonView', () => {
   it.each<[string, RefundState, { hidden: boolean; disabled: boolean; label: string }]>([
     ['no charge to refund', { target: null, phase: { kind: 'none' } }, { hidden: true, disabled: true, label: 'Refund' }],
     ['a charge that SUCCEEDED', at({ kind: 'none' }), { hidden: false, disabled: false, label: 'Refund' }],
-    ['on its way', at({ kind: 'sending', refundId: 'rf-1', try: 1 }), { hidden: false, disabled: true, label: 'Refunding…' }],
-    ['a lost answer, retried', at({ kind: 'retrying', refundId: 'rf-1', cause: 'lost', code: null, waitMs: 500 }), { hidden: false, disabled: true, label: 'Refunding…' }],
-    ['PROCESSING', at({ kind: 'processing', refundId: 'rf-1', retryAfterMs: 1000 }), { hidden: false, disabled: true, label: 'Refunding…' }],
-    ['refunded', at({ kind: 'succeeded', refundId: 'rf-1', refund, replayed: false, lost: false }), { hidden: true, disabled: true, label: 'Refund' }],
-    ['refunded in full elsewhere', at({ kind: 'refused', refundId: 'rf-1', code: 'REFUND_EXCEEDS_CHARGE', message: '', refundable: 0 }), { hidden: true, disabled: true, label: 'Refund' }],
-    ['the outcome unknown', at({ kind: 'unknown', refundId: 'rf-1', code: null, tries: 3 }), { hidden: false, disabled: false, label: 'Refund' }],
-    ['failed', at({ kind: 'failed', refundId: 'rf-1', failure: { code: 'expired_or_canceled_card', message: 'closed' } }), { hidden: false, disabled: false, label: 'Refund' }],
+    ['on its way', at({ kind: 'sending', id: 'rf-1', try: 1 }), { hidden: false, disabled: true, label: 'Refunding…' }],
+    ['a lost answer, retried', at({ kind: 'retrying', id: 'rf-1', cause: 'lost', code: null, waitMs: 500 }), { hidden: false, disabled: true, label: 'Refunding…' }],
+    ['PROCESSING', at({ kind: 'processing', id: 'rf-1', retryAfterMs: 1000 }), { hidden: false, disabled: true, label: 'Refunding…' }],
+    ['refunded', at({ kind: 'succeeded', id: 'rf-1', made: refund, replayed: false, lost: false }), { hidden: true, disabled: true, label: 'Refund' }],
+    ['refunded in full elsewhere', at({ kind: 'refused', id: 'rf-1', code: 'REFUND_EXCEEDS_CHARGE', message: '', refundable: 0 }), { hidden: true, disabled: true, label: 'Refund' }],
+    ['the outcome unknown', at({ kind: 'unknown', id: 'rf-1', code: null, tries: 3 }), { hidden: false, disabled: false, label: 'Refund' }],
+    ['failed', at({ kind: 'failed', id: 'rf-1', failure: { code: 'expired_or_canceled_card', message: 'closed' } }), { hidden: false, disabled: false, label: 'Refund' }],
   ])('%s', (_, s, want) => {
     expect(refundButtonView(s)).toMatchObject(want);
   });
@@ -29,7 +29,7 @@ describe('refundButtonView', () => {
 
 describe('refundNote and refundAnnouncement', () => {
   it('a refund whose answer was lost: the retry got it back, not a second one', () => {
-    const s = at({ kind: 'succeeded', refundId: 'rf-1', refund, replayed: true, lost: true });
+    const s = at({ kind: 'succeeded', id: 'rf-1', made: refund, replayed: true, lost: true });
     expect(refundNote(s)).toEqual({
       text: 'Refunded $113.00: nothing remains to refund. replayed: true: the answer that was lost carried this refund, and the retry with the same id got it back, not a second one.',
       tone: 'ok',
@@ -38,7 +38,7 @@ describe('refundNote and refundAnnouncement', () => {
   });
 
   it('the outcome unknown: Refund sends the same refund id', () => {
-    const s = at({ kind: 'unknown', refundId: '0b4c8d8e-1111-4a4a-9c9c-000000000001', code: null, tries: 3 });
+    const s = at({ kind: 'unknown', id: '0b4c8d8e-1111-4a4a-9c9c-000000000001', code: null, tries: 3 });
     expect(refundNote(s)?.text).toBe(
       'No answer after 3 tries: the refund may or may not have been made. Refund sends the same refund id 0b4c8d8e…0001 again, so it cannot refund twice.',
     );
@@ -53,27 +53,27 @@ describe('refundNote and refundAnnouncement', () => {
           idempotencyKey: 'k1',
           status: 'SUCCEEDED' as const,
           replayed: false,
-          charge: { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z' },
+          charge: { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED' as const, amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null },
           failure: null,
         },
       },
     };
     const ctx = { unsafe: false, ledger: null, keysSent: 1, responseLost: false };
     expect(announcement(paid, { ...ctx, refund: at({ kind: 'none' }) })).toBe('Payment received.');
-    expect(announcement(paid, { ...ctx, refund: at({ kind: 'retrying', refundId: 'rf-1', cause: 'lost', code: null, waitMs: 500 }) })).toBe(
+    expect(announcement(paid, { ...ctx, refund: at({ kind: 'retrying', id: 'rf-1', cause: 'lost', code: null, waitMs: 500 }) })).toBe(
       "The refund's response was lost. Retrying with the same refund id.",
     );
-    expect(announcement(paid, { ...ctx, refund: at({ kind: 'succeeded', refundId: 'rf-1', refund, replayed: true, lost: true }) })).toBe(
+    expect(announcement(paid, { ...ctx, refund: at({ kind: 'succeeded', id: 'rf-1', made: refund, replayed: true, lost: true }) })).toBe(
       'Refunded $113.00.',
     );
   });
 
   it('the outcome arrives when the refund stops waiting for an answer', () => {
-    const sending: RefundPhase = { kind: 'sending', refundId: 'rf-1', try: 1 };
-    expect(refundSettled(sending, { kind: 'succeeded', refundId: 'rf-1', refund, replayed: false, lost: false })).toBe(true);
-    expect(refundSettled(sending, { kind: 'unknown', refundId: 'rf-1', code: null, tries: 3 })).toBe(true);
-    expect(refundSettled(sending, { kind: 'processing', refundId: 'rf-1', retryAfterMs: 1000 })).toBe(false);
-    expect(refundSettled({ kind: 'none' }, { kind: 'succeeded', refundId: 'rf-1', refund, replayed: false, lost: false })).toBe(false);
+    const sending: RefundPhase = { kind: 'sending', id: 'rf-1', try: 1 };
+    expect(refundSettled(sending, { kind: 'succeeded', id: 'rf-1', made: refund, replayed: false, lost: false })).toBe(true);
+    expect(refundSettled(sending, { kind: 'unknown', id: 'rf-1', code: null, tries: 3 })).toBe(true);
+    expect(refundSettled(sending, { kind: 'processing', id: 'rf-1', retryAfterMs: 1000 })).toBe(false);
+    expect(refundSettled({ kind: 'none' }, { kind: 'succeeded', id: 'rf-1', made: refund, replayed: false, lost: false })).toBe(false);
   });
 });
 

@@ -1,46 +1,32 @@
 // The refund through the shop's backend (refund.ts): what the page sends and
-// how it reads the answer, and the refund's loop over a fake backend and
-// fake timers: the same refund id on every retry and after a reload, a
-// bounded backoff, PROCESSING followed, refusals taken as answers.
-import type { KeyValueStorage } from '@chargeonce/client';
+// how it reads the answer, what it refunds, and the desk's loop (desk.ts)
+// as a refund runs it, over a fake backend and fake timers: the same
+// refund id on every retry and after a reload, a bounded backoff,
+// PROCESSING followed, refusals taken as answers.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  RefundDesk,
-  refundPath,
-  refundRetry,
-  refundStorageKey,
-  refundTarget,
-  requestRefund,
-  type RefundAnswer,
-  type RefundPayload,
-  type RefundRequest,
-  type RefundTarget,
-} from './refund';
+import { MemoryStorage, timersClock } from './fakes';
+import { actRetry as refundRetry, type ActPayload } from './desk';
+import { RefundDesk, refundPath, refundStorageKey, refundTarget, requestRefund, type Refund, type RefundAnswer, type RefundTarget } from './refund';
 
-class MemoryStorage implements KeyValueStorage {
-  readonly items = new Map<string, string>();
-  getItem = (k: string) => this.items.get(k) ?? null;
-  setItem = (k: string, v: string) => void this.items.set(k, v);
-  removeItem = (k: string) => void this.items.delete(k);
-}
+type RefundPayload = ActPayload<Refund>;
 
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 
-const refunded = (replayed: boolean): RefundPayload => ({
-  status: 'SUCCEEDED',
-  replayed,
-  refund: { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', createdAt: '2026-01-01T00:00:00Z' },
-  failure: null,
-  retryAfterMs: null,
-});
+const refund: Refund = { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', createdAt: '2026-01-01T00:00:00Z' };
+
+/** refundCharge's payload, as the backend answers it. */
+const body = (replayed: boolean) => ({ status: 'SUCCEEDED', replayed, refund, failure: null, retryAfterMs: null });
+
+/** The same, as the page reads it. */
+const refunded = (replayed: boolean): RefundPayload => ({ status: 'SUCCEEDED', replayed, made: refund });
 
 describe('requestRefund', () => {
   it('posts the refund id and the charge as JSON to the shop backend route, and answers its payload', async () => {
     const sent: { url: string; init?: RequestInit }[] = [];
-    const answer = await requestRefund({ refundId: 'rf-1', chargeId: 'c1' }, async (url, init) => {
+    const answer = await requestRefund('rf-1', 'c1', async (url, init) => {
       sent.push({ url: String(url), init });
-      return json(200, refunded(false));
+      return json(200, body(false));
     });
     expect(answer).toEqual({ payload: refunded(false) });
     expect(sent).toHaveLength(1);
@@ -52,7 +38,7 @@ describe('requestRefund', () => {
   });
 
   it("a refusal: the backend's code and message, and what remains refundable", async () => {
-    const answer = await requestRefund({ refundId: 'rf-1', chargeId: 'c1' }, async () =>
+    const answer = await requestRefund('rf-1', 'c1', async () =>
       json(409, { error: { code: 'REFUND_EXCEEDS_CHARGE', message: 'nothing remains', refundable: 0 } }),
     );
     expect(answer).toEqual({ error: { code: 'REFUND_EXCEEDS_CHARGE', message: 'nothing remains', refundable: 0 } });
@@ -64,14 +50,14 @@ describe('requestRefund', () => {
     ['not JSON', async () => new Response('<html>', { status: 502 })],
     ['no refund in a SUCCEEDED answer', async () => json(200, { status: 'SUCCEEDED', replayed: false })],
   ])('%s: no answer (code null), which the loop retries', async (_, f) => {
-    const answer = await requestRefund({ refundId: 'rf-1', chargeId: 'c1' }, f as typeof fetch);
+    const answer = await requestRefund('rf-1', 'c1', f as typeof fetch);
     expect(answer).toMatchObject({ error: { code: null } });
   });
 });
 
 describe('refundTarget', () => {
   it('is the charge of a checkout that SUCCEEDED, and nothing before', () => {
-    const charge = { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z' };
+    const charge = { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED' as const, amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null };
     const paid = { idempotencyKey: 'k1', status: 'SUCCEEDED' as const, replayed: false, charge, failure: null };
     expect(refundTarget({ attempt: null, phase: { kind: 'final', payload: paid } })).toEqual({
       attemptKey: 'k1',
@@ -83,6 +69,27 @@ describe('refundTarget', () => {
     expect(refundTarget({ attempt: null, phase: { kind: 'final', payload: declined } })).toBeNull();
     expect(refundTarget({ attempt: null, phase: { kind: 'paying', retry: null } })).toBeNull();
   });
+
+  it('of an authorization, nothing until the shop captured; then what it captured, as the capture answered the charge', () => {
+    const held = {
+      id: 'c1',
+      amount: 11300,
+      currency: 'USD',
+      orderId: null,
+      providerChargeId: 'ch_1',
+      createdAt: '2026-01-01T00:00:00Z',
+      captureStatus: 'UNCAPTURED' as const,
+      amountCaptured: 0,
+      amountCapturable: 11300,
+      authorizationExpiresAt: '2026-01-08T00:00:00Z',
+    };
+    const authorized = { attempt: null, phase: { kind: 'final' as const, payload: { idempotencyKey: 'k1', status: 'SUCCEEDED' as const, replayed: false, charge: held, failure: null } } };
+    expect(refundTarget(authorized)).toBeNull();
+    expect(refundTarget(authorized, held)).toBeNull();
+    const shipped = { ...held, captureStatus: 'PARTIALLY_CAPTURED' as const, amountCaptured: 6000, amountCapturable: 5300 };
+    expect(refundTarget(authorized, shipped)).toEqual({ attemptKey: 'k1', chargeId: 'c1', amount: 6000, currency: 'USD' });
+    expect(refundTarget(authorized, { ...shipped, id: 'c2' }), "another charge's word says nothing of this one").toBeNull();
+  });
 });
 
 const target: RefundTarget = { attemptKey: 'k1', chargeId: 'c1', amount: 11300, currency: 'USD' };
@@ -91,14 +98,14 @@ type Reply = RefundAnswer | 'hang';
 
 /** A desk over a fake backend that answers replies in turn, with fake timers. */
 function desk(storage = new MemoryStorage()) {
-  const sent: RefundRequest[] = [];
+  const sent: { refundId: string; chargeId: string }[] = [];
   const replies: Reply[] = [];
   let ids = 0;
   const d = new RefundDesk({
     storage,
-    clock: { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as number) },
-    send: (req) => {
-      sent.push(req);
+    clock: timersClock,
+    send: (refundId, t) => {
+      sent.push({ refundId, chargeId: t.chargeId });
       const r = replies.shift() ?? 'hang';
       return r === 'hang' ? new Promise<RefundAnswer>(() => {}) : Promise.resolve(r);
     },
@@ -132,15 +139,15 @@ describe('RefundDesk', () => {
     replies.push(lost, answered(refunded(true)));
     expect(d.refund()).toBe(true);
     // Kept before the first byte: a reload would send this id.
-    expect(JSON.parse(storage.getItem(refundStorageKey)!)).toMatchObject({ attemptKey: 'k1', chargeId: 'c1', refundId: 'rf-1', settled: null });
+    expect(JSON.parse(storage.getItem(refundStorageKey)!)).toMatchObject({ attemptKey: 'k1', chargeId: 'c1', id: 'rf-1', settled: null });
     await vi.advanceTimersByTimeAsync(0);
-    expect(d.state.phase).toEqual({ kind: 'retrying', refundId: 'rf-1', cause: 'lost', code: null, waitMs: refundRetry.baseMs });
+    expect(d.state.phase).toEqual({ kind: 'retrying', id: 'rf-1', cause: 'lost', code: null, waitMs: refundRetry.baseMs });
     await vi.advanceTimersByTimeAsync(refundRetry.baseMs);
     expect(sent).toEqual([
       { refundId: 'rf-1', chargeId: 'c1' },
       { refundId: 'rf-1', chargeId: 'c1' },
     ]);
-    expect(d.state.phase).toMatchObject({ kind: 'succeeded', refundId: 'rf-1', replayed: true, lost: true });
+    expect(d.state.phase).toMatchObject({ kind: 'succeeded', id: 'rf-1', replayed: true, lost: true });
     expect(JSON.parse(storage.getItem(refundStorageKey)!).settled).toMatchObject({ kind: 'succeeded' });
     expect(d.refund()).toBe(false); // nothing remains
   });
@@ -158,7 +165,7 @@ describe('RefundDesk', () => {
     expect(sent).toHaveLength(2); // the backoff doubles
     await vi.advanceTimersByTimeAsync(1);
     expect(sent).toHaveLength(3);
-    expect(d.state.phase).toEqual({ kind: 'unknown', refundId: 'rf-1', code: null, tries: 3 });
+    expect(d.state.phase).toEqual({ kind: 'unknown', id: 'rf-1', code: null, tries: 3 });
     await vi.advanceTimersByTimeAsync(60_000);
     expect(sent).toHaveLength(3); // no try after the last
 
@@ -166,7 +173,7 @@ describe('RefundDesk', () => {
     expect(d.refund()).toBe(true);
     await vi.advanceTimersByTimeAsync(0);
     expect(sent.map((r) => r.refundId)).toEqual(['rf-1', 'rf-1', 'rf-1', 'rf-1']);
-    expect(d.state.phase).toMatchObject({ kind: 'succeeded', refundId: 'rf-1', replayed: false });
+    expect(d.state.phase).toMatchObject({ kind: 'succeeded', id: 'rf-1', replayed: false });
   });
 
   it('PROCESSING: asks again with the same id at retryAfterMs, until the refund is final', async () => {
@@ -177,7 +184,7 @@ describe('RefundDesk', () => {
     d.refund();
     await vi.advanceTimersByTimeAsync(2_999);
     expect(sent).toHaveLength(1);
-    expect(d.state.phase).toEqual({ kind: 'processing', refundId: 'rf-1', retryAfterMs: 3_000 });
+    expect(d.state.phase).toEqual({ kind: 'processing', id: 'rf-1', retryAfterMs: 3_000 });
     await vi.advanceTimersByTimeAsync(1);
     expect(sent).toHaveLength(2);
     await vi.advanceTimersByTimeAsync(3_000);
@@ -198,7 +205,7 @@ describe('RefundDesk', () => {
     expect(d.state.phase).toMatchObject({ kind: 'retrying', cause: 'busy', code: 'SERVICE_UNAVAILABLE' });
     await vi.advanceTimersByTimeAsync(refundRetry.capMs * 4);
     expect(sent).toHaveLength(2);
-    expect(d.state.phase).toEqual({ kind: 'refused', refundId: 'rf-1', code: 'REFUND_EXCEEDS_CHARGE', message: 'nothing remains', refundable: 0 });
+    expect(d.state.phase).toEqual({ kind: 'refused', id: 'rf-1', code: 'REFUND_EXCEEDS_CHARGE', message: 'nothing remains', refundable: 0 });
     expect(d.refund()).toBe(false); // the charge is refunded in full
   });
 
@@ -211,7 +218,7 @@ describe('RefundDesk', () => {
     );
     d.refund();
     await vi.advanceTimersByTimeAsync(0);
-    expect(d.state.phase).toEqual({ kind: 'failed', refundId: 'rf-1', failure: { code: 'expired_or_canceled_card', message: 'closed' } });
+    expect(d.state.phase).toEqual({ kind: 'failed', id: 'rf-1', failure: { code: 'expired_or_canceled_card', message: 'closed' } });
     d.refund();
     await vi.advanceTimersByTimeAsync(0);
     expect(sent.map((r) => r.refundId)).toEqual(['rf-1', 'rf-2']);
@@ -239,13 +246,13 @@ describe('RefundDesk', () => {
     reloaded.d.show(target);
     await vi.advanceTimersByTimeAsync(0);
     expect(reloaded.sent).toEqual([{ refundId: 'rf-1', chargeId: 'c1' }]);
-    expect(reloaded.d.state.phase).toMatchObject({ kind: 'succeeded', refundId: 'rf-1' });
+    expect(reloaded.d.state.phase).toMatchObject({ kind: 'succeeded', id: 'rf-1' });
 
     const again = desk(storage);
     again.d.show(target);
     await vi.advanceTimersByTimeAsync(0);
     expect(again.sent).toEqual([]);
-    expect(again.d.state.phase).toMatchObject({ kind: 'succeeded', refundId: 'rf-1' });
+    expect(again.d.state.phase).toMatchObject({ kind: 'succeeded', id: 'rf-1' });
   });
 
   it("another attempt's charge forgets the refund kept for the last one, and stops its loop", async () => {

@@ -1,16 +1,21 @@
 // Draws a checkout state (checkout.ts) into index.html. It decides nothing:
 // what to show comes from view.ts (and rowtext.ts for the timeline), and
 // this file puts it into the DOM.
+import type { ActNote, ButtonView } from './act-view';
+import { actOf } from './backend';
 import type { CheckoutState } from './checkout';
 import type { Ledger, ProviderCharge, ProviderRefund } from './ledger';
+import type { OrderState } from './order';
+import { cancelButtonView, captureClause, orderNote, shipButtonView } from './order-view';
 import type { RefundState } from './refund';
 import { refundButtonView, refundClause, refundNote } from './refund-view';
 import { cards, money } from './shop';
-import { refundOperation, type RequestRecord } from './transport';
+import type { RequestRecord } from './transport';
 import { describeRequest, operationNames, shortKey } from './rowtext';
 import {
   announcement,
   authenticateButtonView,
+  captureChoiceView,
   lockedNote,
   newAttemptLabel,
   outcomeView,
@@ -24,6 +29,7 @@ export interface Elements {
   form: HTMLFormElement;
   cards: HTMLFieldSetElement;
   lockedNote: HTMLParagraphElement;
+  captureLater: HTMLInputElement;
   dropNext: HTMLInputElement;
   unsafe: HTMLInputElement;
   pay: HTMLButtonElement;
@@ -42,6 +48,10 @@ export interface Elements {
   refundBox: HTMLElement;
   refund: HTMLButtonElement;
   refundNote: HTMLParagraphElement;
+  orderBox: HTMLElement;
+  ship: HTMLButtonElement;
+  cancel: HTMLButtonElement;
+  orderNote: HTMLParagraphElement;
 }
 
 export function elements(doc: Document): Elements {
@@ -54,6 +64,7 @@ export function elements(doc: Document): Elements {
     form: el('pay-form'),
     cards: el('cards'),
     lockedNote: el('locked-note'),
+    captureLater: el('capture-later'),
     dropNext: el('drop-next'),
     unsafe: el('unsafe'),
     pay: el('pay'),
@@ -72,6 +83,10 @@ export function elements(doc: Document): Elements {
     refundBox: el('refund-box'),
     refund: el('refund'),
     refundNote: el('refund-note'),
+    orderBox: el('order-box'),
+    ship: el('ship'),
+    cancel: el('cancel'),
+    orderNote: el('order-note'),
   };
 }
 
@@ -107,6 +122,11 @@ export function chosenCard(el: Elements): string {
   return el.cards.querySelector<HTMLInputElement>('input[name="card"]:checked')?.value ?? cards[0].token;
 }
 
+/** How the shopper wants the money taken: MANUAL when the order is captured once it ships. */
+export function chosenCapture(el: Elements): 'AUTOMATIC' | 'MANUAL' {
+  return el.captureLater.checked ? 'MANUAL' : 'AUTOMATIC';
+}
+
 /** Draws the state: the controls, the attempt's key, the outcome and the live region. */
 export function paint(el: Elements, s: CheckoutState, ctx: RenderContext): void {
   const pay = payButtonView(s);
@@ -130,6 +150,10 @@ export function paint(el: Elements, s: CheckoutState, ctx: RenderContext): void 
   const note = lockedNote(s, ctx);
   el.lockedNote.hidden = note === null;
   el.lockedNote.textContent = note ?? '';
+
+  const capture = captureChoiceView(s, ctx);
+  el.captureLater.disabled = capture.disabled;
+  if (capture.checked !== null) el.captureLater.checked = capture.checked;
 
   const again = newAttemptLabel(s);
   el.newAttempt.hidden = again === null;
@@ -219,10 +243,10 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
           h(
             'span',
             { class: 'tl-key' },
-            // A refund has a key of its own by design: only a charge's other key is news.
-            r.operation === refundOperation ? 'refund id ' : 'key ',
+            // An act of the shop's backend has a key of its own by design: only a charge's other key is news.
+            actOf(r.operation) ? `${actOf(r.operation)!.idName} ` : 'key ',
             h('code', { title: r.idempotencyKey }, shortKey(r.idempotencyKey)),
-            r.operation !== refundOperation && r.idempotencyKey !== firstKey ? h('span', { class: 'tag tag-danger' }, 'new key') : null,
+            !actOf(r.operation) && r.idempotencyKey !== firstKey ? h('span', { class: 'tag tag-danger' }, 'new key') : null,
           ),
           h('span', { class: 'tl-result' }, d.text),
         ),
@@ -254,6 +278,18 @@ function nothingMoved(ledger: Ledger): string {
   return 'No money moved: the provider declined the charge.';
 }
 
+/** An authorization's standing, as the ledger names it, and its pill colour. */
+const authorizationOf: Record<string, { label: string; pill: string }> = {
+  open: { label: 'authorized', pill: 'processing' },
+  captured: { label: 'captured', pill: 'succeeded' },
+  voided: { label: 'voided', pill: 'failed' },
+  expired: { label: 'expired', pill: 'failed' },
+};
+
+/** Where a provider charge stands: an authorization says how far it got, any other charge its status. */
+const standing = (c: ProviderCharge) =>
+  c.status === 'succeeded' && c.capture_method === 'manual' ? authorizationOf[c.authorization_status ?? 'open']! : { label: c.status, pill: pillOf[c.status] };
+
 export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: number): void {
   const summary = el.ledgerSummary;
   summary.className = 'ledger-summary';
@@ -262,26 +298,47 @@ export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: numbe
     summary.textContent = keysSent ? 'No charge at the provider for this attempt.' : 'Nothing charged yet.';
     summary.dataset.succeeded = '0';
     summary.dataset.refunded = '0';
+    summary.dataset.captured = '0';
+    summary.dataset.voided = '0';
     return;
   }
   const n = ledger.succeeded;
   const refunds = ledger.refunds;
   summary.dataset.succeeded = String(n);
   summary.dataset.refunded = String(refunds.filter((r) => r.status === 'succeeded').length);
-  const also = refundClause(ledger);
+  summary.dataset.captured = String(ledger.captures.filter((c) => c.status === 'succeeded').length);
+  summary.dataset.voided = String(ledger.voids.length);
+  const held = captureClause(ledger);
+  const also = held + refundClause(ledger);
+  const verb = held ? 'authorized' : 'charged';
   summary.textContent =
-    n === 0 ? nothingMoved(ledger) : n === 1 ? `The card was charged once${also}.` : `The card was charged ${n} times for one order${also}.`;
+    n === 0 ? nothingMoved(ledger) : n === 1 ? `The card was ${verb} once${also}.` : `The card was ${verb} ${n} times for one order${also}.`;
   summary.classList.add(n > 1 ? 'is-alarm' : n === 1 ? 'is-ok' : 'is-neutral');
+  const of = (charge: string) => h('span', { class: 'ledger-key' }, 'of ', h('code', {}, charge));
   el.ledger.replaceChildren(
-    ...ledger.charges.map((c) =>
-      h(
+    ...ledger.charges.map((c) => {
+      const now = standing(c);
+      return h(
         'li',
         { 'data-testid': 'provider-charge', 'data-status': c.status },
         h('code', {}, c.id),
-        h('span', { class: `pill pill-${pillOf[c.status]}` }, c.status),
+        h('span', { class: `pill pill-${now.pill}` }, now.label),
         h('span', { class: 'ledger-amount' }, money(c.amount, c.currency)),
         h('span', { class: 'ledger-key' }, 'key ', h('code', { title: c.metadata.client_idempotency_key ?? '' }, shortKey(c.metadata.client_idempotency_key ?? ''))),
+      );
+    }),
+    ...ledger.captures.map((c) =>
+      h(
+        'li',
+        { class: 'ledger-refund', 'data-testid': 'provider-capture', 'data-status': c.status },
+        h('code', {}, c.id),
+        h('span', { class: `pill pill-${c.status === 'succeeded' ? 'succeeded' : 'failed'}` }, c.status),
+        h('span', { class: 'ledger-amount' }, `capture ${money(c.amount, c.currency)}`),
+        of(c.charge),
       ),
+    ),
+    ...ledger.voids.map((v) =>
+      h('li', { class: 'ledger-refund', 'data-testid': 'provider-void' }, h('code', {}, v.id), h('span', { class: 'pill pill-succeeded' }, 'voided'), h('span', { class: 'ledger-amount' }, 'void'), of(v.charge)),
     ),
     ...refunds.map((r) =>
       h(
@@ -290,22 +347,40 @@ export function paintLedger(el: Elements, ledger: Ledger | null, keysSent: numbe
         h('code', {}, r.id),
         h('span', { class: `pill pill-${refundPillOf[r.status]}` }, r.status),
         h('span', { class: 'ledger-amount' }, `refund ${money(r.amount, r.currency)}`),
-        h('span', { class: 'ledger-key' }, 'of ', h('code', {}, r.charge)),
+        of(r.charge),
       ),
     ),
   );
+}
+
+/** Draws an act's button. */
+function paintButton(b: HTMLButtonElement, v: ButtonView): void {
+  b.hidden = v.hidden;
+  b.disabled = v.disabled;
+  b.setAttribute('aria-busy', String(v.busy));
+  if (b.textContent !== v.label) b.textContent = v.label;
+}
+
+/** Draws an act's note. */
+function paintNote(p: HTMLParagraphElement, note: ActNote | null): void {
+  p.className = `act-note is-${note?.tone ?? 'neutral'}`;
+  if (p.textContent !== (note?.text ?? '')) p.textContent = note?.text ?? '';
 }
 
 /** Draws the refund under the ledger: the button and its note. */
 export function paintRefund(el: Elements, s: RefundState): void {
   el.refundBox.hidden = s.target === null;
   el.refundBox.dataset.state = s.phase.kind;
-  const b = refundButtonView(s);
-  el.refund.hidden = b.hidden;
-  el.refund.disabled = b.disabled;
-  el.refund.setAttribute('aria-busy', String(b.busy));
-  if (el.refund.textContent !== b.label) el.refund.textContent = b.label;
-  const note = refundNote(s);
-  el.refundNote.className = `refund-note is-${note?.tone ?? 'neutral'}`;
-  if (el.refundNote.textContent !== (note?.text ?? '')) el.refundNote.textContent = note?.text ?? '';
+  paintButton(el.refund, refundButtonView(s));
+  paintNote(el.refundNote, refundNote(s));
+}
+
+/** Draws the order of an authorization under the ledger: Ship order, Cancel order, and their note. */
+export function paintOrder(el: Elements, s: OrderState): void {
+  el.orderBox.hidden = s.target === null;
+  el.orderBox.dataset.ship = s.ship.kind;
+  el.orderBox.dataset.cancel = s.cancel.kind;
+  paintButton(el.ship, shipButtonView(s));
+  paintButton(el.cancel, cancelButtonView(s));
+  paintNote(el.orderNote, orderNote(s));
 }

@@ -12,7 +12,7 @@ export { retryableCodes } from '@chargeonce/client';
 export const chargeStatusQuery = `query SessionChargeStatus($idempotencyKey: String!, $checkoutSession: String!) {
   chargeStatus(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) {
     idempotencyKey status replayed retryAfterMs expiresAt
-    charge { id amount currency orderId providerChargeId createdAt }
+    charge { id amount currency orderId providerChargeId createdAt captureStatus amountCaptured amountCapturable authorizationExpiresAt }
     failure { code message }
   }
 }`;

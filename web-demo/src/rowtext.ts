@@ -1,10 +1,11 @@
 // What a row of the request timeline says, and its colour: a request, the
 // live status subscription (liverow.ts), or a step to the bank and back.
 // Plain data, computed without a DOM, that render.ts paints.
+import { backendActs } from './backend';
 import { liveOperation } from './liverow';
 import { retryableCodes } from './request';
 import { redirectStep, returnStep } from './timeline';
-import { refundOperation, type RequestRecord } from './transport';
+import type { RequestRecord } from './transport';
 
 /** The GraphQL field each operation the page sends asks for, as the timeline names it. */
 export const operationNames: Record<string, string> = {
@@ -12,7 +13,7 @@ export const operationNames: Record<string, string> = {
   ChargeStatus: 'chargeStatus',
   SessionChargeStatus: 'chargeStatus',
   ChargeUpdated: 'chargeUpdated',
-  [refundOperation]: 'refundCharge',
+  ...Object.fromEntries(backendActs.map((a) => [a.operation, a.field])),
   [redirectStep]: 'redirect',
   [returnStep]: 'return',
 };

@@ -2,7 +2,8 @@
 // sessionStorage beside the attempt so that a reload shows what happened
 // before it.
 import type { KeyValueStorage } from '@chargeonce/client';
-import { refundOperation, type RequestRecord } from './transport';
+import { actOf } from './backend';
+import type { RequestRecord } from './transport';
 
 export const timelineStorageKey = 'chargeonce-demo:timeline';
 
@@ -91,10 +92,10 @@ export class Timeline {
 
   /**
    * Every idempotency key sent for this attempt's charge, in order (several
-   * in unsafe mode). A refund's id is not one: it is the refund's own key.
+   * in unsafe mode). An act's id (a refund's, a capture's, a void's) is not one: it is the act's own key.
    */
   keys(): string[] {
-    const charging = this.requests.filter((r) => r.operation !== refundOperation);
+    const charging = this.requests.filter((r) => !actOf(r.operation));
     return [...new Set(charging.map((r) => r.idempotencyKey).filter((k) => k !== ''))];
   }
 

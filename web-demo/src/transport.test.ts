@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryStorage } from './fakes';
 import { Timeline } from './timeline';
+import { captureAct, voidAct } from './backend';
+import { operationNames } from './rowtext';
 import { faultHeader, recordingFetch, refundOperation, type TransportHooks } from './transport';
-
-class MemoryStorage {
-  readonly items = new Map<string, string>();
-  getItem = (k: string) => this.items.get(k) ?? null;
-  setItem = (k: string, v: string) => void this.items.set(k, v);
-  removeItem = (k: string) => void this.items.delete(k);
-}
 
 function hooksFor(timeline: Timeline, fault: string | null = null): TransportHooks {
   return { faultFor: () => fault, sent: (r) => timeline.add(r), update: (r) => timeline.update(r) };
@@ -132,12 +128,33 @@ describe('recordingFetch: the refund, through the shop backend', () => {
     expect(t.all()[0]).toMatchObject({ operation: refundOperation, outcome: 'graphql-error', httpStatus: 409, detail: 'REFUND_EXCEEDS_CHARGE' });
   });
 
-  it("a refund id is not one of the charge's keys: the ledger and unsafe mode count charge keys only", () => {
+  it("an act's id is not one of the charge's keys: the ledger and unsafe mode count charge keys only", () => {
     const t = new Timeline(new MemoryStorage());
     t.load('k1');
     t.add({ operation: 'ChargeCard', idempotencyKey: 'k1', sentAt: '', outcome: 'answered' });
     t.add({ operation: refundOperation, idempotencyKey: 'rf-1', sentAt: '', outcome: 'answered' });
+    t.add({ operation: captureAct.operation, idempotencyKey: 'cap-1', sentAt: '', outcome: 'answered' });
+    t.add({ operation: voidAct.operation, idempotencyKey: 'v-1', sentAt: '', outcome: 'answered' });
     expect(t.keys()).toEqual(['k1']);
+  });
+});
+
+describe('recordingFetch: Ship order and Cancel order, through the shop backend', () => {
+  it.each([
+    [captureAct, { captureId: 'cap-1', chargeId: 'c1' }, 'cap-1'],
+    [voidAct, { voidId: 'v-1', chargeId: 'c1' }, 'v-1'],
+  ])('$operation: recorded under the page\'s id for it, with its status and replayed, and asked for the fault', async (act, body, id) => {
+    const t = new Timeline(new MemoryStorage());
+    t.load('k1');
+    const asked: string[] = [];
+    const f = recordingFetch(
+      { faultFor: (op) => (asked.push(op), 'drop-response'), sent: (r) => t.add(r), update: (r) => t.update(r) },
+      async () => answer({ status: 'SUCCEEDED', replayed: true }),
+    );
+    await f(act.path, { method: 'POST', body: JSON.stringify(body) });
+    expect(asked).toEqual([act.operation]);
+    expect(t.all()).toMatchObject([{ n: 1, operation: act.operation, idempotencyKey: id, outcome: 'answered', status: 'SUCCEEDED', replayed: true, fault: 'drop-response' }]);
+    expect(operationNames[act.operation]).toBe(act.field);
   });
 });
 

@@ -2,19 +2,21 @@
 // own requests: it records every request the page sends, for the timeline,
 // and adds the development fault header to the request that the "lose the
 // next response" switch picks. The charger's retries, keys and live status
-// are the library's; this wrapper only watches them go by. The refund
-// (refund.ts) goes through it too, to the shop's backend rather than to
-// chargeonce: its row is the refundCharge that the backend makes, under the
-// page's refund id.
+// are the library's; this wrapper only watches them go by. The acts of
+// the shop's backend on the charge (a refund, a capture, a void: desk.ts)
+// go through it too, to the backend rather than to chargeonce: each row is
+// the mutation the backend makes (refundCharge, captureCharge, voidCharge),
+// under the page's id for the act.
+import { backendActs, refundAct } from './backend';
+import type { ActStatus } from './desk';
 import type { ChargeStatus } from './generated/graphql';
-import { refundPath, type RefundStatus } from './refund';
 
 /** The request header that asks the development server for a fault. */
 export const faultHeader = 'X-Chargeonce-Fault';
 export const dropResponse = 'drop-response';
 
 /** The operation of a refund's row: the shop's backend is asked, and it asks chargeonce's refundCharge. */
-export const refundOperation = 'RefundCharge';
+export const refundOperation = refundAct.operation;
 
 export type Outcome =
   | 'pending' // sent, no answer yet
@@ -39,7 +41,7 @@ export interface RequestRecord {
   outcome: Outcome;
   httpStatus?: number;
   /** From the answer: null when chargeStatus knows no such key. */
-  status?: ChargeStatus | RefundStatus | null;
+  status?: ChargeStatus | ActStatus | null;
   replayed?: boolean;
   /** From a PROCESSING answer: the type of its nextAction (REDIRECT: the shopper must authenticate). */
   nextAction?: string;
@@ -60,12 +62,12 @@ export interface TransportHooks {
 interface GraphQLBody {
   operationName?: string;
   variables?: { idempotencyKey?: unknown; checkoutSession?: unknown; input?: { checkoutSession?: unknown } };
-  /** The refund's body (refund.ts): its key is the page's refund id. */
-  refundId?: unknown;
+  /** An act's body (desk.ts): its key is the page's id for the act, in the act's idField. */
+  [idField: string]: unknown;
 }
 
 interface Payload {
-  status?: ChargeStatus | RefundStatus;
+  status?: ChargeStatus | ActStatus;
   replayed?: boolean;
   nextAction?: { type?: string } | null;
 }
@@ -84,9 +86,10 @@ interface GraphQLAnswer {
 export function recordingFetch(hooks: TransportHooks, base: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const body = parseBody(init?.body);
-    const refund = pathOf(input) === refundPath;
-    const operation = refund ? refundOperation : (body.operationName ?? 'unknown');
-    const rawKey = refund ? body.refundId : body.variables?.idempotencyKey;
+    const path = pathOf(input);
+    const act = backendActs.find((a) => a.path === path);
+    const operation = act ? act.operation : (body.operationName ?? 'unknown');
+    const rawKey = act ? body[act.idField] : body.variables?.idempotencyKey;
     const key = typeof rawKey === 'string' ? rawKey : '';
     const session = body.variables?.input?.checkoutSession ?? body.variables?.checkoutSession;
     const headers = new Headers(init?.headers);
@@ -114,7 +117,7 @@ export function recordingFetch(hooks: TransportHooks, base: typeof fetch = fetch
       }
       throw err;
     }
-    hooks.update(refund ? describeShopAnswer(rec, res.status, text) : describeAnswer(rec, res.status, text));
+    hooks.update(act ? describeShopAnswer(rec, res.status, text) : describeAnswer(rec, res.status, text));
     return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
@@ -151,7 +154,7 @@ function describeAnswer(rec: RequestRecord, httpStatus: number, text: string): R
   };
 }
 
-/** A refund's answer from the shop's backend: refundCharge's payload, or {error: {code, message}}. */
+/** An act's answer from the shop's backend: the mutation's payload, or {error: {code, message}}. */
 function describeShopAnswer(rec: RequestRecord, httpStatus: number, text: string): RequestRecord {
   let answer: (Payload & { error?: { code?: string; message?: string } }) | null;
   try {
@@ -160,7 +163,7 @@ function describeShopAnswer(rec: RequestRecord, httpStatus: number, text: string
     return { ...rec, outcome: 'network-error', httpStatus, detail: `HTTP ${httpStatus}: not an answer of the shop's backend` };
   }
   if (answer?.error) return { ...rec, outcome: 'graphql-error', httpStatus, detail: answer.error.code ?? answer.error.message ?? `HTTP ${httpStatus}` };
-  if (typeof answer?.status !== 'string') return { ...rec, outcome: 'network-error', httpStatus, detail: `HTTP ${httpStatus}: no refund in the answer` };
+  if (typeof answer?.status !== 'string') return { ...rec, outcome: 'network-error', httpStatus, detail: `HTTP ${httpStatus}: no answer of the act in it` };
   return { ...rec, outcome: 'answered', httpStatus, status: answer.status, replayed: answer.replayed };
 }
 

@@ -30,7 +30,7 @@ const succeeded = (over: Partial<ChargeResultFragment> = {}): ChargeResultFragme
   replayed: false,
   retryAfterMs: null,
   expiresAt: '2026-11-30T12:00:00Z',
-  charge: { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-11-29T12:00:00Z' },
+  charge: { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-11-29T12:00:00Z', captureStatus: 'CAPTURED' as const, amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null },
   failure: null,
   ...over,
 });
@@ -45,7 +45,7 @@ const declined: ChargeResultFragment = {
 const state = (phase: Phase, a: Attempt | null = attempt()): CheckoutState => ({ attempt: a, phase });
 const safe: RenderContext = { unsafe: false, ledger: null, keysSent: 1, responseLost: false };
 const unsafe: RenderContext = { ...safe, unsafe: true };
-const ledgerOf = (succeededCharges: number): Ledger => ({ charges: [], succeeded: succeededCharges, refunds: [] });
+const ledgerOf = (succeededCharges: number): Ledger => ({ charges: [], succeeded: succeededCharges, refunds: [], captures: [], voids: [] });
 
 /** All the words of an outcome view. */
 const words = (v: OutcomeView | null) =>

@@ -2,8 +2,10 @@
 // without a DOM, that render.ts paints (the timeline's rows say theirs in
 // rowtext.ts). Unit-tested in view.test.ts.
 import { canPay, demoRetry, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
-import { nothingRanCodes, type ChargePayload } from '@chargeonce/client';
+import { nothingRanCodes, type CaptureMethod, type Charge, type ChargePayload } from '@chargeonce/client';
 import type { Ledger } from './ledger';
+import { orderCharge, type OrderState } from './order';
+import { captureFacts, orderAnnouncement, orderLine, orderTitle } from './order-view';
 import type { RefundState } from './refund';
 import { refundAnnouncement } from './refund-view';
 import { cart, money } from './shop';
@@ -20,6 +22,10 @@ export interface RenderContext {
   responseLost: boolean;
   /** The refund of the charge, once the page offers one (refund.ts). */
   refund?: RefundState;
+  /** The order of a charge that only authorized: shipped or cancelled by the shop (order.ts). */
+  order?: OrderState;
+  /** How the cart's checkout session takes the money, once the shop gave one (fixed from then on); null before. */
+  captureMethod?: CaptureMethod | null;
 }
 
 export interface PayButtonView {
@@ -66,6 +72,17 @@ export function authenticateButtonView(s: CheckoutState): AuthenticateButtonView
   if (p.kind !== 'action') return { hidden: true, disabled: true, busy: false, label: 'Authenticate' };
   if (p.leaving) return { hidden: false, disabled: true, busy: true, label: 'Going to your bank…' };
   return { hidden: false, disabled: false, busy: false, label: p.back ? 'Authenticate again' : 'Authenticate' };
+}
+
+/**
+ * The capture-later choice: the shopper's until the cart's session fixes
+ * it, then the session's, locked (the session is keyed on the cart and
+ * what it pays); locked too while the page waits. checked null: as the
+ * shopper left it.
+ */
+export function captureChoiceView(s: CheckoutState, ctx: Pick<RenderContext, 'captureMethod'>): { checked: boolean | null; disabled: boolean } {
+  if (ctx.captureMethod) return { checked: ctx.captureMethod === 'MANUAL', disabled: true };
+  return { checked: null, disabled: s.attempt !== null || isBusy(s) };
 }
 
 /** The note under the cards while an attempt is open, or null. */
@@ -333,6 +350,18 @@ const failedTitles: Record<string, string> = {
   authentication_required: 'Your bank asks for authentication',
 };
 
+/**
+ * The charge of a checkout that only authorized (captureMethod MANUAL), as
+ * it stands now: the order's newest word of it, else the outcome's; null
+ * for a charge that took the money at once.
+ */
+function heldCharge(p: ChargePayload, ctx: Pick<RenderContext, 'order'>): Charge | null {
+  const c = p.charge;
+  if (!c || c.captureStatus === 'CAPTURED') return null;
+  const now = ctx.order ? orderCharge(ctx.order) : null;
+  return now?.id === c.id ? now : c;
+}
+
 function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
   const facts: Fact[] = [
     { term: 'status', value: p.status, testid: 'result-status' },
@@ -367,6 +396,7 @@ function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
   }
   const amount = money(p.charge?.amount ?? cart.amount, p.charge?.currency ?? cart.currency);
   const times = chargedTimes(ctx);
+  const held = heldCharge(p, ctx);
   if (times > 1) {
     // Unsafe mode did what it does: the stark, honest state is red.
     return {
@@ -391,6 +421,17 @@ function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
         ...lines,
       ],
       facts,
+    };
+  }
+  if (held) {
+    // Authorized only: the money is the shop's once it ships. Where it stands now, after Ship order or Cancel order.
+    return {
+      tone: held.captureStatus === 'EXPIRED' ? 'warning' : 'success',
+      pill: 'SUCCEEDED',
+      title: orderTitle(held),
+      spinner: false,
+      lines: [{ parts: [orderLine(held)], testid: 'order-line' }, ...lines],
+      facts: [...facts, ...captureFacts(held)],
     };
   }
   if (ctx.keysSent > 1 && !ctx.ledger) {
@@ -439,11 +480,14 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
         const what = failedTitles[code] ?? 'Payment declined';
         return `${what}: ${p.payload.failure?.message ?? 'nothing was charged.'}`;
       }
-      // Once a refund is asked for, it is the news: one live region says one thing at a time.
+      // Once a refund, or the order's shipping, is asked for, it is the news: one live region says one thing at a time.
       const refund = ctx.refund ? refundAnnouncement(ctx.refund) : null;
       if (refund) return refund;
+      const order = ctx.order ? orderAnnouncement(ctx.order) : null;
+      if (order) return order;
       const times = chargedTimes(ctx);
-      return times > 1 ? `Payment received, but the card was charged ${times} times.` : 'Payment received.';
+      if (times > 1) return `Payment received, but the card was charged ${times} times.`;
+      return heldCharge(p.payload, ctx) ? 'Payment authorized.' : 'Payment received.';
     }
   }
 }

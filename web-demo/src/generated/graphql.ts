@@ -59,7 +59,22 @@ export type ChargeCardInput = {
    * with another returnUrl is refused with IDEMPOTENCY_KEY_REUSED.
    */
   returnUrl?: string | null | undefined;
+  /**
+   * When the money is taken: AUTOMATIC (the default) with the charge, or
+   * MANUAL: the charge only authorizes (SUCCEEDED, captureStatus UNCAPTURED),
+   * and captureCharge takes the money later, in parts or whole, or voidCharge
+   * releases it. With checkoutSession it comes from the session, and if sent
+   * must equal the session's. Part of the request, like returnUrl.
+   */
+  captureMethod?: CaptureMethod | null | undefined;
 };
+
+/** When a charge's money is taken. */
+export type CaptureMethod =
+  /** With the charge. */
+  | 'AUTOMATIC'
+  /** Later, by captureCharge; the charge only authorizes until then. */
+  | 'MANUAL';
 
 /** What kind of step the shopper must take before the charge can complete. */
 export type NextActionType =

@@ -1,0 +1,63 @@
+// The library's GraphQL documents against the server's schema
+// (graph/schema.graphqls): each one validates, its charge selection is
+// exactly the fields of the Charge type the library hands out, and the
+// enums it types by hand are the schema's. The types are written by hand
+// (the library ships no generated code); this is what keeps them honest.
+import { readFileSync } from 'node:fs';
+import { buildSchema, GraphQLEnumType, Kind, parse, validate, type FieldNode, type SelectionSetNode } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { subscription } from '../src/stream.js';
+import { chargeCardDocument, chargeStatusDocument } from '../src/transport.js';
+import type { CaptureMethod, CaptureStatus, Charge } from '../src/types.js';
+
+const schema = buildSchema(readFileSync(new URL('../../graph/schema.graphqls', import.meta.url), 'utf8'));
+
+const documents = { chargeCardDocument, chargeStatusDocument, chargeUpdated: subscription.query };
+
+/** Every field of Charge, once: the compiler refuses a missing or an unknown one. */
+const chargeFields: { [K in keyof Charge]-?: true } = {
+  id: true,
+  amount: true,
+  currency: true,
+  orderId: true,
+  providerChargeId: true,
+  createdAt: true,
+  captureStatus: true,
+  amountCaptured: true,
+  amountCapturable: true,
+  authorizationExpiresAt: true,
+};
+const captureStatuses: Record<CaptureStatus, true> = { UNCAPTURED: true, PARTIALLY_CAPTURED: true, CAPTURED: true, VOIDED: true, EXPIRED: true };
+const captureMethods: Record<CaptureMethod, true> = { AUTOMATIC: true, MANUAL: true };
+
+/** The names selected under path (field names from the operation's root) in doc. */
+function selected(doc: string, path: string[]): string[] {
+  const op = parse(doc).definitions[0];
+  if (op?.kind !== Kind.OPERATION_DEFINITION) throw new Error('no operation');
+  let set: SelectionSetNode | undefined = op.selectionSet;
+  for (const name of path) {
+    set = set?.selections.find((s): s is FieldNode => s.kind === Kind.FIELD && s.name.value === name)?.selectionSet;
+  }
+  return (set?.selections ?? []).filter((s): s is FieldNode => s.kind === Kind.FIELD).map((s) => s.name.value);
+}
+
+const enumValues = (name: string) => (schema.getType(name) as GraphQLEnumType).getValues().map((v) => v.name).sort();
+
+describe("the library's documents", () => {
+  it.each(Object.entries(documents))('%s validates against the schema', (_, doc) => {
+    expect(validate(schema, parse(doc)).map((e) => e.message)).toEqual([]);
+  });
+
+  it.each([
+    ['chargeCardDocument', chargeCardDocument, 'chargeCard'],
+    ['chargeStatusDocument', chargeStatusDocument, 'chargeStatus'],
+    ['chargeUpdated', subscription.query, 'chargeUpdated'],
+  ])('%s selects every field of Charge, and only those', (_, doc, field) => {
+    expect(selected(doc, [field, 'charge']).sort()).toEqual(Object.keys(chargeFields).sort());
+  });
+
+  it("the hand-typed enums are the schema's", () => {
+    expect(Object.keys(captureStatuses).sort()).toEqual(enumValues('CaptureStatus'));
+    expect(Object.keys(captureMethods).sort()).toEqual(enumValues('CaptureMethod'));
+  });
+});

@@ -1,0 +1,221 @@
+// The order of an authorization (order.ts): what Ship order and Cancel
+// order send to the shop's backend and how they read its answers, which
+// charge is an order at all, and the two acts over a fake backend and
+// fake timers: one capture id through a lost answer, a reload that picks
+// it up, and never a capture and a void offered at once.
+import type { Charge } from '@chargeonce/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MemoryStorage, timersClock } from './fakes';
+import { captureAct, voidAct } from './backend';
+import type { CheckoutState } from './checkout-state';
+import { actRetry, type ActAnswer } from './desk';
+import {
+  canCancel,
+  canShip,
+  captureStorageKey,
+  Order,
+  orderCharge,
+  orderTarget,
+  requestCapture,
+  requestVoid,
+  voidStorageKey,
+  type Cancelled,
+  type OrderTarget,
+  type Shipped,
+} from './order';
+
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+
+const details = { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z' };
+const authorized: Charge = { ...details, captureStatus: 'UNCAPTURED', amountCaptured: 0, amountCapturable: 11300, authorizationExpiresAt: '2026-01-08T00:00:00Z' };
+const capturedCharge: Charge = { ...details, captureStatus: 'CAPTURED', amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null };
+const voidedCharge: Charge = { ...details, captureStatus: 'VOIDED', amountCaptured: 0, amountCapturable: 0, authorizationExpiresAt: null };
+
+const capture = { id: 'cap1', chargeId: 'c1', amount: 11300, final: true, createdAt: '2026-01-02T00:00:00Z' };
+const shipped = (replayed: boolean): ActAnswer<Shipped> => ({ payload: { status: 'SUCCEEDED', replayed, made: { capture, charge: capturedCharge } } });
+const cancelled = (replayed: boolean): ActAnswer<Cancelled> => ({
+  payload: { status: 'SUCCEEDED', replayed, made: { void: { id: 'v1', chargeId: 'c1', createdAt: '2026-01-02T00:00:00Z' }, charge: voidedCharge } },
+});
+const lost = { error: { code: null, message: 'Failed to fetch' } };
+
+const final = (charge: Charge | null, status: 'SUCCEEDED' | 'FAILED' = 'SUCCEEDED'): CheckoutState => ({
+  attempt: { key: 'k1', input: null, state: status },
+  phase: { kind: 'final', payload: { idempotencyKey: 'k1', status, replayed: false, charge, failure: null } },
+});
+
+describe('requestCapture and requestVoid', () => {
+  it('post the act id and the charge to their routes, and read what they made, with the charge as it is now', async () => {
+    const sent: { url: string; body: unknown }[] = [];
+    const f = (answer: unknown) => (async (url: string, init: RequestInit) => {
+      sent.push({ url, body: JSON.parse(String(init.body)) });
+      return json(200, answer);
+    }) as typeof fetch;
+    const shipBody = { idempotencyKey: 'demo-capture:cap-1', status: 'SUCCEEDED', replayed: true, capture, charge: capturedCharge };
+    await expect(requestCapture('cap-1', 'c1', f(shipBody))).resolves.toEqual(shipped(true));
+    const voidBody = { status: 'SUCCEEDED', replayed: false, void: { id: 'v1', chargeId: 'c1', createdAt: '2026-01-02T00:00:00Z' }, charge: voidedCharge };
+    await expect(requestVoid('v-1', 'c1', f(voidBody))).resolves.toEqual(cancelled(false));
+    expect(sent).toEqual([
+      { url: captureAct.path, body: { captureId: 'cap-1', chargeId: 'c1' } },
+      { url: voidAct.path, body: { voidId: 'v-1', chargeId: 'c1' } },
+    ]);
+  });
+
+  it.each([
+    ['a refusal, with what remains capturable', json(409, { error: { code: 'CAPTURE_EXCEEDS_AUTHORIZATION', message: 'too much', capturable: 0 } }), { error: { code: 'CAPTURE_EXCEEDS_AUTHORIZATION', message: 'too much', capturable: 0 } }],
+    ['PROCESSING, with the wait', json(200, { status: 'PROCESSING', replayed: false, retryAfterMs: 750 }), { payload: { status: 'PROCESSING', replayed: false, retryAfterMs: 750 } }],
+    ['FAILED, with why', json(200, { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } }), { payload: { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } } }],
+    ['SUCCEEDED without a capture: no answer of the act', json(200, { status: 'SUCCEEDED', replayed: false }), { error: { code: null, message: 'HTTP 200: no answer of the act in it' } }],
+  ])('%s', async (_, res, want) => {
+    await expect(requestCapture('cap-1', 'c1', (async () => res) as typeof fetch)).resolves.toEqual(want);
+  });
+});
+
+describe('orderTarget', () => {
+  it('is the charge of a checkout that SUCCEEDED only authorized; never one captured at once, a decline or an open attempt', () => {
+    expect(orderTarget(final(authorized))).toEqual({ attemptKey: 'k1', chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized });
+    expect(orderTarget(final(capturedCharge))).toBeNull();
+    expect(orderTarget(final(null, 'FAILED'))).toBeNull();
+    expect(orderTarget({ attempt: null, phase: { kind: 'paying', retry: null } })).toBeNull();
+  });
+});
+
+const target = orderTarget(final(authorized)) as OrderTarget;
+
+/** An order over a fake backend that answers each act's replies in turn, with fake timers. */
+function order(storage = new MemoryStorage()) {
+  const sent: [string, string][] = [];
+  const replies = { ship: [] as (ActAnswer<Shipped> | 'hang')[], cancel: [] as (ActAnswer<Cancelled> | 'hang')[] };
+  let ids = 0;
+  const next = <T,>(list: (T | 'hang')[]) => {
+    const r = list.shift() ?? 'hang';
+    return r === 'hang' ? new Promise<T>(() => {}) : Promise.resolve(r);
+  };
+  const o = new Order({
+    storage,
+    clock: timersClock,
+    capture: (id) => {
+      sent.push(['capture', id]);
+      return next(replies.ship);
+    },
+    void: (id) => {
+      sent.push(['void', id]);
+      return next(replies.cancel);
+    },
+    mintId: () => `id-${++ids}`,
+  });
+  return { o, sent, replies, storage };
+}
+
+describe('Order', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('offers nothing without an authorization', () => {
+    const { o, sent } = order();
+    expect(o.ship()).toBe(false);
+    expect(o.cancel()).toBe(false);
+    o.show(null);
+    expect(sent).toEqual([]);
+  });
+
+  it('Ship order, its answer lost: the same capture id again, the replay is the capture, and the charge is CAPTURED', async () => {
+    const { o, sent, replies, storage } = order();
+    o.show(target);
+    expect(canShip(o.state) && canCancel(o.state)).toBe(true);
+    replies.ship.push(lost, shipped(true));
+    expect(o.ship()).toBe(true);
+    // Kept before the first byte: a reload would send this id.
+    expect(JSON.parse(storage.getItem(captureStorageKey)!)).toMatchObject({ attemptKey: 'k1', chargeId: 'c1', id: 'id-1', settled: null });
+    // Shipping: the order cannot be cancelled meanwhile.
+    expect(o.cancel()).toBe(false);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(o.state.ship).toEqual({ kind: 'retrying', id: 'id-1', cause: 'lost', code: null, waitMs: actRetry.baseMs });
+    await vi.advanceTimersByTimeAsync(actRetry.baseMs);
+    expect(sent).toEqual([
+      ['capture', 'id-1'],
+      ['capture', 'id-1'],
+    ]);
+    expect(o.state.ship).toMatchObject({ kind: 'succeeded', id: 'id-1', replayed: true, lost: true });
+    expect(orderCharge(o.state)).toEqual(capturedCharge);
+    // Shipped: nothing more to ship or to cancel.
+    expect(o.ship()).toBe(false);
+    expect(o.cancel()).toBe(false);
+  });
+
+  it('Cancel order voids; then nothing ships, and the charge is VOIDED', async () => {
+    const { o, sent, replies, storage } = order();
+    o.show(target);
+    replies.cancel.push(cancelled(false));
+    expect(o.cancel()).toBe(true);
+    expect(o.ship()).toBe(false); // cancelling
+    await vi.advanceTimersByTimeAsync(0);
+    expect(o.state).toMatchObject({ cancel: { kind: 'succeeded', id: 'id-1' }, last: 'cancel' });
+    expect(orderCharge(o.state)?.captureStatus).toBe('VOIDED');
+    expect(o.ship()).toBe(false);
+    expect(sent).toEqual([['void', 'id-1']]);
+    expect(storage.getItem(captureStorageKey)).toBeNull();
+    expect(JSON.parse(storage.getItem(voidStorageKey)!).settled).toMatchObject({ kind: 'succeeded' });
+  });
+
+  it('a declined capture leaves the authorization: Ship order goes again with a new id, and Cancel order is offered', async () => {
+    const { o, sent, replies } = order();
+    o.show(target);
+    replies.ship.push({ payload: { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } } }, shipped(false));
+    o.ship();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(o.state.ship).toMatchObject({ kind: 'failed' });
+    expect(canCancel(o.state)).toBe(true);
+    expect(o.ship()).toBe(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sent.map(([, id]) => id)).toEqual(['id-1', 'id-2']);
+  });
+
+  it('every try unanswered: unknown, and Ship order sends the same id again', async () => {
+    const { o, sent, replies } = order();
+    o.show(target);
+    replies.ship.push(lost, lost, lost, shipped(true));
+    o.ship();
+    await vi.advanceTimersByTimeAsync(actRetry.capMs * 4);
+    expect(o.state.ship).toMatchObject({ kind: 'unknown', id: 'id-1', tries: actRetry.maxAttempts });
+    expect(o.ship()).toBe(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sent.map(([, id]) => id)).toEqual(['id-1', 'id-1', 'id-1', 'id-1']);
+    expect(o.state.ship).toMatchObject({ kind: 'succeeded', replayed: true });
+  });
+
+  it('a reload picks the order up: an open capture is sent again with its own id, a settled one only shown', async () => {
+    const storage = new MemoryStorage();
+    const first = order(storage);
+    first.o.show(target);
+    first.o.ship(); // its answer never comes: the page is reloaded
+    await vi.advanceTimersByTimeAsync(0);
+
+    const reloaded = order(storage);
+    reloaded.replies.ship.push(shipped(true));
+    reloaded.o.show(target);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reloaded.sent).toEqual([['capture', 'id-1']]);
+    expect(reloaded.o.state).toMatchObject({ ship: { kind: 'succeeded', id: 'id-1' }, cancel: { kind: 'none' }, last: 'ship' });
+
+    const again = order(storage);
+    again.o.show(target);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(again.sent).toEqual([]);
+    expect(orderCharge(again.o.state)?.captureStatus).toBe('CAPTURED');
+  });
+
+  it('one change per show: both acts of the same order at once, never one of another order', () => {
+    const { o } = order();
+    const seen: string[] = [];
+    o.subscribe((next) => seen.push(`${next.target?.chargeId ?? '-'}:${next.ship.kind}:${next.cancel.kind}`));
+    o.show(target);
+    o.show({ ...target }); // the same order again: no news
+    o.show(null);
+    expect(seen).toEqual(['c1:none:none', '-:none:none']);
+  });
+});
