@@ -3,23 +3,18 @@ package payment
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-
-	"chargeonce/internal/apiclient"
 )
 
-// The tests of customer authentication charge through the real simulator,
-// whose pm_card_authenticationRequired answers with its challenge page; the
-// shopper is this test pressing the page's buttons over HTTP.
+// The tests of customer authentication charge the provider's
+// pm_card_authenticationRequired, which answers with its challenge; the
+// shopper is this test pressing the challenge's buttons.
 
 const authCard = "pm_card_authenticationRequired"
 
@@ -29,75 +24,29 @@ func authInput(returnURL string) ChargeInput {
 	return in
 }
 
-// shopper presses a button of the challenge page at actionURL ("complete"
-// or "fail") and returns where the simulator sends the browser back.
-func shopper(t *testing.T, actionURL, button string) *url.URL {
+// shopper presses a button of the challenge at actionURL ("complete" or
+// "fail") and returns where the provider sends the browser back.
+func (b *bundle) shopper(t *testing.T, actionURL, button string) *url.URL {
 	t.Helper()
-	back, err := press(actionURL, button)
+	back, err := b.provider.PressChallenge(actionURL, button)
 	require.NoError(t, err)
 	return back
 }
 
-// press is shopper for a goroutine of the test's: it returns what fails.
-func press(actionURL, button string) (*url.URL, error) {
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(actionURL+"/"+button, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		return nil, fmt.Errorf("pressing %s: status %d, want 303", button, resp.StatusCode)
-	}
-	return url.Parse(resp.Header.Get("Location"))
-}
-
-// simStatus is the simulator's status of the charge of key, its only one.
-func (b *bundle) simStatus(t *testing.T, key string) string {
+// providerCharge is the provider's charge of key, its only one, as it is
+// now.
+func (b *bundle) providerCharge(t *testing.T, key string) ProviderCharge {
 	t.Helper()
-	charges := b.sim.Charges(t, apiclient.ProviderChargeFilter{ClientKey: key})
+	charges := b.provider.Charges("client_idempotency_key", key)
 	require.Len(t, charges, 1)
-	return charges[0].Status
+	return charges[0]
 }
 
-// events counts key's outbox events of type.
-func (b *bundle) events(t *testing.T, key, eventType string) int {
+// providerStatus is the provider's status of the charge of key, its only
+// one.
+func (b *bundle) providerStatus(t *testing.T, key string) string {
 	t.Helper()
-	var n int
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM charge_events WHERE idempotency_key = $1 AND type = $2`, key, eventType).Scan(&n))
-	return n
-}
-
-// countingProvider counts the calls to the provider it wraps.
-type countingProvider struct {
-	Provider
-	creates, finds, cancels atomic.Int32
-	refundCreates           atomic.Int32
-}
-
-func (p *countingProvider) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
-	p.creates.Add(1)
-	return p.Provider.CreateCharge(ctx, req)
-}
-
-func (p *countingProvider) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
-	p.finds.Add(1)
-	return p.Provider.FindCharges(ctx, req)
-}
-
-func (p *countingProvider) CancelCharge(ctx context.Context, req ProviderChargeRequest, id string) (ProviderCharge, error) {
-	p.cancels.Add(1)
-	return p.Provider.CancelCharge(ctx, req, id)
-}
-
-// setupCounting is setup with the provider's calls counted.
-func setupCounting(t *testing.T, cfg Config) (*bundle, *countingProvider) {
-	t.Helper()
-	b := setup(t, cfg)
-	counting := &countingProvider{Provider: b.provider}
-	b.svc = NewService(b.pool, counting, b.svc.cfg)
-	return b, counting
+	return b.provider.ChargeStatus(b.providerCharge(t, key).ID)
 }
 
 func TestAuthentication_Complete_OneCharge_TheReturnOnlyReads(t *testing.T) {
@@ -111,7 +60,7 @@ func TestAuthentication_Complete_OneCharge_TheReturnOnlyReads(t *testing.T) {
 	require.Equal(t, StatusProcessing, first.Status)
 	require.NotNil(t, first.NextAction, "the shopper must authenticate")
 	require.Equal(t, NextActionRedirect, first.NextAction.Type)
-	require.True(t, strings.HasPrefix(first.NextAction.URL, b.sim.URL+"/authenticate/"), first.NextAction.URL)
+	require.Equal(t, b.providerCharge(t, "k").Action.URL, first.NextAction.URL, "the provider's challenge")
 	require.WithinDuration(t, b.clock.Now().Add(AuthenticationWindowDefault), first.NextAction.ExpiresAt, time.Second)
 	require.Equal(t, 1, b.events(t, "k", EventChargeRequiresAction))
 
@@ -122,7 +71,7 @@ func TestAuthentication_Complete_OneCharge_TheReturnOnlyReads(t *testing.T) {
 	require.Equal(t, first.NextAction, again.NextAction)
 	require.Equal(t, first.NextAction, b.status(t, "k").NextAction)
 
-	back := shopper(t, first.NextAction.URL, "complete")
+	back := b.shopper(t, first.NextAction.URL, "complete")
 	require.Equal(t, "shop.example", back.Host)
 	require.Equal(t, "/return", back.Path)
 	require.Equal(t, "7", back.Query().Get("cart"), "the merchant's own query is kept")
@@ -138,7 +87,7 @@ func TestAuthentication_Complete_OneCharge_TheReturnOnlyReads(t *testing.T) {
 	require.Equal(t, 1, b.providerCharges(t, "k"))
 
 	// A double return, a reload, the back button: nothing more is charged.
-	shopper(t, first.NextAction.URL, "complete")
+	b.shopper(t, first.NextAction.URL, "complete")
 	b.clock.Advance(AuthenticationRecheckDefault)
 	replay, err := b.svc.ChargeCard(ctx, b.merchant, "k", in)
 	require.NoError(t, err)
@@ -159,7 +108,7 @@ func TestAuthentication_Fail_FailedAuthenticationFailed_NothingCharged(t *testin
 	require.NoError(t, err)
 	require.NotNil(t, first.NextAction)
 
-	shopper(t, first.NextAction.URL, "fail")
+	b.shopper(t, first.NextAction.URL, "fail")
 	b.clock.Advance(AuthenticationRecheckDefault)
 	polled := b.status(t, "k") // a poll reads the provider too
 	require.Equal(t, StatusFailed, polled.Status)
@@ -210,14 +159,14 @@ func TestAuthentication_Abandoned_CancelledAfterTheWindow_NeverSentAgain(t *test
 	final := b.status(t, "k")
 	require.Equal(t, StatusFailed, final.Status)
 	require.Equal(t, FailureAuthenticationAbandoned, final.Failure.Code)
-	require.Equal(t, "canceled", b.simStatus(t, "k"), "the provider's payment is cancelled")
+	require.Equal(t, "canceled", b.providerStatus(t, "k"), "the provider's payment is cancelled")
 	require.Equal(t, 0, b.providerCharges(t, "k"))
 	require.Equal(t, int32(1), provider.creates.Load())
 	require.Equal(t, int32(1), provider.cancels.Load())
 
 	// The shopper comes back too late: nothing changes.
-	shopper(t, first.NextAction.URL, "complete")
-	require.Equal(t, "canceled", b.simStatus(t, "k"))
+	b.shopper(t, first.NextAction.URL, "complete")
+	require.Equal(t, "canceled", b.providerStatus(t, "k"))
 	b.clock.Advance(AuthenticationRecheckDefault)
 	require.Equal(t, StatusFailed, b.status(t, "k").Status)
 }
@@ -243,7 +192,7 @@ func TestAuthentication_CompleteRacesTheCancel_ExactlyOneOutcome(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, rounds+1) // the shoppers', then the reconciler's
 	for i := range rounds {
-		wg.Go(func() { _, errs[i] = press(actions[i], "complete") })
+		wg.Go(func() { _, errs[i] = b.provider.PressChallenge(actions[i], "complete") })
 	}
 	rec := NewReconciler(b.svc, ReconcilerConfig{BatchSize: rounds})
 	wg.Go(func() { _, errs[rounds] = rec.RunOnce(ctx) })
@@ -261,15 +210,15 @@ func TestAuthentication_CompleteRacesTheCancel_ExactlyOneOutcome(t *testing.T) {
 	outcomes := map[string]int{}
 	for i := range rounds {
 		r := b.status(t, raceKey(i))
-		sim := b.simStatus(t, raceKey(i))
+		atProvider := b.providerStatus(t, raceKey(i))
 		switch r.Status {
 		case StatusSucceeded:
-			require.Equal(t, "succeeded", sim, raceKey(i))
+			require.Equal(t, "succeeded", atProvider, raceKey(i))
 			require.Equal(t, 1, b.providerCharges(t, raceKey(i)))
 			outcomes["succeeded"]++
 		case StatusFailed:
 			require.Equal(t, FailureAuthenticationAbandoned, r.Failure.Code, raceKey(i))
-			require.Equal(t, "canceled", sim, raceKey(i), "FAILED only after a cancel the provider confirmed")
+			require.Equal(t, "canceled", atProvider, raceKey(i), "FAILED only after a cancel the provider confirmed")
 			require.Equal(t, 0, b.providerCharges(t, raceKey(i)))
 			outcomes["abandoned"]++
 		default:
@@ -369,7 +318,7 @@ func TestAuthentication_Recheck_ReadsAtOnce_DecidesNothingItself(t *testing.T) {
 	require.Equal(t, StatusProcessing, st)
 	require.Equal(t, int32(1), provider.finds.Load())
 
-	shopper(t, first.NextAction.URL, "complete")
+	b.shopper(t, first.NextAction.URL, "complete")
 	st, err = b.svc.Recheck(ctx, id) // no clock moved: a webhook is not rationed
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, st)

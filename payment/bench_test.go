@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The cost of a first charge (claim, provider call over HTTP, finalize)
+// The cost of a first charge (claim, a call of the in-memory provider, finalize)
 // against a replay (one failed claim and one read). Compare the two in one
 // run: `make bench`.
 

@@ -8,9 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
-	"chargeonce/internal/apiclient"
 )
 
 // TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing takes the
@@ -26,9 +24,8 @@ func TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	simPool := dbtest.NewPool(t, cardsimtest.Schema) // the provider has a database of its own
-	sim := cardsimtest.Start(t, simPool, cardsimtest.Options{})
-	svc := NewService(pool, simulatorClient(t, sim.URL), Config{StoreTimeout: 200 * time.Millisecond})
+	provider := newMemory(t, time.Now, 0) // the provider keeps its state apart from ours
+	svc := NewService(pool, provider, Config{StoreTimeout: 200 * time.Millisecond})
 	m, err := newMerchant(ctx, pool, "demo")
 	require.NoError(t, err)
 
@@ -48,13 +45,13 @@ func TestChargeCard_PoolExhausted_IsUnavailableAndChargesNothing(t *testing.T) {
 	var attempts int
 	require.NoError(t, held.QueryRow(ctx, "SELECT count(*) FROM charge_attempts").Scan(&attempts))
 	require.Zero(t, attempts, "nothing was claimed")
-	require.Empty(t, sim.Charges(t, apiclient.ProviderChargeFilter{}), "nothing was charged")
+	require.Empty(t, provider.Charges("", ""), "nothing was charged")
 	held.Release()
 
 	r, err := svc.ChargeCard(ctx, m, "k", visa(100))
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, r.Status)
-	require.Len(t, sim.Charges(t, apiclient.ProviderChargeFilter{}), 1)
+	require.Len(t, provider.Charges("", ""), 1)
 }
 
 // TestChargeCard_RetryTakesOverAnAttemptNobodyHolds: an attempt whose holder

@@ -1,9 +1,7 @@
 package payment
 
 import (
-	"chargeonce/internal/apiclient"
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// darkProvider is the simulator's client while the provider is dark: a
+// darkProvider is the provider while it is dark: a
 // charge sent meanwhile neither reaches it nor comes back, and a lookup
 // finds nothing, as a provider that is still processing a send would
 // answer.
@@ -123,29 +121,6 @@ func TestLateCharge_NoneFound_TheWatchEndsAfterItsWindow(t *testing.T) {
 	require.False(t, expires.Before(b.clock.Now().Add(-time.Minute)), "the result was kept for the whole watch")
 }
 
-// reconcileAtOnce runs a reconciler pass of every instance at once, passes
-// times over.
-func reconcileAtOnce(t *testing.T, instances []*Service, passes int) {
-	t.Helper()
-	for range passes {
-		var wg sync.WaitGroup
-		for _, svc := range instances {
-			wg.Go(func() {
-				_, err := NewReconciler(svc, ReconcilerConfig{}).RunOnce(context.Background())
-				require.NoError(t, err)
-			})
-		}
-		wg.Wait()
-	}
-}
-
-func countOf(t *testing.T, b *bundle, sql string) int {
-	t.Helper()
-	var n int
-	require.NoError(t, b.pool.QueryRow(context.Background(), sql).Scan(&n))
-	return n
-}
-
 func TestLateAuthorization_CompletedAfterTheAttemptFailed_VoidedNotRefunded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{RedriveWindow: time.Minute})
@@ -172,11 +147,12 @@ func TestLateAuthorization_CompletedAfterTheAttemptFailed_VoidedNotRefunded(t *t
 
 	b.clock.Advance(lateChargeFirstCheck)
 	reconcileAtOnce(t, []*Service{svc, NewService(b.pool, b.provider, b.svc.cfg)}, 2)
-	voids := b.sim.Voids(t, apiclient.ProviderVoidFilter{Charge: pc.ID})
-	require.Len(t, voids, 1, "voided once")
+	require.Len(t, b.provider.Voids(pc.ID), 1, "voided once")
 	n, _ := b.providerRefunds(t, &Charge{ProviderChargeID: pc.ID})
 	require.Zero(t, n, "an authorization took no money: nothing is refunded")
 	require.Equal(t, 1, b.events(t, "late-auth", EventChargeLateVoided))
 	require.Equal(t, 1, b.events(t, lateRefundKey(a), EventChargeVoided))
-	require.Equal(t, "voided", b.sim.Charge(t, pc.ID).AuthorizationStatus)
+	authorization, err := b.provider.ReadAuthorization(ctx, pc.ID)
+	require.NoError(t, err)
+	require.Equal(t, AuthorizationVoided, authorization.State)
 }

@@ -8,86 +8,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/cardsim/cardsimtest"
 	"chargeonce/db/dbtest"
-	"chargeonce/internal/apiclient"
 )
-
-// testClock is a clock the test moves by hand.
-type testClock struct{ now atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.now.Store(time.Now().UnixNano())
-	return c
-}
-
-func (c *testClock) Now() time.Time          { return time.Unix(0, c.now.Load()) }
-func (c *testClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
-func (c *testClock) AdvancePast(t time.Time) { c.now.Store(t.Add(time.Millisecond).UnixNano()) }
-
-type bundle struct {
-	pool     *pgxpool.Pool
-	clock    *testClock
-	svc      *Service
-	merchant Merchant
-	provider Provider
-	sim      *cardsimtest.Simulator
-}
-
-// setup gives a service on a fresh database, charging through the real
-// simulator over HTTP, with a clock the test controls.
-func setup(t testing.TB, cfg Config) *bundle {
-	t.Helper()
-	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := cardsimtest.Start(t, pool, cardsimtest.Options{SlowDelay: 50 * time.Millisecond})
-	clock := newTestClock()
-	cfg.Now = clock.Now
-	provider := simulatorClient(t, sim.URL)
-	svc := NewService(pool, provider, cfg)
-	m, err := newMerchant(context.Background(), pool, "demo")
-	require.NoError(t, err)
-	return &bundle{pool: pool, clock: clock, svc: svc, merchant: m, provider: provider, sim: sim}
-}
-
-func visa(amount int64) ChargeInput {
-	return ChargeInput{Amount: amount, Currency: "USD", PaymentMethod: "pm_card_visa"}
-}
-
-func card(pm string) ChargeInput {
-	in := visa(1999)
-	in.PaymentMethod = pm
-	return in
-}
-
-// abandon claims an attempt as a request would, then "dies": the provider is
-// never called, and the lease runs until the clock passes it.
-func (b *bundle) abandon(t *testing.T, key string, in ChargeInput) Attempt {
-	t.Helper()
-	c, err := b.svc.store.claim(context.Background(),
-		newChargeAttempt(b.merchant, key, in, b.clock.Now(), b.svc.cfg.Lease, b.svc.cfg.Retention), SessionMaxAttemptsDefault)
-	require.NoError(t, err)
-	require.Equal(t, claimedByUs, c.outcome)
-	return c.attempt
-}
-
-func (b *bundle) status(t *testing.T, key string) *Result {
-	t.Helper()
-	r, err := b.svc.ChargeStatus(context.Background(), b.merchant, key)
-	require.NoError(t, err)
-	require.NotNil(t, r)
-	return r
-}
-
-// providerCharges counts the simulator's succeeded charges for the client
-// key key, whatever our provider keys.
-func (b *bundle) providerCharges(t *testing.T, key string) int {
-	t.Helper()
-	return len(b.sim.Charges(t, apiclient.ProviderChargeFilter{ClientKey: key, Status: "succeeded"}))
-}
 
 func TestReconciler_LostResponse_EndsSucceeded(t *testing.T) {
 	t.Parallel()
@@ -178,9 +102,9 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 	}
 	b.clock.AdvancePast(latest)
 
-	// Two instances, each with its own service and provider client on the
-	// same database, four workers each, small batches: they race for every row.
-	other := NewService(b.pool, simulatorClient(t, b.sim.URL), Config{Now: b.clock.Now})
+	// Two instances, each with its own service on the same database and
+	// provider, four workers each, small batches: they race for every row.
+	other := NewService(b.pool, b.provider, Config{Now: b.clock.Now})
 	reconcilers := []*Reconciler{
 		NewReconciler(b.svc, ReconcilerConfig{BatchSize: 3}),
 		NewReconciler(other, ReconcilerConfig{BatchSize: 3}),
@@ -212,11 +136,11 @@ func TestReconciler_TwoInstances_NeverHandleAnAttemptTwice(t *testing.T) {
 	for _, a := range attempts {
 		require.Equal(t, int32(2), a, "one takeover per attempt")
 	}
-	charges := b.sim.Charges(t, apiclient.ProviderChargeFilter{})
-	require.Len(t, charges, n)
+	charged := b.provider.ChargeKeys() // one per charge
+	require.Len(t, charged, n)
 	keys := map[string]bool{}
-	for _, c := range charges {
-		keys[c.IdempotencyKey] = true
+	for _, k := range charged {
+		keys[k] = true
 	}
 	require.Len(t, keys, n, "one charge per provider key")
 }
@@ -356,15 +280,7 @@ func TestChargeCard_OneOrderOnePayment(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, int64(1), succeeded.Load())
 	require.Equal(t, int64(19), refused.Load())
-	require.Len(t, b.sim.Charges(t, apiclient.ProviderChargeFilter{OrderID: "o-3", Status: "succeeded"}), 1)
-}
-
-func attemptID(t *testing.T, b *bundle, key string) string {
-	t.Helper()
-	var id uuid.UUID
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		"SELECT id FROM charge_attempts WHERE idempotency_key = $1", key).Scan(&id))
-	return id.String()
+	require.Equal(t, 1, countSucceeded(b.provider.Charges("order_id", "o-3")))
 }
 
 // slowProvider answers every call after delay, as a provider under load does.
@@ -405,10 +321,10 @@ func (p slowProvider) FindCharges(ctx context.Context, req ProviderChargeRequest
 func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t, cardsimtest.Schema)
-	sim := cardsimtest.Start(t, pool, cardsimtest.Options{SlowDelay: time.Millisecond})
+	pool := dbtest.NewPool(t)
+	provider := newMemory(t, time.Now, time.Millisecond)
 	newService := func() *Service {
-		return NewService(pool, slowProvider{simulatorClient(t, sim.URL), 250 * time.Millisecond}, Config{Lease: 3 * time.Second})
+		return NewService(pool, slowProvider{provider, 250 * time.Millisecond}, Config{Lease: 3 * time.Second})
 	}
 	a, b := newService(), newService()
 	m, err := newMerchant(ctx, pool, "demo")
@@ -447,5 +363,5 @@ func TestReconciler_SlowProvider_NoLeaseExpiresMidBatch(t *testing.T) {
 		require.Equal(t, int32(2), number, "taken over once: no lease ran out while its pass worked on others")
 	}
 	require.Equal(t, int64(n), taken.Load())
-	require.Len(t, sim.Charges(t, apiclient.ProviderChargeFilter{}), n)
+	require.Len(t, provider.Charges("", ""), n)
 }

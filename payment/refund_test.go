@@ -13,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"chargeonce/internal/apiclient"
 )
 
 // charged is a SUCCEEDED charge of amount, made with key.
@@ -26,30 +24,9 @@ func (b *bundle) charged(t *testing.T, key string, in ChargeInput) *Charge {
 	return r.Charge
 }
 
-// providerRefunds counts the simulator's refunds of c that are pending or
-// succeeded, and adds up their amounts.
-func (b *bundle) providerRefunds(t *testing.T, c *Charge) (n int, sum int64) {
-	t.Helper()
-	for _, r := range b.sim.Refunds(t, apiclient.ProviderRefundFilter{Charge: c.ProviderChargeID}) {
-		if r.Status == "pending" || r.Status == "succeeded" {
-			n++
-			sum += r.Amount
-		}
-	}
-	return n, sum
-}
-
-// refunded is what the service says c has refunded.
-func (b *bundle) refunded(t *testing.T, c *Charge) int64 {
-	t.Helper()
-	refunded, _, err := b.svc.Refunds(context.Background(), b.merchant, c.ID)
-	require.NoError(t, err)
-	return refunded
-}
-
 // settleRefund runs the reconciler, the clock moving on by more than the
 // refund check interval each pass, until the refund of key is want (the
-// simulator settles pending refunds by the wall clock), and returns it.
+// provider settles pending refunds by the same clock), and returns it.
 func (b *bundle) settleRefund(t *testing.T, key string, want Status) *Result {
 	t.Helper()
 	ctx := context.Background()
@@ -309,12 +286,7 @@ func TestRefund_LostAnswerAndDeadProvider_TheReconcilerEndsEach(t *testing.T) {
 	require.Equal(t, int64(50), b.refunded(t, c))
 }
 
-func (p *countingProvider) CreateRefund(ctx context.Context, req ProviderRefundRequest) (ProviderRefund, error) {
-	p.refundCreates.Add(1)
-	return p.Provider.CreateRefund(ctx, req)
-}
-
-// refundsDown is the simulator's client with its refunds' answers lost
+// refundsDown is the provider with its refunds' answers lost
 // (the refund happens, its answer does not arrive), with the provider
 // dead (nothing arrives there), or with sends lost and reads finding
 // nothing (unseen: the provider is still processing them).

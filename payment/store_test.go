@@ -203,7 +203,6 @@ func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T)
 	require.Equal(t, "card_declined", got.r.Failure.Code)
 }
 
-// newMerchant stores a merchant named name, as package merchant would.
 // storeWithMerchant is a store on a database of its own, with merchant
 // name in it.
 func storeWithMerchant(t *testing.T, name string) (*pgxpool.Pool, *store, Merchant) {
@@ -212,10 +211,4 @@ func storeWithMerchant(t *testing.T, name string) (*pgxpool.Pool, *store, Mercha
 	m, err := newMerchant(context.Background(), pool, name)
 	require.NoError(t, err)
 	return pool, newStore(pool), m
-}
-
-func newMerchant(ctx context.Context, pool *pgxpool.Pool, name string) (Merchant, error) {
-	m := Merchant{ID: uuid.New(), Name: name}
-	_, err := pool.Exec(ctx, "INSERT INTO merchants (id, name) VALUES ($1, $2)", m.ID, m.Name)
-	return m, err
 }
