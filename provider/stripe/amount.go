@@ -87,5 +87,17 @@ func decimal(amount int64, digits int) string {
 	return s[:len(s)-digits] + "." + s[len(s)-digits:]
 }
 
+// chargeonceAmount converts amount, in Stripe's unit for currency, to the
+// ISO 4217 minor units of currency: the inverse of stripeAmount.
+func chargeonceAmount(amount int64, currency string) int64 {
+	switch {
+	case stripeTwoDecimal[currency]:
+		return amount / 100
+	case stripeZeroDecimal[currency]:
+		return amount * 100
+	}
+	return amount
+}
+
 // currencyParam is the currency as Stripe wants it: lower case.
 func currencyParam(currency string) string { return strings.ToLower(currency) }

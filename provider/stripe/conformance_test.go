@@ -20,6 +20,7 @@ import (
 	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/payment"
+	"chargeonce/provider/providertest"
 )
 
 // StripeMockVersion is the stripe-mock the conformance test runs: it serves
@@ -30,9 +31,11 @@ const StripeMockVersion = "v0.203.0"
 
 // TestConformance_EveryRequestIsOneStripeAccepts sends every kind of
 // request the adapter makes (create and confirm, with a return_url or
-// without, confirm, retrieve, list, cancel; a refund, its list and its
-// read) to stripe-mock, and checks that it accepted each, and that every
-// POST carried an Idempotency-Key derived from our provider key.
+// without, to capture automatically or manually, confirm, retrieve with the
+// latest charge, list, cancel; a refund, its list and its read; a capture,
+// final or not, and a void) to stripe-mock, and checks that it accepted
+// each, and that every POST carried an Idempotency-Key derived from our
+// provider key.
 func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 	t.Parallel()
 	base := startStripeMock(t)
@@ -66,6 +69,8 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 		}(),
 		request("pm_card_visa", 1230, "KWD"),
 		withReturnURL(request("pm_card_authenticationRequired", 1999, "EUR")),
+		providertest.ManualRequest("pm_card_visa", 1999, "USD"),
+		withReturnURL(providertest.ManualRequest("pm_card_authenticationRequired", 1999, "EUR")),
 	} {
 		pc, err := p.CreateCharge(ctx, req)
 		t.Logf("%s %d: %+v, %v", req.Currency, req.Amount, pc, err)
@@ -98,6 +103,27 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 	}
 	_, err = p.retrieveRefund(ctx, "re_123")
 	require.NoError(t, err)
+	// Capture, final and not (with multicapture, which stripe-mock's
+	// fixture never says is available: sent as the adapter would then);
+	// void; read them back and the authorization. stripe-mock's fixture
+	// is no authorization, so VoidCharge and ReadAuthorization refuse it
+	// unsent: the void's cancel is sent as VoidCharge would send it.
+	final := providertest.CaptureRequest("pi_123", 500, "USD", true)
+	c, err := p.CaptureCharge(ctx, final)
+	t.Logf("capture: %+v, %v", c, err)
+	part := providertest.CaptureRequest("pi_123", 400, "USD", false)
+	c, err = p.sendCapture(ctx, part, "pi_123", captureParams(part, 400, true))
+	t.Logf("capture, not final: %+v, %v", c, err)
+	found, err := p.FindCapture(ctx, final)
+	require.NoError(t, err)
+	require.Nil(t, found, "stripe-mock's fixture holds no mark")
+	void := providertest.VoidRequest("pi_123")
+	v, err := p.sendVoid(ctx, void, "pi_123")
+	t.Logf("void: %+v, %v", v, err)
+	_, err = p.FindVoid(ctx, void)
+	require.NoError(t, err)
+	_, err = p.ReadAuthorization(ctx, "pi_123")
+	t.Logf("authorization: %v", err)
 
 	calls := rec.all()
 	kinds := map[string]bool{}
@@ -114,13 +140,14 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 		"POST /v1/payment_intents":              true,
 		"POST /v1/payment_intents/{id}/confirm": true,
 		"POST /v1/payment_intents/{id}/cancel":  true,
+		"POST /v1/payment_intents/{id}/capture": true,
 		"GET /v1/payment_intents":               true,
 		"GET /v1/payment_intents/{id}":          true,
 		"POST /v1/refunds":                      true,
 		"GET /v1/refunds":                       true,
 		"GET /v1/refunds/{id}":                  true,
 	}, kinds, "every kind of request the adapter makes")
-	returnURLs := 0
+	returnURLs, manual, captures := 0, 0, 0
 	for _, c := range calls {
 		if c.method == http.MethodPost && (c.path == "/v1/payment_intents" || strings.HasSuffix(c.path, "/confirm")) {
 			form, err := url.ParseQuery(c.body)
@@ -136,6 +163,25 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 			require.Equal(t, "true", form.Get("confirm"))
 			require.Equal(t, "card", form.Get("payment_method_types[0]"))
 			require.NotEmpty(t, form.Get("metadata[chargeonce_attempt_id]"))
+			if form.Get("capture_method") == "manual" {
+				manual++
+				require.Equal(t, "if_available", form.Get("payment_method_options[card][request_multicapture]"))
+			}
+		}
+		if c.method == http.MethodPost && strings.HasSuffix(c.path, "/capture") {
+			form, err := url.ParseQuery(c.body)
+			require.NoError(t, err)
+			captures++
+			require.NotEmpty(t, form.Get("amount_to_capture"))
+			require.Len(t, form, 2+len(form["final_capture"]), "the amount, the mark and, for a part, final_capture: %v", form)
+		}
+		if c.method == http.MethodPost && strings.HasSuffix(c.path, "/cancel") && c.idempotencyKey == void.IdempotencyKey {
+			require.Equal(t, "cancellation_reason=requested_by_customer", c.body)
+		}
+		if c.method == http.MethodGet && strings.HasPrefix(c.path, "/v1/payment_intents/") {
+			q, err := url.ParseQuery(c.query)
+			require.NoError(t, err)
+			require.Equal(t, "latest_charge", q.Get("expand[0]"), "read with the charge, which says how it stands")
 		}
 		if c.method == http.MethodPost && c.path == "/v1/refunds" {
 			form, err := url.ParseQuery(c.body)
@@ -156,7 +202,9 @@ func TestConformance_EveryRequestIsOneStripeAccepts(t *testing.T) {
 			require.NotEmpty(t, q.Get("created[gte]"), "the list is bounded by the attempt's creation")
 		}
 	}
-	require.Equal(t, 2, returnURLs, "a create and a confirm with a return_url, both accepted")
+	require.Equal(t, 3, returnURLs, "two creates and a confirm with a return_url, all accepted")
+	require.Equal(t, 2, manual, "manual creates, accepted")
+	require.Equal(t, 2, captures, "a final capture and a part, accepted")
 }
 
 // withReturnURL is req with a return URL, as a charge that may send the

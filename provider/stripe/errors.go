@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
 	stripego "github.com/stripe/stripe-go/v85"
 
 	"chargeonce/payment"
@@ -139,6 +140,41 @@ func (p *Provider) idempotencyError(ctx context.Context, req payment.ProviderCha
 		}
 	}
 	return payment.ProviderCharge{FailureCode: CodeIdempotencyError, FailureMessage: messageIdempotencyError}, nil
+}
+
+// readAfterRefusal handles the error err of a send on PaymentIntent id (a
+// capture's, a void's) under our provider key. With no usable answer it is
+// an error: outcome unknown, or the secret key refused. When Stripe
+// refused the send for good, it reads the PaymentIntent as it is now, for
+// the caller to see whether the send's work was done after all (by a send
+// whose answer was lost), with Stripe's error and its verdict.
+func (p *Provider) readAfterRefusal(ctx context.Context, op, id string, err error) (verdict, *stripego.Error, *stripego.PaymentIntent, error) {
+	v, se := classify(err)
+	switch v {
+	case verdictKeyRefused:
+		return v, se, nil, p.callFailed(ctx, op, err)
+	case verdictUnknown:
+		return v, se, nil, p.unknown(op, err)
+	}
+	pi, err := p.retrieve(ctx, id)
+	return v, se, pi, err
+}
+
+// keyRefused is the error of a send on a PaymentIntent whose work was not
+// done when Stripe refused our key: spent (ErrProviderKeySpent), or first
+// sent with other parameters, a bug or a deploy that changed the request
+// while it was open (logged; never sent again under a new key, and no
+// failure on a guess). Nil for any other refusal.
+func (p *Provider) keyRefused(ctx context.Context, v verdict, se *stripego.Error, op string, err error, key string, attempt uuid.UUID) error {
+	switch v {
+	case verdictKeySpent:
+		return fmt.Errorf("%w: stripe: %s: %s for provider key %s, and it was not done", payment.ErrProviderKeySpent, op, p.describe(err), key)
+	case verdictIdempotency:
+		p.log.ErrorContext(ctx, "Stripe refused our provider key: it was first sent with other parameters; not sent again under a new key",
+			"operation", op, "provider_key", key, "attempt_id", attempt, "stripe_request_id", se.RequestID)
+		return fmt.Errorf("stripe: %s: %s: provider key %s was first sent with other parameters", op, p.describe(err), key)
+	}
+	return nil
 }
 
 // rejected maps a request Stripe refused as invalid: definitive, nothing

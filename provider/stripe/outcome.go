@@ -132,8 +132,9 @@ func (p *Provider) settle(ctx context.Context, req payment.ProviderChargeRequest
 // outcome maps a PaymentIntent, as it is now, to the attempt's outcome.
 func (p *Provider) outcome(ctx context.Context, req payment.ProviderChargeRequest, pi *stripego.PaymentIntent) (payment.ProviderCharge, error) {
 	switch pi.Status {
-	case stripego.PaymentIntentStatusSucceeded:
-		return payment.ProviderCharge{ID: pi.ID, Succeeded: true}, nil
+	case stripego.PaymentIntentStatusSucceeded, stripego.PaymentIntentStatusRequiresCapture:
+		// Charged; a manual one authorized, and where it stands now.
+		return p.charged(ctx, pi)
 	case stripego.PaymentIntentStatusRequiresPaymentMethod:
 		if pi.LastPaymentError != nil {
 			// Confirmed, and the card was declined.
@@ -145,12 +146,16 @@ func (p *Provider) outcome(ctx context.Context, req payment.ProviderChargeReques
 	case stripego.PaymentIntentStatusRequiresAction:
 		return p.requiresAction(ctx, req, pi)
 	case stripego.PaymentIntentStatusCanceled:
+		if authorized(pi) {
+			// An authorization, voided or lapsed since.
+			return p.charged(ctx, pi)
+		}
 		return canceled(req, pi), nil
 	case stripego.PaymentIntentStatusProcessing:
 		return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: PaymentIntent %s is processing", payment.ErrOutcomeUnknown, pi.ID)
 	}
-	// requires_capture (chargeonce captures automatically) or a status this
-	// code does not know: money may be held; an operator must look.
+	// A status this code does not know: money may be held; an operator
+	// must look.
 	p.log.ErrorContext(ctx, "the attempt's PaymentIntent is in a status chargeonce does not handle; the attempt stays PROCESSING",
 		"payment_intent", pi.ID, "status", pi.Status, "provider_key", req.IdempotencyKey)
 	return payment.ProviderCharge{}, fmt.Errorf("%w: stripe: PaymentIntent %s is %s", payment.ErrOutcomeUnknown, pi.ID, pi.Status)

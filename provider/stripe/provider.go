@@ -10,9 +10,12 @@
 // ends (authentication.go); without one it fails with
 // authentication_required, its PaymentIntent cancelled. A refund attempt
 // is one Refund of the charge's PaymentIntent under its own provider key,
-// found again by its attempt id and never sent to be found (refund.go).
-// Stripe's webhook events only make chargeonce read an attempt at once
-// (webhook.go).
+// found again by its attempt id and never sent to be found (refund.go). A
+// charge made with payment.CaptureManual only authorizes
+// (authorization.go); its captures (capture.go) and its void (void.go) are
+// calls on its PaymentIntent under their own provider keys, found again by
+// reading it. Stripe's webhook events only make chargeonce read an attempt
+// at once (webhook.go).
 package stripe
 
 import (
@@ -101,11 +104,6 @@ func New(cfg Config) *Provider {
 // CreateCharge implements payment.Provider: it creates and confirms the
 // attempt's PaymentIntent in one call, under our provider key.
 func (p *Provider) CreateCharge(ctx context.Context, req payment.ProviderChargeRequest) (payment.ProviderCharge, error) {
-	if req.CaptureMethod == payment.CaptureManual {
-		// Never send it: Stripe would capture a charge that was asked only
-		// to authorize.
-		return manualUnsupported, nil
-	}
 	amount, refusal, ok := stripeAmount(req.Amount, req.Currency)
 	if !ok {
 		return refusal, nil
@@ -153,6 +151,19 @@ func createParams(req payment.ProviderChargeRequest, amount int64) *stripego.Pay
 		// same on every send.
 		params.ReturnURL = stripego.String(req.ReturnURL)
 	}
+	if req.CaptureMethod == payment.CaptureManual {
+		// Only authorize, capturable in parts where Stripe allows it (split
+		// shipments), and answer with the charge, which says until when
+		// and whether in parts. An automatic charge's request stays as it
+		// was, so that a send of a key from before is still its repeat.
+		params.CaptureMethod = stripego.String(string(stripego.PaymentIntentCaptureMethodManual))
+		params.PaymentMethodOptions = &stripego.PaymentIntentCreatePaymentMethodOptionsParams{
+			Card: &stripego.PaymentIntentCreatePaymentMethodOptionsCardParams{
+				RequestMulticapture: stripego.String(string(stripego.PaymentIntentPaymentMethodOptionsCardRequestMulticaptureIfAvailable)),
+			},
+		}
+		params.AddExpand("latest_charge")
+	}
 	params.SetIdempotencyKey(req.IdempotencyKey)
 	return params
 }
@@ -183,9 +194,12 @@ func (p *Provider) FindCharges(ctx context.Context, req payment.ProviderChargeRe
 	return found, nil
 }
 
-// retrieve reads a PaymentIntent by id, as it is now.
+// retrieve reads a PaymentIntent by id, as it is now, with its latest
+// charge, which says whether and until when it holds an authorization.
 func (p *Provider) retrieve(ctx context.Context, id string) (*stripego.PaymentIntent, error) {
-	pi, err := p.client.V1PaymentIntents.Retrieve(ctx, id, nil)
+	params := &stripego.PaymentIntentRetrieveParams{}
+	params.AddExpand("latest_charge")
+	pi, err := p.client.V1PaymentIntents.Retrieve(ctx, id, params)
 	if err != nil {
 		return nil, p.callFailed(ctx, "retrieve PaymentIntent "+id, err)
 	}

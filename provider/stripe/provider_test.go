@@ -205,29 +205,39 @@ func TestCreateCharge_Processing_StaysUnknownUntilFinal(t *testing.T) {
 	require.Equal(t, []payment.ProviderCharge{{ID: pi.ID, Succeeded: true}}, found)
 }
 
-func TestCreateCharge_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
-	t.Parallel()
-	for name, fault := range map[string]stripefake.Fault{
-		"409 idempotency_key_in_use": stripefake.InUse,
-		"429":                        stripefake.RateLimited,
-		"503":                        stripefake.Unavailable,
-		"500":                        stripefake.Error500,
-		"timeout":                    stripefake.Slow,
-		"connection cut":             stripefake.CutAfterRun,
-	} {
+// faultsWithoutAnswer are the answers, by name, that leave a send's
+// outcome unknown.
+var faultsWithoutAnswer = map[string]stripefake.Fault{
+	"409 idempotency_key_in_use": stripefake.InUse,
+	"429":                        stripefake.RateLimited,
+	"503":                        stripefake.Unavailable,
+	"500":                        stripefake.Error500,
+	"timeout":                    stripefake.Slow,
+	"connection cut":             stripefake.CutAfterRun,
+}
+
+// eachFaultWithoutAnswer runs run as a subtest per fault of
+// faultsWithoutAnswer, on a fresh bundle, with p a provider whose timeout
+// ends before the fake's slow answer.
+func eachFaultWithoutAnswer(t *testing.T, run func(t *testing.T, b *bundle, p *Provider, fault stripefake.Fault)) {
+	for name, fault := range faultsWithoutAnswer {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			b.fake.SlowDelay = 3 * time.Second
-			b.fake.FailCreates(fault, 1)
-			// A provider whose timeout ends before the slow answer.
-			p := New(Config{SecretKey: b.fake.SecretKey, APIBase: b.fake.URL, Timeout: time.Second})
-			req := request("pm_card_visa", 1999, "USD")
-			_, err := p.CreateCharge(context.Background(), req)
-			require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
-			require.Len(t, b.creates(), 1, "stripe-go does not retry on its own")
+			run(t, b, New(Config{SecretKey: b.fake.SecretKey, APIBase: b.fake.URL, Timeout: time.Second}), fault)
 		})
 	}
+}
+
+func TestCreateCharge_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	eachFaultWithoutAnswer(t, func(t *testing.T, b *bundle, p *Provider, fault stripefake.Fault) {
+		b.fake.FailCreates(fault, 1)
+		_, err := p.CreateCharge(context.Background(), request("pm_card_visa", 1999, "USD"))
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+		require.Len(t, b.creates(), 1, "stripe-go does not retry on its own")
+	})
 	t.Run("network down", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -513,16 +523,4 @@ func TestFindCharges_TwoSucceededForOneAttempt_BothFound_AndLogged(t *testing.T)
 	require.NoError(t, err)
 	require.Equal(t, []payment.ProviderCharge{first, second}, found, "both, oldest first: payment settles on one and refunds the other")
 	require.Contains(t, b.logs.String(), "Stripe holds several PaymentIntents for one attempt")
-}
-
-func TestCreateCharge_Manual_FailsWithoutSendingAnything(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	req := request("pm_card_visa", 1999, "USD")
-	req.CaptureMethod = payment.CaptureManual
-	pc, err := b.provider.CreateCharge(context.Background(), req)
-	require.NoError(t, err)
-	require.False(t, pc.Succeeded)
-	require.Equal(t, CodeCaptureMethodUnsupported, pc.FailureCode)
-	require.Empty(t, b.creates(), "nothing reaches Stripe, which would capture it")
 }

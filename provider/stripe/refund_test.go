@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	stripego "github.com/stripe/stripe-go/v85"
@@ -107,27 +106,14 @@ func TestCreateRefund_LostResponse_ResendWithTheSameKeyGetsTheSavedRefund(t *tes
 
 func TestCreateRefund_NoDefinitiveAnswer_IsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	for name, fault := range map[string]stripefake.Fault{
-		"409 idempotency_key_in_use": stripefake.InUse,
-		"429":                        stripefake.RateLimited,
-		"503":                        stripefake.Unavailable,
-		"500":                        stripefake.Error500,
-		"timeout":                    stripefake.Slow,
-		"connection cut":             stripefake.CutAfterRun,
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.fake.SlowDelay = 3 * time.Second
-			req := refundRequest(b.charged(t, "pm_card_visa", 1999, "USD"), 1999, "USD", "")
-			b.fake.FailRefunds(fault, 1)
-			p := New(Config{SecretKey: b.fake.SecretKey, APIBase: b.fake.URL, Timeout: time.Second})
-			_, err := p.CreateRefund(context.Background(), req)
-			require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
-			require.NotErrorIs(t, err, payment.ErrProviderKeySpent)
-			require.Len(t, b.refundPosts(), 1, "stripe-go does not retry on its own")
-		})
-	}
+	eachFaultWithoutAnswer(t, func(t *testing.T, b *bundle, p *Provider, fault stripefake.Fault) {
+		req := refundRequest(b.charged(t, "pm_card_visa", 1999, "USD"), 1999, "USD", "")
+		b.fake.FailRefunds(fault, 1)
+		_, err := p.CreateRefund(context.Background(), req)
+		require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
+		require.NotErrorIs(t, err, payment.ErrProviderKeySpent)
+		require.Len(t, b.refundPosts(), 1, "stripe-go does not retry on its own")
+	})
 	t.Run("network down", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

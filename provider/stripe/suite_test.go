@@ -43,6 +43,20 @@ func TestConformance_ThroughStripefake(t *testing.T) {
 				}
 			},
 			Refunds: true,
+			// Multicapture is available, as the fake has it by default.
+			Captures: true,
+			// The fake's control: the authorization lapses now, and Stripe
+			// cancels the PaymentIntent (cancellation_reason automatic).
+			ExpireAuthorization: func(t *testing.T, pc payment.ProviderCharge) {
+				if err := b.fake.ExpireAuthorization(pc.ID); err != nil {
+					t.Fatal(err)
+				}
+			},
+			// Stripe captures, then the connection is cut before the answer.
+			LoseCaptureOutcome: func(*testing.T) payment.ProviderChargeRequest {
+				b.fake.FailCaptures(stripefake.CutAfterRun, 1)
+				return providertest.ManualRequest("pm_card_visa", 1999, "USD")
+			},
 		}
 	})
 }
@@ -75,9 +89,10 @@ func TestConformance_ThroughStripeMock(t *testing.T) {
 				SpendKey:        "stripe-mock saves no answer for a key, so it replays no failure",
 				Authenticate:    "stripe-mock's PaymentIntent never waits for a shopper (always requires_payment_method, with a placeholder next_action)",
 			},
-			// Refunds unset: every refund case begins with a charge that
-			// succeeds, which stripe-mock never makes. The refund requests'
-			// shapes are checked by TestConformance_EveryRequestIsOneStripeAccepts.
+			// Refunds and Captures unset: every refund case begins with a
+			// charge that succeeds, every capture case with an authorization,
+			// neither of which stripe-mock ever makes. The requests' shapes
+			// are checked by TestConformance_EveryRequestIsOneStripeAccepts.
 		}
 	})
 }

@@ -66,18 +66,22 @@ const WebhookRefusalLogIntervalDefault = 10 * time.Second
 const WebhookTolerance = stripewebhook.DefaultTolerance
 
 // webhookEvents are the events that may end an attempt's wait, for the
-// shopper or for a pending refund, each with the kind of its object (that
-// of charge.refund.updated is a refund too); the endpoint answers any other
-// with 200 and reads nothing.
+// shopper or for a pending refund, or change an authorization (made:
+// amount_capturable_updated; voided or lapsed: canceled), each with the
+// kind of its object (that of charge.refund.updated is a refund too); the
+// endpoint answers any other with 200 and reads nothing. An event of a
+// PaymentIntent names the charge's attempt, whatever its captures wrote
+// into its metadata.
 var webhookEvents = map[stripego.EventType]string{
-	stripego.EventTypePaymentIntentSucceeded:      "payment_intent",
-	stripego.EventTypePaymentIntentPaymentFailed:  "payment_intent",
-	stripego.EventTypePaymentIntentCanceled:       "payment_intent",
-	stripego.EventTypePaymentIntentRequiresAction: "payment_intent",
-	stripego.EventTypeChargeRefundUpdated:         "refund",
-	stripego.EventTypeRefundCreated:               "refund",
-	stripego.EventTypeRefundUpdated:               "refund",
-	stripego.EventTypeRefundFailed:                "refund",
+	stripego.EventTypePaymentIntentSucceeded:               "payment_intent",
+	stripego.EventTypePaymentIntentPaymentFailed:           "payment_intent",
+	stripego.EventTypePaymentIntentCanceled:                "payment_intent",
+	stripego.EventTypePaymentIntentRequiresAction:          "payment_intent",
+	stripego.EventTypePaymentIntentAmountCapturableUpdated: "payment_intent",
+	stripego.EventTypeChargeRefundUpdated:                  "refund",
+	stripego.EventTypeRefundCreated:                        "refund",
+	stripego.EventTypeRefundUpdated:                        "refund",
+	stripego.EventTypeRefundFailed:                         "refund",
 }
 
 // Rechecker reads the provider about an attempt, a charge's or a refund's,

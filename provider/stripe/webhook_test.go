@@ -23,6 +23,7 @@ import (
 
 	"chargeonce/metrics"
 	"chargeonce/payment"
+	"chargeonce/provider/providertest"
 	"chargeonce/provider/stripe/stripefake"
 	"chargeonce/ratelimit"
 )
@@ -286,4 +287,42 @@ func TestWebhook_RefundEvents_RecheckTheAttemptOfTheRefund(t *testing.T) {
 	forged := b.fake.Event("refund.updated", r.ID)
 	require.Equal(t, http.StatusBadRequest, deliver(b.handler, forged, signed(forged, "whsec_forged", time.Now())))
 	require.Len(t, b.rechecks.asked(), len(types), "a forged event reads nothing")
+}
+
+func TestWebhook_AuthorizationEvents_RecheckTheChargesAttempt_NotACaptures(t *testing.T) {
+	t.Parallel()
+	b := setupWebhook(t)
+	ctx := context.Background()
+	authorize := func() (payment.ProviderChargeRequest, string) {
+		req := providertest.ManualRequest("pm_card_visa", 1000, "USD")
+		pc, err := b.provider.CreateCharge(ctx, req)
+		require.NoError(t, err)
+		return req, pc.ID
+	}
+	deliverEvent := func(typ, id string) {
+		payload := b.fake.Event(typ, id)
+		require.Equal(t, http.StatusOK, deliver(b.handler, payload, signed(payload, testWebhookSecret, time.Now())), typ)
+	}
+
+	captured, capturedID := authorize()
+	deliverEvent("payment_intent.amount_capturable_updated", capturedID)
+	// A capture writes its mark, named by its own attempt, into the
+	// PaymentIntent's metadata; the event still names the charge's attempt.
+	part := captureRequest(capturedID, 400, "USD", false)
+	b.captured(t, part)
+	require.Contains(t, string(b.fake.Event("payment_intent.amount_capturable_updated", capturedID)), `"amount_capturable":600`)
+	deliverEvent("payment_intent.amount_capturable_updated", capturedID)
+
+	voided, voidedID := authorize()
+	_, err := b.provider.VoidCharge(ctx, voidRequest(voidedID))
+	require.NoError(t, err)
+	deliverEvent("payment_intent.canceled", voidedID)
+
+	lapsed, lapsedID := authorize()
+	require.NoError(t, b.fake.ExpireAuthorization(lapsedID))
+	deliverEvent("payment_intent.canceled", lapsedID)
+
+	require.Equal(t, []uuid.UUID{captured.AttemptID, captured.AttemptID, voided.AttemptID, lapsed.AttemptID}, b.rechecks.asked(),
+		"each event only makes chargeonce read the charge's attempt")
+	require.NotContains(t, b.rechecks.asked(), part.AttemptID)
 }

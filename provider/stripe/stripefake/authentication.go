@@ -15,8 +15,9 @@ import (
 // hooks.stripe.com. The shopper (a test) completes or fails it there, by
 // POST …/complete or …/fail, which answers 303 back to the return_url as
 // Stripe does, or by CompleteAuthentication and FailAuthentication.
-// Completed, it succeeds; failed, it goes back to requires_payment_method
-// with last_payment_error.code payment_intent_authentication_failure. The
+// Completed, it is charged (authorized, for a manual capture); failed, it
+// goes back to requires_payment_method with last_payment_error.code
+// payment_intent_authentication_failure. The
 // page needs no secret key: it is the shopper's browser that comes.
 
 // challengePath is where the challenge pages are.
@@ -72,7 +73,7 @@ func (s *Server) authenticate(id string, ok bool) (back string, err error) {
 	pi.NextAction = nil
 	status := "succeeded"
 	if ok {
-		pi.Status, pi.LastPaymentError = "succeeded", nil
+		s.chargeLocked(pi)
 	} else {
 		status = "failed"
 		pi.Status = "requires_payment_method"

@@ -13,11 +13,11 @@ import (
 
 // The refund endpoints: a refund of a PaymentIntent that succeeded,
 // created under Stripe's idempotency like a PaymentIntent, read, and
-// listed newest first. A PaymentIntent is never refunded more than its
-// amount: a refund beyond what is left is refused with 400
-// amount_too_large, one of a PaymentIntent refunded in full with 400
-// charge_already_refunded (both saved for the key, as answers of a request
-// that ran). A refund succeeds at once, except those of a PaymentIntent
+// listed newest first. A PaymentIntent is never refunded more than it
+// received (amount_received: its amount, or what its captures took): a
+// refund beyond what is left is refused with 400 amount_too_large, one of
+// a PaymentIntent refunded in full with 400 charge_already_refunded (both
+// saved for the key, as answers of a request that ran). A refund succeeds at once, except those of a PaymentIntent
 // charged with pm_card_refundPending (the fake's own), which stay pending
 // until a test settles them (SettleRefund); SettleRefund also makes a
 // succeeded refund fail later, as a card's refund can at Stripe. A failed
@@ -166,7 +166,7 @@ func (s *Server) createRefund(form url.Values, key string, fault Fault) (int, []
 	if pi.Status != "succeeded" {
 		return unexpectedState(pi, "refund")
 	}
-	left := pi.Amount - s.refundedLocked(pi.ID)
+	left := pi.AmountReceived - s.refundedLocked(pi.ID)
 	switch {
 	case left == 0:
 		return http.StatusBadRequest, errorBody(stripeError{Type: "invalid_request_error", Code: "charge_already_refunded",

@@ -1,7 +1,8 @@
 // Package stripefake is a local stand-in for the parts of Stripe's API that
 // chargeonce uses, for tests: PaymentIntents created and confirmed in one
-// call, read, listed, confirmed and cancelled, and their refunds (created,
-// read and listed; refunds.go), with Stripe's idempotency. A
+// call, read, listed, confirmed and cancelled, authorized and captured in
+// one or several parts (captures.go), and their refunds (created, read and
+// listed; refunds.go), with Stripe's idempotency. A
 // POST's answer is saved per Idempotency-Key and replayed for a repeat with
 // the header Idempotent-Replayed: true (a 500 included); a repeat with other
 // parameters gets 400 idempotency_error; a repeat while the first is running
@@ -18,8 +19,9 @@
 // for Stripe.js (use_stripe_sdk). Event renders the Stripe event of a
 // PaymentIntent or a refund as it is, for a test to sign and deliver. Tests
 // inject the rest (timeouts, 5xx, lost answers, a shopper who completes
-// just before a cancel, keys Stripe has forgotten) with Script,
-// FailCreates, FailRefunds and ForgetKeys.
+// just before a cancel, keys Stripe has forgotten, an authorization that
+// lapses) with Script, FailCreates, FailRefunds, FailCaptures, FailCancels,
+// ForgetKeys, SetMulticapture and ExpireAuthorization.
 //
 // stripe-mock checks that chargeonce's requests are ones Stripe accepts, but
 // it keeps no state; this fake keeps state, and counts PaymentIntents and
@@ -63,7 +65,8 @@ const (
 	// Stripe saves it and replays it for every later send of the key.
 	Error500
 	// Error500AfterCreate: the PaymentIntent is created but never
-	// confirmed (a refund: it is made), and a 500 is saved for the key.
+	// confirmed (a refund, a capture, a cancel: it is made), and a 500 is
+	// saved for the key.
 	Error500AfterCreate
 	// CutAfterRun: the request runs (and its answer is saved), then the
 	// connection is cut before the answer is written: a lost response.
@@ -110,6 +113,8 @@ type Server struct {
 	saved       map[string]*saved
 	calls       []Call
 	seq         int
+	// noMulticapture: authorizations made are never capturable in parts.
+	noMulticapture bool
 }
 
 // saved is the answer saved for an idempotency key.
@@ -197,6 +202,14 @@ type Intent struct {
 	// the shopper at a redirect; CancellationReason is set once cancelled.
 	NextActionURL      string
 	CancellationReason string
+	// CaptureMethod is automatic or manual; AmountCapturable and
+	// AmountReceived are as Stripe renders them; an authorization's charge
+	// says Multicapture (available or unavailable) and CaptureBefore.
+	CaptureMethod    string
+	AmountCapturable int64
+	AmountReceived   int64
+	Multicapture     string
+	CaptureBefore    time.Time
 }
 
 // Intents lists the PaymentIntents, oldest first.
@@ -206,9 +219,19 @@ func (s *Server) Intents() []Intent {
 	out := make([]Intent, len(s.order))
 	for i, pi := range s.order {
 		out[i] = Intent{ID: pi.ID, Status: pi.Status, Amount: pi.Amount, Currency: pi.Currency,
-			Metadata: maps.Clone(pi.Metadata), IdempotencyKey: pi.key, NextActionURL: redirectURL(pi)}
+			Metadata: maps.Clone(pi.Metadata), IdempotencyKey: pi.key, NextActionURL: redirectURL(pi),
+			CaptureMethod: pi.CaptureMethod, AmountCapturable: pi.AmountCapturable, AmountReceived: pi.AmountReceived}
 		if pi.CancellationReason != nil {
 			out[i].CancellationReason = *pi.CancellationReason
+		}
+		if pi.charge != nil {
+			card := pi.charge.PaymentMethodDetails.Card
+			if card.Multicapture != nil {
+				out[i].Multicapture = card.Multicapture.Status
+			}
+			if card.CaptureBefore != nil {
+				out[i].CaptureBefore = time.Unix(*card.CaptureBefore, 0).UTC()
+			}
 		}
 	}
 	return out
@@ -254,11 +277,17 @@ func (s *Server) Env(over ...map[string]string) map[string]string {
 }
 
 // SetStatus moves a PaymentIntent to status, as Stripe does when a
-// processing payment completes.
+// processing payment completes: to succeeded (or requires_capture) it is
+// charged as a card that succeeds would be.
 func (s *Server) SetStatus(id, status string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pi := s.intents[id]; pi != nil {
+	pi := s.intents[id]
+	switch {
+	case pi == nil:
+	case (status == "succeeded" || status == "requires_capture") && pi.charge == nil:
+		s.chargeLocked(pi)
+	default:
 		pi.Status = status
 	}
 }
