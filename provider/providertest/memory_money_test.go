@@ -14,8 +14,8 @@ import (
 
 func TestMemory_RefundPending_SettlesByItsClock(t *testing.T) {
 	t.Parallel()
-	c := newClock()
-	m := providertest.NewMemory(providertest.MemoryOptions{Now: c.Now, RefundSettle: time.Minute})
+	now, advance := handClock()
+	m := providertest.NewMemory(providertest.MemoryOptions{Now: now, RefundSettle: time.Minute})
 	ctx := t.Context()
 	pc, err := m.CreateCharge(ctx, providertest.Request(providertest.CardRefundPending, 1000, "USD"))
 	require.NoError(t, err)
@@ -27,11 +27,11 @@ func TestMemory_RefundPending_SettlesByItsClock(t *testing.T) {
 	require.Equal(t, 1, n, "a pending refund holds its amount")
 	require.Equal(t, int64(400), held)
 
-	c.Advance(time.Minute - time.Millisecond)
+	advance(time.Minute - time.Millisecond)
 	found, err := m.FindRefund(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, payment.RefundPending, found.State, "not before its time")
-	c.Advance(time.Millisecond)
+	advance(time.Millisecond)
 	found, err = m.FindRefund(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, &payment.ProviderRefund{ID: pr.ID, State: payment.RefundSucceeded}, found)
@@ -42,8 +42,8 @@ func TestMemory_RefundPending_SettlesByItsClock(t *testing.T) {
 
 func TestMemory_RefundFailsLater_GivesItsAmountBack_TheNextSucceedsAtOnce(t *testing.T) {
 	t.Parallel()
-	c := newClock()
-	m := providertest.NewMemory(providertest.MemoryOptions{Now: c.Now})
+	now, advance := handClock()
+	m := providertest.NewMemory(providertest.MemoryOptions{Now: now})
 	ctx := t.Context()
 	pc, err := m.CreateCharge(ctx, providertest.Request(providertest.CardRefundFailsLater, 1000, "USD"))
 	require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestMemory_RefundFailsLater_GivesItsAmountBack_TheNextSucceedsAtOnce(t *tes
 	require.NoError(t, err)
 	require.Equal(t, "amount_too_large", refused.FailureCode, "the pending refund holds the whole charge")
 
-	c.Advance(providertest.MemoryRefundSettleDefault)
+	advance(providertest.MemoryRefundSettleDefault)
 	n, _ := m.RefundsHeld(pc.ID)
 	require.Zero(t, n, "failed: it holds nothing")
 	second, err := m.CreateRefund(ctx, providertest.RefundRequest(pc.ID, 0, "USD"))
@@ -69,8 +69,7 @@ func TestMemory_RefundOfAnAuthorization_IsOfWhatWasCaptured(t *testing.T) {
 	t.Parallel()
 	m := providertest.NewMemory(providertest.MemoryOptions{})
 	ctx := t.Context()
-	auth, err := m.CreateCharge(ctx, providertest.ManualRequest(providertest.CardVisa, 1000, "USD"))
-	require.NoError(t, err)
+	auth := authorized(t, m, providertest.CardVisa, 1000)
 	pr, err := m.CreateRefund(ctx, providertest.RefundRequest(auth.ID, 0, "USD"))
 	require.NoError(t, err)
 	require.Equal(t, "charge_not_refundable", pr.FailureCode, "nothing captured, nothing to refund")
@@ -88,17 +87,16 @@ func TestMemory_RefundOfAnAuthorization_IsOfWhatWasCaptured(t *testing.T) {
 
 func TestMemory_Authorization_LapsesByItsClock(t *testing.T) {
 	t.Parallel()
-	c := newClock()
-	m := providertest.NewMemory(providertest.MemoryOptions{Now: c.Now, AuthorizationWindow: time.Hour})
+	now, advance := handClock()
+	m := providertest.NewMemory(providertest.MemoryOptions{Now: now, AuthorizationWindow: time.Hour})
 	ctx := t.Context()
-	auth, err := m.CreateCharge(ctx, providertest.ManualRequest(providertest.CardVisa, 1000, "USD"))
-	require.NoError(t, err)
-	require.Equal(t, c.Now().Add(time.Hour), auth.Authorization.ExpiresAt)
-	c.Advance(time.Hour - time.Millisecond)
+	auth := authorized(t, m, providertest.CardVisa, 1000)
+	require.Equal(t, now().Add(time.Hour), auth.Authorization.ExpiresAt)
+	advance(time.Hour - time.Millisecond)
 	pa, err := m.ReadAuthorization(ctx, auth.ID)
 	require.NoError(t, err)
 	require.Equal(t, payment.AuthorizationOpen, pa.State)
-	c.Advance(time.Millisecond)
+	advance(time.Millisecond)
 	pa, err = m.ReadAuthorization(ctx, auth.ID)
 	require.NoError(t, err)
 	require.Equal(t, payment.AuthorizationExpired, pa.State, "read at its time: expired")
@@ -115,8 +113,7 @@ func TestMemory_CaptureDeclined_IsStoredFailed_TheAuthorizationUntouched(t *test
 	t.Parallel()
 	m := providertest.NewMemory(providertest.MemoryOptions{})
 	ctx := t.Context()
-	auth, err := m.CreateCharge(ctx, providertest.ManualRequest(providertest.CardCaptureDeclined, 1000, "USD"))
-	require.NoError(t, err)
+	auth := authorized(t, m, providertest.CardCaptureDeclined, 1000)
 	req := providertest.CaptureRequest(auth.ID, 1000, "USD", true)
 	cp, err := m.CaptureCharge(ctx, req)
 	require.NoError(t, err, "a decline is an answer")
@@ -136,8 +133,7 @@ func TestMemory_CaptureDeclined_IsStoredFailed_TheAuthorizationUntouched(t *test
 func TestMemory_ConcurrentCapturesUnderManyKeys_NeverAboveTheAuthorization(t *testing.T) {
 	t.Parallel()
 	m := providertest.NewMemory(providertest.MemoryOptions{})
-	auth, err := m.CreateCharge(t.Context(), providertest.ManualRequest(providertest.CardVisa, 1000, "USD"))
-	require.NoError(t, err)
+	auth := authorized(t, m, providertest.CardVisa, 1000)
 	answers := make([]payment.ProviderCapture, 20)
 	errs := make([]error, 20)
 	var wg sync.WaitGroup
@@ -165,8 +161,7 @@ func TestMemory_CaptureRacesVoid_ExactlyOneWins(t *testing.T) {
 	ctx := t.Context()
 	wins := map[string]int{}
 	for range 200 {
-		auth, err := m.CreateCharge(ctx, providertest.ManualRequest(providertest.CardVisa, 1000, "USD"))
-		require.NoError(t, err)
+		auth := authorized(t, m, providertest.CardVisa, 1000)
 		var cp payment.ProviderCapture
 		var pv payment.ProviderVoid
 		var captureErr, voidErr error
@@ -200,8 +195,7 @@ func TestMemory_Captures_AreFoundByTheAttempt_WhateverTheirKey(t *testing.T) {
 	t.Parallel()
 	m := providertest.NewMemory(providertest.MemoryOptions{})
 	ctx := t.Context()
-	auth, err := m.CreateCharge(ctx, providertest.ManualRequest(providertest.CardVisa, 1000, "USD"))
-	require.NoError(t, err)
+	auth := authorized(t, m, providertest.CardVisa, 1000)
 	req := providertest.CaptureRequest(auth.ID, 1000, "USD", true)
 	cp, err := m.CaptureCharge(ctx, req)
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package providertest_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,24 +65,21 @@ func count(s []string, v string) int {
 	return n
 }
 
-// clock is a clock the test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
+// handClock is a clock that only the test moves: now reads it, advance
+// moves it on.
+func handClock() (now func() time.Time, advance func(time.Duration)) {
+	var t atomic.Int64
+	t.Store(time.Now().UnixNano())
+	return func() time.Time { return time.Unix(0, t.Load()) }, func(d time.Duration) { t.Add(int64(d)) }
 }
 
-func newClock() *clock { return &clock{now: time.Now()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// authorized authorizes amount (USD) on card.
+func authorized(t *testing.T, m *providertest.Memory, card string, amount int64) payment.ProviderCharge {
+	t.Helper()
+	pc, err := m.CreateCharge(t.Context(), providertest.ManualRequest(card, amount, "USD"))
+	require.NoError(t, err)
+	require.NotNil(t, pc.Authorization, "%+v", pc)
+	return pc
 }
 
 func TestMemory_SameKeyConcurrently_OneCharge_EverySendTheSameAnswer(t *testing.T) {
@@ -123,8 +121,7 @@ func TestMemory_SameKeyOtherRequest_IsOutcomeUnknown(t *testing.T) {
 	_, err = m.CreateRefund(ctx, refund)
 	require.ErrorIs(t, err, payment.ErrOutcomeUnknown)
 
-	auth, err := m.CreateCharge(ctx, providertest.ManualRequest(providertest.CardVisa, 1000, "USD"))
-	require.NoError(t, err)
+	auth := authorized(t, m, providertest.CardVisa, 1000)
 	capture := providertest.CaptureRequest(auth.ID, 400, "USD", false)
 	_, err = m.CaptureCharge(ctx, capture)
 	require.NoError(t, err)
@@ -219,8 +216,7 @@ func TestMemory_Slow_AnswersAfterTheDelay_AndACallerThatStopsWaitingIsChargedAll
 	require.NoError(t, err)
 	require.Len(t, found, 1, "the provider charged")
 
-	auth, err := m.CreateCharge(t.Context(), providertest.ManualRequest(providertest.CardCaptureSlow, 1000, "USD"))
-	require.NoError(t, err)
+	auth := authorized(t, m, providertest.CardCaptureSlow, 1000)
 	start = time.Now()
 	_, err = m.CaptureCharge(t.Context(), providertest.CaptureRequest(auth.ID, 1000, "USD", true))
 	require.NoError(t, err)
@@ -292,17 +288,17 @@ func TestMemory_Challenge_RacesTheCancel_ExactlyOneOutcome(t *testing.T) {
 
 func TestMemory_ManualCharge_Authenticated_OpensItsAuthorizationThen(t *testing.T) {
 	t.Parallel()
-	c := newClock()
-	m := providertest.NewMemory(providertest.MemoryOptions{Now: c.Now, AuthorizationWindow: time.Hour})
+	now, advance := handClock()
+	m := providertest.NewMemory(providertest.MemoryOptions{Now: now, AuthorizationWindow: time.Hour})
 	req := providertest.ManualRequest(providertest.CardAuthenticationRequired, 1000, "USD")
 	req.ReturnURL = "https://shop.example/done"
 	waiting, err := m.CreateCharge(t.Context(), req)
 	require.NoError(t, err)
 	require.Nil(t, waiting.Authorization, "nothing is held while the shopper authenticates")
-	c.Advance(10 * time.Minute)
+	advance(10 * time.Minute)
 	_, err = m.PressChallenge(waiting.Action.URL, "complete")
 	require.NoError(t, err)
 	pa, err := m.ReadAuthorization(t.Context(), waiting.ID)
 	require.NoError(t, err)
-	require.Equal(t, payment.ProviderAuthorization{State: payment.AuthorizationOpen, Amount: 1000, ExpiresAt: c.Now().Add(time.Hour)}, pa)
+	require.Equal(t, payment.ProviderAuthorization{State: payment.AuthorizationOpen, Amount: 1000, ExpiresAt: now().Add(time.Hour)}, pa)
 }
