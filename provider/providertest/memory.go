@@ -184,3 +184,24 @@ func (k *kept[T]) of(chargeID string) []T {
 	}
 	return found
 }
+
+// foundIn is what the provider answers of the one of k that find finds;
+// nil when there is none.
+func foundIn[T interface{ head() *made }, V any](k *kept[T], key string, attempt uuid.UUID, chargeID string, view func(T) V) *V {
+	v, ok := k.find(key, attempt, chargeID)
+	if !ok {
+		return nil
+	}
+	answer := view(v)
+	return &answer
+}
+
+// viewsOf is what the provider answers of each of charge chargeID's in k,
+// oldest first.
+func viewsOf[T interface{ head() *made }, V any](k *kept[T], chargeID string, view func(T) V) []V {
+	var views []V
+	for _, v := range k.of(chargeID) {
+		views = append(views, view(v))
+	}
+	return views
+}

@@ -121,12 +121,7 @@ func sameCapture(a, b payment.ProviderCaptureRequest) bool {
 func (m *Memory) FindCapture(_ context.Context, req payment.ProviderCaptureRequest) (*payment.ProviderCapture, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cp, ok := m.captures.find(req.IdempotencyKey, req.AttemptID, req.ProviderChargeID)
-	if !ok {
-		return nil, nil
-	}
-	pc := cp.view()
-	return &pc, nil
+	return foundIn(&m.captures, req.IdempotencyKey, req.AttemptID, req.ProviderChargeID, (*memCapture).view), nil
 }
 
 // VoidCharge implements payment.Provider.
@@ -160,12 +155,7 @@ func (m *Memory) VoidCharge(_ context.Context, req payment.ProviderVoidRequest) 
 func (m *Memory) FindVoid(_ context.Context, req payment.ProviderVoidRequest) (*payment.ProviderVoid, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v, ok := m.voids.find(req.IdempotencyKey, req.AttemptID, req.ProviderChargeID)
-	if !ok {
-		return nil, nil
-	}
-	pv := v.view()
-	return &pv, nil
+	return foundIn(&m.voids, req.IdempotencyKey, req.AttemptID, req.ProviderChargeID, (*memVoid).view), nil
 }
 
 // ReadAuthorization implements payment.Provider: the authorization as it

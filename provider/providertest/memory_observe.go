@@ -65,11 +65,7 @@ func (m *Memory) RefundsHeld(chargeID string) (n int, amount int64) {
 func (m *Memory) Captures(chargeID string) []payment.ProviderCapture {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var found []payment.ProviderCapture
-	for _, cp := range m.captures.of(chargeID) {
-		found = append(found, cp.view())
-	}
-	return found
+	return viewsOf(&m.captures, chargeID, (*memCapture).view)
 }
 
 // Voids are charge chargeID's voids, oldest first, as FindVoid answers
@@ -77,11 +73,7 @@ func (m *Memory) Captures(chargeID string) []payment.ProviderCapture {
 func (m *Memory) Voids(chargeID string) []payment.ProviderVoid {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var found []payment.ProviderVoid
-	for _, v := range m.voids.of(chargeID) {
-		found = append(found, v.view())
-	}
-	return found
+	return viewsOf(&m.voids, chargeID, (*memVoid).view)
 }
 
 // KeysSent are the provider keys of every send (CreateCharge,

@@ -122,10 +122,7 @@ func sameRefund(a, b payment.ProviderRefundRequest) bool {
 func (m *Memory) FindRefund(_ context.Context, req payment.ProviderRefundRequest) (*payment.ProviderRefund, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, ok := m.refunds.find(req.IdempotencyKey, req.AttemptID, req.ProviderChargeID)
-	if !ok {
-		return nil, nil
-	}
-	pr := r.view(m.now())
-	return &pr, nil
+	now := m.now()
+	return foundIn(&m.refunds, req.IdempotencyKey, req.AttemptID, req.ProviderChargeID,
+		func(r *memRefund) payment.ProviderRefund { return r.view(now) }), nil
 }
