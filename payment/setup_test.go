@@ -34,7 +34,12 @@ type MemoryProvider interface {
 	// RefundsHeld counts a charge's refunds that are pending or
 	// succeeded, and adds up their amounts.
 	RefundsHeld(chargeID string) (n int, amount int64)
+	// Captures and Voids are a charge's, oldest first, as found.
+	Captures(chargeID string) []ProviderCapture
 	Voids(chargeID string) []ProviderVoid
+	// KeysSent are the provider keys of every send (charge, refund,
+	// capture, void), in order, repeats included.
+	KeysSent() []string
 	// PressChallenge presses "complete" or "fail" on a waiting charge's
 	// challenge, as the shopper does, and returns where they are sent back.
 	PressChallenge(challengeURL, button string) (*url.URL, error)
