@@ -7,8 +7,9 @@
 import { retryPolicy } from './backoff.js';
 import { abortable, AbortError, ChargerStateError, settle, type Waiter } from './errors.js';
 import type { ChargerEvent } from './events.js';
-import { initialState, machineDefaults, step, type MachineEvent } from './machine.js';
-import type { Joined } from './crosstab.js';
+import { initialState, machineDefaults, step } from './machine.js';
+import type { MachineEvent } from './machine-types.js';
+import type { Joined } from './crosstab-types.js';
 import { browser } from './page.js';
 import { openLive } from './live.js';
 import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } from './record.js';

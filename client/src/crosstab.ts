@@ -5,44 +5,10 @@
 // storage event) is loaded on first use: current browsers never need it.
 // The charger loads this file itself with import() when it is created in a
 // page, so that the core stays small; a server never loads it.
-import type { ChargerEvent } from './events.js';
-import type { AttemptRecord } from './record.js';
-import type { MachineEvent, Progress } from './machine.js';
+import type { CrossTab, CrossTabEnv, Joined, Lock, Member, TabMessage } from './crosstab-types.js';
+import type { MachineEvent } from './machine-types.js';
 import { progressOf } from './steps.js';
-import type { ChargerState, KeyValueStorage } from './types.js';
-
-export type TabMessage = { from: string; kind: 'progress'; progress: Progress } | { from: string; kind: 'query' };
-
-export interface CrossTab {
-  readonly locks: 'web-locks' | 'lease' | 'none';
-  readonly channel: 'broadcast-channel' | 'storage-event' | 'none';
-  /** Takes the scope's sender lock if no other tab holds it. */
-  tryAcquire(): Promise<boolean>;
-  /** Queues for the lock: granted runs once this tab holds it. */
-  waitFor(granted: () => void): void;
-  release(): void;
-  post(m: TabMessage): void;
-  close(): void;
-}
-
-/** The parts of the browser cross-tab coordination uses; globalThis's by default, fakes in tests. */
-export interface CrossTabEnv {
-  locks?: LockManager | undefined;
-  BroadcastChannel?: typeof BroadcastChannel | undefined;
-  /** Shared storage for the lease and the storage-event channel (localStorage). */
-  shared?: KeyValueStorage | null | undefined;
-  addEventListener?: ((type: string, fn: (e: Event) => void) => void) | undefined;
-  removeEventListener?: ((type: string, fn: (e: Event) => void) => void) | undefined;
-  now: () => number;
-  leaseMs?: number;
-}
-
-export interface Lock {
-  kind: CrossTab['locks'];
-  tryAcquire(): Promise<boolean>;
-  waitFor(granted: () => void): void;
-  release(): void;
-}
+import type { ChargerState } from './types.js';
 
 export const leaseMsDefault = 6_000;
 
@@ -189,28 +155,6 @@ export function tabs(name: string, id: string, env: CrossTabEnv, hear: (m: TabMe
       holding = false;
     },
   };
-}
-
-/** What the other tabs need of the charger that joins them. */
-export interface Member {
-  id: string;
-  state(): ChargerState;
-  /** What storage holds for the scope now. */
-  record(): AttemptRecord | null;
-  emit(e: ChargerEvent): void;
-  /** Dispatches e, remade with a freshly minted key if step starts a new attempt. */
-  dispatch(e: MachineEvent, remake?: (key: string) => MachineEvent): void;
-}
-
-/** The charger's side of the scope's tabs. */
-export interface Joined {
-  /** Takes the sender lock when this call may have to send. */
-  lead(s: ChargerState): Promise<boolean>;
-  /** After each step: holds the lock exactly while this tab sends; queues for it while this tab waits on another. */
-  sync(s: ChargerState, waiting: boolean): void;
-  /** Tells the other tabs of this tab's progress. */
-  tell(p: Progress): void;
-  close(): void;
 }
 
 /**

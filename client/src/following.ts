@@ -5,7 +5,7 @@
 // hidden.
 import { retryWaitMs } from './backoff.js';
 import { expired, type AttemptRecord } from './record.js';
-import type { Effect, MachineConfig, Step } from './machine.js';
+import type { Effect, MachineConfig, Step } from './machine-types.js';
 import { flags, followed, following, persist, rejectedResult, reply, resend, same, strip, unknown } from './steps.js';
 import type { Answer } from './transport.js';
 import type { ChargePayload, ChargerState, NextAction, Outcome } from './types.js';

@@ -9,8 +9,6 @@ export { createCharger, returnKeyParam } from './charger.js';
 export type { Charger, ChargerOptions, ChargerEnvironment, PayOptions } from './api.js';
 export { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from './errors.js';
 export type { ChargerEvent } from './events.js';
-export { step, initialState } from './machine.js';
-export type { Effect, MachineConfig, MachineEvent, Progress, Result, Step } from './machine.js';
 export type { StorageSpec } from './storage.js';
 export { chargeCardDocument, nothingRanCodes, post, retryableCodes } from './transport.js';
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';

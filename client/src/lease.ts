@@ -2,7 +2,7 @@
 // BroadcastChannel: a lease in localStorage that its holder renews, which
 // lapses when its tab is gone, and news carried by the storage event.
 // crosstab.ts loads this file only when it is needed.
-import type { Lock, TabMessage } from './crosstab.js';
+import type { Lock, TabMessage } from './crosstab-types.js';
 import type { KeyValueStorage } from './types.js';
 
 /** A lease in shared storage: { owner, until }, renewed by its holder every third of leaseMs. */

@@ -2,7 +2,7 @@
 // (with the key the return from the bank carries, when storage lost the
 // attempt), this tab getting the sender lock, and another tab's progress.
 import { expired, sameInput, type AttemptRecord } from './record.js';
-import type { MachineConfig, MachineEvent, Progress, Step, Effect } from './machine.js';
+import type { MachineConfig, MachineEvent, Progress, Step, Effect } from './machine-types.js';
 import { ask, flags, openError, reply, rejectedResult, resend, same } from './steps.js';
 import type { ChargerState } from './types.js';
 

@@ -1,5 +1,5 @@
 // What the transitions share: the small results and the state helpers.
-import type { Effect, MachineConfig, Progress, Result, Step } from './machine.js';
+import type { Effect, MachineConfig, Progress, Result, Step } from './machine-types.js';
 import type { AttemptRecord } from './record.js';
 import type { ChargerState, Outcome, StateKind } from './types.js';
 

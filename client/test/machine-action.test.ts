@@ -4,7 +4,8 @@
 // resumes the key from storage, or, when storage lost it, adopts the key
 // from the address and only ever asks chargeStatus.
 import { describe, expect, it } from 'vitest';
-import { machineDefaults, step, type Effect, type MachineConfig, type MachineEvent } from '../src/machine.js';
+import { machineDefaults, step } from '../src/machine.js';
+import type { Effect, MachineConfig, MachineEvent } from '../src/machine-types.js';
 import type { AttemptRecord } from '../src/record.js';
 import type { Answer } from '../src/transport.js';
 import { chargeOf } from './fakes.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pollDelay } from '../src/following.js';
-import { machineDefaults, step, type Effect, type MachineConfig, type MachineEvent } from '../src/machine.js';
+import { machineDefaults, step } from '../src/machine.js';
+import type { Effect, MachineConfig, MachineEvent } from '../src/machine-types.js';
 import type { AttemptRecord } from '../src/record.js';
 import type { Answer } from '../src/transport.js';
 import { chargeOf } from './fakes.js';
