@@ -28,7 +28,7 @@ export interface ChargerOptions {
   crossTab?: boolean;
   onEvent?: (e: ChargerEvent) => void;
   fetch?: typeof fetch;
-  /** Mints a key for a new attempt: crypto.randomUUID() by default. */
+  /** Mints a key for a new attempt: crypto.randomUUID() by default, which a page outside a secure context lacks: it must pass its own. */
   mintKey?: () => string;
   retry?: RetryOptions;
   /** A request unanswered after this long is a lost one (default 30 s). */

@@ -13,7 +13,7 @@ import type { Joined } from './crosstab-types.js';
 import { browser } from './page.js';
 import { openLive } from './live.js';
 import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } from './record.js';
-import { resolveStorage, webStorage } from './storage.js';
+import { resolveStorage } from './storage.js';
 import type { LiveOptions } from './stream.js';
 import { answerEvent, chargeCardDocument, chargeStatusDocument, post, type Answer } from './transport.js';
 import type { ChargeCardInput, ChargerState, Outcome } from './types.js';
@@ -219,23 +219,23 @@ export function createCharger(o: ChargerOptions): Charger {
   }
 
   // The other tabs: only in a page, and unless crossTab is false. Their code
-  // loads apart, right away; pay() and resume() wait for it.
+  // loads apart, right away; pay() and resume() wait for it. A page without
+  // Web Locks and BroadcastChannel (outside a secure context, or an old
+  // browser) hears that once, and sends alone.
   let cross: Joined | null = null;
   let joined: Promise<unknown> = Promise.resolve();
-  if (o.crossTab !== false) {
-    const local = () => webStorage('localStorage').storage;
-    const shared = env.shared !== undefined ? env.shared : !storage.shared ? local() : o.storage === 'local' ? local() : null;
-    if (env.locks || env.BroadcastChannel || shared) {
-      const member = { id, state: () => current, record: load, emit, dispatch: (e: MachineEvent, remake?: (key: string) => MachineEvent) => dispatch(e, undefined, remake) };
-      const scopeName = 'chargeonce:' + name.slice(name.lastIndexOf(':') + 1);
-      joined = import('./crosstab.js').then(
-        (m) => {
-          if (!closed) cross = m.join(scopeName, { ...env, shared, now }, member);
-        },
-        // Unloadable (the network): this tab sends alone, as without the APIs.
-        () => later({ type: 'crosstab', locks: 'none', channel: 'none' }),
-      );
-    }
+  if (o.crossTab !== false && (env.locks || env.BroadcastChannel)) {
+    const member = { id, state: () => current, record: load, emit, dispatch: (e: MachineEvent, remake?: (key: string) => MachineEvent) => dispatch(e, undefined, remake) };
+    const scopeName = 'chargeonce:' + name.slice(name.lastIndexOf(':') + 1);
+    joined = import('./crosstab.js').then(
+      (m) => {
+        if (!closed) cross = m.join(scopeName, { ...env, now }, member);
+      },
+      // Unloadable (the network): this tab sends alone, as without the APIs.
+      () => later({ type: 'crosstab', locks: 'none', channel: 'none' }),
+    );
+  } else if (o.crossTab !== false && env.addEventListener) {
+    later({ type: 'crosstab', locks: 'none', channel: 'none' });
   }
   // The page's online, offline and visibility events: loaded apart, too.
   let unlisten = () => {};

@@ -5,13 +5,13 @@
 import type { ChargerEvent } from './events.js';
 import type { MachineEvent, Progress } from './machine-types.js';
 import type { AttemptRecord } from './record.js';
-import type { ChargerState, KeyValueStorage } from './types.js';
+import type { ChargerState } from './types.js';
 
 export type TabMessage = { from: string; kind: 'progress'; progress: Progress } | { from: string; kind: 'query' };
 
 export interface CrossTab {
-  readonly locks: 'web-locks' | 'lease' | 'none';
-  readonly channel: 'broadcast-channel' | 'storage-event' | 'none';
+  readonly locks: 'web-locks' | 'none';
+  readonly channel: 'broadcast-channel' | 'none';
   /** Takes the scope's sender lock if no other tab holds it. */
   tryAcquire(): Promise<boolean>;
   /** Queues for the lock: granted runs once this tab holds it. */
@@ -25,12 +25,7 @@ export interface CrossTab {
 export interface CrossTabEnv {
   locks?: LockManager | undefined;
   BroadcastChannel?: typeof BroadcastChannel | undefined;
-  /** Shared storage for the lease and the storage-event channel (localStorage). */
-  shared?: KeyValueStorage | null | undefined;
-  addEventListener?: ((type: string, fn: (e: Event) => void) => void) | undefined;
-  removeEventListener?: ((type: string, fn: (e: Event) => void) => void) | undefined;
   now: () => number;
-  leaseMs?: number;
 }
 
 export interface Lock {

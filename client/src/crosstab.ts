@@ -1,8 +1,10 @@
 // One sender per scope across the origin's tabs, and word of its progress
-// to the others, so that they show it instead of paying. The Web Locks API
-// where it exists (a lock dies with its tab), progress over
-// BroadcastChannel. Without them, lease.ts (a lease in localStorage, the
-// storage event) is loaded on first use: current browsers never need it.
+// to the others, so that they show it instead of paying: the Web Locks API
+// (a lock dies with its tab) and BroadcastChannel, both in every browser
+// this package supports (Baseline since March 2022). Where either is
+// missing (an old browser, or Web Locks outside a secure context), each
+// tab sends on its own; the key in shared storage and the server's
+// idempotency still hold (README.md, "One sender per scope across tabs").
 // The charger loads this file itself with import() when it is created in a
 // page, so that the core stays small; a server never loads it.
 import type { CrossTab, CrossTabEnv, Joined, Lock, Member, TabMessage } from './crosstab-types.js';
@@ -10,29 +12,12 @@ import type { MachineEvent } from './machine-types.js';
 import { progressOf } from './steps.js';
 import type { ChargerState } from './types.js';
 
-export const leaseMsDefault = 6_000;
-
 export function createCrossTab(name: string, tab: string, env: CrossTabEnv, onMessage: (m: TabMessage) => void): CrossTab {
-  const { shared, addEventListener: add } = env;
   const hear = (m: unknown) => {
     const t = m as TabMessage | null;
     if (t && typeof t === 'object' && t.from !== tab && (t.kind === 'progress' || t.kind === 'query')) onMessage(t);
   };
-  const fallback = shared && (!env.locks || (!env.BroadcastChannel && add)) ? import('./lease.js') : null;
-  // Calls on the fallback wait for it to load, in the order they were made.
-  const later = <T>(fn: (m: typeof import('./lease.js')) => T) => fallback!.then(fn);
-
-  let lock: Lock = { kind: 'none', tryAcquire: async () => true, waitFor: () => {}, release: () => {} };
-  if (env.locks) lock = webLock(name, env.locks);
-  else if (shared) {
-    const l = later((m) => m.lease(name, tab, shared, env.now, env.leaseMs ?? leaseMsDefault));
-    lock = {
-      kind: 'lease',
-      tryAcquire: () => l.then((x) => x.tryAcquire()),
-      waitFor: (granted) => void l.then((x) => x.waitFor(granted)),
-      release: () => void l.then((x) => x.release()),
-    };
-  }
+  const lock: Lock = env.locks ? webLock(name, env.locks) : { kind: 'none', tryAcquire: async () => true, waitFor: () => {}, release: () => {} };
 
   let channel: CrossTab['channel'] = 'none';
   let post: (m: TabMessage) => void = () => {};
@@ -43,15 +28,6 @@ export function createCrossTab(name: string, tab: string, env: CrossTabEnv, onMe
     post = (m) => bc.postMessage(m);
     closeChannel = () => bc.close();
     channel = 'broadcast-channel';
-  } else if (shared && add) {
-    const listen = (type: string, fn: (e: Event) => void) => {
-      add(type, fn);
-      return () => env.removeEventListener?.(type, fn);
-    };
-    const c = later((m) => m.storageChannel(name, tab, shared, listen, hear));
-    post = (m) => void c.then((x) => x.post(m)).catch(() => {});
-    closeChannel = () => void c.then((x) => x.close());
-    channel = 'storage-event';
   }
   return {
     locks: lock.kind,

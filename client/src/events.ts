@@ -34,5 +34,5 @@ export type ChargerEvent =
   | { type: 'storage-fallback'; reason: string }
   /** Another tab sends this scope's attempt; this one follows its progress. */
   | { type: 'remote'; key?: string; kind: string }
-  /** The cross-tab fallback in use, when the Web Locks API is missing. */
-  | { type: 'crosstab'; locks: 'web-locks' | 'lease' | 'none'; channel: 'broadcast-channel' | 'storage-event' | 'none' };
+  /** Web Locks or BroadcastChannel is missing (or crosstab.js could not load): this tab sends without the scope's lock, or hears no other tab. */
+  | { type: 'crosstab'; locks: 'web-locks' | 'none'; channel: 'broadcast-channel' | 'none' };

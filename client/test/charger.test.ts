@@ -309,4 +309,18 @@ describe('createCharger against a fake chargeonce', () => {
     expect(JSON.parse(seen!)).toMatchObject({ key: 'key-1', status: 'open', scope: 'cs_test_secret', input: { paymentMethod: 'pm_card_visa' } });
     expect(JSON.parse([...storage.map.values()][0]!)).toMatchObject({ status: 'settled', expiresAt: '2099-01-01T00:00:00Z' });
   });
+
+  it('without mintKey a new key is crypto.randomUUID(); without randomUUID (outside a secure context) pay() rejects before anything is stored or sent', async () => {
+    const server = new FakeServer();
+    const { c } = make(server, { mintKey: undefined });
+    const outcome = await c.pay(card);
+    expect(outcome.key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+    vi.stubGlobal('crypto', { getRandomValues: (b: Uint8Array) => b });
+    const storage = new MemoryStorage();
+    const insecure = make(server, { mintKey: undefined, storage, session: 'cs_other' });
+    await expect(insecure.c.pay(card)).rejects.toThrow('crypto.randomUUID is missing (a page outside a secure context?): pass mintKey to createCharger');
+    expect(storage.map.size).toBe(0);
+    expect(server.chargeCards).toHaveLength(1);
+  });
 });

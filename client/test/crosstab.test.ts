@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
-import { createCrossTab } from '../src/crosstab.js';
-import { lease, storageChannel } from '../src/lease.js';
 import { AttemptOpenError } from '../src/errors.js';
+import type { ChargerEvent } from '../src/events.js';
 import { challengeUrl, FakeLocks, FakeServer, MemoryStorage } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
@@ -25,7 +24,7 @@ function tab(server: FakeServer, locks: FakeLocks, over: Partial<ChargerOptions>
     fetch: server.fetch,
     mintKey: () => `${name}-key-${++n}`,
     retry: { baseMs: 10, capMs: 20 },
-    environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, shared: null },
+    environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel },
     ...over,
   });
   tabs.push(c);
@@ -125,7 +124,7 @@ describe('one sender per scope across tabs', () => {
     const storage = new MemoryStorage();
     let atNavigate: unknown[] = [];
     const navigate = vi.fn(() => (atNavigate = [...storage.map.values()].map((v) => JSON.parse(v) as unknown)));
-    const b = tab(server, locks, { storage, environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, shared: null, navigate } });
+    const b = tab(server, locks, { storage, environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, navigate } });
     const pa = a.pay(card);
     await until(() => b.state.kind === 'action');
     expect(a.state.kind).toBe('action');
@@ -186,7 +185,7 @@ describe('the cross-tab code loads apart', () => {
     const server = new FakeServer();
     const locks = new FakeLocks();
     const { opened, Channel } = counting();
-    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
     expect(opened).toHaveLength(0); // not yet: it loads after createCharger returns
     await until(() => opened.length === 1);
     expect(opened[0]).toMatch(/^chargeonce:[0-9a-f]{16}$/);
@@ -198,7 +197,7 @@ describe('the cross-tab code loads apart', () => {
     const locks = new FakeLocks();
     const request = vi.spyOn(locks, 'request');
     const { opened, Channel } = counting();
-    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
     const p = a.pay(card).catch((e: unknown) => e);
     a.close();
     await import('../src/crosstab.js');
@@ -213,96 +212,23 @@ describe('the cross-tab code loads apart', () => {
     const server = new FakeServer();
     const locks = new FakeLocks();
     const { opened, Channel } = counting();
-    const a = tab(server, locks, { crossTab: false, environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    const a = tab(server, locks, { crossTab: false, environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
     await a.pay(card);
     expect(opened).toHaveLength(0);
   });
 });
 
-describe('the lease fallback (no Web Locks)', () => {
-  it('one holder at a time; a lease whose tab died lapses', async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });
-    try {
-      const shared = new MemoryStorage();
-      let aAlive = true;
-      // A dead tab writes nothing more: its heartbeat stops.
-      const aView = { getItem: (k: string) => shared.getItem(k), setItem: (k: string, v: string) => void (aAlive && shared.setItem(k, v)), removeItem: (k: string) => shared.removeItem(k) };
-      const now = () => Date.now();
-      const a = lease('chargeonce:x', 'A', aView, now, 3_000);
-      const b = lease('chargeonce:x', 'B', shared, now, 3_000);
-      expect(a.kind).toBe('lease');
-      expect(await a.tryAcquire()).toBe(true);
-      expect(await b.tryAcquire()).toBe(false);
-      const granted = vi.fn();
-      b.waitFor(granted);
-      vi.advanceTimersByTime(10_000); // A's heartbeat keeps its lease
-      expect(granted).not.toHaveBeenCalled();
-      aAlive = false;
-      vi.advanceTimersByTime(4_500); // the lease lapses, and B's next look takes it
-      expect(granted).toHaveBeenCalledTimes(1);
-      expect(JSON.parse(shared.getItem('chargeonce:x:lease')!)).toMatchObject({ owner: 'B' });
-      b.release();
-      expect(shared.getItem('chargeonce:x:lease')).toBeNull();
-      a.release();
-    } finally {
-      vi.useRealTimers();
-    }
-  });
-
-  it('the storage event carries progress when there is no BroadcastChannel', () => {
-    const shared = new MemoryStorage();
-    const fns: ((e: Event) => void)[] = [];
-    const heard = vi.fn();
-    const listen = (_t: string, f: (e: Event) => void) => {
-      fns.push(f);
-      return () => {};
-    };
-    const a = storageChannel('chargeonce:y', 'A', shared, listen, () => {});
-    storageChannel('chargeonce:y', 'B', shared, listen, heard);
-    a.post({ from: 'A', kind: 'query' });
-    const [key, value] = [...shared.map.entries()].find(([k]) => k.endsWith(':msg'))!;
-    for (const f of fns) f(Object.assign(new Event('storage'), { key, newValue: value }));
-    expect(heard).toHaveBeenCalledWith({ from: 'A', kind: 'query' });
-  });
-
-  it('createCrossTab loads the fallback on first use: the lease locks, the storage event carries news', async () => {
-    const shared = new MemoryStorage();
-    const fns: ((e: Event) => void)[] = [];
-    const heard = vi.fn();
-    const env = { shared, now: () => Date.now(), addEventListener: (_t: string, f: (e: Event) => void) => void fns.push(f) };
-    const a = createCrossTab('chargeonce:z', 'A', env, () => {});
-    const b = createCrossTab('chargeonce:z', 'B', env, (m) => heard(m));
-    expect([a.locks, a.channel]).toEqual(['lease', 'storage-event']);
-    expect(await a.tryAcquire()).toBe(true);
-    expect(await b.tryAcquire()).toBe(false);
-    expect(JSON.parse(shared.getItem('chargeonce:z:lease')!)).toMatchObject({ owner: 'A' });
-    a.post({ from: 'A', kind: 'query' });
-    await until(() => shared.getItem('chargeonce:z:msg') !== null);
-    const value = shared.getItem('chargeonce:z:msg');
-    for (const f of fns) f(Object.assign(new Event('storage'), { key: 'chargeonce:z:msg', newValue: value }));
-    expect(heard).toHaveBeenCalledWith({ from: 'A', kind: 'query' });
-    a.close();
-    await until(() => shared.getItem('chargeonce:z:lease') === null);
-    expect(await b.tryAcquire()).toBe(true);
-    b.close();
-  });
-
-  it('two chargers without Web Locks or BroadcastChannel send one key between them', async () => {
+describe('without Web Locks and BroadcastChannel', () => {
+  it('a page\'s charger says so once and pays alone; a server\'s says nothing', async () => {
     const server = new FakeServer();
-    const shared = new MemoryStorage();
-    let open!: () => void;
-    server.gate = new Promise((r) => (open = r));
-    const fns: ((e: Event) => void)[] = [];
-    const environment = {
-      shared,
-      addEventListener: (t: string, f: (e: Event) => void) => void (t === 'storage' && fns.push(f)),
-    };
-    // A storage event reaches every other listener, as the browser delivers it to the other tabs.
-    const realSet = shared.setItem.bind(shared);
-    shared.setItem = (k: string, v: string) => {
-      realSet(k, v);
-      if (k.endsWith(':msg')) for (const f of [...fns]) f(Object.assign(new Event('storage'), { key: k, newValue: v }));
-    };
-    await secondTabFollows(server, tab(server, new FakeLocks(), { environment }), tab(server, new FakeLocks(), { environment }), open);
+    const events: ChargerEvent[] = [];
+    const page = tab(server, new FakeLocks(), { environment: { addEventListener: () => {}, removeEventListener: () => {} }, onEvent: (e) => events.push(e) });
+    await expect(page.pay(card)).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab1-key-1' });
+    expect(events.filter((e) => e.type === 'crosstab')).toEqual([{ type: 'crosstab', locks: 'none', channel: 'none' }]);
+
+    const quiet: ChargerEvent[] = [];
+    const node = tab(server, new FakeLocks(), { session: 'cs_node', environment: {}, onEvent: (e) => quiet.push(e) });
+    await expect(node.pay(card)).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab2-key-1' });
+    expect(quiet.filter((e) => e.type === 'crosstab')).toEqual([]);
   });
 });
