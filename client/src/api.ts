@@ -57,9 +57,10 @@ export interface Charger {
   /** After SUCCEEDED, FAILED or a rejection only: the next pay() gets a new key. Throws otherwise. */
   reset(): void;
   /**
-   * In state action only: takes the page to state.nextAction.url, where the
-   * shopper authenticates; the attempt is persisted first, and resume() on
-   * the return follows it. Throws ChargerStateError in any other state.
+   * Only while the shopper must authenticate (state following, not paused,
+   * with attempt.nextAction): takes the page to attempt.nextAction.url; the
+   * attempt is persisted first, and resume() on the return follows it.
+   * Throws ChargerStateError otherwise.
    */
   handleNextAction(): void;
   on(type: 'event', fn: (e: ChargerEvent) => void): () => void;

@@ -13,6 +13,7 @@ import type { Joined } from './crosstab-types.js';
 import { browser } from './page.js';
 import { openLive } from './live.js';
 import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } from './record.js';
+import { inputOf, keyOf } from './steps.js';
 import { resolveStorage } from './storage.js';
 import type { LiveOptions } from './stream.js';
 import { answerEvent, chargeCardDocument, chargeStatusDocument, post, type Answer } from './transport.js';
@@ -80,7 +81,7 @@ export function createCharger(o: ChargerOptions): Charger {
     if (closed) return;
     const prev = current;
     let { state, effects } = step(prev, e, config);
-    if (remake && state.key === '') ({ state, effects } = step(prev, remake(o.mintKey ? o.mintKey() : uuid()), config));
+    if (remake && keyOf(state) === '') ({ state, effects } = step(prev, remake(o.mintKey ? o.mintKey() : uuid()), config));
     current = state;
     let answered = false;
     for (const fx of effects) {
@@ -114,7 +115,7 @@ export function createCharger(o: ChargerOptions): Charger {
         }
         case 'AskStatus': {
           const token = ++question;
-          emit({ type: 'send', key: fx.key, attempt: current.attempt ?? 0, operation: 'chargeStatus' });
+          emit({ type: 'send', key: fx.key, attempt: current.kind === 'idle' ? 0 : current.attempt.sends, operation: 'chargeStatus' });
           request('ChargeStatus', chargeStatusDocument, 'chargeStatus', variables(fx.key), () => token === question, 'StatusAnswered');
           break;
         }
@@ -154,7 +155,7 @@ export function createCharger(o: ChargerOptions): Charger {
 
   /** The attempt's key, and the session it pays, for chargeStatus and chargeUpdated. */
   function variables(idempotencyKey: string): { idempotencyKey: string; checkoutSession?: string } {
-    const checkoutSession = current.input?.checkoutSession ?? o.session;
+    const checkoutSession = inputOf(current)?.checkoutSession ?? o.session;
     return checkoutSession ? { idempotencyKey, checkoutSession } : { idempotencyKey };
   }
 
@@ -209,7 +210,7 @@ export function createCharger(o: ChargerOptions): Charger {
       const remake = make(cross ? await cross.lead(current) : true);
       return {
         wait: new Promise<Outcome | null>((resolve, reject) => {
-          if (closed) return reject(new AbortError(current.key));
+          if (closed) return reject(new AbortError(keyOf(current)));
           dispatch(remake(''), { resolve, reject }, remake);
         }),
       };
@@ -265,7 +266,7 @@ export function createCharger(o: ChargerOptions): Charger {
       const full: ChargeCardInput = { ...input };
       if (o.session && !full.checkoutSession) full.checkoutSession = o.session;
       if (closed) return refuseClosed();
-      if (options.signal?.aborted) return Promise.reject(new AbortError(current.key));
+      if (options.signal?.aborted) return Promise.reject(new AbortError(keyOf(current)));
       let promise = inflight && sameInput(inflight.input, full) ? inflight.promise : null; // a double click: the same promise
       if (!promise) {
         const p = enqueue((leader) => (key) => ({ type: 'Pay', input: full, key, record: load(), leader, now: now() })) as Promise<Outcome>;
@@ -280,7 +281,7 @@ export function createCharger(o: ChargerOptions): Charger {
       return options.signal
         ? abortable(promise, options.signal, () => {
             dispatch({ type: 'Abort' });
-            return new AbortError(current.key);
+            return new AbortError(keyOf(current));
           })
         : promise;
     },
@@ -308,7 +309,7 @@ export function createCharger(o: ChargerOptions): Charger {
       stopAll.abort();
       unlisten();
       cross?.close();
-      for (const w of waiters) w.reject(new AbortError(current.key));
+      for (const w of waiters) w.reject(new AbortError(keyOf(current)));
       waiters.clear();
     },
   };

@@ -9,13 +9,14 @@
 // page, so that the core stays small; a server never loads it.
 import type { CrossTab, CrossTabEnv, Joined, Lock, Member, TabMessage } from './crosstab-types.js';
 import type { MachineEvent } from './machine-types.js';
-import { progressOf } from './steps.js';
 import type { ChargerState } from './types.js';
 
 export function createCrossTab(name: string, tab: string, env: CrossTabEnv, onMessage: (m: TabMessage) => void): CrossTab {
   const hear = (m: unknown) => {
     const t = m as TabMessage | null;
-    if (t && typeof t === 'object' && t.from !== tab && (t.kind === 'progress' || t.kind === 'query')) onMessage(t);
+    if (!t || typeof t !== 'object' || t.from === tab) return;
+    // A progress is a state with an attempt; anything else (another page's message) is not ours.
+    if (t.kind === 'query' || (t.kind === 'progress' && typeof t.progress?.attempt?.key === 'string')) onMessage(t);
   };
   const lock: Lock = env.locks ? webLock(name, env.locks) : { kind: 'none', tryAcquire: async () => true, waitFor: () => {}, release: () => {} };
 
@@ -108,12 +109,12 @@ export function tabs(name: string, id: string, env: CrossTabEnv, hear: (m: TabMe
   return {
     tab,
     async lead(s) {
-      if (holding || (!s.remote && s.kind !== 'idle' && s.kind !== 'unknown')) return true; // runs here already, or answered
+      if (holding || (!s.flags.follower && s.kind !== 'idle' && s.kind !== 'unknown')) return true; // runs here already, or answered
       return (holding = await tab.tryAcquire());
     },
     sync(s, waiting, granted) {
-      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'paused' || s.kind === 'processing' || s.kind === 'action';
-      if (active && !s.remote) return;
+      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'following' || (s.kind === 'idle' && s.waiting !== undefined);
+      if (active && !s.flags.follower) return;
       if (holding) {
         holding = false;
         tab.release();
@@ -143,10 +144,10 @@ export function join(name: string, env: CrossTabEnv, m: Member): Joined {
   const t: Tabs = tabs(name, m.id, env, (msg) => {
     const s = m.state();
     if (msg.kind === 'query') {
-      if (!s.remote && s.key && s.kind !== 'idle') t.tab.post({ from: m.id, kind: 'progress', progress: progressOf(s) });
+      if (s.kind !== 'idle' && !s.flags.follower) t.tab.post({ from: m.id, kind: 'progress', progress: s });
       return;
     }
-    if (msg.progress.key && (s.remote || s.kind === 'idle')) m.emit({ type: 'remote', key: msg.progress.key, kind: msg.progress.kind });
+    if (s.flags.follower || s.kind === 'idle') m.emit({ type: 'remote', key: msg.progress.attempt.key, kind: msg.progress.kind });
     m.dispatch({ type: 'RemoteProgress', progress: msg.progress, now: env.now() });
   });
   const { locks, channel } = t.tab;

@@ -14,6 +14,8 @@ export { chargeCardDocument, nothingRanCodes, post, retryableCodes } from './tra
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';
 export type { AttemptRecord } from './record.js';
 export type {
+  Attempt,
+  AttemptState,
   CaptureMethod,
   CaptureStatus,
   Charge,
@@ -23,13 +25,23 @@ export type {
   ChargeFailure,
   ChargePayload,
   ChargeStatus,
+  ChargerFlags,
   ChargerState,
+  FollowingState,
+  IdleState,
   KeyValueStorage,
   LiveMode,
   NextAction,
   Outcome,
   PayInput,
+  RejectedState,
+  RetryingState,
   RetryOptions,
+  Run,
+  SendableAttempt,
+  SendingState,
   ServerError,
+  SettledState,
   StateKind,
+  UnknownState,
 } from './types.js';

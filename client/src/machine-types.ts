@@ -7,18 +7,13 @@
 import type { ChargerEvent } from './events.js';
 import type { AttemptRecord } from './record.js';
 import type { Answer } from './transport.js';
-import type { ChargeCardInput, ChargePayload, ChargerState, LiveMode, NextAction, Outcome, RetryOptions, ServerError } from './types.js';
+import type { AttemptState, ChargeCardInput, ChargePayload, ChargerState, LiveMode, Outcome, RetryOptions, ServerError } from './types.js';
 
-/** What another tab says about the scope's attempt (over BroadcastChannel). */
-export interface Progress {
-  kind: ChargerState['kind'];
-  key?: string;
-  input?: ChargeCardInput;
-  outcome?: Outcome;
-  error?: ServerError;
-  expiresAt?: string;
-  nextAction?: NextAction;
-}
+/**
+ * What another tab says about the scope's attempt (over BroadcastChannel):
+ * its state there. The receiving tab shows it with its own flags.
+ */
+export type Progress = AttemptState;
 
 export type MachineEvent =
   /** pay(input). key: a fresh key, used only if a new attempt starts. record: what storage holds for the scope now. */

@@ -9,20 +9,22 @@
 // package exports the charger, not step().
 //
 //   idle ──Pay──▶ sending ──SUCCEEDED/FAILED──▶ settled ──Reset──▶ idle
-//                  │ ▲  ├──PROCESSING──▶ processing ──live / chargeStatus──▶ settled
-//                  │ │  ├──PROCESSING + nextAction──▶ action ──live / chargeStatus──▶ settled
-//                  │ │  │        (HandleNextAction: to the bank; the return resumes the same key)
+//                  │ ▲  ├──PROCESSING──▶ following ──live / chargeStatus──▶ settled
+//                  │ │  │     (with a nextAction while the shopper authenticates:
+//                  │ │  │      HandleNextAction to the bank; the return resumes the same key)
 //                  │ │  └──an error that is an answer──▶ rejected ──Reset──▶ idle
 //                  ▼ │
 //               retrying ──budget spent──▶ unknown ──Pay (same input) / Resume──▶ sending (same key)
-//   offline, or hidden while waiting: paused ──Online / Visible──▶ the same key at once
-//   idle ──Resume, no record, the return's key──▶ processing / action: chargeStatus only, never chargeCard
+//   retrying or following, offline (or hidden while retrying or polling): paused,
+//     a flag, not a kind ──Online / Visible──▶ the same key at once
+//   idle ──Resume, no record, the return's key──▶ following: chargeStatus only, never chargeCard
+//   flags.follower: another tab leads the attempt; this one shows its state and sends nothing
 import { retryDefaults } from './backoff.js';
 import { answered, hidden, liveFailed, liveNext, offline, statusAnswered, timerFired, toNextAction, wake } from './following.js';
 import type { MachineConfig, MachineEvent, Step } from './machine-types.js';
 import { leader, pay, remote, resume } from './starting.js';
-import { flags, followed, progressOf, reply, same } from './steps.js';
-import type { ChargerState } from './types.js';
+import { idle, reply, same, withFlags } from './steps.js';
+import type { AttemptState, ChargerState } from './types.js';
 
 export const machineDefaults: Readonly<MachineConfig> = {
   retry: retryDefaults,
@@ -33,15 +35,14 @@ export const machineDefaults: Readonly<MachineConfig> = {
   maxPollMs: 15_000,
 };
 
-export const initialState: ChargerState = { kind: 'idle' };
+export const initialState: ChargerState = { kind: 'idle', flags: { offline: false, hidden: false, follower: false }, paused: false };
 
 /** The one transition function. It never throws and never reads a clock. */
 export function step(s: ChargerState, e: MachineEvent, c: MachineConfig = machineDefaults): Step {
   const out = transition(s, e, c);
-  // Other tabs hear of every change this tab makes to the attempt.
-  if (!out.state.remote && out.state.key && visibleChange(s, out.state)) {
-    out.effects.push({ type: 'Broadcast', progress: progressOf(out.state) });
-  }
+  const st = out.state;
+  // Other tabs hear of every change this tab makes to its attempt: its state, as it is here.
+  if (st.kind !== 'idle' && !st.flags.follower && visibleChange(s, st)) out.effects.push({ type: 'Broadcast', progress: st });
   return out;
 }
 
@@ -52,27 +53,27 @@ function transition(s: ChargerState, e: MachineEvent, c: MachineConfig): Step {
     case 'Resume':
       return resume(s, e, c);
     case 'Reset':
-      if (s.kind === 'settled' || s.kind === 'rejected' || s.kind === 'idle') {
-        return { state: flags(s, initialState), effects: s.remote || s.kind === 'idle' ? [] : [{ type: 'Forget' }] };
+      if (s.kind === 'settled' || s.kind === 'rejected' || (s.kind === 'idle' && !s.waiting)) {
+        return { state: idle(s), effects: s.flags.follower || s.kind === 'idle' ? [] : [{ type: 'Forget' }] };
       }
       return reply(s, {
         error: {
           type: 'state',
           state: s.kind,
           // A new key now could charge twice.
-          message: `attempt ${s.key} is ${s.kind}: resume() it`,
+          message: s.kind === 'idle' ? "another tab's attempt is open: resume() follows it" : `attempt ${s.attempt.key} is ${s.kind}: resume() it`,
         },
       });
     case 'Abort':
-      return { state: s, effects: s.key ? [{ type: 'Emit', event: { type: 'abort', key: s.key } }] : [] };
+      return { state: s, effects: s.kind === 'idle' ? [] : [{ type: 'Emit', event: { type: 'abort', key: s.attempt.key } }] };
     case 'Offline':
       return offline(s);
     case 'Hidden':
       return hidden(s);
     case 'Online':
-      return wake({ ...s, offline: false }, e.now, c);
+      return wake(withFlags(s, { offline: false }), e.now, c);
     case 'Visible':
-      return wake({ ...s, hidden: false }, e.now, c);
+      return wake(withFlags(s, { hidden: false }), e.now, c);
     case 'RemoteProgress':
       return remote(s, e.progress);
     case 'Leader':
@@ -80,12 +81,12 @@ function transition(s: ChargerState, e: MachineEvent, c: MachineConfig): Step {
     case 'HandleNextAction':
       return toNextAction(s, e.record);
   }
-  if (s.remote) return same(s); // another tab sends; this one only listens
+  if (s.flags.follower) return same(s); // another tab sends; this one only listens
   switch (e.type) {
     case 'Answered':
       return s.kind === 'sending' ? answered(s, e.answer, e.now, e.jitter, c) : same(s);
     case 'StatusAnswered':
-      return followed(s) ? statusAnswered(s, e.answer, e.now, c) : same(s);
+      return s.kind === 'following' ? statusAnswered(s, e.answer, e.now, c) : same(s);
     case 'LiveNext':
       return liveNext(s, e.payload, c);
     case 'LiveFailed':
@@ -95,15 +96,13 @@ function transition(s: ChargerState, e: MachineEvent, c: MachineConfig): Step {
   }
 }
 
-
-function visibleChange(a: ChargerState, b: ChargerState): boolean {
+/** What the other tabs show of an attempt changed: its kind, key, outcome, expiresAt, nextAction, pause, or who leads it. */
+function visibleChange(a: ChargerState, b: AttemptState): boolean {
+  if (a.kind !== b.kind || a.paused !== b.paused || a.flags.follower !== b.flags.follower) return true;
   return (
-    a.kind !== b.kind ||
-    a.key !== b.key ||
-    !a.remote !== !b.remote ||
-    a.outcome !== b.outcome ||
-    a.expiresAt !== b.expiresAt ||
-    a.nextAction !== b.nextAction
+    a.attempt.key !== b.attempt.key ||
+    a.attempt.expiresAt !== b.attempt.expiresAt ||
+    a.attempt.nextAction !== b.attempt.nextAction ||
+    (a.kind === 'settled' && b.kind === 'settled' && a.outcome !== b.outcome)
   );
 }
-

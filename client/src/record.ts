@@ -66,7 +66,7 @@ export function expired(r: { expiresAt?: string | undefined }, now: number): boo
  * field order and an empty optional field versus an absent one. An attempt
  * adopted from the return address has no input, and matches none.
  */
-export function sameInput(a: ChargeCardInput | undefined, b: ChargeCardInput): boolean {
+export function sameInput(a: ChargeCardInput | null | undefined, b: ChargeCardInput): boolean {
   return !!a && canonical(a) === canonical(b);
 }
 

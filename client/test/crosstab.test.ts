@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
 import { AttemptOpenError } from '../src/errors.js';
 import type { ChargerEvent } from '../src/events.js';
+import type { ChargerState } from '../src/types.js';
+import { keyOf } from '../src/steps.js';
 import { challengeUrl, FakeLocks, FakeServer, MemoryStorage } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
@@ -48,8 +50,8 @@ async function secondTabFollows(server: FakeServer, a: ReturnType<typeof tab>, b
   const pa = a.pay(card);
   await until(() => server.chargeCards.length === 1);
   const pb = b.pay(card);
-  await until(() => b.state.key === 'tab1-key-1');
-  expect(b.state.remote).toBe(true);
+  await until(() => keyOf(b.state) === 'tab1-key-1');
+  expect(b.state.flags.follower).toBe(true);
   open();
   const [oa, ob] = await Promise.all([pa, pb]);
   expect(ob).toEqual(oa);
@@ -77,13 +79,13 @@ describe('one sender per scope across tabs', () => {
     let open!: () => void;
     server.gate = new Promise((r) => (open = r));
     const b = await secondTabFollows(server, tab(server, locks), tab(server, locks), open);
-    expect(b.state).toMatchObject({ kind: 'settled', key: 'tab1-key-1' });
+    expect(b.state).toMatchObject({ kind: 'settled', attempt: { key: 'tab1-key-1' } });
   });
 
   it('the lock granted to a waiting tab after the attempt settled is released at once', async () => {
     const { server, locks, b, pa, open } = await twoTabsOneSending();
     const pb = b.pay(card);
-    await until(() => b.state.key === 'tab1-key-1');
+    await until(() => keyOf(b.state) === 'tab1-key-1');
     // The settled word reaches b before the lock does, as between two real tabs.
     const release = locks.delayNextGrant();
     open();
@@ -111,12 +113,12 @@ describe('one sender per scope across tabs', () => {
     const b = tab(server, locks);
     await a.pay(card);
     await until(() => b.state.kind === 'settled');
-    expect(b.state).toMatchObject({ remote: true, outcome: { key: 'tab1-key-1' } });
+    expect(b.state).toMatchObject({ flags: { follower: true }, outcome: { key: 'tab1-key-1' } });
     await expect(b.pay(card)).resolves.toMatchObject({ key: 'tab1-key-1' });
     expect(server.chargeCards).toHaveLength(1);
   });
 
-  it('a sender in action keeps the lock; an idle tab shows action with its nextAction, and takes the shopper to the bank with the attempt in its own storage first', async () => {
+  it('a sender whose shopper authenticates keeps the lock; an idle tab shows its nextAction, and takes the shopper to the bank with the attempt in its own storage first', async () => {
     const server = new FakeServer();
     server.script = ['action'];
     const locks = new FakeLocks();
@@ -126,9 +128,9 @@ describe('one sender per scope across tabs', () => {
     const navigate = vi.fn(() => (atNavigate = [...storage.map.values()].map((v) => JSON.parse(v) as unknown)));
     const b = tab(server, locks, { storage, environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, navigate } });
     const pa = a.pay(card);
-    await until(() => b.state.kind === 'action');
-    expect(a.state.kind).toBe('action');
-    expect(b.state).toMatchObject({ remote: true, key: 'tab1-key-1', nextAction: { url: challengeUrl('tab1-key-1') } });
+    await until(() => b.state.kind === 'following' && b.state.attempt.nextAction !== undefined);
+    expect(a.state).toMatchObject({ kind: 'following', attempt: { nextAction: { url: challengeUrl('tab1-key-1') } } });
+    expect(b.state).toMatchObject({ kind: 'following', flags: { follower: true }, attempt: { key: 'tab1-key-1', nextAction: { url: challengeUrl('tab1-key-1') } } });
     expect(locks.heldNames()).toHaveLength(1); // the sender's, held while the shopper authenticates
 
     b.handleNextAction();
@@ -151,7 +153,7 @@ describe('one sender per scope across tabs', () => {
     void a.pay(card).catch(() => {});
     await until(() => server.chargeCards.length === 1);
     const pb = b.pay(card);
-    await until(() => b.state.key === 'tab1-key-1');
+    await until(() => keyOf(b.state) === 'tab1-key-1');
     server.gate = null;
     a.close(); // the tab is gone: its lock with it
     await expect(pb).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab1-key-1' });
@@ -206,6 +208,31 @@ describe('the cross-tab code loads apart', () => {
     expect(opened).toHaveLength(0);
     expect(request).not.toHaveBeenCalled();
     expect(server.requests).toHaveLength(0);
+  });
+
+  it('a message that is no state with an attempt (another version of the page) is ignored; the next one is heard', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    const { opened, Channel } = counting();
+    const b = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
+    await until(() => opened.length === 1);
+    const other = new BroadcastChannel(opened[0]!);
+    other.postMessage({ from: 'old', kind: 'progress', progress: { kind: 'processing', key: 'old-key', input: card } });
+    const theirs: ChargerState = {
+      kind: 'following',
+      attempt: { key: 'new-key', input: { ...card, checkoutSession: 'cs_shared' }, sends: 1 },
+      live: 'poll',
+      liveOpen: false,
+      checks: 0,
+      pollMs: 1_000,
+      retryInMs: null,
+      flags: { offline: false, hidden: false, follower: false },
+      paused: false,
+    };
+    other.postMessage({ from: 'new', kind: 'progress', progress: theirs });
+    await until(() => keyOf(b.state) === 'new-key');
+    expect(b.state).toEqual({ ...theirs, flags: { ...theirs.flags, follower: true } });
+    other.close();
   });
 
   it('with crossTab: false it opens no channel', async () => {
