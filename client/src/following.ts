@@ -164,7 +164,7 @@ export function liveNext(s: ChargerState, p: ChargePayload, c: MachineConfig): S
   return { state: { ...st, liveOpen: true, retryInMs: c.liveRecheckMs }, effects };
 }
 
-export function liveFailed(s: ChargerState, _reason: string, c: MachineConfig): Step {
+export function liveFailed(s: ChargerState): Step {
   if (s.kind !== 'following' || s.paused || s.live === 'poll') return same(s);
   return {
     state: { ...s, live: 'poll', liveOpen: false, retryInMs: s.pollMs },
@@ -172,7 +172,7 @@ export function liveFailed(s: ChargerState, _reason: string, c: MachineConfig): 
   };
 }
 
-export function timerFired(s: ChargerState, now: number, _c: MachineConfig): Step {
+export function timerFired(s: ChargerState, now: number): Step {
   if (s.paused) return same(s); // its timer was cleared when it paused
   if (s.kind === 'retrying') return resend(s, s.attempt, nextTry(s.run));
   if (s.kind !== 'following') return same(s);

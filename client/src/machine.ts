@@ -90,9 +90,9 @@ function transition(s: ChargerState, e: MachineEvent, c: MachineConfig): Step {
     case 'LiveNext':
       return liveNext(s, e.payload, c);
     case 'LiveFailed':
-      return liveFailed(s, e.reason, c);
+      return liveFailed(s); // the reason is in the live-failed event
     case 'TimerFired':
-      return timerFired(s, e.now, c);
+      return timerFired(s, e.now);
   }
 }
 
