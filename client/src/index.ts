@@ -9,14 +9,14 @@ export { createCharger, returnKeyParam } from './charger.js';
 export type { Charger, ChargerOptions, ChargerEnvironment, PayOptions } from './api.js';
 export { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from './errors.js';
 export type { ChargerEvent } from './events.js';
-export { step, initialState } from './machine.js';
-export type { Effect, MachineConfig, MachineEvent, Progress, Result, Step } from './machine.js';
 export type { StorageSpec } from './storage.js';
 export { chargeCardDocument } from './generated/operations.js';
 export { nothingRanCodes, post, retryableCodes } from './transport.js';
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';
 export type { AttemptRecord } from './record.js';
 export type {
+  Attempt,
+  AttemptState,
   CaptureMethod,
   CaptureStatus,
   Charge,
@@ -26,13 +26,23 @@ export type {
   ChargeFailure,
   ChargePayload,
   ChargeStatus,
+  ChargerFlags,
   ChargerState,
+  FollowingState,
+  IdleState,
   KeyValueStorage,
   LiveMode,
   NextAction,
   Outcome,
   PayInput,
+  RejectedState,
+  RetryingState,
   RetryOptions,
+  Run,
+  SendableAttempt,
+  SendingState,
   ServerError,
+  SettledState,
   StateKind,
+  UnknownState,
 } from './types.js';
