@@ -27,6 +27,9 @@ export class FakeLocks {
   private held = new Set<string>();
   private queue = new Map<string, (() => void)[]>();
   private delay: Promise<void> | null = null;
+  /** How many times a lock was granted, and given back: what a test waits for, rather than for time to pass. */
+  granted = 0;
+  released = 0;
 
   /** The next handover to a waiting tab waits until the returned function is called (between tabs, a grant crosses processes). */
   delayNextGrant(): () => void {
@@ -38,10 +41,12 @@ export class FakeLocks {
   request(name: string, opts: { ifAvailable?: boolean; signal?: AbortSignal }, cb: (lock: { name: string } | null) => unknown): Promise<unknown> {
     const run = async () => {
       this.held.add(name);
+      this.granted++;
       try {
         return await cb({ name });
       } finally {
         this.held.delete(name);
+        this.released++;
         const next = this.queue.get(name)?.shift();
         const later = this.delay;
         this.delay = null;
