@@ -14,7 +14,7 @@ const leaveOut = (take) => (config) => ({
     {
       name: 'leave-out',
       setup(build) {
-        build.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) =>
+        build.onResolve({ filter: /^\.\/[\w/-]+\.js$/ }, (args) =>
           take(args.path.slice(2)) ? { path: args.path, external: true } : undefined,
         );
       },

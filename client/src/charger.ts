@@ -14,7 +14,8 @@ import { openLive } from './live.js';
 import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } from './record.js';
 import { resolveStorage, webStorage } from './storage.js';
 import type { LiveOptions } from './stream.js';
-import { answerEvent, chargeCardDocument, chargeStatusDocument, post, type Answer } from './transport.js';
+import { chargeCardDocument, chargeStatusDocument } from './generated/operations.js';
+import { answerEvent, post, type Answer } from './transport.js';
 import type { ChargeCardInput, ChargerState, Outcome } from './types.js';
 import type { Charger, ChargerOptions } from './api.js';
 

@@ -12,7 +12,8 @@ export type { ChargerEvent } from './events.js';
 export { step, initialState } from './machine.js';
 export type { Effect, MachineConfig, MachineEvent, Progress, Result, Step } from './machine.js';
 export type { StorageSpec } from './storage.js';
-export { chargeCardDocument, nothingRanCodes, post, retryableCodes } from './transport.js';
+export { chargeCardDocument } from './generated/operations.js';
+export { nothingRanCodes, post, retryableCodes } from './transport.js';
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';
 export type { AttemptRecord } from './record.js';
 export type {

@@ -1,18 +1,20 @@
 // The library's GraphQL documents against the server's schema
 // (graph/schema.graphqls): each one validates, its charge selection is
 // exactly the fields of the Charge type the library hands out, and the
-// enums it types by hand are the schema's. The types are written by hand
-// (the library ships no generated code); this is what keeps them honest.
+// enums it types by hand are the schema's. The documents are generated from
+// client/operations.graphql; the types are written by hand, and this is
+// what keeps them honest.
 import { readFileSync } from 'node:fs';
 import { buildSchema, GraphQLEnumType, Kind, parse, validate, type FieldNode, type SelectionSetNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { subscription } from '../src/stream.js';
-import { chargeCardDocument, chargeStatusDocument } from '../src/transport.js';
+import * as generated from '../src/generated/operations.js';
+import { chargeCardDocument, chargeStatusDocument } from '../src/generated/operations.js';
 import type { CaptureMethod, CaptureStatus, Charge } from '../src/types.js';
 
 const schema = buildSchema(readFileSync(new URL('../../graph/schema.graphqls', import.meta.url), 'utf8'));
 
-const documents = { chargeCardDocument, chargeStatusDocument, chargeUpdated: subscription.query };
+const documents = { ...generated, chargeUpdated: subscription.query };
 
 /** Every field of Charge, once: the compiler refuses a missing or an unknown one. */
 const chargeFields: { [K in keyof Charge]-?: true } = {
@@ -30,15 +32,21 @@ const chargeFields: { [K in keyof Charge]-?: true } = {
 const captureStatuses: Record<CaptureStatus, true> = { UNCAPTURED: true, PARTIALLY_CAPTURED: true, CAPTURED: true, VOIDED: true, EXPIRED: true };
 const captureMethods: Record<CaptureMethod, true> = { AUTOMATIC: true, MANUAL: true };
 
-/** The names selected under path (field names from the operation's root) in doc. */
+/** The names selected under path (field names from the operation's root) in doc, through the fragments it spreads. */
 function selected(doc: string, path: string[]): string[] {
-  const op = parse(doc).definitions[0];
+  const defs = parse(doc).definitions;
+  const op = defs[0];
   if (op?.kind !== Kind.OPERATION_DEFINITION) throw new Error('no operation');
+  const fields = (set: SelectionSetNode | undefined): FieldNode[] =>
+    (set?.selections ?? []).flatMap((s) => {
+      if (s.kind === Kind.FIELD) return [s];
+      if (s.kind !== Kind.FRAGMENT_SPREAD) return [];
+      const f = defs.find((d) => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === s.name.value);
+      return f?.kind === Kind.FRAGMENT_DEFINITION ? fields(f.selectionSet) : [];
+    });
   let set: SelectionSetNode | undefined = op.selectionSet;
-  for (const name of path) {
-    set = set?.selections.find((s): s is FieldNode => s.kind === Kind.FIELD && s.name.value === name)?.selectionSet;
-  }
-  return (set?.selections ?? []).filter((s): s is FieldNode => s.kind === Kind.FIELD).map((s) => s.name.value);
+  for (const name of path) set = fields(set).find((s) => s.name.value === name)?.selectionSet;
+  return fields(set).map((s) => s.name.value);
 }
 
 const enumValues = (name: string) => (schema.getType(name) as GraphQLEnumType).getValues().map((v) => v.name).sort();

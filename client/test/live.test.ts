@@ -65,7 +65,7 @@ describe('server-sent events', () => {
     expect(h.get('Accept')).toBe('text/event-stream');
     expect(init?.method).toBe('POST');
     const body = JSON.parse(String(init?.body)) as { query: string; variables: unknown };
-    expect(body.query).toContain('chargeUpdated(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession)');
+    expect(body.query).toContain('chargeUpdated(idempotencyKey:$idempotencyKey checkoutSession:$checkoutSession)');
     expect(body.variables).toEqual({ idempotencyKey: 'k', checkoutSession: 'cs_1' });
   });
 
