@@ -71,8 +71,8 @@ test-fast: ## The inner loop: go test -short ./..., which skips the tests of rea
 	$(GO) test -short ./...
 
 .PHONY: test-web
-test-web: web ## The client library's and the demo's Vitest unit tests, then the browser tests (headless Chromium; skipped without it, except under CI=true)
-	cd $(CLIENT) && $(NPM) test && $(NPM) run test:browser
+test-web: web ## The client library's unit, browser and end-to-end tests, then the demo's unit and browser tests (headless Chromium; skipped without it, except under CI=true)
+	cd $(CLIENT) && $(NPM) test && $(NPM) run test:browser && $(NPM) run test:e2e
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run test:e2e
 
@@ -171,6 +171,7 @@ clean: ## Stop a running make cluster and the project-local PostgreSQL servers, 
 	-@if [ -f .data/cluster/cluster.json ]; then $(GO) run ./lab cluster down; fi
 	-$(GO) run . localdb stop .data/postgres
 	-$(GO) run . localdb stop $(TEST_PG_DIR)
+	-$(GO) run . localdb stop .data/client-e2e/postgres
 	-$(GO) run . localdb stop .data/web-e2e/postgres
 	-$(GO) run . localdb stop .data/bench-postgres
 	rm -rf .data bin $(CLIENT)/dist

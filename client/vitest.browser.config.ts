@@ -10,6 +10,11 @@ const skipped = skipReason();
 if (skipped) console.warn(`browser tests skipped: ${skipped}`);
 
 export default defineConfig({
+  // Vue's feature flags, which its esm-bundler build expects from the
+  // bundler: the composable's test needs neither the options API nor devtools.
+  define: { __VUE_OPTIONS_API__: 'false', __VUE_PROD_DEVTOOLS__: 'false', __VUE_PROD_HYDRATION_MISMATCH_DETAILS__: 'false' },
+  // Bundled before the first test, so that finding it mid-run reloads no page.
+  optimizeDeps: { include: ['vue'] },
   test: {
     include: skipped ? [] : ['browser/**/*.browser.test.ts'],
     passWithNoTests: !!skipped,

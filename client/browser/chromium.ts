@@ -1,7 +1,7 @@
 // Where the browser tests find Chromium, and what to do without it; the
-// demo's browser tests (web-demo/e2e/env.ts) follow the same rule from
-// here. Read by vitest.browser.config.ts in Node; the tests themselves run
-// in the page.
+// end-to-end tests (e2e/env.ts, and through it the demo's) follow the same
+// rule from here. Read by vitest.browser.config.ts in Node; the tests
+// themselves run in the page.
 import { accessSync, constants } from 'node:fs';
 
 /** Debian's Chromium (apt-get install chromium); CHROMIUM_PATH overrides. */

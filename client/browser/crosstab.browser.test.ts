@@ -3,7 +3,8 @@
 // behave as two tabs of one checkout do.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChargerEnvironment, ChargerEvent } from '../src/index.js';
-import { card, charger, closeChargers, FakeServer, newSession } from './fake-server.js';
+import { FakeServer } from '../test/fake-chargeonce.js';
+import { card, charger, closeChargers, newSession } from './chargers.js';
 
 beforeEach(() => localStorage.clear());
 afterEach(() => {
@@ -46,7 +47,7 @@ describe('two chargers of one scope', () => {
     const [oa, ob] = await both;
     expect(oa).toMatchObject({ status: 'SUCCEEDED', key });
     expect(ob).toEqual(oa);
-    expect(server.chargeCards().map((s) => s.key)).toEqual([key]);
+    expect(server.chargeCards.map((s) => s.key)).toEqual([key]);
     expect((waiting === a ? aEvents : bEvents).some((e) => e.type === 'remote' && e.key === key)).toBe(true);
     expect([...aEvents, ...bEvents].filter((e) => e.type === 'crosstab')).toEqual([]); // no fallback: the real APIs were used
     // The lock is free once it is settled, even for the one that was queued for it: the next attempt can be sent.
@@ -55,7 +56,7 @@ describe('two chargers of one scope', () => {
     sender.reset();
     const next = await sender.pay({ ...card, paymentMethod: 'tok_mastercard' });
     expect(next.key).not.toBe(key);
-    expect(server.chargeCards().map((s) => s.key)).toEqual([key, next.key]);
+    expect(server.chargeCards.map((s) => s.key)).toEqual([key, next.key]);
   });
 
   it('takes over when the tab holding the lock goes away: the other asks chargeStatus for its key, never chargeCard', async () => {
@@ -69,8 +70,8 @@ describe('two chargers of one scope', () => {
     server.script = ['hold']; // charged, but its answer never reaches the first tab
 
     void gone.pay(card).catch(() => {});
-    await expect.poll(() => server.chargeCards().length).toBe(1);
-    const key = server.chargeCards()[0]!.key;
+    await expect.poll(() => server.chargeCards.length).toBe(1);
+    const key = server.chargeCards[0]!.key;
     const paid = stays.pay(card);
     await expect.poll(() => stays.state).toMatchObject({ attempt: { key }, flags: { follower: true } });
     await expect.poll(scopeLock).toEqual({ held: 1, pending: 1 });
@@ -78,8 +79,8 @@ describe('two chargers of one scope', () => {
     document.querySelector('iframe.tab')!.remove(); // the tab closes: the browser frees its lock
 
     await expect(paid).resolves.toMatchObject({ status: 'SUCCEEDED', key });
-    expect(server.chargeCards()).toHaveLength(1);
-    expect(server.statusChecks().map((s) => s.key)).toEqual([key]);
+    expect(server.chargeCards).toHaveLength(1);
+    expect(server.statusChecks.map((s) => s.key)).toEqual([key]);
   });
 
   it('takes over when the charger holding the lock is closed', async () => {
@@ -90,16 +91,16 @@ describe('two chargers of one scope', () => {
     server.script = ['hold'];
 
     void first.pay(card).catch(() => {});
-    await expect.poll(() => server.chargeCards().length).toBe(1);
-    const key = server.chargeCards()[0]!.key;
+    await expect.poll(() => server.chargeCards.length).toBe(1);
+    const key = server.chargeCards[0]!.key;
     const paid = second.pay(card);
     await expect.poll(() => second.state).toMatchObject({ attempt: { key }, flags: { follower: true } });
 
     first.close();
 
     await expect(paid).resolves.toMatchObject({ status: 'SUCCEEDED', key });
-    expect(server.chargeCards()).toHaveLength(1);
-    expect(server.statusChecks().map((s) => s.key)).toEqual([key]);
+    expect(server.chargeCards).toHaveLength(1);
+    expect(server.statusChecks.map((s) => s.key)).toEqual([key]);
   });
 });
 

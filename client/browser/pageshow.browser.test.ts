@@ -1,7 +1,8 @@
 // pageshow from the back/forward cache: timers may have slept while the
 // page was frozen, so an open attempt is looked at again at once.
 import { afterEach, describe, expect, it } from 'vitest';
-import { card, charger, closeChargers, FakeServer, newSession } from './fake-server.js';
+import { FakeServer } from '../test/fake-chargeonce.js';
+import { card, charger, closeChargers, newSession } from './chargers.js';
 import type { ChargerState } from '../src/types.js';
 
 /** The key of the charger's attempt ('' while idle). */
@@ -24,11 +25,11 @@ describe('pageshow', () => {
     const key = keyOf(c.state);
 
     show(false); // a plain load is not a restore: the 20 s wait stands
-    expect(server.chargeCards()).toHaveLength(1);
+    expect(server.chargeCards).toHaveLength(1);
 
     show(true);
     // The listener sends synchronously: no timer has had a chance to run.
-    expect(server.chargeCards().map((s) => s.key)).toEqual([key, key]);
+    expect(server.chargeCards.map((s) => s.key)).toEqual([key, key]);
     await expect(paid).resolves.toMatchObject({ status: 'SUCCEEDED', key });
   });
 
@@ -39,12 +40,12 @@ describe('pageshow', () => {
     const paid = c.pay(card);
     await expect.poll(() => c.state.kind).toBe('following');
     const key = keyOf(c.state);
-    const asked = server.statusChecks().length;
+    const asked = server.statusChecks.length;
     server.finish(key);
 
     show(true);
 
-    expect(server.statusChecks()).toHaveLength(asked + 1);
+    expect(server.statusChecks).toHaveLength(asked + 1);
     await expect(paid).resolves.toMatchObject({ status: 'SUCCEEDED', key });
   });
 });

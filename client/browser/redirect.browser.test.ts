@@ -6,7 +6,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { returnKeyParam } from '../src/index.js';
 import { browser } from '../src/page.js';
-import { card, challengeUrl, charger, closeChargers, FakeServer, newSession, records } from './fake-server.js';
+import { challengeUrl, FakeServer } from '../test/fake-chargeonce.js';
+import { card, charger, closeChargers, newSession, records } from './chargers.js';
 import type { ChargerState } from '../src/types.js';
 
 /** The key of the charger's attempt ('' while idle). */
@@ -53,7 +54,7 @@ describe('the return from the bank', () => {
     comeBack(key);
     const c = charger(server, { session });
     await expect(c.resume()).resolves.toMatchObject({ status: 'SUCCEEDED', key });
-    expect(server.chargeCards().map((s) => s.key)).toEqual([key, key]);
+    expect(server.chargeCards.map((s) => s.key)).toEqual([key, key]);
     expect(records(sessionStorage)).toEqual([expect.objectContaining({ key, status: 'settled' })]);
   });
 
@@ -67,7 +68,7 @@ describe('the return from the bank', () => {
     comeBack(key);
     const c = charger(server, { session });
     await expect(c.resume()).resolves.toMatchObject({ status: 'SUCCEEDED', key });
-    expect(server.chargeCards()).toHaveLength(1); // the first page's, only
-    expect(server.sent.at(-1)).toEqual({ operationName: 'ChargeStatus', key });
+    expect(server.chargeCards).toHaveLength(1); // the first page's, only
+    expect(server.requests.at(-1)).toMatchObject({ operationName: 'ChargeStatus', key });
   });
 });

@@ -3,7 +3,8 @@
 // charger falls back to memory, says so once, and pay() still resolves.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChargerEvent } from '../src/index.js';
-import { card, charger, closeChargers, FakeServer, newSession, records } from './fake-server.js';
+import { FakeServer } from '../test/fake-chargeonce.js';
+import { card, charger, closeChargers, newSession, records } from './chargers.js';
 
 beforeEach(() => {
   sessionStorage.clear();
@@ -20,7 +21,7 @@ describe('web storage', () => {
 
     const outcome = await c.pay(card);
 
-    const [sent] = server.chargeCards();
+    const [sent] = server.chargeCards;
     expect(atSend[0]).toEqual([expect.objectContaining({ key: sent!.key, status: 'open' })]);
     expect(outcome).toMatchObject({ status: 'SUCCEEDED', key: sent!.key });
     expect(records(sessionStorage)).toEqual([expect.objectContaining({ key: sent!.key, status: 'settled' })]);
@@ -43,14 +44,14 @@ describe('web storage', () => {
     server.script = ['hold'];
     const before = charger(server, { session });
     void before.pay(card).catch(() => {});
-    await expect.poll(() => server.chargeCards().length).toBe(1);
+    await expect.poll(() => server.chargeCards.length).toBe(1);
     before.close(); // the page goes away with the answer still on its way
     await expect.poll(async () => (await navigator.locks.query()).held ?? []).toEqual([]); // and its sender lock with it
 
     const after = charger(server, { session });
     const outcome = await after.resume();
 
-    const keys = server.chargeCards().map((s) => s.key);
+    const keys = server.chargeCards.map((s) => s.key);
     expect(keys).toHaveLength(2);
     expect(keys[1]).toBe(keys[0]);
     expect(outcome).toMatchObject({ status: 'SUCCEEDED', key: keys[0], replayed: true });
@@ -72,7 +73,7 @@ describe('storage that throws', () => {
       expect(records(sessionStorage)).toEqual([]);
       // In memory it still holds: the same input again is the stored outcome, not a second charge.
       await expect(c.pay(card)).resolves.toEqual(outcome);
-      expect(server.chargeCards()).toHaveLength(1);
+      expect(server.chargeCards).toHaveLength(1);
     } finally {
       sessionStorage.clear();
     }
@@ -111,7 +112,7 @@ describe('storage that throws', () => {
       expect(events.filter((e) => e.type === 'storage-fallback')).toEqual([
         { type: 'storage-fallback', reason: expect.stringMatching(/^sessionStorage unavailable: SecurityError/) },
       ]);
-      expect(server.chargeCards()).toHaveLength(1);
+      expect(server.chargeCards).toHaveLength(1);
     } finally {
       Object.defineProperty(window, 'sessionStorage', own);
     }

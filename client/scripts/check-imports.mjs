@@ -1,13 +1,14 @@
 // Fails when a file in dist/ imports anything but its siblings by a
 // relative path with the .js extension: a page loads dist/index.js as a
 // module with no bundler, where a bare specifier ('some-package') or a
-// Node built-in ('node:…') does not resolve. The one exception is the
-// React entry, whose hook imports its optional peer dependency 'react'.
+// Node built-in ('node:…') does not resolve. The exceptions are the React
+// and Vue entries, which import their optional peer dependency ('react',
+// 'vue') and nothing else bare.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const dir = process.argv[2] ?? 'dist';
-const allowed = { 'react.js': ['react'], 'react.d.ts': ['react'] };
+const allowed = { 'react.js': ['react'], 'react.d.ts': ['react'], 'vue.js': ['vue'], 'vue.d.ts': ['vue'] };
 const specifier = /(?:\bimport|\bexport)\s*(?:type\s+)?(?:[\w*{}\s,$]+\s+from\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 function files(d) {
@@ -34,4 +35,4 @@ if (bad.length > 0) {
   console.error(`check:imports: specifiers that a browser cannot load without a bundler:\n  ${bad.join('\n  ')}`);
   process.exit(1);
 }
-console.log(`check:imports: ${checked} files in ${dir}/ import only each other by relative .js paths (react.js: 'react')`);
+console.log(`check:imports: ${checked} files in ${dir}/ import only each other by relative .js paths (react.js: 'react', vue.js: 'vue')`);

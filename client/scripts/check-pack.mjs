@@ -18,7 +18,7 @@ try {
     console.error(`check:pack: unexpected files in the tarball: ${stray.join(', ')}`);
     process.exit(1);
   }
-  for (const need of ['dist/index.js', 'dist/index.d.ts', 'dist/react.js', 'dist/react.d.ts']) {
+  for (const need of ['dist/index.js', 'dist/index.d.ts', 'dist/react.js', 'dist/react.d.ts', 'dist/vue.js', 'dist/vue.d.ts']) {
     if (!files.includes(need)) {
       console.error(`check:pack: ${need} is missing from the tarball; run npm run build first`);
       process.exit(1);

@@ -3,7 +3,7 @@
 // sits together on a phone.
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
+import { chromiumArgs, chromiumPath } from '../../client/e2e/env';
 import { accessible, box, eachDemoPage, expectFinal, expectLedgerPanel, focused } from './page';
 
 const baseURL = inject('baseURL');

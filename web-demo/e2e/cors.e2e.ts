@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
+import { chromiumArgs, chromiumPath } from '../../client/e2e/env';
 import { ledger } from './page';
 import { freePort, runCLI } from './server';
 

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { skipReason } from './env';
+import { serveTests } from '../../client/e2e/global-setup';
 import { startServer } from './server';
 
 declare module 'vitest' {
@@ -9,17 +9,6 @@ declare module 'vitest' {
   }
 }
 
-export default async function setup(project: TestProject) {
-  const skip = skipReason(); // throws under CI=true without Chromium
-  if (skip) {
-    console.warn(`\nSKIPPED: browser tests: ${skip}.\n`);
-    project.provide('skipReason', skip);
-    project.provide('baseURL', '');
-    return;
-  }
-  const server = await startServer();
-  console.log(`browser tests: chargeonce at ${server.url} (log: ${server.logPath})`);
-  project.provide('skipReason', '');
-  project.provide('baseURL', server.url);
-  return () => server.stop();
+export default function setup(project: TestProject) {
+  return serveTests(project, 'browser tests', () => startServer());
 }

@@ -4,28 +4,16 @@
 // accessibility tree as Chromium computes it.
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
+import { chromiumArgs, chromiumPath } from '../../client/e2e/env';
+import * as fromServer from '../../client/e2e/ledger';
+import type { ProviderCharge } from '../../client/e2e/ledger';
 
 const baseURL = inject('baseURL');
 
-export interface ProviderCharge {
-  id: string;
-  /** requires_action: waiting for the shopper to authenticate; canceled: nobody did in time. Only succeeded took money. */
-  status: 'succeeded' | 'failed' | 'requires_action' | 'canceled';
-  amount: number;
-  failure_code: string | null;
-  metadata: Record<string, string>;
-  /** manual: a charge that succeeded only authorized; its captures take the money. */
-  capture_method: 'automatic' | 'manual';
-}
+export type { ProviderCharge } from '../../client/e2e/ledger';
 
 /** The provider's charges for one of chargeonce's idempotency keys, at the server at base (the shared one by default). */
-export async function ledger(key: string, base = baseURL): Promise<ProviderCharge[]> {
-  const q = new URLSearchParams({ merchant: 'demo', client_idempotency_key: key });
-  const res = await fetch(`${base}/provider/v1/charges?${q}`);
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { data: ProviderCharge[] }).data;
-}
+export const ledger = (key: string, base = baseURL): Promise<ProviderCharge[]> => fromServer.ledger(key, base);
 
 /** The charges of a ledger that took money. */
 export const charged = (charges: readonly ProviderCharge[]) => charges.filter((c) => c.status === 'succeeded').length;
@@ -40,12 +28,7 @@ export interface ProviderRefund {
 }
 
 /** The provider's refunds of one of its charges (its id, ch_…), at the server at base. */
-export async function refunds(chargeId: string, base = baseURL): Promise<ProviderRefund[]> {
-  const q = new URLSearchParams({ merchant: 'demo', charge: chargeId });
-  const res = await fetch(`${base}/provider/v1/refunds?${q}`);
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { data: ProviderRefund[] }).data;
-}
+export const refunds = (chargeId: string, base = baseURL) => fromServer.ofCharge<ProviderRefund>('refunds', chargeId, base);
 
 export interface ProviderCapture {
   id: string;
@@ -67,28 +50,17 @@ export interface ProviderVoid {
 }
 
 /** The provider's captures of one of its charges (its id, ch_…), at the server at base. */
-export async function captures(chargeId: string, base = baseURL): Promise<ProviderCapture[]> {
-  return providerList<ProviderCapture>('captures', chargeId, base);
-}
+export const captures = (chargeId: string, base = baseURL) => fromServer.ofCharge<ProviderCapture>('captures', chargeId, base);
 
 /** The provider's voids of one of its charges, at the server at base. */
-export async function voids(chargeId: string, base = baseURL): Promise<ProviderVoid[]> {
-  return providerList<ProviderVoid>('voids', chargeId, base);
-}
-
-async function providerList<T>(what: string, chargeId: string, base: string): Promise<T[]> {
-  const q = new URLSearchParams({ merchant: 'demo', charge: chargeId });
-  const res = await fetch(`${base}/provider/v1/${what}?${q}`);
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { data: T[] }).data;
-}
+export const voids = (chargeId: string, base = baseURL) => fromServer.ofCharge<ProviderVoid>('voids', chargeId, base);
 
 /** What chargeonce says the charge of key stands at in its captures, and its captures' ids. */
 export async function chargeCaptures(
   key: string,
   base = baseURL,
 ): Promise<{ captureStatus: string; amountCaptured: number; amountCapturable: number; captures: { id: string }[] } | null> {
-  const p = await askChargeStatus<{ charge: { captureStatus: string; amountCaptured: number; amountCapturable: number; captures: { id: string }[] } | null }>(
+  const p = await fromServer.askChargeStatus<{ charge: { captureStatus: string; amountCaptured: number; amountCapturable: number; captures: { id: string }[] } | null }>(
     key,
     'charge{captureStatus amountCaptured amountCapturable captures{id}}',
     base,
@@ -96,24 +68,12 @@ export async function chargeCaptures(
   return p?.charge ?? null;
 }
 
-/** Asks chargeonce about the attempt of key with the demo merchant's secret key, as its server would: chargeStatus's payload, or null. */
-async function askChargeStatus<T>(key: string, fields: string, base: string): Promise<T | null> {
-  const res = await fetch(`${base}/graphql`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer demo-key' },
-    body: JSON.stringify({ query: `query($k:String!){chargeStatus(idempotencyKey:$k){${fields}}}`, variables: { k: key } }),
-  });
-  const body = (await res.json()) as { data: { chargeStatus: T | null } };
-  return body.data.chargeStatus;
-}
-
-export async function chargeStatus(key: string, base = baseURL): Promise<string | null> {
-  return (await askChargeStatus<{ status: string }>(key, 'status', base))?.status ?? null;
-}
+/** The status chargeonce gives the attempt of key, asked with the demo merchant's secret key. */
+export const chargeStatus = (key: string, base = baseURL) => fromServer.chargeStatus(key, base);
 
 /** What chargeonce says the charge of key has refunded, and its refunds' ids. */
 export async function chargeRefunds(key: string, base = baseURL): Promise<{ amountRefunded: number; refunds: { id: string }[] } | null> {
-  const p = await askChargeStatus<{ charge: { amountRefunded: number; refunds: { id: string }[] } | null }>(
+  const p = await fromServer.askChargeStatus<{ charge: { amountRefunded: number; refunds: { id: string }[] } | null }>(
     key,
     'charge{amountRefunded refunds{id}}',
     base,

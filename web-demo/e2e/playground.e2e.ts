@@ -4,7 +4,7 @@
 // GraphiQL UI with the Authorization header the server filled in.
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
+import { chromiumArgs, chromiumPath } from '../../client/e2e/env';
 
 const baseURL = inject('baseURL');
 const skip = inject('skipReason');

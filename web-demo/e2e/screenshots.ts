@@ -5,7 +5,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type BrowserContextOptions } from 'playwright-core';
 import { expect, inject, it } from 'vitest';
-import { chromiumArgs, chromiumPath } from './env';
+import { chromiumArgs, chromiumPath } from '../../client/e2e/env';
 import { repoRoot } from './server';
 
 const baseURL = inject('baseURL');

@@ -1,23 +1,17 @@
-// The @chargeonce/client library as a shop would get it: the tarball that
-// `npm pack` makes of client/, unpacked, and served with a test page from a
-// small static server on its own loopback port, another origin than
-// chargeonce's. What the browser tests load is the published artifact, not
-// the library's sources.
+// The library as a shop would get it: the tarball that `npm pack` makes of
+// client/, unpacked, and served with a shop's page (shop.html) from a small
+// static server on its own loopback port, another origin than chargeonce's.
+// What the end-to-end tests load is the published artifact, not the
+// library's sources.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, repoRoot } from './server';
+import { freePort } from './server.js';
 
-export const clientDir = join(repoRoot, 'client');
-
-/** Why the library's browser tests cannot run here, or '' when they can. */
-export function clientSkipReason(): string {
-  if (existsSync(join(clientDir, 'package.json'))) return '';
-  return `${join(clientDir, 'package.json')} does not exist: there is no @chargeonce/client to test`;
-}
+const clientDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The newest modification time of the files under dir, in ms; 0 when there are none. */
 function newest(dir: string): number {
@@ -30,20 +24,17 @@ function newest(dir: string): number {
 }
 
 /**
- * Builds client/dist when it is missing or older than client/src (with
- * `npm ci` first when client/node_modules is missing), so that the packed
- * artifact is the library as it stands.
+ * Builds client/dist when it is missing or older than client/src, so that
+ * the packed artifact is the library as it stands.
  */
 function ensureBuilt(): void {
   const built = join(clientDir, 'dist', 'index.js');
   const stale = existsSync(built) && newest(join(clientDir, 'src')) > statSync(built).mtimeMs;
   if (existsSync(built) && !stale) return;
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  if (!existsSync(join(clientDir, 'node_modules'))) {
-    execFileSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: clientDir, stdio: 'inherit' });
-  }
   execFileSync(npm, ['run', 'build'], { cwd: clientDir, stdio: 'inherit' });
 }
+
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 export interface Artifact {
   /** The unpacked package (its package.json, dist/ and whatever else it ships). */
@@ -57,7 +48,6 @@ export interface Artifact {
 export function packClient(): Artifact {
   ensureBuilt();
   const tmp = mkdtempSync(join(tmpdir(), 'chargeonce-client-'));
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   execFileSync(npm, ['pack', '--pack-destination', tmp, '--silent'], { cwd: clientDir, stdio: ['ignore', 'ignore', 'inherit'] });
   const tarball = readdirSync(tmp).find((f) => f.endsWith('.tgz'));
   if (!tarball) throw new Error(`npm pack left no tarball in ${tmp}`);
@@ -69,8 +59,8 @@ export function packClient(): Artifact {
   return { dir, tarball, remove: () => rmSync(tmp, { recursive: true, force: true }) };
 }
 
-/** The test page: it imports the library from ./dist/index.js, as a page without a bundler does. */
-export const testPagePath = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'client.html');
+/** The shop's page: it imports the library from ./dist/index.js, as a page without a bundler does. */
+export const testPagePath = join(dirname(fileURLToPath(import.meta.url)), 'shop.html');
 
 const contentTypes: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

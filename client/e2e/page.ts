@@ -1,8 +1,8 @@
-// What the library's browser tests do in and around the test page: create a
+// What the end-to-end tests do in and around the shop's page: create a
 // charger in the page, pay, resume, read the charger's event and state logs,
 // and record every request the page sends to chargeonce, with the operation
 // and the idempotency key it carries.
-import type { Page, Request } from 'playwright-core';
+import type { Page, Request } from 'playwright';
 import { expect } from 'vitest';
 
 /** The options of createCharger that can cross into the page (onEvent is added there). */
