@@ -14,13 +14,11 @@ import { openLive } from './live.js';
 import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } from './record.js';
 import { resolveStorage, webStorage } from './storage.js';
 import type { LiveOptions } from './stream.js';
-import { answerEvent, chargeCardDocument, chargeStatusDocument, post, type Answer } from './transport.js';
+import { answerEvent, chargeCardDocument, chargeStatusDocument, post, requestTimeoutMsDefault, type Answer } from './transport.js';
 import type { ChargeCardInput, ChargerState, Outcome } from './types.js';
 import type { Charger, ChargerOptions } from './api.js';
 
 export type { Charger, ChargerEnvironment, ChargerOptions, PayOptions } from './api.js';
-
-export const requestTimeoutMsDefault = 30_000;
 
 /** The query parameter the provider's redirect back to the returnUrl carries: the attempt's idempotency key. */
 export const returnKeyParam = 'chargeonce_key';
