@@ -1,0 +1,236 @@
+// The operation runner: one idempotent operation (a refund, a capture, a
+// page's own call to its shop's backend) run to its outcome with the
+// charger's discipline. A key is minted once per name and kept in the
+// caller's store, with the input, before the first byte is sent; every
+// retry, and every later run of the name (after a crash, a restart, an
+// unknown outcome), sends that key again and never another. It retries
+// only what ran nothing or went unanswered, with the charger's backoff
+// (transport.ts reads the answers, backoff.ts says how long to wait);
+// PROCESSING is followed by the status query at the server's pace, not
+// sent again; and it ends with a typed outcome or a typed error.
+import { retryPolicy, retryWaitMs } from './backoff.js';
+import { AbortError } from './errors.js';
+import { machineDefaults } from './machine.js';
+import { pollDelay } from './following.js';
+import { NameInUseError, OperationRejectedError, OperationUnknownError } from './operation-errors.js';
+import type {
+  Operation,
+  OperationOutcome,
+  OperationPayload,
+  OperationRecord,
+  RunnerClock,
+  RunnerEvent,
+  RunnerOptions,
+  Runner,
+  RunOptions,
+  RunRequest,
+} from './operation.js';
+import { expired, sameInput } from './record.js';
+import type { Answer } from './transport.js';
+
+const realClock: RunnerClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const done = () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      };
+      const t = setTimeout(() => {
+        signal.removeEventListener('abort', done);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', done, { once: true });
+    }),
+};
+
+/** A runner of operations whose records live in o.store. */
+export function createRunner(o: RunnerOptions): Runner {
+  const clock = o.clock ?? realClock;
+  const random = o.random ?? Math.random;
+  const mint = o.mintKey ?? (() => globalThis.crypto.randomUUID());
+  const policy = retryPolicy(o.retry);
+  /** The runs going on in this process, by name: a second run of one name joins the first. */
+  const running = new Map<string, { operation: string; input: object; done: Promise<OperationOutcome<object>>; key: Promise<string> }>();
+
+  async function read(name: string): Promise<OperationRecord | null> {
+    const raw = await o.store.get(name);
+    if (raw === null) return null;
+    let r: OperationRecord;
+    try {
+      r = JSON.parse(raw) as OperationRecord;
+    } catch {
+      r = null as unknown as OperationRecord;
+    }
+    if (!r || r.v !== 1 || typeof r.key !== 'string' || !r.key || typeof r.operation !== 'string' || !r.input) {
+      // Never a new key over a record that cannot be read: its operation may have been done.
+      throw new Error(`the record ${name} is unreadable; its key is not replaced. Repair or delete it by hand`);
+    }
+    return r;
+  }
+
+  const write = (name: string, r: OperationRecord) => o.store.set(name, JSON.stringify(r));
+
+  /** The name's record for input: the stored one, or a new one persisted before anything is sent (fresh). */
+  async function recordFor(operation: string, name: string, input: object): Promise<{ rec: OperationRecord; fresh: boolean }> {
+    for (;;) {
+      const stored = await read(name);
+      if (stored) {
+        if (stored.operation !== operation || !sameInput(stored.input, input)) throw new NameInUseError(name, stored.key, stored.status);
+        return { rec: stored, fresh: false };
+      }
+      const rec: OperationRecord = { v: 1, operation, key: mint(), input, createdAt: new Date(clock.now()).toISOString(), status: 'open' };
+      if (await o.store.create(name, JSON.stringify(rec))) return { rec, fresh: true };
+      // Another process created it a moment ago: read it, and use its key.
+    }
+  }
+
+  function run<I extends object, P extends OperationPayload, M extends object>(
+    op: Operation<I, P, M>,
+    name: string,
+    input: I,
+    ro: RunOptions = {},
+  ): Promise<OperationOutcome<M>> {
+    const joined = running.get(name);
+    if (joined) {
+      if (joined.operation === op.name && sameInput(joined.input, input)) return waitFor(joined.done as Promise<OperationOutcome<M>>, joined.key, ro.signal);
+      return joined.key.then((key) => Promise.reject(new NameInUseError(name, key, 'open')));
+    }
+    let gotKey!: (k: string) => void;
+    const key = new Promise<string>((resolve) => (gotKey = resolve));
+    const done = (async () => {
+      try {
+        const { rec, fresh } = await recordFor(op.name, name, input);
+        gotKey(rec.key);
+        if (rec.status === 'settled' && rec.outcome) return rec.outcome as OperationOutcome<M>;
+        return await drive(op, name, rec as OperationRecord<I, M>, fresh);
+      } finally {
+        running.delete(name);
+        gotKey('');
+      }
+    })();
+    // A caller that stopped waiting leaves the run to end on its own, and its rejection to nobody.
+    done.catch(() => {});
+    running.set(name, { operation: op.name, input, done: done as Promise<OperationOutcome<object>>, key });
+    return waitFor(done, key, ro.signal);
+  }
+
+  /** done, or an AbortError once signal aborts: the caller stops waiting, the run goes on. */
+  function waitFor<T>(done: Promise<T>, key: Promise<string>, signal: AbortSignal | undefined): Promise<T> {
+    if (!signal) return done;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => void key.then((k) => reject(new AbortError(k || undefined)));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      done.then(
+        (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+        (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e)),
+      );
+    });
+  }
+
+  async function drive<I extends object, P extends OperationPayload, M extends object>(
+    op: Operation<I, P, M>,
+    name: string,
+    rec: OperationRecord<I, M>,
+    fresh: boolean,
+  ): Promise<OperationOutcome<M>> {
+    const signal = new AbortController().signal; // the run is never cut short; its caller may stop waiting
+    const base = { name, key: rec.key, operation: op.name };
+    const emit = (e: RunnerEvent) => o.onEvent?.(e);
+    const unknown = () => {
+      emit({ type: 'unknown', ...base });
+      return new OperationUnknownError(name, rec.key);
+    };
+    // A record found open may have been sent, by this process or one that
+    // died: ask about it first, and send it again only if the server never
+    // saw it. A rejected one ran nothing: it is sent again. Past the
+    // server's expiresAt a record is only asked about: the server may have
+    // forgotten the key, and would take it for a new one.
+    let request: RunRequest = op.status && !fresh && rec.status === 'open' ? 'status' : 'send';
+    if (expired(rec, clock.now())) {
+      if (!op.status) throw unknown();
+      request = 'status';
+    }
+    let since = clock.now();
+    let tries = 0;
+    let checks = 0;
+    for (;;) {
+      tries++;
+      emit({ type: 'send', ...base, request, attempt: tries });
+      const a: Answer<P> = request === 'send' ? await op.send(rec.key, rec.input, signal) : await op.status!(rec.key, signal);
+      emit(answerEvent(base, request, a));
+      if (a.kind === 'payload' && a.payload === null && request === 'status') {
+        // The server never saw the key: the operation never arrived. Send it, the same key.
+        if (expired(rec, clock.now())) throw unknown();
+        request = 'send';
+        since = clock.now();
+        tries = 0;
+        continue;
+      }
+      const p = a.kind === 'payload' ? a.payload : null;
+      const made = p?.status === 'SUCCEEDED' ? op.made(p) : null;
+      if (p && (p.status === 'FAILED' || made)) {
+        const outcome = (
+          made
+            ? { ...made, status: 'SUCCEEDED', key: rec.key, replayed: p.replayed }
+            : { status: 'FAILED', key: rec.key, replayed: p.replayed, failure: p.failure ?? { code: 'failed', message: 'The operation failed.' } }
+        ) as OperationOutcome<M>;
+        await write(name, { ...rec, status: 'settled', outcome, ...(p.expiresAt ? { expiresAt: p.expiresAt } : {}) });
+        return outcome;
+      }
+      if (p?.status === 'PROCESSING') {
+        if (p.expiresAt && p.expiresAt !== rec.expiresAt) await write(name, (rec = { ...rec, expiresAt: p.expiresAt }));
+        if (op.status) request = 'status';
+        const waitMs = pollDelay(p.retryAfterMs ?? machineDefaults.pollMs, checks++, machineDefaults);
+        emit({ type: 'follow', ...base, waitMs });
+        await clock.sleep(waitMs, signal);
+        since = clock.now();
+        tries = 0;
+        continue;
+      }
+      if (a.kind === 'error' && !a.retryable) {
+        // A refusal of the status query says nothing of the operation: it stays unknown.
+        if (request === 'status') throw unknown();
+        await write(name, { ...rec, status: 'rejected', error: a.error });
+        throw new OperationRejectedError(name, rec.key, a.error.code, a.error.message, a.error.field);
+      }
+      // No answer (or one without the operation's payload), or a busy server: the same request again.
+      const hint = a.kind === 'payload' ? undefined : a.hintMs;
+      const waitMs = retryWaitMs(tries - 1, random(), hint, policy);
+      if (tries >= policy.maxAttempts || clock.now() + waitMs - since > policy.budgetMs) {
+        if (rec.status !== 'open') await write(name, { ...rec, status: 'open' });
+        throw unknown();
+      }
+      emit({ type: 'retry', ...base, request, attempt: tries + 1, waitMs, cause: a.kind === 'error' ? a.error.code : a.kind === 'lost' ? 'network' : 'no payload' });
+      await clock.sleep(waitMs, signal);
+    }
+  }
+
+  return {
+    run,
+    record: read,
+    async forget(name) {
+      const joined = running.get(name);
+      if (joined) throw new NameInUseError(name, await joined.key, 'open');
+      const r = await read(name);
+      if (!r) return;
+      if (r.status === 'open') throw new NameInUseError(name, r.key, 'open');
+      await o.store.delete(name);
+    },
+  };
+}
+
+function answerEvent(base: { name: string; key: string; operation: string }, request: RunRequest, a: Answer<OperationPayload>): RunnerEvent {
+  const p = a.kind === 'payload' ? a.payload : undefined;
+  return {
+    type: 'answer',
+    ...base,
+    request,
+    ...(a.http !== undefined && { http: a.http }),
+    ...(a.kind === 'payload' && { status: p?.status ?? null, ...(p && { replayed: p.replayed }) }),
+    ...(a.kind === 'error' && { code: a.error.code }),
+    ...(a.kind === 'lost' && { reason: a.reason }),
+  };
+}
