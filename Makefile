@@ -71,8 +71,8 @@ test-fast: ## The inner loop: go test -short ./..., which skips the tests of rea
 	$(GO) test -short ./...
 
 .PHONY: test-web
-test-web: web ## The client library's and the demo's Vitest unit tests, then the browser tests (headless Chromium; skipped without it, except under CI=true)
-	cd $(CLIENT) && $(NPM) test && $(NPM) run test:browser
+test-web: web ## The client library's and the demo's Vitest unit tests, the browser tests (headless Chromium; skipped without it, except under CI=true), and the library's server side in Node against the real server
+	cd $(CLIENT) && $(NPM) test && $(NPM) run test:browser && $(NPM) run test:node-e2e
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run test:e2e
 
