@@ -174,7 +174,7 @@ export function createRunner(o: RunnerOptions): Runner {
       if (p && (p.status === 'FAILED' || made)) {
         const outcome = (
           made
-            ? { ...made, status: 'SUCCEEDED', key: rec.key, replayed: p.replayed }
+            ? { status: 'SUCCEEDED', key: rec.key, replayed: p.replayed, ...made }
             : { status: 'FAILED', key: rec.key, replayed: p.replayed, failure: p.failure ?? { code: 'failed', message: 'The operation failed.' } }
         ) as OperationOutcome<M>;
         await write(name, { ...rec, status: 'settled', outcome, ...(p.expiresAt ? { expiresAt: p.expiresAt } : {}) });
