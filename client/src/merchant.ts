@@ -73,13 +73,12 @@ type SessionPayload = OperationPayload & { session: CheckoutSession };
 
 /** The merchant's operations for the runner, each sending with o. */
 export function merchantOperations(o: Omit<PostOptions, 'signal'>) {
-  const ask = <P>(operationName: string, query: string, field: string, variables: Record<string, unknown>, signal: AbortSignal) =>
-    post<P>({ operationName, query, variables }, field, { ...o, signal });
+  const ask = <P>(operationName: string, query: string, field: string, variables: Record<string, unknown>) => post<P>({ operationName, query, variables }, field, o);
 
   const createCheckoutSession: Operation<CheckoutSessionInput, SessionPayload, { session: CheckoutSession }> = {
     name: 'createCheckoutSession',
-    async send(key, input, signal) {
-      const a = await ask<CheckoutSessionPayload>('CreateCheckoutSession', createCheckoutSessionDocument, 'createCheckoutSession', { idempotencyKey: key, input }, signal);
+    async send(key, input) {
+      const a = await ask<CheckoutSessionPayload>('CreateCheckoutSession', createCheckoutSessionDocument, 'createCheckoutSession', { idempotencyKey: key, input });
       if (a.kind !== 'payload') return a;
       // Idempotent on its key, with no PROCESSING: an answer is the session, made or replayed.
       const p = a.payload;
@@ -90,22 +89,22 @@ export function merchantOperations(o: Omit<PostOptions, 'signal'>) {
 
   const refundCharge: Operation<RefundInput, RefundPayload, { refund: Refund }> = {
     name: 'refundCharge',
-    send: (key, input, signal) => ask('RefundCharge', refundChargeDocument, 'refundCharge', { idempotencyKey: key, input }, signal),
-    status: (key, signal) => ask('RefundStatus', refundStatusDocument, 'refundStatus', { idempotencyKey: key }, signal),
+    send: (key, input) => ask('RefundCharge', refundChargeDocument, 'refundCharge', { idempotencyKey: key, input }),
+    status: (key) => ask('RefundStatus', refundStatusDocument, 'refundStatus', { idempotencyKey: key }),
     made: (p) => (p.refund ? { refund: p.refund } : null),
   };
 
   const captureCharge: Operation<CaptureInput, CapturePayload, { capture: Capture; charge: Charge | null }> = {
     name: 'captureCharge',
-    send: (key, input, signal) => ask('CaptureCharge', captureChargeDocument, 'captureCharge', { idempotencyKey: key, input }, signal),
-    status: (key, signal) => ask('CaptureStatus', captureStatusDocument, 'captureStatus', { idempotencyKey: key }, signal),
+    send: (key, input) => ask('CaptureCharge', captureChargeDocument, 'captureCharge', { idempotencyKey: key, input }),
+    status: (key) => ask('CaptureStatus', captureStatusDocument, 'captureStatus', { idempotencyKey: key }),
     made: (p) => (p.capture ? { capture: p.capture, charge: p.charge } : null),
   };
 
   const voidCharge: Operation<VoidInput, VoidPayload, { void: Void; charge: Charge | null }> = {
     name: 'voidCharge',
-    send: (key, input, signal) => ask('VoidCharge', voidChargeDocument, 'voidCharge', { idempotencyKey: key, input }, signal),
-    status: (key, signal) => ask('VoidStatus', voidStatusDocument, 'voidStatus', { idempotencyKey: key }, signal),
+    send: (key, input) => ask('VoidCharge', voidChargeDocument, 'voidCharge', { idempotencyKey: key, input }),
+    status: (key) => ask('VoidStatus', voidStatusDocument, 'voidStatus', { idempotencyKey: key }),
     made: (p) => (p.void ? { void: p.void, charge: p.charge } : null),
   };
 

@@ -38,13 +38,13 @@ export interface Operation<I extends object, P extends OperationPayload, M exten
   /** Names the operation in events and records, e.g. 'refundCharge'. */
   readonly name: string;
   /** Sends the operation under key. Never throws: no answer is a lost Answer (as transport's post does). */
-  send(key: string, input: I, signal: AbortSignal): Promise<Answer<P>>;
+  send(key: string, input: I): Promise<Answer<P>>;
   /**
    * Asks what became of key; a payload of null: the server never saw it.
    * Without it, PROCESSING is followed by sending the same key again (the
    * server replays it), and a record found open is sent again.
    */
-  status?(key: string, signal: AbortSignal): Promise<Answer<P>>;
+  status?(key: string): Promise<Answer<P>>;
   /** What a SUCCEEDED payload made; null when it lacks it (taken for no answer). */
   made(payload: P): M | null;
 }
@@ -116,8 +116,8 @@ export interface RunnerOptions {
 
 export interface RunnerClock {
   now(): number;
-  /** Resolves after ms; rejects when signal aborts. */
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
+  /** Resolves after ms. */
+  sleep(ms: number): Promise<void>;
 }
 
 export interface RunOptions {

@@ -9,7 +9,7 @@
 // PROCESSING is followed by the status query at the server's pace, not
 // sent again; and it ends with a typed outcome or a typed error.
 import { retryPolicy, retryWaitMs } from './backoff.js';
-import { AbortError } from './errors.js';
+import { abortable, AbortError } from './errors.js';
 import { machineDefaults } from './machine.js';
 import { pollDelay } from './following.js';
 import { NameInUseError, OperationRejectedError, OperationUnknownError } from './operation-errors.js';
@@ -30,20 +30,17 @@ import type { Answer } from './transport.js';
 
 const realClock: RunnerClock = {
   now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason);
-      const done = () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      };
-      const t = setTimeout(() => {
-        signal.removeEventListener('abort', done);
-        resolve();
-      }, ms);
-      signal.addEventListener('abort', done, { once: true });
-    }),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
+
+/** A run going on: its key once its record is read or written (keyed), and its end. */
+interface Run {
+  operation: string;
+  input: object;
+  key?: string;
+  keyed: Promise<void>;
+  done: Promise<OperationOutcome<object>>;
+}
 
 /** A runner of operations whose records live in o.store. */
 export function createRunner(o: RunnerOptions): Runner {
@@ -52,21 +49,14 @@ export function createRunner(o: RunnerOptions): Runner {
   const mint = o.mintKey ?? (() => globalThis.crypto.randomUUID());
   const policy = retryPolicy(o.retry);
   /** The runs going on in this process, by name: a second run of one name joins the first. */
-  const running = new Map<string, { operation: string; input: object; done: Promise<OperationOutcome<object>>; key: Promise<string> }>();
+  const running = new Map<string, Run>();
 
   async function read(name: string): Promise<OperationRecord | null> {
     const raw = await o.store.get(name);
     if (raw === null) return null;
-    let r: OperationRecord;
-    try {
-      r = JSON.parse(raw) as OperationRecord;
-    } catch {
-      r = null as unknown as OperationRecord;
-    }
-    if (!r || r.v !== 1 || typeof r.key !== 'string' || !r.key || typeof r.operation !== 'string' || !r.input) {
-      // Never a new key over a record that cannot be read: its operation may have been done.
-      throw new Error(`the record ${name} is unreadable; its key is not replaced. Repair or delete it by hand`);
-    }
+    const r = parse(raw);
+    // Never a new key over a record that cannot be read: its operation may have been done.
+    if (!r) throw new Error(`the record ${name} is unreadable; its key is not replaced. Repair or delete it by hand`);
     return r;
   }
 
@@ -92,42 +82,37 @@ export function createRunner(o: RunnerOptions): Runner {
     input: I,
     ro: RunOptions = {},
   ): Promise<OperationOutcome<M>> {
-    const joined = running.get(name);
-    if (joined) {
-      if (joined.operation === op.name && sameInput(joined.input, input)) return waitFor(joined.done as Promise<OperationOutcome<M>>, joined.key, ro.signal);
-      return joined.key.then((key) => Promise.reject(new NameInUseError(name, key, 'open')));
+    let r = running.get(name);
+    if (r && (r.operation !== op.name || !sameInput(r.input, input))) {
+      const other = r;
+      return other.keyed.then(() => Promise.reject(new NameInUseError(name, other.key ?? '', 'open')));
     }
-    let gotKey!: (k: string) => void;
-    const key = new Promise<string>((resolve) => (gotKey = resolve));
-    const done = (async () => {
+    if (!r) r = start(op, name, input);
+    const joined = r;
+    const done = joined.done as Promise<OperationOutcome<M>>;
+    return ro.signal ? abortable(done, ro.signal, () => new AbortError(joined.key)) : done;
+  }
+
+  function start<I extends object, P extends OperationPayload, M extends object>(op: Operation<I, P, M>, name: string, input: I): Run {
+    let keyed!: () => void;
+    const r: Omit<Run, 'done'> = { operation: op.name, input, keyed: new Promise<void>((resolve) => (keyed = resolve)) };
+    const done = (async (): Promise<OperationOutcome<M>> => {
       try {
         const { rec, fresh } = await recordFor(op.name, name, input);
-        gotKey(rec.key);
+        r.key = rec.key;
+        keyed();
         if (rec.status === 'settled' && rec.outcome) return rec.outcome as OperationOutcome<M>;
         return await drive(op, name, rec as OperationRecord<I, M>, fresh);
       } finally {
         running.delete(name);
-        gotKey('');
+        keyed();
       }
     })();
     // A caller that stopped waiting leaves the run to end on its own, and its rejection to nobody.
     done.catch(() => {});
-    running.set(name, { operation: op.name, input, done: done as Promise<OperationOutcome<object>>, key });
-    return waitFor(done, key, ro.signal);
-  }
-
-  /** done, or an AbortError once signal aborts: the caller stops waiting, the run goes on. */
-  function waitFor<T>(done: Promise<T>, key: Promise<string>, signal: AbortSignal | undefined): Promise<T> {
-    if (!signal) return done;
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => void key.then((k) => reject(new AbortError(k || undefined)));
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      done.then(
-        (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
-        (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e)),
-      );
-    });
+    const started = Object.assign(r, { done: done as Promise<OperationOutcome<object>> });
+    running.set(name, started);
+    return started;
   }
 
   async function drive<I extends object, P extends OperationPayload, M extends object>(
@@ -136,7 +121,6 @@ export function createRunner(o: RunnerOptions): Runner {
     rec: OperationRecord<I, M>,
     fresh: boolean,
   ): Promise<OperationOutcome<M>> {
-    const signal = new AbortController().signal; // the run is never cut short; its caller may stop waiting
     const base = { name, key: rec.key, operation: op.name };
     const emit = (e: RunnerEvent) => o.onEvent?.(e);
     const unknown = () => {
@@ -159,7 +143,7 @@ export function createRunner(o: RunnerOptions): Runner {
     for (;;) {
       tries++;
       emit({ type: 'send', ...base, request, attempt: tries });
-      const a: Answer<P> = request === 'send' ? await op.send(rec.key, rec.input, signal) : await op.status!(rec.key, signal);
+      const a: Answer<P> = request === 'send' ? await op.send(rec.key, rec.input) : await op.status!(rec.key);
       emit(answerEvent(base, request, a));
       if (a.kind === 'payload' && a.payload === null && request === 'status') {
         // The server never saw the key: the operation never arrived. Send it, the same key.
@@ -185,7 +169,7 @@ export function createRunner(o: RunnerOptions): Runner {
         if (op.status) request = 'status';
         const waitMs = pollDelay(p.retryAfterMs ?? machineDefaults.pollMs, checks++, machineDefaults);
         emit({ type: 'follow', ...base, waitMs });
-        await clock.sleep(waitMs, signal);
+        await clock.sleep(waitMs);
         since = clock.now();
         tries = 0;
         continue;
@@ -204,7 +188,7 @@ export function createRunner(o: RunnerOptions): Runner {
         throw unknown();
       }
       emit({ type: 'retry', ...base, request, attempt: tries + 1, waitMs, cause: a.kind === 'error' ? a.error.code : a.kind === 'lost' ? 'network' : 'no payload' });
-      await clock.sleep(waitMs, signal);
+      await clock.sleep(waitMs);
     }
   }
 
@@ -212,8 +196,11 @@ export function createRunner(o: RunnerOptions): Runner {
     run,
     record: read,
     async forget(name) {
-      const joined = running.get(name);
-      if (joined) throw new NameInUseError(name, await joined.key, 'open');
+      const going = running.get(name);
+      if (going) {
+        await going.keyed;
+        throw new NameInUseError(name, going.key ?? '', 'open');
+      }
       const r = await read(name);
       if (!r) return;
       if (r.status === 'open') throw new NameInUseError(name, r.key, 'open');
@@ -233,4 +220,16 @@ function answerEvent(base: { name: string; key: string; operation: string }, req
     ...(a.kind === 'error' && { code: a.error.code }),
     ...(a.kind === 'lost' && { reason: a.reason }),
   };
+}
+
+/** A stored record, or null when raw is not one. */
+function parse(raw: string): OperationRecord | null {
+  let r: Partial<OperationRecord> | null;
+  try {
+    r = JSON.parse(raw) as Partial<OperationRecord> | null;
+  } catch {
+    return null;
+  }
+  const ok = !!r && r.v === 1 && typeof r.key === 'string' && !!r.key && typeof r.operation === 'string' && !!r.input;
+  return ok && (r!.status === 'open' || r!.status === 'rejected' || r!.status === 'settled') ? (r as OperationRecord) : null;
 }
