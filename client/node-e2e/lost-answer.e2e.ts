@@ -82,7 +82,11 @@ describe.skipIf(skip !== '')('a lost answer, against the real server', () => {
     const c = await charge('AUTOMATIC', 700);
     const { m } = merchantLosing('none');
 
-    await expect(m.refundCharge(`refund:${c.id}`, { chargeId: c.id, amount: 800 })).rejects.toMatchObject({ name: 'OperationRejectedError', code: 'REFUND_EXCEEDS_CHARGE' });
+    await expect(m.refundCharge(`refund:${c.id}`, { chargeId: c.id, amount: 800 })).rejects.toMatchObject({
+      name: 'OperationRejectedError',
+      code: 'REFUND_EXCEEDS_CHARGE',
+      extensions: { refundable: 700 },
+    });
     expect(await atProvider('refunds', c.providerChargeId)).toHaveLength(0);
   });
 });

@@ -3,7 +3,11 @@
 // (a decline) is an outcome, never one of these.
 import type { OperationRecord } from './operation.js';
 
-/** The server refused the operation without running it (extensions.code): nothing was done under key. */
+/**
+ * The server refused the operation without running it (extensions.code):
+ * nothing was done under key. extensions holds the error's others, e.g.
+ * refundable with REFUND_EXCEEDS_CHARGE.
+ */
 export class OperationRejectedError extends Error {
   override readonly name = 'OperationRejectedError';
   constructor(
@@ -12,6 +16,7 @@ export class OperationRejectedError extends Error {
     readonly code: string,
     message: string,
     readonly field?: string,
+    readonly extensions?: Record<string, unknown>,
   ) {
     super(message);
   }

@@ -178,7 +178,7 @@ export function createRunner(o: RunnerOptions): Runner {
         // A refusal of the status query says nothing of the operation: it stays unknown.
         if (request === 'status') throw unknown();
         await write(name, { ...rec, status: 'rejected', error: a.error });
-        throw new OperationRejectedError(name, rec.key, a.error.code, a.error.message, a.error.field);
+        throw new OperationRejectedError(name, rec.key, a.error.code, a.error.message, a.error.field, a.error.extensions);
       }
       // No answer (or one without the operation's payload), or a busy server: the same request again.
       const hint = a.kind === 'payload' ? undefined : a.hintMs;

@@ -84,7 +84,7 @@ export async function post<P = ChargePayload>(req: GraphQLRequest, field: string
 
 interface Body {
   data?: Record<string, unknown> | null;
-  errors?: { message?: unknown; extensions?: { code?: unknown; field?: unknown; retryAfterMs?: unknown } }[];
+  errors?: { message?: unknown; extensions?: { code?: unknown; field?: unknown; retryAfterMs?: unknown; [k: string]: unknown } }[];
 }
 
 /** What an HTTP answer means: the field's payload, a GraphQL error, or no GraphQL answer at all. */
@@ -107,6 +107,8 @@ export function classify<P = ChargePayload>(field: string, http: number, text: s
   const code = typeof first.extensions?.code === 'string' ? first.extensions.code : 'UNKNOWN';
   const error: ServerError = { code, message: typeof first.message === 'string' ? first.message : code };
   if (typeof first.extensions?.field === 'string') error.field = first.extensions.field;
+  const { code: _c, field: _f, retryAfterMs: _r, ...more } = first.extensions ?? {};
+  if (Object.keys(more).length > 0) error.extensions = more;
   const retryable = errors.every((e) => typeof e.extensions?.code === 'string' && retryableCodes.has(e.extensions.code));
   const hint = hintMs(first.extensions?.retryAfterMs, retryAfter, now);
   return { kind: 'error', error, retryable, http, ...(hint !== undefined ? { hintMs: hint } : {}) };

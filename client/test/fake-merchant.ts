@@ -12,7 +12,7 @@ type Field = 'refundCharge' | 'captureCharge' | 'voidCharge' | 'createCheckoutSe
  * then the answer is lost. network: lost before it arrives (nothing done).
  * decline: FAILED. An object: that GraphQL error, nothing done.
  */
-export type Step = 'ok' | 'processing' | 'lose-after' | 'network' | 'decline' | { code: string; http?: number; retryAfterMs?: number; field?: string };
+export type Step = 'ok' | 'processing' | 'lose-after' | 'network' | 'decline' | { code: string; http?: number; retryAfterMs?: number; field?: string; more?: Record<string, unknown> };
 
 type Fault = Extract<Step, 'network' | object>;
 
@@ -93,7 +93,7 @@ export class FakeMerchantServer {
   private fault(step: Fault): Response {
     if (step === 'network') throw new TypeError('fetch failed');
     return json(
-      { errors: [{ message: step.code, extensions: { code: step.code, ...(step.field && { field: step.field }), ...(step.retryAfterMs !== undefined && { retryAfterMs: step.retryAfterMs }) } }] },
+      { errors: [{ message: step.code, extensions: { code: step.code, ...step.more, ...(step.field && { field: step.field }), ...(step.retryAfterMs !== undefined && { retryAfterMs: step.retryAfterMs }) } }] },
       step.http ?? 200,
     );
   }

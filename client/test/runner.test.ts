@@ -116,11 +116,12 @@ describe('the operation runner', () => {
 
   it('a refusal is a typed rejection, kept with its key; running it again sends the same key, and forget() frees the name', async () => {
     const { server, runner, ops, stored } = setup();
-    server.script = [{ code: 'REFUND_EXCEEDS_CHARGE', field: 'input.amount' }, { code: 'REFUND_EXCEEDS_CHARGE', field: 'input.amount' }];
+    const exceeds = { code: 'REFUND_EXCEEDS_CHARGE', field: 'input.amount', more: { refundable: 300 } };
+    server.script = [exceeds, exceeds];
 
     const err = await runner.run(ops.refundCharge, 'r', refund).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OperationRejectedError);
-    expect(err).toMatchObject({ recordName: 'r', key: 'key-1', code: 'REFUND_EXCEEDS_CHARGE', field: 'input.amount' });
+    expect(err).toMatchObject({ recordName: 'r', key: 'key-1', code: 'REFUND_EXCEEDS_CHARGE', field: 'input.amount', extensions: { refundable: 300 } });
     expect(await stored('r')).toMatchObject({ status: 'rejected', key: 'key-1', error: { code: 'REFUND_EXCEEDS_CHARGE' } });
     expect(server.done.size).toBe(0);
 
