@@ -49,8 +49,8 @@ $(CLIENT)/dist/index.js: $(CLIENT_DEPS) $(CLIENT_SRC)
 	cd $(CLIENT) && $(NPM) run build
 
 .PHONY: check-client
-check-client: client ## The client library's packaging checks: no bare import in dist/, the size budgets, attw on the packed tarball
-	cd $(CLIENT) && $(NPM) run check:imports && $(NPM) run size && $(NPM) run check:pack
+check-client: client ## The client library's checks: no import circle in src/, no bare import in dist/, the size budgets, publint and attw on the packed tarball
+	cd $(CLIENT) && $(NPM) run check:cycles && $(NPM) run check:imports && $(NPM) run size && $(NPM) run check:pack
 
 $(WEB_DEPS): $(WEB)/package.json $(WEB)/package-lock.json
 	cd $(WEB) && $(NPM) ci --no-audit --no-fund
@@ -77,11 +77,12 @@ test-web: web ## The client library's and the demo's Vitest unit tests, the brow
 	cd $(WEB) && $(NPM) run test:e2e
 
 .PHONY: generate
-generate: $(WEB_DEPS) ## Rebuild generated code (gqlgen, sqlc, the typed GraphQL operations of the demo and of the Go client, the error codes the clients retry)
+generate: $(WEB_DEPS) $(CLIENT_DEPS) ## Rebuild generated code (gqlgen, sqlc, the clients' GraphQL operations for the library, the Go client and the demo, the error codes the clients retry)
 	$(GO) tool gqlgen generate
 	CGO_ENABLED=0 $(GO) tool sqlc generate
 	$(GO) tool genqlient internal/apiclient/genqlient.yaml
 	$(GO) run ./internal/errorcodegen
+	cd $(CLIENT) && $(NPM) run codegen
 	cd $(WEB) && $(NPM) run codegen
 
 GENERATED := graph sqlc cardsim/internal/sqlc internal/apiclient $(WEB)/src/generated $(CLIENT)/src/generated

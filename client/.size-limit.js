@@ -4,7 +4,7 @@
 // import() only when they are needed are measured apart, each with what it
 // brings beyond the core (the core's own files, already loaded, and the
 // other lazy files, each measured on its own, are left out).
-const lazy = ['sse.js', 'ws.js', 'stream.js', 'crosstab.js', 'lease.js', 'wake.js'];
+const lazy = ['sse.js', 'ws.js', 'stream.js', 'crosstab.js', 'wake.js'];
 
 /** Leaves out the relative imports that take: a lazy file, or a core file, as the entry measures. */
 const leaveOut = (take) => (config) => ({
@@ -14,7 +14,7 @@ const leaveOut = (take) => (config) => ({
     {
       name: 'leave-out',
       setup(build) {
-        build.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) =>
+        build.onResolve({ filter: /^\.\/[\w/-]+\.js$/ }, (args) =>
           take(args.path.slice(2)) ? { path: args.path, external: true } : undefined,
         );
       },
@@ -32,5 +32,4 @@ export default [
   { name: 'lazy: websocket (dist/ws.js + stream.js)', path: 'dist/ws.js', import: '*', limit: '1 kB', gzip: true, modifyEsbuildConfig: only('ws.js', 'stream.js') },
   { name: 'lazy: cross-tab coordination (dist/crosstab.js)', path: 'dist/crosstab.js', import: '*', limit: '1.5 kB', gzip: true, modifyEsbuildConfig: only('crosstab.js') },
   { name: 'lazy: page events (dist/wake.js)', path: 'dist/wake.js', import: '*', limit: '0.5 kB', gzip: true, modifyEsbuildConfig: only('wake.js') },
-  { name: 'lazy: cross-tab lease fallback (dist/lease.js)', path: 'dist/lease.js', import: '*', limit: '0.5 kB', gzip: true, modifyEsbuildConfig: only('lease.js') },
 ];

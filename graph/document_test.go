@@ -16,16 +16,17 @@ import (
 
 // legitimateDocuments are the documents chargeonce's own clients send, read
 // from their sources, so that a client whose document grows past a bound
-// fails this package's tests: the Go client's (genqlient's operations, each
-// sent with the fragments it spreads), the JavaScript client's and the
-// demo's (template strings), and the playground's (its first query, and
-// GraphiQL's introspection query).
+// fails this package's tests: the clients' operations (client/operations.graphql,
+// which the JavaScript client, the Go client and the demo send, each with
+// the fragments it spreads), the demo's and the Go client's own, the demo's
+// template strings, and the playground's (its first query, and GraphiQL's
+// introspection query).
 func legitimateDocuments(t testing.TB) map[string]string {
 	t.Helper()
 	docs := map[string]string{}
 	// genqlient sends each operation with the fragments it spreads.
 	var defs ast.QueryDocument
-	for _, file := range []string{"web-demo/src/operations.graphql", "web-demo/src/session.graphql", "internal/apiclient/operations.graphql"} {
+	for _, file := range []string{"client/operations.graphql", "web-demo/src/session.graphql", "internal/apiclient/operations.graphql"} {
 		src := readRepoFile(t, file)
 		doc, err := parser.ParseQuery(&ast.Source{Name: file, Input: src})
 		require.NoError(t, err, file)
@@ -39,14 +40,10 @@ func legitimateDocuments(t testing.TB) map[string]string {
 		}
 		docs["graphql "+op.Name] = text
 	}
-	// The JavaScript client's and the demo's documents are template
-	// strings, some with the client's ${result} inside.
-	result := templateStrings(t, "client/src/transport.ts")["result"]
-	require.NotEmpty(t, result, "client/src/transport.ts exports the result selection")
-	for _, file := range []string{"client/src/transport.ts", "client/src/stream.ts", "web-demo/src/request.ts", "web-demo/src/playground-config.ts"} {
+	// The demo's own documents are template strings.
+	for _, file := range []string{"web-demo/src/request.ts", "web-demo/src/playground-config.ts"} {
 		found := 0
 		for name, text := range templateStrings(t, file) {
-			text = strings.ReplaceAll(text, "${result}", result)
 			if doc, err := parser.ParseQuery(&ast.Source{Input: text}); err == nil && len(doc.Operations) > 0 {
 				docs[file+" "+name] = text
 				found++

@@ -36,9 +36,9 @@ describe('two chargers of one scope', () => {
     await expect.poll(() => server.charges.size).toBe(1);
     const [key] = server.charges.keys();
     // The other one waits for the sender's word, over BroadcastChannel, instead of minting its own key.
-    await expect.poll(() => [a, b].filter((c) => c.state.remote && c.state.kind === 'processing').length).toBe(1);
-    const waiting = a.state.remote ? a : b;
-    expect(waiting.state).toMatchObject({ kind: 'processing', key, remote: true });
+    await expect.poll(() => [a, b].filter((c) => c.state.flags.follower && c.state.kind === 'following').length).toBe(1);
+    const waiting = a.state.flags.follower ? a : b;
+    expect(waiting.state).toMatchObject({ kind: 'following', attempt: { key }, flags: { follower: true } });
     expect(await lockAtSend).toEqual({ held: 1, pending: 0 });
     await expect.poll(scopeLock).toEqual({ held: 1, pending: 1 });
     server.finish(key!);
@@ -72,7 +72,7 @@ describe('two chargers of one scope', () => {
     await expect.poll(() => server.chargeCards().length).toBe(1);
     const key = server.chargeCards()[0]!.key;
     const paid = stays.pay(card);
-    await expect.poll(() => stays.state).toMatchObject({ key, remote: true });
+    await expect.poll(() => stays.state).toMatchObject({ attempt: { key }, flags: { follower: true } });
     await expect.poll(scopeLock).toEqual({ held: 1, pending: 1 });
 
     document.querySelector('iframe.tab')!.remove(); // the tab closes: the browser frees its lock
@@ -93,7 +93,7 @@ describe('two chargers of one scope', () => {
     await expect.poll(() => server.chargeCards().length).toBe(1);
     const key = server.chargeCards()[0]!.key;
     const paid = second.pay(card);
-    await expect.poll(() => second.state).toMatchObject({ key, remote: true });
+    await expect.poll(() => second.state).toMatchObject({ attempt: { key }, flags: { follower: true } });
 
     first.close();
 

@@ -1,7 +1,7 @@
 // Packs the package as npm would publish it and checks the tarball with
-// Are the Types Wrong (attw) under its esm-only profile: this package is
-// ESM only, so the one rule that profile leaves out is that a CommonJS
-// require() resolves. Then it checks the tarball holds dist/ and nothing
+// publint (in strict mode: its warnings fail too) and with Are the Types
+// Wrong (attw) under its esm-only profile: this package is ESM only, so the
+// one rule that profile leaves out is that a CommonJS require() resolves. Then it checks the tarball holds dist/ and nothing
 // of the sources or tests, and that it installs into an empty project where
 // `import { createCharger } from '@chargeonce/client'` and a merchant's
 // server's `import { createMerchant } from '@chargeonce/client/server'`
@@ -27,6 +27,7 @@ try {
     }
   }
   console.log(`check:pack: ${info.filename}, ${files.length} files, ${info.size} bytes packed`);
+  execFileSync('npx', ['--no-install', 'publint', join(out, info.filename), '--strict'], { stdio: 'inherit' });
   execFileSync('npx', ['--no-install', 'attw', join(out, info.filename), '--profile', 'esm-only', '--format', 'table'], { stdio: 'inherit' });
   installs(join(out, info.filename), join(out, 'project'));
 } finally {

@@ -28,7 +28,7 @@ export interface ChargerOptions {
   crossTab?: boolean;
   onEvent?: (e: ChargerEvent) => void;
   fetch?: typeof fetch;
-  /** Mints a key for a new attempt: crypto.randomUUID() by default. */
+  /** Mints a key for a new attempt: crypto.randomUUID() by default, which a page outside a secure context lacks: it must pass its own. */
   mintKey?: () => string;
   retry?: RetryOptions;
   /** A request unanswered after this long is a lost one (default 30 s). */
@@ -57,9 +57,10 @@ export interface Charger {
   /** After SUCCEEDED, FAILED or a rejection only: the next pay() gets a new key. Throws otherwise. */
   reset(): void;
   /**
-   * In state action only: takes the page to state.nextAction.url, where the
-   * shopper authenticates; the attempt is persisted first, and resume() on
-   * the return follows it. Throws ChargerStateError in any other state.
+   * Only while the shopper must authenticate (state following, not paused,
+   * with attempt.nextAction): takes the page to attempt.nextAction.url; the
+   * attempt is persisted first, and resume() on the return follows it.
+   * Throws ChargerStateError otherwise.
    */
   handleNextAction(): void;
   on(type: 'event', fn: (e: ChargerEvent) => void): () => void;

@@ -7,14 +7,17 @@
 import { retryPolicy } from './backoff.js';
 import { abortable, AbortError, ChargerStateError, settle, type Waiter } from './errors.js';
 import type { ChargerEvent } from './events.js';
-import { initialState, machineDefaults, step, type MachineEvent } from './machine.js';
-import type { Joined } from './crosstab.js';
+import { initialState, machineDefaults, step } from './machine.js';
+import type { MachineEvent } from './machine-types.js';
+import type { Joined } from './crosstab-types.js';
 import { browser } from './page.js';
 import { openLive } from './live.js';
 import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } from './record.js';
-import { resolveStorage, webStorage } from './storage.js';
+import { inputOf, keyOf } from './steps.js';
+import { resolveStorage } from './storage.js';
 import type { LiveOptions } from './stream.js';
-import { answerEvent, chargeCardDocument, chargeStatusDocument, post, requestTimeoutMsDefault, type Answer } from './transport.js';
+import { chargeCardDocument, chargeStatusDocument } from './generated/operations.js';
+import { answerEvent, post, requestTimeoutMsDefault, type Answer } from './transport.js';
 import type { ChargeCardInput, ChargerState, Outcome } from './types.js';
 import type { Charger, ChargerOptions } from './api.js';
 
@@ -77,7 +80,7 @@ export function createCharger(o: ChargerOptions): Charger {
     if (closed) return;
     const prev = current;
     let { state, effects } = step(prev, e, config);
-    if (remake && state.key === '') ({ state, effects } = step(prev, remake(o.mintKey ? o.mintKey() : uuid()), config));
+    if (remake && keyOf(state) === '') ({ state, effects } = step(prev, remake(o.mintKey ? o.mintKey() : uuid()), config));
     current = state;
     let answered = false;
     for (const fx of effects) {
@@ -111,7 +114,7 @@ export function createCharger(o: ChargerOptions): Charger {
         }
         case 'AskStatus': {
           const token = ++question;
-          emit({ type: 'send', key: fx.key, attempt: current.attempt ?? 0, operation: 'chargeStatus' });
+          emit({ type: 'send', key: fx.key, attempt: current.kind === 'idle' ? 0 : current.attempt.sends, operation: 'chargeStatus' });
           request('ChargeStatus', chargeStatusDocument, 'chargeStatus', variables(fx.key), () => token === question, 'StatusAnswered');
           break;
         }
@@ -151,7 +154,7 @@ export function createCharger(o: ChargerOptions): Charger {
 
   /** The attempt's key, and the session it pays, for chargeStatus and chargeUpdated. */
   function variables(idempotencyKey: string): { idempotencyKey: string; checkoutSession?: string } {
-    const checkoutSession = current.input?.checkoutSession ?? o.session;
+    const checkoutSession = inputOf(current)?.checkoutSession ?? o.session;
     return checkoutSession ? { idempotencyKey, checkoutSession } : { idempotencyKey };
   }
 
@@ -206,7 +209,7 @@ export function createCharger(o: ChargerOptions): Charger {
       const remake = make(cross ? await cross.lead(current) : true);
       return {
         wait: new Promise<Outcome | null>((resolve, reject) => {
-          if (closed) return reject(new AbortError(current.key));
+          if (closed) return reject(new AbortError(keyOf(current)));
           dispatch(remake(''), { resolve, reject }, remake);
         }),
       };
@@ -216,23 +219,23 @@ export function createCharger(o: ChargerOptions): Charger {
   }
 
   // The other tabs: only in a page, and unless crossTab is false. Their code
-  // loads apart, right away; pay() and resume() wait for it.
+  // loads apart, right away; pay() and resume() wait for it. A page without
+  // Web Locks and BroadcastChannel (outside a secure context, or an old
+  // browser) hears that once, and sends alone.
   let cross: Joined | null = null;
   let joined: Promise<unknown> = Promise.resolve();
-  if (o.crossTab !== false) {
-    const local = () => webStorage('localStorage').storage;
-    const shared = env.shared !== undefined ? env.shared : !storage.shared ? local() : o.storage === 'local' ? local() : null;
-    if (env.locks || env.BroadcastChannel || shared) {
-      const member = { id, state: () => current, record: load, emit, dispatch: (e: MachineEvent, remake?: (key: string) => MachineEvent) => dispatch(e, undefined, remake) };
-      const scopeName = 'chargeonce:' + name.slice(name.lastIndexOf(':') + 1);
-      joined = import('./crosstab.js').then(
-        (m) => {
-          if (!closed) cross = m.join(scopeName, { ...env, shared, now }, member);
-        },
-        // Unloadable (the network): this tab sends alone, as without the APIs.
-        () => later({ type: 'crosstab', locks: 'none', channel: 'none' }),
-      );
-    }
+  if (o.crossTab !== false && (env.locks || env.BroadcastChannel)) {
+    const member = { id, state: () => current, record: load, emit, dispatch: (e: MachineEvent, remake?: (key: string) => MachineEvent) => dispatch(e, undefined, remake) };
+    const scopeName = 'chargeonce:' + name.slice(name.lastIndexOf(':') + 1);
+    joined = import('./crosstab.js').then(
+      (m) => {
+        if (!closed) cross = m.join(scopeName, { ...env, now }, member);
+      },
+      // Unloadable (the network): this tab sends alone, as without the APIs.
+      () => later({ type: 'crosstab', locks: 'none', channel: 'none' }),
+    );
+  } else if (o.crossTab !== false && env.addEventListener) {
+    later({ type: 'crosstab', locks: 'none', channel: 'none' });
   }
   // The page's online, offline and visibility events: loaded apart, too.
   let unlisten = () => {};
@@ -262,7 +265,7 @@ export function createCharger(o: ChargerOptions): Charger {
       const full: ChargeCardInput = { ...input };
       if (o.session && !full.checkoutSession) full.checkoutSession = o.session;
       if (closed) return refuseClosed();
-      if (options.signal?.aborted) return Promise.reject(new AbortError(current.key));
+      if (options.signal?.aborted) return Promise.reject(new AbortError(keyOf(current)));
       let promise = inflight && sameInput(inflight.input, full) ? inflight.promise : null; // a double click: the same promise
       if (!promise) {
         const p = enqueue((leader) => (key) => ({ type: 'Pay', input: full, key, record: load(), leader, now: now() })) as Promise<Outcome>;
@@ -277,7 +280,7 @@ export function createCharger(o: ChargerOptions): Charger {
       return options.signal
         ? abortable(promise, options.signal, () => {
             dispatch({ type: 'Abort' });
-            return new AbortError(current.key);
+            return new AbortError(keyOf(current));
           })
         : promise;
     },
@@ -305,7 +308,7 @@ export function createCharger(o: ChargerOptions): Charger {
       stopAll.abort();
       unlisten();
       cross?.close();
-      for (const w of waiters) w.reject(new AbortError(current.key));
+      for (const w of waiters) w.reject(new AbortError(keyOf(current)));
       waiters.clear();
     },
   };

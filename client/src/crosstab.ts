@@ -1,72 +1,24 @@
 // One sender per scope across the origin's tabs, and word of its progress
-// to the others, so that they show it instead of paying. The Web Locks API
-// where it exists (a lock dies with its tab), progress over
-// BroadcastChannel. Without them, lease.ts (a lease in localStorage, the
-// storage event) is loaded on first use: current browsers never need it.
+// to the others, so that they show it instead of paying: the Web Locks API
+// (a lock dies with its tab) and BroadcastChannel, both in every browser
+// this package supports (Baseline since March 2022). Where either is
+// missing (an old browser, or Web Locks outside a secure context), each
+// tab sends on its own; the key in shared storage and the server's
+// idempotency still hold (README.md, "One sender per scope across tabs").
 // The charger loads this file itself with import() when it is created in a
 // page, so that the core stays small; a server never loads it.
-import type { ChargerEvent } from './events.js';
-import type { AttemptRecord } from './record.js';
-import type { MachineEvent, Progress } from './machine.js';
-import { progressOf } from './steps.js';
-import type { ChargerState, KeyValueStorage } from './types.js';
-
-export type TabMessage = { from: string; kind: 'progress'; progress: Progress } | { from: string; kind: 'query' };
-
-export interface CrossTab {
-  readonly locks: 'web-locks' | 'lease' | 'none';
-  readonly channel: 'broadcast-channel' | 'storage-event' | 'none';
-  /** Takes the scope's sender lock if no other tab holds it. */
-  tryAcquire(): Promise<boolean>;
-  /** Queues for the lock: granted runs once this tab holds it. */
-  waitFor(granted: () => void): void;
-  release(): void;
-  post(m: TabMessage): void;
-  close(): void;
-}
-
-/** The parts of the browser cross-tab coordination uses; globalThis's by default, fakes in tests. */
-export interface CrossTabEnv {
-  locks?: LockManager | undefined;
-  BroadcastChannel?: typeof BroadcastChannel | undefined;
-  /** Shared storage for the lease and the storage-event channel (localStorage). */
-  shared?: KeyValueStorage | null | undefined;
-  addEventListener?: ((type: string, fn: (e: Event) => void) => void) | undefined;
-  removeEventListener?: ((type: string, fn: (e: Event) => void) => void) | undefined;
-  now: () => number;
-  leaseMs?: number;
-}
-
-export interface Lock {
-  kind: CrossTab['locks'];
-  tryAcquire(): Promise<boolean>;
-  waitFor(granted: () => void): void;
-  release(): void;
-}
-
-export const leaseMsDefault = 6_000;
+import type { CrossTab, CrossTabEnv, Joined, Lock, Member, TabMessage } from './crosstab-types.js';
+import type { MachineEvent } from './machine-types.js';
+import type { ChargerState } from './types.js';
 
 export function createCrossTab(name: string, tab: string, env: CrossTabEnv, onMessage: (m: TabMessage) => void): CrossTab {
-  const { shared, addEventListener: add } = env;
   const hear = (m: unknown) => {
     const t = m as TabMessage | null;
-    if (t && typeof t === 'object' && t.from !== tab && (t.kind === 'progress' || t.kind === 'query')) onMessage(t);
+    if (!t || typeof t !== 'object' || t.from === tab) return;
+    // A progress is a state with an attempt; anything else (another page's message) is not ours.
+    if (t.kind === 'query' || (t.kind === 'progress' && typeof t.progress?.attempt?.key === 'string')) onMessage(t);
   };
-  const fallback = shared && (!env.locks || (!env.BroadcastChannel && add)) ? import('./lease.js') : null;
-  // Calls on the fallback wait for it to load, in the order they were made.
-  const later = <T>(fn: (m: typeof import('./lease.js')) => T) => fallback!.then(fn);
-
-  let lock: Lock = { kind: 'none', tryAcquire: async () => true, waitFor: () => {}, release: () => {} };
-  if (env.locks) lock = webLock(name, env.locks);
-  else if (shared) {
-    const l = later((m) => m.lease(name, tab, shared, env.now, env.leaseMs ?? leaseMsDefault));
-    lock = {
-      kind: 'lease',
-      tryAcquire: () => l.then((x) => x.tryAcquire()),
-      waitFor: (granted) => void l.then((x) => x.waitFor(granted)),
-      release: () => void l.then((x) => x.release()),
-    };
-  }
+  const lock: Lock = env.locks ? webLock(name, env.locks) : { kind: 'none', tryAcquire: async () => true, waitFor: () => {}, release: () => {} };
 
   let channel: CrossTab['channel'] = 'none';
   let post: (m: TabMessage) => void = () => {};
@@ -77,15 +29,6 @@ export function createCrossTab(name: string, tab: string, env: CrossTabEnv, onMe
     post = (m) => bc.postMessage(m);
     closeChannel = () => bc.close();
     channel = 'broadcast-channel';
-  } else if (shared && add) {
-    const listen = (type: string, fn: (e: Event) => void) => {
-      add(type, fn);
-      return () => env.removeEventListener?.(type, fn);
-    };
-    const c = later((m) => m.storageChannel(name, tab, shared, listen, hear));
-    post = (m) => void c.then((x) => x.post(m)).catch(() => {});
-    closeChannel = () => void c.then((x) => x.close());
-    channel = 'storage-event';
   }
   return {
     locks: lock.kind,
@@ -166,12 +109,12 @@ export function tabs(name: string, id: string, env: CrossTabEnv, hear: (m: TabMe
   return {
     tab,
     async lead(s) {
-      if (holding || (!s.remote && s.kind !== 'idle' && s.kind !== 'unknown')) return true; // runs here already, or answered
+      if (holding || (!s.flags.follower && s.kind !== 'idle' && s.kind !== 'unknown')) return true; // runs here already, or answered
       return (holding = await tab.tryAcquire());
     },
     sync(s, waiting, granted) {
-      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'paused' || s.kind === 'processing' || s.kind === 'action';
-      if (active && !s.remote) return;
+      const active = s.kind === 'sending' || s.kind === 'retrying' || s.kind === 'following' || (s.kind === 'idle' && s.waiting !== undefined);
+      if (active && !s.flags.follower) return;
       if (holding) {
         holding = false;
         tab.release();
@@ -191,28 +134,6 @@ export function tabs(name: string, id: string, env: CrossTabEnv, hear: (m: TabMe
   };
 }
 
-/** What the other tabs need of the charger that joins them. */
-export interface Member {
-  id: string;
-  state(): ChargerState;
-  /** What storage holds for the scope now. */
-  record(): AttemptRecord | null;
-  emit(e: ChargerEvent): void;
-  /** Dispatches e, remade with a freshly minted key if step starts a new attempt. */
-  dispatch(e: MachineEvent, remake?: (key: string) => MachineEvent): void;
-}
-
-/** The charger's side of the scope's tabs. */
-export interface Joined {
-  /** Takes the sender lock when this call may have to send. */
-  lead(s: ChargerState): Promise<boolean>;
-  /** After each step: holds the lock exactly while this tab sends; queues for it while this tab waits on another. */
-  sync(s: ChargerState, waiting: boolean): void;
-  /** Tells the other tabs of this tab's progress. */
-  tell(p: Progress): void;
-  close(): void;
-}
-
 /**
  * The charger's place among the scope's tabs: it answers their questions
  * with its own progress, follows theirs while it is idle or waits on
@@ -223,10 +144,10 @@ export function join(name: string, env: CrossTabEnv, m: Member): Joined {
   const t: Tabs = tabs(name, m.id, env, (msg) => {
     const s = m.state();
     if (msg.kind === 'query') {
-      if (!s.remote && s.key && s.kind !== 'idle') t.tab.post({ from: m.id, kind: 'progress', progress: progressOf(s) });
+      if (s.kind !== 'idle' && !s.flags.follower) t.tab.post({ from: m.id, kind: 'progress', progress: s });
       return;
     }
-    if (msg.progress.key && (s.remote || s.kind === 'idle')) m.emit({ type: 'remote', key: msg.progress.key, kind: msg.progress.kind });
+    if (s.flags.follower || s.kind === 'idle') m.emit({ type: 'remote', key: msg.progress.attempt.key, kind: msg.progress.kind });
     m.dispatch({ type: 'RemoteProgress', progress: msg.progress, now: env.now() });
   });
   const { locks, channel } = t.tab;

@@ -1,7 +1,7 @@
 // The errors pay() and resume() reject with. Each carries the attempt's
 // key, so a page can say which attempt it is about; a decline (FAILED) is
 // an outcome, never one of these.
-import type { Result } from './machine.js';
+import type { Result } from './machine-types.js';
 import type { Outcome } from './types.js';
 
 /** The server refused the request without running it (extensions.code). Nothing was charged under key. */

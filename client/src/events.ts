@@ -1,6 +1,6 @@
 // What the charger reports as it works: charger.on('event', …) and the
 // onEvent option hear each of these, for logs, metrics and timelines.
-import type { ChargeStatus, LiveMode } from './types.js';
+import type { ChargeStatus, LiveMode, StateKind } from './types.js';
 
 export type ChargerEvent =
   /** chargeCard (or chargeStatus) went out: attempt is chargeCard's send number for this attempt. */
@@ -33,6 +33,6 @@ export type ChargerEvent =
   /** Storage failed; the record lives in memory for this page. */
   | { type: 'storage-fallback'; reason: string }
   /** Another tab sends this scope's attempt; this one follows its progress. */
-  | { type: 'remote'; key?: string; kind: string }
-  /** The cross-tab fallback in use, when the Web Locks API is missing. */
-  | { type: 'crosstab'; locks: 'web-locks' | 'lease' | 'none'; channel: 'broadcast-channel' | 'storage-event' | 'none' };
+  | { type: 'remote'; key: string; kind: StateKind }
+  /** Web Locks or BroadcastChannel is missing (or crosstab.js could not load): this tab sends without the scope's lock, or hears no other tab. */
+  | { type: 'crosstab'; locks: 'web-locks' | 'none'; channel: 'broadcast-channel' | 'none' };

@@ -9,10 +9,9 @@ export { createCharger, returnKeyParam } from './charger.js';
 export type { Charger, ChargerOptions, ChargerEnvironment, PayOptions } from './api.js';
 export { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from './errors.js';
 export type { ChargerEvent } from './events.js';
-export { step, initialState } from './machine.js';
-export type { Effect, MachineConfig, MachineEvent, Progress, Result, Step } from './machine.js';
 export type { StorageSpec } from './storage.js';
-export { chargeCardDocument, classify, nothingRanCodes, post, retryableCodes } from './transport.js';
+export { chargeCardDocument } from './generated/operations.js';
+export { classify, nothingRanCodes, post, retryableCodes } from './transport.js';
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';
 export type { AttemptRecord } from './record.js';
 // The operation runner, for a page's own calls to its shop's backend (and,
@@ -24,6 +23,8 @@ export { NameInUseError, OperationRejectedError, OperationUnknownError } from '.
 export type * from './operation.js';
 export { retryPolicy, retryWaitMs } from './backoff.js';
 export type {
+  Attempt,
+  AttemptState,
   CaptureMethod,
   CaptureStatus,
   Charge,
@@ -33,13 +34,23 @@ export type {
   ChargeFailure,
   ChargePayload,
   ChargeStatus,
+  ChargerFlags,
   ChargerState,
+  FollowingState,
+  IdleState,
   KeyValueStorage,
   LiveMode,
   NextAction,
   Outcome,
   PayInput,
+  RejectedState,
+  RetryingState,
   RetryOptions,
+  Run,
+  SendableAttempt,
+  SendingState,
   ServerError,
+  SettledState,
   StateKind,
+  UnknownState,
 } from './types.js';

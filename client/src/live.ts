@@ -3,7 +3,7 @@
 // never see PROCESSING, so neither sse.ts nor ws.ts is in the core), and
 // what it hears becomes the machine's events.
 import type { ChargerEvent } from './events.js';
-import type { MachineEvent } from './machine.js';
+import type { MachineEvent } from './machine-types.js';
 import type { LiveHandlers, LiveOptions } from './stream.js';
 import { describe } from './transport.js';
 

@@ -10,24 +10,27 @@ import {
   refundStatusDocument,
   voidChargeDocument,
   voidStatusDocument,
-  type Capture,
-  type CaptureInput,
-  type CapturePayload,
-  type CheckoutSession,
-  type CheckoutSessionInput,
-  type CheckoutSessionPayload,
-  type Refund,
-  type RefundInput,
-  type RefundPayload,
-  type Void,
-  type VoidInput,
-  type VoidPayload,
-} from './merchant-documents.js';
+} from './generated/operations.js';
+import type {
+  Capture,
+  CaptureInput,
+  CapturePayload,
+  CapturedCharge,
+  CheckoutSession,
+  CheckoutSessionInput,
+  CheckoutSessionPayload,
+  Refund,
+  RefundInput,
+  RefundPayload,
+  Void,
+  VoidInput,
+  VoidPayload,
+} from './merchant-types.js';
 import type { KeyStore } from './keystore.js';
 import type { Operation, OperationOutcome, OperationPayload, RunnerEvent, RunOptions } from './operation.js';
 import { createRunner } from './runner.js';
 import { post, requestTimeoutMsDefault, type PostOptions } from './transport.js';
-import type { Charge, RetryOptions } from './types.js';
+import type { RetryOptions } from './types.js';
 
 export interface MerchantOptions {
   /** chargeonce's /graphql URL. */
@@ -46,14 +49,16 @@ export interface MerchantOptions {
   requestTimeoutMs?: number;
   /** Mints a key for a new record: crypto.randomUUID() by default. */
   mintKey?: () => string;
+  /** The server's KEY_RETENTION (24 h by default): an open record older than this is only asked about, never sent again. */
+  keyRetentionMs?: number;
 }
 
 /** createCheckoutSession's outcome: it has no status of its own, so an answer is always the session. */
 export type SessionOutcome = { status: 'SUCCEEDED'; key: string; replayed: boolean; session: CheckoutSession };
 export type RefundOutcome = OperationOutcome<{ refund: Refund }>;
 /** charge: the charge as it stands after the capture. */
-export type CaptureOutcome = OperationOutcome<{ capture: Capture; charge: Charge | null }>;
-export type VoidOutcome = OperationOutcome<{ void: Void; charge: Charge | null }>;
+export type CaptureOutcome = OperationOutcome<{ capture: Capture; charge: CapturedCharge | null }>;
+export type VoidOutcome = OperationOutcome<{ void: Void; charge: CapturedCharge | null }>;
 
 /**
  * The merchant's operations. name is the merchant's own for the operation
@@ -94,17 +99,17 @@ export function merchantOperations(o: Omit<PostOptions, 'signal'>) {
     made: (p) => (p.refund ? { refund: p.refund } : null),
   };
 
-  const captureCharge: Operation<CaptureInput, CapturePayload, { capture: Capture; charge: Charge | null }> = {
+  const captureCharge: Operation<CaptureInput, CapturePayload, { capture: Capture; charge: CapturedCharge | null }> = {
     name: 'captureCharge',
     send: (key, input) => ask('CaptureCharge', captureChargeDocument, 'captureCharge', { idempotencyKey: key, input }),
-    status: (key) => ask('CaptureStatus', captureStatusDocument, 'captureStatus', { idempotencyKey: key }),
+    status: (key) => ask('CaptureStatusOfKey', captureStatusDocument, 'captureStatus', { idempotencyKey: key }),
     made: (p) => (p.capture ? { capture: p.capture, charge: p.charge } : null),
   };
 
-  const voidCharge: Operation<VoidInput, VoidPayload, { void: Void; charge: Charge | null }> = {
+  const voidCharge: Operation<VoidInput, VoidPayload, { void: Void; charge: CapturedCharge | null }> = {
     name: 'voidCharge',
     send: (key, input) => ask('VoidCharge', voidChargeDocument, 'voidCharge', { idempotencyKey: key, input }),
-    status: (key) => ask('VoidStatus', voidStatusDocument, 'voidStatus', { idempotencyKey: key }),
+    status: (key) => ask('VoidStatusOfKey', voidStatusDocument, 'voidStatus', { idempotencyKey: key }),
     made: (p) => (p.void ? { void: p.void, charge: p.charge } : null),
   };
 
@@ -126,6 +131,7 @@ export function createMerchant(o: MerchantOptions): Merchant {
     ...(o.retry && { retry: o.retry }),
     ...(o.onEvent && { onEvent: o.onEvent }),
     ...(o.mintKey && { mintKey: o.mintKey }),
+    ...(o.keyRetentionMs !== undefined && { keyRetentionMs: o.keyRetentionMs }),
   });
   return {
     createCheckoutSession: (name, input, ro) => runner.run(ops.createCheckoutSession, name, input, ro) as Promise<SessionOutcome>,

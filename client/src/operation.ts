@@ -109,6 +109,11 @@ export interface RunnerOptions {
   onEvent?: (e: RunnerEvent) => void;
   /** Mints a key for a new record: crypto.randomUUID() by default. */
   mintKey?: () => string;
+  /**
+   * The server's KEY_RETENTION (24 h by default): an open record older than
+   * this is only asked about, never sent again.
+   */
+  keyRetentionMs?: number;
   /** For tests: the clock and the jitter. */
   clock?: RunnerClock;
   random?: () => number;

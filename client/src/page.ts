@@ -1,7 +1,7 @@
 // The page around the charger: globalThis's window, navigator and document
 // as far as they exist (tests pass fakes), and the events that wake a
 // waiting attempt (wake.ts, loaded apart). The other tabs are crosstab.ts's.
-import type { CrossTabEnv } from './crosstab.js';
+import type { CrossTabEnv } from './crosstab-types.js';
 
 /** The parts of the browser the charger listens to; tests pass fakes. */
 export interface ChargerEnvironment extends Partial<CrossTabEnv> {

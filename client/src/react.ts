@@ -15,7 +15,7 @@ export interface UseCharge {
   handleNextAction(): void;
 }
 
-const idle: ChargerState = { kind: 'idle' };
+const idle: ChargerState = { kind: 'idle', flags: { offline: false, hidden: false, follower: false }, paused: false };
 
 export function useCharge(charger: Charger): UseCharge {
   const subscribe = useCallback((fn: () => void) => charger.subscribe(fn), [charger]);

@@ -67,7 +67,7 @@ export function expired(r: { expiresAt?: string | undefined }, now: number): boo
  * optional field versus an absent one. An attempt adopted from the return
  * address has no input, and matches none.
  */
-export function sameInput<I extends object>(a: I | undefined, b: I): boolean {
+export function sameInput<I extends object>(a: I | null | undefined, b: I): boolean {
   return !!a && canonical(a) === canonical(b);
 }
 
@@ -90,13 +90,17 @@ export function hash(s: string): string {
   return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
 }
 
-/** A fresh key, UUID v4: crypto.randomUUID where the page is a secure context, else from getRandomValues. */
+/**
+ * A fresh key, UUID v4, from crypto.randomUUID: every supported browser has
+ * it in a secure context (https, or localhost), and Node has it from 19 on.
+ * A page served outside a secure context has no randomUUID (nor Web Locks):
+ * it must pass mintKey, or pay() rejects with this error before anything is
+ * persisted or sent.
+ */
 export function uuid(): string {
   const c = globalThis.crypto;
-  if (c.randomUUID) return c.randomUUID();
-  const b = c.getRandomValues(new Uint8Array(16));
-  b[6] = (b[6]! & 15) | 64;
-  b[8] = (b[8]! & 63) | 128;
-  const h = [...b].map((x) => (x | 256).toString(16).slice(1)).join('');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  if (typeof c?.randomUUID !== 'function') {
+    throw new TypeError('crypto.randomUUID is missing (a page outside a secure context?): pass mintKey to createCharger');
+  }
+  return c.randomUUID();
 }

@@ -33,8 +33,15 @@ const realClock: RunnerClock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
+/**
+ * How long the server keeps a key's result after its outcome (its
+ * KEY_RETENTION, 24 h): an open record older than this is only asked about,
+ * never sent again, since the server would take its key for a new operation.
+ */
+export const keyRetentionMsDefault = 24 * 60 * 60 * 1000;
+
 /** A run going on: its key once its record is read or written (keyed), and its end. */
-interface Run {
+interface Going {
   operation: string;
   input: object;
   key?: string;
@@ -48,8 +55,16 @@ export function createRunner(o: RunnerOptions): Runner {
   const random = o.random ?? Math.random;
   const mint = o.mintKey ?? (() => globalThis.crypto.randomUUID());
   const policy = retryPolicy(o.retry);
+  const retentionMs = o.keyRetentionMs ?? keyRetentionMsDefault;
+  /**
+   * Whether the server may have forgotten rec's key: past the expiresAt an
+   * answer gave, or past the server's retention since the record was made
+   * (no outcome under the key can be older than the record).
+   */
+  const forgettable = (rec: OperationRecord) =>
+    expired(rec, clock.now()) || clock.now() - Date.parse(rec.createdAt) >= retentionMs;
   /** The runs going on in this process, by name: a second run of one name joins the first. */
-  const running = new Map<string, Run>();
+  const running = new Map<string, Going>();
 
   async function read(name: string): Promise<OperationRecord | null> {
     const raw = await o.store.get(name);
@@ -93,9 +108,9 @@ export function createRunner(o: RunnerOptions): Runner {
     return ro.signal ? abortable(done, ro.signal, () => new AbortError(joined.key)) : done;
   }
 
-  function start<I extends object, P extends OperationPayload, M extends object>(op: Operation<I, P, M>, name: string, input: I): Run {
+  function start<I extends object, P extends OperationPayload, M extends object>(op: Operation<I, P, M>, name: string, input: I): Going {
     let keyed!: () => void;
-    const r: Omit<Run, 'done'> = { operation: op.name, input, keyed: new Promise<void>((resolve) => (keyed = resolve)) };
+    const r: Omit<Going, 'done'> = { operation: op.name, input, keyed: new Promise<void>((resolve) => (keyed = resolve)) };
     const done = (async (): Promise<OperationOutcome<M>> => {
       try {
         const { rec, fresh } = await recordFor(op.name, name, input);
@@ -129,11 +144,11 @@ export function createRunner(o: RunnerOptions): Runner {
     };
     // A record found open may have been sent, by this process or one that
     // died: ask about it first, and send it again only if the server never
-    // saw it. A rejected one ran nothing: it is sent again. Past the
-    // server's expiresAt a record is only asked about: the server may have
-    // forgotten the key, and would take it for a new one.
+    // saw it. A rejected one ran nothing: it is sent again. A record the
+    // server may have forgotten (forgettable) is only asked about: the
+    // server would take its key for a new operation.
     let request: RunRequest = op.status && !fresh && rec.status === 'open' ? 'status' : 'send';
-    if (expired(rec, clock.now())) {
+    if (forgettable(rec)) {
       if (!op.status) throw unknown();
       request = 'status';
     }
@@ -147,7 +162,7 @@ export function createRunner(o: RunnerOptions): Runner {
       emit(answerEvent(base, request, a));
       if (a.kind === 'payload' && a.payload === null && request === 'status') {
         // The server never saw the key: the operation never arrived. Send it, the same key.
-        if (expired(rec, clock.now())) throw unknown();
+        if (forgettable(rec)) throw unknown();
         request = 'send';
         since = clock.now();
         tries = 0;

@@ -10,6 +10,7 @@ export type {
   Capture,
   CaptureInput,
   CapturePayload,
+  CapturedCharge,
   CheckoutSession,
   CheckoutSessionInput,
   CheckoutSessionPayload,
@@ -19,19 +20,11 @@ export type {
   Void,
   VoidInput,
   VoidPayload,
-} from './merchant-documents.js';
+} from './merchant-types.js';
 export { fileKeyStore } from './filestore.js';
-export { createRunner, memoryKeyStore, NameInUseError, OperationRejectedError, OperationUnknownError, AbortError } from './index.js';
-export type {
-  KeyStore,
-  Operation,
-  OperationFailure,
-  OperationOutcome,
-  OperationPayload,
-  OperationRecord,
-  RetryOptions,
-  Runner,
-  RunnerEvent,
-  RunnerOptions,
-  RunOptions,
-} from './index.js';
+// What a merchant's server needs of the core beside them, so that it imports from one entry.
+export { memoryKeyStore, type KeyStore } from './keystore.js';
+export { AbortError } from './errors.js';
+export { NameInUseError, OperationRejectedError, OperationUnknownError } from './operation-errors.js';
+export type { OperationFailure, OperationOutcome, RunnerEvent, RunOptions } from './operation.js';
+export type { RetryOptions } from './types.js';

@@ -2,50 +2,48 @@
 // (with the key the return from the bank carries, when storage lost the
 // attempt), this tab getting the sender lock, and another tab's progress.
 import { expired, sameInput, type AttemptRecord } from './record.js';
-import type { MachineConfig, MachineEvent, Progress, Step, Effect } from './machine.js';
-import { ask, flags, openError, reply, rejectedResult, resend, same } from './steps.js';
-import type { ChargerState } from './types.js';
-
-const idle: ChargerState = { kind: 'idle' };
+import type { Effect, MachineConfig, MachineEvent, Progress, Step } from './machine-types.js';
+import { ask, freshRun, fromRecord, idle, openError, own, rejectedResult, reply, resend, same, sendable } from './steps.js';
+import type { ChargerState, IdleState, SendingState, SettledState, UnknownState } from './types.js';
 
 export function pay(s: ChargerState, e: Extract<MachineEvent, { type: 'Pay' }>, c: MachineConfig): Step {
   switch (s.kind) {
     case 'sending':
     case 'retrying':
-    case 'paused':
-    case 'processing':
-    case 'action':
+    case 'following':
       // Open in this tab (or followed from another): the same input waits for it, another is refused
       // (and so is any input for a key adopted without one).
-      return sameInput(s.input, e.input) ? same(s) : reply(s, openError(s.key));
+      return sameInput(s.attempt.input, e.input) ? same(s) : reply(s, openError(s.attempt.key));
     case 'unknown':
-      if (!sameInput(s.input, e.input)) return reply(s, openError(s.key));
-      return e.leader ? restart(s, e.now, c) : same({ ...s, remote: true });
+      if (!sameInput(s.attempt.input, e.input)) return reply(s, openError(s.attempt.key));
+      return e.leader ? restart(s, e.now, c) : same(follow(s));
     case 'settled':
     case 'rejected':
-      if (!sameInput(s.input, e.input)) {
-        return reply(s, { error: { type: 'state', state: s.kind, message: `attempt ${s.key} is ${s.kind}: reset() first` } });
+      if (!sameInput(s.attempt.input, e.input)) {
+        return reply(s, { error: { type: 'state', state: s.kind, message: `attempt ${s.attempt.key} is ${s.kind}: reset() first` } });
       }
-      return reply(s, s.kind === 'settled' ? { ok: s.outcome! } : rejectedResult(s));
+      return reply(s, s.kind === 'settled' ? { ok: s.outcome } : rejectedResult(s.attempt.key, s.error));
+    case 'idle':
+      // Waiting for another tab's word: the same input goes on waiting, another is refused (no key heard yet).
+      if (s.waiting) return sameInput(s.waiting, e.input) ? same(s) : reply(s, openError(''));
   }
   // idle: what storage holds, then a new attempt.
   const r = e.record;
   if (r?.status === 'open') {
     if (!sameInput(r.input, e.input)) return reply(s, openError(r.key));
-    const adopted = flags(s, { kind: 'unknown', key: r.key, input: r.input, expiresAt: r.expiresAt, nextAction: r.nextAction, attempt: 0 });
-    return e.leader ? restart(adopted, e.now, c, r) : same({ ...adopted, kind: 'sending', remote: true });
+    return adopt(s, r, e.leader, e.now, c);
   }
   if (r?.status === 'settled' && r.outcome?.status === 'SUCCEEDED' && sameInput(r.input, e.input)) {
-    const st = flags(s, { kind: 'settled', key: r.key, input: r.input, outcome: r.outcome, expiresAt: r.expiresAt });
-    return reply(st, { ok: r.outcome });
+    return reply(settledFrom(s, r, r.outcome), { ok: r.outcome });
   }
   if (!e.leader) {
     // Another tab holds the scope's sender lock: wait for its word, never mint.
-    return same(flags(s, { kind: 'sending', input: e.input, remote: true }));
+    const st: IdleState = { kind: 'idle', waiting: e.input, flags: { ...s.flags, follower: true }, paused: false };
+    return same(st);
   }
   const effects: Effect[] = r ? [{ type: 'Forget' }] : [];
   const record: AttemptRecord = { v: 1, key: e.key, scope: '', input: e.input, createdAt: e.now, status: 'open' };
-  const st = flags(s, { kind: 'sending', key: e.key, input: e.input, attempt: 1, since: e.now, tries: 1 });
+  const st: SendingState = { kind: 'sending', attempt: { key: e.key, input: e.input, sends: 1 }, run: freshRun(e.now), flags: s.flags, paused: false };
   effects.push({ type: 'Persist', record }, { type: 'Send', key: e.key, input: e.input, attempt: 1 });
   return { state: st, effects };
 }
@@ -53,12 +51,13 @@ export function pay(s: ChargerState, e: Extract<MachineEvent, { type: 'Pay' }>, 
 export function resume(s: ChargerState, e: Extract<MachineEvent, { type: 'Resume' }>, c: MachineConfig): Step {
   switch (s.kind) {
     case 'settled':
-      return reply(s, { ok: s.outcome! });
+      return reply(s, { ok: s.outcome });
     case 'rejected':
       return reply(s, { ok: null });
     case 'unknown':
-      return e.leader ? restart(s, e.now, c) : same({ ...s, remote: true });
+      return e.leader ? restart(s, e.now, c) : same(follow(s));
     case 'idle':
+      if (s.waiting) return same(s); // waits for another tab's attempt already
       break;
     default:
       return same(s); // already running: the caller waits for it
@@ -67,12 +66,30 @@ export function resume(s: ChargerState, e: Extract<MachineEvent, { type: 'Resume
   if (!r) {
     // Storage lost the attempt (another browser profile, storage cleared, a private window), but the
     // return from the bank names its key: follow it by asking only, with no input, so never chargeCard.
-    return e.returnKey ? ask(flags(s, { kind: 'idle', key: e.returnKey }), e.now, c) : reply(s, { ok: null });
+    return e.returnKey ? ask({ attempt: { key: e.returnKey, input: null, sends: 0 }, flags: s.flags }, c) : reply(s, { ok: null });
   }
-  const known = { key: r.key, input: r.input, expiresAt: r.expiresAt, nextAction: r.nextAction };
-  if (r.status === 'settled') return reply(flags(s, { kind: 'settled', ...known, outcome: r.outcome! }), { ok: r.outcome! });
-  const adopted = flags(s, { kind: 'unknown', ...known, attempt: 0 });
-  return e.leader ? restart(adopted, e.now, c, r) : same({ ...adopted, kind: 'sending', remote: true });
+  if (r.status === 'settled' && r.outcome) return reply(settledFrom(s, r, r.outcome), { ok: r.outcome });
+  return adopt(s, r, e.leader, e.now, c);
+}
+
+function settledFrom(s: ChargerState, r: AttemptRecord, outcome: SettledState['outcome']): SettledState {
+  return { kind: 'settled', attempt: fromRecord(r), outcome, flags: own(s.flags), paused: false };
+}
+
+/**
+ * Takes up the open attempt in storage: this tab runs it again when it
+ * holds the sender lock; else it shows it as sending while the tab that
+ * holds the lock (and sends it) has its say.
+ */
+function adopt(s: ChargerState, r: AttemptRecord, leader: boolean, now: number, c: MachineConfig): Step {
+  const attempt = fromRecord(r);
+  if (leader) return restart({ kind: 'unknown', attempt, flags: s.flags, paused: false }, now, c, r);
+  const st: SendingState = { kind: 'sending', attempt, run: { since: now, tries: 0 }, flags: { ...s.flags, follower: true }, paused: false };
+  return same(st);
+}
+
+function follow(s: UnknownState): UnknownState {
+  return { ...s, flags: { ...s.flags, follower: true } };
 }
 
 /**
@@ -83,46 +100,46 @@ export function resume(s: ChargerState, e: Extract<MachineEvent, { type: 'Resume
  * chargeCard would then start a new attempt. A key adopted without its
  * input is only ever asked about.
  */
-function restart(s: ChargerState, now: number, c: MachineConfig, rec?: AttemptRecord): Step {
-  const mine: ChargerState = { ...s, remote: false };
+function restart(s: UnknownState, now: number, c: MachineConfig, rec?: AttemptRecord): Step {
+  const mine: UnknownState = { ...s, flags: own(s.flags) };
   const effects: Effect[] = [];
   if (rec) effects.push({ type: 'Persist', record: rec }); // it may come from another tab's storage: keep it here too
-  if (!s.input || expired(s, now)) return ask(mine, now, c, ...effects);
-  return resend(mine, now, ...effects);
+  const a = s.attempt;
+  if (!sendable(a) || expired(a, now)) return ask(mine, c, ...effects);
+  return resend(mine, a, freshRun(now), ...effects);
 }
 
 export function leader(s: ChargerState, e: Extract<MachineEvent, { type: 'Leader' }>, c: MachineConfig): Step {
-  if (!s.remote || s.kind === 'settled' || s.kind === 'rejected' || s.kind === 'idle') return same(s);
-  if (s.key) {
-    // Take over the other tab's attempt by asking first: its final word may still be on its way here.
-    const effects: Effect[] = e.record?.key === s.key ? [{ type: 'Persist', record: e.record }] : [];
-    return ask(s, e.now, c, ...effects);
+  if (!s.flags.follower || s.kind === 'settled' || s.kind === 'rejected') return same(s);
+  if (s.kind === 'idle') {
+    // We never heard which key the other tab used: storage may know; else this tab starts the attempt.
+    if (!s.waiting) return same(s);
+    return pay(idle(s), { type: 'Pay', input: s.waiting, key: e.key, record: e.record, leader: true, now: e.now }, c);
   }
-  // We never heard which key the other tab used: storage may know; else this tab starts the attempt.
-  return pay(flags(s, idle), { type: 'Pay', input: s.input!, key: e.key, record: e.record, leader: true, now: e.now }, c);
+  // Take over the other tab's attempt by asking first: its final word may still be on its way here.
+  const effects: Effect[] = e.record?.key === s.attempt.key ? [{ type: 'Persist', record: e.record }] : [];
+  return ask(s, c, ...effects);
 }
 
 export function remote(s: ChargerState, p: Progress): Step {
   // This tab's own attempt is its own business; a tab that is idle, or waits on another, shows the other's.
-  if (!s.remote && s.kind !== 'idle') return same(s);
-  if (!p.key || !p.input) return same(s);
-  if (p.kind === 'idle') return same(s);
+  if (!s.flags.follower && s.kind !== 'idle') return same(s);
+  // A key adopted without its input is not an attempt to share.
+  if (p.attempt.input === null) return same(s);
   // An idle tab takes up another's attempt only while it is open: a final
   // one is over, and taking it would refuse this tab's next pay() until a
   // reset(), even a pay() made right after its own reset(), when the word
   // of the attempt it reset arrives late. A pay() of the same input still
   // finds the outcome in storage.
-  if (s.kind === 'idle' && (p.kind === 'settled' || p.kind === 'rejected')) return same(s);
-  const st: ChargerState = flags(s, { kind: p.kind, key: p.key, input: p.input, remote: true });
-  if (p.outcome) st.outcome = p.outcome;
-  if (p.error) st.error = p.error;
-  if (p.expiresAt) st.expiresAt = p.expiresAt;
-  if (p.nextAction) st.nextAction = p.nextAction;
+  if (s.kind === 'idle' && !s.waiting && (p.kind === 'settled' || p.kind === 'rejected')) return same(s);
+  // The other tab's state as it is there; this tab's own flags.
+  const st: ChargerState = { ...p, flags: { ...s.flags, follower: true } };
+  const mine = s.kind === 'idle' ? s.waiting : s.attempt.input;
+  const { key, expiresAt } = p.attempt;
   const effects: Effect[] = [];
-  if (s.remote && s.input && !sameInput(s.input, p.input)) effects.push({ type: 'Settle', result: openError(p.key) });
-  else if (p.kind === 'settled' && p.outcome) effects.push({ type: 'Settle', result: { ok: p.outcome } });
-  else if (p.kind === 'rejected' && p.error) effects.push({ type: 'Settle', result: rejectedResult(st) });
-  else if (p.kind === 'unknown') effects.push({ type: 'Settle', result: { error: { type: 'unknown', key: p.key, expiresAt: p.expiresAt } } });
+  if (s.flags.follower && mine && !sameInput(mine, p.attempt.input)) effects.push({ type: 'Settle', result: openError(key) });
+  else if (p.kind === 'settled') effects.push({ type: 'Settle', result: { ok: p.outcome } });
+  else if (p.kind === 'rejected') effects.push({ type: 'Settle', result: rejectedResult(key, p.error) });
+  else if (p.kind === 'unknown') effects.push({ type: 'Settle', result: { error: { type: 'unknown', key, expiresAt } } });
   return { state: st, effects };
 }
-

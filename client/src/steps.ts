@@ -1,71 +1,150 @@
-// What the transitions share: the small results and the state helpers.
-import type { Effect, MachineConfig, Progress, Result, Step } from './machine.js';
+// What the transitions share: the small results, and the few ways to make
+// a state out of another (each kind built whole, with exactly its fields).
+import type { Effect, MachineConfig, Result, Step } from './machine-types.js';
 import type { AttemptRecord } from './record.js';
-import type { ChargerState, Outcome, StateKind } from './types.js';
+import type {
+  Attempt,
+  ChargeCardInput,
+  ChargerFlags,
+  ChargerState,
+  FollowingState,
+  IdleState,
+  NextAction,
+  Outcome,
+  RetryingState,
+  Run,
+  SendableAttempt,
+  SendingState,
+  ServerError,
+  UnknownState,
+} from './types.js';
 
-export function unknown(s: ChargerState): Step {
-  const st: ChargerState = { ...strip(s), error: s.error, kind: 'unknown' };
-  const result: Result = { error: { type: 'unknown', key: s.key!, expiresAt: s.expiresAt } };
+/** The kinds an open attempt of this tab's waits in. */
+export type Open = SendingState | RetryingState | FollowingState;
+
+/** idle, with s's offline and hidden flags: an idle tab follows no other. */
+export function idle(s: ChargerState): IdleState {
+  return { kind: 'idle', flags: own(s.flags), paused: false };
+}
+
+/** flags of a tab that leads its own attempt. */
+export function own(flags: ChargerFlags): ChargerFlags {
+  return { ...flags, follower: false };
+}
+
+/** s with some of its flags changed. */
+export function withFlags<S extends ChargerState>(s: S, change: Partial<ChargerFlags>): S {
+  return { ...s, flags: { ...s.flags, ...change } };
+}
+
+/** The attempt with nextAction as given (none when undefined): a new one, or none once it ended. */
+export function withAction(a: Attempt, nextAction: NextAction | undefined): Attempt {
+  const { key, input, expiresAt, sends } = a;
+  return { key, input, sends, ...(expiresAt !== undefined && { expiresAt }), ...(nextAction && { nextAction }) };
+}
+
+/** The attempt with the server's expiresAt, when it gave one. */
+export function expiring<A extends Attempt>(a: A, expiresAt: string | null | undefined): A {
+  return expiresAt ? { ...a, expiresAt } : a;
+}
+
+export function sendable(a: Attempt): a is SendableAttempt {
+  return a.input !== null;
+}
+
+/** The state's attempt's key; undefined when idle. */
+export function keyOf(s: ChargerState): string | undefined {
+  return s.kind === 'idle' ? undefined : s.attempt.key;
+}
+
+/** What the state's attempt charges (a waiting pay()'s input while idle). */
+export function inputOf(s: ChargerState): ChargeCardInput | undefined {
+  return s.kind === 'idle' ? s.waiting : (s.attempt.input ?? undefined);
+}
+
+/** The attempt stored in r, as this page takes it up: nothing sent from here yet. */
+export function fromRecord(r: AttemptRecord): SendableAttempt {
+  return { key: r.key, input: r.input, sends: 0, ...(r.expiresAt && { expiresAt: r.expiresAt }), ...(r.nextAction && { nextAction: r.nextAction }) };
+}
+
+/** A stream is open (or opening) for s: it must be closed when s ends or pauses. */
+export function streaming(s: ChargerState): boolean {
+  return s.kind === 'following' && !s.paused && s.live !== 'poll';
+}
+
+export function unknown(s: Open, error: ServerError | undefined = s.error): Step {
+  const { key, expiresAt } = s.attempt;
+  const st: UnknownState = { kind: 'unknown', attempt: s.attempt, ...(error && { error }), flags: s.flags, paused: false };
   const effects: Effect[] = [{ type: 'ClearTimer' }];
-  if (following(s.kind) && s.live !== 'poll') effects.push({ type: 'Unsubscribe' });
-  effects.push({ type: 'Emit', event: { type: 'unknown', key: s.key!, expiresAt: s.expiresAt } }, { type: 'Settle', result });
+  if (streaming(s)) effects.push({ type: 'Unsubscribe' });
+  effects.push({ type: 'Emit', event: { type: 'unknown', key, expiresAt } }, { type: 'Settle', result: { error: { type: 'unknown', key, expiresAt } } });
   return { state: st, effects };
 }
 
-export function openError(key: string | undefined): Result {
-  return { error: { type: 'open', key: key ?? '' } };
+/** key names the open attempt; '' while this tab has not heard which key another tab's attempt has. */
+export function openError(key: string): Result {
+  return { error: { type: 'open', key } };
 }
 
-export function rejectedResult(s: ChargerState): Result {
-  return { error: { type: 'rejected', key: s.key!, error: s.error! } };
+export function rejectedResult(key: string, error: ServerError): Result {
+  return { error: { type: 'rejected', key, error } };
 }
 
-/**
- * chargeCard once more with the attempt's own key and input. fresh: the
- * time a new run of sends begins (its budget starts then); without it,
- * one more try of the current run.
- */
-export function resend(s: ChargerState, fresh: number | undefined, ...before: Effect[]): Step {
-  const attempt = (s.attempt ?? 0) + 1;
-  const run = fresh === undefined ? { tries: (s.tries ?? 1) + 1 } : { since: fresh, tries: 1 };
-  return {
-    state: { ...strip(s), error: s.error, kind: 'sending', attempt, ...run },
-    effects: [...before, { type: 'Send', key: s.key!, input: s.input!, attempt }],
-  };
+/** The next try of the same run. */
+export function nextTry(r: Run): Run {
+  return { since: r.since, tries: r.tries + 1 };
+}
+
+/** A new run of sends, its budget starting now. */
+export function freshRun(now: number): Run {
+  return { since: now, tries: 1 };
+}
+
+/** chargeCard once more with the attempt's own key and input, in run. s gives the flags and the last error. */
+export function resend(s: { flags: ChargerFlags; error?: ServerError | undefined }, a: SendableAttempt, run: Run, ...before: Effect[]): Step {
+  const attempt: SendableAttempt = { ...a, sends: a.sends + 1 };
+  const st: SendingState = { kind: 'sending', attempt, run, ...(s.error && { error: s.error }), flags: s.flags, paused: false };
+  return { state: st, effects: [...before, { type: 'Send', key: a.key, input: a.input, attempt: attempt.sends }] };
 }
 
 /**
  * Follows s's key by asking chargeStatus at once, then polling: where
  * chargeCard must not go (the server may have forgotten the key; a key
  * adopted without its input) or need not (another tab's attempt, taken
- * over). While the shopper must authenticate, that stays the kind.
+ * over). A nextAction stays: the shopper still authenticates.
  */
-export function ask(s: ChargerState, now: number, c: MachineConfig, ...before: Effect[]): Step {
-  const st: ChargerState = { ...strip(s), kind: s.nextAction ? 'action' : 'processing', live: 'poll', checks: 0, pollMs: c.pollMs, since: now, tries: 1 };
-  delete st.remote;
-  return { state: st, effects: [...before, { type: 'AskStatus', key: s.key! }] };
-}
-
-/** The kinds that follow a PROCESSING attempt: live, or by polling chargeStatus. */
-export function following(k: StateKind | ChargerState['pausedFrom']): k is 'processing' | 'action' {
-  return k === 'processing' || k === 'action';
-}
-
-/** s follows a PROCESSING attempt, or did until it paused. */
-export function followed(s: ChargerState): boolean {
-  return following(s.kind) || (s.kind === 'paused' && following(s.pausedFrom));
+export function ask(s: { attempt: Attempt; flags: ChargerFlags }, c: MachineConfig, ...before: Effect[]): Step {
+  const st: FollowingState = {
+    kind: 'following',
+    attempt: s.attempt,
+    live: 'poll',
+    liveOpen: false,
+    checks: 0,
+    pollMs: c.pollMs,
+    retryInMs: null,
+    flags: own(s.flags),
+    paused: false,
+  };
+  return { state: st, effects: [...before, { type: 'AskStatus', key: s.attempt.key }] };
 }
 
 /**
- * The Persist effect for s's attempt. None for a key adopted without its
+ * The Persist effect for the attempt. None for a key adopted without its
  * input: it is only ever asked about, and a record must hold what a
  * restart would send.
  */
-export function persist(s: ChargerState, r: { status: 'open' } | { status: 'settled'; outcome: Outcome }): Effect[] {
-  if (!s.input) return [];
-  const record: AttemptRecord = { v: 1, key: s.key!, scope: '', input: s.input, createdAt: 0, ...r };
-  if (s.expiresAt) record.expiresAt = s.expiresAt;
-  if (s.nextAction) record.nextAction = s.nextAction;
+export function persist(a: Attempt, r: { status: 'open' } | { status: 'settled'; outcome: Outcome }): Effect[] {
+  if (!sendable(a)) return [];
+  const record: AttemptRecord = {
+    v: 1,
+    key: a.key,
+    scope: '',
+    input: a.input,
+    createdAt: 0,
+    ...r,
+    ...(a.expiresAt && { expiresAt: a.expiresAt }),
+    ...(a.nextAction && { nextAction: a.nextAction }),
+  };
   return [{ type: 'Persist', record }];
 }
 
@@ -75,26 +154,4 @@ export function same(s: ChargerState): Step {
 
 export function reply(s: ChargerState, result: Result): Step {
   return { state: s, effects: [{ type: 'Reply', result }] };
-}
-
-const kept = ['key', 'input', 'expiresAt', 'nextAction', 'attempt', 'since', 'tries', 'remote', 'offline', 'hidden'] as const;
-
-/** The attempt's identity and the tab's flags, without the bookkeeping of the state it leaves. */
-export function strip(s: ChargerState): ChargerState {
-  return pick(s, kept, { kind: s.kind });
-}
-
-/** next, with the tab's offline and hidden flags carried over from s. */
-export function flags(s: ChargerState, next: ChargerState): ChargerState {
-  return pick(s, ['offline', 'hidden'], { ...next });
-}
-
-/** into, with the fields of from named in keys that are set. */
-function pick<T extends object, K extends keyof ChargerState>(from: ChargerState, keys: readonly K[], into: T): T {
-  for (const k of keys) if (from[k] !== undefined && from[k] !== false) (into as Record<string, unknown>)[k] = from[k];
-  return into;
-}
-
-export function progressOf(s: ChargerState): Progress {
-  return pick(s, ['key', 'input', 'outcome', 'error', 'expiresAt', 'nextAction'], { kind: s.kind });
 }

@@ -11,8 +11,6 @@ export interface SafeStorage {
   get(k: string): string | null;
   set(k: string, v: string): void;
   remove(k: string): void;
-  /** Whether other tabs see it: localStorage, or a storage the caller says is shared. */
-  readonly shared: boolean;
 }
 
 /** The storage spec as a SafeStorage; onFallback hears, once, why memory is used instead. */
@@ -39,7 +37,6 @@ export function resolveStorage(spec: StorageSpec | undefined, onFallback: (reaso
     }
   };
   return {
-    shared: spec === 'local',
     get(k) {
       let v: string | null = memory.get(k) ?? null;
       if (!memory.has(k)) attempt('getItem', (s) => (v = s.getItem(k)));

@@ -1,7 +1,7 @@
 // What the two live transports share (sse.ts, ws.ts): the subscription's
 // document, reading one of its results, and handlers that end once. Loaded
 // with them, only when an attempt is PROCESSING and followed live.
-import { result } from './transport.js';
+import { chargeUpdatedDocument } from './generated/operations.js';
 import type { ChargePayload } from './types.js';
 
 export interface LiveHandlers {
@@ -26,12 +26,7 @@ export interface GraphQLResult {
   errors?: { message?: string; extensions?: { code?: string } }[];
 }
 
-export const subscription = {
-  operationName: 'ChargeUpdated',
-  query: `subscription ChargeUpdated($idempotencyKey: String!, $checkoutSession: String) {
-  chargeUpdated(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) { ${result} }
-}`,
-};
+export const subscription = { operationName: 'ChargeUpdated', query: chargeUpdatedDocument };
 
 /** The first error's code (or message), or fallback. */
 export function why(errors: GraphQLResult['errors'], fallback: string): string {

@@ -28,19 +28,6 @@ export const retryableCodes: ReadonlySet<string> = new Set([...nothingRanCodes, 
 /** A request unanswered after this long is a lost one. */
 export const requestTimeoutMsDefault = 30_000;
 
-export const result = `idempotencyKey status replayed retryAfterMs expiresAt
-  charge { id amount currency orderId providerChargeId createdAt captureStatus amountCaptured amountCapturable authorizationExpiresAt }
-  failure { code message }
-  nextAction { type url expiresAt }`;
-
-export const chargeCardDocument = `mutation ChargeCard($idempotencyKey: String!, $input: ChargeCardInput!) {
-  chargeCard(idempotencyKey: $idempotencyKey, input: $input) { ${result} }
-}`;
-
-export const chargeStatusDocument = `query ChargeStatus($idempotencyKey: String!, $checkoutSession: String) {
-  chargeStatus(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) { ${result} }
-}`;
-
 export interface GraphQLRequest {
   operationName: string;
   query: string;

@@ -114,73 +114,169 @@ export interface ServerError {
   extensions?: Record<string, unknown>;
 }
 
-export type StateKind =
-  /** No attempt. pay() starts one. */
-  | 'idle'
-  /** chargeCard is on the wire. */
-  | 'sending'
-  /** No answer (or a busy server): waiting retryInMs before sending the same key again. */
-  | 'retrying'
-  /** Offline, or hidden while waiting: nothing is sent and no budget is spent until it comes back. */
-  | 'paused'
-  /** The server said PROCESSING: followed live (SSE, websocket) or by polling chargeStatus. */
-  | 'processing'
-  /** The shopper must authenticate: see nextAction; handleNextAction() takes them there. Followed as processing is. */
-  | 'action'
-  /** Retries spent, or expiresAt passed, without an answer. Resumable with the same key; never a new one. */
-  | 'unknown'
-  /** SUCCEEDED or FAILED: see outcome. */
-  | 'settled'
-  /** The server refused the request without running it: see error. */
-  | 'rejected';
-
 /** How a PROCESSING attempt is being followed. */
 export type LiveMode = 'sse' | 'ws' | 'poll';
 
-/** Where the charger is. Rendering only draws this. */
-export interface ChargerState {
-  kind: StateKind;
-  /** The attempt's idempotency key, once minted. */
-  key?: string;
-  /** What the attempt charges: frozen while the attempt is open. */
-  input?: ChargeCardInput;
-  outcome?: Outcome;
-  /** Why it was rejected, or the last error seen while its outcome is unknown. */
-  error?: ServerError;
-  /** When retrying or polling: how long until the next request. */
-  retryInMs?: number;
-  /** chargeCard sends so far for this attempt (1 for the first). */
-  attempt?: number;
+/**
+ * The page around the attempt: signals from the environment, not kinds of
+ * the attempt. Every state carries them.
+ */
+export interface ChargerFlags {
+  /** navigator.onLine said false, and no online event has come since. */
+  offline: boolean;
+  /** The page is hidden (visibilitychange). */
+  hidden: boolean;
+  /**
+   * Another tab leads this scope's attempt: this one shows that tab's
+   * progress, sends nothing, and takes the attempt over (by asking
+   * chargeStatus first) if that tab goes away.
+   */
+  follower: boolean;
+}
+
+/** The attempt a state is about: the same key from the first send to the outcome. */
+export interface Attempt {
+  /** The idempotency key. */
+  key: string;
+  /**
+   * What the attempt charges, frozen while it is open. null only for a key
+   * adopted from the return address (chargeonce_key) after storage lost the
+   * attempt: its input was never known here, so it is only ever asked about
+   * (chargeStatus), never sent.
+   */
+  input: ChargeCardInput | null;
   /** When the server may forget the attempt's stored result. */
   expiresAt?: string;
-  /** paused: why. */
-  pausedBy?: 'offline' | 'hidden';
-  /** The kind to go back to when the pause ends. */
-  pausedFrom?: 'retrying' | 'processing' | 'action' | 'unknown';
   /**
-   * action: where the shopper authenticates. Also kept while an attempt
-   * that waited for it is sent again (after a reload, on the return from
-   * the bank), until the server's answer says what holds now.
+   * Where the shopper authenticates (3-D Secure), as the server last said:
+   * set while the state is following and the shopper must act
+   * (handleNextAction() takes them there); also kept while an attempt that
+   * waited for it is sent again after a reload or the return from the bank,
+   * until the server's answer says what holds now. Persisted with the key.
    */
   nextAction?: NextAction;
-  /** processing, action: how it is followed right now ('poll' once a stream failed). */
-  live?: LiveMode;
-  /** navigator.onLine said false, and no online event has come since. */
-  offline?: boolean;
-  /** The page is hidden (visibilitychange). */
-  hidden?: boolean;
-  /** The attempt is driven by another tab; this one only shows its progress. */
-  remote?: boolean;
-  /** Bookkeeping for the retry budget: when the current run of sends began, and how many were made. */
-  since?: number;
-  tries?: number;
-  /** processing: chargeStatus questions asked so far. */
-  checks?: number;
-  /** processing: the stream has answered at least once. */
-  liveOpen?: boolean;
-  /** processing: the server's pace. */
-  pollMs?: number;
+  /** chargeCard sends of the attempt by this page so far (1 for the first; 0 before any). */
+  sends: number;
 }
+
+/** An attempt whose input is known: the only kind that is ever sent. */
+export type SendableAttempt = Attempt & { input: ChargeCardInput };
+
+/**
+ * One run of chargeCard sends, which the retry budget bounds: budgetMs from
+ * since, maxAttempts tries. Coming back online or visible, and resume(),
+ * start a new run.
+ */
+export interface Run {
+  since: number;
+  tries: number;
+}
+
+/** No attempt. pay() or resume() starts one. */
+export interface IdleState {
+  kind: 'idle';
+  /**
+   * A pay() of this input waits for another tab's attempt of the scope
+   * (flags.follower), whose key this tab has not heard yet; its word, or
+   * the scope's sender lock, moves the state on.
+   */
+  waiting?: ChargeCardInput;
+  flags: ChargerFlags;
+  paused: false;
+}
+
+/** chargeCard is on the wire: attempt.sends is this send's number. */
+export interface SendingState {
+  kind: 'sending';
+  attempt: SendableAttempt;
+  run: Run;
+  /** The last error answered for the attempt while its outcome is open; unknown shows it. */
+  error?: ServerError;
+  flags: ChargerFlags;
+  paused: false;
+}
+
+/** No answer, or a busy server: the same key goes again in retryInMs. */
+export interface RetryingState {
+  kind: 'retrying';
+  attempt: SendableAttempt;
+  run: Run;
+  /** The wait before the next send; null while paused (back online or visible sends at once). */
+  retryInMs: number | null;
+  /** Why: 'network' (no GraphQL answer), or the error's code. */
+  cause: string;
+  /** The last error answered for the attempt while its outcome is open. */
+  error?: ServerError;
+  flags: ChargerFlags;
+  /** Offline, or hidden: nothing is sent and no budget is spent until the page is back. */
+  paused: boolean;
+}
+
+/**
+ * The server said PROCESSING: the key is followed over the live channel,
+ * or by polling chargeStatus, never sent again. While the shopper must
+ * authenticate, attempt.nextAction says where.
+ */
+export interface FollowingState {
+  kind: 'following';
+  attempt: Attempt;
+  /** How it is followed right now: 'poll' once a stream failed or said nothing in time. */
+  live: LiveMode;
+  /** The stream has answered at least once. */
+  liveOpen: boolean;
+  /** chargeStatus questions asked so far. */
+  checks: number;
+  /** The server's pace (its retryAfterMs). */
+  pollMs: number;
+  /** How long until the next chargeStatus: 0 while one is asked; null while none is planned (a stream's first word is awaited, or paused). */
+  retryInMs: number | null;
+  /** The last error answered for the attempt while its outcome is open. */
+  error?: ServerError;
+  flags: ChargerFlags;
+  /** Offline, or hidden while polling: nothing is asked until the page is back. */
+  paused: boolean;
+}
+
+/** Retries spent, or expiresAt passed, without an answer: it may or may not have charged. Resumable with the same key; never a new one. */
+export interface UnknownState {
+  kind: 'unknown';
+  attempt: Attempt;
+  /** The last error answered, if any. */
+  error?: ServerError;
+  flags: ChargerFlags;
+  paused: false;
+}
+
+/** SUCCEEDED or FAILED. */
+export interface SettledState {
+  kind: 'settled';
+  attempt: Attempt;
+  outcome: Outcome;
+  flags: ChargerFlags;
+  paused: false;
+}
+
+/** The server refused the request without running it: nothing was charged under the key. */
+export interface RejectedState {
+  kind: 'rejected';
+  attempt: Attempt;
+  error: ServerError;
+  flags: ChargerFlags;
+  paused: false;
+}
+
+/**
+ * Where the charger is: a union on kind, each kind with exactly its
+ * fields, and the page's flags beside it. paused is true only in retrying
+ * and following (a waiting kind), while offline or hidden; it is not a
+ * kind. Rendering only draws this.
+ */
+export type ChargerState = IdleState | SendingState | RetryingState | FollowingState | UnknownState | SettledState | RejectedState;
+
+export type StateKind = ChargerState['kind'];
+
+/** A state with an attempt: every kind but idle. */
+export type AttemptState = Exclude<ChargerState, IdleState>;
 
 /** Web Storage, as far as the charger needs it. */
 export interface KeyValueStorage {

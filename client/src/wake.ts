@@ -2,7 +2,7 @@
 // visibilitychange, and pageshow from the back/forward cache. The charger
 // loads this file with import() when it is created where there are events
 // to hear (a page); a server never loads it.
-import type { MachineEvent } from './machine.js';
+import type { MachineEvent } from './machine-types.js';
 import type { ChargerEnvironment } from './page.js';
 
 /** Feeds online, offline, visibilitychange and pageshow to dispatch; returns what stops listening. */

@@ -1,5 +1,5 @@
 // The charger through customer authentication (3-D Secure), against a
-// fake chargeonce: pay() → action → handleNextAction() → the bank → the
+// fake chargeonce: pay() → following with a nextAction → handleNextAction() → the bank → the
 // return to the returnUrl with chargeonce_key → resume() → the outcome,
 // with one key and one charge, whether storage kept the attempt or not.
 import { describe, expect, it, vi } from 'vitest';
@@ -14,12 +14,13 @@ const make = chargersPerTest({ environment: { random: () => 0.5, navigate: () =>
 
 /** The address the provider sends the shopper back to. */
 const back = (key: string) => ({ search: `?order=42&${returnKeyParam}=${encodeURIComponent(key)}` });
-/** The kinds the state went through, each once per stay. */
-const kinds = (states: ChargerState[]) => states.map((s) => s.kind).filter((k, i, all) => k !== all[i - 1]);
+/** The kinds the state went through, each once per stay; following while the shopper must authenticate is 'following+nextAction'. */
+const kinds = (states: ChargerState[]) =>
+  states.map((s) => (s.kind === 'following' && s.attempt.nextAction ? 'following+nextAction' : s.kind)).filter((k, i, all) => k !== all[i - 1]);
 const ops = (server: FakeServer) => server.requests.map((r) => `${r.operationName} ${r.variables.idempotencyKey}`);
 
 describe('customer authentication (3-D Secure)', () => {
-  it('pay() → action with nextAction and an action event; handleNextAction() navigates once the record is in storage', async () => {
+  it('pay() → following with a nextAction and an action event; handleNextAction() navigates once the record is in storage', async () => {
     const server = new FakeServer();
     server.script = ['action'];
     const storage = new MemoryStorage();
@@ -28,7 +29,7 @@ describe('customer authentication (3-D Secure)', () => {
     const { c, events } = make(server, { storage, environment: { navigate } });
     void c.pay(card);
     await vi.advanceTimersByTimeAsync(0);
-    expect(c.state).toMatchObject({ kind: 'action', key: 'key-1', nextAction: { type: 'REDIRECT', url: challengeUrl('key-1'), expiresAt: challengeExpiresAt } });
+    expect(c.state).toMatchObject({ kind: 'following', attempt: { key: 'key-1', nextAction: { type: 'REDIRECT', url: challengeUrl('key-1'), expiresAt: challengeExpiresAt } } });
     expect(events.find((e) => e.type === 'action')).toEqual({ type: 'action', key: 'key-1', url: challengeUrl('key-1') });
 
     c.handleNextAction();
@@ -51,11 +52,11 @@ describe('customer authentication (3-D Secure)', () => {
     expect(assign).toHaveBeenCalledExactlyOnceWith(challengeUrl('key-1'));
   });
 
-  it('handleNextAction() outside action throws ChargerStateError and goes nowhere', async () => {
+  it('handleNextAction() without a nextAction to follow throws ChargerStateError and goes nowhere', async () => {
     const navigate = vi.fn();
     const { c } = make(new FakeServer(), { environment: { navigate } });
     expect(() => c.handleNextAction()).toThrow(ChargerStateError);
-    expect(() => c.handleNextAction()).toThrow('handleNextAction() needs state action (the shopper must authenticate); the charger is idle');
+    expect(() => c.handleNextAction()).toThrow('handleNextAction() needs a nextAction to follow (the shopper must authenticate); the charger is idle');
     await c.pay(card);
     expect(() => c.handleNextAction()).toThrow(expect.objectContaining({ name: 'ChargerStateError', state: 'settled' }) as Error);
     c.close();
@@ -63,22 +64,23 @@ describe('customer authentication (3-D Secure)', () => {
     expect(navigate).not.toHaveBeenCalled();
   });
 
-  it('in action the attempt is polled at retryAfterMs: an authentication elsewhere settles it, with no second chargeCard', async () => {
+  it('while the shopper authenticates the attempt is polled at retryAfterMs: an authentication elsewhere settles it, with no second chargeCard', async () => {
     const server = new FakeServer();
     server.script = ['action'];
     const { c, states } = make(server);
     const paid = c.pay(card);
     await vi.advanceTimersByTimeAsync(0);
     await vi.advanceTimersByTimeAsync(500);
-    expect(c.state).toMatchObject({ kind: 'action', checks: 1 });
+    expect(c.state).toMatchObject({ kind: 'following', checks: 1, attempt: { nextAction: { url: challengeUrl('key-1') } } });
     server.authenticated('key-1');
     await vi.advanceTimersByTimeAsync(500);
-    expect(c.state.kind).toBe('processing');
+    expect(c.state.kind).toBe('following');
+    expect(c.state.kind === 'following' && c.state.attempt.nextAction).toBeUndefined();
     server.finish('key-1');
     await vi.advanceTimersByTimeAsync(500);
     await expect(paid).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'key-1' });
     expect(ops(server)).toEqual(['ChargeCard key-1', 'ChargeStatus key-1', 'ChargeStatus key-1', 'ChargeStatus key-1']);
-    expect(kinds(states)).toEqual(['sending', 'action', 'processing', 'settled']);
+    expect(kinds(states)).toEqual(['sending', 'following+nextAction', 'following', 'settled']);
   });
 
   it('authentication_failed ends FAILED like a decline; reset() then a new key', async () => {
@@ -94,13 +96,13 @@ describe('customer authentication (3-D Secure)', () => {
     await expect(c.pay(card)).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'key-2' });
   });
 
-  it('in action: pay() with the same input waits for the outcome, another input is refused, reset() throws', async () => {
+  it('while the shopper authenticates: pay() with the same input waits for the outcome, another input is refused, reset() throws', async () => {
     const server = new FakeServer();
     server.script = ['action'];
     const { c, mintKey } = make(server);
     const first = c.pay(card);
     await vi.advanceTimersByTimeAsync(0);
-    expect(c.state.kind).toBe('action');
+    expect(kinds([c.state])).toEqual(['following+nextAction']);
     const again = c.pay({ ...card });
     const err = await c.pay({ paymentMethod: 'pm_card_mastercard' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AttemptOpenError);
@@ -114,7 +116,7 @@ describe('customer authentication (3-D Secure)', () => {
     expect(mintKey).toHaveBeenCalledTimes(1);
   });
 
-  it('a reload in action restarts with the same key and input, shows nextAction at once, and is action again', async () => {
+  it('a reload while the shopper authenticates restarts with the same key and input, shows nextAction at once, and follows it again', async () => {
     const server = new FakeServer();
     server.script = ['action'];
     const storage = new MemoryStorage();
@@ -126,8 +128,8 @@ describe('customer authentication (3-D Secure)', () => {
     const second = make(server, { storage });
     const resumed = second.c.resume();
     await vi.advanceTimersByTimeAsync(0);
-    expect(second.states[0]).toMatchObject({ kind: 'sending', key: 'key-1', nextAction: { url: challengeUrl('key-1') } });
-    expect(second.c.state).toMatchObject({ kind: 'action', key: 'key-1' });
+    expect(second.states[0]).toMatchObject({ kind: 'sending', attempt: { key: 'key-1', nextAction: { url: challengeUrl('key-1') } } });
+    expect(second.c.state).toMatchObject({ kind: 'following', attempt: { key: 'key-1', nextAction: { url: challengeUrl('key-1') } } });
     expect(server.chargeCards.map((r) => r.variables)).toEqual([server.chargeCards[0]!.variables, server.chargeCards[0]!.variables]);
     server.finish('key-1');
     await vi.advanceTimersByTimeAsync(500);
@@ -176,7 +178,7 @@ describe('the return from the bank', () => {
     expect(after.mintKey).not.toHaveBeenCalled();
   });
 
-  it('storage lost and the shopper not done: the adopted key is followed through action and processing, never with chargeCard', async () => {
+  it('storage lost and the shopper not done: the adopted key is followed with its nextAction and without, never with chargeCard', async () => {
     const server = new FakeServer();
     await toTheBank(server);
 
@@ -184,13 +186,14 @@ describe('the return from the bank', () => {
     const after = make(server, { storage: new MemoryStorage(), environment: { location: back('key-1'), navigate } });
     const resumed = after.c.resume();
     await vi.advanceTimersByTimeAsync(0);
-    expect(after.c.state).toMatchObject({ kind: 'action', key: 'key-1', nextAction: { url: challengeUrl('key-1') } });
+    expect(after.c.state).toMatchObject({ kind: 'following', attempt: { key: 'key-1', input: null, nextAction: { url: challengeUrl('key-1') } } });
     await expect(after.c.pay(card)).rejects.toMatchObject({ name: 'AttemptOpenError', key: 'key-1' });
     after.c.handleNextAction();
     expect(navigate).toHaveBeenCalledExactlyOnceWith(challengeUrl('key-1'));
     server.authenticated('key-1');
     await vi.advanceTimersByTimeAsync(1_000);
-    expect(after.c.state.kind).toBe('processing');
+    expect(after.c.state.kind).toBe('following');
+    expect(after.c.state.kind === 'following' && after.c.state.attempt.nextAction).toBeUndefined();
     server.finish('key-1', 'FAILED', 'authentication_failed');
     await vi.advanceTimersByTimeAsync(1_000);
     await expect(resumed).resolves.toMatchObject({ status: 'FAILED', key: 'key-1', failure: { code: 'authentication_failed' } });
@@ -202,7 +205,7 @@ describe('the return from the bank', () => {
     const server = new FakeServer();
     const { c, mintKey } = make(server, { environment: { location: back('someone-elses-key') } });
     await expect(c.resume()).resolves.toBeNull();
-    expect(c.state).toEqual({ kind: 'idle' });
+    expect(c.state).toEqual({ kind: 'idle', flags: { offline: false, hidden: false, follower: false }, paused: false });
     expect(ops(server)).toEqual(['ChargeStatus someone-elses-key']);
     expect(mintKey).not.toHaveBeenCalled();
   });

@@ -199,7 +199,7 @@ describe('createCharger against a fake chargeonce', () => {
     const { c, states } = make(server);
     const p = c.pay(card);
     await vi.advanceTimersByTimeAsync(0);
-    expect(c.state).toMatchObject({ kind: 'processing', live: 'poll' });
+    expect(c.state).toMatchObject({ kind: 'following', live: 'poll' });
     await vi.advanceTimersByTimeAsync(500);
     const status = server.requests.filter((r) => r.operationName === 'ChargeStatus');
     expect(status).toHaveLength(1);
@@ -208,7 +208,7 @@ describe('createCharger against a fake chargeonce', () => {
     await vi.advanceTimersByTimeAsync(500);
     await expect(p).resolves.toMatchObject({ status: 'SUCCEEDED' });
     expect(server.chargeCards).toHaveLength(1);
-    expect(states.some((s) => s.kind === 'processing')).toBe(true);
+    expect(states.some((s) => s.kind === 'following')).toBe(true);
   });
 
   it('offline pauses the retries; online sends at once', async () => {
@@ -224,10 +224,10 @@ describe('createCharger against a fake chargeonce', () => {
     expect(c.state.kind).toBe('retrying');
     win.onLine = false;
     win.fire('offline');
-    expect(c.state).toMatchObject({ kind: 'paused', pausedBy: 'offline' });
+    expect(c.state).toMatchObject({ kind: 'retrying', paused: true, flags: { offline: true } });
     await vi.advanceTimersByTimeAsync(60_000);
     expect(server.chargeCards).toHaveLength(1);
-    expect(c.state.kind).toBe('paused'); // never fails while offline
+    expect(c.state).toMatchObject({ kind: 'retrying', paused: true }); // never fails while offline
     win.onLine = true;
     win.fire('online');
     expect(server.chargeCards).toHaveLength(2);
@@ -244,7 +244,7 @@ describe('createCharger against a fake chargeonce', () => {
     void c.pay(card).catch(() => {});
     await vi.dynamicImportSettled(); // the page events load apart, before the first send
     await vi.advanceTimersByTimeAsync(0);
-    expect(c.state.kind).toBe('paused');
+    expect(c.state).toMatchObject({ kind: 'retrying', paused: true, flags: { offline: true } });
   });
 
   it('pageshow from the back/forward cache re-checks at once', async () => {
@@ -308,5 +308,19 @@ describe('createCharger against a fake chargeonce', () => {
     await c.pay(card);
     expect(JSON.parse(seen!)).toMatchObject({ key: 'key-1', status: 'open', scope: 'cs_test_secret', input: { paymentMethod: 'pm_card_visa' } });
     expect(JSON.parse([...storage.map.values()][0]!)).toMatchObject({ status: 'settled', expiresAt: '2099-01-01T00:00:00Z' });
+  });
+
+  it('without mintKey a new key is crypto.randomUUID(); without randomUUID (outside a secure context) pay() rejects before anything is stored or sent', async () => {
+    const server = new FakeServer();
+    const { c } = make(server, { mintKey: undefined });
+    const outcome = await c.pay(card);
+    expect(outcome.key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+    vi.stubGlobal('crypto', { getRandomValues: (b: Uint8Array) => b });
+    const storage = new MemoryStorage();
+    const insecure = make(server, { mintKey: undefined, storage, session: 'cs_other' });
+    await expect(insecure.c.pay(card)).rejects.toThrow('crypto.randomUUID is missing (a page outside a secure context?): pass mintKey to createCharger');
+    expect(storage.map.size).toBe(0);
+    expect(server.chargeCards).toHaveLength(1);
   });
 });

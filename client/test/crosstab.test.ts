@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createCharger, type Charger, type ChargerOptions } from '../src/charger.js';
-import { createCrossTab } from '../src/crosstab.js';
-import { lease, storageChannel } from '../src/lease.js';
 import { AttemptOpenError } from '../src/errors.js';
+import type { ChargerEvent } from '../src/events.js';
+import type { ChargerState } from '../src/types.js';
+import { keyOf } from '../src/steps.js';
 import { challengeUrl, FakeLocks, FakeServer, MemoryStorage } from './fakes.js';
 
 const card = { paymentMethod: 'pm_card_visa' };
@@ -25,7 +26,7 @@ function tab(server: FakeServer, locks: FakeLocks, over: Partial<ChargerOptions>
     fetch: server.fetch,
     mintKey: () => `${name}-key-${++n}`,
     retry: { baseMs: 10, capMs: 20 },
-    environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, shared: null },
+    environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel },
     ...over,
   });
   tabs.push(c);
@@ -49,8 +50,8 @@ async function secondTabFollows(server: FakeServer, a: ReturnType<typeof tab>, b
   const pa = a.pay(card);
   await until(() => server.chargeCards.length === 1);
   const pb = b.pay(card);
-  await until(() => b.state.key === 'tab1-key-1');
-  expect(b.state.remote).toBe(true);
+  await until(() => keyOf(b.state) === 'tab1-key-1');
+  expect(b.state.flags.follower).toBe(true);
   open();
   const [oa, ob] = await Promise.all([pa, pb]);
   expect(ob).toEqual(oa);
@@ -78,13 +79,13 @@ describe('one sender per scope across tabs', () => {
     let open!: () => void;
     server.gate = new Promise((r) => (open = r));
     const b = await secondTabFollows(server, tab(server, locks), tab(server, locks), open);
-    expect(b.state).toMatchObject({ kind: 'settled', key: 'tab1-key-1' });
+    expect(b.state).toMatchObject({ kind: 'settled', attempt: { key: 'tab1-key-1' } });
   });
 
   it('the lock granted to a waiting tab after the attempt settled is released at once', async () => {
     const { server, locks, b, pa, open } = await twoTabsOneSending();
     const pb = b.pay(card);
-    await until(() => b.state.key === 'tab1-key-1');
+    await until(() => keyOf(b.state) === 'tab1-key-1');
     // The settled word reaches b before the lock does, as between two real tabs.
     const release = locks.delayNextGrant();
     open();
@@ -112,12 +113,12 @@ describe('one sender per scope across tabs', () => {
     const b = tab(server, locks);
     await a.pay(card);
     await until(() => b.state.kind === 'settled');
-    expect(b.state).toMatchObject({ remote: true, outcome: { key: 'tab1-key-1' } });
+    expect(b.state).toMatchObject({ flags: { follower: true }, outcome: { key: 'tab1-key-1' } });
     await expect(b.pay(card)).resolves.toMatchObject({ key: 'tab1-key-1' });
     expect(server.chargeCards).toHaveLength(1);
   });
 
-  it('a sender in action keeps the lock; an idle tab shows action with its nextAction, and takes the shopper to the bank with the attempt in its own storage first', async () => {
+  it('a sender whose shopper authenticates keeps the lock; an idle tab shows its nextAction, and takes the shopper to the bank with the attempt in its own storage first', async () => {
     const server = new FakeServer();
     server.script = ['action'];
     const locks = new FakeLocks();
@@ -125,11 +126,11 @@ describe('one sender per scope across tabs', () => {
     const storage = new MemoryStorage();
     let atNavigate: unknown[] = [];
     const navigate = vi.fn(() => (atNavigate = [...storage.map.values()].map((v) => JSON.parse(v) as unknown)));
-    const b = tab(server, locks, { storage, environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, shared: null, navigate } });
+    const b = tab(server, locks, { storage, environment: { locks: locks as unknown as LockManager, BroadcastChannel: globalThis.BroadcastChannel, navigate } });
     const pa = a.pay(card);
-    await until(() => b.state.kind === 'action');
-    expect(a.state.kind).toBe('action');
-    expect(b.state).toMatchObject({ remote: true, key: 'tab1-key-1', nextAction: { url: challengeUrl('tab1-key-1') } });
+    await until(() => b.state.kind === 'following' && b.state.attempt.nextAction !== undefined);
+    expect(a.state).toMatchObject({ kind: 'following', attempt: { nextAction: { url: challengeUrl('tab1-key-1') } } });
+    expect(b.state).toMatchObject({ kind: 'following', flags: { follower: true }, attempt: { key: 'tab1-key-1', nextAction: { url: challengeUrl('tab1-key-1') } } });
     expect(locks.heldNames()).toHaveLength(1); // the sender's, held while the shopper authenticates
 
     b.handleNextAction();
@@ -152,7 +153,7 @@ describe('one sender per scope across tabs', () => {
     void a.pay(card).catch(() => {});
     await until(() => server.chargeCards.length === 1);
     const pb = b.pay(card);
-    await until(() => b.state.key === 'tab1-key-1');
+    await until(() => keyOf(b.state) === 'tab1-key-1');
     server.gate = null;
     a.close(); // the tab is gone: its lock with it
     await expect(pb).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab1-key-1' });
@@ -186,7 +187,7 @@ describe('the cross-tab code loads apart', () => {
     const server = new FakeServer();
     const locks = new FakeLocks();
     const { opened, Channel } = counting();
-    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
     expect(opened).toHaveLength(0); // not yet: it loads after createCharger returns
     await until(() => opened.length === 1);
     expect(opened[0]).toMatch(/^chargeonce:[0-9a-f]{16}$/);
@@ -198,7 +199,7 @@ describe('the cross-tab code loads apart', () => {
     const locks = new FakeLocks();
     const request = vi.spyOn(locks, 'request');
     const { opened, Channel } = counting();
-    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    const a = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
     const p = a.pay(card).catch((e: unknown) => e);
     a.close();
     await import('../src/crosstab.js');
@@ -209,100 +210,52 @@ describe('the cross-tab code loads apart', () => {
     expect(server.requests).toHaveLength(0);
   });
 
+  it('a message that is no state with an attempt (another version of the page) is ignored; the next one is heard', async () => {
+    const server = new FakeServer();
+    const locks = new FakeLocks();
+    const { opened, Channel } = counting();
+    const b = tab(server, locks, { environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
+    await until(() => opened.length === 1);
+    const other = new BroadcastChannel(opened[0]!);
+    other.postMessage({ from: 'old', kind: 'progress', progress: { kind: 'processing', key: 'old-key', input: card } });
+    const theirs: ChargerState = {
+      kind: 'following',
+      attempt: { key: 'new-key', input: { ...card, checkoutSession: 'cs_shared' }, sends: 1 },
+      live: 'poll',
+      liveOpen: false,
+      checks: 0,
+      pollMs: 1_000,
+      retryInMs: null,
+      flags: { offline: false, hidden: false, follower: false },
+      paused: false,
+    };
+    other.postMessage({ from: 'new', kind: 'progress', progress: theirs });
+    await until(() => keyOf(b.state) === 'new-key');
+    expect(b.state).toEqual({ ...theirs, flags: { ...theirs.flags, follower: true } });
+    other.close();
+  });
+
   it('with crossTab: false it opens no channel', async () => {
     const server = new FakeServer();
     const locks = new FakeLocks();
     const { opened, Channel } = counting();
-    const a = tab(server, locks, { crossTab: false, environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel, shared: null } });
+    const a = tab(server, locks, { crossTab: false, environment: { locks: locks as unknown as LockManager, BroadcastChannel: Channel } });
     await a.pay(card);
     expect(opened).toHaveLength(0);
   });
 });
 
-describe('the lease fallback (no Web Locks)', () => {
-  it('one holder at a time; a lease whose tab died lapses', async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });
-    try {
-      const shared = new MemoryStorage();
-      let aAlive = true;
-      // A dead tab writes nothing more: its heartbeat stops.
-      const aView = { getItem: (k: string) => shared.getItem(k), setItem: (k: string, v: string) => void (aAlive && shared.setItem(k, v)), removeItem: (k: string) => shared.removeItem(k) };
-      const now = () => Date.now();
-      const a = lease('chargeonce:x', 'A', aView, now, 3_000);
-      const b = lease('chargeonce:x', 'B', shared, now, 3_000);
-      expect(a.kind).toBe('lease');
-      expect(await a.tryAcquire()).toBe(true);
-      expect(await b.tryAcquire()).toBe(false);
-      const granted = vi.fn();
-      b.waitFor(granted);
-      vi.advanceTimersByTime(10_000); // A's heartbeat keeps its lease
-      expect(granted).not.toHaveBeenCalled();
-      aAlive = false;
-      vi.advanceTimersByTime(4_500); // the lease lapses, and B's next look takes it
-      expect(granted).toHaveBeenCalledTimes(1);
-      expect(JSON.parse(shared.getItem('chargeonce:x:lease')!)).toMatchObject({ owner: 'B' });
-      b.release();
-      expect(shared.getItem('chargeonce:x:lease')).toBeNull();
-      a.release();
-    } finally {
-      vi.useRealTimers();
-    }
-  });
-
-  it('the storage event carries progress when there is no BroadcastChannel', () => {
-    const shared = new MemoryStorage();
-    const fns: ((e: Event) => void)[] = [];
-    const heard = vi.fn();
-    const listen = (_t: string, f: (e: Event) => void) => {
-      fns.push(f);
-      return () => {};
-    };
-    const a = storageChannel('chargeonce:y', 'A', shared, listen, () => {});
-    storageChannel('chargeonce:y', 'B', shared, listen, heard);
-    a.post({ from: 'A', kind: 'query' });
-    const [key, value] = [...shared.map.entries()].find(([k]) => k.endsWith(':msg'))!;
-    for (const f of fns) f(Object.assign(new Event('storage'), { key, newValue: value }));
-    expect(heard).toHaveBeenCalledWith({ from: 'A', kind: 'query' });
-  });
-
-  it('createCrossTab loads the fallback on first use: the lease locks, the storage event carries news', async () => {
-    const shared = new MemoryStorage();
-    const fns: ((e: Event) => void)[] = [];
-    const heard = vi.fn();
-    const env = { shared, now: () => Date.now(), addEventListener: (_t: string, f: (e: Event) => void) => void fns.push(f) };
-    const a = createCrossTab('chargeonce:z', 'A', env, () => {});
-    const b = createCrossTab('chargeonce:z', 'B', env, (m) => heard(m));
-    expect([a.locks, a.channel]).toEqual(['lease', 'storage-event']);
-    expect(await a.tryAcquire()).toBe(true);
-    expect(await b.tryAcquire()).toBe(false);
-    expect(JSON.parse(shared.getItem('chargeonce:z:lease')!)).toMatchObject({ owner: 'A' });
-    a.post({ from: 'A', kind: 'query' });
-    await until(() => shared.getItem('chargeonce:z:msg') !== null);
-    const value = shared.getItem('chargeonce:z:msg');
-    for (const f of fns) f(Object.assign(new Event('storage'), { key: 'chargeonce:z:msg', newValue: value }));
-    expect(heard).toHaveBeenCalledWith({ from: 'A', kind: 'query' });
-    a.close();
-    await until(() => shared.getItem('chargeonce:z:lease') === null);
-    expect(await b.tryAcquire()).toBe(true);
-    b.close();
-  });
-
-  it('two chargers without Web Locks or BroadcastChannel send one key between them', async () => {
+describe('without Web Locks and BroadcastChannel', () => {
+  it('a page\'s charger says so once and pays alone; a server\'s says nothing', async () => {
     const server = new FakeServer();
-    const shared = new MemoryStorage();
-    let open!: () => void;
-    server.gate = new Promise((r) => (open = r));
-    const fns: ((e: Event) => void)[] = [];
-    const environment = {
-      shared,
-      addEventListener: (t: string, f: (e: Event) => void) => void (t === 'storage' && fns.push(f)),
-    };
-    // A storage event reaches every other listener, as the browser delivers it to the other tabs.
-    const realSet = shared.setItem.bind(shared);
-    shared.setItem = (k: string, v: string) => {
-      realSet(k, v);
-      if (k.endsWith(':msg')) for (const f of [...fns]) f(Object.assign(new Event('storage'), { key: k, newValue: v }));
-    };
-    await secondTabFollows(server, tab(server, new FakeLocks(), { environment }), tab(server, new FakeLocks(), { environment }), open);
+    const events: ChargerEvent[] = [];
+    const page = tab(server, new FakeLocks(), { environment: { addEventListener: () => {}, removeEventListener: () => {} }, onEvent: (e) => events.push(e) });
+    await expect(page.pay(card)).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab1-key-1' });
+    expect(events.filter((e) => e.type === 'crosstab')).toEqual([{ type: 'crosstab', locks: 'none', channel: 'none' }]);
+
+    const quiet: ChargerEvent[] = [];
+    const node = tab(server, new FakeLocks(), { session: 'cs_node', environment: {}, onEvent: (e) => quiet.push(e) });
+    await expect(node.pay(card)).resolves.toMatchObject({ status: 'SUCCEEDED', key: 'tab2-key-1' });
+    expect(quiet.filter((e) => e.type === 'crosstab')).toEqual([]);
   });
 });

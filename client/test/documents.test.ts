@@ -1,30 +1,23 @@
 // The library's GraphQL documents against the server's schema
 // (graph/schema.graphqls): each one validates, its charge selection is
-// exactly the fields of the Charge type the library hands out, and the
-// enums it types by hand are the schema's. The types are written by hand
-// (the library ships no generated code); this is what keeps them honest.
+// exactly the fields of the Charge type the library hands out, the merchant's
+// operations select exactly the fields of the types @chargeonce/client/server
+// hands out, and the enums it types by hand are the schema's. The documents are generated from
+// client/operations.graphql; the types are written by hand, and this is
+// what keeps them honest.
 import { readFileSync } from 'node:fs';
 import { buildSchema, GraphQLEnumType, Kind, parse, validate, type FieldNode, type SelectionSetNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import * as merchant from '../src/merchant-documents.js';
-import type { Capture, CapturePayload, CheckoutSession, CheckoutSessionPayload, Refund, RefundPayload, Void, VoidPayload } from '../src/merchant-documents.js';
-import type { OperationStatus } from '../src/operation.js';
 import { subscription } from '../src/stream.js';
-import { chargeCardDocument, chargeStatusDocument } from '../src/transport.js';
+import * as generated from '../src/generated/operations.js';
+import { chargeCardDocument, chargeStatusDocument } from '../src/generated/operations.js';
 import type { CaptureMethod, CaptureStatus, Charge } from '../src/types.js';
+import type { CapturedCharge, CapturePayload, CheckoutSession, CheckoutSessionPayload, Refund, RefundPayload, Void, VoidPayload } from '../src/merchant-types.js';
+import type { OperationStatus } from '../src/operation.js';
 
 const schema = buildSchema(readFileSync(new URL('../../graph/schema.graphqls', import.meta.url), 'utf8'));
 
-const merchantDocuments = {
-  createCheckoutSessionDocument: merchant.createCheckoutSessionDocument,
-  refundChargeDocument: merchant.refundChargeDocument,
-  refundStatusDocument: merchant.refundStatusDocument,
-  captureChargeDocument: merchant.captureChargeDocument,
-  captureStatusDocument: merchant.captureStatusDocument,
-  voidChargeDocument: merchant.voidChargeDocument,
-  voidStatusDocument: merchant.voidStatusDocument,
-};
-const documents = { chargeCardDocument, chargeStatusDocument, chargeUpdated: subscription.query, ...merchantDocuments };
+const documents = { ...generated, chargeUpdated: subscription.query };
 
 /** Every field of Charge, once: the compiler refuses a missing or an unknown one. */
 const chargeFields: { [K in keyof Charge]-?: true } = {
@@ -41,32 +34,41 @@ const chargeFields: { [K in keyof Charge]-?: true } = {
 };
 /** Every field of each type the merchant's operations hand out, once. */
 type Fields<T> = { [K in keyof T]-?: true };
-const refundFields: Fields<Refund> = { id: true, chargeId: true, amount: true, currency: true, reason: true, providerRefundId: true, status: true, createdAt: true };
-const captureFields: Fields<Capture> = { id: true, chargeId: true, amount: true, final: true, createdAt: true };
+const refundFields: Fields<Refund> = { id: true, chargeId: true, amount: true, currency: true, providerRefundId: true, status: true, createdAt: true };
+const captureFields: Fields<CapturedCharge['captures'][number]> = { id: true, chargeId: true, amount: true, final: true, createdAt: true };
 const voidFields: Fields<Void> = { id: true, chargeId: true, createdAt: true };
-const sessionFields: Fields<CheckoutSession> = {
-  id: true, clientSecret: true, status: true, amount: true, currency: true, orderId: true, description: true, returnUrl: true,
-  createdAt: true, expiresAt: true, attempts: true, maxAttempts: true,
+const capturedChargeFields: Fields<CapturedCharge> = {
+  id: true, amount: true, providerChargeId: true, captureStatus: true, amountCaptured: true, amountCapturable: true,
+  authorizationExpiresAt: true, amountRefunded: true, captures: true,
 };
-const payloadFields = { idempotencyKey: true, status: true, replayed: true, retryAfterMs: true, expiresAt: true, failure: true } as const;
+const sessionFields: Fields<CheckoutSession> = {
+  id: true, clientSecret: true, status: true, amount: true, currency: true, orderId: true, expiresAt: true, attempts: true, maxAttempts: true,
+};
+const payloadFields = { idempotencyKey: true, status: true, replayed: true, retryAfterMs: true, failure: true } as const;
 const refundPayloadFields: Fields<RefundPayload> = { ...payloadFields, refund: true };
 const capturePayloadFields: Fields<CapturePayload> = { ...payloadFields, capture: true, charge: true };
 const voidPayloadFields: Fields<VoidPayload> = { ...payloadFields, void: true, charge: true };
 const sessionPayloadFields: Fields<CheckoutSessionPayload> = { idempotencyKey: true, replayed: true, session: true };
-const captureStatuses: Record<CaptureStatus, true> = { UNCAPTURED: true, PARTIALLY_CAPTURED: true, CAPTURED: true, VOIDED: true, EXPIRED: true };
-const captureMethods: Record<CaptureMethod, true> = { AUTOMATIC: true, MANUAL: true };
 const sessionStatuses: Record<CheckoutSession['status'], true> = { OPEN: true, PAID: true, EXPIRED: true };
 const operationStatuses: Record<OperationStatus, true> = { PROCESSING: true, SUCCEEDED: true, FAILED: true };
+const captureStatuses: Record<CaptureStatus, true> = { UNCAPTURED: true, PARTIALLY_CAPTURED: true, CAPTURED: true, VOIDED: true, EXPIRED: true };
+const captureMethods: Record<CaptureMethod, true> = { AUTOMATIC: true, MANUAL: true };
 
-/** The names selected under path (field names from the operation's root) in doc. */
+/** The names selected under path (field names from the operation's root) in doc, through the fragments it spreads. */
 function selected(doc: string, path: string[]): string[] {
-  const op = parse(doc).definitions[0];
+  const defs = parse(doc).definitions;
+  const op = defs[0];
   if (op?.kind !== Kind.OPERATION_DEFINITION) throw new Error('no operation');
+  const fields = (set: SelectionSetNode | undefined): FieldNode[] =>
+    (set?.selections ?? []).flatMap((s) => {
+      if (s.kind === Kind.FIELD) return [s];
+      if (s.kind !== Kind.FRAGMENT_SPREAD) return [];
+      const f = defs.find((d) => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === s.name.value);
+      return f?.kind === Kind.FRAGMENT_DEFINITION ? fields(f.selectionSet) : [];
+    });
   let set: SelectionSetNode | undefined = op.selectionSet;
-  for (const name of path) {
-    set = set?.selections.find((s): s is FieldNode => s.kind === Kind.FIELD && s.name.value === name)?.selectionSet;
-  }
-  return (set?.selections ?? []).filter((s): s is FieldNode => s.kind === Kind.FIELD).map((s) => s.name.value);
+  for (const name of path) set = fields(set).find((s) => s.name.value === name)?.selectionSet;
+  return fields(set).map((s) => s.name.value);
 }
 
 const enumValues = (name: string) => (schema.getType(name) as GraphQLEnumType).getValues().map((v) => v.name).sort();
@@ -85,17 +87,20 @@ describe("the library's documents", () => {
   });
 
   it.each([
-    ['refundChargeDocument', merchant.refundChargeDocument, 'refundCharge', refundPayloadFields, 'refund', refundFields],
-    ['refundStatusDocument', merchant.refundStatusDocument, 'refundStatus', refundPayloadFields, 'refund', refundFields],
-    ['captureChargeDocument', merchant.captureChargeDocument, 'captureCharge', capturePayloadFields, 'capture', captureFields],
-    ['captureStatusDocument', merchant.captureStatusDocument, 'captureStatus', capturePayloadFields, 'capture', captureFields],
-    ['voidChargeDocument', merchant.voidChargeDocument, 'voidCharge', voidPayloadFields, 'void', voidFields],
-    ['voidStatusDocument', merchant.voidStatusDocument, 'voidStatus', voidPayloadFields, 'void', voidFields],
-    ['createCheckoutSessionDocument', merchant.createCheckoutSessionDocument, 'createCheckoutSession', sessionPayloadFields, 'session', sessionFields],
+    ['refundChargeDocument', generated.refundChargeDocument, 'refundCharge', refundPayloadFields, 'refund', refundFields],
+    ['refundStatusDocument', generated.refundStatusDocument, 'refundStatus', refundPayloadFields, 'refund', refundFields],
+    ['captureChargeDocument', generated.captureChargeDocument, 'captureCharge', capturePayloadFields, 'capture', captureFields],
+    ['captureStatusDocument', generated.captureStatusDocument, 'captureStatus', capturePayloadFields, 'capture', captureFields],
+    ['voidChargeDocument', generated.voidChargeDocument, 'voidCharge', voidPayloadFields, 'void', voidFields],
+    ['voidStatusDocument', generated.voidStatusDocument, 'voidStatus', voidPayloadFields, 'void', voidFields],
+    ['createCheckoutSessionDocument', generated.createCheckoutSessionDocument, 'createCheckoutSession', sessionPayloadFields, 'session', sessionFields],
   ])('%s selects every field of its payload and of what it made, and only those', (_, doc, field, payload, made, fields) => {
     expect(selected(doc, [field]).sort()).toEqual(Object.keys(payload).sort());
     expect(selected(doc, [field, made]).sort()).toEqual(Object.keys(fields).sort());
-    if ('charge' in payload) expect(selected(doc, [field, 'charge']).sort()).toEqual(Object.keys(chargeFields).sort());
+    if ('charge' in payload) {
+      expect(selected(doc, [field, 'charge']).sort()).toEqual(Object.keys(capturedChargeFields).sort());
+      expect(selected(doc, [field, 'charge', 'captures']).sort()).toEqual(Object.keys(captureFields).sort());
+    }
   });
 
   it("the hand-typed enums are the schema's", () => {

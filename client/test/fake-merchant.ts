@@ -35,7 +35,7 @@ const mutations: Record<string, Field> = {
   VoidCharge: 'voidCharge',
   CreateCheckoutSession: 'createCheckoutSession',
 };
-const statuses: Record<string, Field> = { RefundStatus: 'refundCharge', CaptureStatus: 'captureCharge', VoidStatus: 'voidCharge' };
+const statuses: Record<string, Field> = { RefundStatus: 'refundCharge', CaptureStatusOfKey: 'captureCharge', VoidStatusOfKey: 'voidCharge' };
 
 export class FakeMerchantServer {
   readonly sent: Sent[] = [];

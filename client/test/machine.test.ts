@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { pollDelay } from '../src/following.js';
-import { machineDefaults, step, type Effect, type MachineConfig, type MachineEvent } from '../src/machine.js';
+import { machineDefaults, step } from '../src/machine.js';
+import type { Effect, MachineConfig, MachineEvent } from '../src/machine-types.js';
 import type { AttemptRecord } from '../src/record.js';
 import type { Answer } from '../src/transport.js';
 import { chargeOf } from './fakes.js';
-import type { ChargePayload, ChargerState } from '../src/types.js';
+import type { ChargePayload, ChargerFlags, ChargerState, FollowingState, RetryingState, SendingState } from '../src/types.js';
 
 const input = { paymentMethod: 'pm_card_visa', checkoutSession: 'cs_1' };
 const other = { paymentMethod: 'pm_card_mastercard', checkoutSession: 'cs_1' };
@@ -32,14 +33,17 @@ const err = (code: string, retryable: boolean, hintMs?: number): Answer => ({
 });
 const lost: Answer = { kind: 'lost', reason: 'Failed to fetch' };
 
-const sending: ChargerState = { kind: 'sending', key: K, input, attempt: 1, since: T0, tries: 1 };
-const retrying: ChargerState = { kind: 'retrying', key: K, input, attempt: 1, since: T0, tries: 1, retryInMs: 200 };
-const processingPoll: ChargerState = { kind: 'processing', key: K, input, attempt: 1, live: 'poll', pollMs: 800, checks: 0 };
-const processingSse: ChargerState = { kind: 'processing', key: K, input, attempt: 1, live: 'sse', liveOpen: false, pollMs: 800, checks: 0 };
+const flags: ChargerFlags = { offline: false, hidden: false, follower: false };
+const follower: ChargerFlags = { ...flags, follower: true };
+const idle: ChargerState = { kind: 'idle', flags, paused: false };
+const sending: SendingState = { kind: 'sending', attempt: { key: K, input, sends: 1 }, run: { since: T0, tries: 1 }, flags, paused: false };
+const retrying: RetryingState = { kind: 'retrying', attempt: { key: K, input, sends: 1 }, run: { since: T0, tries: 1 }, retryInMs: 200, cause: 'network', flags, paused: false };
+const processingPoll: FollowingState = { kind: 'following', attempt: { key: K, input, sends: 1 }, live: 'poll', liveOpen: false, pollMs: 800, checks: 0, retryInMs: null, flags, paused: false };
+const processingSse: FollowingState = { ...processingPoll, live: 'sse' };
 const outcome = { status: 'SUCCEEDED' as const, key: K, charge, replayed: false };
-const settled: ChargerState = { kind: 'settled', key: K, input, outcome };
-const rejected: ChargerState = { kind: 'rejected', key: K, input, error: { code: 'BAD_USER_INPUT', message: 'bad' } };
-const unknown: ChargerState = { kind: 'unknown', key: K, input, attempt: 8 };
+const settled: ChargerState = { kind: 'settled', attempt: { key: K, input, sends: 1 }, outcome, flags, paused: false };
+const rejected: ChargerState = { kind: 'rejected', attempt: { key: K, input, sends: 1 }, error: { code: 'BAD_USER_INPUT', message: 'bad' }, flags, paused: false };
+const unknown: ChargerState = { kind: 'unknown', attempt: { key: K, input, sends: 8 }, flags, paused: false };
 const openRecord: AttemptRecord = { v: 1, key: K, scope: 'cs_1', input, createdAt: T0 - 5000, status: 'open' };
 
 const types = (fx: Effect[]) => fx.map((f) => f.type);
@@ -56,19 +60,19 @@ const payEvent = (over: Partial<Extract<MachineEvent, { type: 'Pay' }>> = {}): M
 
 describe('step: paying', () => {
   it('Pay in idle persists the new key, then sends it', () => {
-    const { state, effects } = step({ kind: 'idle' }, payEvent(), cfg);
-    expect(state).toMatchObject({ kind: 'sending', key: K, input, attempt: 1 });
+    const { state, effects } = step(idle, payEvent(), cfg);
+    expect(state).toEqual({ kind: 'sending', attempt: { key: K, input, sends: 1 }, run: { since: T0, tries: 1 }, flags, paused: false });
     expect(types(effects).slice(0, 2)).toEqual(['Persist', 'Send']);
     expect(find(effects, 'Persist')!.record).toMatchObject({ key: K, status: 'open', input });
     expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, attempt: 1 });
-    expect(find(effects, 'Broadcast')!.progress).toMatchObject({ kind: 'sending', key: K });
+    expect(find(effects, 'Broadcast')!.progress).toBe(state); // the other tabs hear this state
   });
 
   it.each([
     ['sending', sending],
     ['retrying', retrying],
     ['processing', processingPoll],
-    ['paused', { ...retrying, kind: 'paused', pausedBy: 'offline', pausedFrom: 'retrying' } as ChargerState],
+    ['retrying, paused', { ...retrying, retryInMs: null, flags: { ...flags, offline: true }, paused: true } as ChargerState],
   ])('Pay with the same input in %s waits for the open attempt, no new key, no request', (_, s) => {
     const { state, effects } = step(s, payEvent({ key: 'fresh' }), cfg);
     expect(state).toBe(s);
@@ -86,20 +90,20 @@ describe('step: paying', () => {
   });
 
   it('Pay in idle with an open record of the same input resends its key (never a new one)', () => {
-    const { state, effects } = step({ kind: 'idle' }, payEvent({ key: 'fresh', record: openRecord }), cfg);
-    expect(state).toMatchObject({ kind: 'sending', key: K });
+    const { state, effects } = step(idle, payEvent({ key: 'fresh', record: openRecord }), cfg);
+    expect(state).toMatchObject({ kind: 'sending', attempt: { key: K } });
     expect(find(effects, 'Send')).toMatchObject({ key: K, input });
   });
 
   it('Pay in idle with an open record of another input is refused, naming the record key', () => {
-    const { effects } = step({ kind: 'idle' }, payEvent({ input: other, key: 'fresh', record: openRecord }), cfg);
+    const { effects } = step(idle, payEvent({ input: other, key: 'fresh', record: openRecord }), cfg);
     expect(effects).toEqual([{ type: 'Reply', result: { error: { type: 'open', key: K } } }]);
   });
 
   it('Pay in idle while another tab holds the lock follows it, and sends nothing', () => {
-    const { state, effects } = step({ kind: 'idle' }, payEvent({ leader: false }), cfg);
-    expect(state).toMatchObject({ kind: 'sending', remote: true, input });
-    expect(state.key).toBeUndefined();
+    const { state, effects } = step(idle, payEvent({ leader: false }), cfg);
+    // No key heard yet: idle, its pay() waiting with its input for the other tab's word.
+    expect(state).toEqual({ kind: 'idle', waiting: input, flags: follower, paused: false });
     expect(types(effects)).toEqual([]);
   });
 
@@ -114,7 +118,7 @@ describe('step: paying', () => {
 
   it('Pay in unknown with the same input resends the same key with a fresh budget', () => {
     const { state, effects } = step(unknown, payEvent({ key: 'fresh', now: T0 + 99_000 }), cfg);
-    expect(state).toMatchObject({ kind: 'sending', key: K, attempt: 9, since: T0 + 99_000, tries: 1 });
+    expect(state).toMatchObject({ kind: 'sending', attempt: { key: K, sends: 9 }, run: { since: T0 + 99_000, tries: 1 } });
     expect(find(effects, 'Send')).toMatchObject({ key: K });
   });
 });
@@ -122,7 +126,7 @@ describe('step: paying', () => {
 describe('step: answers to chargeCard', () => {
   it('a network error in sending retries after the jittered wait', () => {
     const { state, effects } = step(sending, { type: 'Answered', answer: lost, now: T0 + 100, jitter: 0.5 }, cfg);
-    expect(state).toMatchObject({ kind: 'retrying', key: K, retryInMs: 200 });
+    expect(state).toMatchObject({ kind: 'retrying', attempt: { key: K }, retryInMs: 200, cause: 'network', paused: false });
     expect(find(effects, 'SetTimer')).toEqual({ type: 'SetTimer', ms: 200 }); // 0.5 × 400
     expect(find(effects, 'Emit')!.event).toMatchObject({ type: 'retry', cause: 'network', waitMs: 200, attempt: 2 });
   });
@@ -135,14 +139,14 @@ describe('step: answers to chargeCard', () => {
 
   it.each(['SERVICE_UNAVAILABLE', 'REQUEST_TIMEOUT', 'INTERNAL_SERVER_ERROR'])('%s is retried with the same key', (code) => {
     const { state } = step(sending, { type: 'Answered', answer: err(code, true), now: T0, jitter: 0.3 }, cfg);
-    expect(state).toMatchObject({ kind: 'retrying', key: K, error: { code } });
+    expect(state).toMatchObject({ kind: 'retrying', attempt: { key: K }, cause: code, error: { code } });
   });
 
   it.each(['BAD_USER_INPUT', 'IDEMPOTENCY_KEY_REUSED', 'ORDER_ALREADY_PAID', 'CHECKOUT_SESSION_PAID', 'UNAUTHENTICATED', 'FORBIDDEN'])(
     '%s is rejected: never retried, the record forgotten',
     (code) => {
       const { state, effects } = step(sending, { type: 'Answered', answer: err(code, false), now: T0, jitter: 0.3 }, cfg);
-      expect(state).toMatchObject({ kind: 'rejected', key: K, error: { code } });
+      expect(state).toMatchObject({ kind: 'rejected', attempt: { key: K }, error: { code } });
       expect(types(effects)).toEqual(['Forget', 'Settle', 'Broadcast']);
       expect(find(effects, 'Settle')!.result).toEqual({ error: { type: 'rejected', key: K, error: { code, message: code } } });
     },
@@ -151,20 +155,20 @@ describe('step: answers to chargeCard', () => {
   it('SUCCEEDED settles: persisted with expiresAt, waiters resolved', () => {
     const p = payload('SUCCEEDED', { expiresAt: '2026-01-02T00:00:00Z' });
     const { state, effects } = step(sending, { type: 'Answered', answer: ok(p), now: T0, jitter: 0 }, cfg);
-    expect(state).toMatchObject({ kind: 'settled', outcome: { status: 'SUCCEEDED', key: K, charge }, expiresAt: '2026-01-02T00:00:00Z' });
+    expect(state).toMatchObject({ kind: 'settled', outcome: { status: 'SUCCEEDED', key: K, charge }, attempt: { expiresAt: '2026-01-02T00:00:00Z' } });
     expect(find(effects, 'Persist')!.record).toMatchObject({ status: 'settled', expiresAt: '2026-01-02T00:00:00Z' });
     expect(find(effects, 'Settle')!.result).toMatchObject({ ok: { status: 'SUCCEEDED' } });
   });
 
   it('FAILED (a decline) is an outcome, not an error', () => {
     const { state, effects } = step(sending, { type: 'Answered', answer: ok(payload('FAILED')), now: T0, jitter: 0 }, cfg);
-    expect(state.outcome).toMatchObject({ status: 'FAILED', failure: { code: 'card_declined' } });
+    expect(state).toMatchObject({ kind: 'settled', outcome: { status: 'FAILED', failure: { code: 'card_declined' } } });
     expect(find(effects, 'Settle')!.result).toMatchObject({ ok: { status: 'FAILED' } });
   });
 
   it('PROCESSING is followed over the stream, never sent again', () => {
     const { state, effects } = step(sending, { type: 'Answered', answer: ok(payload('PROCESSING', { retryAfterMs: 800 })), now: T0, jitter: 0 }, cfg);
-    expect(state).toMatchObject({ kind: 'processing', live: 'sse', liveOpen: false, pollMs: 800 });
+    expect(state).toMatchObject({ kind: 'following', live: 'sse', liveOpen: false, pollMs: 800 });
     expect(find(effects, 'Subscribe')).toEqual({ type: 'Subscribe', key: K, mode: 'sse' });
     expect(find(effects, 'SetTimer')!.ms).toBe(cfg.liveConnectMs);
     expect(find(effects, 'Send')).toBeUndefined();
@@ -172,27 +176,28 @@ describe('step: answers to chargeCard', () => {
 
   it('PROCESSING with live: poll asks chargeStatus at the server\'s retryAfterMs', () => {
     const { state, effects } = step(sending, { type: 'Answered', answer: ok(payload('PROCESSING', { retryAfterMs: 800 })), now: T0, jitter: 0 }, poll);
-    expect(state).toMatchObject({ kind: 'processing', live: 'poll', retryInMs: 800 });
+    expect(state).toMatchObject({ kind: 'following', live: 'poll', retryInMs: 800 });
     expect(types(effects)).toContain('SetTimer');
     expect(find(effects, 'SetTimer')!.ms).toBe(800);
   });
 
   it('the budget spent without an answer is unknown, resumable', () => {
-    const late: ChargerState = { ...sending, since: T0, tries: 3 };
+    const late: ChargerState = { ...sending, run: { since: T0, tries: 3 } };
     const { state, effects } = step(late, { type: 'Answered', answer: lost, now: T0 + 44_900, jitter: 0.9 }, cfg);
-    expect(state).toMatchObject({ kind: 'unknown', key: K });
+    expect(state).toMatchObject({ kind: 'unknown', attempt: { key: K } });
     expect(find(effects, 'Settle')!.result).toEqual({ error: { type: 'unknown', key: K } });
     expect(find(effects, 'Forget')).toBeUndefined();
   });
 
   it('maxAttempts spent is unknown', () => {
-    const { state } = step({ ...sending, tries: 8 }, { type: 'Answered', answer: lost, now: T0, jitter: 0 }, cfg);
+    const { state } = step({ ...sending, run: { since: T0, tries: 8 } }, { type: 'Answered', answer: lost, now: T0, jitter: 0 }, cfg);
     expect(state.kind).toBe('unknown');
   });
 
   it('a lost answer while offline pauses instead of retrying', () => {
-    const { state, effects } = step({ ...sending, offline: true }, { type: 'Answered', answer: lost, now: T0, jitter: 0.5 }, cfg);
-    expect(state).toMatchObject({ kind: 'paused', pausedBy: 'offline', pausedFrom: 'retrying' });
+    const { state, effects } = step({ ...sending, flags: { ...flags, offline: true } }, { type: 'Answered', answer: lost, now: T0, jitter: 0.5 }, cfg);
+    expect(state).toMatchObject({ kind: 'retrying', paused: true, retryInMs: null, flags: { offline: true } });
+    expect(types(effects)).toEqual(['ClearTimer', 'Emit', 'Broadcast']); // no timer: nothing is sent until online
     expect(find(effects, 'Emit')!.event).toMatchObject({ type: 'pause', reason: 'offline' });
   });
 
@@ -201,38 +206,39 @@ describe('step: answers to chargeCard', () => {
   });
 });
 
-describe('step: retrying, paused', () => {
+describe('step: retrying, and paused while offline or hidden', () => {
   it('TimerFired in retrying sends the same key again', () => {
     const { state, effects } = step(retrying, { type: 'TimerFired', now: T0 + 200 }, cfg);
-    expect(state).toMatchObject({ kind: 'sending', attempt: 2, tries: 2 });
+    expect(state).toMatchObject({ kind: 'sending', attempt: { sends: 2 }, run: { since: T0, tries: 2 } });
     expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, attempt: 2 });
   });
 
   it('Offline while retrying pauses and stops the timer', () => {
     const { state, effects } = step(retrying, { type: 'Offline', now: T0 }, cfg);
-    expect(state).toMatchObject({ kind: 'paused', pausedBy: 'offline', offline: true });
+    expect(state).toMatchObject({ kind: 'retrying', paused: true, flags: { offline: true } });
+    expect(find(effects, 'Emit')!.event).toEqual({ type: 'pause', key: K, reason: 'offline' });
     expect(types(effects)).toEqual(['ClearTimer', 'Emit', 'Broadcast']);
   });
 
   it('Online after a pause sends at once with a fresh budget', () => {
     const paused = step(retrying, { type: 'Offline', now: T0 }, cfg).state;
     const { state, effects } = step(paused, { type: 'Online', now: T0 + 60_000 }, cfg);
-    expect(state).toMatchObject({ kind: 'sending', key: K, since: T0 + 60_000, tries: 1 });
-    expect(state.offline).toBeFalsy();
+    expect(state).toMatchObject({ kind: 'sending', attempt: { key: K }, run: { since: T0 + 60_000, tries: 1 }, paused: false });
+    expect(state.flags.offline).toBe(false);
     expect(types(effects).slice(0, 2)).toEqual(['Emit', 'Send']);
   });
 
   it('Hidden while retrying pauses; Visible sends at once', () => {
     const paused = step(retrying, { type: 'Hidden', now: T0 }, cfg).state;
-    expect(paused).toMatchObject({ kind: 'paused', pausedBy: 'hidden' });
+    expect(paused).toMatchObject({ kind: 'retrying', paused: true, flags: { hidden: true } });
     const { state, effects } = step(paused, { type: 'Visible', now: T0 + 5 }, cfg);
     expect(state.kind).toBe('sending');
     expect(find(effects, 'Send')).toBeDefined();
   });
 
   it('Visible while still offline stays paused', () => {
-    const paused = step({ ...retrying, offline: true, hidden: true }, { type: 'Hidden', now: T0 }, cfg).state;
-    expect(step(paused, { type: 'Visible', now: T0 }, cfg).state.kind).toBe('paused');
+    const paused = step({ ...retrying, flags: { ...flags, offline: true, hidden: true } }, { type: 'Hidden', now: T0 }, cfg).state;
+    expect(step(paused, { type: 'Visible', now: T0 }, cfg).state).toMatchObject({ kind: 'retrying', paused: true });
   });
 
   it('Visible in retrying (timers throttled while hidden) sends at once', () => {
@@ -241,17 +247,28 @@ describe('step: retrying, paused', () => {
     expect(types(effects)).toEqual(['ClearTimer', 'Send', 'Broadcast']);
   });
 
+  it('a retry paused offline that went hidden stays paused back online, until it is visible', () => {
+    let st = step(retrying, { type: 'Offline', now: T0 }, cfg).state;
+    st = step(st, { type: 'Hidden', now: T0 }, cfg).state;
+    const online = step(st, { type: 'Online', now: T0 + 5 }, cfg);
+    expect(online.state).toMatchObject({ kind: 'retrying', paused: true, flags: { offline: false, hidden: true } });
+    expect(online.effects).toEqual([]);
+    const visible = step(online.state, { type: 'Visible', now: T0 + 10 }, cfg);
+    expect(visible.state).toMatchObject({ kind: 'sending', paused: false, run: { since: T0 + 10, tries: 1 } });
+    expect(types(visible.effects)).toEqual(['Emit', 'Send', 'Broadcast']);
+  });
+
   it('Offline while sending only takes note: the request on the wire ends by itself', () => {
     const { state, effects } = step(sending, { type: 'Offline', now: T0 }, cfg);
-    expect(state).toMatchObject({ kind: 'sending', offline: true });
+    expect(state).toMatchObject({ kind: 'sending', paused: false, flags: { offline: true } });
     expect(effects).toEqual([]);
   });
 });
 
-describe('step: processing', () => {
+describe('step: following PROCESSING', () => {
   it('LiveNext PROCESSING opens the stream: recheck timer', () => {
     const { state, effects } = step(processingSse, { type: 'LiveNext', payload: payload('PROCESSING'), now: T0 }, cfg);
-    expect(state.liveOpen).toBe(true);
+    expect(state).toMatchObject({ kind: 'following', liveOpen: true });
     expect(effects).toEqual([{ type: 'SetTimer', ms: cfg.liveRecheckMs }]);
   });
 
@@ -263,7 +280,7 @@ describe('step: processing', () => {
 
   it('LiveFailed falls back to polling at retryAfterMs', () => {
     const { state, effects } = step(processingSse, { type: 'LiveFailed', reason: 'HTTP 502', now: T0 }, cfg);
-    expect(state).toMatchObject({ live: 'poll', retryInMs: 800 });
+    expect(state).toMatchObject({ kind: 'following', live: 'poll', retryInMs: 800 });
     expect(effects).toEqual([{ type: 'Unsubscribe' }, { type: 'SetTimer', ms: 800 }]);
     const fired = step(state, { type: 'TimerFired', now: T0 + 800 }, cfg);
     expect(fired.effects).toEqual([{ type: 'AskStatus', key: K }]);
@@ -271,13 +288,13 @@ describe('step: processing', () => {
 
   it('a stream that says nothing within liveConnectMs is dropped for polling', () => {
     const { state, effects } = step(processingSse, { type: 'TimerFired', now: T0 + 3000 }, cfg);
-    expect(state.live).toBe('poll');
+    expect(state).toMatchObject({ kind: 'following', live: 'poll' });
     expect(effects).toEqual([{ type: 'Unsubscribe' }, { type: 'AskStatus', key: K }]);
   });
 
   it('StatusAnswered PROCESSING waits the server\'s pace, then slows down', () => {
     const { state, effects } = step(processingPoll, { type: 'StatusAnswered', answer: ok(payload('PROCESSING', { retryAfterMs: 500 })), now: T0, jitter: 0 }, cfg);
-    expect(state).toMatchObject({ kind: 'processing', checks: 1, pollMs: 500 });
+    expect(state).toMatchObject({ kind: 'following', checks: 1, pollMs: 500 });
     expect(effects).toEqual([{ type: 'SetTimer', ms: 500 }]);
     expect(pollDelay(500, 10, cfg)).toBe(15_000);
     expect(pollDelay(500, 4, cfg)).toBe(500);
@@ -297,12 +314,12 @@ describe('step: processing', () => {
 
   it('StatusAnswered lost keeps polling', () => {
     const { state, effects } = step(processingPoll, { type: 'StatusAnswered', answer: lost, now: T0, jitter: 0 }, cfg);
-    expect(state.kind).toBe('processing');
+    expect(state.kind).toBe('following');
     expect(types(effects)).toEqual(['SetTimer']);
   });
 
   it('past expiresAt without an answer: unknown, never chargeCard', () => {
-    const s = { ...processingPoll, expiresAt: new Date(T0 - 1).toISOString() };
+    const s = { ...processingPoll, attempt: { ...processingPoll.attempt, expiresAt: new Date(T0 - 1).toISOString() } };
     const { state, effects } = step(s, { type: 'TimerFired', now: T0 }, cfg);
     expect(state.kind).toBe('unknown');
     expect(find(effects, 'Send')).toBeUndefined();
@@ -310,43 +327,43 @@ describe('step: processing', () => {
 
   it('Offline while processing pauses; Online asks chargeStatus at once', () => {
     const paused = step(processingSse, { type: 'Offline', now: T0 }, cfg);
-    expect(paused.state).toMatchObject({ kind: 'paused', pausedFrom: 'processing' });
+    expect(paused.state).toMatchObject({ kind: 'following', paused: true, retryInMs: null });
     expect(types(paused.effects)).toEqual(['ClearTimer', 'Unsubscribe', 'Emit', 'Broadcast']);
     const back = step(paused.state, { type: 'Online', now: T0 + 10 }, cfg);
-    expect(back.state.kind).toBe('processing');
+    expect(back.state).toMatchObject({ kind: 'following', paused: false });
     expect(find(back.effects, 'AskStatus')).toEqual({ type: 'AskStatus', key: K });
   });
 
   it('Hidden while the stream is open keeps following', () => {
     const s = { ...processingSse, liveOpen: true };
-    expect(step(s, { type: 'Hidden', now: T0 }, cfg).state.kind).toBe('processing');
+    expect(step(s, { type: 'Hidden', now: T0 }, cfg).state).toMatchObject({ kind: 'following', paused: false, flags: { hidden: true } });
   });
 });
 
 describe('step: resume', () => {
   it('an open record is resent with the same key and input', () => {
-    const { state, effects } = step({ kind: 'idle' }, { type: 'Resume', record: openRecord, leader: true, now: T0 }, cfg);
-    expect(state).toMatchObject({ kind: 'sending', key: K, input, attempt: 1 });
+    const { state, effects } = step(idle, { type: 'Resume', record: openRecord, leader: true, now: T0 }, cfg);
+    expect(state).toMatchObject({ kind: 'sending', attempt: { key: K, input, sends: 1 } });
     expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, attempt: 1 });
   });
 
   it('an open record past its expiresAt is only asked about, never resent', () => {
     const rec = { ...openRecord, expiresAt: new Date(T0 - 1000).toISOString() };
-    const { state, effects } = step({ kind: 'idle' }, { type: 'Resume', record: rec, leader: true, now: T0 }, cfg);
-    expect(state.kind).toBe('processing');
+    const { state, effects } = step(idle, { type: 'Resume', record: rec, leader: true, now: T0 }, cfg);
+    expect(state.kind).toBe('following');
     expect(find(effects, 'Send')).toBeUndefined();
     expect(find(effects, 'AskStatus')).toEqual({ type: 'AskStatus', key: K });
   });
 
   it('no record resolves null', () => {
-    expect(step({ kind: 'idle' }, { type: 'Resume', record: null, leader: true, now: T0 }, cfg).effects).toEqual([
+    expect(step(idle, { type: 'Resume', record: null, leader: true, now: T0 }, cfg).effects).toEqual([
       { type: 'Reply', result: { ok: null } },
     ]);
   });
 
   it('a settled record resolves with its outcome', () => {
     const rec: AttemptRecord = { ...openRecord, status: 'settled', outcome };
-    const { state, effects } = step({ kind: 'idle' }, { type: 'Resume', record: rec, leader: true, now: T0 }, cfg);
+    const { state, effects } = step(idle, { type: 'Resume', record: rec, leader: true, now: T0 }, cfg);
     expect(state.kind).toBe('settled');
     expect(effects[0]).toEqual({ type: 'Reply', result: { ok: outcome } });
   });
@@ -362,7 +379,7 @@ describe('step: reset', () => {
     ['settled', settled],
     ['rejected', rejected],
   ])('Reset in %s goes idle and forgets the record', (_, s) => {
-    expect(step(s, { type: 'Reset' }, cfg)).toEqual({ state: { kind: 'idle' }, effects: [{ type: 'Forget' }] });
+    expect(step(s, { type: 'Reset' }, cfg)).toEqual({ state: idle, effects: [{ type: 'Forget' }] });
   });
 
   it.each([
@@ -379,55 +396,62 @@ describe('step: reset', () => {
 
 describe('step: other tabs', () => {
   it('an idle tab shows another tab\'s attempt', () => {
-    const { state } = step({ kind: 'idle' }, { type: 'RemoteProgress', progress: { kind: 'processing', key: K, input }, now: T0 }, cfg);
-    expect(state).toMatchObject({ kind: 'processing', key: K, remote: true });
+    const { state } = step(idle, { type: 'RemoteProgress', progress: processingPoll, now: T0 }, cfg);
+    expect(state).toEqual({ ...processingPoll, flags: follower });
   });
 
   it('an idle tab leaves another tab\'s finished attempt alone, so its own next pay() is not refused', () => {
     // As after this tab's reset(), when the word of the attempt it reset arrives late.
-    for (const progress of [
-      { kind: 'settled' as const, key: K, input, outcome },
-      { kind: 'rejected' as const, key: K, input, error: { code: 'CARD_DECLINED', message: 'declined' } },
-    ]) {
-      const { state, effects } = step({ kind: 'idle' }, { type: 'RemoteProgress', progress, now: T0 }, cfg);
-      expect(state).toEqual({ kind: 'idle' });
+    for (const progress of [settled, { ...rejected, error: { code: 'CARD_DECLINED', message: 'declined' } }] as const) {
+      const { state, effects } = step(idle, { type: 'RemoteProgress', progress, now: T0 }, cfg);
+      expect(state).toEqual(idle);
       expect(effects).toEqual([]);
       const next = step(state, { type: 'Pay', input: other, key: 'fresh', record: null, leader: true, now: T0 }, cfg);
-      expect(next.state).toMatchObject({ kind: 'sending', key: 'fresh', input: other });
+      expect(next.state).toMatchObject({ kind: 'sending', attempt: { key: 'fresh', input: other } });
     }
   });
 
   it('a follower settles when the sender does', () => {
-    const follower: ChargerState = { kind: 'sending', input, remote: true };
-    const { state, effects } = step(follower, { type: 'RemoteProgress', progress: { kind: 'settled', key: K, input, outcome }, now: T0 }, cfg);
-    expect(state).toMatchObject({ kind: 'settled', remote: true, outcome });
+    const waiting: ChargerState = { kind: 'idle', waiting: input, flags: follower, paused: false };
+    const { state, effects } = step(waiting, { type: 'RemoteProgress', progress: settled, now: T0 }, cfg);
+    expect(state).toEqual({ ...settled, flags: follower });
     expect(effects).toEqual([{ type: 'Settle', result: { ok: outcome } }]);
   });
 
   it('a follower of another input is refused with the other tab\'s key', () => {
-    const follower: ChargerState = { kind: 'sending', input: other, remote: true };
-    const { effects } = step(follower, { type: 'RemoteProgress', progress: { kind: 'sending', key: K, input }, now: T0 }, cfg);
+    const waiting: ChargerState = { kind: 'idle', waiting: other, flags: follower, paused: false };
+    const { effects } = step(waiting, { type: 'RemoteProgress', progress: sending, now: T0 }, cfg);
     expect(effects).toEqual([{ type: 'Settle', result: { error: { type: 'open', key: K } } }]);
   });
 
+  it('a follower shows the sender\'s pause, with its own flags; the sender tells of its pause and its end', () => {
+    const paused = step(retrying, { type: 'Offline', now: T0 }, cfg);
+    expect(find(paused.effects, 'Broadcast')!.progress).toBe(paused.state);
+    const shown = step({ ...idle, flags: { ...flags, hidden: true } }, { type: 'RemoteProgress', progress: find(paused.effects, 'Broadcast')!.progress, now: T0 }, cfg);
+    expect(shown.state).toEqual({ ...retrying, retryInMs: null, paused: true, flags: { offline: false, hidden: true, follower: true } });
+    const back = step(paused.state, { type: 'Online', now: T0 + 5 }, cfg);
+    expect(find(back.effects, 'Broadcast')!.progress).toMatchObject({ kind: 'sending', paused: false });
+  });
+
   it('a tab sending its own attempt ignores another\'s word', () => {
-    expect(step(sending, { type: 'RemoteProgress', progress: { kind: 'settled', key: 'x', input, outcome }, now: T0 }, cfg).state).toBe(sending);
+    const theirs: ChargerState = { ...settled, attempt: { key: 'x', input, sends: 1 } };
+    expect(step(sending, { type: 'RemoteProgress', progress: theirs, now: T0 }, cfg).state).toBe(sending);
   });
 
   it('a follower that gets the lock asks about the known key first, and never mints', () => {
-    const follower: ChargerState = { kind: 'processing', key: K, input, remote: true };
-    const { state, effects } = step(follower, { type: 'Leader', key: 'fresh', record: null, now: T0 }, cfg);
-    expect(state).toMatchObject({ kind: 'processing', key: K, live: 'poll' });
-    expect(state.remote).toBeFalsy();
-    expect(effects).toEqual([{ type: 'AskStatus', key: K }, { type: 'Broadcast', progress: { kind: 'processing', key: K, input } }]);
+    const shown: ChargerState = { ...processingSse, liveOpen: true, flags: follower };
+    const { state, effects } = step(shown, { type: 'Leader', key: 'fresh', record: null, now: T0 }, cfg);
+    expect(state).toEqual({ ...processingPoll, pollMs: cfg.pollMs, flags });
+    expect(effects).toEqual([{ type: 'AskStatus', key: K }, { type: 'Broadcast', progress: state }]);
     // the server never saw it: the same key is sent
     const next = step(state, { type: 'StatusAnswered', answer: ok(null), now: T0, jitter: 0 }, cfg);
     expect(find(next.effects, 'Send')).toMatchObject({ key: K });
   });
 
   it('a follower never sends on a timer or an answer', () => {
-    const follower: ChargerState = { kind: 'retrying', key: K, input, remote: true };
-    expect(step(follower, { type: 'TimerFired', now: T0 }, cfg).effects).toEqual([]);
+    const shown: ChargerState = { ...retrying, flags: follower };
+    expect(step(shown, { type: 'TimerFired', now: T0 }, cfg).effects).toEqual([]);
+    expect(step({ ...sending, flags: follower }, { type: 'Answered', answer: lost, now: T0, jitter: 0 }, cfg).effects).toEqual([]);
   });
 });
 

@@ -259,6 +259,24 @@ describe('the operation runner', () => {
     expect(server.sent.map((s) => s.operationName)).toEqual(['RefundStatus']);
   });
 
+  it("an open record older than the server's key retention is only asked about: the server may have forgotten its key", async () => {
+    const { server, ops, runner, restart, clock } = setup({ retry: { maxAttempts: 1 } });
+    server.script = ['network'];
+    await expect(runner.run(ops.refundCharge, 'r', refund)).rejects.toBeInstanceOf(OperationUnknownError);
+    clock.advance(24 * 60 * 60 * 1000 - 1);
+    server.statusScript = [{ code: 'SERVICE_UNAVAILABLE', http: 503 }];
+    // Within the retention it would be sent again (the status query is busy here, so the run ends unknown first).
+    await expect(restart().run(ops.refundCharge, 'r', refund)).rejects.toBeInstanceOf(OperationUnknownError);
+    clock.advance(1);
+
+    await expect(restart().run(ops.refundCharge, 'r', refund)).rejects.toBeInstanceOf(OperationUnknownError);
+    expect(server.sent.map((s) => s.operationName)).toEqual(['RefundCharge', 'RefundStatus', 'RefundStatus']);
+
+    const within = await restart({ keyRetentionMs: 48 * 60 * 60 * 1000 }).run(ops.refundCharge, 'r', refund);
+    expect(within).toMatchObject({ status: 'SUCCEEDED', key: 'key-1', replayed: false });
+    expect(server.sent.slice(3).map((s) => s.operationName)).toEqual(['RefundStatus', 'RefundCharge']);
+  });
+
   it('an unreadable record is never replaced by a new key', async () => {
     const { server, ops, store, runner } = setup();
     await store.set('r', '{"v":1,"key":');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { subscription } from '../src/stream.js';
-import { chargeCardDocument, chargeStatusDocument, classify, nothingRanCodes, post, retryableCodes } from '../src/transport.js';
+import { chargeCardDocument, chargeStatusDocument } from '../src/generated/operations.js';
+import { classify, nothingRanCodes, post, retryableCodes } from '../src/transport.js';
 
 const now = Date.parse('2026-03-01T12:00:00Z');
 const j = (b: unknown) => JSON.stringify(b);
@@ -67,7 +68,7 @@ describe('the documents', () => {
     ['chargeStatus', chargeStatusDocument],
     ['chargeUpdated', subscription.query],
   ])('%s asks for nextAction', (_, doc) => {
-    expect(doc.replace(/\s+/g, ' ')).toContain('nextAction { type url expiresAt }');
+    expect(doc.replace(/\s+/g, ' ')).toContain('nextAction{type url expiresAt}');
   });
 });
 

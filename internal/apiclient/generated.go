@@ -232,7 +232,7 @@ var AllCaptureMethod = []CaptureMethod{
 	CaptureMethodManual,
 }
 
-// CaptureResult is a capture's answer, as ChargeResult is a charge's.
+// CaptureResult is a capture's answer.
 type CaptureResult struct {
 	// The idempotency key this answer belongs to.
 	IdempotencyKey string               `json:"idempotencyKey"`
@@ -573,6 +573,14 @@ type Charge struct {
 	// The card provider's id for this charge.
 	ProviderChargeId string    `json:"providerChargeId"`
 	CreatedAt        time.Time `json:"createdAt"`
+	// Where the charge stands in its captures: CAPTURED for an AUTOMATIC charge.
+	CaptureStatus CaptureStatus `json:"captureStatus"`
+	// What has been captured of the charge, in minor units: all of an AUTOMATIC charge.
+	AmountCaptured int `json:"amountCaptured"`
+	// What a captureCharge may take now, in minor units: 0 unless UNCAPTURED or PARTIALLY_CAPTURED (and no final capture or void running).
+	AmountCapturable int `json:"amountCapturable"`
+	// When the authorization lapses; null once captured in full or voided, and for an AUTOMATIC charge.
+	AuthorizationExpiresAt *time.Time `json:"authorizationExpiresAt"`
 }
 
 // GetId returns Charge.Id, and is useful for accessing the field via an interface.
@@ -592,6 +600,18 @@ func (v *Charge) GetProviderChargeId() string { return v.ProviderChargeId }
 
 // GetCreatedAt returns Charge.CreatedAt, and is useful for accessing the field via an interface.
 func (v *Charge) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// GetCaptureStatus returns Charge.CaptureStatus, and is useful for accessing the field via an interface.
+func (v *Charge) GetCaptureStatus() CaptureStatus { return v.CaptureStatus }
+
+// GetAmountCaptured returns Charge.AmountCaptured, and is useful for accessing the field via an interface.
+func (v *Charge) GetAmountCaptured() int { return v.AmountCaptured }
+
+// GetAmountCapturable returns Charge.AmountCapturable, and is useful for accessing the field via an interface.
+func (v *Charge) GetAmountCapturable() int { return v.AmountCapturable }
+
+// GetAuthorizationExpiresAt returns Charge.AuthorizationExpiresAt, and is useful for accessing the field via an interface.
+func (v *Charge) GetAuthorizationExpiresAt() *time.Time { return v.AuthorizationExpiresAt }
 
 // ChargeCapturesChargeStatusChargeCardPayload includes the requested fields of the GraphQL type ChargeCardPayload.
 type ChargeCapturesChargeStatusChargeCardPayload struct {
@@ -1291,8 +1311,11 @@ type CheckoutSession struct {
 	ClientSecret *string               `json:"clientSecret"`
 	Status       CheckoutSessionStatus `json:"status"`
 	// Amount in minor units of the currency.
-	Amount   int    `json:"amount"`
-	Currency string `json:"currency"`
+	Amount   int     `json:"amount"`
+	Currency string  `json:"currency"`
+	OrderId  *string `json:"orderId"`
+	// After this no new charge attempt is accepted; one already running still finishes.
+	ExpiresAt time.Time `json:"expiresAt"`
 	// Charge attempts made on the session (retries of a key are not counted).
 	Attempts int `json:"attempts"`
 	// How many attempts the session takes in all; past it new attempts are refused with CHECKOUT_SESSION_LOCKED.
@@ -1313,6 +1336,12 @@ func (v *CheckoutSession) GetAmount() int { return v.Amount }
 
 // GetCurrency returns CheckoutSession.Currency, and is useful for accessing the field via an interface.
 func (v *CheckoutSession) GetCurrency() string { return v.Currency }
+
+// GetOrderId returns CheckoutSession.OrderId, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetOrderId() *string { return v.OrderId }
+
+// GetExpiresAt returns CheckoutSession.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *CheckoutSession) GetExpiresAt() time.Time { return v.ExpiresAt }
 
 // GetAttempts returns CheckoutSession.Attempts, and is useful for accessing the field via an interface.
 func (v *CheckoutSession) GetAttempts() int { return v.Attempts }
@@ -2391,19 +2420,27 @@ func (v *__ChargeRefundsInput) GetIdempotencyKey() string { return v.Idempotency
 
 // __ChargeStatusInput is used internally by genqlient
 type __ChargeStatusInput struct {
-	IdempotencyKey string `json:"idempotencyKey"`
+	IdempotencyKey  string  `json:"idempotencyKey"`
+	CheckoutSession *string `json:"checkoutSession"`
 }
 
 // GetIdempotencyKey returns __ChargeStatusInput.IdempotencyKey, and is useful for accessing the field via an interface.
 func (v *__ChargeStatusInput) GetIdempotencyKey() string { return v.IdempotencyKey }
 
+// GetCheckoutSession returns __ChargeStatusInput.CheckoutSession, and is useful for accessing the field via an interface.
+func (v *__ChargeStatusInput) GetCheckoutSession() *string { return v.CheckoutSession }
+
 // __ChargeUpdatedInput is used internally by genqlient
 type __ChargeUpdatedInput struct {
-	IdempotencyKey string `json:"idempotencyKey"`
+	IdempotencyKey  string  `json:"idempotencyKey"`
+	CheckoutSession *string `json:"checkoutSession"`
 }
 
 // GetIdempotencyKey returns __ChargeUpdatedInput.IdempotencyKey, and is useful for accessing the field via an interface.
 func (v *__ChargeUpdatedInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
+// GetCheckoutSession returns __ChargeUpdatedInput.CheckoutSession, and is useful for accessing the field via an interface.
+func (v *__ChargeUpdatedInput) GetCheckoutSession() *string { return v.CheckoutSession }
 
 // __CreateCheckoutSessionInput is used internally by genqlient
 type __CreateCheckoutSessionInput struct {
@@ -2588,6 +2625,7 @@ fragment CapturedCharge on Charge {
 }
 `
 
+// CaptureStatusOfKey is captureStatus (a Go name apart from the enum's).
 func CaptureStatusOfKey(
 	ctx_ context.Context,
 	client_ graphql.Client,
@@ -2688,6 +2726,10 @@ fragment ChargeResult on ChargeCardPayload {
 		orderId
 		providerChargeId
 		createdAt
+		captureStatus
+		amountCaptured
+		amountCapturable
+		authorizationExpiresAt
 	}
 	failure {
 		code
@@ -2820,8 +2862,8 @@ func ChargeRefunds(
 
 // The query executed by ChargeStatus.
 const ChargeStatus_Operation = `
-query ChargeStatus ($idempotencyKey: String!) {
-	chargeStatus(idempotencyKey: $idempotencyKey) {
+query ChargeStatus ($idempotencyKey: String!, $checkoutSession: String) {
+	chargeStatus(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) {
 		... ChargeResult
 	}
 }
@@ -2838,6 +2880,10 @@ fragment ChargeResult on ChargeCardPayload {
 		orderId
 		providerChargeId
 		createdAt
+		captureStatus
+		amountCaptured
+		amountCapturable
+		authorizationExpiresAt
 	}
 	failure {
 		code
@@ -2851,16 +2897,19 @@ fragment ChargeResult on ChargeCardPayload {
 }
 `
 
+// checkoutSession: with a publishable key, the session the attempt pays.
 func ChargeStatus(
 	ctx_ context.Context,
 	client_ graphql.Client,
 	idempotencyKey string,
+	checkoutSession *string,
 ) (data_ *ChargeStatusResponse, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "ChargeStatus",
 		Query:  ChargeStatus_Operation,
 		Variables: &__ChargeStatusInput{
-			IdempotencyKey: idempotencyKey,
+			IdempotencyKey:  idempotencyKey,
+			CheckoutSession: checkoutSession,
 		},
 	}
 
@@ -2878,8 +2927,8 @@ func ChargeStatus(
 
 // The subscription executed by ChargeUpdated.
 const ChargeUpdated_Operation = `
-subscription ChargeUpdated ($idempotencyKey: String!) {
-	chargeUpdated(idempotencyKey: $idempotencyKey) {
+subscription ChargeUpdated ($idempotencyKey: String!, $checkoutSession: String) {
+	chargeUpdated(idempotencyKey: $idempotencyKey, checkoutSession: $checkoutSession) {
 		... ChargeResult
 	}
 }
@@ -2896,6 +2945,10 @@ fragment ChargeResult on ChargeCardPayload {
 		orderId
 		providerChargeId
 		createdAt
+		captureStatus
+		amountCaptured
+		amountCapturable
+		authorizationExpiresAt
 	}
 	failure {
 		code
@@ -2914,12 +2967,14 @@ func ChargeUpdated(
 	ctx_ context.Context,
 	client_ graphql.WebSocketClient,
 	idempotencyKey string,
+	checkoutSession *string,
 ) (dataChan_ chan ChargeUpdatedWsResponse, subscriptionID_ string, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "ChargeUpdated",
 		Query:  ChargeUpdated_Operation,
 		Variables: &__ChargeUpdatedInput{
-			IdempotencyKey: idempotencyKey,
+			IdempotencyKey:  idempotencyKey,
+			CheckoutSession: checkoutSession,
 		},
 	}
 
@@ -2966,6 +3021,8 @@ mutation CreateCheckoutSession ($idempotencyKey: String!, $input: CheckoutSessio
 			status
 			amount
 			currency
+			orderId
+			expiresAt
 			attempts
 			maxAttempts
 		}
@@ -3128,6 +3185,10 @@ fragment ChargeResult on ChargeCardPayload {
 		orderId
 		providerChargeId
 		createdAt
+		captureStatus
+		amountCaptured
+		amountCapturable
+		authorizationExpiresAt
 	}
 	failure {
 		code

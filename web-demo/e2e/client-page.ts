@@ -37,6 +37,8 @@ export interface LoggedState {
   at: number;
   kind: string;
   key: string | null;
+  /** The charger's paused flag (offline, or hidden while retrying or polling). */
+  paused: boolean;
 }
 
 /** The test page's globals: the library's export, the charger, its logs and a pending pay. */
@@ -44,7 +46,7 @@ interface TestWindow {
   createCharger: (options: Record<string, unknown>) => {
     pay(input: PayInput): Promise<Outcome>;
     resume(): Promise<Outcome | null>;
-    subscribe(listener: (state: { kind: string; key?: string | null }) => void): unknown;
+    subscribe(listener: (state: { kind: string; attempt?: { key: string }; paused: boolean }) => void): unknown;
   };
   charger: ReturnType<TestWindow['createCharger']>;
   chargerLog: { events: LoggedEvent[]; states: LoggedState[] };
@@ -68,7 +70,7 @@ export async function mount(page: Page, options: ChargerOptions): Promise<void> 
       ...options,
       onEvent: (e: unknown) => log.events.push({ at: Date.now(), ...(plain(e) as Record<string, unknown>) }),
     });
-    w.charger.subscribe((s) => log.states.push({ at: Date.now(), kind: s.kind, key: s.key ?? null }));
+    w.charger.subscribe((s) => log.states.push({ at: Date.now(), kind: s.kind, key: s.attempt?.key ?? null, paused: s.paused }));
   }, options);
 }
 
@@ -127,10 +129,14 @@ export async function chargerLog(page: Page): Promise<TestWindow['chargerLog']> 
   return page.evaluate(() => (window as unknown as TestWindow).chargerLog);
 }
 
-/** Waits until the charger has been in state kind; false if it was not within timeout. */
-export async function reachedState(page: Page, kind: string, timeout: number): Promise<boolean> {
+/** Waits until the charger has been in state kind (and paused, when asked); false if it was not within timeout. */
+export async function reachedState(page: Page, kind: string, timeout: number, paused = false): Promise<boolean> {
   return page
-    .waitForFunction((kind) => (window as unknown as TestWindow).chargerLog.states.some((s) => s.kind === kind), kind, { timeout, polling: 50 })
+    .waitForFunction(
+      ({ kind, paused }) => (window as unknown as TestWindow).chargerLog.states.some((s) => s.kind === kind && (!paused || s.paused)),
+      { kind, paused },
+      { timeout, polling: 50 },
+    )
     .then(
       () => true,
       () => false,

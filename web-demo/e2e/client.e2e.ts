@@ -274,13 +274,13 @@ describe.skipIf(skip !== '')('@chargeonce/client in Chromium, on another origin'
     });
     await mount(page, options(session, { live: 'ws' }));
     await startPay(page, slow);
-    const processing = await reachedState(page, 'processing', 5_000);
+    const processing = await reachedState(page, 'following', 5_000);
     const before = (await chargerLog(page)).states.map((s) => s.kind).join(' → ');
     expect(processing, `states: ${before}; sends:\n${describeSends(await ended(sends, 100))}`).toBe(true);
     const [key] = cut;
 
     await context.setOffline(true);
-    const paused = await reachedState(page, 'paused', 3_000);
+    const paused = await reachedState(page, 'following', 3_000, true);
     // The bank finishes meanwhile; the page learns it once it is back.
     await serverSays(key, 'SUCCEEDED');
     await context.setOffline(false);
@@ -288,14 +288,15 @@ describe.skipIf(skip !== '')('@chargeonce/client in Chromium, on another origin'
 
     expect(outcome).toMatchObject({ status: 'SUCCEEDED', key });
     const { states, events } = await chargerLog(page);
-    expect(paused, `states: ${states.map((s) => s.kind).join(' → ')}`).toBe(true);
-    expect(states.find((s) => s.kind === 'paused')).toMatchObject({ key });
+    const named = states.map((s) => (s.paused ? `${s.kind} (paused)` : s.kind)).join(' → ');
+    expect(paused, `states: ${named}`).toBe(true);
+    expect(states.find((s) => s.paused)).toMatchObject({ kind: 'following', key });
     expect(events).toContainEqual(expect.objectContaining({ type: 'pause', key, reason: 'offline' }));
     expect(events).toContainEqual(expect.objectContaining({ type: 'unpause', key }));
     const done = await ended(sends);
     expect(keysOf(done), describeSends(done)).toEqual([key]);
     await expectOneCharge(key);
-    report('offline while PROCESSING', done, `states ${states.map((s) => s.kind).join(' → ')}`);
+    report('offline while PROCESSING', done, `states ${named}`);
   });
 
   it('a double click: two pay() calls at once send one chargeCard, one key, one charge', async () => {

@@ -17,10 +17,21 @@ const decor = (over: Partial<Decor> = {}): Decor => ({
 
 const input = { paymentMethod: 'pm_card_authenticationRequired', checkoutSession: 'cs_1' };
 const nextAction = { type: 'REDIRECT' as const, url: 'http://127.0.0.1/provider/authenticate/ch_1', expiresAt: '2099-01-01T00:15:00Z' };
-const action: ChargerState = { kind: 'action', key: 'k', input, nextAction, live: 'ws', liveOpen: true };
+const flags = { offline: false, hidden: false, follower: false };
+const action: ChargerState = {
+  kind: 'following',
+  attempt: { key: 'k', input, nextAction, sends: 1 },
+  live: 'ws',
+  liveOpen: true,
+  checks: 0,
+  pollMs: 1000,
+  retryInMs: null,
+  flags,
+  paused: false,
+};
 
 describe('the action phase', () => {
-  it("is the charger's action state, with the bank's page and deadline, followed live", () => {
+  it("is the charger's following state with a nextAction: the bank's page and deadline, followed live", () => {
     expect(viewOf(action, decor(), 0)).toEqual({
       attempt: { key: 'k', input, state: 'open' },
       phase: { kind: 'action', key: 'k', url: nextAction.url, expiresAt: nextAction.expiresAt, leaving: false, back: false, live: 'subscribed' },
@@ -34,18 +45,18 @@ describe('the action phase', () => {
   });
 
   it('the return: resuming says it is back from the bank; the stored attempt sent again shows it', () => {
-    const idle: ChargerState = { kind: 'idle' };
+    const idle: ChargerState = { kind: 'idle', flags, paused: false };
     expect(viewOf(idle, decor({ resuming: true, backKey: 'k' }), 0).phase).toEqual({ kind: 'resuming', back: true });
     expect(viewOf(idle, decor({ resuming: true }), 0).phase).toEqual({ kind: 'resuming' });
-    const resent: ChargerState = { kind: 'sending', key: 'k', input, nextAction, attempt: 2 };
+    const resent: ChargerState = { kind: 'sending', attempt: { key: 'k', input, nextAction, sends: 2 }, run: { since: 0, tries: 1 }, flags, paused: false };
     expect(viewOf(resent, decor({ resuming: true, backKey: 'k' }), 0).phase).toEqual({ kind: 'resuming', back: true });
   });
 
   it('a key taken from the address has no input: the attempt is shown without its card', () => {
-    const adopted: ChargerState = { kind: 'processing', key: 'k', live: 'poll', checks: 0, pollMs: 1000 };
+    const adopted: ChargerState = { kind: 'following', attempt: { key: 'k', input: null, sends: 0 }, live: 'poll', liveOpen: false, checks: 0, pollMs: 1000, retryInMs: null, flags, paused: false };
     expect(viewOf(adopted, decor({ backKey: 'k' }), 0).attempt).toEqual({ key: 'k', input: null, state: 'open' });
     const outcome = { status: 'FAILED' as const, key: 'k', replayed: false, failure: { code: 'authentication_failed', message: 'no' } };
-    expect(viewOf({ kind: 'settled', key: 'k', outcome }, decor(), 0).attempt).toEqual({ key: 'k', input: null, state: 'FAILED' });
+    expect(viewOf({ kind: 'settled', attempt: { key: 'k', input: null, sends: 0 }, outcome, flags, paused: false }, decor(), 0).attempt).toEqual({ key: 'k', input: null, state: 'FAILED' });
   });
 
   it('Pay is off and not busy: the page waits for the shopper, not for the server', () => {

@@ -138,9 +138,9 @@ export function resultArrived(prev: CheckoutState, next: CheckoutState): boolean
 /** What the page shows for the charger's state s. */
 export function viewOf(s: ChargerState, d: Decor, now: number): CheckoutState {
   const attempt: Attempt | null =
-    s.key
-      ? { key: s.key, input: s.input ?? null, state: s.kind === 'settled' ? s.outcome!.status : s.kind === 'rejected' ? 'rejected' : 'open' }
-      : null;
+    s.kind === 'idle'
+      ? null
+      : { key: s.attempt.key, input: s.attempt.input, state: s.kind === 'settled' ? s.outcome.status : s.kind === 'rejected' ? 'rejected' : 'open' };
   return { attempt, phase: phaseOf(s, d, now) };
 }
 
@@ -166,33 +166,35 @@ export interface Decor {
 }
 
 function phaseOf(s: ChargerState, d: Decor, now: number): Phase {
+  // Paused is the charger's flag beside a waiting kind; the page shows it as a phase of its own.
+  if (s.paused) return { kind: 'paused', by: s.flags.hidden && !s.flags.offline && !s.flags.follower ? 'hidden' : 'offline' };
   switch (s.kind) {
     case 'idle':
-      return d.resuming ? resuming(d) : { kind: 'idle' };
+      if (d.resuming) return resuming(d);
+      // A pay() waiting for another tab's attempt, whose key this tab has not heard yet.
+      return s.waiting ? { kind: 'paying', retry: null } : { kind: 'idle' };
     case 'sending':
       if (d.slow) {
         const { checks, retryAfterMs } = d.slow;
-        return { kind: 'processing', key: s.key!, checks, retryAfterMs, nextCheckAt: now, remainingMs: 0, checking: false, charging: true };
+        return { kind: 'processing', key: s.attempt.key, checks, retryAfterMs, nextCheckAt: now, remainingMs: 0, checking: false, charging: true };
       }
       if (d.resuming) return resuming(d);
-      return { kind: 'paying', retry: (s.attempt ?? 1) > 1 ? d.retry : null };
+      return { kind: 'paying', retry: s.attempt.sends > 1 ? d.retry : null };
     case 'retrying':
       return { kind: 'paying', retry: d.retry };
-    case 'paused':
-      return { kind: 'paused', by: s.pausedBy ?? 'offline' };
-    case 'action':
-    case 'processing': {
+    case 'following': {
       const live: LiveState | undefined =
         s.live === 'poll' ? (d.liveDown ? 'unavailable' : undefined) : s.liveOpen ? 'subscribed' : 'connecting';
-      if (s.kind === 'action' && s.nextAction) {
-        const { url, expiresAt } = s.nextAction;
-        return { kind: 'action', key: s.key!, url, expiresAt, leaving: d.leaving, back: d.backKey === s.key, ...(live ? { live } : {}) };
+      const { key, nextAction } = s.attempt;
+      if (nextAction) {
+        const { url, expiresAt } = nextAction;
+        return { kind: 'action', key, url, expiresAt, leaving: d.leaving, back: d.backKey === key, ...(live ? { live } : {}) };
       }
       return {
         kind: 'processing',
-        key: s.key!,
-        checks: s.checks ?? 0,
-        retryAfterMs: s.pollMs ?? null,
+        key,
+        checks: s.checks,
+        retryAfterMs: s.pollMs,
         nextCheckAt: d.nextCheckAt,
         remainingMs: Math.max(0, d.nextCheckAt - now),
         checking: s.retryInMs === 0,
@@ -203,7 +205,7 @@ function phaseOf(s: ChargerState, d: Decor, now: number): Phase {
     case 'unknown':
       return { kind: 'unknown', code: s.error?.code ?? null };
     case 'settled': {
-      const o = s.outcome!;
+      const o = s.outcome;
       const payload: ChargePayload =
         o.status === 'SUCCEEDED'
           ? { idempotencyKey: o.key, status: o.status, replayed: o.replayed, charge: o.charge, failure: null }

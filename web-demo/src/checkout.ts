@@ -77,6 +77,8 @@ export interface BankReturn {
 /** Where the page keeps the key of the attempt Authenticate took to the bank, for the page that comes back (or reloads). */
 export const bankStorageKey = 'chargeonce-demo:bank';
 
+/** The key of the charger's attempt; none while idle. */
+const keyOf = (s: ChargerState): string | undefined => (s.kind === 'idle' ? undefined : s.attempt.key);
 const freshDecor = (): Decor => ({ resuming: false, retry: null, liveDown: false, nextCheckAt: 0, slow: null, leaving: false, backKey: null });
 
 export class Checkout {
@@ -200,7 +202,7 @@ export class Checkout {
     const c = this.charger?.c;
     if (c?.state.kind === 'unknown') {
       this.own = null;
-      const { input } = c.state;
+      const { input } = c.state.attempt;
       // The same key; the state says how it ends. A key taken from the return's address has no input: it is only asked about.
       (input ? c.pay({ paymentMethod: input.paymentMethod }) : c.resume()).catch(() => {});
       return;
@@ -317,7 +319,8 @@ export class Checkout {
     if (back && !back.told && e.type === 'send' && e.key === back.key) {
       back.told = true;
       // Whence the charger took the key: its record (with the input), or the address alone.
-      const from: ReturnSource = this.charger?.c.state.input ? 'storage' : 'address';
+      const st = this.charger?.c.state;
+      const from: ReturnSource = st && st.kind !== 'idle' && st.attempt.input ? 'storage' : 'address';
       this.o.observer?.returned?.(e.key, from);
     }
     if (e.type === 'retry') this.decor.retry = e.cause === 'network' ? { kind: 'lost' } : { kind: 'busy', code: e.cause, waitMs: e.waitMs };
@@ -332,12 +335,12 @@ export class Checkout {
       this.handoff = false;
       this.own = null;
     }
-    if (s.key !== prev.key) this.decor = { ...freshDecor(), resuming: this.decor.resuming };
+    if (keyOf(s) !== keyOf(prev)) this.decor = { ...freshDecor(), resuming: this.decor.resuming };
     if (s.kind !== 'sending') {
       this.slow.stop();
       if (s.kind !== 'idle') this.decor.resuming = false;
     }
-    if (s.kind === 'processing' && s.retryInMs !== undefined && s.retryInMs > 0) this.decor.nextCheckAt = this.o.clock.now() + s.retryInMs;
+    if (s.kind === 'following' && !s.attempt.nextAction && s.retryInMs !== null && s.retryInMs > 0) this.decor.nextCheckAt = this.o.clock.now() + s.retryInMs;
     this.o.observer?.state(s, prev);
     this.update();
   }
@@ -345,7 +348,8 @@ export class Checkout {
   /** chargeStatus about the open chargeCard: a read, on the attempt's session. */
   private askStatus(key: string) {
     const ch = this.charger!;
-    const checkoutSession = ch.c.state.input?.checkoutSession ?? ch.session.clientSecret;
+    const st = ch.c.state;
+    const checkoutSession = (st.kind === 'idle' ? st.waiting : st.attempt.input)?.checkoutSession ?? ch.session.clientSecret;
     return send(this.o.endpoint(ch.session.publishableKey), 'SessionChargeStatus', { idempotencyKey: key, checkoutSession });
   }
 

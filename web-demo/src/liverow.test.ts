@@ -1,5 +1,5 @@
 // The timeline's live status row, drawn from the charger's state and events.
-import type { ChargerState } from '@chargeonce/client';
+import type { ChargerState, FollowingState } from '@chargeonce/client';
 import { describe, expect, it } from 'vitest';
 import { liveRows } from './liverow';
 import type { RequestRecord } from './transport';
@@ -18,11 +18,12 @@ function recorder() {
 }
 
 const input = { paymentMethod: 'pm_card_lostResponse', checkoutSession: 'cs_1' };
-const sending: ChargerState = { kind: 'sending', key: 'k', input, attempt: 1 };
-const connecting: ChargerState = { kind: 'processing', key: 'k', input, live: 'ws', liveOpen: false };
+const flags = { offline: false, hidden: false, follower: false };
+const sending: ChargerState = { kind: 'sending', attempt: { key: 'k', input, sends: 1 }, run: { since: 0, tries: 1 }, flags, paused: false };
+const connecting: FollowingState = { kind: 'following', attempt: { key: 'k', input, sends: 1 }, live: 'ws', liveOpen: false, checks: 0, pollMs: 1000, retryInMs: null, flags, paused: false };
 const subscribed: ChargerState = { ...connecting, liveOpen: true };
 const outcome = { status: 'SUCCEEDED' as const, key: 'k', replayed: true, charge: { id: 'c', amount: 1, currency: 'USD', providerChargeId: 'ch', createdAt: '', captureStatus: 'CAPTURED' as const, amountCaptured: 1, amountCapturable: 0, authorizationExpiresAt: null } };
-const settled: ChargerState = { kind: 'settled', key: 'k', input, outcome };
+const settled: ChargerState = { kind: 'settled', attempt: { key: 'k', input, sends: 1 }, outcome, flags, paused: false };
 
 describe('the live status row', () => {
   it('connecting, subscribed, then the final state by the stream', () => {
@@ -63,7 +64,7 @@ describe('the live status row', () => {
   it('the attempt waits for the shopper to authenticate: followed live as PROCESSING is, until the outcome', () => {
     const { rows, live } = recorder();
     const nextAction = { type: 'REDIRECT' as const, url: 'http://x/provider/authenticate/ch', expiresAt: '2099-01-01T00:00:00Z' };
-    const action: ChargerState = { ...connecting, kind: 'action', nextAction };
+    const action: FollowingState = { ...connecting, attempt: { ...connecting.attempt, nextAction } };
     live.state(action, sending);
     expect(rows).toMatchObject([{ operation: 'ChargeUpdated', outcome: 'pending' }]);
     live.state({ ...action, liveOpen: true }, action);

@@ -2,7 +2,7 @@
 // a PROCESSING attempt (waiting for the shopper to authenticate, too) over a
 // websocket (chargeUpdated) itself, and the
 // recording fetch never sees that socket; so the row is drawn from what the
-// charger says: its state (processing over 'ws', open or not) and its events
+// charger says: its state (following over 'ws', open or not) and its events
 // (live-open, live-failed, the chargeStatus answers).
 import type { ChargerEvent, ChargerState } from '@chargeonce/client';
 import type { ChargerObserver } from './checkout';
@@ -16,7 +16,8 @@ export interface LiveRowHooks {
   update(r: RequestRecord): void;
 }
 
-const followsLive = (s: ChargerState) => (s.kind === 'processing' || s.kind === 'action') && s.live !== undefined && s.live !== 'poll';
+/** Followed over a stream (not paused, which closes it). Another tab's attempt is followed there, not here. */
+const followsLive = (s: ChargerState): boolean => s.kind === 'following' && !s.paused && !s.flags.follower && s.live !== 'poll';
 
 /** An observer of the charger that keeps the live status row of the timeline. */
 export function liveRows(hooks: LiveRowHooks): ChargerObserver {
@@ -35,28 +36,30 @@ export function liveRows(hooks: LiveRowHooks): ChargerObserver {
       if (e.type === 'live-failed') failure = e.reason;
     },
     state(next: ChargerState, prev: ChargerState) {
-      const was = followsLive(prev) && prev.key === next.key;
-      if (followsLive(next) && !was) {
+      const key = (s: ChargerState) => (s.kind === 'idle' ? undefined : s.attempt.key);
+      const was = followsLive(prev) && key(prev) === key(next);
+      if (next.kind === 'following' && followsLive(next) && !was) {
         failure = null;
+        const { input } = next.attempt;
         row = hooks.sent({
           operation: liveOperation,
-          idempotencyKey: next.key!,
-          ...(next.input?.checkoutSession ? { checkoutSession: next.input.checkoutSession } : {}),
+          idempotencyKey: next.attempt.key,
+          ...(input?.checkoutSession ? { checkoutSession: input.checkoutSession } : {}),
           sentAt: new Date().toISOString(),
           outcome: 'pending',
         });
         return;
       }
       if (!row) return;
-      if (followsLive(next)) {
+      if (next.kind === 'following' && followsLive(next)) {
         if (next.liveOpen && row.detail !== 'subscribed') put({ ...row, status: 'PROCESSING', detail: 'subscribed' });
         return;
       }
       // The subscription ended: how?
-      const o = next.outcome;
-      if (next.kind === 'settled' && o && !byStatus) {
+      const o = next.kind === 'settled' ? next.outcome : undefined;
+      if (o && !byStatus) {
         put({ ...row, outcome: 'answered', status: o.status, replayed: o.replayed, detail: 'subscribed' });
-      } else if (next.kind === 'processing' || next.kind === 'action') {
+      } else if (next.kind === 'following' && !next.paused) {
         put({ ...row, outcome: 'unavailable', detail: failure ?? 'no answer in time' });
       } else {
         put({ ...row, outcome: 'closed', ...(o ? { status: o.status } : {}) });

@@ -1,8 +1,9 @@
-// The GraphQL documents of the merchant's server's operations (secret key
-// only), and the shapes they answer, as graph/schema.graphqls has them.
-// test/documents.test.ts validates each document against the schema and
-// checks that each selection is exactly its type's fields.
-import type { Charge, CaptureMethod } from './types.js';
+// The shapes the merchant's server's operations (secret key only) take and
+// answer: their inputs as graph/schema.graphqls has them, their payloads as
+// client/operations.graphql selects them (src/generated/operations.ts).
+// test/documents.test.ts checks that each selection is exactly its type's
+// fields.
+import type { CaptureMethod, CaptureStatus } from './types.js';
 import type { OperationFailure, OperationStatus } from './operation.js';
 
 export interface CheckoutSessionInput {
@@ -26,9 +27,6 @@ export interface CheckoutSession {
   amount: number;
   currency: string;
   orderId: string | null;
-  description: string | null;
-  returnUrl: string | null;
-  createdAt: string;
   expiresAt: string;
   attempts: number;
   maxAttempts: number;
@@ -47,7 +45,6 @@ export interface Refund {
   chargeId: string;
   amount: number;
   currency: string;
-  reason: string | null;
   providerRefundId: string | null;
   status: OperationStatus;
   createdAt: string;
@@ -68,6 +65,19 @@ export interface Capture {
   amount: number;
   final: boolean;
   createdAt: string;
+}
+
+/** A charge as its captures and voids left it: what captureCharge and voidCharge answer with. */
+export interface CapturedCharge {
+  id: string;
+  amount: number;
+  providerChargeId: string;
+  captureStatus: CaptureStatus;
+  amountCaptured: number;
+  amountCapturable: number;
+  authorizationExpiresAt: string | null;
+  amountRefunded: number;
+  captures: Capture[];
 }
 
 export interface VoidInput {
@@ -92,7 +102,6 @@ interface Payload {
   status: OperationStatus;
   replayed: boolean;
   retryAfterMs: number | null;
-  expiresAt: string | null;
   failure: OperationFailure | null;
 }
 
@@ -103,48 +112,11 @@ export interface RefundPayload extends Payload {
 export interface CapturePayload extends Payload {
   capture: Capture | null;
   /** The charge as it is now. */
-  charge: Charge | null;
+  charge: CapturedCharge | null;
 }
 
 export interface VoidPayload extends Payload {
   void: Void | null;
   /** The charge as it is now. */
-  charge: Charge | null;
+  charge: CapturedCharge | null;
 }
-
-const charge = 'charge { id amount currency orderId providerChargeId createdAt captureStatus amountCaptured amountCapturable authorizationExpiresAt }';
-const payload = 'idempotencyKey status replayed retryAfterMs expiresAt failure { code message }';
-const refund = `${payload} refund { id chargeId amount currency reason providerRefundId status createdAt }`;
-const capture = `${payload} capture { id chargeId amount final createdAt } ${charge}`;
-const voided = `${payload} void { id chargeId createdAt } ${charge}`;
-
-export const createCheckoutSessionDocument = `mutation CreateCheckoutSession($idempotencyKey: String!, $input: CheckoutSessionInput!) {
-  createCheckoutSession(idempotencyKey: $idempotencyKey, input: $input) {
-    idempotencyKey replayed
-    session { id clientSecret status amount currency orderId description returnUrl createdAt expiresAt attempts maxAttempts }
-  }
-}`;
-
-export const refundChargeDocument = `mutation RefundCharge($idempotencyKey: String!, $input: RefundInput!) {
-  refundCharge(idempotencyKey: $idempotencyKey, input: $input) { ${refund} }
-}`;
-
-export const refundStatusDocument = `query RefundStatus($idempotencyKey: String!) {
-  refundStatus(idempotencyKey: $idempotencyKey) { ${refund} }
-}`;
-
-export const captureChargeDocument = `mutation CaptureCharge($idempotencyKey: String!, $input: CaptureInput!) {
-  captureCharge(idempotencyKey: $idempotencyKey, input: $input) { ${capture} }
-}`;
-
-export const captureStatusDocument = `query CaptureStatus($idempotencyKey: String!) {
-  captureStatus(idempotencyKey: $idempotencyKey) { ${capture} }
-}`;
-
-export const voidChargeDocument = `mutation VoidCharge($idempotencyKey: String!, $input: VoidInput!) {
-  voidCharge(idempotencyKey: $idempotencyKey, input: $input) { ${voided} }
-}`;
-
-export const voidStatusDocument = `query VoidStatus($idempotencyKey: String!) {
-  voidStatus(idempotencyKey: $idempotencyKey) { ${voided} }
-}`;
