@@ -71,8 +71,8 @@ test-fast: ## The inner loop: go test -short ./..., which skips the tests of rea
 	$(GO) test -short ./...
 
 .PHONY: test-web
-test-web: web ## The client library's unit, browser and end-to-end tests, then the demo's unit and browser tests (headless Chromium; skipped without it, except under CI=true)
-	cd $(CLIENT) && $(NPM) test && $(NPM) run test:browser && $(NPM) run test:e2e
+test-web: web ## The client library's unit, browser, end-to-end and Node tests (the last two against the real server), then the demo's unit and browser tests (headless Chromium; skipped without it, except under CI=true)
+	cd $(CLIENT) && $(NPM) test && $(NPM) run test:browser && $(NPM) run test:e2e && $(NPM) run test:node-e2e
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run test:e2e
 

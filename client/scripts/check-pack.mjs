@@ -3,7 +3,9 @@
 // Wrong (attw) under its esm-only profile: this package is ESM only, so the
 // one rule that profile leaves out is that a CommonJS require() resolves. Then it checks the tarball holds dist/ and nothing
 // of the sources or tests, and that it installs into an empty project where
-// `import { createCharger } from '@chargeonce/client'` type-checks.
+// `import { createCharger } from '@chargeonce/client'` and a merchant's
+// server's `import { createMerchant } from '@chargeonce/client/server'`
+// type-check, and the server entry loads in Node.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +20,7 @@ try {
     console.error(`check:pack: unexpected files in the tarball: ${stray.join(', ')}`);
     process.exit(1);
   }
-  for (const need of ['dist/index.js', 'dist/index.d.ts', 'dist/react.js', 'dist/react.d.ts', 'dist/vue.js', 'dist/vue.d.ts']) {
+  for (const need of ['dist/index.js', 'dist/index.d.ts', 'dist/react.js', 'dist/react.d.ts', 'dist/vue.js', 'dist/vue.d.ts', 'dist/server.js', 'dist/server.d.ts', 'dist/filestore.js']) {
     if (!files.includes(need)) {
       console.error(`check:pack: ${need} is missing from the tarball; run npm run build first`);
       process.exit(1);
@@ -40,7 +42,7 @@ function installs(tarball, dir) {
   execFileSync('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], { cwd: dir, stdio: 'inherit' });
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [] },
-    files: ['checkout.ts'],
+    files: ['checkout.ts', 'server.ts'],
   }));
   writeFileSync(join(dir, 'checkout.ts'), [
     "import { createCharger, ChargeRejectedError, UnknownOutcomeError, type Charger } from '@chargeonce/client';",
@@ -53,6 +55,16 @@ function installs(tarball, dir) {
     'off();',
     '',
   ].join('\n'));
+  writeFileSync(join(dir, 'server.ts'), [
+    "import { createMerchant, fileKeyStore, OperationRejectedError, OperationUnknownError, type RefundOutcome } from '@chargeonce/client/server';",
+    "const merchant = createMerchant({ endpoint: 'https://api.example/graphql', secretKey: 'co_sk_x', store: fileKeyStore('/var/lib/shop/chargeonce') });",
+    "merchant.refundCharge('refund:order-42', { chargeId: 'ch_1' }).then((o: RefundOutcome) => console.log(o.status === 'SUCCEEDED' ? o.refund.id : o.failure.code), (e: unknown) => {",
+    '  if (e instanceof OperationRejectedError) console.log(e.code, e.key);',
+    '  else if (e instanceof OperationUnknownError) console.log(e.key);',
+    '});',
+    '',
+  ].join('\n'));
   execFileSync(resolve('node_modules/.bin/tsc'), ['-p', dir], { stdio: 'inherit' });
-  console.log('check:pack: the tarball installs into an empty project, and its import type-checks');
+  execFileSync(process.execPath, ['--input-type=module', '-e', "const s = await import('@chargeonce/client/server'); if (typeof s.createMerchant !== 'function' || typeof s.fileKeyStore !== 'function') process.exit(1);"], { cwd: dir, stdio: 'inherit' });
+  console.log('check:pack: the tarball installs into an empty project, its imports type-check, and the server entry loads in Node');
 }

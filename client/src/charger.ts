@@ -17,13 +17,11 @@ import { inputOf, keyOf } from './steps.js';
 import { resolveStorage } from './storage.js';
 import type { LiveOptions } from './stream.js';
 import { chargeCardDocument, chargeStatusDocument } from './generated/operations.js';
-import { answerEvent, post, type Answer } from './transport.js';
+import { answerEvent, post, requestTimeoutMsDefault, type Answer } from './transport.js';
 import type { ChargeCardInput, ChargerState, Outcome } from './types.js';
 import type { Charger, ChargerOptions } from './api.js';
 
 export type { Charger, ChargerEnvironment, ChargerOptions, PayOptions } from './api.js';
-
-export const requestTimeoutMsDefault = 30_000;
 
 /** The query parameter the provider's redirect back to the returnUrl carries: the attempt's idempotency key. */
 export const returnKeyParam = 'chargeonce_key';

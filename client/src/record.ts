@@ -62,15 +62,16 @@ export function expired(r: { expiresAt?: string | undefined }, now: number): boo
 }
 
 /**
- * Whether two inputs charge the same: the server's fingerprint ignores
- * field order and an empty optional field versus an absent one. An attempt
- * adopted from the return address has no input, and matches none.
+ * Whether two inputs ask for the same (a charge, or any operation's flat
+ * input): the server's fingerprint ignores field order and an empty
+ * optional field versus an absent one. An attempt adopted from the return
+ * address has no input, and matches none.
  */
-export function sameInput(a: ChargeCardInput | null | undefined, b: ChargeCardInput): boolean {
+export function sameInput<I extends object>(a: I | null | undefined, b: I): boolean {
   return !!a && canonical(a) === canonical(b);
 }
 
-function canonical(i: ChargeCardInput): string {
+function canonical(i: object): string {
   const entries = Object.entries(i)
     .filter(([, v]) => v !== undefined && v !== null && v !== '')
     .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));

@@ -7,10 +7,10 @@ import type { ChargerEvent } from './events.js';
 import { nothingRanCodes, unknownOutcomeCodes } from './generated/errorcodes.js';
 import type { ChargePayload, ServerError } from './types.js';
 
-/** What one request came back with. */
-export type Answer =
-  /** A GraphQL answer with the field's payload; null: chargeStatus knows no such key. */
-  | { kind: 'payload'; payload: ChargePayload | null; http: number }
+/** What one request came back with: P is the field's payload type (chargeCard's by default). */
+export type Answer<P = ChargePayload> =
+  /** A GraphQL answer with the field's payload; null: a status query knows no such key. */
+  | { kind: 'payload'; payload: P | null; http: number }
   /** A GraphQL error. retryable: the server ran nothing (or a retry is always safe) and asks for another try. */
   | { kind: 'error'; error: ServerError; retryable: boolean; hintMs?: number; http: number }
   /** No GraphQL answer at all (network error, timeout, a proxy's HTML page): the outcome is unknown. */
@@ -24,6 +24,9 @@ export { nothingRanCodes };
  * Generated from the server's own list (make generate).
  */
 export const retryableCodes: ReadonlySet<string> = new Set([...nothingRanCodes, ...unknownOutcomeCodes]);
+
+/** A request unanswered after this long is a lost one. */
+export const requestTimeoutMsDefault = 30_000;
 
 export interface GraphQLRequest {
   operationName: string;
@@ -43,7 +46,7 @@ export interface PostOptions {
 }
 
 /** Sends req as POST application/json and classifies what came back. It never throws. */
-export async function post(req: GraphQLRequest, field: string, o: PostOptions): Promise<Answer> {
+export async function post<P = ChargePayload>(req: GraphQLRequest, field: string, o: PostOptions): Promise<Answer<P>> {
   const ctl = new AbortController();
   const stop = () => ctl.abort();
   o.signal?.addEventListener('abort', stop);
@@ -57,7 +60,7 @@ export async function post(req: GraphQLRequest, field: string, o: PostOptions): 
     });
     // The whole body before deciding: a response cut short is a lost one.
     const text = await res.text();
-    return classify(field, res.status, text, res.headers.get('Retry-After'), o.now());
+    return classify<P>(field, res.status, text, res.headers.get('Retry-After'), o.now());
   } catch (err) {
     return { kind: 'lost', reason: ctl.signal.aborted ? 'no answer in time' : describe(err) };
   } finally {
@@ -68,11 +71,11 @@ export async function post(req: GraphQLRequest, field: string, o: PostOptions): 
 
 interface Body {
   data?: Record<string, unknown> | null;
-  errors?: { message?: unknown; extensions?: { code?: unknown; field?: unknown; retryAfterMs?: unknown } }[];
+  errors?: { message?: unknown; extensions?: { code?: unknown; field?: unknown; retryAfterMs?: unknown; [k: string]: unknown } }[];
 }
 
 /** What an HTTP answer means: the field's payload, a GraphQL error, or no GraphQL answer at all. */
-export function classify(field: string, http: number, text: string, retryAfter: string | null, now: number): Answer {
+export function classify<P = ChargePayload>(field: string, http: number, text: string, retryAfter: string | null, now: number): Answer<P> {
   const header = hintMs(undefined, retryAfter, now);
   let body: Body;
   try {
@@ -83,7 +86,7 @@ export function classify(field: string, http: number, text: string, retryAfter: 
   if (body === null || typeof body !== 'object') return lost(`HTTP ${http}: not a GraphQL answer`, http, header);
   const data = body.data && typeof body.data === 'object' ? body.data : undefined;
   if (data && field in data && (data[field] !== null || !body.errors?.length)) {
-    return { kind: 'payload', payload: (data[field] as ChargePayload | null) ?? null, http };
+    return { kind: 'payload', payload: (data[field] as P | null) ?? null, http };
   }
   const errors = Array.isArray(body.errors) ? body.errors : [];
   const first = errors[0];
@@ -91,12 +94,14 @@ export function classify(field: string, http: number, text: string, retryAfter: 
   const code = typeof first.extensions?.code === 'string' ? first.extensions.code : 'UNKNOWN';
   const error: ServerError = { code, message: typeof first.message === 'string' ? first.message : code };
   if (typeof first.extensions?.field === 'string') error.field = first.extensions.field;
+  const { code: _c, field: _f, retryAfterMs: _r, ...more } = first.extensions ?? {};
+  if (Object.keys(more).length > 0) error.extensions = more;
   const retryable = errors.every((e) => typeof e.extensions?.code === 'string' && retryableCodes.has(e.extensions.code));
   const hint = hintMs(first.extensions?.retryAfterMs, retryAfter, now);
   return { kind: 'error', error, retryable, http, ...(hint !== undefined ? { hintMs: hint } : {}) };
 }
 
-function lost(reason: string, http: number, hint: number | undefined): Answer {
+function lost(reason: string, http: number, hint: number | undefined): Answer<never> {
   return { kind: 'lost', reason, http, ...(hint !== undefined ? { hintMs: hint } : {}) };
 }
 

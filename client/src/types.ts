@@ -110,6 +110,8 @@ export interface ServerError {
   code: string;
   message: string;
   field?: string;
+  /** The error's other extensions, e.g. refundable with REFUND_EXCEEDS_CHARGE, capturable with CAPTURE_EXCEEDS_AUTHORIZATION. */
+  extensions?: Record<string, unknown>;
 }
 
 /** How a PROCESSING attempt is being followed. */

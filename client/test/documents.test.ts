@@ -1,7 +1,8 @@
 // The library's GraphQL documents against the server's schema
 // (graph/schema.graphqls): each one validates, its charge selection is
-// exactly the fields of the Charge type the library hands out, and the
-// enums it types by hand are the schema's. The documents are generated from
+// exactly the fields of the Charge type the library hands out, the merchant's
+// operations select exactly the fields of the types @chargeonce/client/server
+// hands out, and the enums it types by hand are the schema's. The documents are generated from
 // client/operations.graphql; the types are written by hand, and this is
 // what keeps them honest.
 import { readFileSync } from 'node:fs';
@@ -11,6 +12,8 @@ import { subscription } from '../src/stream.js';
 import * as generated from '../src/generated/operations.js';
 import { chargeCardDocument, chargeStatusDocument } from '../src/generated/operations.js';
 import type { CaptureMethod, CaptureStatus, Charge } from '../src/types.js';
+import type { CapturedCharge, CapturePayload, CheckoutSession, CheckoutSessionPayload, Refund, RefundPayload, Void, VoidPayload } from '../src/merchant-types.js';
+import type { OperationStatus } from '../src/operation.js';
 
 const schema = buildSchema(readFileSync(new URL('../../graph/schema.graphqls', import.meta.url), 'utf8'));
 
@@ -29,6 +32,25 @@ const chargeFields: { [K in keyof Charge]-?: true } = {
   amountCapturable: true,
   authorizationExpiresAt: true,
 };
+/** Every field of each type the merchant's operations hand out, once. */
+type Fields<T> = { [K in keyof T]-?: true };
+const refundFields: Fields<Refund> = { id: true, chargeId: true, amount: true, currency: true, providerRefundId: true, status: true, createdAt: true };
+const captureFields: Fields<CapturedCharge['captures'][number]> = { id: true, chargeId: true, amount: true, final: true, createdAt: true };
+const voidFields: Fields<Void> = { id: true, chargeId: true, createdAt: true };
+const capturedChargeFields: Fields<CapturedCharge> = {
+  id: true, amount: true, providerChargeId: true, captureStatus: true, amountCaptured: true, amountCapturable: true,
+  authorizationExpiresAt: true, amountRefunded: true, captures: true,
+};
+const sessionFields: Fields<CheckoutSession> = {
+  id: true, clientSecret: true, status: true, amount: true, currency: true, orderId: true, expiresAt: true, attempts: true, maxAttempts: true,
+};
+const payloadFields = { idempotencyKey: true, status: true, replayed: true, retryAfterMs: true, failure: true } as const;
+const refundPayloadFields: Fields<RefundPayload> = { ...payloadFields, refund: true };
+const capturePayloadFields: Fields<CapturePayload> = { ...payloadFields, capture: true, charge: true };
+const voidPayloadFields: Fields<VoidPayload> = { ...payloadFields, void: true, charge: true };
+const sessionPayloadFields: Fields<CheckoutSessionPayload> = { idempotencyKey: true, replayed: true, session: true };
+const sessionStatuses: Record<CheckoutSession['status'], true> = { OPEN: true, PAID: true, EXPIRED: true };
+const operationStatuses: Record<OperationStatus, true> = { PROCESSING: true, SUCCEEDED: true, FAILED: true };
 const captureStatuses: Record<CaptureStatus, true> = { UNCAPTURED: true, PARTIALLY_CAPTURED: true, CAPTURED: true, VOIDED: true, EXPIRED: true };
 const captureMethods: Record<CaptureMethod, true> = { AUTOMATIC: true, MANUAL: true };
 
@@ -64,8 +86,28 @@ describe("the library's documents", () => {
     expect(selected(doc, [field, 'charge']).sort()).toEqual(Object.keys(chargeFields).sort());
   });
 
+  it.each([
+    ['refundChargeDocument', generated.refundChargeDocument, 'refundCharge', refundPayloadFields, 'refund', refundFields],
+    ['refundStatusDocument', generated.refundStatusDocument, 'refundStatus', refundPayloadFields, 'refund', refundFields],
+    ['captureChargeDocument', generated.captureChargeDocument, 'captureCharge', capturePayloadFields, 'capture', captureFields],
+    ['captureStatusDocument', generated.captureStatusDocument, 'captureStatus', capturePayloadFields, 'capture', captureFields],
+    ['voidChargeDocument', generated.voidChargeDocument, 'voidCharge', voidPayloadFields, 'void', voidFields],
+    ['voidStatusDocument', generated.voidStatusDocument, 'voidStatus', voidPayloadFields, 'void', voidFields],
+    ['createCheckoutSessionDocument', generated.createCheckoutSessionDocument, 'createCheckoutSession', sessionPayloadFields, 'session', sessionFields],
+  ])('%s selects every field of its payload and of what it made, and only those', (_, doc, field, payload, made, fields) => {
+    expect(selected(doc, [field]).sort()).toEqual(Object.keys(payload).sort());
+    expect(selected(doc, [field, made]).sort()).toEqual(Object.keys(fields).sort());
+    if ('charge' in payload) {
+      expect(selected(doc, [field, 'charge']).sort()).toEqual(Object.keys(capturedChargeFields).sort());
+      expect(selected(doc, [field, 'charge', 'captures']).sort()).toEqual(Object.keys(captureFields).sort());
+    }
+  });
+
   it("the hand-typed enums are the schema's", () => {
     expect(Object.keys(captureStatuses).sort()).toEqual(enumValues('CaptureStatus'));
     expect(Object.keys(captureMethods).sort()).toEqual(enumValues('CaptureMethod'));
+    expect(Object.keys(sessionStatuses).sort()).toEqual(enumValues('CheckoutSessionStatus'));
+    expect(Object.keys(operationStatuses).sort()).toEqual(enumValues('RefundStatus'));
+    expect(Object.keys(operationStatuses).sort()).toEqual(enumValues('CaptureAttemptStatus'));
   });
 });

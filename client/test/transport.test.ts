@@ -35,6 +35,17 @@ describe('classify', () => {
     expect(a).toEqual({ kind: 'error', retryable: false, http: 200, error: { code: 'BAD_USER_INPUT', message: 'bad', field: 'amount' } });
   });
 
+  it("an error's other extensions come with it: what remains refundable", () => {
+    const body = { errors: [{ message: 'too much', extensions: { code: 'REFUND_EXCEEDS_CHARGE', field: 'input.amount', refundable: 700 } }], data: null };
+    const a = classify('refundCharge', 200, j(body), null, now);
+    expect(a).toEqual({
+      kind: 'error',
+      retryable: false,
+      http: 200,
+      error: { code: 'REFUND_EXCEEDS_CHARGE', message: 'too much', field: 'input.amount', extensions: { refundable: 700 } },
+    });
+  });
+
   it('JSON without data or errors is lost', () => {
     expect(classify('chargeCard', 200, j({}), null, now).kind).toBe('lost');
   });
