@@ -72,7 +72,7 @@ function show(e) {
   const op = e.request === 'status' ? `${e.operation.replace('Charge', '')}Status` : e.operation;
   switch (e.type) {
     case 'send':
-      return console.log(`→ ${op}  key ${short(e.key)}  try ${e.attempt}`);
+      return console.log(`→ ${op}  key ${short(e.key)}  try ${e.try}`);
     case 'answer':
       if (e.reason) return console.log(`← no answer: ${e.reason}`);
       if (e.code) return console.log(`← error ${e.code} (HTTP ${e.http})`);

@@ -106,15 +106,15 @@ export function createCharger(o: ChargerOptions): Charger {
           storage.remove(name);
           break;
         case 'Send': {
-          const { key, attempt, input } = fx;
+          const { key, input } = fx;
           const token = ++wire;
-          emit({ type: 'send', key, attempt, operation: 'chargeCard' });
+          emit({ type: 'send', key, try: fx.try, operation: 'chargeCard' });
           request('ChargeCard', chargeCardDocument, 'chargeCard', { idempotencyKey: key, input }, () => token === wire, 'Answered');
           break;
         }
         case 'AskStatus': {
           const token = ++question;
-          emit({ type: 'send', key: fx.key, attempt: current.kind === 'idle' ? 0 : current.attempt.sends, operation: 'chargeStatus' });
+          emit({ type: 'send', key: fx.key, try: current.kind === 'idle' ? 0 : current.attempt.sends, operation: 'chargeStatus' });
           request('ChargeStatus', chargeStatusDocument, 'chargeStatus', variables(fx.key), () => token === question, 'StatusAnswered');
           break;
         }

@@ -3,8 +3,8 @@
 import type { ChargeStatus, LiveMode, StateKind } from './types.js';
 
 export type ChargerEvent =
-  /** chargeCard (or chargeStatus) went out: attempt is chargeCard's send number for this attempt. */
-  | { type: 'send'; key: string; attempt: number; operation: 'chargeCard' | 'chargeStatus' }
+  /** chargeCard (or chargeStatus) went out: try is chargeCard's send number for the attempt (1 for the first; for chargeStatus, the sends so far). */
+  | { type: 'send'; key: string; try: number; operation: 'chargeCard' | 'chargeStatus' }
   /** An answer came back: a status, or an error code; http is absent when no HTTP answer came at all. */
   | {
       type: 'answer';
@@ -17,7 +17,7 @@ export type ChargerEvent =
       reason?: string;
     }
   /** The same key goes again after waitMs; cause is 'network' (no GraphQL answer) or the error code. */
-  | { type: 'retry'; key: string; attempt: number; waitMs: number; cause: string }
+  | { type: 'retry'; key: string; try: number; waitMs: number; cause: string }
   /** Waiting stopped: offline, or a hidden tab polling. */
   | { type: 'pause'; key: string; reason: 'offline' | 'hidden' }
   /** Back online or visible: the attempt goes on at once. */

@@ -53,7 +53,7 @@ export function answered(s: SendingState, a: Answer, now: number, jitter: number
     state: st,
     effects: [
       { type: 'SetTimer', ms: wait },
-      { type: 'Emit', event: { type: 'retry', key: s.attempt.key, attempt: s.attempt.sends + 1, waitMs: wait, cause } },
+      { type: 'Emit', event: { type: 'retry', key: s.attempt.key, try: s.attempt.sends + 1, waitMs: wait, cause } },
     ],
   };
 }

@@ -51,7 +51,7 @@ export type Result =
 export type Effect =
   | { type: 'Persist'; record: AttemptRecord }
   | { type: 'Forget' }
-  | { type: 'Send'; key: string; input: ChargeCardInput; attempt: number }
+  | { type: 'Send'; key: string; input: ChargeCardInput; try: number }
   | { type: 'AskStatus'; key: string }
   | { type: 'Subscribe'; key: string; mode: Exclude<LiveMode, 'poll'> }
   | { type: 'Unsubscribe' }

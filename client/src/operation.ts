@@ -81,7 +81,7 @@ export type RunRequest = 'send' | 'status';
 
 /** What a run tells on the way, a union on type; name is the record's. */
 export type RunnerEvent =
-  | { type: 'send'; name: string; key: string; operation: string; request: RunRequest; attempt: number }
+  | { type: 'send'; name: string; key: string; operation: string; request: RunRequest; try: number }
   | {
       type: 'answer';
       name: string;
@@ -96,7 +96,7 @@ export type RunnerEvent =
       reason?: string;
     }
   /** No answer (cause 'network') or a busy server (its code): the same request again after waitMs. */
-  | { type: 'retry'; name: string; key: string; operation: string; request: RunRequest; attempt: number; waitMs: number; cause: string }
+  | { type: 'retry'; name: string; key: string; operation: string; request: RunRequest; try: number; waitMs: number; cause: string }
   /** PROCESSING: the status query (or the same key) after waitMs. */
   | { type: 'follow'; name: string; key: string; operation: string; waitMs: number }
   | { type: 'unknown'; name: string; key: string; operation: string };

@@ -157,7 +157,7 @@ export function createRunner(o: RunnerOptions): Runner {
     let checks = 0;
     for (;;) {
       tries++;
-      emit({ type: 'send', ...base, request, attempt: tries });
+      emit({ type: 'send', ...base, request, try: tries });
       const a: Answer<P> = request === 'send' ? await op.send(rec.key, rec.input) : await op.status!(rec.key);
       emit(answerEvent(base, request, a));
       if (a.kind === 'payload' && a.payload === null && request === 'status') {
@@ -202,7 +202,7 @@ export function createRunner(o: RunnerOptions): Runner {
         if (rec.status !== 'open') await write(name, { ...rec, status: 'open' });
         throw unknown();
       }
-      emit({ type: 'retry', ...base, request, attempt: tries + 1, waitMs, cause: a.kind === 'error' ? a.error.code : a.kind === 'lost' ? 'network' : 'no payload' });
+      emit({ type: 'retry', ...base, request, try: tries + 1, waitMs, cause: a.kind === 'error' ? a.error.code : a.kind === 'lost' ? 'network' : 'no payload' });
       await clock.sleep(waitMs);
     }
   }

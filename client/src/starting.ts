@@ -44,7 +44,7 @@ export function pay(s: ChargerState, e: Extract<MachineEvent, { type: 'Pay' }>, 
   const effects: Effect[] = r ? [{ type: 'Forget' }] : [];
   const record: AttemptRecord = { v: 1, key: e.key, scope: '', input: e.input, createdAt: e.now, status: 'open' };
   const st: SendingState = { kind: 'sending', attempt: { key: e.key, input: e.input, sends: 1 }, run: freshRun(e.now), flags: s.flags, paused: false };
-  effects.push({ type: 'Persist', record }, { type: 'Send', key: e.key, input: e.input, attempt: 1 });
+  effects.push({ type: 'Persist', record }, { type: 'Send', key: e.key, input: e.input, try: 1 });
   return { state: st, effects };
 }
 

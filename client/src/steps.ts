@@ -104,7 +104,7 @@ export function freshRun(now: number): Run {
 export function resend(s: { flags: ChargerFlags; error?: ServerError | undefined }, a: SendableAttempt, run: Run, ...before: Effect[]): Step {
   const attempt: SendableAttempt = { ...a, sends: a.sends + 1 };
   const st: SendingState = { kind: 'sending', attempt, run, ...(s.error && { error: s.error }), flags: s.flags, paused: false };
-  return { state: st, effects: [...before, { type: 'Send', key: a.key, input: a.input, attempt: attempt.sends }] };
+  return { state: st, effects: [...before, { type: 'Send', key: a.key, input: a.input, try: attempt.sends }] };
 }
 
 /**

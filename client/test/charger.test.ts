@@ -30,7 +30,7 @@ describe('createCharger against a fake chargeonce', () => {
     expect(server.chargeCards.map((r) => r.variables.idempotencyKey)).toEqual(['key-1', 'key-1']);
     expect(server.charges.size).toBe(1);
     expect(mintKey).toHaveBeenCalledTimes(1);
-    expect(events.find((e) => e.type === 'retry')).toMatchObject({ cause: 'network', waitMs: 50, attempt: 2 });
+    expect(events.find((e) => e.type === 'retry')).toMatchObject({ cause: 'network', waitMs: 50, try: 2 });
   });
 
   it('a proxy\'s HTML 502 and SERVICE_UNAVAILABLE are retried; the hint is waited for', async () => {

@@ -295,7 +295,7 @@ describe('step: the return from the bank', () => {
   it('an open record with nextAction is sent again with its own key and input (the server reads the provider), showing nextAction meanwhile', () => {
     const { state, effects } = step(idle, resume(openRecord, K), poll);
     expect(state).toMatchObject({ kind: 'sending', attempt: { key: K, input, nextAction, sends: 1 } });
-    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, attempt: 1 });
+    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, try: 1 });
   });
 
   it('the record wins over the address: its key, never another', () => {

@@ -64,7 +64,7 @@ describe('step: paying', () => {
     expect(state).toEqual({ kind: 'sending', attempt: { key: K, input, sends: 1 }, run: { since: T0, tries: 1 }, flags, paused: false });
     expect(types(effects).slice(0, 2)).toEqual(['Persist', 'Send']);
     expect(find(effects, 'Persist')!.record).toMatchObject({ key: K, status: 'open', input });
-    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, attempt: 1 });
+    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, try: 1 });
     expect(find(effects, 'Broadcast')!.progress).toBe(state); // the other tabs hear this state
   });
 
@@ -128,7 +128,7 @@ describe('step: answers to chargeCard', () => {
     const { state, effects } = step(sending, { type: 'Answered', answer: lost, now: T0 + 100, jitter: 0.5 }, cfg);
     expect(state).toMatchObject({ kind: 'retrying', attempt: { key: K }, retryInMs: 200, cause: 'network', paused: false });
     expect(find(effects, 'SetTimer')).toEqual({ type: 'SetTimer', ms: 200 }); // 0.5 × 400
-    expect(find(effects, 'Emit')!.event).toMatchObject({ type: 'retry', cause: 'network', waitMs: 200, attempt: 2 });
+    expect(find(effects, 'Emit')!.event).toMatchObject({ type: 'retry', cause: 'network', waitMs: 200, try: 2 });
   });
 
   it('RATE_LIMITED with retryAfterMs=1500 waits at least 1500 ms', () => {
@@ -210,7 +210,7 @@ describe('step: retrying, and paused while offline or hidden', () => {
   it('TimerFired in retrying sends the same key again', () => {
     const { state, effects } = step(retrying, { type: 'TimerFired', now: T0 + 200 }, cfg);
     expect(state).toMatchObject({ kind: 'sending', attempt: { sends: 2 }, run: { since: T0, tries: 2 } });
-    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, attempt: 2 });
+    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, try: 2 });
   });
 
   it('Offline while retrying pauses and stops the timer', () => {
@@ -344,7 +344,7 @@ describe('step: resume', () => {
   it('an open record is resent with the same key and input', () => {
     const { state, effects } = step(idle, { type: 'Resume', record: openRecord, leader: true, now: T0 }, cfg);
     expect(state).toMatchObject({ kind: 'sending', attempt: { key: K, input, sends: 1 } });
-    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, attempt: 1 });
+    expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, try: 1 });
   });
 
   it('an open record past its expiresAt is only asked about, never resent', () => {

@@ -70,7 +70,7 @@ describe('the operation runner', () => {
     expect(clock.waits).toEqual([200]); // full jitter: 0.5 of baseMs 400
     expect(events.map((e) => e.type)).toEqual(['send', 'answer', 'retry', 'send', 'answer']);
     expect(events[1]).toMatchObject({ type: 'answer', request: 'send', reason: 'terminated' });
-    expect(events[2]).toMatchObject({ type: 'retry', cause: 'network', waitMs: 200, attempt: 2 });
+    expect(events[2]).toMatchObject({ type: 'retry', cause: 'network', waitMs: 200, try: 2 });
   });
 
   it("a busy server's hint wins over the backoff, and nothing it refused that way is counted as done", async () => {
