@@ -50,7 +50,7 @@ $(CLIENT)/dist/index.js: $(CLIENT_DEPS) $(CLIENT_SRC)
 
 .PHONY: check-client
 check-client: client ## The client library's checks: no import circle in src/, no bare import in dist/, API.md declares exactly what each entry exports, the size budgets, publint and attw on the packed tarball
-	cd $(CLIENT) && $(NPM) run check:cycles && $(NPM) run check:imports && $(NPM) run check:api && $(NPM) run size && $(NPM) run check:pack
+	cd $(CLIENT) && $(NPM) run check:cycles && $(NPM) run check:imports && $(NPM) run check:api && $(NPM) run size && $(NPM) run size:table -- --check && $(NPM) run check:pack
 
 $(WEB_DEPS): $(WEB)/package.json $(WEB)/package-lock.json
 	cd $(WEB) && $(NPM) ci --no-audit --no-fund
