@@ -175,9 +175,10 @@ export function createCharger(o: ChargerOptions): Charger {
       timeoutMs: o.requestTimeoutMs ?? requestTimeoutMsDefault,
       now,
     }).then((a: Answer) => {
-      if (closed || !latest()) return;
+      if (closed) return;
+      // Every send has its answer event; only the latest request's answer moves the state.
       emit(answerEvent(key, field, a));
-      dispatch({ type, answer: a, now: now(), jitter: random() });
+      if (latest()) dispatch({ type, answer: a, now: now(), jitter: random() });
     });
   }
 

@@ -1,11 +1,18 @@
 // What the charger reports as it works: charger.on('event', …) and the
 // onEvent option hear each of these, for logs, metrics and timelines.
-import type { ChargeStatus, LiveMode, StateKind } from './types.js';
+import type { ChargeStatus, LiveMode, NextAction, StateKind } from './types.js';
 
 export type ChargerEvent =
   /** chargeCard (or chargeStatus) went out: try is chargeCard's send number for the attempt (1 for the first; for chargeStatus, the sends so far). */
   | { type: 'send'; key: string; try: number; operation: 'chargeCard' | 'chargeStatus' }
-  /** An answer came back: a status, or an error code; http is absent when no HTTP answer came at all. */
+  /**
+   * An answer came back, as the charger reads it (classify): a status
+   * (null: chargeStatus knows no such key), an error's code, or why there
+   * is no answer (reason); http is absent when no HTTP answer came at all.
+   * hintMs: the wait the server asked for (retryAfterMs, or Retry-After);
+   * nextAction: the type of a PROCESSING answer's nextAction. Every send
+   * is followed by its answer, unless the charger is closed first.
+   */
   | {
       type: 'answer';
       key: string;
@@ -15,6 +22,8 @@ export type ChargerEvent =
       code?: string;
       replayed?: boolean;
       reason?: string;
+      hintMs?: number;
+      nextAction?: NextAction['type'];
     }
   /** The same key goes again after waitMs; cause is 'network' (no GraphQL answer) or the error code. */
   | { type: 'retry'; key: string; try: number; waitMs: number; cause: string }

@@ -10,8 +10,8 @@ export type { Charger, ChargerOptions, ChargerEnvironment, PayOptions } from './
 export { AbortError, AttemptOpenError, ChargeRejectedError, ChargerStateError, UnknownOutcomeError } from './errors.js';
 export type { ChargerEvent } from './events.js';
 export type { StorageSpec } from './storage.js';
-export { chargeCardDocument } from './generated/operations.js';
-export { classify, nothingRanCodes, post, retryableCodes } from './transport.js';
+export { chargeCardDocument, chargeStatusDocument } from './generated/operations.js';
+export { answerEvent, classify, nothingRanCodes, post, retryableCodes } from './transport.js';
 export type { Answer, GraphQLRequest, PostOptions } from './transport.js';
 export type { AttemptRecord } from './record.js';
 // The operation runner, for a page's own calls to its shop's backend (and,

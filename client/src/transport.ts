@@ -109,16 +109,21 @@ export function describe(err: unknown): string {
   return err instanceof Error ? err.message || err.name : String(err);
 }
 
-/** The answer event for what a request of key came back with. */
-export function answerEvent(key: string, operation: 'chargeCard' | 'chargeStatus', a: Answer): ChargerEvent {
+/**
+ * The answer event for what a request of key came back with: the one
+ * reading of an Answer that the charger reports, exported so that a page's
+ * own requests (post) are reported in the same words.
+ */
+export function answerEvent(key: string, operation: 'chargeCard' | 'chargeStatus', a: Answer): Extract<ChargerEvent, { type: 'answer' }> {
   const p = a.kind === 'payload' ? a.payload : undefined;
   return {
     type: 'answer',
     key,
     operation,
     ...(a.http !== undefined && { http: a.http }),
-    ...(a.kind === 'payload' && { status: p?.status ?? null, ...(p && { replayed: p.replayed }) }),
+    ...(a.kind === 'payload' && { status: p?.status ?? null, ...(p && { replayed: p.replayed }), ...(p?.nextAction && { nextAction: p.nextAction.type }) }),
     ...(a.kind === 'error' && { code: a.error.code }),
     ...(a.kind === 'lost' && { reason: a.reason }),
+    ...(a.kind !== 'payload' && a.hintMs !== undefined && { hintMs: a.hintMs }),
   };
 }

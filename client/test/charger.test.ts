@@ -33,6 +33,49 @@ describe('createCharger against a fake chargeonce', () => {
     expect(events.find((e) => e.type === 'retry')).toMatchObject({ cause: 'network', waitMs: 50, try: 2 });
   });
 
+  it('every send has its answer event, as the charger read the answer', async () => {
+    const server = new FakeServer();
+    server.script = ['lose-after-charge', { code: 'SERVICE_UNAVAILABLE', http: 503, retryAfterMs: 300 }];
+    const { c, events } = make(server);
+    const p = c.pay(card);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await expect(p).resolves.toMatchObject({ status: 'SUCCEEDED', replayed: true });
+    const wire = events.filter((e) => e.type === 'send' || e.type === 'answer');
+    expect(wire).toEqual([
+      { type: 'send', key: 'key-1', try: 1, operation: 'chargeCard' },
+      { type: 'answer', key: 'key-1', operation: 'chargeCard', reason: expect.any(String) },
+      { type: 'send', key: 'key-1', try: 2, operation: 'chargeCard' },
+      { type: 'answer', key: 'key-1', operation: 'chargeCard', http: 503, code: 'SERVICE_UNAVAILABLE', hintMs: 300 },
+      { type: 'send', key: 'key-1', try: 3, operation: 'chargeCard' },
+      { type: 'answer', key: 'key-1', operation: 'chargeCard', http: 200, status: 'SUCCEEDED', replayed: true },
+    ]);
+  });
+
+  it("a question asked again before the first one's answer: both answers are told, the latest moves the state", async () => {
+    const server = new FakeServer();
+    server.script = ['processing'];
+    const win = new FakeWindow();
+    const { c, events } = make(server, {
+      environment: { random: () => 0.5, addEventListener: win.addEventListener, removeEventListener: win.removeEventListener, onLine: () => true },
+    });
+    const p = c.pay(card);
+    await vi.dynamicImportSettled(); // the page events load apart, before the first send
+    await vi.advanceTimersByTimeAsync(0);
+    expect(c.state.kind).toBe('following');
+    let open!: () => void;
+    server.gate = new Promise((r) => (open = r));
+    await vi.advanceTimersByTimeAsync(500); // the server's pace: the first chargeStatus, held
+    expect(server.statusChecks).toHaveLength(1);
+    win.fire('online'); // asks again at once
+    expect(server.statusChecks).toHaveLength(2);
+    server.finish('key-1');
+    open();
+    await expect(p).resolves.toMatchObject({ status: 'SUCCEEDED' });
+    const asked = events.filter((e) => (e.type === 'send' || e.type === 'answer') && e.operation === 'chargeStatus').map((e) => e.type);
+    expect(asked).toEqual(['send', 'send', 'answer', 'answer']);
+    expect(c.state.kind).toBe('settled');
+  });
+
   it('a proxy\'s HTML 502 and SERVICE_UNAVAILABLE are retried; the hint is waited for', async () => {
     const server = new FakeServer();
     server.script = ['html-502', { code: 'SERVICE_UNAVAILABLE', http: 503, retryAfterMs: 1_500 }];

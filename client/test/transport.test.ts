@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { subscription } from '../src/stream.js';
 import { chargeCardDocument, chargeStatusDocument } from '../src/generated/operations.js';
-import { classify, nothingRanCodes, post, retryableCodes } from '../src/transport.js';
+import { answerEvent, classify, nothingRanCodes, post, retryableCodes } from '../src/transport.js';
 
 const now = Date.parse('2026-03-01T12:00:00Z');
 const j = (b: unknown) => JSON.stringify(b);
@@ -101,5 +101,59 @@ describe('post', () => {
       now: () => now,
     });
     expect(a).toEqual({ kind: 'lost', reason: 'no answer in time' });
+  });
+});
+
+describe('answerEvent: the one reading of an answer the charger reports', () => {
+  const nextAction = { type: 'REDIRECT' as const, url: 'https://bank.example/c', expiresAt: '2099-01-01T00:00:00Z' };
+  const payload = (over: object) => ({ idempotencyKey: 'k', status: 'PROCESSING' as const, replayed: false, charge: null, failure: null, ...over });
+
+  it('a payload: its status, replayed, and the type of its nextAction', () => {
+    expect(answerEvent('k', 'chargeCard', { kind: 'payload', payload: payload({ nextAction }), http: 200 })).toEqual({
+      type: 'answer',
+      key: 'k',
+      operation: 'chargeCard',
+      http: 200,
+      status: 'PROCESSING',
+      replayed: false,
+      nextAction: 'REDIRECT',
+    });
+    expect(answerEvent('k', 'chargeCard', { kind: 'payload', payload: payload({ status: 'SUCCEEDED', replayed: true, nextAction: null }), http: 200 })).toEqual({
+      type: 'answer',
+      key: 'k',
+      operation: 'chargeCard',
+      http: 200,
+      status: 'SUCCEEDED',
+      replayed: true,
+    });
+  });
+
+  it('chargeStatus null: a key the server never saw', () => {
+    expect(answerEvent('k', 'chargeStatus', { kind: 'payload', payload: null, http: 200 })).toEqual({ type: 'answer', key: 'k', operation: 'chargeStatus', http: 200, status: null });
+  });
+
+  it("an error: its code and the server's hint", () => {
+    const busy = classify('chargeCard', 503, j({ errors: [{ message: 'db', extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 2000 } }] }), '5', now);
+    expect(answerEvent('k', 'chargeCard', busy)).toEqual({ type: 'answer', key: 'k', operation: 'chargeCard', http: 503, code: 'SERVICE_UNAVAILABLE', hintMs: 2000 });
+    const refused = classify('chargeCard', 200, j({ errors: [{ message: 'bad', extensions: { code: 'BAD_USER_INPUT' } }], data: null }), null, now);
+    expect(answerEvent('k', 'chargeCard', refused)).toEqual({ type: 'answer', key: 'k', operation: 'chargeCard', http: 200, code: 'BAD_USER_INPUT' });
+  });
+
+  it('no answer: why, and the HTTP status and hint of a page that was not one', () => {
+    expect(answerEvent('k', 'chargeCard', { kind: 'lost', reason: 'Failed to fetch' })).toEqual({ type: 'answer', key: 'k', operation: 'chargeCard', reason: 'Failed to fetch' });
+    expect(answerEvent('k', 'chargeCard', classify('chargeCard', 502, '<html>', '3', now))).toEqual({
+      type: 'answer',
+      key: 'k',
+      operation: 'chargeCard',
+      http: 502,
+      reason: 'HTTP 502: not a GraphQL answer',
+      hintMs: 3000,
+    });
+  });
+
+  it('a partial answer (the payload and an error) is the payload, as the charger takes it', () => {
+    const body = { data: { chargeCard: payload({ status: 'SUCCEEDED', replayed: true }) }, errors: [{ message: 'a field failed', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] };
+    expect(answerEvent('k', 'chargeCard', classify('chargeCard', 200, j(body), null, now))).toMatchObject({ status: 'SUCCEEDED', replayed: true });
+    expect(answerEvent('k', 'chargeCard', classify('chargeCard', 200, j(body), null, now))).not.toHaveProperty('code');
   });
 });
