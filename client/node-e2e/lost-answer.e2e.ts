@@ -1,14 +1,14 @@
-// A refund and a capture whose first answer is lost, through
+// A charge, a refund and a capture whose first answer is lost, through
 // @chargeonce/client/server against the real server: the server runs the
 // request to its end and cuts the answer (devfault's drop-response), the
 // runner sends the same key again, the server replays what it did, and the
-// card provider holds one refund, or one capture.
+// card provider holds one charge, one refund, or one capture.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMerchant, fileKeyStore, type RunnerEvent } from '../src/server.js';
-import { atProvider, charge, chargeRecord, endpoint, losing, secretKey, skip } from './chargeonce.js';
+import { atProvider, baseURL, charge, chargeRecord, endpoint, losing, merchant, secretKey, skip } from './chargeonce.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -47,6 +47,24 @@ describe.skipIf(skip !== '')('a lost answer, against the real server', () => {
     const record = await chargeRecord(c.key);
     expect(record).toMatchObject({ amountRefunded: 1500 });
     expect(record?.refunds).toHaveLength(1);
+  });
+
+  it('chargeCard server to server: the same key again, SUCCEEDED replayed, and one charge at the provider', async () => {
+    const orderId = `order-${crypto.randomUUID()}`;
+    const { m, events, stored } = merchantLosing('ChargeCard');
+
+    const outcome = await m.chargeCard(`charge:${orderId}`, { paymentMethod: 'pm_card_visa', amount: 2500, currency: 'USD', orderId });
+
+    expect(outcome).toMatchObject({ status: 'SUCCEEDED', replayed: true, charge: { amount: 2500, orderId, captureStatus: 'CAPTURED' } });
+    const sent = requests(events);
+    expect(sent[0]).toMatchObject({ request: 'send', lost: true });
+    expect(new Set(sent.map((r) => r.key))).toEqual(new Set([outcome.key]));
+    expect(stored(`charge:${orderId}`)).toMatchObject({ key: outcome.key, status: 'settled' });
+
+    const q = new URLSearchParams({ merchant, order_id: orderId });
+    const res = await fetch(`${baseURL}/provider/v1/charges?${q}`);
+    const charges = ((await res.json()) as { data: { status: string; amount: number }[] }).data;
+    expect(charges.map((c) => ({ status: c.status, amount: c.amount }))).toEqual([{ status: 'succeeded', amount: 2500 }]);
   });
 
   it('captureCharge: the same key again, SUCCEEDED replayed, and one capture at the provider', async () => {

@@ -16,8 +16,8 @@ import { hash, readRecord, recordName, sameInput, uuid, type AttemptRecord } fro
 import { inputOf, keyOf } from './steps.js';
 import { resolveStorage } from './storage.js';
 import type { LiveOptions } from './stream.js';
-import { chargeCardDocument, chargeStatusDocument } from './generated/operations.js';
-import { answerEvent, post, requestTimeoutMsDefault, type Answer } from './transport.js';
+import { chargeOperation } from './charge-operation.js';
+import { answerEvent, requestTimeoutMsDefault, type Answer } from './transport.js';
 import type { ChargeCardInput, ChargerState, Outcome } from './types.js';
 import type { Charger, ChargerOptions } from './api.js';
 
@@ -41,6 +41,11 @@ export function createCharger(o: ChargerOptions): Charger {
   const listeners = new Set<(e: ChargerEvent) => void>();
   const waiters = new Set<Waiter>();
   const stopAll = new AbortController();
+  // What charging sends and how it is asked about: the same operation the runner drives for a merchant's server.
+  const charge = chargeOperation(
+    { fetch: doFetch, endpoint: o.endpoint, headers, signal: stopAll.signal, timeoutMs: o.requestTimeoutMs ?? requestTimeoutMsDefault, now },
+    () => inputOf(current)?.checkoutSession ?? o.session,
+  );
   let current = initialState;
   let inflight: { input: ChargeCardInput; promise: Promise<Outcome> } | null = null;
   let chain: Promise<unknown> = Promise.resolve();
@@ -109,13 +114,13 @@ export function createCharger(o: ChargerOptions): Charger {
           const { key, input } = fx;
           const token = ++wire;
           emit({ type: 'send', key, try: fx.try, operation: 'chargeCard' });
-          request('ChargeCard', chargeCardDocument, 'chargeCard', { idempotencyKey: key, input }, () => token === wire, 'Answered');
+          request(key, 'chargeCard', charge.send(key, input), () => token === wire, 'Answered');
           break;
         }
         case 'AskStatus': {
           const token = ++question;
           emit({ type: 'send', key: fx.key, try: current.kind === 'idle' ? 0 : current.attempt.sends, operation: 'chargeStatus' });
-          request('ChargeStatus', chargeStatusDocument, 'chargeStatus', variables(fx.key), () => token === question, 'StatusAnswered');
+          request(fx.key, 'chargeStatus', charge.status(fx.key), () => token === question, 'StatusAnswered');
           break;
         }
         case 'Subscribe':
@@ -158,23 +163,9 @@ export function createCharger(o: ChargerOptions): Charger {
     return checkoutSession ? { idempotencyKey, checkoutSession } : { idempotencyKey };
   }
 
-  function request(
-    operationName: string,
-    query: string,
-    field: 'chargeCard' | 'chargeStatus',
-    vars: Record<string, unknown>,
-    latest: () => boolean,
-    type: 'Answered' | 'StatusAnswered',
-  ): void {
-    const key = vars.idempotencyKey as string;
-    void post({ operationName, query, variables: vars }, field, {
-      fetch: doFetch,
-      endpoint: o.endpoint,
-      headers,
-      signal: stopAll.signal,
-      timeoutMs: o.requestTimeoutMs ?? requestTimeoutMsDefault,
-      now,
-    }).then((a: Answer) => {
+  /** When the request of key (field) answers: its answer event, and the event that moves the state if it is still the latest. */
+  function request(key: string, field: 'chargeCard' | 'chargeStatus', answered: Promise<Answer>, latest: () => boolean, type: 'Answered' | 'StatusAnswered'): void {
+    void answered.then((a) => {
       if (closed) return;
       // Every send has its answer event; only the latest request's answer moves the state.
       emit(answerEvent(key, field, a));

@@ -26,11 +26,12 @@ import type {
   VoidInput,
   VoidPayload,
 } from './merchant-types.js';
+import { chargeOperation } from './charge-operation.js';
 import type { KeyStore } from './keystore.js';
 import type { Operation, OperationOutcome, OperationPayload, RunnerEvent, RunOptions } from './operation.js';
 import { createRunner } from './runner.js';
 import { post, requestTimeoutMsDefault, type PostOptions } from './transport.js';
-import type { RetryOptions } from './types.js';
+import type { Charge, ChargeCardInput, RetryOptions } from './types.js';
 
 export interface MerchantOptions {
   /** chargeonce's /graphql URL. */
@@ -55,6 +56,8 @@ export interface MerchantOptions {
 
 /** createCheckoutSession's outcome: it has no status of its own, so an answer is always the session. */
 export type SessionOutcome = { status: 'SUCCEEDED'; key: string; replayed: boolean; session: CheckoutSession };
+/** chargeCard's outcome: a decline is FAILED, not an error. */
+export type ChargeOutcome = OperationOutcome<{ charge: Charge }>;
 export type RefundOutcome = OperationOutcome<{ refund: Refund }>;
 /** charge: the charge as it stands after the capture. */
 export type CaptureOutcome = OperationOutcome<{ capture: Capture; charge: CapturedCharge | null }>;
@@ -67,6 +70,8 @@ export type VoidOutcome = OperationOutcome<{ void: Void; charge: CapturedCharge 
  */
 export interface Merchant {
   createCheckoutSession(name: string, input: CheckoutSessionInput, options?: RunOptions): Promise<SessionOutcome>;
+  /** A charge server to server, with the terms in input: the charger's operation, run by the runner. */
+  chargeCard(name: string, input: ChargeCardInput, options?: RunOptions): Promise<ChargeOutcome>;
   refundCharge(name: string, input: RefundInput, options?: RunOptions): Promise<RefundOutcome>;
   captureCharge(name: string, input: CaptureInput, options?: RunOptions): Promise<CaptureOutcome>;
   voidCharge(name: string, input: VoidInput, options?: RunOptions): Promise<VoidOutcome>;
@@ -113,7 +118,7 @@ export function merchantOperations(o: Omit<PostOptions, 'signal'>) {
     made: (p) => (p.void ? { void: p.void, charge: p.charge } : null),
   };
 
-  return { createCheckoutSession, refundCharge, captureCharge, voidCharge };
+  return { createCheckoutSession, chargeCard: chargeOperation(o), refundCharge, captureCharge, voidCharge };
 }
 
 /** The merchant's operations with its secret key, their keys kept in o.store. */
@@ -135,6 +140,7 @@ export function createMerchant(o: MerchantOptions): Merchant {
   });
   return {
     createCheckoutSession: (name, input, ro) => runner.run(ops.createCheckoutSession, name, input, ro) as Promise<SessionOutcome>,
+    chargeCard: (name, input, ro) => runner.run(ops.chargeCard, name, input, ro),
     refundCharge: (name, input, ro) => runner.run(ops.refundCharge, name, input, ro),
     captureCharge: (name, input, ro) => runner.run(ops.captureCharge, name, input, ro),
     voidCharge: (name, input, ro) => runner.run(ops.voidCharge, name, input, ro),

@@ -5,7 +5,7 @@
 // own database behind the KeyStore interface). The file store imports
 // node:fs, which is why this entry is apart from the core.
 export { createMerchant, merchantOperations } from './merchant.js';
-export type { CaptureOutcome, Merchant, MerchantOptions, RefundOutcome, SessionOutcome, VoidOutcome } from './merchant.js';
+export type { CaptureOutcome, ChargeOutcome, Merchant, MerchantOptions, RefundOutcome, SessionOutcome, VoidOutcome } from './merchant.js';
 export type {
   Capture,
   CaptureInput,
