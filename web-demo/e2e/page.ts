@@ -182,7 +182,7 @@ export interface Sent {
   ended: Promise<string>;
 }
 
-const fields: Record<string, string> = { ChargeCard: 'chargeCard', ChargeStatus: 'chargeStatus', SessionChargeStatus: 'chargeStatus' };
+const fields: Record<string, string> = { ChargeCard: 'chargeCard', ChargeStatus: 'chargeStatus' };
 
 /**
  * Records every chargeCard and chargeStatus POST that the pages of context

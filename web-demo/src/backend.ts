@@ -20,29 +20,28 @@ export type BackendAnswer = { ok: true; status: number; body: unknown } | { ok: 
 /**
  * An act of the shop's backend on the page's charge, which the backend
  * makes with the merchant's secret key under the page's id for it (desk.ts):
- * its route, the body's field for that id, and how the timeline names it.
+ * its route, the body's field for that id, and the API's mutation it
+ * makes, which names its timeline rows.
  */
 export interface BackendAct {
   path: string;
   idField: string;
-  /** The timeline row's operation: the API's mutation the backend calls. */
-  operation: string;
-  /** The API's field, as the timeline shows it. */
+  /** The API's field the backend asks for: the act's name on the timeline. */
   field: string;
   /** How the page names the act's id. */
   idName: string;
 }
 
-export const refundAct = { path: '/demo/refund', idField: 'refundId', operation: 'RefundCharge', field: 'refundCharge', idName: 'refund id' } as const;
+export const refundAct = { path: '/demo/refund', idField: 'refundId', field: 'refundCharge', idName: 'refund id' } as const;
 /** Ship order: the authorization captured. */
-export const captureAct = { path: '/demo/capture', idField: 'captureId', operation: 'CaptureCharge', field: 'captureCharge', idName: 'capture id' } as const;
+export const captureAct = { path: '/demo/capture', idField: 'captureId', field: 'captureCharge', idName: 'capture id' } as const;
 /** Cancel order: the authorization voided. */
-export const voidAct = { path: '/demo/void', idField: 'voidId', operation: 'VoidCharge', field: 'voidCharge', idName: 'void id' } as const;
+export const voidAct = { path: '/demo/void', idField: 'voidId', field: 'voidCharge', idName: 'void id' } as const;
 
 export const backendActs: readonly BackendAct[] = [refundAct, captureAct, voidAct];
 
 /** The act a timeline row's operation is, if it is one. */
-export const actOf = (operation: string): BackendAct | undefined => backendActs.find((a) => a.operation === operation);
+export const actOf = (operation: string): BackendAct | undefined => backendActs.find((a) => a.field === operation);
 
 /** POSTs req as JSON to the backend's path. It never throws. */
 export async function postToBackend(path: string, req: unknown, base: typeof fetch): Promise<BackendAnswer> {

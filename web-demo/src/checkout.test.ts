@@ -279,7 +279,7 @@ describe('the checkout over a charger', () => {
     await flush(999);
     expect(p.sent.map((s) => s.operationName)).toEqual(['ChargeCard']);
     await flush(1);
-    expect(p.sent.map((s) => s.operationName)).toEqual(['ChargeCard', 'SessionChargeStatus']);
+    expect(p.sent.map((s) => s.operationName)).toEqual(['ChargeCard', 'ChargeStatus']);
     expect(p.sent[1].variables).toEqual({ idempotencyKey: 'key-1', checkoutSession: 'cs_cart1' });
     expect(p.checkout.state.phase).toMatchObject({ kind: 'processing', charging: true, key: 'key-1' });
   });

@@ -350,7 +350,7 @@ export class Checkout {
     const ch = this.charger!;
     const st = ch.c.state;
     const checkoutSession = (st.kind === 'idle' ? st.waiting : st.attempt.input)?.checkoutSession ?? ch.session.clientSecret;
-    return send(this.o.endpoint(ch.session.publishableKey), 'SessionChargeStatus', { idempotencyKey: key, checkoutSession });
+    return send(this.o.endpoint(ch.session.publishableKey), 'chargeStatus', { idempotencyKey: key, checkoutSession });
   }
 
   // ---- the page's own work -----------------------------------------------------

@@ -16,7 +16,7 @@
 //   (reload) ──▶ an open act is sent again with its own id
 import type { KeyValueStorage } from '@chargeonce/client';
 import { postToBackend, type BackendAct, type BackendAnswer, type BackendRefusal } from './backend';
-import { retryableCodes } from './request';
+import { retryableCodes } from '@chargeonce/client';
 import type { Clock } from './slow';
 
 export type ActStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED';

@@ -10,7 +10,8 @@
 // shipped or cancelled (order.ts), money taken is refunded (refund.ts).
 import './style.css';
 import { createCharger, returnKeyParam, type CaptureMethod } from '@chargeonce/client';
-import { actOf } from './backend';
+import { actOf, captureAct, refundAct, voidAct } from './backend';
+import type { ActAnswer } from './desk';
 import { requestCheckoutSession, returnCaptureParam, returnCartParam, returnUrlOf } from './cart';
 import { Checkout, demoRetry, resultArrived, type BankReturn } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
@@ -22,62 +23,59 @@ import { refundSettled } from './refund-view';
 import { chosenCapture, chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintOrder, paintRefund, paintTimeline } from './render';
 import { cart } from './shop';
 import type { Clock } from './slow';
-import { redirectStep, returnStep, Timeline } from './timeline';
-import { dropResponse, recordingFetch, type RequestRecord } from './transport';
+import { redirectStep, returnStep, Timeline, type AnswerEvent, type RequestRecord } from './timeline';
+import { dropResponse, faultFetch } from './transport';
 import type { RenderContext } from './view';
 
 const merchant = import.meta.env.VITE_DEMO_MERCHANT ?? 'demo';
 
 function start(doc: Document, win: Window): void {
   const el = elements(doc);
-  const timeline = new Timeline(win.sessionStorage);
+  // The timeline's rows come from what the library tells (timeline.ts); each change is painted, and an answer reads the ledger again.
+  const timeline = new Timeline(win.sessionStorage, (r) => {
+    paintTimeline(el, timeline.all());
+    if (r.outcome !== 'pending') void refreshLedger();
+  });
   const endpoint = new URL('/graphql', win.location.href).toString();
   let ledger: Ledger | null = null;
   let ledgerSeq = 0;
   // A request the browser cuts because the page goes away was not lost by the network: nobody reads its answer.
-  let leaving: string | null = null;
-  win.addEventListener('pagehide', () => (leaving ??= 'the page was reloaded'));
+  win.addEventListener('pagehide', () => (timeline.leaving ??= 'the page was reloaded'));
   win.addEventListener('pageshow', (e) => {
-    leaving = null;
+    timeline.leaving = null;
     if (e.persisted) checkout.shown(); // back from the back/forward cache: the page did not go to the bank after all
   });
+  const rows = { sent: (r: Omit<RequestRecord, 'n'>) => timeline.add(r), update: (r: RequestRecord) => timeline.update(r) };
 
-  const rows = {
-    sent(r: Omit<RequestRecord, 'n'>) {
-      const rec = timeline.add(r);
-      paintTimeline(el, timeline.all());
-      return rec;
-    },
-    update(r: RequestRecord) {
-      if (leaving && r.outcome === 'network-error') r = { ...r, outcome: 'abandoned', detail: leaving };
-      timeline.update(r);
-      paintTimeline(el, timeline.all());
-      if (r.outcome !== 'pending') void refreshLedger();
-    },
-  };
-
-  // Every request to chargeonce, the charger's and the page's own, goes through it.
-  const recorded = recordingFetch(
+  // Every request to chargeonce and to the shop's backend goes through it: the switch's fault, and nothing else.
+  const faulty = faultFetch(
     {
-      faultFor(operation) {
+      faultFor(r) {
         // The answer the switch loses: a charge's, or an act's of the shop's backend (it refunds, captures or voids, then the connection drops).
-        if ((operation !== 'ChargeCard' && !actOf(operation)) || !el.dropNext.checked) return null;
+        if ((r.operation !== 'chargeCard' && !actOf(r.operation)) || !el.dropNext.checked) return null;
         el.dropNext.checked = false; // one response only
         return dropResponse;
       },
-      ...rows,
+      faulted: (r, fault) => timeline.fault(r.operation, r.key, fault),
     },
     (input, init) => win.fetch(input, init),
   );
   const live = liveRows(rows);
   const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) };
-  // The shop's backend acts with the secret key on the server; the requests go through the recording fetch.
-  const refunds = new RefundDesk({ storage: win.sessionStorage, clock, send: (id, t) => requestRefund(id, t.chargeId, recorded) });
+  // The shop's backend acts with the secret key on the server; the requests go through the fault's fetch.
+  const told = <A extends ActAnswer<unknown>>(field: string, id: string, a: Promise<A>): Promise<A> => {
+    const row = timeline.request(field, id);
+    return a.then((answer) => {
+      timeline.answer(row, actAnswerEvent(answer));
+      return answer;
+    });
+  };
+  const refunds = new RefundDesk({ storage: win.sessionStorage, clock, send: (id, t) => told(refundAct.field, id, requestRefund(id, t.chargeId, faulty)) });
   const order = new Order({
     storage: win.sessionStorage,
     clock,
-    capture: (id, t) => requestCapture(id, t.chargeId, recorded),
-    void: (id, t) => requestVoid(id, t.chargeId, recorded),
+    capture: (id, t) => told(captureAct.field, id, requestCapture(id, t.chargeId, faulty)),
+    void: (id, t) => told(voidAct.field, id, requestVoid(id, t.chargeId, faulty)),
   });
 
   const checkout = new Checkout({
@@ -102,20 +100,29 @@ function start(doc: Document, win: Window): void {
         storage: 'session',
         live: 'ws',
         retry: demoRetry,
-        fetch: recorded,
+        fetch: faulty,
         onEvent,
       }),
-    endpoint: (publishableKey) => ({ url: endpoint, fetch: recorded, publishableKey }),
+    endpoint: (publishableKey) => ({
+      url: endpoint,
+      fetch: faulty,
+      publishableKey,
+      watch(operation, key) {
+        const row = timeline.request(operation, key);
+        return (e) => timeline.answer(row, e);
+      },
+    }),
     observer: {
       event(e) {
         // The charger's attempt has its own timeline (a reload finds it again).
         if (e.type === 'send' && timeline.attempt !== e.key) timeline.load(e.key);
+        if (e.type === 'send' || e.type === 'answer') timeline.told(e);
         live.event(e);
       },
       state: (next, prev) => live.state(next, prev),
       returned(key, from) {
         if (timeline.attempt !== key) timeline.load(key);
-        rows.sent({ operation: returnStep, idempotencyKey: key, sentAt: new Date().toISOString(), outcome: 'returned', detail: from });
+        timeline.add({ operation: returnStep, idempotencyKey: key, sentAt: new Date().toISOString(), outcome: 'returned', detail: from });
       },
     },
   });
@@ -124,7 +131,7 @@ function start(doc: Document, win: Window): void {
     unsafe: el.unsafe.checked,
     ledger,
     keysSent: timeline.keys().length,
-    responseLost: timeline.all().some((r) => r.operation === 'ChargeCard' && (r.outcome === 'network-error' || r.outcome === 'abandoned')),
+    responseLost: timeline.all().some((r) => r.operation === 'chargeCard' && (r.outcome === 'network-error' || r.outcome === 'abandoned')),
     refund: refunds.state,
     order: order.state,
     captureMethod: checkout.captureMethod,
@@ -200,9 +207,8 @@ function start(doc: Document, win: Window): void {
     const p = checkout.state.phase;
     if (p.kind !== 'action' || p.leaving || !checkout.authenticate()) return;
     // The navigation has begun; what follows runs before the page unloads, and the timeline is in sessionStorage for the return.
-    leaving = 'the page went to the bank';
-    rows.sent({ operation: redirectStep, idempotencyKey: p.key, sentAt: new Date().toISOString(), outcome: 'navigated', detail: p.url });
-    timeline.abandonPending(leaving);
+    timeline.add({ operation: redirectStep, idempotencyKey: p.key, sentAt: new Date().toISOString(), outcome: 'navigated', detail: p.url });
+    timeline.abandonPending('the page went to the bank');
     paintTimeline(el, timeline.all());
   });
   el.newAttempt.addEventListener('click', () => {
@@ -211,6 +217,12 @@ function start(doc: Document, win: Window): void {
   // The outcome's words depend on the mode.
   el.unsafe.addEventListener('change', () => paint(el, checkout.state, context()));
   void checkout.start(bankReturn(win.location)).then(() => tidyAddress(win));
+}
+
+/** An act's answer, in the words of an answer event. (For now: the desk reads the backend's answers itself.) */
+function actAnswerEvent(a: ActAnswer<unknown>): AnswerEvent {
+  if ('payload' in a) return { status: a.payload.status, replayed: a.payload.replayed };
+  return a.error.code === null ? { reason: a.error.message } : { code: a.error.code };
 }
 
 /** The return from the bank, if this page is one: chargeonce_key in the address, and the cart it names. */

@@ -10,8 +10,8 @@ import { cancelButtonView, captureClause, orderNote, shipButtonView } from './or
 import type { RefundState } from './refund';
 import { refundButtonView, refundClause, refundNote } from './refund-view';
 import { cards, money } from './shop';
-import type { RequestRecord } from './transport';
-import { describeRequest, operationNames, shortKey } from './rowtext';
+import type { RequestRecord } from './timeline';
+import { describeRequest, shortKey } from './rowtext';
 import {
   announcement,
   authenticateButtonView,
@@ -228,7 +228,7 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
         {
           class: `tl tl-${d.tone}`,
           'data-testid': 'request',
-          'data-operation': operationNames[r.operation] ?? r.operation,
+          'data-operation': r.operation,
           'data-outcome': r.outcome,
           'data-key': r.idempotencyKey,
           'data-status': r.status ?? '',
@@ -239,7 +239,7 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
         h(
           'span',
           { class: 'tl-body' },
-          h('span', { class: 'tl-op' }, operationNames[r.operation] ?? r.operation, r.fault ? h('span', { class: 'tag tag-fault' }, 'response dropped') : null),
+          h('span', { class: 'tl-op' }, r.operation, r.fault ? h('span', { class: 'tag tag-fault' }, 'response dropped') : null),
           h(
             'span',
             { class: 'tl-key' },

@@ -33,7 +33,7 @@ export async function payNaively(input: ChargeCardInput, o: NaiveOptions, report
   let current = input;
   report({ kind: 'paying', retry: null }, key);
   for (let tries = 1; ; tries++) {
-    const a = await send(o.endpoint, 'ChargeCard', { idempotencyKey: key, input: current });
+    const a = await send(o.endpoint, 'chargeCard', { idempotencyKey: key, input: current });
     if (!o.live()) return { kind: 'idle' };
     if (a.kind === 'payload' && a.payload) {
       if (a.payload.status !== 'PROCESSING') return { kind: 'final', payload: a.payload };
@@ -59,7 +59,7 @@ async function poll(key: string, session: string, retryAfterMs: number | null, o
     report({ kind: 'processing', key, checks, retryAfterMs, nextCheckAt: at, remainingMs: wait, checking: false, charging: false }, key);
     await o.wait(wait);
     if (!o.live()) return { kind: 'idle' };
-    const a = await send(o.endpoint, 'SessionChargeStatus', { idempotencyKey: key, checkoutSession: session });
+    const a = await send(o.endpoint, 'chargeStatus', { idempotencyKey: key, checkoutSession: session });
     if (!o.live()) return { kind: 'idle' };
     if (a.kind === 'payload' && a.payload && a.payload.status !== 'PROCESSING') return { kind: 'final', payload: a.payload };
     if (a.kind === 'payload' && a.payload) retryAfterMs = a.payload.retryAfterMs ?? retryAfterMs;

@@ -282,7 +282,7 @@ describe('the live region', () => {
 
 describe('a live status row in the timeline', () => {
   const row = (r: Partial<Parameters<typeof describeRequest>[0]>) =>
-    describeRequest({ n: 2, operation: 'ChargeUpdated', idempotencyKey: 'k', sentAt: '', outcome: 'pending', ...r });
+    describeRequest({ n: 2, operation: 'chargeUpdated', idempotencyKey: 'k', sentAt: '', outcome: 'pending', ...r });
   it('says which path the page took', () => {
     expect(row({})).toEqual({ text: 'live status: connecting…', tone: 'pending' });
     expect(row({ status: 'PROCESSING', detail: 'subscribed' })).toEqual({ text: 'live status: subscribed · PROCESSING', tone: 'pending' });
@@ -302,7 +302,7 @@ describe('a timeline row', () => {
     [{ outcome: 'answered', status: 'SUCCEEDED', replayed: true }, 'SUCCEEDED · replayed: true', 'ok'],
     [{ outcome: 'answered', status: null }, 'unknown key: the server has no attempt with it (yet)', 'warn'],
   ] as const)('%j: %s', (r, text, tone) => {
-    expect(describeRequest({ n: 1, operation: 'ChargeCard', idempotencyKey: 'k', sentAt: '', ...r })).toEqual({ text, tone });
+    expect(describeRequest({ n: 1, operation: 'chargeCard', idempotencyKey: 'k', sentAt: '', ...r })).toEqual({ text, tone });
   });
 });
 
@@ -373,18 +373,18 @@ describe('the bank asks the shopper to authenticate (action)', () => {
 
   it('the timeline: the PROCESSING answer with its nextAction, the redirect, and the return by where it found the key', () => {
     const row = (r: Partial<Parameters<typeof describeRequest>[0]>) =>
-      describeRequest({ n: 1, operation: 'ChargeCard', idempotencyKey: 'k', sentAt: '', outcome: 'answered', ...r });
+      describeRequest({ n: 1, operation: 'chargeCard', idempotencyKey: 'k', sentAt: '', outcome: 'answered', ...r });
     expect(row({ status: 'PROCESSING', nextAction: 'REDIRECT' })).toEqual({
       text: 'PROCESSING · nextAction REDIRECT: the bank asks the shopper to authenticate',
       tone: 'pending',
     });
-    expect(row({ operation: 'Redirect', outcome: 'navigated', detail: 'http://x' }).text).toContain("to the bank's challenge page");
-    expect(row({ operation: 'Return', outcome: 'returned', detail: 'storage' }).text).toContain("the attempt from this tab's storage");
-    expect(row({ operation: 'Return', outcome: 'returned', detail: 'address' })).toEqual({
+    expect(row({ operation: 'redirect', outcome: 'navigated', detail: 'http://x' }).text).toContain("to the bank's challenge page");
+    expect(row({ operation: 'return', outcome: 'returned', detail: 'storage' }).text).toContain("the attempt from this tab's storage");
+    expect(row({ operation: 'return', outcome: 'returned', detail: 'address' })).toEqual({
       text: "back from the bank: this tab's storage lost the attempt; its key from chargeonce_key, only asked about",
       tone: 'warn',
     });
-    expect(row({ operation: 'ChargeUpdated', outcome: 'abandoned', detail: 'the page went to the bank' }).text).toBe(
+    expect(row({ operation: 'chargeUpdated', outcome: 'abandoned', detail: 'the page went to the bank' }).text).toBe(
       'live status: ended, the page went to the bank',
     );
   });
