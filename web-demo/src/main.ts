@@ -9,21 +9,21 @@
 // charge SUCCEEDED, the shop's backend acts on it: an authorization is
 // shipped or cancelled (order.ts), money taken is refunded (refund.ts).
 import './style.css';
-import { createCharger, returnKeyParam, type CaptureMethod } from '@chargeonce/client';
-import { actOf, captureAct, refundAct, voidAct } from './backend';
-import type { ActAnswer } from './desk';
+import { createCharger, returnKeyParam, storageKeyStore, type CaptureMethod, type RunnerEvent } from '@chargeonce/client';
+import { actOf } from './backend';
+import { actsStoragePrefix } from './desk';
 import { requestCheckoutSession, returnCaptureParam, returnCartParam, returnUrlOf } from './cart';
 import { Checkout, demoRetry, resultArrived, type BankReturn } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
 import { liveRows } from './liverow';
-import { Order, orderCharge, orderTarget, requestCapture, requestVoid } from './order';
+import { Order, orderCharge, orderTarget } from './order';
 import { orderSettled } from './order-view';
-import { RefundDesk, refundTarget, requestRefund } from './refund';
+import { RefundDesk, refundTarget } from './refund';
 import { refundSettled } from './refund-view';
 import { chosenCapture, chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintOrder, paintRefund, paintTimeline } from './render';
 import { cart } from './shop';
 import type { Clock } from './slow';
-import { redirectStep, returnStep, Timeline, type AnswerEvent, type RequestRecord } from './timeline';
+import { redirectStep, returnStep, Timeline, type RequestRecord } from './timeline';
 import { dropResponse, faultFetch } from './transport';
 import type { RenderContext } from './view';
 
@@ -62,21 +62,16 @@ function start(doc: Document, win: Window): void {
   );
   const live = liveRows(rows);
   const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) };
-  // The shop's backend acts with the secret key on the server; the requests go through the fault's fetch.
-  const told = <A extends ActAnswer<unknown>>(field: string, id: string, a: Promise<A>): Promise<A> => {
-    const row = timeline.request(field, id);
-    return a.then((answer) => {
-      timeline.answer(row, actAnswerEvent(answer));
-      return answer;
-    });
-  };
-  const refunds = new RefundDesk({ storage: win.sessionStorage, clock, send: (id, t) => told(refundAct.field, id, requestRefund(id, t.chargeId, faulty)) });
-  const order = new Order({
-    storage: win.sessionStorage,
+  // The shop's backend acts with the secret key on the server, each an operation of the library's runner, whose
+  // records (the acts' ids) live in sessionStorage; the requests go through the fault's fetch, the rows come from the runner's events.
+  const acts = {
+    store: storageKeyStore(win.sessionStorage, actsStoragePrefix),
     clock,
-    capture: (id, t) => told(captureAct.field, id, requestCapture(id, t.chargeId, faulty)),
-    void: (id, t) => told(voidAct.field, id, requestVoid(id, t.chargeId, faulty)),
-  });
+    fetch: faulty,
+    onEvent: (e: RunnerEvent) => void ((e.type === 'send' || e.type === 'answer') && timeline.told(e)),
+  };
+  const refunds = new RefundDesk(acts);
+  const order = new Order(acts);
 
   const checkout = new Checkout({
     storage: win.sessionStorage,
@@ -217,12 +212,6 @@ function start(doc: Document, win: Window): void {
   // The outcome's words depend on the mode.
   el.unsafe.addEventListener('change', () => paint(el, checkout.state, context()));
   void checkout.start(bankReturn(win.location)).then(() => tidyAddress(win));
-}
-
-/** An act's answer, in the words of an answer event. (For now: the desk reads the backend's answers itself.) */
-function actAnswerEvent(a: ActAnswer<unknown>): AnswerEvent {
-  if ('payload' in a) return { status: a.payload.status, replayed: a.payload.replayed };
-  return a.error.code === null ? { reason: a.error.message } : { code: a.error.code };
 }
 
 /** The return from the bank, if this page is one: chargeonce_key in the address, and the cart it names. */

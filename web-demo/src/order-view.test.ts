@@ -14,7 +14,7 @@ const details = { id: 'c1', amount: 11300, currency: 'USD', orderId: null, provi
 const authorized: Charge = { ...details, captureStatus: 'UNCAPTURED', amountCaptured: 0, amountCapturable: 11300, authorizationExpiresAt: '2026-01-08T15:00:00Z' };
 const captured: Charge = { ...details, captureStatus: 'CAPTURED', amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null };
 const voided: Charge = { ...details, captureStatus: 'VOIDED', amountCaptured: 0, amountCapturable: 0, authorizationExpiresAt: null };
-const target = { attemptKey: 'k1', chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized };
+const target = { chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized };
 const made: Shipped = { capture: { id: 'cap1', chargeId: 'c1', amount: 11300, final: true, createdAt: '2026-01-02T00:00:00Z' }, charge: captured };
 
 const at = (over: Partial<OrderState>): OrderState => ({ target, ship: { kind: 'none' }, cancel: { kind: 'none' }, last: 'ship', ...over });
