@@ -1,7 +1,7 @@
 // The demo checkout page: wires the checkout (checkout.ts, a view over a
 // Charger from @chargeonce/client) to the shop's backend (cart.ts), the
-// recording fetch and the request timeline, the provider's ledger and the
-// DOM (render.ts). Everything the page holds lives in start()'s closure. The
+// fault switch's fetch and the request timeline (drawn from the library's
+// events), the provider's ledger and the DOM (render.ts). Everything the page holds lives in start()'s closure. The
 // page holds no secret key: it pays the checkout session that the shop's
 // backend created, with the publishable key and the session's client secret.
 // The page is also where the bank sends the shopper back (the session's
@@ -13,7 +13,7 @@ import { createCharger, returnKeyParam, storageKeyStore, type CaptureMethod, typ
 import { actOf } from './backend';
 import { actsStoragePrefix } from './desk';
 import { requestCheckoutSession, returnCaptureParam, returnCartParam, returnUrlOf } from './cart';
-import { Checkout, demoRetry, resultArrived, type BankReturn } from './checkout';
+import { attemptOf, Checkout, demoRetry, resultArrived, shownOf, type BankReturn } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
 import { liveRows } from './liverow';
 import { Order, orderCharge, orderTarget } from './order';
@@ -153,10 +153,11 @@ function start(doc: Document, win: Window): void {
   };
 
   checkout.subscribe((next, prev) => {
-    if (next.attempt?.key !== prev.attempt?.key) {
+    const attempt = attemptOf(next);
+    if (attempt?.key !== attemptOf(prev)?.key) {
       // Another attempt, or none: its own timeline and ledger.
-      if (!next.attempt) timeline.clear();
-      else if (timeline.attempt !== next.attempt.key) timeline.load(next.attempt.key);
+      if (!attempt) timeline.clear();
+      else if (timeline.attempt !== attempt.key) timeline.load(attempt.key);
       ledger = null;
       paintTimeline(el, timeline.all());
       void refreshLedger();
@@ -165,7 +166,7 @@ function start(doc: Document, win: Window): void {
     order.show(orderTarget(next));
     refunds.show(refundTarget(next, orderCharge(order.state)));
     paint(el, next, context());
-    if (next.phase.kind === 'final' && prev.phase.kind !== 'final') void refreshLedger();
+    if (shownOf(next).kind === 'final' && shownOf(prev).kind !== 'final') void refreshLedger();
     // A result arrived: its heading takes the focus (Pay may have just been hidden).
     if (resultArrived(prev, next) && focusIsWaiting()) focusOutcome(el);
   });
@@ -199,10 +200,11 @@ function start(doc: Document, win: Window): void {
   });
   // The shopper's click takes the page to the bank, not the page by itself: leaving the shop is theirs to ask for.
   el.authenticate.addEventListener('click', () => {
-    const p = checkout.state.phase;
-    if (p.kind !== 'action' || p.leaving || !checkout.authenticate()) return;
+    const s = checkout.state;
+    const shown = shownOf(s);
+    if (shown.kind !== 'action' || s.page.leaving || !checkout.authenticate()) return;
     // The navigation has begun; what follows runs before the page unloads, and the timeline is in sessionStorage for the return.
-    timeline.add({ operation: redirectStep, idempotencyKey: p.key, sentAt: new Date().toISOString(), outcome: 'navigated', detail: p.url });
+    timeline.add({ operation: redirectStep, idempotencyKey: shown.c.attempt.key, sentAt: new Date().toISOString(), outcome: 'navigated', detail: shown.nextAction.url });
     timeline.abandonPending('the page went to the bank');
     paintTimeline(el, timeline.all());
   });

@@ -5,7 +5,7 @@
 // reload that picks it up, and never a capture and a void offered at once.
 import { storageKeyStore, type Charge } from '@chargeonce/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MemoryStorage, timersClock } from './fakes';
+import { MemoryStorage, paidWith, sendingState, settledWith, timersClock } from './fakes';
 import { captureAct, voidAct } from './backend';
 import type { CheckoutState } from './checkout-state';
 import { actRetry, actsStoragePrefix } from './desk';
@@ -24,10 +24,8 @@ const voided = { id: 'v1', chargeId: 'c1', createdAt: '2026-01-02T00:00:00Z' };
 const shipped = (replayed: boolean) => json(200, { idempotencyKey: 'demo-capture:x', status: 'SUCCEEDED', replayed, capture, charge: capturedCharge });
 const cancelled = (replayed: boolean) => json(200, { status: 'SUCCEEDED', replayed, void: voided, charge: voidedCharge });
 
-const final = (charge: Charge | null, status: 'SUCCEEDED' | 'FAILED' = 'SUCCEEDED'): CheckoutState => ({
-  attempt: { key: 'k1', input: null, state: status },
-  phase: { kind: 'final', payload: { idempotencyKey: 'k1', status, replayed: false, charge, failure: null } },
-});
+const final = (charge: Charge | null): CheckoutState =>
+  charge ? paidWith(charge) : settledWith({ status: 'FAILED', key: 'k1', failure: { code: 'card_declined', message: 'declined' }, replayed: false });
 
 describe('captureOperation and voidOperation', () => {
   it('post the act id and the charge to their routes, and read what they made, with the charge as it is now', async () => {
@@ -71,8 +69,8 @@ describe('orderTarget', () => {
   it('is the charge of a checkout that SUCCEEDED only authorized; never one captured at once, a decline or an open attempt', () => {
     expect(orderTarget(final(authorized))).toEqual({ chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized });
     expect(orderTarget(final(capturedCharge))).toBeNull();
-    expect(orderTarget(final(null, 'FAILED'))).toBeNull();
-    expect(orderTarget({ attempt: null, phase: { kind: 'paying', retry: null } })).toBeNull();
+    expect(orderTarget(final(null))).toBeNull();
+    expect(orderTarget(sendingState())).toBeNull();
   });
 });
 

@@ -12,7 +12,7 @@
 //   authorized ──Cancel order──▶ void (voidId) ──▶ VOIDED
 import type { Charge } from '@chargeonce/client';
 import { captureAct, voidAct } from './backend';
-import type { CheckoutState } from './checkout-state';
+import { shownOf, type CheckoutState } from './checkout-state';
 import { actBusy, actOperation, canAct, Desk, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
 
 /** A capture, as the backend answers it. */
@@ -64,10 +64,10 @@ export interface OrderTarget extends ActTarget {
  * state, and for a charge captured at once.
  */
 export function orderTarget(s: CheckoutState): OrderTarget | null {
-  if (s.phase.kind !== 'final') return null;
-  const p = s.phase.payload;
-  if (p.status !== 'SUCCEEDED' || !p.charge || p.charge.captureStatus === 'CAPTURED') return null;
-  const c = p.charge;
+  const shown = shownOf(s);
+  if (shown.kind !== 'final' || shown.c.outcome.status !== 'SUCCEEDED') return null;
+  const c = shown.c.outcome.charge;
+  if (c.captureStatus === 'CAPTURED') return null;
   return { chargeId: c.id, amount: c.amount, currency: c.currency, charge: c };
 }
 

@@ -6,6 +6,7 @@ import { fetchLedger, type ProviderRefund } from './ledger';
 import type { Refund, RefundPhase, RefundState, RefundTarget } from './refund';
 import { refundAnnouncement, refundButtonView, refundClause, refundNote, refundSettled } from './refund-view';
 import { announcement } from './view';
+import { paidWith } from './fakes';
 
 const target: RefundTarget = { chargeId: 'c1', amount: 11300, currency: 'USD' };
 const refund: Refund = { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', createdAt: '2026-01-01T00:00:00Z' };
@@ -45,19 +46,7 @@ describe('refundNote and refundAnnouncement', () => {
   });
 
   it("the payment's live region says the refund's news once one is asked for, and the payment's before", () => {
-    const paid = {
-      attempt: { key: 'k1', input: null, state: 'SUCCEEDED' as const },
-      phase: {
-        kind: 'final' as const,
-        payload: {
-          idempotencyKey: 'k1',
-          status: 'SUCCEEDED' as const,
-          replayed: false,
-          charge: { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED' as const, amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null },
-          failure: null,
-        },
-      },
-    };
+    const paid = paidWith({ id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED', amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null });
     const ctx = { unsafe: false, ledger: null, keysSent: 1, responseLost: false };
     expect(announcement(paid, { ...ctx, refund: at({ kind: 'none' }) })).toBe('Payment received.');
     expect(announcement(paid, { ...ctx, refund: at({ kind: 'retrying', id: 'rf-1', cause: 'lost', code: null, waitMs: 500 }) })).toBe(

@@ -8,7 +8,7 @@ import { storageKeyStore, type RunnerEvent } from '@chargeonce/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { refundAct } from './backend';
 import { actRetry, actsStoragePrefix } from './desk';
-import { MemoryStorage, timersClock } from './fakes';
+import { MemoryStorage, paidWith, sendingState, settledWith, timersClock } from './fakes';
 import { RefundDesk, refundOperation, refundTarget, type Refund, type RefundTarget } from './refund';
 
 const json = (status: number, body: unknown) => () => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
@@ -85,11 +85,9 @@ describe("refundOperation: the refund, sent to the shop's backend and read in th
 describe('refundTarget', () => {
   it('is the charge of a checkout that SUCCEEDED, and nothing before', () => {
     const charge = { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED' as const, amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null };
-    const paid = { idempotencyKey: 'k1', status: 'SUCCEEDED' as const, replayed: false, charge, failure: null };
-    expect(refundTarget({ attempt: null, phase: { kind: 'final', payload: paid } })).toEqual({ chargeId: 'c1', amount: 11300, currency: 'USD' });
-    const declined = { ...paid, status: 'FAILED' as const, charge: null, failure: { code: 'card_declined', message: 'declined' } };
-    expect(refundTarget({ attempt: null, phase: { kind: 'final', payload: declined } })).toBeNull();
-    expect(refundTarget({ attempt: null, phase: { kind: 'paying', retry: null } })).toBeNull();
+    expect(refundTarget(paidWith(charge))).toEqual({ chargeId: 'c1', amount: 11300, currency: 'USD' });
+    expect(refundTarget(settledWith({ status: 'FAILED', key: 'k1', failure: { code: 'card_declined', message: 'declined' }, replayed: false }))).toBeNull();
+    expect(refundTarget(sendingState())).toBeNull();
   });
 
   it('of an authorization, nothing until the shop captured; then what it captured, as the capture answered the charge', () => {
@@ -105,7 +103,7 @@ describe('refundTarget', () => {
       amountCapturable: 11300,
       authorizationExpiresAt: '2026-01-08T00:00:00Z',
     };
-    const authorized = { attempt: null, phase: { kind: 'final' as const, payload: { idempotencyKey: 'k1', status: 'SUCCEEDED' as const, replayed: false, charge: held, failure: null } } };
+    const authorized = paidWith(held);
     expect(refundTarget(authorized)).toBeNull();
     expect(refundTarget(authorized, held)).toBeNull();
     const shipped = { ...held, captureStatus: 'PARTIALLY_CAPTURED' as const, amountCaptured: 6000, amountCapturable: 5300 };

@@ -9,7 +9,7 @@
 // (order.ts).
 import type { Charge } from '@chargeonce/client';
 import { refundAct } from './backend';
-import type { CheckoutState } from './checkout-state';
+import { shownOf, type CheckoutState } from './checkout-state';
 import { actOperation, canAct, Desk, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
 
 /** chargeonce's refund, as the backend answers it. */
@@ -41,10 +41,10 @@ export const refundOperation = (base: typeof fetch = fetch) =>
  * outcome), while it took money; null while there is none to refund.
  */
 export function refundTarget(s: CheckoutState, now?: Charge | null): RefundTarget | null {
-  if (s.phase.kind !== 'final') return null;
-  const p = s.phase.payload;
-  if (p.status !== 'SUCCEEDED' || !p.charge) return null;
-  const c = now?.id === p.charge.id ? now : p.charge;
+  const shown = shownOf(s);
+  if (shown.kind !== 'final' || shown.c.outcome.status !== 'SUCCEEDED') return null;
+  const paid = shown.c.outcome.charge;
+  const c = now?.id === paid.id ? now : paid;
   if (!(c.amountCaptured > 0)) return null; // an authorization: nothing was taken yet
   return { chargeId: c.id, amount: c.amountCaptured, currency: c.currency };
 }
