@@ -18,15 +18,14 @@ import (
 // from their sources, so that a client whose document grows past a bound
 // fails this package's tests: the clients' operations (client/operations.graphql,
 // which the JavaScript client, the Go client and the demo send, each with
-// the fragments it spreads), the demo's and the Go client's own, the demo's
-// template strings, and the playground's (its first query, and GraphiQL's
-// introspection query).
+// the fragments it spreads), the Go client's own, and the playground's (its
+// first query, a template string, and GraphiQL's introspection query).
 func legitimateDocuments(t testing.TB) map[string]string {
 	t.Helper()
 	docs := map[string]string{}
 	// genqlient sends each operation with the fragments it spreads.
 	var defs ast.QueryDocument
-	for _, file := range []string{"client/operations.graphql", "web-demo/src/session.graphql", "internal/apiclient/operations.graphql"} {
+	for _, file := range []string{"client/operations.graphql", "internal/apiclient/operations.graphql"} {
 		src := readRepoFile(t, file)
 		doc, err := parser.ParseQuery(&ast.Source{Name: file, Input: src})
 		require.NoError(t, err, file)
@@ -40,8 +39,8 @@ func legitimateDocuments(t testing.TB) map[string]string {
 		}
 		docs["graphql "+op.Name] = text
 	}
-	// The demo's own documents are template strings.
-	for _, file := range []string{"web-demo/src/request.ts", "web-demo/src/playground-config.ts"} {
+	// The playground's first query is a template string.
+	for _, file := range []string{"web-demo/src/playground-config.ts"} {
 		found := 0
 		for name, text := range templateStrings(t, file) {
 			if doc, err := parser.ParseQuery(&ast.Source{Input: text}); err == nil && len(doc.Operations) > 0 {

@@ -164,10 +164,10 @@ export function liveNext(s: ChargerState, p: ChargePayload, c: MachineConfig): S
   return { state: { ...st, liveOpen: true, retryInMs: c.liveRecheckMs }, effects };
 }
 
-export function liveFailed(s: ChargerState): Step {
+export function liveFailed(s: ChargerState, reason: string): Step {
   if (s.kind !== 'following' || s.paused || s.live === 'poll') return same(s);
   return {
-    state: { ...s, live: 'poll', liveOpen: false, retryInMs: s.pollMs },
+    state: { ...s, live: 'poll', liveOpen: false, liveFailed: reason, retryInMs: s.pollMs },
     effects: [{ type: 'Unsubscribe' }, { type: 'SetTimer', ms: s.pollMs }],
   };
 }
@@ -179,7 +179,10 @@ export function timerFired(s: ChargerState, now: number): Step {
   if (expired(s.attempt, now)) return unknown(s);
   if (s.live !== 'poll' && !s.liveOpen) {
     // The stream said nothing in time: poll for the rest of the attempt.
-    return { state: { ...s, live: 'poll', liveOpen: false, retryInMs: 0 }, effects: [{ type: 'Unsubscribe' }, { type: 'AskStatus', key: s.attempt.key }] };
+    return {
+      state: { ...s, live: 'poll', liveOpen: false, liveFailed: 'no answer in time', retryInMs: 0 },
+      effects: [{ type: 'Unsubscribe' }, { type: 'AskStatus', key: s.attempt.key }],
+    };
   }
   return { state: { ...s, retryInMs: 0 }, effects: [{ type: 'AskStatus', key: s.attempt.key }] };
 }

@@ -90,7 +90,7 @@ function transition(s: ChargerState, e: MachineEvent, c: MachineConfig): Step {
     case 'LiveNext':
       return liveNext(s, e.payload, c);
     case 'LiveFailed':
-      return liveFailed(s); // the reason is in the live-failed event
+      return liveFailed(s, e.reason);
     case 'TimerFired':
       return timerFired(s, e.now);
   }

@@ -100,10 +100,13 @@ export function freshRun(now: number): Run {
   return { since: now, tries: 1 };
 }
 
-/** chargeCard once more with the attempt's own key and input, in run. s gives the flags and the last error. */
-export function resend(s: { flags: ChargerFlags; error?: ServerError | undefined }, a: SendableAttempt, run: Run, ...before: Effect[]): Step {
+/**
+ * chargeCard once more with the attempt's own key and input, in run. s
+ * gives the flags and the last error, and a retrying state its cause.
+ */
+export function resend(s: { flags: ChargerFlags; error?: ServerError | undefined; cause?: string }, a: SendableAttempt, run: Run, ...before: Effect[]): Step {
   const attempt: SendableAttempt = { ...a, sends: a.sends + 1 };
-  const st: SendingState = { kind: 'sending', attempt, run, ...(s.error && { error: s.error }), flags: s.flags, paused: false };
+  const st: SendingState = { kind: 'sending', attempt, run, ...(s.cause && { cause: s.cause }), ...(s.error && { error: s.error }), flags: s.flags, paused: false };
   return { state: st, effects: [...before, { type: 'Send', key: a.key, input: a.input, try: attempt.sends }] };
 }
 

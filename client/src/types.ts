@@ -190,6 +190,8 @@ export interface SendingState {
   kind: 'sending';
   attempt: SendableAttempt;
   run: Run;
+  /** Why this send is a retry: the cause of the retrying state it follows ('network', or the error's code); absent when it follows none (a new attempt, a resumed one). */
+  cause?: string;
   /** The last error answered for the attempt while its outcome is open; unknown shows it. */
   error?: ServerError;
   flags: ChargerFlags;
@@ -224,6 +226,8 @@ export interface FollowingState {
   live: LiveMode;
   /** The stream has answered at least once. */
   liveOpen: boolean;
+  /** Why the stream was given up, once it was (the live-failed event's reason, or 'no answer in time'): polled since. */
+  liveFailed?: string;
   /** chargeStatus questions asked so far. */
   checks: number;
   /** The server's pace (its retryAfterMs). */

@@ -207,10 +207,21 @@ describe('step: answers to chargeCard', () => {
 });
 
 describe('step: retrying, and paused while offline or hidden', () => {
-  it('TimerFired in retrying sends the same key again', () => {
+  it('TimerFired in retrying sends the same key again, saying why', () => {
     const { state, effects } = step(retrying, { type: 'TimerFired', now: T0 + 200 }, cfg);
-    expect(state).toMatchObject({ kind: 'sending', attempt: { sends: 2 }, run: { since: T0, tries: 2 } });
+    expect(state).toMatchObject({ kind: 'sending', attempt: { sends: 2 }, run: { since: T0, tries: 2 }, cause: 'network' });
     expect(find(effects, 'Send')).toEqual({ type: 'Send', key: K, input, try: 2 });
+    const busy = step({ ...retrying, cause: 'SERVICE_UNAVAILABLE' }, { type: 'TimerFired', now: T0 + 200 }, cfg).state;
+    expect(busy).toMatchObject({ kind: 'sending', cause: 'SERVICE_UNAVAILABLE' });
+  });
+
+  it.each([
+    ['a new attempt', step(idle, payEvent(), cfg).state],
+    ['an unknown attempt sent again', step(unknown, payEvent(), cfg).state],
+    ['an open record resumed', step(idle, { type: 'Resume', record: openRecord, leader: true, now: T0 }, cfg).state],
+  ])('sending %s is no retry: no cause', (_, state) => {
+    expect(state.kind).toBe('sending');
+    expect(state).not.toHaveProperty('cause');
   });
 
   it('Offline while retrying pauses and stops the timer', () => {
@@ -223,7 +234,7 @@ describe('step: retrying, and paused while offline or hidden', () => {
   it('Online after a pause sends at once with a fresh budget', () => {
     const paused = step(retrying, { type: 'Offline', now: T0 }, cfg).state;
     const { state, effects } = step(paused, { type: 'Online', now: T0 + 60_000 }, cfg);
-    expect(state).toMatchObject({ kind: 'sending', attempt: { key: K }, run: { since: T0 + 60_000, tries: 1 }, paused: false });
+    expect(state).toMatchObject({ kind: 'sending', attempt: { key: K }, run: { since: T0 + 60_000, tries: 1 }, cause: 'network', paused: false });
     expect(state.flags.offline).toBe(false);
     expect(types(effects).slice(0, 2)).toEqual(['Emit', 'Send']);
   });
@@ -280,7 +291,7 @@ describe('step: following PROCESSING', () => {
 
   it('LiveFailed falls back to polling at retryAfterMs', () => {
     const { state, effects } = step(processingSse, { type: 'LiveFailed', reason: 'HTTP 502', now: T0 }, cfg);
-    expect(state).toMatchObject({ kind: 'following', live: 'poll', retryInMs: 800 });
+    expect(state).toMatchObject({ kind: 'following', live: 'poll', liveFailed: 'HTTP 502', retryInMs: 800 });
     expect(effects).toEqual([{ type: 'Unsubscribe' }, { type: 'SetTimer', ms: 800 }]);
     const fired = step(state, { type: 'TimerFired', now: T0 + 800 }, cfg);
     expect(fired.effects).toEqual([{ type: 'AskStatus', key: K }]);
@@ -288,8 +299,17 @@ describe('step: following PROCESSING', () => {
 
   it('a stream that says nothing within liveConnectMs is dropped for polling', () => {
     const { state, effects } = step(processingSse, { type: 'TimerFired', now: T0 + 3000 }, cfg);
-    expect(state).toMatchObject({ kind: 'following', live: 'poll' });
+    expect(state).toMatchObject({ kind: 'following', live: 'poll', liveFailed: 'no answer in time' });
     expect(effects).toEqual([{ type: 'Unsubscribe' }, { type: 'AskStatus', key: K }]);
+  });
+
+  it('polled from the start (a key only asked about) is not a stream that failed: no liveFailed', () => {
+    expect(processingPoll).not.toHaveProperty('liveFailed');
+    const asked = step(processingPoll, { type: 'StatusAnswered', answer: ok(payload('PROCESSING')), now: T0, jitter: 0 }, cfg).state;
+    expect(asked).not.toHaveProperty('liveFailed');
+    const adopted = step(idle, { type: 'Resume', record: null, returnKey: K, leader: true, now: T0 }, cfg).state;
+    expect(adopted).toMatchObject({ kind: 'following', live: 'poll' });
+    expect(adopted).not.toHaveProperty('liveFailed');
   });
 
   it('StatusAnswered PROCESSING waits the server\'s pace, then slows down', () => {

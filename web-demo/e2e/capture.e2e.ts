@@ -8,7 +8,7 @@
 // itself, not only on what the page says.
 import type { Page } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
-import { captures, chargeCaptures, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, storedKey, timeline, voids, watchPath, type Row } from './page';
+import { captures, chargeCaptures, eachDemoPage, expectFinal, expectLedgerPanel, focused, keptActId, ledger, storedKey, timeline, voids, watchPath, type Row } from './page';
 
 const skip = inject('skipReason');
 
@@ -103,7 +103,7 @@ describe.skipIf(skip !== '')('authorize now, ship later, in Chromium', () => {
     await expectFinal(page, 'SUCCEEDED');
     await page.locator('[data-testid="order-box"][data-ship="succeeded"]').waitFor();
     await expect(fact(page, 'capture-status')).resolves.toBe('CAPTURED');
-    await expect(page.evaluate(() => JSON.parse(sessionStorage.getItem('chargeonce-demo:capture')!).id)).resolves.toBe(captureId);
+    await expect(keptActId(page, 'capture')).resolves.toBe(captureId);
     expect(sent).toHaveLength(0);
     expect(await captures(providerChargeId)).toHaveLength(1);
   });

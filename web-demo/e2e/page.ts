@@ -100,6 +100,24 @@ export async function storedKey(page: Page): Promise<string | null> {
   return keys[0] ?? null;
 }
 
+/**
+ * The id the page keeps for its act on the charge (refund, capture, void):
+ * the key of the library runner's record in sessionStorage
+ * (`chargeonce-demo:<act>:<charge id>`), or null when there is none.
+ */
+export async function keptActId(page: Page, act: 'refund' | 'capture' | 'void'): Promise<string | null> {
+  const keys = await page.evaluate((prefix) => {
+    const found: string[] = [];
+    for (let i = 0; i < sessionStorage.length; i++) {
+      const name = sessionStorage.key(i)!;
+      if (name.startsWith(prefix)) found.push((JSON.parse(sessionStorage.getItem(name)!) as { key: string }).key);
+    }
+    return found;
+  }, `chargeonce-demo:${act}:`);
+  expect(keys.length, `${act} records in sessionStorage`).toBeLessThanOrEqual(1);
+  return keys[0] ?? null;
+}
+
 export interface Row {
   operation: string;
   outcome: string;
@@ -182,7 +200,7 @@ export interface Sent {
   ended: Promise<string>;
 }
 
-const fields: Record<string, string> = { ChargeCard: 'chargeCard', ChargeStatus: 'chargeStatus', SessionChargeStatus: 'chargeStatus' };
+const fields: Record<string, string> = { ChargeCard: 'chargeCard', ChargeStatus: 'chargeStatus' };
 
 /**
  * Records every chargeCard and chargeStatus POST that the pages of context

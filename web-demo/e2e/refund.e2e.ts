@@ -6,7 +6,7 @@
 // test itself, not only on what the page says.
 import type { Page } from 'playwright-core';
 import { describe, expect, inject, it } from 'vitest';
-import { accessible, chargeRefunds, eachDemoPage, expectFinal, expectLedgerPanel, focused, ledger, refunds, type Row, storedKey, timeline, watchPath } from './page';
+import { accessible, chargeRefunds, eachDemoPage, expectFinal, expectLedgerPanel, focused, keptActId, ledger, refunds, type Row, storedKey, timeline, watchPath } from './page';
 
 const skip = inject('skipReason');
 
@@ -93,7 +93,7 @@ describe.skipIf(skip !== '')('the ledger refund in Chromium', () => {
     await page.reload();
     await expectFinal(page, 'SUCCEEDED');
     await page.locator('[data-testid="refund-box"][data-state="succeeded"]').waitFor();
-    await expect(page.evaluate(() => JSON.parse(sessionStorage.getItem('chargeonce-demo:refund')!).id)).resolves.toBe(refundId);
+    await expect(keptActId(page, 'refund')).resolves.toBe(refundId);
     await expect(refund.count()).resolves.toBe(0);
     expect(sent).toHaveLength(0);
     await expectOneRefund(key, providerChargeId);

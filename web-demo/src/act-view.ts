@@ -77,7 +77,7 @@ export function actNote<T>(w: ActWords<T>, target: ActTarget | null, p: ActPhase
     case 'refused': {
       const none = w.exhausted?.(p);
       if (none) return { text: none.note, tone: 'neutral' };
-      return { text: `The shop's backend refused the ${w.noun}: ${p.message} (${p.code ?? 'no code'}). Nothing was ${w.done}.`, tone: 'error' };
+      return { text: `The shop's backend refused the ${w.noun}: ${p.message} (${p.code}). Nothing was ${w.done}.`, tone: 'error' };
     }
     case 'unknown':
       return {
@@ -109,7 +109,7 @@ export function actAnnouncement<T>(w: ActWords<T>, target: ActTarget | null, p: 
     case 'failed':
       return `${Noun} failed: ${p.failure.message}`;
     case 'refused':
-      return w.exhausted?.(p)?.say ?? `${Noun} refused: ${p.code ?? p.message}.`;
+      return w.exhausted?.(p)?.say ?? `${Noun} refused: ${p.code}.`;
     case 'unknown':
       return `${Noun} not confirmed. ${w.button} sends the same ${w.idName} again.`;
   }

@@ -2,14 +2,15 @@
 // checkout session. The charger owns the client's half of the guarantee:
 // the key minted once per attempt and persisted before the first byte, the
 // narrow retry loop with the same key, PROCESSING followed live (or polled),
-// resume after a reload, and typed errors. This file feeds the charger's
-// state to checkout-state.ts, which turns it into what the page shows (a
-// Phase, drawn by view.ts and render.ts), and adds what is the demo's own:
+// resume after a reload, and typed errors. The page's state is the
+// charger's state as it is (checkout-state.ts), with beside it only what is
+// the page's own:
 //
 //   - the cart and its checkout session, from the shop's backend (cart.ts):
 //     Pay first asks for the session when the cart has none (noSession when
 //     the shop gives none), with the shopper's capture method (MANUAL: the
 //     charge only authorizes, and the order is shipped later, order.ts);
+//   - the resume that has not answered yet, after a reload or on the return;
 //   - the question about a slow chargeCard (slow.ts), to show PROCESSING
 //     while the request is still open;
 //   - unsafe mode (unsafe.ts): a naive sender beside the charger, which
@@ -19,10 +20,10 @@
 //     to charger.handleNextAction(), and the return resumes, with the cart
 //     from the address when this tab's storage lost it.
 //
-//   idle ──Pay──▶ (session?) ──▶ charger.pay ──▶ paying ⇄ (retrying) ──▶ final | processing | action | unknown | refused
-//   action ──Authenticate──▶ the bank's page ──▶ (the return: chargeonce_key) ──▶ charger.resume() ──▶ final
-//   final FAILED ──Try another card──▶ reset: a new key, the same session
-//   final SUCCEEDED, or refused CHECKOUT_SESSION_PAID/_EXPIRED/_LOCKED ──Start a new checkout──▶ a new cart
+//   idle ──Pay──▶ (session?) ──▶ charger.pay ──▶ sending ⇄ retrying ──▶ settled | following | unknown | rejected
+//   following with nextAction ──Authenticate──▶ the bank's page ──▶ (the return: chargeonce_key) ──▶ charger.resume() ──▶ settled
+//   settled FAILED ──Try another card──▶ reset: a new key, the same session
+//   settled SUCCEEDED, or rejected CHECKOUT_SESSION_PAID/_EXPIRED/_LOCKED ──Start a new checkout──▶ a new cart
 //   (reload) ──▶ charger.resume(): the same key, to its outcome
 import type { CaptureMethod, ChargeCardInput, Charger, ChargerEvent, ChargerState, KeyValueStorage } from '@chargeonce/client';
 import { CartStore, mintCartId, type CheckoutSession, type SessionAnswer } from './cart';
@@ -35,14 +36,13 @@ export type { Clock };
 import {
   canPay,
   demoRetry,
+  idleState,
   sessionEnded,
-  viewOf,
-  type Attempt,
+  shownOf,
   type ChargerObserver,
   type CheckoutState,
-  type Decor,
   type Listener,
-  type Phase,
+  type PageStep,
   type ReturnSource,
 } from './checkout-state';
 
@@ -54,9 +54,9 @@ export interface CheckoutOptions {
   clock: Clock;
   /** Asks the shop's backend for the checkout session of cartId, taking the money as captureMethod says: the same cart gets the same session. */
   createSession(cartId: string, captureMethod: CaptureMethod): Promise<SessionAnswer>;
-  /** The charger of a checkout session: createCharger in the page, with the recording fetch. */
+  /** The charger of a checkout session: createCharger in the page, with the fault switch's fetch. */
   charger(session: CheckoutSession, onEvent: (e: ChargerEvent) => void): Charger;
-  /** The demo's own requests (slow.ts, unsafe.ts), through the same recording fetch. */
+  /** The demo's own requests (slow.ts, unsafe.ts), through the same fetch, told to the timeline. */
   endpoint(publishableKey: string): Endpoint;
   observer?: ChargerObserver;
   mintKey?: () => string;
@@ -79,17 +79,21 @@ export const bankStorageKey = 'chargeonce-demo:bank';
 
 /** The key of the charger's attempt; none while idle. */
 const keyOf = (s: ChargerState): string | undefined => (s.kind === 'idle' ? undefined : s.attempt.key);
-const freshDecor = (): Decor => ({ resuming: false, retry: null, liveDown: false, nextCheckAt: 0, slow: null, leaving: false, backKey: null });
 
 export class Checkout {
   private readonly cart: CartStore;
   private readonly listeners = new Set<Listener>();
   private readonly slow: SlowWatch;
-  private current: CheckoutState = { attempt: null, phase: { kind: 'idle' } };
+  private current: CheckoutState = idleState();
   private charger: { c: Charger; session: CheckoutSession; off: () => void } | null = null;
-  private decor = freshDecor();
-  /** The page's own state while the charger is not the one to show: the shop's session, unsafe mode. */
-  private own: CheckoutState | null = null;
+  /** The page's own step, shown instead of the charger's state while there is one. */
+  private step: PageStep | null = null;
+  /** Unsafe mode's state, in the library's words: shown instead of the charger's. */
+  private naiveState: ChargerState | null = null;
+  /** The shopper pressed Authenticate: the page is on its way to the bank. */
+  private leaving = false;
+  /** When the charger asks chargeStatus next, by the page's clock (the countdown's end). */
+  private nextCheckAt = 0;
   /** Bumped when the page's own work stops mattering. */
   private run = 0;
   private tick: unknown = null;
@@ -138,19 +142,18 @@ export class Checkout {
     // Storage lost the cart: the return names it, and the shop's backend keys its session on it.
     const cartId = back.cartId;
     this.cart.adopt(cartId);
-    const run = this.restart({ attempt: null, phase: { kind: 'resuming', back: true } });
+    const run = this.restart({ kind: 'resuming' });
     return this.o
       .createSession(cartId, back.captureMethod)
       .catch((err: unknown): SessionAnswer => ({ error: { code: null, message: err instanceof Error ? err.message : String(err) } }))
       .then((answer) => {
         if (run !== this.run) return;
         if (!('session' in answer)) {
-          this.restart({ attempt: null, phase: { kind: 'noSession', ...answer.error } });
+          this.restart({ kind: 'noSession', ...answer.error });
           return;
         }
         // PAID too: the attempt that paid it is the one to show.
         this.cart.keep(answer.session);
-        this.own = null;
         this.resume(answer.session);
         this.update();
       });
@@ -163,23 +166,24 @@ export class Checkout {
    */
   authenticate(): boolean {
     const c = this.charger?.c;
-    if (this.current.phase.kind !== 'action' || !c) return false;
-    this.o.storage.setItem(bankStorageKey, this.current.phase.key);
+    const shown = shownOf(this.current);
+    if (shown.kind !== 'action' || !c) return false;
+    this.o.storage.setItem(bankStorageKey, shown.c.attempt.key);
     try {
       c.handleNextAction();
     } catch {
       this.o.storage.removeItem(bankStorageKey);
-      return false; // no longer action: the state says what it is
+      return false; // no longer asking: the state says what it is
     }
-    this.decor.leaving = true;
+    this.leaving = true;
     this.update();
     return true;
   }
 
   /** The page is shown again from the back/forward cache: it did not leave after all. */
   shown(): void {
-    if (!this.decor.leaving) return;
-    this.decor.leaving = false;
+    if (!this.leaving) return;
+    this.leaving = false;
     this.update();
   }
 
@@ -194,14 +198,14 @@ export class Checkout {
   pay(paymentMethod: string, unsafe = false, captureMethod: CaptureMethod = 'AUTOMATIC'): void {
     if (!canPay(this.current)) return;
     this.method = captureMethod;
-    const open = this.current.attempt;
-    if (this.own && this.own.phase.kind === 'unknown' && open?.input) {
-      this.naive(open.input, open.key); // unsafe mode's attempt: its last key again
+    const n = this.naiveState;
+    if (n?.kind === 'unknown' && n.attempt.input) {
+      this.naive(n.attempt.input, n.attempt.key); // unsafe mode's attempt: its first key again
       return;
     }
     const c = this.charger?.c;
     if (c?.state.kind === 'unknown') {
-      this.own = null;
+      this.naiveState = null;
       const { input } = c.state.attempt;
       // The same key; the state says how it ends. A key taken from the return's address has no input: it is only asked about.
       (input ? c.pay({ paymentMethod: input.paymentMethod }) : c.resume()).catch(() => {});
@@ -213,17 +217,16 @@ export class Checkout {
       this.begin(session, paymentMethod, unsafe);
       return;
     }
-    const run = this.restart({ attempt: null, phase: { kind: 'paying', retry: null } });
+    const run = this.restart({ kind: 'starting' });
     void this.openSession().then((answer) => {
       if (run !== this.run) return;
       if (!('session' in answer)) {
-        this.restart({ attempt: null, phase: { kind: 'noSession', ...answer.error } });
+        this.restart({ kind: 'noSession', ...answer.error });
         return;
       }
       if (answer.session.status !== 'OPEN') {
         const { status } = answer.session;
-        const phase: Phase = { kind: 'noSession', message: `The shop's checkout session is ${status}.`, code: `CHECKOUT_SESSION_${status}` };
-        this.restart({ attempt: null, phase });
+        this.restart({ kind: 'noSession', message: `The shop's checkout session is ${status}.`, code: `CHECKOUT_SESSION_${status}` });
         return;
       }
       this.cart.keep(answer.session);
@@ -238,8 +241,9 @@ export class Checkout {
    */
   startNew(): boolean {
     const s = this.current;
-    if (s.phase.kind !== 'final' && !sessionEnded(s)) return false;
-    const newCart = sessionEnded(s) || (s.phase.kind === 'final' && s.phase.payload.status === 'SUCCEEDED');
+    const shown = shownOf(s);
+    if (shown.kind !== 'final' && !sessionEnded(s)) return false;
+    const newCart = sessionEnded(s) || (shown.kind === 'final' && shown.c.outcome.status === 'SUCCEEDED');
     const c = this.charger?.c;
     if (c && (c.state.kind === 'settled' || c.state.kind === 'rejected')) c.reset();
     this.o.storage.removeItem(bankStorageKey);
@@ -264,9 +268,9 @@ export class Checkout {
   /** resume() on the session's charger, with the page showing that it picks the attempt up. */
   private resume(session: CheckoutSession): void {
     const c = this.chargerFor(session);
-    this.decor.resuming = true;
+    this.step = { kind: 'resuming' };
     const done = () => {
-      this.decor.resuming = false;
+      if (this.step?.kind === 'resuming') this.step = null;
       this.update();
     };
     c.resume().then(done, done);
@@ -279,13 +283,13 @@ export class Checkout {
     }
     const c = this.chargerFor(session);
     // Paying from the click on: the charger leaves idle once it has its lock.
-    this.restart({ attempt: null, phase: { kind: 'paying', retry: null } });
+    this.restart({ kind: 'starting' });
     this.handoff = true;
     c.pay({ paymentMethod }).catch(() => {
       // Its state says how it ended; a refusal before any state (another tab's attempt) ends the wait here.
       if (!this.handoff) return;
       this.handoff = false;
-      this.own = null;
+      this.step = null;
       this.update();
     });
   }
@@ -301,7 +305,8 @@ export class Checkout {
       this.changed(s, was);
     });
     this.charger = { c, session, off };
-    this.decor = freshDecor();
+    this.leaving = false;
+    this.nextCheckAt = 0;
     return c;
   }
 
@@ -323,8 +328,6 @@ export class Checkout {
       const from: ReturnSource = st && st.kind !== 'idle' && st.attempt.input ? 'storage' : 'address';
       this.o.observer?.returned?.(e.key, from);
     }
-    if (e.type === 'retry') this.decor.retry = e.cause === 'network' ? { kind: 'lost' } : { kind: 'busy', code: e.cause, waitMs: e.waitMs };
-    if (e.type === 'live-failed') this.decor.liveDown = true;
     if (e.type === 'send' && e.operation === 'chargeCard') this.slow.opened(e.key);
     if (e.type === 'answer' && e.operation === 'chargeCard') this.slow.stop();
     this.o.observer?.event(e);
@@ -333,16 +336,25 @@ export class Checkout {
   private changed(s: ChargerState, prev: ChargerState): void {
     if (this.handoff && s.kind !== 'idle') {
       this.handoff = false;
-      this.own = null;
+      this.step = null;
     }
-    if (keyOf(s) !== keyOf(prev)) this.decor = { ...freshDecor(), resuming: this.decor.resuming };
+    if (keyOf(s) !== keyOf(prev)) {
+      this.leaving = false;
+      this.nextCheckAt = 0;
+    }
     if (s.kind !== 'sending') {
       this.slow.stop();
-      if (s.kind !== 'idle') this.decor.resuming = false;
+      // The attempt is picked up: what it is now is the news, not the resume.
+      if (s.kind !== 'idle' && this.step?.kind === 'resuming') this.step = null;
     }
-    if (s.kind === 'following' && !s.attempt.nextAction && s.retryInMs !== null && s.retryInMs > 0) this.decor.nextCheckAt = this.o.clock.now() + s.retryInMs;
+    this.countFrom(s);
     this.o.observer?.state(s, prev);
     this.update();
+  }
+
+  /** A poll's wait starts the countdown to the next chargeStatus, by the page's clock. */
+  private countFrom(s: ChargerState): void {
+    if (s.kind === 'following' && !s.attempt.nextAction && s.retryInMs !== null && s.retryInMs > 0) this.nextCheckAt = this.o.clock.now() + s.retryInMs;
   }
 
   /** chargeStatus about the open chargeCard: a read, on the attempt's session. */
@@ -350,7 +362,7 @@ export class Checkout {
     const ch = this.charger!;
     const st = ch.c.state;
     const checkoutSession = (st.kind === 'idle' ? st.waiting : st.attempt.input)?.checkoutSession ?? ch.session.clientSecret;
-    return send(this.o.endpoint(ch.session.publishableKey), 'SessionChargeStatus', { idempotencyKey: key, checkoutSession });
+    return send(this.o.endpoint(ch.session.publishableKey), 'chargeStatus', { idempotencyKey: key, checkoutSession });
   }
 
   // ---- the page's own work -----------------------------------------------------
@@ -369,10 +381,16 @@ export class Checkout {
 
   /** Unsafe mode: the naive sender, beside the charger. */
   private naive(input: ChargeCardInput, key?: string): void {
-    const run = this.restart(this.own);
-    let attemptKey = key ?? '';
+    const run = this.restart(this.step, this.naiveState);
     const clock = this.o.clock;
     const publishableKey = this.cart.publishableKey() ?? '';
+    const told = (state: ChargerState | null) => {
+      if (run !== this.run || !state) return;
+      this.step = null;
+      this.naiveState = state;
+      this.countFrom(state);
+      this.update();
+    };
     void payNaively(
       input,
       {
@@ -388,27 +406,17 @@ export class Checkout {
         maxTries: demoRetry.maxAttempts,
         live: () => run === this.run,
       },
-      (phase, k) => {
-        if (run !== this.run) return;
-        if (!attemptKey) attemptKey = k;
-        this.own = { attempt: { key: attemptKey, input, state: 'open' }, phase };
-        this.update();
-      },
+      told,
       key,
-    ).then((phase) => {
-      if (run !== this.run) return;
-      const state: Attempt['state'] =
-        phase.kind === 'final' ? phase.payload.status === 'SUCCEEDED' ? 'SUCCEEDED' : 'FAILED' : phase.kind === 'refused' ? 'rejected' : 'open';
-      this.own = { attempt: { key: attemptKey, input, state }, phase };
-      this.update();
-    });
+    ).then(told);
   }
 
-  /** Drops the page's own work in flight and shows own (or the charger's state); returns the new run. */
-  private restart(own: CheckoutState | null): number {
+  /** Drops the page's own work in flight and shows step (or the charger's state); returns the new run. */
+  private restart(step: PageStep | null, naive: ChargerState | null = null): number {
     this.run++;
     this.handoff = false;
-    this.own = own;
+    this.step = step;
+    this.naiveState = naive;
     this.update();
     return this.run;
   }
@@ -417,32 +425,32 @@ export class Checkout {
 
   private update(): void {
     const now = this.o.clock.now();
-    const slow = this.slow.processing;
-    const d: Decor = {
-      ...this.decor,
-      slow: slow ? { checks: slow.checks, retryAfterMs: slow.retryAfterMs } : null,
-      backKey: this.back?.key ?? this.o.storage.getItem(bankStorageKey),
+    const next: CheckoutState = {
+      charger: this.naiveState ?? this.charger?.c.state ?? idleState().charger,
+      page: {
+        step: this.step,
+        backKey: this.back?.key ?? this.o.storage.getItem(bankStorageKey),
+        leaving: this.leaving,
+        slow: this.slow.processing,
+        remainingMs: Math.max(0, this.nextCheckAt - now),
+      },
     };
-    const c = this.charger?.c.state;
-    const next = this.own ?? (c ? viewOf(c, d, now) : { attempt: null, phase: { kind: 'idle' } });
-    if (next.phase.kind === 'processing') {
-      next.phase = { ...next.phase, remainingMs: Math.max(0, next.phase.nextCheckAt - now) };
-    }
     const prev = this.current;
     this.current = next;
     this.countdown();
     for (const fn of [...this.listeners]) fn(next, prev);
   }
 
-  /** Redraws when the countdown's second changes. */
+  /** Redraws when the countdown's second changes: while the charger polls, before it asks. */
   private countdown(): void {
     if (this.tick !== null) this.o.clock.clearTimeout(this.tick);
     this.tick = null;
-    const p = this.current.phase;
-    if (p.kind !== 'processing' || p.charging || p.checking || p.live === 'connecting' || p.live === 'subscribed' || p.remainingMs <= 0) return;
+    const shown = shownOf(this.current);
+    const ms = this.current.page.remainingMs;
+    if (shown.kind !== 'processing' || shown.c.kind !== 'following' || shown.c.live !== 'poll' || shown.c.retryInMs === 0 || ms <= 0) return;
     this.tick = this.o.clock.setTimeout(() => {
       this.tick = null;
       this.update();
-    }, p.remainingMs % 1000 || 1000);
+    }, ms % 1000 || 1000);
   }
 }

@@ -2,49 +2,49 @@
 // capture, a void), asked for by the page and made by the backend with
 // the merchant's secret key, on the server: the page never holds that key.
 //
-// An act is a payment's kind of attempt, with the same client's half of the
-// guarantee as the checkout: one id per act, minted when its button is
-// pressed and kept in sessionStorage beside the attempt before the first
-// byte, then sent with every retry of that act and again after a reload.
-// The backend answers the same id with the stored result (replayed), never
-// a second act, so a lost answer is retried safely.
+// The act keeps the client's half of the guarantee, and the library keeps
+// it: each is an operation of the library's runner (createRunner), whose
+// record holds the act's id (its key) in sessionStorage before the first
+// byte; every retry, and the page after a reload, sends that id again; a
+// lost answer or a busy backend is retried with jitter, PROCESSING is
+// followed by sending the same id again (the backend answers it from
+// chargeonce's replay), and an outcome the tries did not find is reported
+// unknown. The desk only says what the page shows of it: its phase, from
+// the runner's events and how the run ended.
 //
 //   none ──act──▶ sending ──▶ succeeded | failed | refused
-//   sending ──no answer, or a busy backend──▶ retrying (the same id, after a short backoff) ──▶ sending … ──▶ unknown
-//   sending ──PROCESSING──▶ processing ──(retryAfterMs)──▶ sending (the same id)
-//   unknown ──act──▶ sending (the same id); settled, when the act allows another ──act──▶ sending (a new id)
-//   (reload) ──▶ an open act is sent again with its own id
-import type { KeyValueStorage } from '@chargeonce/client';
-import { postToBackend, type BackendAct, type BackendAnswer, type BackendRefusal } from './backend';
-import { retryableCodes } from './request';
+//   sending ──no answer, or a busy backend──▶ retrying (the same id) ──▶ sending … ──▶ unknown
+//   sending ──PROCESSING──▶ processing ──▶ sending (the same id)
+//   unknown ──act──▶ sending (the same id); settled, when the charge allows another ──act──▶ sending (a new id)
+//   (reload) ──▶ an open act is sent again with its own id; a settled one is shown
+import {
+  createRunner,
+  OperationRejectedError,
+  OperationUnknownError,
+  type KeyStore,
+  type Operation,
+  type OperationFailure,
+  type OperationOutcome,
+  type OperationPayload,
+  type RetryOptions,
+  type Runner,
+  type RunnerEvent,
+  type ServerError,
+} from '@chargeonce/client';
+import { postAct, type BackendAct } from './backend';
 import type { Clock } from './slow';
 
-export type ActStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED';
+/** What the backend answers for an act: the API's payload, with what the act made beside it. */
+export type ActPayload = OperationPayload & Record<string, unknown>;
 
-export interface ActFailure {
-  code: string;
-  message: string;
-}
-
-/** What the backend answers for an act, read: what it made (made) once it SUCCEEDED. */
-export type ActPayload<T> =
-  | { status: 'SUCCEEDED'; replayed: boolean; made: T }
-  | { status: 'FAILED'; replayed: boolean; failure: ActFailure }
-  | { status: 'PROCESSING'; replayed: boolean; retryAfterMs: number | null };
-
-/** The backend's answer, or why there is none: code is null when no answer arrived. */
-export type ActAnswer<T> = { payload: ActPayload<T> } | { error: BackendRefusal };
-
-/** The charge an act is about: the checkout attempt that paid it, and what it is worth. */
+/** The charge an act is about, and what it is worth. */
 export interface ActTarget {
-  /** The checkout attempt's idempotency key: the act is kept beside it. */
-  attemptKey: string;
   chargeId: string;
   amount: number;
   currency: string;
 }
 
-export type ActPhase<T> =
+export type ActPhase<M> =
   /** Nothing asked yet: pressing the button mints an id. */
   | { kind: 'none' }
   /** The request is on its way; try counts from 1 since the last answer. */
@@ -53,28 +53,28 @@ export type ActPhase<T> =
   | { kind: 'retrying'; id: string; cause: 'lost' | 'busy'; code: string | null; waitMs: number }
   /** The backend said PROCESSING: the same id goes again after retryAfterMs. */
   | { kind: 'processing'; id: string; retryAfterMs: number }
-  /** lost: an answer of this act was lost on the way, and a retry found it. */
-  | { kind: 'succeeded'; id: string; made: T; replayed: boolean; lost: boolean }
+  /** made: what the act made. lost: an answer of this act was lost on the way, and a retry found it. */
+  | { kind: 'succeeded'; id: string; made: M; replayed: boolean; lost: boolean }
   /** The provider refused it: nothing happened. */
-  | { kind: 'failed'; id: string; failure: ActFailure }
-  /** An answer that refuses, and ran nothing (with what remains, when the refusal says). */
-  | ({ kind: 'refused'; id: string } & BackendRefusal)
+  | { kind: 'failed'; id: string; failure: OperationFailure }
+  /** An answer that refuses, and ran nothing, with what remains when the refusal says. */
+  | { kind: 'refused'; id: string; code: string; message: string; refundable?: number; capturable?: number }
   /** Every try went without an answer: the act may or may not have been made; pressing again sends the same id. */
   | { kind: 'unknown'; id: string; code: string | null; tries: number };
 
 /** The phases that end an act's id: the next act, if any, gets a new one. */
-export type SettledAct<T> = Extract<ActPhase<T>, { kind: 'succeeded' | 'failed' | 'refused' }>;
+export type SettledAct<M> = Extract<ActPhase<M>, { kind: 'succeeded' | 'failed' | 'refused' }>;
 
-export interface ActState<T, G extends ActTarget = ActTarget> {
+export interface ActState<M, G extends ActTarget = ActTarget> {
   target: G | null;
-  phase: ActPhase<T>;
+  phase: ActPhase<M>;
 }
 
-/** Tries in all after a lost or busy answer, the first included, and their backoff. */
-export const actRetry = { maxAttempts: 3, baseMs: 500, capMs: 2_000 } as const;
+/** Where the page keeps the records of the shop's acts (sessionStorage), under their names: refund:<charge id>, capture:…, void:…. */
+export const actsStoragePrefix = 'chargeonce-demo:';
 
-/** How long to wait before asking about a PROCESSING act again: the server's hint, within bounds. */
-export const pollMs = (retryAfterMs: number | null | undefined) => Math.min(10_000, Math.max(250, retryAfterMs ?? 1_000));
+/** Tries in all after a lost or busy answer, the first included, and their backoff (full jitter: up to baseMs, then twice as long). */
+export const actRetry = { maxAttempts: 3, baseMs: 500, capMs: 2_000 } as const;
 
 /** The phases in which a request of the act is out, or about to go. */
 export const actBusy = (p: ActPhase<unknown>) => p.kind === 'sending' || p.kind === 'retrying' || p.kind === 'processing';
@@ -87,7 +87,7 @@ export const actSettled = (prev: ActPhase<unknown>, next: ActPhase<unknown>) => 
  * again (its own id), or, after one that settled, another when again
  * says that the charge allows it.
  */
-export function canAct<T>(s: ActState<T, ActTarget>, again: (p: SettledAct<T>) => boolean): boolean {
+export function canAct<M>(s: ActState<M, ActTarget>, again: (p: SettledAct<M>) => boolean): boolean {
   const p = s.phase;
   if (!s.target) return false;
   if (p.kind === 'none' || p.kind === 'unknown') return true;
@@ -95,82 +95,66 @@ export function canAct<T>(s: ActState<T, ActTarget>, again: (p: SettledAct<T>) =
 }
 
 /**
- * POSTs the act under id for the target's charge, and reads the answer:
- * made reads what a SUCCEEDED answer made (null: no answer of the act's).
- * It never throws.
+ * The act as an operation of the runner: sent to the backend's route with
+ * the record's key as the act's id; made reads what a SUCCEEDED answer
+ * made (null: no answer of the act's, which the runner tries again).
  */
-export async function requestAct<T>(
-  act: BackendAct,
-  id: string,
-  chargeId: string,
-  made: (body: Record<string, unknown>) => T | null,
-  base: typeof fetch = fetch,
-): Promise<ActAnswer<T>> {
-  return readAct(await postToBackend(act.path, { [act.idField]: id, chargeId }, base), made);
+export function actOperation<M extends object>(act: BackendAct, made: (p: ActPayload) => M | null, base: typeof fetch = fetch): Operation<{ chargeId: string }, ActPayload, M> {
+  return {
+    name: act.field,
+    send: (key, input) => postAct<ActPayload>(act.path, { [act.idField]: key, chargeId: input.chargeId }, base),
+    made,
+  };
 }
 
-/** The act's payload in the backend's answer, or why there is none. */
-export function readAct<T>(answer: BackendAnswer, made: (body: Record<string, unknown>) => T | null): ActAnswer<T> {
-  if (!answer.ok) return { error: answer.error };
-  const p = answer.body as Record<string, unknown> | null;
-  const replayed = p?.replayed === true;
-  const none = { error: { code: null, message: `HTTP ${answer.status}: no answer of the act in it` } };
-  switch (p?.status) {
-    case 'SUCCEEDED': {
-      const m = made(p);
-      return m === null ? none : { payload: { status: 'SUCCEEDED', replayed, made: m } };
-    }
-    case 'FAILED': {
-      const f = p.failure as ActFailure | null | undefined;
-      return { payload: { status: 'FAILED', replayed, failure: f ?? { code: 'failed', message: 'The provider refused it.' } } };
-    }
-    case 'PROCESSING':
-      return { payload: { status: 'PROCESSING', replayed, retryAfterMs: typeof p.retryAfterMs === 'number' ? p.retryAfterMs : null } };
-  }
-  return none;
-}
+export type ActListener<M, G extends ActTarget> = (next: ActState<M, G>, prev: ActState<M, G>) => void;
 
-interface StoredAct<T> {
-  attemptKey: string;
-  chargeId: string;
-  id: string;
-  /** How it ended, once it did; null while it is open. */
-  settled: SettledAct<T> | null;
-}
-
-export type ActListener<T, G extends ActTarget> = (next: ActState<T, G>, prev: ActState<T, G>) => void;
-
-export interface DeskOptions<T, G extends ActTarget> {
-  /** Where the act's id survives a reload: sessionStorage in the page, under storageKey. */
-  storage: KeyValueStorage;
-  storageKey: string;
-  clock: Clock;
-  /** Asks the shop's backend for the act under id: through the recording fetch in the page. */
-  send(id: string, target: G): Promise<ActAnswer<T>>;
+export interface DeskOptions<M extends object> {
+  /** Where the acts' records live: storageKeyStore(sessionStorage, …) in the page. */
+  store: KeyStore;
+  /** The record's name for a charge's act, before the charge's id: refund, capture, void. */
+  name: string;
+  op: Operation<{ chargeId: string }, ActPayload, M>;
   /** Whether, after a settled act, the charge allows another (under a new id). */
-  again(p: SettledAct<T>): boolean;
+  again(p: SettledAct<M>): boolean;
+  /** Hears the runner's events of the act the desk shows: the timeline's rows. */
+  onEvent?(e: RunnerEvent): void;
+  clock: Clock;
+  retry?: RetryOptions;
+  /** Mints an act's id when its button is pressed: crypto.randomUUID() by default. */
   mintId?: () => string;
-  retry?: { maxAttempts: number; baseMs: number; capMs: number };
+  /** The backoff's jitter, for tests. */
+  random?: () => number;
 }
 
-/**
- * The act on the page's charge: one id per act, kept in storage, sent
- * until the backend answers how it ended.
- */
-export class Desk<T, G extends ActTarget = ActTarget> {
-  private current: ActState<T, G> = { target: null, phase: { kind: 'none' } };
-  private readonly listeners = new Set<ActListener<T, G>>();
-  /** Bumped when the running act stops mattering (another charge, or none). */
-  private run = 0;
-  private timer: unknown = null;
+/** The act on the page's charge: the runner's run of it, under one name per charge, and the phase the page shows. */
+export class Desk<M extends object, G extends ActTarget = ActTarget> {
+  private readonly runner: Runner;
+  private current: ActState<M, G> = { target: null, phase: { kind: 'none' } };
+  private readonly listeners = new Set<ActListener<M, G>>();
+  /** Bumped when the charge shown changes: the runs of another one go on, unseen. */
+  private shown = 0;
+  /** The id the next new record gets: minted when the button is pressed, so that the page shows it at once. */
+  private minted = '';
+  /** What the runner told of the run shown: its last send's try, its last answer's code, whether an answer was lost. */
+  private heard = { tries: 0, code: null as string | null, lost: false };
 
-  constructor(private readonly o: DeskOptions<T, G>) {}
+  constructor(private readonly o: DeskOptions<M>) {
+    this.runner = createRunner({
+      store: o.store,
+      retry: o.retry ?? actRetry,
+      clock: { now: () => o.clock.now(), sleep: (ms) => new Promise((resolve) => o.clock.setTimeout(resolve, ms)) },
+      onEvent: (e) => this.told(e),
+      mintKey: () => this.minted,
+      ...(o.random ? { random: o.random } : {}),
+    });
+  }
 
-  get state(): ActState<T, G> {
+  get state(): ActState<M, G> {
     return this.current;
   }
 
-  subscribe(fn: ActListener<T, G>): () => void {
+  subscribe(fn: ActListener<M, G>): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
@@ -183,31 +167,19 @@ export class Desk<T, G extends ActTarget = ActTarget> {
   /**
    * The charge the page shows, or null. An act this tab kept for it is
    * picked up: shown when it ended, sent again with its id when it did not
-   * (the page was reloaded in the middle). An act kept for another attempt
-   * is forgotten: the page has moved on to another purchase. The same
-   * charge again only takes its newer terms (what it is worth now).
+   * (the page was reloaded in the middle). The same charge again only takes
+   * its newer terms (what it is worth now).
    */
   show(target: G | null): void {
     const t = this.current.target;
-    if (t && target && t.attemptKey === target.attemptKey && t.chargeId === target.chargeId) {
+    if (t && target && t.chargeId === target.chargeId) {
       if (JSON.stringify(t) !== JSON.stringify(target)) this.set({ ...this.current, target });
       return;
     }
     if (!t && !target) return;
-    this.stop();
-    if (!target) {
-      this.set({ target: null, phase: { kind: 'none' } });
-      return;
-    }
-    const stored = this.load();
-    const mine = stored?.attemptKey === target.attemptKey && stored.chargeId === target.chargeId ? stored : null;
-    if (stored && !mine) this.o.storage.removeItem(this.o.storageKey);
-    if (mine?.settled) {
-      this.set({ target, phase: mine.settled });
-      return;
-    }
+    const shown = ++this.shown;
     this.set({ target, phase: { kind: 'none' } });
-    if (mine) void this.loop(mine.id, this.run);
+    if (target) void this.pickUp(target, shown);
   }
 
   /**
@@ -218,98 +190,99 @@ export class Desk<T, G extends ActTarget = ActTarget> {
   act(): boolean {
     const s = this.current;
     if (!s.target || !this.possible) return false;
-    const id = s.phase.kind === 'unknown' ? s.phase.id : (this.o.mintId ?? (() => crypto.randomUUID()))();
-    // Kept before the first byte: a reload sends the same id again.
-    this.save({ attemptKey: s.target.attemptKey, chargeId: s.target.chargeId, id, settled: null });
-    void this.loop(id, this.run);
+    const p = s.phase;
+    const id = p.kind === 'unknown' ? p.id : (this.o.mintId ?? (() => crypto.randomUUID()))();
+    void this.go(s.target, this.shown, id, p.kind !== 'none' && p.kind !== 'unknown');
     return true;
   }
 
-  private async loop(id: string, run: number): Promise<void> {
-    const retry = this.o.retry ?? actRetry;
-    let tries = 0;
-    let lost = false;
-    for (;;) {
-      tries++;
-      this.phase({ kind: 'sending', id, try: tries });
-      const answer = await this.o.send(id, this.current.target!);
-      if (run !== this.run) return;
-      if ('error' in answer) {
-        const refusal = answer.error;
-        if (refusal.code !== null && !retryableCodes.has(refusal.code)) {
-          this.settle({ kind: 'refused', id, ...refusal });
-          return;
-        }
-        lost ||= refusal.code === null;
-        if (tries >= retry.maxAttempts) {
-          this.phase({ kind: 'unknown', id, code: refusal.code, tries });
-          return;
-        }
-        const waitMs = Math.min(retry.capMs, retry.baseMs * 2 ** (tries - 1));
-        this.phase({ kind: 'retrying', id, cause: refusal.code === null ? 'lost' : 'busy', code: refusal.code, waitMs });
-        if (!(await this.sleep(waitMs, run))) return;
-        continue;
-      }
-      tries = 0; // an answer: the backoff starts afresh
-      const p = answer.payload;
-      if (p.status === 'SUCCEEDED') {
-        this.settle({ kind: 'succeeded', id, made: p.made, replayed: p.replayed, lost });
-        return;
-      }
-      if (p.status === 'FAILED') {
-        this.settle({ kind: 'failed', id, failure: p.failure });
-        return;
-      }
-      const wait = pollMs(p.retryAfterMs);
-      this.phase({ kind: 'processing', id, retryAfterMs: wait });
-      if (!(await this.sleep(wait, run))) return;
+  private nameOf(t: ActTarget): string {
+    return `${this.o.name}:${t.chargeId}`;
+  }
+
+  /** What the store holds for the charge's act: shown, or run again when it is open. */
+  private async pickUp(target: G, shown: number): Promise<void> {
+    const rec = await this.runner.record(this.nameOf(target)).catch(() => null);
+    if (shown !== this.shown || !rec) return;
+    if (rec.status === 'open') return this.go(target, shown, rec.key, false);
+    if (rec.status === 'settled' && rec.outcome) this.phase(settledPhase(rec.outcome as OperationOutcome<M>, false));
+    if (rec.status === 'rejected' && rec.error) this.phase(refusedPhase(rec.key, rec.error));
+  }
+
+  /**
+   * Runs the charge's act to its end under id (the open record's, or a new
+   * one's, after forgetting the settled one), and shows how it ended.
+   */
+  private async go(target: G, shown: number, id: string, forget: boolean): Promise<void> {
+    const name = this.nameOf(target);
+    this.minted = id;
+    this.heard = { tries: 0, code: null, lost: false };
+    this.phase({ kind: 'sending', id, try: 1 });
+    try {
+      if (forget) await this.runner.forget(name);
+      const outcome = await this.runner.run(this.o.op, name, { chargeId: target.chargeId });
+      if (shown === this.shown) this.phase(settledPhase(outcome, this.heard.lost));
+    } catch (err) {
+      if (shown !== this.shown) return;
+      if (err instanceof OperationRejectedError) this.phase(refusedPhase(err.key, { code: err.code, message: err.message, ...(err.extensions ? { extensions: err.extensions } : {}) }));
+      // No answer within the tries (or a store that failed): the act may or may not have been made.
+      else this.phase({ kind: 'unknown', id: err instanceof OperationUnknownError ? err.key : id, code: this.heard.code, tries: this.heard.tries });
     }
   }
 
-  /** Waits ms; false when the act stopped mattering meanwhile. */
-  private sleep(ms: number, run: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      this.timer = this.o.clock.setTimeout(() => {
-        this.timer = null;
-        resolve(run === this.run);
-      }, ms);
-    });
+  /** The runner's word on a run: the phase it shows, when it is the charge shown's; and the timeline's row. */
+  private told(e: RunnerEvent): void {
+    const t = this.current.target;
+    if (!t || e.name !== this.nameOf(t)) return;
+    this.o.onEvent?.(e);
+    switch (e.type) {
+      case 'send':
+        this.heard.tries = e.try;
+        this.phase({ kind: 'sending', id: e.key, try: e.try });
+        break;
+      case 'answer':
+        this.heard.code = e.code ?? null;
+        this.heard.lost ||= e.reason !== undefined;
+        break;
+      case 'retry': {
+        const busy = e.cause !== 'network' && e.cause !== 'no payload';
+        this.phase({ kind: 'retrying', id: e.key, cause: busy ? 'busy' : 'lost', code: busy ? e.cause : null, waitMs: e.waitMs });
+        break;
+      }
+      case 'follow':
+        this.phase({ kind: 'processing', id: e.key, retryAfterMs: e.waitMs });
+    }
   }
 
-  private stop(): void {
-    this.run++;
-    if (this.timer !== null) this.o.clock.clearTimeout(this.timer);
-    this.timer = null;
-  }
-
-  private settle(phase: SettledAct<T>): void {
-    const target = this.current.target!;
-    this.save({ attemptKey: target.attemptKey, chargeId: target.chargeId, id: phase.id, settled: phase });
-    this.phase(phase);
-  }
-
-  private phase(phase: ActPhase<T>): void {
+  private phase(phase: ActPhase<M>): void {
+    // The first send's event says what the press showed already: no news.
+    if (JSON.stringify(phase) === JSON.stringify(this.current.phase)) return;
     this.set({ target: this.current.target, phase });
   }
 
-  private set(next: ActState<T, G>): void {
+  private set(next: ActState<M, G>): void {
     const prev = this.current;
     this.current = next;
     for (const fn of this.listeners) fn(next, prev);
   }
+}
 
-  private load(): StoredAct<T> | null {
-    const raw = this.o.storage.getItem(this.o.storageKey);
-    if (!raw) return null;
-    try {
-      const r = JSON.parse(raw) as StoredAct<T>;
-      return typeof r.id === 'string' && r.id && typeof r.attemptKey === 'string' ? r : null;
-    } catch {
-      return null; // unreadable: no act was kept
-    }
-  }
+/** The phase of a run's outcome: what it made, or why it failed. */
+function settledPhase<M extends object>(o: OperationOutcome<M>, lost: boolean): SettledAct<M> {
+  if (o.status === 'FAILED') return { kind: 'failed', id: o.key, failure: o.failure };
+  const { status: _s, key, replayed, ...made } = o;
+  return { kind: 'succeeded', id: key, made: made as unknown as M, replayed, lost };
+}
 
-  private save(r: StoredAct<T>): void {
-    this.o.storage.setItem(this.o.storageKey, JSON.stringify(r));
-  }
+/** The phase of a refusal: its code and message, and what remains when it says. */
+function refusedPhase(id: string, e: ServerError): SettledAct<never> {
+  const x = e.extensions ?? {};
+  return {
+    kind: 'refused',
+    id,
+    code: e.code,
+    message: e.message,
+    ...(typeof x.refundable === 'number' ? { refundable: x.refundable } : {}),
+    ...(typeof x.capturable === 'number' ? { capturable: x.capturable } : {}),
+  };
 }

@@ -2,7 +2,7 @@
 import type { ChargerState, FollowingState } from '@chargeonce/client';
 import { describe, expect, it } from 'vitest';
 import { liveRows } from './liverow';
-import type { RequestRecord } from './transport';
+import type { RequestRecord } from './timeline';
 
 function recorder() {
   const rows: RequestRecord[] = [];
@@ -29,7 +29,7 @@ describe('the live status row', () => {
   it('connecting, subscribed, then the final state by the stream', () => {
     const { rows, live } = recorder();
     live.state(connecting, sending);
-    expect(rows).toMatchObject([{ operation: 'ChargeUpdated', idempotencyKey: 'k', checkoutSession: 'cs_1', outcome: 'pending' }]);
+    expect(rows).toMatchObject([{ operation: 'chargeUpdated', idempotencyKey: 'k', outcome: 'pending' }]);
     live.event({ type: 'live-open', key: 'k', mode: 'ws' });
     live.state(subscribed, connecting);
     expect(rows[0]).toMatchObject({ outcome: 'pending', status: 'PROCESSING', detail: 'subscribed' });
@@ -66,7 +66,7 @@ describe('the live status row', () => {
     const nextAction = { type: 'REDIRECT' as const, url: 'http://x/provider/authenticate/ch', expiresAt: '2099-01-01T00:00:00Z' };
     const action: FollowingState = { ...connecting, attempt: { ...connecting.attempt, nextAction } };
     live.state(action, sending);
-    expect(rows).toMatchObject([{ operation: 'ChargeUpdated', outcome: 'pending' }]);
+    expect(rows).toMatchObject([{ operation: 'chargeUpdated', outcome: 'pending' }]);
     live.state({ ...action, liveOpen: true }, action);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ outcome: 'pending', detail: 'subscribed' });

@@ -1,15 +1,14 @@
 // The timeline's row for the live status of an attempt. The charger follows
 // a PROCESSING attempt (waiting for the shopper to authenticate, too) over a
-// websocket (chargeUpdated) itself, and the
-// recording fetch never sees that socket; so the row is drawn from what the
+// websocket (chargeUpdated) itself, so the row is drawn from what the
 // charger says: its state (following over 'ws', open or not) and its events
 // (live-open, live-failed, the chargeStatus answers).
 import type { ChargerEvent, ChargerState } from '@chargeonce/client';
 import type { ChargerObserver } from './checkout';
-import type { RequestRecord } from './transport';
+import type { RequestRecord } from './timeline';
 
 /** The operation name the timeline gives the live status (the library's own). */
-export const liveOperation = 'ChargeUpdated';
+export const liveOperation = 'chargeUpdated';
 
 export interface LiveRowHooks {
   sent(r: Omit<RequestRecord, 'n'>): RequestRecord;
@@ -40,14 +39,7 @@ export function liveRows(hooks: LiveRowHooks): ChargerObserver {
       const was = followsLive(prev) && key(prev) === key(next);
       if (next.kind === 'following' && followsLive(next) && !was) {
         failure = null;
-        const { input } = next.attempt;
-        row = hooks.sent({
-          operation: liveOperation,
-          idempotencyKey: next.attempt.key,
-          ...(input?.checkoutSession ? { checkoutSession: input.checkoutSession } : {}),
-          sentAt: new Date().toISOString(),
-          outcome: 'pending',
-        });
+        row = hooks.sent({ operation: liveOperation, idempotencyKey: next.attempt.key, sentAt: new Date().toISOString(), outcome: 'pending' });
         return;
       }
       if (!row) return;

@@ -1,7 +1,7 @@
 // The demo checkout page: wires the checkout (checkout.ts, a view over a
 // Charger from @chargeonce/client) to the shop's backend (cart.ts), the
-// recording fetch and the request timeline, the provider's ledger and the
-// DOM (render.ts). Everything the page holds lives in start()'s closure. The
+// fault switch's fetch and the request timeline (drawn from the library's
+// events), the provider's ledger and the DOM (render.ts). Everything the page holds lives in start()'s closure. The
 // page holds no secret key: it pays the checkout session that the shop's
 // backend created, with the publishable key and the session's client secret.
 // The page is also where the bank sends the shopper back (the session's
@@ -9,76 +9,69 @@
 // charge SUCCEEDED, the shop's backend acts on it: an authorization is
 // shipped or cancelled (order.ts), money taken is refunded (refund.ts).
 import './style.css';
-import { createCharger, returnKeyParam, type CaptureMethod } from '@chargeonce/client';
+import { createCharger, returnKeyParam, storageKeyStore, type CaptureMethod, type RunnerEvent } from '@chargeonce/client';
 import { actOf } from './backend';
+import { actsStoragePrefix } from './desk';
 import { requestCheckoutSession, returnCaptureParam, returnCartParam, returnUrlOf } from './cart';
-import { Checkout, demoRetry, resultArrived, type BankReturn } from './checkout';
+import { attemptOf, Checkout, demoRetry, resultArrived, shownOf, type BankReturn } from './checkout';
 import { fetchLedger, type Ledger } from './ledger';
 import { liveRows } from './liverow';
-import { Order, orderCharge, orderTarget, requestCapture, requestVoid } from './order';
+import { Order, orderCharge, orderTarget } from './order';
 import { orderSettled } from './order-view';
-import { RefundDesk, refundTarget, requestRefund } from './refund';
+import { RefundDesk, refundTarget } from './refund';
 import { refundSettled } from './refund-view';
 import { chosenCapture, chosenCard, elements, focusOutcome, paint, paintCards, paintLedger, paintOrder, paintRefund, paintTimeline } from './render';
 import { cart } from './shop';
 import type { Clock } from './slow';
-import { redirectStep, returnStep, Timeline } from './timeline';
-import { dropResponse, recordingFetch, type RequestRecord } from './transport';
+import { redirectStep, returnStep, Timeline, type RequestRecord } from './timeline';
+import { dropResponse, faultFetch } from './transport';
 import type { RenderContext } from './view';
 
 const merchant = import.meta.env.VITE_DEMO_MERCHANT ?? 'demo';
 
 function start(doc: Document, win: Window): void {
   const el = elements(doc);
-  const timeline = new Timeline(win.sessionStorage);
+  // The timeline's rows come from what the library tells (timeline.ts); each change is painted, and an answer reads the ledger again.
+  const timeline = new Timeline(win.sessionStorage, (r) => {
+    paintTimeline(el, timeline.all());
+    if (r.outcome !== 'pending') void refreshLedger();
+  });
   const endpoint = new URL('/graphql', win.location.href).toString();
   let ledger: Ledger | null = null;
   let ledgerSeq = 0;
   // A request the browser cuts because the page goes away was not lost by the network: nobody reads its answer.
-  let leaving: string | null = null;
-  win.addEventListener('pagehide', () => (leaving ??= 'the page was reloaded'));
+  win.addEventListener('pagehide', () => (timeline.leaving ??= 'the page was reloaded'));
   win.addEventListener('pageshow', (e) => {
-    leaving = null;
+    timeline.leaving = null;
     if (e.persisted) checkout.shown(); // back from the back/forward cache: the page did not go to the bank after all
   });
+  const rows = { sent: (r: Omit<RequestRecord, 'n'>) => timeline.add(r), update: (r: RequestRecord) => timeline.update(r) };
 
-  const rows = {
-    sent(r: Omit<RequestRecord, 'n'>) {
-      const rec = timeline.add(r);
-      paintTimeline(el, timeline.all());
-      return rec;
-    },
-    update(r: RequestRecord) {
-      if (leaving && r.outcome === 'network-error') r = { ...r, outcome: 'abandoned', detail: leaving };
-      timeline.update(r);
-      paintTimeline(el, timeline.all());
-      if (r.outcome !== 'pending') void refreshLedger();
-    },
-  };
-
-  // Every request to chargeonce, the charger's and the page's own, goes through it.
-  const recorded = recordingFetch(
+  // Every request to chargeonce and to the shop's backend goes through it: the switch's fault, and nothing else.
+  const faulty = faultFetch(
     {
-      faultFor(operation) {
+      faultFor(r) {
         // The answer the switch loses: a charge's, or an act's of the shop's backend (it refunds, captures or voids, then the connection drops).
-        if ((operation !== 'ChargeCard' && !actOf(operation)) || !el.dropNext.checked) return null;
+        if ((r.operation !== 'chargeCard' && !actOf(r.operation)) || !el.dropNext.checked) return null;
         el.dropNext.checked = false; // one response only
         return dropResponse;
       },
-      ...rows,
+      faulted: (r, fault) => timeline.fault(r.operation, r.key, fault),
     },
     (input, init) => win.fetch(input, init),
   );
   const live = liveRows(rows);
   const clock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => win.setTimeout(fn, ms), clearTimeout: (h) => win.clearTimeout(h as number) };
-  // The shop's backend acts with the secret key on the server; the requests go through the recording fetch.
-  const refunds = new RefundDesk({ storage: win.sessionStorage, clock, send: (id, t) => requestRefund(id, t.chargeId, recorded) });
-  const order = new Order({
-    storage: win.sessionStorage,
+  // The shop's backend acts with the secret key on the server, each an operation of the library's runner, whose
+  // records (the acts' ids) live in sessionStorage; the requests go through the fault's fetch, the rows come from the runner's events.
+  const acts = {
+    store: storageKeyStore(win.sessionStorage, actsStoragePrefix),
     clock,
-    capture: (id, t) => requestCapture(id, t.chargeId, recorded),
-    void: (id, t) => requestVoid(id, t.chargeId, recorded),
-  });
+    fetch: faulty,
+    onEvent: (e: RunnerEvent) => void ((e.type === 'send' || e.type === 'answer') && timeline.told(e)),
+  };
+  const refunds = new RefundDesk(acts);
+  const order = new Order(acts);
 
   const checkout = new Checkout({
     storage: win.sessionStorage,
@@ -102,20 +95,29 @@ function start(doc: Document, win: Window): void {
         storage: 'session',
         live: 'ws',
         retry: demoRetry,
-        fetch: recorded,
+        fetch: faulty,
         onEvent,
       }),
-    endpoint: (publishableKey) => ({ url: endpoint, fetch: recorded, publishableKey }),
+    endpoint: (publishableKey) => ({
+      url: endpoint,
+      fetch: faulty,
+      publishableKey,
+      watch(operation, key) {
+        const row = timeline.request(operation, key);
+        return (e) => timeline.answer(row, e);
+      },
+    }),
     observer: {
       event(e) {
         // The charger's attempt has its own timeline (a reload finds it again).
         if (e.type === 'send' && timeline.attempt !== e.key) timeline.load(e.key);
+        if (e.type === 'send' || e.type === 'answer') timeline.told(e);
         live.event(e);
       },
       state: (next, prev) => live.state(next, prev),
       returned(key, from) {
         if (timeline.attempt !== key) timeline.load(key);
-        rows.sent({ operation: returnStep, idempotencyKey: key, sentAt: new Date().toISOString(), outcome: 'returned', detail: from });
+        timeline.add({ operation: returnStep, idempotencyKey: key, sentAt: new Date().toISOString(), outcome: 'returned', detail: from });
       },
     },
   });
@@ -124,7 +126,7 @@ function start(doc: Document, win: Window): void {
     unsafe: el.unsafe.checked,
     ledger,
     keysSent: timeline.keys().length,
-    responseLost: timeline.all().some((r) => r.operation === 'ChargeCard' && (r.outcome === 'network-error' || r.outcome === 'abandoned')),
+    responseLost: timeline.all().some((r) => r.operation === 'chargeCard' && (r.outcome === 'network-error' || r.outcome === 'abandoned')),
     refund: refunds.state,
     order: order.state,
     captureMethod: checkout.captureMethod,
@@ -151,10 +153,11 @@ function start(doc: Document, win: Window): void {
   };
 
   checkout.subscribe((next, prev) => {
-    if (next.attempt?.key !== prev.attempt?.key) {
+    const attempt = attemptOf(next);
+    if (attempt?.key !== attemptOf(prev)?.key) {
       // Another attempt, or none: its own timeline and ledger.
-      if (!next.attempt) timeline.clear();
-      else if (timeline.attempt !== next.attempt.key) timeline.load(next.attempt.key);
+      if (!attempt) timeline.clear();
+      else if (timeline.attempt !== attempt.key) timeline.load(attempt.key);
       ledger = null;
       paintTimeline(el, timeline.all());
       void refreshLedger();
@@ -163,7 +166,7 @@ function start(doc: Document, win: Window): void {
     order.show(orderTarget(next));
     refunds.show(refundTarget(next, orderCharge(order.state)));
     paint(el, next, context());
-    if (next.phase.kind === 'final' && prev.phase.kind !== 'final') void refreshLedger();
+    if (shownOf(next).kind === 'final' && shownOf(prev).kind !== 'final') void refreshLedger();
     // A result arrived: its heading takes the focus (Pay may have just been hidden).
     if (resultArrived(prev, next) && focusIsWaiting()) focusOutcome(el);
   });
@@ -197,12 +200,12 @@ function start(doc: Document, win: Window): void {
   });
   // The shopper's click takes the page to the bank, not the page by itself: leaving the shop is theirs to ask for.
   el.authenticate.addEventListener('click', () => {
-    const p = checkout.state.phase;
-    if (p.kind !== 'action' || p.leaving || !checkout.authenticate()) return;
+    const s = checkout.state;
+    const shown = shownOf(s);
+    if (shown.kind !== 'action' || s.page.leaving || !checkout.authenticate()) return;
     // The navigation has begun; what follows runs before the page unloads, and the timeline is in sessionStorage for the return.
-    leaving = 'the page went to the bank';
-    rows.sent({ operation: redirectStep, idempotencyKey: p.key, sentAt: new Date().toISOString(), outcome: 'navigated', detail: p.url });
-    timeline.abandonPending(leaving);
+    timeline.add({ operation: redirectStep, idempotencyKey: shown.c.attempt.key, sentAt: new Date().toISOString(), outcome: 'navigated', detail: shown.nextAction.url });
+    timeline.abandonPending('the page went to the bank');
     paintTimeline(el, timeline.all());
   });
   el.newAttempt.addEventListener('click', () => {

@@ -4,7 +4,8 @@
 // fetchLedger, which reads them.
 import type { Charge } from '@chargeonce/client';
 import { describe, expect, it } from 'vitest';
-import type { CheckoutState } from './checkout-state';
+import { idleState, type CheckoutState } from './checkout-state';
+import { checkoutOf, paidWith } from './fakes';
 import { fetchLedger, type ProviderCapture, type ProviderCharge } from './ledger';
 import type { OrderState, Shipped } from './order';
 import { cancelButtonView, captureClause, captureFacts, orderAnnouncement, orderNote, shipButtonView } from './order-view';
@@ -14,7 +15,7 @@ const details = { id: 'c1', amount: 11300, currency: 'USD', orderId: null, provi
 const authorized: Charge = { ...details, captureStatus: 'UNCAPTURED', amountCaptured: 0, amountCapturable: 11300, authorizationExpiresAt: '2026-01-08T15:00:00Z' };
 const captured: Charge = { ...details, captureStatus: 'CAPTURED', amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null };
 const voided: Charge = { ...details, captureStatus: 'VOIDED', amountCaptured: 0, amountCapturable: 0, authorizationExpiresAt: null };
-const target = { attemptKey: 'k1', chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized };
+const target = { chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized };
 const made: Shipped = { capture: { id: 'cap1', chargeId: 'c1', amount: 11300, final: true, createdAt: '2026-01-02T00:00:00Z' }, charge: captured };
 
 const at = (over: Partial<OrderState>): OrderState => ({ target, ship: { kind: 'none' }, cancel: { kind: 'none' }, last: 'ship', ...over });
@@ -68,10 +69,7 @@ describe('Ship order and Cancel order', () => {
   });
 });
 
-const paid = (charge: Charge): CheckoutState => ({
-  attempt: { key: 'k1', input: null, state: 'SUCCEEDED' },
-  phase: { kind: 'final', payload: { idempotencyKey: 'k1', status: 'SUCCEEDED', replayed: false, charge, failure: null } },
-});
+const paid = paidWith;
 const ctx: RenderContext = { unsafe: false, ledger: null, keysSent: 1, responseLost: false };
 const facts = (v: ReturnType<typeof outcomeView>) => Object.fromEntries((v?.facts ?? []).map((f) => [f.testid ?? f.term, f.value]));
 
@@ -99,9 +97,9 @@ describe('the outcome of a charge that only authorized', () => {
   });
 
   it("the capture-later choice is the shopper's until the cart's session fixes it", () => {
-    const idle: CheckoutState = { attempt: null, phase: { kind: 'idle' } };
+    const idle: CheckoutState = idleState();
     expect(captureChoiceView(idle, {})).toEqual({ checked: null, disabled: false });
-    expect(captureChoiceView({ attempt: null, phase: { kind: 'paying', retry: null } }, { captureMethod: null })).toEqual({ checked: null, disabled: true });
+    expect(captureChoiceView(checkoutOf(idle.charger, { step: { kind: 'starting' } }), { captureMethod: null })).toEqual({ checked: null, disabled: true });
     expect(captureChoiceView(idle, { captureMethod: 'MANUAL' })).toEqual({ checked: true, disabled: true });
     expect(captureChoiceView(paid(captured), { captureMethod: 'AUTOMATIC' })).toEqual({ checked: false, disabled: true });
   });

@@ -1,31 +1,17 @@
 // The order of an authorization (order.ts): what Ship order and Cancel
-// order send to the shop's backend and how they read its answers, which
-// charge is an order at all, and the two acts over a fake backend and
-// fake timers: one capture id through a lost answer, a reload that picks
-// it up, and never a capture and a void offered at once.
-import type { Charge } from '@chargeonce/client';
+// order send to the shop's backend and how their answers read, which
+// charge is an order at all, and the two acts on the library's runner over
+// a fake backend and fake timers: one capture id through a lost answer, a
+// reload that picks it up, and never a capture and a void offered at once.
+import { storageKeyStore, type Charge } from '@chargeonce/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MemoryStorage, timersClock } from './fakes';
+import { MemoryStorage, paidWith, sendingState, settledWith, timersClock } from './fakes';
 import { captureAct, voidAct } from './backend';
 import type { CheckoutState } from './checkout-state';
-import { actRetry, type ActAnswer } from './desk';
-import {
-  canCancel,
-  canShip,
-  captureStorageKey,
-  Order,
-  orderCharge,
-  orderTarget,
-  requestCapture,
-  requestVoid,
-  voidStorageKey,
-  type Cancelled,
-  type OrderTarget,
-  type Shipped,
-} from './order';
+import { actRetry, actsStoragePrefix } from './desk';
+import { canCancel, canShip, captureOperation, Order, orderCharge, orderTarget, voidOperation, type OrderTarget } from './order';
 
-const json = (status: number, body: unknown) =>
-  new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+const json = (status: number, body: unknown) => () => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 
 const details = { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z' };
 const authorized: Charge = { ...details, captureStatus: 'UNCAPTURED', amountCaptured: 0, amountCapturable: 11300, authorizationExpiresAt: '2026-01-08T00:00:00Z' };
@@ -33,28 +19,28 @@ const capturedCharge: Charge = { ...details, captureStatus: 'CAPTURED', amountCa
 const voidedCharge: Charge = { ...details, captureStatus: 'VOIDED', amountCaptured: 0, amountCapturable: 0, authorizationExpiresAt: null };
 
 const capture = { id: 'cap1', chargeId: 'c1', amount: 11300, final: true, createdAt: '2026-01-02T00:00:00Z' };
-const shipped = (replayed: boolean): ActAnswer<Shipped> => ({ payload: { status: 'SUCCEEDED', replayed, made: { capture, charge: capturedCharge } } });
-const cancelled = (replayed: boolean): ActAnswer<Cancelled> => ({
-  payload: { status: 'SUCCEEDED', replayed, made: { void: { id: 'v1', chargeId: 'c1', createdAt: '2026-01-02T00:00:00Z' }, charge: voidedCharge } },
-});
-const lost = { error: { code: null, message: 'Failed to fetch' } };
+const voided = { id: 'v1', chargeId: 'c1', createdAt: '2026-01-02T00:00:00Z' };
+/** captureCharge's and voidCharge's payloads, as the backend answers them: with the charge as it is now. */
+const shipped = (replayed: boolean) => json(200, { idempotencyKey: 'demo-capture:x', status: 'SUCCEEDED', replayed, capture, charge: capturedCharge });
+const cancelled = (replayed: boolean) => json(200, { status: 'SUCCEEDED', replayed, void: voided, charge: voidedCharge });
 
-const final = (charge: Charge | null, status: 'SUCCEEDED' | 'FAILED' = 'SUCCEEDED'): CheckoutState => ({
-  attempt: { key: 'k1', input: null, state: status },
-  phase: { kind: 'final', payload: { idempotencyKey: 'k1', status, replayed: false, charge, failure: null } },
-});
+const final = (charge: Charge | null): CheckoutState =>
+  charge ? paidWith(charge) : settledWith({ status: 'FAILED', key: 'k1', failure: { code: 'card_declined', message: 'declined' }, replayed: false });
 
-describe('requestCapture and requestVoid', () => {
+describe('captureOperation and voidOperation', () => {
   it('post the act id and the charge to their routes, and read what they made, with the charge as it is now', async () => {
     const sent: { url: string; body: unknown }[] = [];
-    const f = (answer: unknown) => (async (url: string, init: RequestInit) => {
+    const f = (answer: () => Response) => (async (url: string, init: RequestInit) => {
       sent.push({ url, body: JSON.parse(String(init.body)) });
-      return json(200, answer);
+      return answer();
     }) as typeof fetch;
-    const shipBody = { idempotencyKey: 'demo-capture:cap-1', status: 'SUCCEEDED', replayed: true, capture, charge: capturedCharge };
-    await expect(requestCapture('cap-1', 'c1', f(shipBody))).resolves.toEqual(shipped(true));
-    const voidBody = { status: 'SUCCEEDED', replayed: false, void: { id: 'v1', chargeId: 'c1', createdAt: '2026-01-02T00:00:00Z' }, charge: voidedCharge };
-    await expect(requestVoid('v-1', 'c1', f(voidBody))).resolves.toEqual(cancelled(false));
+    const ship = captureOperation(f(shipped(true)));
+    const a = await ship.send('cap-1', { chargeId: 'c1' });
+    expect(a).toMatchObject({ kind: 'payload', payload: { status: 'SUCCEEDED', replayed: true } });
+    expect(a.kind === 'payload' && ship.made(a.payload!)).toEqual({ capture, charge: capturedCharge });
+    const cancel = voidOperation(f(cancelled(false)));
+    const b = await cancel.send('v-1', { chargeId: 'c1' });
+    expect(b.kind === 'payload' && cancel.made(b.payload!)).toEqual({ void: voided, charge: voidedCharge });
     expect(sent).toEqual([
       { url: captureAct.path, body: { captureId: 'cap-1', chargeId: 'c1' } },
       { url: voidAct.path, body: { voidId: 'v-1', chargeId: 'c1' } },
@@ -62,50 +48,58 @@ describe('requestCapture and requestVoid', () => {
   });
 
   it.each([
-    ['a refusal, with what remains capturable', json(409, { error: { code: 'CAPTURE_EXCEEDS_AUTHORIZATION', message: 'too much', capturable: 0 } }), { error: { code: 'CAPTURE_EXCEEDS_AUTHORIZATION', message: 'too much', capturable: 0 } }],
-    ['PROCESSING, with the wait', json(200, { status: 'PROCESSING', replayed: false, retryAfterMs: 750 }), { payload: { status: 'PROCESSING', replayed: false, retryAfterMs: 750 } }],
-    ['FAILED, with why', json(200, { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } }), { payload: { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } } }],
-    ['SUCCEEDED without a capture: no answer of the act', json(200, { status: 'SUCCEEDED', replayed: false }), { error: { code: null, message: 'HTTP 200: no answer of the act in it' } }],
+    [
+      'a refusal, with what remains capturable',
+      json(409, { error: { code: 'CAPTURE_EXCEEDS_AUTHORIZATION', message: 'too much', capturable: 0 } }),
+      { kind: 'error', error: { code: 'CAPTURE_EXCEEDS_AUTHORIZATION', message: 'too much', extensions: { capturable: 0 } }, retryable: false, http: 409 },
+    ],
+    ['PROCESSING, with the wait', json(200, { status: 'PROCESSING', replayed: false, retryAfterMs: 750 }), { kind: 'payload', payload: { status: 'PROCESSING', retryAfterMs: 750 } }],
+    ['FAILED, with why', json(200, { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } }), { kind: 'payload', payload: { status: 'FAILED', failure: { code: 'card_declined', message: 'no' } } }],
   ])('%s', async (_, res, want) => {
-    await expect(requestCapture('cap-1', 'c1', (async () => res) as typeof fetch)).resolves.toEqual(want);
+    await expect(captureOperation((async () => res()) as typeof fetch).send('cap-1', { chargeId: 'c1' })).resolves.toMatchObject(want);
+  });
+
+  it('SUCCEEDED without a capture made nothing: the runner takes it for no answer', () => {
+    expect(captureOperation().made({ status: 'SUCCEEDED', replayed: false })).toBeNull();
+    expect(voidOperation().made({ status: 'SUCCEEDED', replayed: false })).toBeNull();
   });
 });
 
 describe('orderTarget', () => {
   it('is the charge of a checkout that SUCCEEDED only authorized; never one captured at once, a decline or an open attempt', () => {
-    expect(orderTarget(final(authorized))).toEqual({ attemptKey: 'k1', chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized });
+    expect(orderTarget(final(authorized))).toEqual({ chargeId: 'c1', amount: 11300, currency: 'USD', charge: authorized });
     expect(orderTarget(final(capturedCharge))).toBeNull();
-    expect(orderTarget(final(null, 'FAILED'))).toBeNull();
-    expect(orderTarget({ attempt: null, phase: { kind: 'paying', retry: null } })).toBeNull();
+    expect(orderTarget(final(null))).toBeNull();
+    expect(orderTarget(sendingState())).toBeNull();
   });
 });
 
 const target = orderTarget(final(authorized)) as OrderTarget;
 
-/** An order over a fake backend that answers each act's replies in turn, with fake timers. */
+type Reply = (() => Response) | 'lost' | 'hang';
+
+/** An order over a fake backend that answers each act's replies in turn, its records in storage, with fake timers. */
 function order(storage = new MemoryStorage()) {
   const sent: [string, string][] = [];
-  const replies = { ship: [] as (ActAnswer<Shipped> | 'hang')[], cancel: [] as (ActAnswer<Cancelled> | 'hang')[] };
+  const replies = { ship: [] as Reply[], cancel: [] as Reply[] };
   let ids = 0;
-  const next = <T,>(list: (T | 'hang')[]) => {
-    const r = list.shift() ?? 'hang';
-    return r === 'hang' ? new Promise<T>(() => {}) : Promise.resolve(r);
-  };
-  const o = new Order({
-    storage,
-    clock: timersClock,
-    capture: (id) => {
-      sent.push(['capture', id]);
-      return next(replies.ship);
-    },
-    void: (id) => {
-      sent.push(['void', id]);
-      return next(replies.cancel);
-    },
-    mintId: () => `id-${++ids}`,
-  });
+  const fetch = (async (url: string, init: RequestInit) => {
+    const body = JSON.parse(String(init.body)) as { captureId?: string; voidId?: string };
+    const ship = url === captureAct.path;
+    sent.push(ship ? ['capture', body.captureId!] : ['void', body.voidId!]);
+    const r = (ship ? replies.ship : replies.cancel).shift() ?? 'hang';
+    if (r === 'lost') throw new TypeError('Failed to fetch');
+    if (r === 'hang') return new Promise<Response>(() => {});
+    return r();
+  }) as typeof globalThis.fetch;
+  const o = new Order({ store: storageKeyStore(storage, actsStoragePrefix), clock: timersClock, fetch, mintId: () => `id-${++ids}`, random: () => 0.5 });
   return { o, sent, replies, storage };
 }
+
+const kept = (storage: MemoryStorage, act: 'capture' | 'void') => {
+  const raw = storage.getItem(`${actsStoragePrefix}${act}:c1`);
+  return raw ? (JSON.parse(raw) as { key: string; status: string }) : null;
+};
 
 describe('Order', () => {
   beforeEach(() => {
@@ -127,15 +121,15 @@ describe('Order', () => {
     const { o, sent, replies, storage } = order();
     o.show(target);
     expect(canShip(o.state) && canCancel(o.state)).toBe(true);
-    replies.ship.push(lost, shipped(true));
+    replies.ship.push('lost', shipped(true));
     expect(o.ship()).toBe(true);
-    // Kept before the first byte: a reload would send this id.
-    expect(JSON.parse(storage.getItem(captureStorageKey)!)).toMatchObject({ attemptKey: 'k1', chargeId: 'c1', id: 'id-1', settled: null });
     // Shipping: the order cannot be cancelled meanwhile.
     expect(o.cancel()).toBe(false);
     await vi.advanceTimersByTimeAsync(0);
-    expect(o.state.ship).toEqual({ kind: 'retrying', id: 'id-1', cause: 'lost', code: null, waitMs: actRetry.baseMs });
-    await vi.advanceTimersByTimeAsync(actRetry.baseMs);
+    // Kept: a reload would send this id.
+    expect(kept(storage, 'capture')).toMatchObject({ key: 'id-1', status: 'open' });
+    expect(o.state.ship).toEqual({ kind: 'retrying', id: 'id-1', cause: 'lost', code: null, waitMs: actRetry.baseMs / 2 });
+    await vi.advanceTimersByTimeAsync(actRetry.baseMs / 2);
     expect(sent).toEqual([
       ['capture', 'id-1'],
       ['capture', 'id-1'],
@@ -158,14 +152,14 @@ describe('Order', () => {
     expect(orderCharge(o.state)?.captureStatus).toBe('VOIDED');
     expect(o.ship()).toBe(false);
     expect(sent).toEqual([['void', 'id-1']]);
-    expect(storage.getItem(captureStorageKey)).toBeNull();
-    expect(JSON.parse(storage.getItem(voidStorageKey)!).settled).toMatchObject({ kind: 'succeeded' });
+    expect(kept(storage, 'capture')).toBeNull();
+    expect(kept(storage, 'void')).toMatchObject({ key: 'id-1', status: 'settled' });
   });
 
   it('a declined capture leaves the authorization: Ship order goes again with a new id, and Cancel order is offered', async () => {
     const { o, sent, replies } = order();
     o.show(target);
-    replies.ship.push({ payload: { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } } }, shipped(false));
+    replies.ship.push(json(200, { status: 'FAILED', replayed: false, failure: { code: 'card_declined', message: 'no' } }), shipped(false));
     o.ship();
     await vi.advanceTimersByTimeAsync(0);
     expect(o.state.ship).toMatchObject({ kind: 'failed' });
@@ -178,7 +172,7 @@ describe('Order', () => {
   it('every try unanswered: unknown, and Ship order sends the same id again', async () => {
     const { o, sent, replies } = order();
     o.show(target);
-    replies.ship.push(lost, lost, lost, shipped(true));
+    replies.ship.push('lost', 'lost', 'lost', shipped(true));
     o.ship();
     await vi.advanceTimersByTimeAsync(actRetry.capMs * 4);
     expect(o.state.ship).toMatchObject({ kind: 'unknown', id: 'id-1', tries: actRetry.maxAttempts });

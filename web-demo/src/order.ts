@@ -3,17 +3,17 @@
 // (Ship order), or cancels it, which voids the authorization (Cancel
 // order). Both go through the shop's backend (/demo/capture, /demo/void),
 // which calls captureCharge or voidCharge with the merchant's secret key,
-// on the server: each is an act of the desk (desk.ts), one id per click,
-// kept before the first byte and sent again with every retry, so a lost
-// answer cannot capture twice. A capture and a void of one charge race to
+// on the server: each is an act of the desk (desk.ts), run by the library's
+// runner, one id per click, kept before the first byte and sent again with
+// every retry, so a lost answer cannot capture twice. A capture and a void of one charge race to
 // one winner at chargeonce; the page also never offers both at once.
 //
 //   authorized ──Ship order──▶ capture (captureId) ──▶ CAPTURED
 //   authorized ──Cancel order──▶ void (voidId) ──▶ VOIDED
 import type { Charge } from '@chargeonce/client';
 import { captureAct, voidAct } from './backend';
-import type { CheckoutState } from './checkout-state';
-import { actBusy, canAct, Desk, requestAct, type ActAnswer, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
+import { shownOf, type CheckoutState } from './checkout-state';
+import { actBusy, actOperation, canAct, Desk, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
 
 /** A capture, as the backend answers it. */
 export interface Capture {
@@ -45,15 +45,13 @@ export interface Cancelled {
 
 const chargeIn = (p: Record<string, unknown>) => (p.charge as Charge | null | undefined) ?? null;
 
-/** Asks the shop's backend to capture all that the authorization holds, under captureId. It never throws. */
-export function requestCapture(captureId: string, chargeId: string, base: typeof fetch = fetch): Promise<ActAnswer<Shipped>> {
-  return requestAct(captureAct, captureId, chargeId, (p) => (p.capture ? { capture: p.capture as Capture, charge: chargeIn(p) } : null), base);
-}
+/** Ship order: the capture of all that the authorization holds, under the record's key as its capture id, sent through base. */
+export const captureOperation = (base: typeof fetch = fetch) =>
+  actOperation<Shipped>(captureAct, (p) => (p.capture ? { capture: p.capture as Capture, charge: chargeIn(p) } : null), base);
 
-/** Asks the shop's backend to void the authorization, under voidId. It never throws. */
-export function requestVoid(voidId: string, chargeId: string, base: typeof fetch = fetch): Promise<ActAnswer<Cancelled>> {
-  return requestAct(voidAct, voidId, chargeId, (p) => (p.void ? { void: p.void as Void, charge: chargeIn(p) } : null), base);
-}
+/** Cancel order: the void of the authorization, under the record's key as its void id, sent through base. */
+export const voidOperation = (base: typeof fetch = fetch) =>
+  actOperation<Cancelled>(voidAct, (p) => (p.void ? { void: p.void as Void, charge: chargeIn(p) } : null), base);
 
 /** The authorization a checkout made: its charge as the checkout's outcome had it. */
 export interface OrderTarget extends ActTarget {
@@ -66,11 +64,11 @@ export interface OrderTarget extends ActTarget {
  * state, and for a charge captured at once.
  */
 export function orderTarget(s: CheckoutState): OrderTarget | null {
-  if (s.phase.kind !== 'final') return null;
-  const p = s.phase.payload;
-  if (p.status !== 'SUCCEEDED' || !p.charge || p.charge.captureStatus === 'CAPTURED') return null;
-  const c = p.charge;
-  return { attemptKey: p.idempotencyKey, chargeId: c.id, amount: c.amount, currency: c.currency, charge: c };
+  const shown = shownOf(s);
+  if (shown.kind !== 'final' || shown.c.outcome.status !== 'SUCCEEDED') return null;
+  const c = shown.c.outcome.charge;
+  if (c.captureStatus === 'CAPTURED') return null;
+  return { chargeId: c.id, amount: c.amount, currency: c.currency, charge: c };
 }
 
 export interface OrderState {
@@ -114,12 +112,13 @@ export function canCancel(s: OrderState): boolean {
   return canAct({ target: s.target, phase: s.cancel }, again);
 }
 
-export const captureStorageKey = 'chargeonce-demo:capture';
-export const voidStorageKey = 'chargeonce-demo:void';
+/** The records' names of a charge's capture and void, before the charge's id, in the store. */
+export const captureName = 'capture';
+export const voidName = 'void';
 
-export interface OrderOptions extends Omit<DeskOptions<never, OrderTarget>, 'storageKey' | 'again' | 'send'> {
-  capture(captureId: string, target: OrderTarget): Promise<ActAnswer<Shipped>>;
-  void(voidId: string, target: OrderTarget): Promise<ActAnswer<Cancelled>>;
+export interface OrderOptions extends Omit<DeskOptions<never>, 'name' | 'op' | 'again'> {
+  /** The shop's backend's fetch. */
+  fetch?: typeof fetch;
 }
 
 export type OrderListener = (next: OrderState, prev: OrderState) => void;
@@ -134,9 +133,9 @@ export class Order {
   private quiet = false;
 
   constructor(o: OrderOptions) {
-    const { capture, void: cancel, ...rest } = o;
-    this.ships = new Desk<Shipped, OrderTarget>({ ...rest, storageKey: captureStorageKey, again, send: capture });
-    this.cancels = new Desk<Cancelled, OrderTarget>({ ...rest, storageKey: voidStorageKey, again, send: cancel });
+    const { fetch: base, ...rest } = o;
+    this.ships = new Desk<Shipped, OrderTarget>({ ...rest, name: captureName, op: captureOperation(base), again });
+    this.cancels = new Desk<Cancelled, OrderTarget>({ ...rest, name: voidName, op: voidOperation(base), again });
     this.current = this.compose();
     this.ships.subscribe(() => this.changed());
     this.cancels.subscribe(() => this.changed());

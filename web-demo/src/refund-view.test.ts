@@ -6,8 +6,9 @@ import { fetchLedger, type ProviderRefund } from './ledger';
 import type { Refund, RefundPhase, RefundState, RefundTarget } from './refund';
 import { refundAnnouncement, refundButtonView, refundClause, refundNote, refundSettled } from './refund-view';
 import { announcement } from './view';
+import { paidWith } from './fakes';
 
-const target: RefundTarget = { attemptKey: 'k1', chargeId: 'c1', amount: 11300, currency: 'USD' };
+const target: RefundTarget = { chargeId: 'c1', amount: 11300, currency: 'USD' };
 const refund: Refund = { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', createdAt: '2026-01-01T00:00:00Z' };
 const at = (phase: RefundPhase): RefundState => ({ target, phase });
 
@@ -18,7 +19,7 @@ describe('refundButtonView', () => {
     ['on its way', at({ kind: 'sending', id: 'rf-1', try: 1 }), { hidden: false, disabled: true, label: 'Refunding…' }],
     ['a lost answer, retried', at({ kind: 'retrying', id: 'rf-1', cause: 'lost', code: null, waitMs: 500 }), { hidden: false, disabled: true, label: 'Refunding…' }],
     ['PROCESSING', at({ kind: 'processing', id: 'rf-1', retryAfterMs: 1000 }), { hidden: false, disabled: true, label: 'Refunding…' }],
-    ['refunded', at({ kind: 'succeeded', id: 'rf-1', made: refund, replayed: false, lost: false }), { hidden: true, disabled: true, label: 'Refund' }],
+    ['refunded', at({ kind: 'succeeded', id: 'rf-1', made: { refund }, replayed: false, lost: false }), { hidden: true, disabled: true, label: 'Refund' }],
     ['refunded in full elsewhere', at({ kind: 'refused', id: 'rf-1', code: 'REFUND_EXCEEDS_CHARGE', message: '', refundable: 0 }), { hidden: true, disabled: true, label: 'Refund' }],
     ['the outcome unknown', at({ kind: 'unknown', id: 'rf-1', code: null, tries: 3 }), { hidden: false, disabled: false, label: 'Refund' }],
     ['failed', at({ kind: 'failed', id: 'rf-1', failure: { code: 'expired_or_canceled_card', message: 'closed' } }), { hidden: false, disabled: false, label: 'Refund' }],
@@ -29,7 +30,7 @@ describe('refundButtonView', () => {
 
 describe('refundNote and refundAnnouncement', () => {
   it('a refund whose answer was lost: the retry got it back, not a second one', () => {
-    const s = at({ kind: 'succeeded', id: 'rf-1', made: refund, replayed: true, lost: true });
+    const s = at({ kind: 'succeeded', id: 'rf-1', made: { refund }, replayed: true, lost: true });
     expect(refundNote(s)).toEqual({
       text: 'Refunded $113.00: nothing remains to refund. replayed: true: the answer that was lost carried this refund, and the retry with the same id got it back, not a second one.',
       tone: 'ok',
@@ -45,35 +46,23 @@ describe('refundNote and refundAnnouncement', () => {
   });
 
   it("the payment's live region says the refund's news once one is asked for, and the payment's before", () => {
-    const paid = {
-      attempt: { key: 'k1', input: null, state: 'SUCCEEDED' as const },
-      phase: {
-        kind: 'final' as const,
-        payload: {
-          idempotencyKey: 'k1',
-          status: 'SUCCEEDED' as const,
-          replayed: false,
-          charge: { id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED' as const, amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null },
-          failure: null,
-        },
-      },
-    };
+    const paid = paidWith({ id: 'c1', amount: 11300, currency: 'USD', orderId: null, providerChargeId: 'ch_1', createdAt: '2026-01-01T00:00:00Z', captureStatus: 'CAPTURED', amountCaptured: 11300, amountCapturable: 0, authorizationExpiresAt: null });
     const ctx = { unsafe: false, ledger: null, keysSent: 1, responseLost: false };
     expect(announcement(paid, { ...ctx, refund: at({ kind: 'none' }) })).toBe('Payment received.');
     expect(announcement(paid, { ...ctx, refund: at({ kind: 'retrying', id: 'rf-1', cause: 'lost', code: null, waitMs: 500 }) })).toBe(
       "The refund's response was lost. Retrying with the same refund id.",
     );
-    expect(announcement(paid, { ...ctx, refund: at({ kind: 'succeeded', id: 'rf-1', made: refund, replayed: true, lost: true }) })).toBe(
+    expect(announcement(paid, { ...ctx, refund: at({ kind: 'succeeded', id: 'rf-1', made: { refund }, replayed: true, lost: true }) })).toBe(
       'Refunded $113.00.',
     );
   });
 
   it('the outcome arrives when the refund stops waiting for an answer', () => {
     const sending: RefundPhase = { kind: 'sending', id: 'rf-1', try: 1 };
-    expect(refundSettled(sending, { kind: 'succeeded', id: 'rf-1', made: refund, replayed: false, lost: false })).toBe(true);
+    expect(refundSettled(sending, { kind: 'succeeded', id: 'rf-1', made: { refund }, replayed: false, lost: false })).toBe(true);
     expect(refundSettled(sending, { kind: 'unknown', id: 'rf-1', code: null, tries: 3 })).toBe(true);
     expect(refundSettled(sending, { kind: 'processing', id: 'rf-1', retryAfterMs: 1000 })).toBe(false);
-    expect(refundSettled({ kind: 'none' }, { kind: 'succeeded', id: 'rf-1', made: refund, replayed: false, lost: false })).toBe(false);
+    expect(refundSettled({ kind: 'none' }, { kind: 'succeeded', id: 'rf-1', made: { refund }, replayed: false, lost: false })).toBe(false);
   });
 });
 

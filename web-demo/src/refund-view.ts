@@ -4,7 +4,7 @@
 import { actAnnouncement, actNote, type ActNote, type ActWords, type ButtonView } from './act-view';
 import { actBusy, actSettled } from './desk';
 import type { Ledger } from './ledger';
-import { canRefund, type Refund, type RefundPhase, type RefundState } from './refund';
+import { canRefund, type Refunded, type RefundPhase, type RefundState } from './refund';
 import { money } from './shop';
 
 export type RefundButtonView = ButtonView;
@@ -24,7 +24,7 @@ export function refundButtonView(s: RefundState): RefundButtonView {
 }
 
 /** How a refund speaks of itself. */
-const refundWords: ActWords<Refund> = {
+const refundWords: ActWords<Refunded> = {
   noun: 'refund',
   button: 'Refund',
   idName: 'refund id',
@@ -32,7 +32,7 @@ const refundWords: ActWords<Refund> = {
   done: 'refunded',
   offer: (amount) =>
     `Refunds ${amount} in full through the shop's backend, which holds the secret key. One refund id per click, and every retry of it sends the same id, so a lost answer cannot refund twice.`,
-  made: (r) => ({ note: `Refunded ${money(r.amount, r.currency)}: nothing remains to refund.`, say: `Refunded ${money(r.amount, r.currency)}.` }),
+  made: ({ refund: r }) => ({ note: `Refunded ${money(r.amount, r.currency)}: nothing remains to refund.`, say: `Refunded ${money(r.amount, r.currency)}.` }),
   failed: 'Nothing went back, and its amount is refundable again: Refund tries with a new refund id.',
   exhausted: (p) =>
     p.refundable === 0 ? { note: `Nothing remains to refund: the charge is refunded in full. (${p.code})`, say: 'Nothing remains to refund.' } : null,

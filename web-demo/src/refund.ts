@@ -3,15 +3,14 @@
 // the backend (in development, chargeonce serves a small one at
 // /demo/refund), which calls refundCharge with the merchant's secret key,
 // on the server, under the page's refund id: an act of the desk (desk.ts),
-// one refund id per refund, sent with every retry and after a reload.
-// What it refunds is what the charge took: all of an automatic charge, what
-// the shop captured of an authorization (order.ts).
+// run by the library's runner, one refund id per refund, sent with every
+// retry and after a reload. What it refunds is what the charge took: all of
+// an automatic charge, what the shop captured of an authorization
+// (order.ts).
 import type { Charge } from '@chargeonce/client';
 import { refundAct } from './backend';
-import type { CheckoutState } from './checkout-state';
-import { canAct, Desk, requestAct, type ActAnswer, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
-
-export const refundPath = refundAct.path;
+import { shownOf, type CheckoutState } from './checkout-state';
+import { actOperation, canAct, Desk, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
 
 /** chargeonce's refund, as the backend answers it. */
 export interface Refund {
@@ -23,15 +22,18 @@ export interface Refund {
   createdAt: string;
 }
 
-export type RefundAnswer = ActAnswer<Refund>;
-export type RefundTarget = ActTarget;
-export type RefundPhase = ActPhase<Refund>;
-export type RefundState = ActState<Refund>;
-
-/** Asks the shop's backend for the refund of what remains of chargeId, under refundId. It never throws. */
-export function requestRefund(refundId: string, chargeId: string, base: typeof fetch = fetch): Promise<RefundAnswer> {
-  return requestAct(refundAct, refundId, chargeId, (p) => (p.refund as Refund | null | undefined) ?? null, base);
+/** What a refund made. */
+export interface Refunded {
+  refund: Refund;
 }
+
+export type RefundTarget = ActTarget;
+export type RefundPhase = ActPhase<Refunded>;
+export type RefundState = ActState<Refunded>;
+
+/** The refund of what remains of a charge, under the record's key as its refund id: sent to the shop's backend through base. */
+export const refundOperation = (base: typeof fetch = fetch) =>
+  actOperation<Refunded>(refundAct, (p) => (p.refund ? { refund: p.refund as Refund } : null), base);
 
 /**
  * The charge of a checkout that SUCCEEDED, as it is now (now: what the
@@ -39,26 +41,28 @@ export function requestRefund(refundId: string, chargeId: string, base: typeof f
  * outcome), while it took money; null while there is none to refund.
  */
 export function refundTarget(s: CheckoutState, now?: Charge | null): RefundTarget | null {
-  if (s.phase.kind !== 'final') return null;
-  const p = s.phase.payload;
-  if (p.status !== 'SUCCEEDED' || !p.charge) return null;
-  const c = now?.id === p.charge.id ? now : p.charge;
+  const shown = shownOf(s);
+  if (shown.kind !== 'final' || shown.c.outcome.status !== 'SUCCEEDED') return null;
+  const paid = shown.c.outcome.charge;
+  const c = now?.id === paid.id ? now : paid;
   if (!(c.amountCaptured > 0)) return null; // an authorization: nothing was taken yet
-  return { attemptKey: p.idempotencyKey, chargeId: c.id, amount: c.amountCaptured, currency: c.currency };
+  return { chargeId: c.id, amount: c.amountCaptured, currency: c.currency };
 }
 
 /** After a refund that settled, another may go: after a failure, or a refusal that leaves some. */
-const again = (p: SettledAct<Refund>) => p.kind === 'failed' || (p.kind === 'refused' && p.refundable !== 0);
+const again = (p: SettledAct<Refunded>) => p.kind === 'failed' || (p.kind === 'refused' && p.refundable !== 0);
 
 /** Whether Refund may be pressed: a first refund, the unknown one again, or one more after a failure or with some left. */
 export const canRefund = (s: RefundState) => canAct(s, again);
 
-export const refundStorageKey = 'chargeonce-demo:refund';
+/** The record's name of a charge's refund, before the charge's id, in the store. */
+export const refundName = 'refund';
 
-/** The refund of the page's charge: the desk of refunds, kept under refundStorageKey. */
-export class RefundDesk extends Desk<Refund> {
-  constructor(o: Omit<DeskOptions<Refund, RefundTarget>, 'storageKey' | 'again'>) {
-    super({ ...o, storageKey: refundStorageKey, again });
+/** The refund of the page's charge: the desk of refunds, sent through fetch. */
+export class RefundDesk extends Desk<Refunded> {
+  constructor(o: Omit<DeskOptions<Refunded>, 'name' | 'op' | 'again'> & { fetch?: typeof fetch }) {
+    const { fetch: base, ...rest } = o;
+    super({ ...rest, name: refundName, op: refundOperation(base), again });
   }
 
   /** Refund: the whole of what remains of the charge. */

@@ -3,15 +3,15 @@
 // this file puts it into the DOM.
 import type { ActNote, ButtonView } from './act-view';
 import { actOf } from './backend';
-import type { CheckoutState } from './checkout';
+import { attemptOf, type CheckoutState } from './checkout-state';
 import type { Ledger, ProviderCharge, ProviderRefund } from './ledger';
 import type { OrderState } from './order';
 import { cancelButtonView, captureClause, orderNote, shipButtonView } from './order-view';
 import type { RefundState } from './refund';
 import { refundButtonView, refundClause, refundNote } from './refund-view';
 import { cards, money } from './shop';
-import type { RequestRecord } from './transport';
-import { describeRequest, operationNames, shortKey } from './rowtext';
+import type { RequestRecord } from './timeline';
+import { describeRequest, shortKey } from './rowtext';
 import {
   announcement,
   authenticateButtonView,
@@ -142,10 +142,11 @@ export function paint(el: Elements, s: CheckoutState, ctx: RenderContext): void 
   if (el.authenticate.textContent !== auth.label) el.authenticate.textContent = auth.label;
 
   // The card of an attempt is fixed until the attempt is over.
+  const attempt = attemptOf(s);
   for (const r of el.cards.querySelectorAll<HTMLInputElement>('input[name="card"]')) {
-    r.disabled = s.attempt !== null;
+    r.disabled = attempt !== null;
     // A key taken from the return's address came without its card: none is shown as the attempt's.
-    if (s.attempt) r.checked = r.value === s.attempt.input?.paymentMethod;
+    if (attempt) r.checked = r.value === attempt.input?.paymentMethod;
   }
   const note = lockedNote(s, ctx);
   el.lockedNote.hidden = note === null;
@@ -159,8 +160,8 @@ export function paint(el: Elements, s: CheckoutState, ctx: RenderContext): void 
   el.newAttempt.hidden = again === null;
   if (again) el.newAttempt.textContent = again;
 
-  el.attemptKey.textContent = s.attempt ? s.attempt.key : 'none yet: minted when you pay';
-  el.attemptKey.classList.toggle('muted', !s.attempt);
+  el.attemptKey.textContent = attempt ? attempt.key : 'none yet: minted when you pay';
+  el.attemptKey.classList.toggle('muted', !attempt);
 
   paintOutcome(el, outcomeView(s, ctx));
   const say = announcement(s, ctx);
@@ -228,7 +229,7 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
         {
           class: `tl tl-${d.tone}`,
           'data-testid': 'request',
-          'data-operation': operationNames[r.operation] ?? r.operation,
+          'data-operation': r.operation,
           'data-outcome': r.outcome,
           'data-key': r.idempotencyKey,
           'data-status': r.status ?? '',
@@ -239,7 +240,7 @@ export function paintTimeline(el: Elements, rows: readonly RequestRecord[]): voi
         h(
           'span',
           { class: 'tl-body' },
-          h('span', { class: 'tl-op' }, operationNames[r.operation] ?? r.operation, r.fault ? h('span', { class: 'tag tag-fault' }, 'response dropped') : null),
+          h('span', { class: 'tl-op' }, r.operation, r.fault ? h('span', { class: 'tag tag-fault' }, 'response dropped') : null),
           h(
             'span',
             { class: 'tl-key' },

@@ -1,22 +1,9 @@
 // What a row of the request timeline says, and its colour: a request, the
 // live status subscription (liverow.ts), or a step to the bank and back.
 // Plain data, computed without a DOM, that render.ts paints.
-import { backendActs } from './backend';
+import { retryableCodes } from '@chargeonce/client';
 import { liveOperation } from './liverow';
-import { retryableCodes } from './request';
-import { redirectStep, returnStep } from './timeline';
-import type { RequestRecord } from './transport';
-
-/** The GraphQL field each operation the page sends asks for, as the timeline names it. */
-export const operationNames: Record<string, string> = {
-  ChargeCard: 'chargeCard',
-  ChargeStatus: 'chargeStatus',
-  SessionChargeStatus: 'chargeStatus',
-  ChargeUpdated: 'chargeUpdated',
-  ...Object.fromEntries(backendActs.map((a) => [a.operation, a.field])),
-  [redirectStep]: 'redirect',
-  [returnStep]: 'return',
-};
+import { redirectStep, returnStep, type RequestRecord } from './timeline';
 
 export const shortKey = (k: string) => (k.length > 13 ? `${k.slice(0, 8)}…${k.slice(-4)}` : k);
 

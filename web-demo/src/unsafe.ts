@@ -4,9 +4,11 @@
 // chargeonce sees a new payment and charges again. (A new key on the same
 // session would be refused with CHECKOUT_SESSION_PAID: the session guard at
 // work.) It is used only in unsafe mode, and it is not the library: the
-// charger never rotates a key while an outcome is unknown.
-import type { ChargeCardInput } from '@chargeonce/client';
-import type { Phase, RetryNote } from './checkout';
+// charger never rotates a key while an outcome is unknown. It tells its
+// progress in the library's words (a ChargerState), so that the page draws
+// it as it draws the charger's; its attempt keeps the first key, the
+// shopper's one payment, while each retry goes under a new one.
+import type { Answer, Attempt, ChargeCardInput, ChargePayload, ChargerState, Outcome, ServerError } from '@chargeonce/client';
 import { send, type Endpoint } from './request';
 
 export interface NaiveOptions {
@@ -22,46 +24,68 @@ export interface NaiveOptions {
   live(): boolean;
 }
 
-/** What the naive sender reports: the phase, and the key it sends now. */
-export type NaiveReport = (phase: Phase, key: string) => void;
+/** What the naive sender reports as it goes. */
+export type NaiveReport = (state: ChargerState) => void;
+
+const flags = { offline: false, hidden: false, follower: false };
+
+/** The wait before a retry: the server's hint, else a fixed 600 ms (the naive sender has no backoff). */
+const retryWait = (a: Answer) => (a.kind !== 'payload' && a.hintMs ? a.hintMs : 600);
 
 /**
  * Pays input (with its checkout session) the naive way, from key (or a new
- * one), and resolves with the phase it ends in.
+ * one), and resolves with the state it ends in; null when the page no
+ * longer wants it.
  */
-export async function payNaively(input: ChargeCardInput, o: NaiveOptions, report: NaiveReport, key = o.mintKey()): Promise<Phase> {
+export async function payNaively(input: ChargeCardInput, o: NaiveOptions, report: NaiveReport, key = o.mintKey()): Promise<ChargerState | null> {
+  const first = key;
+  let sends = 0;
+  const attempt = (): Attempt => ({ key: first, input, sends });
   let current = input;
-  report({ kind: 'paying', retry: null }, key);
+  let cause: string | undefined;
+  const since = o.now();
   for (let tries = 1; ; tries++) {
-    const a = await send(o.endpoint, 'ChargeCard', { idempotencyKey: key, input: current });
-    if (!o.live()) return { kind: 'idle' };
+    sends++;
+    report({ kind: 'sending', attempt: { ...attempt(), input }, run: { since, tries }, ...(cause ? { cause } : {}), flags, paused: false });
+    const a = await send(o.endpoint, 'chargeCard', { idempotencyKey: key, input: current });
+    if (!o.live()) return null;
     if (a.kind === 'payload' && a.payload) {
-      if (a.payload.status !== 'PROCESSING') return { kind: 'final', payload: a.payload };
-      return poll(key, current.checkoutSession ?? '', a.payload.retryAfterMs ?? null, o, report);
+      if (a.payload.status !== 'PROCESSING') return settled(attempt(), key, a.payload);
+      return poll(attempt(), key, current.checkoutSession ?? '', a.payload.retryAfterMs ?? null, o, report);
     }
-    if (a.kind === 'error' && !a.retryable) return { kind: 'refused', message: a.error.message, code: a.error.code };
-    if (tries >= o.maxTries) return { kind: 'unknown', code: a.kind === 'error' ? a.error.code : null };
-    const retry: RetryNote = a.kind === 'error' ? { kind: 'busy', code: a.error.code, waitMs: a.hintMs ?? 600 } : { kind: 'lost' };
+    const error: ServerError | undefined = a.kind === 'error' ? a.error : undefined;
+    if (a.kind === 'error' && !a.retryable) return { kind: 'rejected', attempt: attempt(), error: a.error, flags, paused: false };
+    if (tries >= o.maxTries) return { kind: 'unknown', attempt: attempt(), ...(error ? { error } : {}), flags, paused: false };
+    cause = error?.code ?? 'network';
+    const wait = retryWait(a);
+    report({ kind: 'retrying', attempt: { ...attempt(), input }, run: { since, tries }, retryInMs: wait, cause, flags, paused: false });
     // The broken habit: the retry is taken for a new order, with a new cart and a new key.
     const secret = await o.newSession();
     if (secret) current = { ...current, checkoutSession: secret };
     key = o.mintKey();
-    report({ kind: 'paying', retry }, key);
-    await o.wait(a.kind === 'error' && a.hintMs ? a.hintMs : 600);
+    await o.wait(wait);
   }
 }
 
 /** PROCESSING: asks chargeStatus at the server's pace until a final status. */
-async function poll(key: string, session: string, retryAfterMs: number | null, o: NaiveOptions, report: NaiveReport): Promise<Phase> {
+async function poll(attempt: Attempt, key: string, session: string, retryAfterMs: number | null, o: NaiveOptions, report: NaiveReport): Promise<ChargerState | null> {
+  let pollMs = retryAfterMs && retryAfterMs > 0 ? retryAfterMs : 1_000;
   for (let checks = 0; ; checks++) {
-    const wait = retryAfterMs && retryAfterMs > 0 ? retryAfterMs : 1_000;
-    const at = o.now() + wait;
-    report({ kind: 'processing', key, checks, retryAfterMs, nextCheckAt: at, remainingMs: wait, checking: false, charging: false }, key);
-    await o.wait(wait);
-    if (!o.live()) return { kind: 'idle' };
-    const a = await send(o.endpoint, 'SessionChargeStatus', { idempotencyKey: key, checkoutSession: session });
-    if (!o.live()) return { kind: 'idle' };
-    if (a.kind === 'payload' && a.payload && a.payload.status !== 'PROCESSING') return { kind: 'final', payload: a.payload };
-    if (a.kind === 'payload' && a.payload) retryAfterMs = a.payload.retryAfterMs ?? retryAfterMs;
+    report({ kind: 'following', attempt, live: 'poll', liveOpen: false, checks, pollMs, retryInMs: pollMs, flags, paused: false });
+    await o.wait(pollMs);
+    if (!o.live()) return null;
+    const a = await send(o.endpoint, 'chargeStatus', { idempotencyKey: key, checkoutSession: session });
+    if (!o.live()) return null;
+    if (a.kind === 'payload' && a.payload && a.payload.status !== 'PROCESSING') return settled(attempt, key, a.payload);
+    if (a.kind === 'payload' && a.payload?.retryAfterMs) pollMs = a.payload.retryAfterMs;
   }
+}
+
+/** A final answer, as the charger would settle it. */
+function settled(attempt: Attempt, key: string, p: ChargePayload): ChargerState {
+  const outcome: Outcome =
+    p.status === 'SUCCEEDED'
+      ? { status: 'SUCCEEDED', key, charge: p.charge!, replayed: p.replayed }
+      : { status: 'FAILED', key, failure: p.failure ?? { code: 'unknown', message: 'failed' }, replayed: p.replayed };
+  return { kind: 'settled', attempt, outcome, flags, paused: false };
 }

@@ -1,8 +1,8 @@
 // What the page shows and says for a checkout state: plain data, computed
 // without a DOM, that render.ts paints (the timeline's rows say theirs in
 // rowtext.ts). Unit-tested in view.test.ts.
-import { canPay, demoRetry, isBusy, sessionEnded, type CheckoutState, type RetryNote } from './checkout';
-import { nothingRanCodes, type CaptureMethod, type Charge, type ChargePayload } from '@chargeonce/client';
+import { nothingRanCodes, type CaptureMethod, type Charge, type NextAction, type Outcome } from '@chargeonce/client';
+import { attemptOf, canPay, demoRetry, isBack, isBusy, isOpen, sessionEnded, sessionEndedCodes, shownOf, type CheckoutState, type Shown } from './checkout-state';
 import type { Ledger } from './ledger';
 import { orderCharge, type OrderState } from './order';
 import { captureFacts, orderAnnouncement, orderLine, orderTitle } from './order-view';
@@ -37,20 +37,15 @@ export interface PayButtonView {
 
 export function payButtonView(s: CheckoutState): PayButtonView {
   const total = money(cart.amount, cart.currency);
+  const shown = shownOf(s);
   // Nothing to pay: the attempt is over, or its checkout session is; or the bank asks first (Authenticate stands in for Pay).
-  const over = s.phase.kind === 'final' || s.phase.kind === 'action' || sessionEnded(s);
+  const over = shown.kind === 'final' || shown.kind === 'action' || sessionEnded(s);
   const busy = isBusy(s);
   return {
     hidden: over,
     busy,
     disabled: !canPay(s),
-    label: busy
-      ? s.phase.kind === 'processing'
-        ? 'Processing…'
-        : 'Paying…'
-      : s.attempt?.state === 'open'
-        ? `Pay ${total} (same attempt)`
-        : `Pay ${total}`,
+    label: busy ? (shown.kind === 'processing' ? 'Processing…' : 'Paying…') : isOpen(s) ? `Pay ${total} (same attempt)` : `Pay ${total}`,
   };
 }
 
@@ -68,10 +63,9 @@ export interface AuthenticateButtonView {
  * shopper should ask for (and read about first).
  */
 export function authenticateButtonView(s: CheckoutState): AuthenticateButtonView {
-  const p = s.phase;
-  if (p.kind !== 'action') return { hidden: true, disabled: true, busy: false, label: 'Authenticate' };
-  if (p.leaving) return { hidden: false, disabled: true, busy: true, label: 'Going to your bank…' };
-  return { hidden: false, disabled: false, busy: false, label: p.back ? 'Authenticate again' : 'Authenticate' };
+  if (shownOf(s).kind !== 'action') return { hidden: true, disabled: true, busy: false, label: 'Authenticate' };
+  if (s.page.leaving) return { hidden: false, disabled: true, busy: true, label: 'Going to your bank…' };
+  return { hidden: false, disabled: false, busy: false, label: isBack(s) ? 'Authenticate again' : 'Authenticate' };
 }
 
 /**
@@ -82,12 +76,12 @@ export function authenticateButtonView(s: CheckoutState): AuthenticateButtonView
  */
 export function captureChoiceView(s: CheckoutState, ctx: Pick<RenderContext, 'captureMethod'>): { checked: boolean | null; disabled: boolean } {
   if (ctx.captureMethod) return { checked: ctx.captureMethod === 'MANUAL', disabled: true };
-  return { checked: null, disabled: s.attempt !== null || isBusy(s) };
+  return { checked: null, disabled: attemptOf(s) !== null || isBusy(s) };
 }
 
 /** The note under the cards while an attempt is open, or null. */
 export function lockedNote(s: CheckoutState, ctx: Pick<RenderContext, 'unsafe'>): string | null {
-  if (s.attempt?.state !== 'open') return null;
+  if (!isOpen(s)) return null;
   return ctx.unsafe
     ? 'This attempt is not finished: its card and amount stay as they were sent. Unsafe mode gives each retry a new key, so a retry can charge again.'
     : 'This attempt is not finished: its card and amount stay as they were sent, under the same key.';
@@ -96,8 +90,9 @@ export function lockedNote(s: CheckoutState, ctx: Pick<RenderContext, 'unsafe'>)
 /** The label of the button that starts the next attempt, or null while there is none to start. */
 export function newAttemptLabel(s: CheckoutState): string | null {
   if (sessionEnded(s)) return 'Start a new checkout';
-  if (s.phase.kind !== 'final') return null;
-  return s.phase.payload.status === 'FAILED' ? 'Try another card' : 'Start a new checkout';
+  const shown = shownOf(s);
+  if (shown.kind !== 'final') return null;
+  return shown.c.outcome.status === 'FAILED' ? 'Try another card' : 'Start a new checkout';
 }
 
 /** Why a checkout session can no longer be paid, by the code chargeonce refused the attempt with. */
@@ -155,38 +150,35 @@ function chargedTimes(ctx: RenderContext): number {
   return ctx.ledger && ctx.ledger.succeeded > 1 ? ctx.ledger.succeeded : 0;
 }
 
-function retryingLine(retry: RetryNote, unsafe: boolean): { title: string; line: string } {
+/** What the page says of a retry: its cause ('network', or the error's code), and the wait before it when the retry is still ahead. */
+function retryingLine(cause: string, waitMs: number | null, unsafe: boolean): { title: string; line: string } {
   const how = unsafe ? 'Retrying with a NEW key (unsafe mode)…' : 'Retrying automatically with the same key…';
-  if (retry.kind === 'lost') return { title: 'The response was lost', line: how };
-  const asked = retry.waitMs ? `; the next try goes in ${secondsText(retry.waitMs)}` : '';
-  const busy = retry.code !== 'INTERNAL_SERVER_ERROR';
-  return { title: busy ? 'The payment service is busy' : 'The server had a problem', line: `It answered ${retry.code}${asked}. ${how}` };
+  if (cause === 'network') return { title: 'The response was lost', line: how };
+  const asked = waitMs ? `; the next try goes in ${secondsText(waitMs)}` : '';
+  const busy = cause !== 'INTERNAL_SERVER_ERROR';
+  return { title: busy ? 'The payment service is busy' : 'The server had a problem', line: `It answered ${cause}${asked}. ${how}` };
 }
 
 /** How the page follows a PROCESSING attempt: its live status, or the countdown to the next question. */
-function liveLine(p: Extract<CheckoutState['phase'], { kind: 'processing' }>): Line {
-  switch (p.live) {
-    case 'connecting':
-      return { parts: ['Connecting to the live status of this payment…'], className: 'live-line', testid: 'live-status' };
-    case 'subscribed':
-      return {
-        parts: ['Live status: the server tells this page the moment the payment is final.'],
-        className: 'live-line',
-        testid: 'live-status',
-      };
+function liveLine(c: Extract<Shown, { kind: 'processing' }>['c'] & { kind: 'following' }, remainingMs: number): Line {
+  if (c.live !== 'poll') {
+    return c.liveOpen
+      ? { parts: ['Live status: the server tells this page the moment the payment is final.'], className: 'live-line', testid: 'live-status' }
+      : { parts: ['Connecting to the live status of this payment…'], className: 'live-line', testid: 'live-status' };
   }
-  const unavailable = p.live === 'unavailable' ? 'Live status unavailable. ' : '';
+  const unavailable = c.liveFailed ? 'Live status unavailable. ' : '';
   return {
-    parts: p.checking
-      ? [`${unavailable}Checking now…`]
-      : [`${unavailable}Checking again in `, { text: countdownText(p.remainingMs), testid: 'next-poll', className: 'countdown' }, '.'],
+    parts:
+      c.retryInMs === 0
+        ? [`${unavailable}Checking now…`]
+        : [`${unavailable}Checking again in `, { text: countdownText(remainingMs), testid: 'next-poll', className: 'countdown' }, '.'],
     className: 'countdown-line',
   };
 }
 
 /** What the outcome box shows for s, or null when it shows nothing. */
 export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView | null {
-  const p = s.phase;
+  const p = shownOf(s);
   switch (p.kind) {
     case 'idle':
       return null;
@@ -197,70 +189,72 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
       }
       return { tone: 'pending', pill: null, title: 'Picking up your payment where it was…', spinner: true, lines: [], facts: [] };
     case 'action':
-      return actionView(p);
+      return actionView(s, p.nextAction);
     case 'paying': {
-      if (!p.retry) return { tone: 'pending', pill: null, title: 'Contacting your bank…', spinner: true, lines: [], facts: [] };
-      const r = retryingLine(p.retry, ctx.unsafe);
+      if (!p.c?.cause) return { tone: 'pending', pill: null, title: 'Contacting your bank…', spinner: true, lines: [], facts: [] };
+      const r = retryingLine(p.c.cause, p.c.kind === 'retrying' ? p.c.retryInMs : null, ctx.unsafe);
       return { tone: 'pending', pill: null, title: r.title, spinner: true, lines: [{ parts: [r.line] }], facts: [] };
     }
     case 'processing': {
+      const c = p.c;
       const lines: Line[] = [
         {
           parts: [
-            p.charging
+            c.kind === 'sending'
               ? 'Your bank has not confirmed the payment yet: the request is still open, and the server says PROCESSING for its key.'
-              : p.checks < 3
+              : c.checks < 3
                 ? 'Your bank has not confirmed the payment yet.'
                 : 'Still waiting for the card provider to confirm. The attempt stays open under its key.',
           ],
         },
-        p.charging
+        c.kind === 'sending'
           ? { parts: ['The page asks chargeStatus about its key meanwhile: a read, which never charges.'], className: 'countdown-line' }
-          : liveLine(p),
+          : liveLine(c, s.page.remainingMs),
       ];
       return { tone: 'pending', pill: 'PROCESSING', title: 'Payment processing', spinner: true, lines, facts: [] };
     }
     case 'unknown': {
       const tries = demoRetry.maxAttempts;
-      const busy = p.code !== null && nothingRanCodes.has(p.code);
+      const code = p.c.error?.code ?? null;
+      const busy = code !== null && nothingRanCodes.has(code);
       const again = ctx.unsafe
         ? "Pay sends this attempt's key again, but unsafe mode gives each retry a new key, and a new key can charge again."
         : 'it sends the same key, so it cannot charge twice.';
       const lines: Line[] = [
         {
           parts: [
-            !p.code
+            !code
               ? `No answer after ${tries} tries. Your card may or may not have been charged. `
               : busy
-                ? `It answered ${p.code} to the last of ${tries} tries, and ran nothing then. `
-                : `It answered ${p.code} to the last of ${tries} tries. Your card may or may not have been charged. `,
+                ? `It answered ${code} to the last of ${tries} tries, and ran nothing then. `
+                : `It answered ${code} to the last of ${tries} tries. Your card may or may not have been charged. `,
             ctx.unsafe ? '' : busy ? 'Pay again in a moment: ' : 'Pay again: ',
             again,
           ],
         },
       ];
-      if (p.code) lines.push({ parts: [p.code], className: 'code' });
+      if (code) lines.push({ parts: [code], className: 'code' });
       return {
         tone: 'warning',
         pill: null,
-        title: !p.code ? 'We could not reach the server' : busy ? 'The payment service is busy' : 'The server had a problem',
+        title: !code ? 'We could not reach the server' : busy ? 'The payment service is busy' : 'The server had a problem',
         spinner: false,
         lines,
         facts: [],
       };
     }
     case 'refused': {
-      const ended = sessionEnded(s) ? sessionEndedText[p.code!] : undefined;
+      const { code, message } = p.c.error;
+      const ended = sessionEndedCodes.has(code) ? sessionEndedText[code] : undefined;
       if (ended) {
         const lines: Line[] = [
           { parts: [ended.line] },
           { parts: ['Start a new checkout: the shop creates a new checkout session for it.'] },
-          { parts: [p.code!], className: 'code' },
+          { parts: [code], className: 'code' },
         ];
         return { tone: 'error', pill: null, title: ended.title, spinner: false, lines, facts: [] };
       }
-      const lines: Line[] = [{ parts: [p.message] }];
-      if (p.code) lines.push({ parts: [p.code], className: 'code' });
+      const lines: Line[] = [{ parts: [message] }, { parts: [code], className: 'code' }];
       return { tone: 'error', pill: null, title: 'The payment was refused', spinner: false, lines, facts: [] };
     }
     case 'noSession': {
@@ -271,16 +265,17 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
       if (p.code) lines.push({ parts: [p.code], className: 'code' });
       return { tone: 'warning', pill: null, title: 'The shop could not start the payment', spinner: false, lines, facts: [] };
     }
-    case 'paused':
+    case 'paused': {
+      const offline = pausedBy(p.c) === 'offline';
       return {
         tone: 'pending',
         pill: null,
-        title: p.by === 'offline' ? 'Waiting for the network' : 'Waiting for this tab',
+        title: offline ? 'Waiting for the network' : 'Waiting for this tab',
         spinner: true,
         lines: [
           {
             parts: [
-              p.by === 'offline'
+              offline
                 ? 'This device is offline. The attempt waits under its key, and goes on as soon as the network is back.'
                 : 'The tab is hidden. The attempt waits under its key, and goes on as soon as you come back.',
             ],
@@ -288,18 +283,23 @@ export function outcomeView(s: CheckoutState, ctx: RenderContext): OutcomeView |
         ],
         facts: [],
       };
+    }
     case 'final':
-      return finalView(p.payload, ctx);
+      return finalView(p.c.outcome, ctx);
   }
 }
+
+/** What paused the attempt, as the page says it: the network, or this tab (hidden, and online, and leading its attempt). */
+const pausedBy = (c: { flags: { offline: boolean; hidden: boolean; follower: boolean } }): 'offline' | 'hidden' =>
+  c.flags.hidden && !c.flags.offline && !c.flags.follower ? 'hidden' : 'offline';
 
 /** The bank's deadline, as the shopper's clock shows it. */
 export const deadlineText = (iso: string) => new Date(iso).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit' });
 
 /** The bank asks the shopper to authenticate: what to do, and that nothing is charged until then, nor twice after. */
-function actionView(p: Extract<CheckoutState['phase'], { kind: 'action' }>): OutcomeView {
+function actionView(s: CheckoutState, nextAction: NextAction): OutcomeView {
   const total = money(cart.amount, cart.currency);
-  if (p.leaving) {
+  if (s.page.leaving) {
     return {
       tone: 'pending',
       pill: 'PROCESSING',
@@ -310,9 +310,9 @@ function actionView(p: Extract<CheckoutState['phase'], { kind: 'action' }>): Out
     };
   }
   const deadline = (before: string): Line => ({
-    parts: [before, 'Authenticate before ', { text: deadlineText(p.expiresAt), testid: 'action-expires' }, ', or the payment is cancelled.'],
+    parts: [before, 'Authenticate before ', { text: deadlineText(nextAction.expiresAt), testid: 'action-expires' }, ', or the payment is cancelled.'],
   });
-  if (p.back) {
+  if (isBack(s)) {
     return {
       tone: 'pending',
       pill: 'PROCESSING',
@@ -325,8 +325,9 @@ function actionView(p: Extract<CheckoutState['phase'], { kind: 'action' }>): Out
       facts: [],
     };
   }
+  const c = s.charger;
   const follow: Line =
-    p.live === 'subscribed'
+    c.kind === 'following' && c.live !== 'poll' && c.liveOpen
       ? { parts: ["Live status: if you authenticate elsewhere (your bank's app), this page hears it at once."], className: 'live-line', testid: 'live-status' }
       : { parts: ['Meanwhile the page follows the attempt by its key: reads, which never charge.'], className: 'countdown-line' };
   return {
@@ -355,22 +356,22 @@ const failedTitles: Record<string, string> = {
  * it stands now: the order's newest word of it, else the outcome's; null
  * for a charge that took the money at once.
  */
-function heldCharge(p: ChargePayload, ctx: Pick<RenderContext, 'order'>): Charge | null {
-  const c = p.charge;
+function heldCharge(o: Outcome, ctx: Pick<RenderContext, 'order'>): Charge | null {
+  const c = o.status === 'SUCCEEDED' ? o.charge : null;
   if (!c || c.captureStatus === 'CAPTURED') return null;
   const now = ctx.order ? orderCharge(ctx.order) : null;
   return now?.id === c.id ? now : c;
 }
 
-function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
+function finalView(o: Outcome, ctx: RenderContext): OutcomeView {
   const facts: Fact[] = [
-    { term: 'status', value: p.status, testid: 'result-status' },
-    { term: 'replayed', value: String(p.replayed), testid: 'replayed' },
+    { term: 'status', value: o.status, testid: 'result-status' },
+    { term: 'replayed', value: String(o.replayed), testid: 'replayed' },
   ];
-  if (p.failure) facts.push({ term: 'failure code', value: p.failure.code });
-  if (p.charge) facts.push({ term: 'provider charge', value: p.charge.providerChargeId, wide: true });
+  if (o.status === 'FAILED') facts.push({ term: 'failure code', value: o.failure.code });
+  else facts.push({ term: 'provider charge', value: o.charge.providerChargeId, wide: true });
   const lines: Line[] = [];
-  if (p.replayed) {
+  if (o.replayed) {
     lines.push({
       className: 'note',
       parts: [
@@ -380,23 +381,23 @@ function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
       ],
     });
   }
-  if (p.status === 'FAILED') {
+  if (o.status === 'FAILED') {
     return {
       tone: 'error',
       pill: 'FAILED',
-      title: failedTitles[p.failure?.code ?? ''] ?? 'Payment declined',
+      title: failedTitles[o.failure.code] ?? 'Payment declined',
       spinner: false,
       lines: [
-        { parts: [p.failure?.message ?? 'The card was not charged.'], className: 'reason', testid: 'failure-reason' },
+        { parts: [o.failure.message], className: 'reason', testid: 'failure-reason' },
         { parts: ['Nothing was charged. Try another card: it starts a new attempt, with a new key.'] },
         ...lines,
       ],
       facts,
     };
   }
-  const amount = money(p.charge?.amount ?? cart.amount, p.charge?.currency ?? cart.currency);
+  const amount = money(o.charge.amount, o.charge.currency);
   const times = chargedTimes(ctx);
-  const held = heldCharge(p, ctx);
+  const held = heldCharge(o, ctx);
   if (times > 1) {
     // Unsafe mode did what it does: the stark, honest state is red.
     return {
@@ -413,8 +414,8 @@ function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
         {
           parts: [
             `chargeonce answered SUCCEEDED to a retry that carried a new key, on a new checkout session: to chargeonce, a new payment. The shopper paid ${money(
-              (p.charge?.amount ?? cart.amount) * times,
-              p.charge?.currency ?? cart.currency,
+              o.charge.amount * times,
+              o.charge.currency,
             )} for a ${amount} order.`,
           ],
         },
@@ -452,34 +453,31 @@ function finalView(p: ChargePayload, ctx: RenderContext): OutcomeView {
  * long as the state means the same (a countdown tick is not news).
  */
 export function announcement(s: CheckoutState, ctx: RenderContext): string {
-  const p = s.phase;
+  const p = shownOf(s);
   switch (p.kind) {
     case 'idle':
       return '';
     case 'resuming':
       return p.back ? 'Back from your bank. Reading the outcome.' : 'Picking up your payment.';
     case 'action':
-      if (p.leaving) return 'Going to your bank.';
-      return p.back ? 'Back from your bank. Waiting for its answer.' : 'Your bank asks you to authenticate this payment.';
+      if (s.page.leaving) return 'Going to your bank.';
+      return isBack(s) ? 'Back from your bank. Waiting for its answer.' : 'Your bank asks you to authenticate this payment.';
     case 'paying':
-      if (!p.retry) return 'Paying.';
-      return `${p.retry.kind === 'lost' ? 'The response was lost' : 'The server is busy'}. Retrying with ${ctx.unsafe ? 'a new key' : 'the same key'}.`;
+      if (!p.c?.cause) return 'Paying.';
+      return `${p.c.cause === 'network' ? 'The response was lost' : 'The server is busy'}. Retrying with ${ctx.unsafe ? 'a new key' : 'the same key'}.`;
     case 'processing':
       return 'Payment processing.';
     case 'unknown':
       return ctx.unsafe ? 'Payment not confirmed.' : 'Payment not confirmed. Pay again sends the same key.';
     case 'refused':
-      return `Payment refused: ${p.code ?? p.message}.`;
+      return `Payment refused: ${p.c.error.code}.`;
     case 'noSession':
       return 'The shop could not start the payment. Nothing was charged.';
     case 'paused':
-      return p.by === 'offline' ? 'Offline: the payment waits for the network.' : 'The payment waits for this tab.';
+      return pausedBy(p.c) === 'offline' ? 'Offline: the payment waits for the network.' : 'The payment waits for this tab.';
     case 'final': {
-      if (p.payload.status === 'FAILED') {
-        const code = p.payload.failure?.code ?? '';
-        const what = failedTitles[code] ?? 'Payment declined';
-        return `${what}: ${p.payload.failure?.message ?? 'nothing was charged.'}`;
-      }
+      const o = p.c.outcome;
+      if (o.status === 'FAILED') return `${failedTitles[o.failure.code] ?? 'Payment declined'}: ${o.failure.message}`;
       // Once a refund, or the order's shipping, is asked for, it is the news: one live region says one thing at a time.
       const refund = ctx.refund ? refundAnnouncement(ctx.refund) : null;
       if (refund) return refund;
@@ -487,7 +485,7 @@ export function announcement(s: CheckoutState, ctx: RenderContext): string {
       if (order) return order;
       const times = chargedTimes(ctx);
       if (times > 1) return `Payment received, but the card was charged ${times} times.`;
-      return heldCharge(p.payload, ctx) ? 'Payment authorized.' : 'Payment received.';
+      return heldCharge(o, ctx) ? 'Payment authorized.' : 'Payment received.';
     }
   }
 }
