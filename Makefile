@@ -77,15 +77,14 @@ test-web: web ## The client library's unit, browser, end-to-end and Node tests (
 	cd $(WEB) && $(NPM) run test:e2e
 
 .PHONY: generate
-generate: $(WEB_DEPS) $(CLIENT_DEPS) ## Rebuild generated code (gqlgen, sqlc, the clients' GraphQL operations for the library, the Go client and the demo, the error codes the clients retry)
+generate: $(CLIENT_DEPS) ## Rebuild generated code (gqlgen, sqlc, the clients' GraphQL operations for the library and the Go client, the error codes the clients retry)
 	$(GO) tool gqlgen generate
 	CGO_ENABLED=0 $(GO) tool sqlc generate
 	$(GO) tool genqlient internal/apiclient/genqlient.yaml
 	$(GO) run ./internal/errorcodegen
 	cd $(CLIENT) && $(NPM) run codegen
-	cd $(WEB) && $(NPM) run codegen
 
-GENERATED := graph sqlc cardsim/internal/sqlc internal/apiclient $(WEB)/src/generated $(CLIENT)/src/generated
+GENERATED := graph sqlc cardsim/internal/sqlc internal/apiclient $(CLIENT)/src/generated
 
 .PHONY: check-generated
 check-generated: generate ## Fail when committed generated code is stale
