@@ -227,9 +227,12 @@ export function wake(s: ChargerState, now: number, c: MachineConfig): Step {
     const emit: Effect = { type: 'Emit', event: { type: 'unpause', key: s.attempt.key } };
     if (s.kind === 'following') {
       if (expired(s.attempt, now)) return unknown(s);
-      // Ask at once; a PROCESSING answer follows the stream again if it can.
+      // Ask at once, and open the stream again (the pause closed it): until it answers, the
+      // attempt is polled, and a stream that says nothing by the next check is given up.
       const live = c.live === 'poll' ? 'poll' : s.live;
-      return { state: { ...s, paused: false, live, liveOpen: false, retryInMs: 0 }, effects: [emit, { type: 'AskStatus', key: s.attempt.key }] };
+      const effects: Effect[] = [emit, { type: 'AskStatus', key: s.attempt.key }];
+      if (live !== 'poll') effects.push({ type: 'Subscribe', key: s.attempt.key, mode: live });
+      return { state: { ...s, paused: false, live, liveOpen: false, retryInMs: 0 }, effects };
     }
     // A fresh budget: time offline or hidden was not spent waiting for the server.
     return resend(s, s.attempt, freshRun(now), emit);

@@ -236,7 +236,7 @@ describe('step: authenticating, offline and hidden', () => {
     expect(types(paused.effects)).toEqual(['ClearTimer', 'Unsubscribe', 'Emit', 'Broadcast']);
     const back = step(paused.state, { type: 'Online', now: T0 + 10 }, sse);
     expect(back.state).toEqual({ ...actionSse, liveOpen: false, retryInMs: 0 });
-    expect(types(back.effects)).toEqual(['Emit', 'AskStatus', 'Broadcast']);
+    expect(types(back.effects)).toEqual(['Emit', 'AskStatus', 'Subscribe', 'Broadcast']);
   });
 
   it('Hidden while polling pauses it; Visible unpauses it and asks at once', () => {

@@ -350,8 +350,10 @@ describe('step: following PROCESSING', () => {
     expect(paused.state).toMatchObject({ kind: 'following', paused: true, retryInMs: null });
     expect(types(paused.effects)).toEqual(['ClearTimer', 'Unsubscribe', 'Emit', 'Broadcast']);
     const back = step(paused.state, { type: 'Online', now: T0 + 10 }, cfg);
-    expect(back.state).toMatchObject({ kind: 'following', paused: false });
+    expect(back.state).toMatchObject({ kind: 'following', paused: false, live: 'sse', liveOpen: false });
     expect(find(back.effects, 'AskStatus')).toEqual({ type: 'AskStatus', key: K });
+    // The pause closed the stream: it is opened again, or the page would say connecting while it polls.
+    expect(find(back.effects, 'Subscribe')).toEqual({ type: 'Subscribe', key: K, mode: 'sse' });
   });
 
   it('Hidden while the stream is open keeps following', () => {
