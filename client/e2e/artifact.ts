@@ -39,7 +39,7 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 export interface Artifact {
   /** The unpacked package (its package.json, dist/ and whatever else it ships). */
   dir: string;
-  /** The tarball's file name, e.g. chargeonce-client-0.1.0.tgz. */
+  /** The tarball's file name, e.g. chargeonce-client-1.0.0.tgz. */
   tarball: string;
   remove(): void;
 }
