@@ -11,25 +11,13 @@
 //   authorized ──Ship order──▶ capture (captureId) ──▶ CAPTURED
 //   authorized ──Cancel order──▶ void (voidId) ──▶ VOIDED
 import type { Charge } from '@chargeonce/client';
+// A capture and a void, as the backend answers them (captureCharge's and voidCharge's payloads): the library's types.
+import type { Capture, Void } from '@chargeonce/client/server';
 import { captureAct, voidAct } from './backend';
 import { shownOf, type CheckoutState } from './checkout-state';
 import { actBusy, actOperation, canAct, Desk, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
 
-/** A capture, as the backend answers it. */
-export interface Capture {
-  id: string;
-  chargeId: string;
-  amount: number;
-  final: boolean;
-  createdAt: string;
-}
-
-/** A void, as the backend answers it. */
-export interface Void {
-  id: string;
-  chargeId: string;
-  createdAt: string;
-}
+export type { Capture, Void };
 
 /** What Ship order made: the capture, and the charge as it is now (null when the backend could not read it). */
 export interface Shipped {

@@ -9,7 +9,7 @@ import { announcement } from './view';
 import { paidWith } from './fakes';
 
 const target: RefundTarget = { chargeId: 'c1', amount: 11300, currency: 'USD' };
-const refund: Refund = { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', createdAt: '2026-01-01T00:00:00Z' };
+const refund: Refund = { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', status: 'SUCCEEDED', createdAt: '2026-01-01T00:00:00Z' };
 const at = (phase: RefundPhase): RefundState => ({ target, phase });
 
 describe('refundButtonView', () => {

@@ -13,7 +13,7 @@ import { RefundDesk, refundOperation, refundTarget, type Refund, type RefundTarg
 
 const json = (status: number, body: unknown) => () => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 
-const refund: Refund = { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', createdAt: '2026-01-01T00:00:00Z' };
+const refund: Refund = { id: 'r1', chargeId: 'c1', amount: 11300, currency: 'USD', providerRefundId: 're_1', status: 'SUCCEEDED', createdAt: '2026-01-01T00:00:00Z' };
 
 /** refundCharge's payload, as the backend answers it. */
 const refunded = (replayed: boolean) => json(200, { idempotencyKey: 'demo-refund:rf', status: 'SUCCEEDED', replayed, refund, failure: null, retryAfterMs: null });

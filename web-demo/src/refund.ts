@@ -8,19 +8,13 @@
 // an automatic charge, what the shop captured of an authorization
 // (order.ts).
 import type { Charge } from '@chargeonce/client';
+// chargeonce's refund, as the backend answers it (refundCharge's payload): the library's type.
+import type { Refund } from '@chargeonce/client/server';
 import { refundAct } from './backend';
 import { shownOf, type CheckoutState } from './checkout-state';
 import { actOperation, canAct, Desk, type ActPhase, type ActState, type ActTarget, type DeskOptions, type SettledAct } from './desk';
 
-/** chargeonce's refund, as the backend answers it. */
-export interface Refund {
-  id: string;
-  chargeId: string;
-  amount: number;
-  currency: string;
-  providerRefundId: string | null;
-  createdAt: string;
-}
+export type { Refund };
 
 /** What a refund made. */
 export interface Refunded {
