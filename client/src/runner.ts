@@ -245,6 +245,6 @@ function parse(raw: string): OperationRecord | null {
   } catch {
     return null;
   }
-  const ok = !!r && r.v === 1 && typeof r.key === 'string' && !!r.key && typeof r.operation === 'string' && !!r.input;
-  return ok && (r!.status === 'open' || r!.status === 'rejected' || r!.status === 'settled') ? (r as OperationRecord) : null;
+  if (!r || r.v !== 1 || typeof r.key !== 'string' || !r.key || typeof r.operation !== 'string' || !r.input) return null;
+  return r.status === 'open' || r.status === 'rejected' || r.status === 'settled' ? (r as OperationRecord) : null;
 }
