@@ -179,7 +179,7 @@ func (e *edge) preflight(w http.ResponseWriter, r *http.Request, st *requestStat
 	default:
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Set("Access-Control-Allow-Methods", "POST, GET")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Idempotency-Key, X-Request-Id")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Idempotency-Key, X-Request-Id, traceparent, tracestate")
 		h.Set("Access-Control-Max-Age", corsMaxAge)
 		w.WriteHeader(http.StatusNoContent)
 	}

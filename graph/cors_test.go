@@ -28,14 +28,15 @@ func TestCORS_RegisteredOriginsAndPublishableKeysOnly(t *testing.T) {
 	preflight := func(origin string) apitest.RawResponse {
 		return s.Send(t, http.MethodOptions, "/graphql", http.Header{
 			"Origin": {origin}, "Access-Control-Request-Method": {"POST"},
-			"Access-Control-Request-Headers": {"authorization, content-type, idempotency-key"},
+			"Access-Control-Request-Headers": {"authorization, content-type, idempotency-key, traceparent, tracestate"},
 		}, nil)
 	}
 	ok := preflight(shop)
 	require.Equal(t, http.StatusNoContent, ok.Status)
 	require.Equal(t, shop, ok.Header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, ok.Header.Get("Access-Control-Allow-Methods"), "POST")
-	for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
+	// traceparent and tracestate: a checkout page's trace context (@chargeonce/client's traceparent option).
+	for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key", "traceparent", "tracestate"} {
 		require.Contains(t, ok.Header.Get("Access-Control-Allow-Headers"), h)
 	}
 	require.Empty(t, ok.Header.Get("Access-Control-Allow-Credentials"), "never credentials")

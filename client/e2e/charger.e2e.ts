@@ -344,6 +344,21 @@ describe.skipIf(skip !== '')('@chargeonce/client in Chromium, on another origin'
     await expectOneCharge(outcome.key);
   });
 
+  it('the page\'s trace context crosses CORS: traceparent and tracestate on every request, one charge', async () => {
+    const session = await createSession();
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    await mount(page, options(session, { traceparent, tracestate: 'shop=checkout' }));
+    const outcome = valueOf(await pay(page, visa));
+    expect(outcome).toMatchObject({ status: 'SUCCEEDED', replayed: false });
+
+    const cards = only(await ended(sends), 'chargeCard');
+    expect(cards).toHaveLength(1);
+    const sent = await cards[0]!.request!.allHeaders();
+    expect(sent.traceparent).toBe(traceparent);
+    expect(sent.tracestate).toBe('shop=checkout');
+    await expectOneCharge(outcome.key);
+  });
+
   describe('with the publishable key rate-limited (a server of its own: RATE_LIMIT_PUBLISHABLE=0.5, burst 1)', () => {
     let limited: RunningServer;
     beforeAll(async () => {

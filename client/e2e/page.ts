@@ -13,6 +13,8 @@ export interface ChargerOptions {
   storage: 'session' | 'local';
   live: 'sse' | 'ws' | 'poll';
   crossTab?: boolean;
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface PayInput {

@@ -33,6 +33,15 @@ export interface ChargerOptions {
   retry?: RetryOptions;
   /** A request unanswered after this long is a lost one (default 30 s). */
   requestTimeoutMs?: number;
+  /**
+   * A W3C trace context the page gives (traceparent, e.g. from its own
+   * tracer): sent as the traceparent header of every request to chargeonce
+   * (not the websocket, which carries no headers), so that the server's
+   * trace of the payment joins the page's. Malformed, createCharger throws.
+   */
+  traceparent?: string;
+  /** The trace context's vendor part (tracestate), sent with traceparent only. */
+  tracestate?: string;
   /** The browser, for tests: globalThis's by default. */
   environment?: ChargerEnvironment;
 }

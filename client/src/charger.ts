@@ -32,7 +32,7 @@ export function createCharger(o: ChargerOptions): Charger {
   const random = env.random ?? Math.random;
   const doFetch = o.fetch ?? ((...a: Parameters<typeof fetch>) => globalThis.fetch(...a));
   const config = { ...machineDefaults, retry: retryPolicy(o.retry), live: o.live ?? 'sse' };
-  const headers: Record<string, string> = { ...(o.publishableKey && { Authorization: `Bearer ${o.publishableKey}` }), ...o.headers };
+  const headers: Record<string, string> = { ...(o.publishableKey && { Authorization: `Bearer ${o.publishableKey}` }), ...o.headers, ...traceHeaders(o) };
   const authorization = headers.Authorization ?? headers.authorization ?? '';
   const scope = o.scope ?? o.session ?? 'default';
   const name = recordName(scope, authorization);
@@ -304,6 +304,18 @@ export function createCharger(o: ChargerOptions): Charger {
       waiters.clear();
     },
   };
+}
+
+/** W3C traceparent: version 00, a trace id and a parent id not all zeros, and the flags. */
+const traceparentPattern = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** The trace context headers o asks for; a malformed traceparent is refused before anything is sent. */
+function traceHeaders(o: ChargerOptions): Record<string, string> {
+  if (o.traceparent === undefined) return {};
+  if (!traceparentPattern.test(o.traceparent)) {
+    throw new TypeError(`traceparent ${JSON.stringify(o.traceparent)} is not a W3C trace context (00-<32 hex>-<16 hex>-<2 hex>, lower case)`);
+  }
+  return { traceparent: o.traceparent, ...(o.tracestate && { tracestate: o.tracestate }) };
 }
 
 const closedError = () => new ChargerStateError('closed', 'the charger is closed');

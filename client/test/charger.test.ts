@@ -19,6 +19,32 @@ describe('createCharger against a fake chargeonce', () => {
     expect(states.map((s) => s.kind)).toEqual(['sending', 'settled']);
   });
 
+  it('sends the page\'s trace context on every request, and refuses a malformed one before sending', async () => {
+    const server = new FakeServer();
+    server.script = ['lose-after-charge'];
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const { c } = make(server, { traceparent, tracestate: 'shop=1' });
+    const p = c.pay(card);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await p;
+    expect(server.chargeCards).toHaveLength(2);
+    for (const r of server.requests) {
+      expect(r.headers.get('traceparent')).toBe(traceparent);
+      expect(r.headers.get('tracestate')).toBe('shop=1');
+    }
+    for (const bad of ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7', 'not a trace', '00-00000000000000000000000000000000-00f067aa0ba902b7-01']) {
+      expect(() => make(server, { traceparent: bad })).toThrow(TypeError);
+    }
+    expect(server.chargeCards).toHaveLength(2);
+  });
+
+  it('sends no trace context unless the page gives one', async () => {
+    const server = new FakeServer();
+    const { c } = make(server);
+    await c.pay(card);
+    expect(server.requests[0]!.headers.has('traceparent')).toBe(false);
+  });
+
   it('a lost response after the server charged is retried with the same key and replayed: one charge', async () => {
     const server = new FakeServer();
     server.script = ['lose-after-charge'];
