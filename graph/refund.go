@@ -83,16 +83,9 @@ func RefundPayload(r payment.Result) *model.RefundPayload {
 		Replayed:       r.Replayed,
 		Refund:         toRefund(r.Refund),
 	}
-	if !r.ExpiresAt.IsZero() {
-		t := r.ExpiresAt.UTC()
-		p.ExpiresAt = &t
-	}
+	p.RetryAfterMs, p.ExpiresAt = processing(r)
 	if f := r.Failure; f != nil {
 		p.Failure = &model.RefundFailure{Code: f.Code, Message: f.Message}
-	}
-	if r.Status == payment.StatusProcessing {
-		ms := retryAfterMs(r.RetryAfter)
-		p.RetryAfterMs = &ms
 	}
 	return p
 }

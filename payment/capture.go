@@ -141,17 +141,6 @@ func (s *Service) CaptureStatus(ctx context.Context, m Merchant, key string) (*R
 	return r, a.capture().Of, err
 }
 
-// statusOf is m's attempt of kind under key (among its own keys) and its
-// state, or nil for a key never used for that kind.
-func (s *Service) statusOf(ctx context.Context, m Merchant, key string, kind Kind) (Attempt, *Result, error) {
-	a, ok, err := s.attempt(ctx, m, uuid.Nil, key)
-	if err != nil || !ok || a.Kind != kind {
-		return Attempt{}, nil, err
-	}
-	r := s.replay(a)
-	return a, &r, nil
-}
-
 // captureFingerprint identifies a capture request, as Fingerprint does a
 // charge's; it never equals another kind's.
 func captureFingerprint(in CaptureInput) []byte {

@@ -118,12 +118,8 @@ func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundI
 // RefundStatus returns the state of the refund made with key, or nil when
 // this merchant never used the key for a refund.
 func (s *Service) RefundStatus(ctx context.Context, m Merchant, key string) (*Result, error) {
-	a, ok, err := s.attempt(ctx, m, uuid.Nil, key)
-	if err != nil || !ok || a.Kind != KindRefund {
-		return nil, err
-	}
-	r := s.replay(a)
-	return &r, nil
+	_, r, err := s.statusOf(ctx, m, key, KindRefund)
+	return r, err
 }
 
 // Refunds lists the refunds of the merchant's charge, oldest first, and

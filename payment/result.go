@@ -81,6 +81,17 @@ func (s *Service) status(ctx context.Context, m Merchant, a Attempt) *Result {
 	return &r
 }
 
+// statusOf is m's attempt of kind under key (among its own keys) and its
+// state, or nil for a key never used for that kind.
+func (s *Service) statusOf(ctx context.Context, m Merchant, key string, kind Kind) (Attempt, *Result, error) {
+	a, ok, err := s.attempt(ctx, m, uuid.Nil, key)
+	if err != nil || !ok || a.Kind != kind {
+		return Attempt{}, nil, err
+	}
+	r := s.replay(a)
+	return a, &r, nil
+}
+
 // attempt is m's attempt under key among the keys of keySession (uuid.Nil:
 // the merchant's own), from memory when it is finished there; ok is false
 // for a key never used there.
