@@ -95,10 +95,10 @@ func (r *Resolver) capturePayload(ctx context.Context, m payment.Merchant, res p
 		IdempotencyKey: res.IdempotencyKey,
 		Status:         model.CaptureAttemptStatus(res.Status),
 		Replayed:       res.Replayed,
-		Capture:        toCapture(res.Capture),
+		Capture:        ToCapture(res.Capture),
 		Charge:         r.chargeNow(ctx, m, charge),
 	}
-	p.RetryAfterMs, p.ExpiresAt = processing(res)
+	p.RetryAfterMs, p.ExpiresAt = Hints(res)
 	if f := res.Failure; f != nil {
 		p.Failure = &model.CaptureFailure{Code: f.Code, Message: f.Message}
 	}
@@ -113,19 +113,18 @@ func (r *Resolver) voidPayload(ctx context.Context, m payment.Merchant, res paym
 		Replayed:       res.Replayed,
 		Charge:         r.chargeNow(ctx, m, charge),
 	}
-	if v := res.Void; v != nil {
-		p.Void = &model.Void{ID: v.ID.String(), ChargeID: v.ChargeID.String(), CreatedAt: v.CreatedAt.UTC()}
-	}
-	p.RetryAfterMs, p.ExpiresAt = processing(res)
+	p.Void = ToVoid(res.Void)
+	p.RetryAfterMs, p.ExpiresAt = Hints(res)
 	if f := res.Failure; f != nil {
 		p.Failure = &model.CaptureFailure{Code: f.Code, Message: f.Message}
 	}
 	return p
 }
 
-// processing is res's poll hint, set while PROCESSING, and when its stored
-// result may be forgotten.
-func processing(res payment.Result) (after *int, expires *time.Time) {
+// Hints are res's poll hint (retryAfterMs), set while PROCESSING, and when
+// its stored result may be forgotten (expiresAt), as every payload of an
+// attempt carries them; the demo's shop backend answers them too.
+func Hints(res payment.Result) (after *int, expires *time.Time) {
 	if res.Status == payment.StatusProcessing {
 		ms := retryAfterMs(res.RetryAfter)
 		after = &ms
@@ -150,13 +149,21 @@ func (r *Resolver) chargeNow(ctx context.Context, m payment.Merchant, id string)
 	return toCharge(&c)
 }
 
-// toCapture maps a capture.
-func toCapture(c *payment.Capture) *model.Capture {
+// ToCapture maps a capture; nil for none.
+func ToCapture(c *payment.Capture) *model.Capture {
 	if c == nil {
 		return nil
 	}
 	return &model.Capture{ID: c.ID.String(), ChargeID: c.ChargeID.String(), Amount: int(c.Amount), Final: c.Final,
 		CreatedAt: c.CreatedAt.UTC()}
+}
+
+// ToVoid maps a void; nil for none.
+func ToVoid(v *payment.Void) *model.Void {
+	if v == nil {
+		return nil
+	}
+	return &model.Void{ID: v.ID.String(), ChargeID: v.ChargeID.String(), CreatedAt: v.CreatedAt.UTC()}
 }
 
 // chargeCaptures is where the caller's charge stands in its captures.

@@ -83,7 +83,7 @@ func RefundPayload(r payment.Result) *model.RefundPayload {
 		Replayed:       r.Replayed,
 		Refund:         toRefund(r.Refund),
 	}
-	p.RetryAfterMs, p.ExpiresAt = processing(r)
+	p.RetryAfterMs, p.ExpiresAt = Hints(r)
 	if f := r.Failure; f != nil {
 		p.Failure = &model.RefundFailure{Code: f.Code, Message: f.Message}
 	}

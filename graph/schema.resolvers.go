@@ -69,7 +69,7 @@ func (r *chargeResolver) Captures(ctx context.Context, obj *model.Charge) ([]*mo
 	captures, err := r.Payments.Captures(ctx, m, id)
 	out := make([]*model.Capture, len(captures))
 	for i := range captures {
-		out[i] = toCapture(&captures[i])
+		out[i] = ToCapture(&captures[i])
 	}
 	return out, err
 }

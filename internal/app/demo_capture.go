@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"chargeonce/graph"
 	"chargeonce/graph/model"
 	"chargeonce/payment"
 )
@@ -51,10 +52,7 @@ func (a *App) demoCapture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := a.demoAnswer(r.Context(), res, in.ChargeID)
-	if c := res.Capture; c != nil {
-		p.Capture = &model.Capture{ID: c.ID.String(), ChargeID: c.ChargeID.String(), Amount: int(c.Amount), Final: c.Final,
-			CreatedAt: c.CreatedAt.UTC()}
-	}
+	p.Capture = graph.ToCapture(res.Capture)
 	writeDemoAnswer(w, p)
 }
 
@@ -89,9 +87,7 @@ func (a *App) demoVoid(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := a.demoAnswer(r.Context(), res, in.ChargeID)
-	if v := res.Void; v != nil {
-		p.Void = &model.Void{ID: v.ID.String(), ChargeID: v.ChargeID.String(), CreatedAt: v.CreatedAt.UTC()}
-	}
+	p.Void = graph.ToVoid(res.Void)
 	writeDemoAnswer(w, p)
 }
 
@@ -102,7 +98,7 @@ type demoAttemptPayload struct {
 	IdempotencyKey string                `json:"idempotencyKey"`
 	Status         payment.Status        `json:"status"`
 	Replayed       bool                  `json:"replayed"`
-	RetryAfterMs   *int64                `json:"retryAfterMs,omitempty"`
+	RetryAfterMs   *int                  `json:"retryAfterMs,omitempty"`
 	ExpiresAt      *time.Time            `json:"expiresAt,omitempty"`
 	Capture        *model.Capture        `json:"capture,omitempty"`
 	Void           *model.Void           `json:"void,omitempty"`
@@ -128,14 +124,7 @@ type demoCharge struct {
 // it cannot be read: the answer stands without it).
 func (a *App) demoAnswer(ctx context.Context, res payment.Result, id uuid.UUID) *demoAttemptPayload {
 	p := &demoAttemptPayload{IdempotencyKey: res.IdempotencyKey, Status: res.Status, Replayed: res.Replayed, Charge: a.demoChargeNow(ctx, id)}
-	if res.Status == payment.StatusProcessing {
-		ms := int64(max((res.RetryAfter+time.Millisecond-1)/time.Millisecond, 1)) // rounded up, as the API does
-		p.RetryAfterMs = &ms
-	}
-	if !res.ExpiresAt.IsZero() {
-		t := res.ExpiresAt.UTC()
-		p.ExpiresAt = &t
-	}
+	p.RetryAfterMs, p.ExpiresAt = graph.Hints(res) // as the API says them
 	if f := res.Failure; f != nil {
 		p.Failure = &model.CaptureFailure{Code: f.Code, Message: f.Message}
 	}
