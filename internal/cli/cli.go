@@ -41,26 +41,7 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 	case len(args) >= 2 && args[0] == "merchant" && args[1] == "origins":
 		return runOriginsCommand(ctx, cfg, args[2:], stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "stuck":
-		pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
-		if err != nil {
-			return err
-		}
-		defer closeDB()
-		stuck, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).StuckAttempts(ctx, 1000)
-		if err != nil {
-			return err
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tAMOUNT\tHOLDERS\tCREATED\tLEASE ENDED")
-		for _, a := range stuck {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.IdempotencyKey, a.ProviderKey,
-				a.Amount, a.Currency, a.Holders, a.CreatedAt.UTC().Format(time.RFC3339), a.LeaseEnded.UTC().Format(time.RFC3339))
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%d stuck attempt(s)\n", len(stuck))
-		return nil
+		return runChargesStuck(ctx, cfg, stdout, log)
 	case len(args) == 2 && args[0] == "refunds" && args[1] == "stuck":
 		return runRefundsStuck(ctx, cfg, stdout, log)
 	case len(args) == 2 && args[0] == "charges" && args[1] == "uncaptured":
@@ -71,15 +52,11 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 		if cfg.Provider == app.ProviderCardsim && cfg.ProviderURL == "" {
 			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server), or PROVIDER=stripe")
 		}
-		pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
-		if err != nil {
+		return withPayments(ctx, cfg, log, func(svc *payment.Service) error {
+			res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
+			fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
 			return err
-		}
-		defer closeDB()
-		svc := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil)
-		res, err := payment.NewReconciler(svc, payment.ReconcilerConfig{}).RunOnce(ctx)
-		fmt.Fprintf(stdout, "taken %d, succeeded %d, failed %d, still processing %d\n", res.Taken, res.Succeeded, res.Failed, res.Open)
-		return err
+		})
 	case len(args) == 2 && args[0] == "consume" && args[1] == "receipts":
 		return consume(ctx, cfg, log, func(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream) error {
 			events.Receipts(pool, log, cfg.Fault).Run(ctx, js)
@@ -320,105 +297,116 @@ var ErrUsage = errors.New(`usage:
   chargeonce localdb stop [DIR]       stop the project-local PostgreSQL in DIR (default DATA_DIR/postgres)
   chargeonce help                     print this`)
 
-// runRefundsStuck lists the refunds left PROCESSING, oldest first: why each
-// is (only read at the provider since when, or when its lease ends or ended)
-// and what it refunds.
-func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
+// withPayments runs fn with a payment service on the configured database,
+// as the operator commands that read or finish attempts need it.
+func withPayments(ctx context.Context, cfg app.Config, log *slog.Logger, fn func(*payment.Service) error) error {
 	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	refunds, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).ProcessingRefunds(ctx, 1000)
-	if err != nil {
-		return err
-	}
+	return fn(app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil))
+}
+
+// listing prints a table of the operator commands: header, a row per item
+// (row writes it, tab-separated), then how many there are (total, with %d).
+func listing[T any](stdout io.Writer, header string, items []T, row func(w io.Writer, item T), total string) error {
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "MERCHANT\tIDEMPOTENCY KEY\tCHARGE\tPROVIDER CHARGE\tAMOUNT\tHOLDERS\tCREATED\tSTATE")
-	now := time.Now()
-	for _, r := range refunds {
-		state := "held until " + r.LockedUntil.UTC().Format(time.RFC3339)
-		switch {
-		case !r.PendingSince.IsZero():
-			state = "only read at the provider since " + r.PendingSince.UTC().Format(time.RFC3339) + " (pending there, or not shown within the redrive window)"
-		case r.LockedUntil.Before(now):
-			state = "stuck since " + r.LockedUntil.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", r.Merchant, r.IdempotencyKey, r.ChargeID, r.ProviderChargeID,
-			r.Amount, r.Currency, r.Holders, r.CreatedAt.UTC().Format(time.RFC3339), state)
+	fmt.Fprintln(w, header)
+	for _, it := range items {
+		row(w, it)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d refund(s) PROCESSING\n", len(refunds))
+	fmt.Fprintf(stdout, total+"\n", len(items))
 	return nil
+}
+
+// leaseState says why an attempt left PROCESSING is: only read at the
+// provider since pendingSince (then pendingNote, if any), stuck since its
+// lease ended, or held until it ends.
+func leaseState(lockedUntil, pendingSince, now time.Time, pendingNote string) string {
+	switch {
+	case !pendingSince.IsZero():
+		return "only read at the provider since " + pendingSince.UTC().Format(time.RFC3339) + pendingNote
+	case lockedUntil.Before(now):
+		return "stuck since " + lockedUntil.UTC().Format(time.RFC3339)
+	}
+	return "held until " + lockedUntil.UTC().Format(time.RFC3339)
+}
+
+// runChargesStuck lists the stuck charge attempts: PROCESSING, their lease
+// ended.
+func runChargesStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
+	return withPayments(ctx, cfg, log, func(svc *payment.Service) error {
+		stuck, err := svc.StuckAttempts(ctx, 1000)
+		if err != nil {
+			return err
+		}
+		return listing(stdout, "MERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tAMOUNT\tHOLDERS\tCREATED\tLEASE ENDED", stuck, func(w io.Writer, a payment.StuckAttempt) {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.IdempotencyKey, a.ProviderKey,
+				a.Amount, a.Currency, a.Holders, a.CreatedAt.UTC().Format(time.RFC3339), a.LeaseEnded.UTC().Format(time.RFC3339))
+		}, "%d stuck attempt(s)")
+	})
+}
+
+// runRefundsStuck lists the refunds left PROCESSING, oldest first: why each
+// is (only read at the provider since when, or when its lease ends or ended)
+// and what it refunds.
+func runRefundsStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
+	return withPayments(ctx, cfg, log, func(svc *payment.Service) error {
+		refunds, err := svc.ProcessingRefunds(ctx, 1000)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		return listing(stdout, "MERCHANT\tIDEMPOTENCY KEY\tCHARGE\tPROVIDER CHARGE\tAMOUNT\tHOLDERS\tCREATED\tSTATE", refunds, func(w io.Writer, r payment.ProcessingRefund) {
+			state := leaseState(r.LockedUntil, r.PendingSince, now, " (pending there, or not shown within the redrive window)")
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", r.Merchant, r.IdempotencyKey, r.ChargeID, r.ProviderChargeID,
+				r.Amount, r.Currency, r.Holders, r.CreatedAt.UTC().Format(time.RFC3339), state)
+		}, "%d refund(s) PROCESSING")
+	})
 }
 
 // runChargesUncaptured lists the open authorizations, oldest first: what
 // each authorized and captured, and when it lapses.
 func runChargesUncaptured(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
-	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	open, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).OpenAuthorizations(ctx, 1000)
-	if err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "MERCHANT\tCHARGE\tPROVIDER CHARGE\tORDER\tAUTHORIZED\tCAPTURED\tCREATED\tEXPIRES")
-	now := time.Now()
-	for _, a := range open {
-		expires := a.ExpiresAt.UTC().Format(time.RFC3339)
-		if left := a.ExpiresAt.Sub(now); left > 0 {
-			expires += " (in " + left.Round(time.Minute).String() + ")"
-		} else {
-			expires += " (lapsed; the reconciler reads the provider)"
+	return withPayments(ctx, cfg, log, func(svc *payment.Service) error {
+		open, err := svc.OpenAuthorizations(ctx, 1000)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.ChargeID, a.ProviderChargeID, a.OrderID,
-			a.Amount, a.Currency, a.Captured, a.CreatedAt.UTC().Format(time.RFC3339), expires)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%d open authorization(s)\n", len(open))
-	return nil
+		now := time.Now()
+		return listing(stdout, "MERCHANT\tCHARGE\tPROVIDER CHARGE\tORDER\tAUTHORIZED\tCAPTURED\tCREATED\tEXPIRES", open, func(w io.Writer, a payment.OpenAuthorization) {
+			expires := a.ExpiresAt.UTC().Format(time.RFC3339)
+			if left := a.ExpiresAt.Sub(now); left > 0 {
+				expires += " (in " + left.Round(time.Minute).String() + ")"
+			} else {
+				expires += " (lapsed; the reconciler reads the provider)"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d %s\t%d\t%s\t%s\n", a.Merchant, a.ChargeID, a.ProviderChargeID, a.OrderID,
+				a.Amount, a.Currency, a.Captured, a.CreatedAt.UTC().Format(time.RFC3339), expires)
+		}, "%d open authorization(s)")
+	})
 }
 
 // runCapturesStuck lists the captures and voids left PROCESSING, oldest
 // first: why each is, and what it captures or voids.
 func runCapturesStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log *slog.Logger) error {
-	pool, closeDB, err := app.OpenDatabase(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	captures, err := app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil).ProcessingCaptures(ctx, 1000)
-	if err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "KIND\tMERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tCHARGE\tAMOUNT\tFINAL\tHOLDERS\tCREATED\tSTATE")
-	now := time.Now()
-	for _, c := range captures {
-		state := "held until " + c.LockedUntil.UTC().Format(time.RFC3339)
-		switch {
-		case !c.PendingSince.IsZero():
-			state = "only read at the provider since " + c.PendingSince.UTC().Format(time.RFC3339)
-		case c.LockedUntil.Before(now):
-			state = "stuck since " + c.LockedUntil.UTC().Format(time.RFC3339)
+	return withPayments(ctx, cfg, log, func(svc *payment.Service) error {
+		captures, err := svc.ProcessingCaptures(ctx, 1000)
+		if err != nil {
+			return err
 		}
-		final := "-"
-		if c.Kind == payment.KindCapture {
-			final = strconv.FormatBool(c.Final)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d %s\t%s\t%d\t%s\t%s\n", c.Kind, c.Merchant, c.IdempotencyKey, c.ProviderKey, c.ChargeID,
-			c.Amount, c.Currency, final, c.Holders, c.CreatedAt.UTC().Format(time.RFC3339), state)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%d capture(s) and void(s) PROCESSING\n", len(captures))
-	return nil
+		now := time.Now()
+		return listing(stdout, "KIND\tMERCHANT\tIDEMPOTENCY KEY\tPROVIDER KEY\tCHARGE\tAMOUNT\tFINAL\tHOLDERS\tCREATED\tSTATE", captures, func(w io.Writer, c payment.ProcessingCapture) {
+			final := "-"
+			if c.Kind == payment.KindCapture {
+				final = strconv.FormatBool(c.Final)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d %s\t%s\t%d\t%s\t%s\n", c.Kind, c.Merchant, c.IdempotencyKey, c.ProviderKey, c.ChargeID,
+				c.Amount, c.Currency, final, c.Holders, c.CreatedAt.UTC().Format(time.RFC3339), leaseState(c.LockedUntil, c.PendingSince, now, ""))
+		}, "%d capture(s) and void(s) PROCESSING")
+	})
 }
