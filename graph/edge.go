@@ -19,6 +19,7 @@ import (
 	"chargeonce/metrics"
 	"chargeonce/payment"
 	"chargeonce/ratelimit"
+	"chargeonce/request"
 )
 
 // edge is the HTTP front of /graphql. Before any GraphQL work, and before
@@ -65,7 +66,7 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer e.logRequest(r, sw, st, start)
 	// A stream's request lasts as long as the stream: its end releases it.
 	defer func() { st.conn.release() }()
-	r = r.WithContext(withState(r.Context(), st))
+	r = r.WithContext(request.With(withState(r.Context(), st), st.id))
 	if int64(len(r.URL.RawQuery)) > e.maxBody {
 		// Before anything else: a GET carries its document in the URL, held
 		// to the body's limit.
