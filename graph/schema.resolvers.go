@@ -144,6 +144,21 @@ func (r *queryResolver) VoidStatus(ctx context.Context, idempotencyKey string) (
 	return r.voidStatus(ctx, idempotencyKey)
 }
 
+// ChargeHistory is the resolver for the chargeHistory field.
+func (r *queryResolver) ChargeHistory(ctx context.Context, idempotencyKey string) ([]*model.AttemptEvent, error) {
+	return r.history(ctx, chargeKind, idempotencyKey)
+}
+
+// RefundHistory is the resolver for the refundHistory field.
+func (r *queryResolver) RefundHistory(ctx context.Context, idempotencyKey string) ([]*model.AttemptEvent, error) {
+	return r.history(ctx, refundKind, idempotencyKey)
+}
+
+// History is the resolver for the history field.
+func (r *queryResolver) History(ctx context.Context, kind model.AttemptKind, idempotencyKey string) ([]*model.AttemptEvent, error) {
+	return r.history(ctx, attemptKind(kind), idempotencyKey)
+}
+
 // ChargeUpdated is the resolver for the chargeUpdated field.
 func (r *subscriptionResolver) ChargeUpdated(ctx context.Context, idempotencyKey string, checkoutSession *string) (<-chan *model.ChargeCardPayload, error) {
 	m, st, err := r.caller(ctx)

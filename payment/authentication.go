@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"chargeonce/history"
 )
 
 // Customer authentication (3-D Secure). A charge with a ReturnURL may get
@@ -39,9 +41,13 @@ import (
 // attempt stays held until its lease ends and the reconciler finds the
 // waiting payment at the provider; the answer still carries the next
 // action, which is the provider's truth either way.
-func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, o outcome) Attempt {
+func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, o outcome, notes ...history.Entry) Attempt {
 	now := s.cfg.Now()
+	if a.Wait.Since.IsZero() {
+		notes = append(notes, s.note(ctx, a, history.WaitStarted, "the shopper is sent to authenticate at the bank"))
+	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	writeCtx, ride := withRiding(writeCtx, notes...)
 	defer cancel()
 	// The next look: after the check interval, or at the window's end if
 	// that comes first, so that an abandoned payment is cancelled on time.
@@ -50,6 +56,9 @@ func (s *Service) await(ctx context.Context, log *slog.Logger, a Attempt, o outc
 		next = end
 	}
 	waiting, began, err := s.store.await(writeCtx, a, o.Action.URL, now, next, s.cfg.AuthenticationWindow)
+	if !ride.written {
+		s.cfg.History.Add(notes...)
+	}
 	if err != nil {
 		if !errors.Is(err, errFenced) {
 			log.WarnContext(ctx, "could not record that the attempt waits for authentication; the reconciler will find it at the provider", "err", err)
@@ -119,7 +128,9 @@ func (s *Service) readAction(ctx context.Context, m Merchant, a Attempt, recheck
 	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
-	done, err := s.finalize(writeCtx, current, *o, byRequest)
+	done, err := s.finalize(writeCtx, current, *o, byRequest,
+		s.note(ctx, current, history.ProviderRead, outcomeDetail(*o, 0)),
+		s.note(ctx, current, history.WaitEnded, "the provider says the shopper finished authenticating"))
 	if errors.Is(err, errFenced) {
 		if stored, err := s.store.getByID(writeCtx, a.ID); err == nil {
 			return stored, nil

@@ -103,12 +103,13 @@ func (s *Service) CaptureCharge(ctx context.Context, m Merchant, key string, in 
 // claimOnCharge claims a, an attempt on a charge (a capture, a void), with
 // claim, and performs it, or answers the key's stored attempt; a refusal
 // is counted by its code.
-func (s *Service) claimOnCharge(ctx context.Context, m Merchant, a Attempt, claim func(context.Context) (claim, error)) (Result, error) {
+func (s *Service) claimOnCharge(ctx context.Context, m Merchant, a Attempt, claim func(context.Context) (claim, error)) (_ Result, err error) {
+	defer func() { s.noteRefusal(ctx, m, a.Kind, a.IdempotencyKey, err) }()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	stored, err := s.store.get(ctx, m.ID, uuid.Nil, a.IdempotencyKey)
 	if err == nil {
-		return s.answerRetry(ctx, m, stored, a.Fingerprint)
+		return s.answerRetry(ctx, m, stored, a.Fingerprint, a.Terms)
 	}
 	if !errors.Is(err, errNotFound) {
 		return Result{}, err
@@ -118,7 +119,7 @@ func (s *Service) claimOnCharge(ctx context.Context, m Merchant, a Attempt, clai
 	switch {
 	case err == nil:
 	case ErrorCode(err) == EUNAVAILABLE && db.MayHaveRun(err):
-		s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget)
+		s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget, "the answer to its claim was lost")
 		return Result{}, err
 	case errors.As(err, &refused) && refused.Code != EUNAVAILABLE && refused.Code != EINTERNAL:
 		s.metrics.CapturesRefused.WithLabelValues(refused.Code).Inc()
@@ -127,7 +128,7 @@ func (s *Service) claimOnCharge(ctx context.Context, m Merchant, a Attempt, clai
 		return Result{}, err
 	}
 	if c.outcome == foundStored {
-		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint)
+		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.Terms)
 	}
 	s.cfg.Fault(FaultAfterClaim)
 	return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil

@@ -37,6 +37,7 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, key string, in ChargeInput) (_ Result, err error) {
 	// Every error is answered before the provider is called: say so.
 	defer func() {
+		s.noteRefusal(ctx, m, KindCharge, key, err)
 		var e *Error
 		if errors.As(err, &e) && e.Code == EUNAVAILABLE {
 			unavailable := *e
@@ -55,7 +56,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, 
 	}
 	if a, ok := s.finished.get(m.ID, keySession, key, s.cfg.Now()); ok {
 		// A replay of a finished attempt: nothing to ask the database.
-		return s.answerRetry(ctx, m, a, Fingerprint(in))
+		return s.answerRetry(ctx, m, a, Fingerprint(in), ChargeTerms{Input: in})
 	}
 	// The database's share of the request, claim and reads included.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
@@ -79,7 +80,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, 
 				// the attempt over at once; the release is fenced on the
 				// claim's id and first fence, so it changes nothing
 				// if the claim never happened.
-				s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget)
+				s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget, "the answer to its claim was lost")
 			case code == ESESSIONPAID:
 				s.metrics.SessionRefused.WithLabelValues("paid").Inc()
 			case code == EORDERPAID:
@@ -98,11 +99,11 @@ func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, 
 			return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil
 		case foundStored:
 			// The common retry: the claim's statement read the stored attempt.
-			return s.answerRetry(ctx, m, c.attempt, a.Fingerprint)
+			return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.Terms)
 		}
 		stored, err := s.store.get(ctx, m.ID, keySession, key)
 		if err == nil {
-			return s.answerRetry(ctx, m, stored, a.Fingerprint)
+			return s.answerRetry(ctx, m, stored, a.Fingerprint, a.Terms)
 		}
 		if !errors.Is(err, errNotFound) {
 			return Result{}, err

@@ -3,6 +3,8 @@ package payment
 import (
 	"bytes"
 	"context"
+
+	"chargeonce/history"
 )
 
 // claimOutcome is what a claim of a key found.
@@ -26,10 +28,14 @@ type claim struct {
 	attempt Attempt
 }
 
-// answerRetry answers a request whose key is already claimed by a.
-func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, fingerprint []byte) (Result, error) {
+// answerRetry answers a request whose key is already claimed by a, which
+// asked for asked (its fingerprint: fingerprint). The history counts it
+// (a replay, a PROCESSING answer) or notes it (a mismatch); a takeover
+// notes itself.
+func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, fingerprint []byte, asked Terms) (Result, error) {
 	s.finished.put(a)
 	if !bytes.Equal(a.Fingerprint, fingerprint) {
+		s.cfg.History.Add(s.note(ctx, a, history.Mismatch, EKEYREUSED+": refused, "+mismatch(a.Terms, asked)))
 		s.metrics.KeyReused.Inc()
 		return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
 			Message: "this idempotency key was already used with a different request; nothing was charged. Use a new key for a new checkout attempt"}
@@ -59,5 +65,11 @@ func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, finger
 			return s.fresh(a), nil
 		}
 	}
-	return s.stored(a), nil
+	r := s.stored(a)
+	typ := history.Replayed
+	if r.Status == StatusProcessing {
+		typ = history.Processing
+	}
+	s.cfg.History.Count(s.note(ctx, a, typ, ""))
+	return r, nil
 }

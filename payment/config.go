@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"chargeonce/history"
 	"chargeonce/metrics"
 )
 
@@ -73,6 +74,10 @@ type Config struct {
 	Fault   func(FaultPoint)
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics // default: instruments nobody scrapes
+	// History records what the engine notes about each key that rides in
+	// no write of the ledger's, and names the instance in every row; nil
+	// records none of those (the ledger's writes still write theirs).
+	History *history.Recorder
 	// EventsCommitted is told, right after a transaction commits, of the
 	// outbox events it wrote: how the relay and the live status hear of
 	// them without a NOTIFY in the writing transaction. It must not block.

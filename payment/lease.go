@@ -8,6 +8,7 @@ import (
 
 	goretry "github.com/sethvargo/go-retry"
 
+	"chargeonce/history"
 	"chargeonce/metrics"
 )
 
@@ -54,12 +55,20 @@ const (
 // database is away (a restart, a failover) it goes on trying in the
 // background until the lease would have ended anyway. The write is fenced
 // on a's fence: it changes nothing once someone else holds a.
-func (s *Service) release(ctx context.Context, log *slog.Logger, a Attempt, budget time.Duration) Attempt {
+//
+// The release writes its history row (lease.released, saying why) with
+// notes, what its holder learned before it let go; notes that no release
+// carried (someone else held a) go to the recorder.
+func (s *Service) release(ctx context.Context, log *slog.Logger, a Attempt, budget time.Duration, why string, notes ...history.Entry) Attempt {
+	rows := append(notes, s.note(ctx, a, history.LeaseReleased, why))
 	write := func(ctx context.Context) error {
 		return goretry.Do(ctx, goretry.NewConstant(50*time.Millisecond), func(ctx context.Context) error {
-			err := s.store.release(ctx, a, s.cfg.Now())
+			released, err := s.store.release(ctx, a, s.cfg.Now(), rows)
 			if ErrorCode(err) == EUNAVAILABLE {
 				return goretry.RetryableError(err)
+			}
+			if err == nil && !released {
+				s.cfg.History.Add(notes...)
 			}
 			return err
 		})
@@ -69,6 +78,7 @@ func (s *Service) release(ctx context.Context, log *slog.Logger, a Attempt, budg
 	err := write(first)
 	cancel()
 	failed := func(err error) {
+		s.cfg.History.Add(notes...)
 		log.WarnContext(ctx, "could not release the lease; the attempt is stuck once the lease ends", "err", err)
 	}
 	switch {

@@ -3,9 +3,12 @@ package payment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	goretry "github.com/sethvargo/go-retry"
+
+	"chargeonce/history"
 )
 
 // finalizeTimeout bounds the write of a provider's answer.
@@ -18,25 +21,28 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 	// Finish the provider phase well within the lease, so that the reconciler
 	// never takes over an attempt whose holder is still working.
 	providerCtx, cancel := context.WithTimeout(ctx, s.cfg.Lease/2)
+	sent := s.cfg.Now()
 	o, err := s.callProvider(providerCtx, m, a)
 	cancel()
 	if err != nil {
 		// Nobody knows yet whether the card was charged. Hand the attempt to
 		// the reconciler (or the client's retry) now, not when the lease ends.
-		a = s.release(ctx, log, a, releaseBudget)
+		a = s.release(ctx, log, a, releaseBudget, "the provider's outcome is unknown",
+			s.note(ctx, a, history.ProviderLost, lostDetail(err, s.cfg.Now().Sub(sent))))
 		log.WarnContext(ctx, "provider outcome unknown; attempt stays PROCESSING for the reconciler", "err", err)
 		s.metrics.OutcomeUnknown.Inc()
 		return s.fresh(a)
 	}
 	s.cfg.Fault(FaultAfterProvider)
+	answered := s.note(ctx, a, history.ProviderAnswered, outcomeDetail(o, s.cfg.Now().Sub(sent)))
 	switch o.State {
 	case outcomeWaiting:
 		// The shopper must authenticate first: nothing more to send, ever.
-		return s.fresh(s.await(ctx, log, a, o))
+		return s.fresh(s.await(ctx, log, a, o, answered))
 	case outcomePending:
 		// The provider holds the operation and will make it final later: it
 		// is read from now on, never sent again.
-		return s.fresh(s.pend(ctx, a))
+		return s.fresh(s.pend(ctx, a, answered))
 	}
 	// The provider has answered, and losing that answer now would leave the
 	// attempt to the reconciler for the rest of the lease. A write that fails
@@ -48,7 +54,7 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 	var done Attempt
 	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
 		func(ctx context.Context) error {
-			done, err = s.finalize(ctx, a, o, byRequest)
+			done, err = s.finalize(ctx, a, o, byRequest, answered)
 			if code := ErrorCode(err); err != nil && !errors.Is(err, errFenced) && (code == EUNAVAILABLE || code == EINTERNAL) {
 				log.WarnContext(ctx, "could not record the provider's answer yet; retrying", "err", err)
 				return goretry.RetryableError(err)
@@ -109,22 +115,52 @@ func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (outc
 }
 
 // finalize records the provider's definitive answer o on a, fenced on a's
-// fence, for its holder by, as a's kind records it, and counts it.
-func (s *Service) finalize(ctx context.Context, a Attempt, o outcome, by holder) (Attempt, error) {
+// fence, for its holder by, as a's kind records it, and counts it. Its
+// history rows ride in the write: notes (how the holder learned o), the
+// finalization and the events it wrote; when nothing is written, the
+// notes go to the recorder, with the refusal when the write was fenced.
+func (s *Service) finalize(ctx context.Context, a Attempt, o outcome, by holder, notes ...history.Entry) (Attempt, error) {
 	now := s.cfg.Now()
 	op := s.op(a)
-	done, err := op.record(ctx, a, o, now, now.Add(s.cfg.Retention))
+	expires := now.Add(s.cfg.Retention)
+	final := s.note(ctx, a, history.Finalized, fmt.Sprintf("by %s; its result is kept until %s", holderName(by), expires.UTC().Format(time.RFC3339)))
+	final.Status = string(finalStatus(o))
+	rctx, ride := withRiding(ctx, append(notes, final)...)
+	done, err := op.record(rctx, a, o, now, expires)
+	switch {
+	case err == nil && !ride.written:
+		s.cfg.History.Add(ride.entries...) // a kind whose write carries no rows
+	case errors.Is(err, errFenced):
+		s.cfg.History.Add(append(notes, s.note(ctx, a, history.FenceRefused,
+			fmt.Sprintf("holder %d's write of %s refused: another holder finalized or took it over", a.Fence, final.Status)))...)
+	case err != nil:
+		s.cfg.History.Add(notes...)
+	}
 	if err == nil {
 		op.observe(a, o, by, now)
 	}
 	return done, err
 }
 
+// lostDetail says how a provider call that took took ended without an
+// answer: a timeout, or the connection lost.
+func lostDetail(err error, took time.Duration) string {
+	why := "no answer"
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		why = "timed out"
+	case errors.Is(err, ErrOutcomeUnknown):
+		why = "the connection ended without an answer"
+	}
+	return fmt.Sprintf("%s after %d ms", why, took.Milliseconds())
+}
+
 // pend records that the provider holds a's operation without having made
 // it final: nothing is sent for it again, and the reconciler reads it at
 // its next look, RefundCheckInterval from now. When the write fails, the
 // attempt stays held until its lease ends, and the reconciler reads it then.
-func (s *Service) pend(ctx context.Context, a Attempt) Attempt {
+func (s *Service) pend(ctx context.Context, a Attempt, notes ...history.Entry) Attempt {
+	s.cfg.History.Add(append(notes, s.note(ctx, a, history.Pending, "the provider holds it pending; read again from now on"))...)
 	now := s.cfg.Now()
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()

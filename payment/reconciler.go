@@ -107,7 +107,7 @@ func (s *Service) reconcile(ctx context.Context, log *slog.Logger, a Attempt) St
 	if err != nil {
 		log := attemptLogger(log, Merchant{}, a)
 		log.WarnContext(ctx, "attempt stays PROCESSING", "reason", "could not load the merchant", "err", err)
-		s.release(ctx, log, a, releaseBudget)
+		s.release(ctx, log, a, releaseBudget, "could not load the merchant")
 		return StatusProcessing
 	}
 	st, done := s.settle(ctx, attemptLogger(log, m, a), m, a, byReconciler)

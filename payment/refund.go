@@ -72,7 +72,8 @@ func (s *Service) RefundCharge(ctx context.Context, m Merchant, key string, in R
 }
 
 // refund is RefundCharge for any valid key, chargeonce's own included.
-func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundInput) (Result, error) {
+func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundInput) (_ Result, err error) {
+	defer func() { s.noteRefusal(ctx, m, KindRefund, key, err) }()
 	if err := ValidateKey(key); err != nil {
 		return Result{}, err
 	}
@@ -85,7 +86,7 @@ func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundI
 	// A retry is answered without locking the charge.
 	stored, err := s.store.get(ctx, m.ID, uuid.Nil, key)
 	if err == nil {
-		return s.answerRetry(ctx, m, stored, a.Fingerprint)
+		return s.answerRetry(ctx, m, stored, a.Fingerprint, a.Terms)
 	}
 	if !errors.Is(err, errNotFound) {
 		return Result{}, err
@@ -103,13 +104,13 @@ func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundI
 		// The commit may have happened with only its reply lost: release
 		// the lease, fenced on the claim's id and first number, so that the
 		// client's retry takes the attempt over at once.
-		s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget)
+		s.release(ctx, s.attemptLog(m, a), a, lostClaimReleaseBudget, "the answer to its claim was lost")
 		return Result{}, err
 	default:
 		return Result{}, err
 	}
 	if c.outcome == foundStored {
-		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint)
+		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.Terms)
 	}
 	s.cfg.Fault(FaultAfterClaim)
 	return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil

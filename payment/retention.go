@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"chargeonce/history"
 	"chargeonce/loop"
 )
 
@@ -77,6 +78,7 @@ type RetentionResult struct {
 	Attempts int // expired finished attempts deleted
 	Events   int // sent outbox events deleted
 	Sessions int // checkout sessions marked EXPIRED
+	History  int // history rows forgotten with their key
 }
 
 // RunOnce deletes expired finished attempts, and outbox events sent more
@@ -99,6 +101,10 @@ func (c *Cleaner) pass(ctx context.Context) (res RetentionResult, backlog bool, 
 	if err != nil {
 		return res, false, fmt.Errorf("delete sent events: %w", err)
 	}
+	res.History, _, err = batches.Run(ctx, c.svc.deleteHistory)
+	if err != nil {
+		return res, false, fmt.Errorf("delete history: %w", err)
+	}
 	res.Sessions, _, err = batches.Run(ctx, c.svc.ExpireSessions)
 	if err != nil {
 		return res, false, fmt.Errorf("expire checkout sessions: %w", err)
@@ -117,6 +123,14 @@ func (s *Service) deleteExpired(ctx context.Context, limit int) (int, error) {
 	n, err := s.store.deleteExpired(ctx, s.cfg.Now(), limit)
 	s.metrics.RetentionDeleted.Add(float64(n))
 	return n, err
+}
+
+// deleteHistory forgets up to limit history rows written more than
+// Retention ago whose key has no attempt any more: a key's history lives
+// as long as its result, and Retention at least.
+func (s *Service) deleteHistory(ctx context.Context, limit int) (int, error) {
+	n, err := history.Delete(ctx, s.store.pool, s.cfg.Now().Add(-s.cfg.Retention), limit)
+	return n, interpretError(err)
 }
 
 // deleteSentEvents forgets up to limit outbox events sent more than

@@ -32,6 +32,7 @@ func NewService(pool *pgxpool.Pool, provider Provider, cfg Config) *Service {
 	cfg = cfg.withDefaults()
 	st := newStore(pool)
 	st.committed = cfg.EventsCommitted
+	st.hist = cfg.History
 	s := &Service{store: st, provider: instrument(provider, cfg.Metrics), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
 		ops: make(map[Kind]operation, len(operations))}
 	for kind, op := range operations {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+
+	"chargeonce/history"
 )
 
 // settlement is how settle left an attempt.
@@ -43,23 +45,37 @@ const (
 // before anything is sent under it; so a key is never replaced while the
 // provider may hold a charge under it, and whoever holds the attempt next
 // asks about, and sends under, the new key.
+//
+// What it learns from the provider on the way is noted in the history, in
+// the write that ends its work on a (the finalization, the wait, the
+// release).
 func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a Attempt, by holder) (settlement, Attempt) {
+	var notes []history.Entry
 	open := func(reason string, err error) (settlement, Attempt) {
 		log.WarnContext(ctx, "attempt stays PROCESSING", "reason", reason, "err", err)
-		return leftOpen, s.release(ctx, log, a, releaseBudget)
+		return leftOpen, s.release(ctx, log, a, releaseBudget, reason, notes...)
 	}
 	op := s.op(a)
 	o, err := op.read(ctx, m, a)
 	if err != nil {
 		return open("the provider lookup failed", err)
 	}
+	read := "the provider holds nothing under provider key " + a.ProviderKey
+	if o != nil {
+		read = outcomeDetail(*o, 0)
+	}
+	notes = append(notes, s.note(ctx, a, history.ProviderRead, read))
 	reason := "the provider has the " + string(a.Kind)
 	age := s.cfg.Now().Sub(a.CreatedAt)
 	switch {
 	case o != nil && o.State == outcomePending:
-		return waitingForProvider, s.pend(ctx, a)
+		return waitingForProvider, s.pend(ctx, a, notes...)
 	case o != nil && o.State == outcomeWaiting:
 		if !s.abandoned(a) {
+			if a.Wait.Since.IsZero() {
+				return waitingForShopper, s.await(ctx, log, a, *o, notes...)
+			}
+			// A look at an attempt that still waits: the routine, not news.
 			return waitingForShopper, s.await(ctx, log, a, *o)
 		}
 		// Only a cancel the provider confirms ends the attempt FAILED: one it
@@ -76,6 +92,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		if err != nil {
 			return open("could not cancel the payment abandoned mid-authentication", err)
 		}
+		notes = append(notes, s.note(ctx, a, history.Abandoned, "nobody authenticated within the window; the payment was cancelled at the provider"))
 		o = &got
 	case o != nil:
 	case a.Wait.URL != "":
@@ -87,7 +104,7 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		if !fail {
 			// Not given up on while a send may still land at the provider:
 			// it is only read from now on, as a pending one is.
-			return waitingForProvider, s.pend(ctx, a)
+			return waitingForProvider, s.pend(ctx, a, notes...)
 		}
 		reason = "the provider never saw the " + string(a.Kind) + " and the redrive window has passed"
 		if by == byReconciler {
@@ -100,6 +117,8 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 		if by == byReconciler {
 			s.metrics.ReconcilerRedrives.Inc()
 		}
+		notes = append(notes, s.note(ctx, a, history.ProviderSent, sentDetail(a)+", sent again"))
+		sent := s.cfg.Now()
 		got, err := op.send(ctx, m, a)
 		if errors.Is(err, ErrProviderKeySpent) {
 			rekeyed, rerr := s.rekey(ctx, log, a)
@@ -112,22 +131,26 @@ func (s *Service) settle(ctx context.Context, log *slog.Logger, m Merchant, a At
 			}
 			a = rekeyed
 			reason = "the provider key was spent and the provider held no charge; sent under a new provider key"
+			notes = append(notes, s.note(ctx, a, history.ProviderSent, sentDetail(a)+", a new provider key"))
+			sent = s.cfg.Now()
 			got, err = op.send(ctx, m, a)
 		}
 		if err != nil {
+			notes = append(notes, s.note(ctx, a, history.ProviderLost, lostDetail(err, s.cfg.Now().Sub(sent))))
 			return open("re-sent the "+string(a.Kind)+", outcome still unknown", err)
 		}
+		notes = append(notes, s.note(ctx, a, history.ProviderAnswered, outcomeDetail(got, s.cfg.Now().Sub(sent))))
 		switch got.State {
 		case outcomeWaiting:
-			return waitingForShopper, s.await(ctx, log, a, got)
+			return waitingForShopper, s.await(ctx, log, a, got, notes...)
 		case outcomePending:
-			return waitingForProvider, s.pend(ctx, a)
+			return waitingForProvider, s.pend(ctx, a, notes...)
 		}
 		o = &got
 	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
-	done, err := s.finalize(writeCtx, a, *o, by)
+	done, err := s.finalize(writeCtx, a, *o, by, notes...)
 	if errors.Is(err, errFenced) {
 		log.InfoContext(ctx, "attempt was finalized by another holder; nothing to do")
 		return finalizedByAnother, a

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
+	"chargeonce/history"
 	"chargeonce/sqlc"
 )
 
@@ -22,6 +24,8 @@ type store struct {
 	// committed is told of the outbox events of each transaction once it
 	// commits (Config.EventsCommitted); nil: nobody is.
 	committed func([]Event)
+	// hist names the instance in the history rows the store writes.
+	hist *history.Recorder
 }
 
 func newStore(pool *pgxpool.Pool) *store {
@@ -33,6 +37,8 @@ func newStore(pool *pgxpool.Pool) *store {
 type txQueries struct {
 	*sqlc.Queries
 	events []Event
+	// history is the rows the transaction writes before it commits.
+	history []history.Entry
 }
 
 // inTx runs fn in a transaction, and once it commits tells s.committed of
@@ -41,14 +47,48 @@ type txQueries struct {
 // on the notification queue, and so serialize every commit of an event).
 func (s *store) inTx(ctx context.Context, fn func(q *txQueries) error) error {
 	var q *txQueries
+	ride := ridingOf(ctx)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q = &txQueries{Queries: s.q.WithTx(tx)}
-		return fn(q)
+		if err := fn(q); err != nil {
+			return err
+		}
+		rows := q.history
+		if ride != nil {
+			rows = append(rows, ride.entries...)
+			rows = append(rows, eventNotes(ride.entries, q.events)...)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		return q.InsertHistory(ctx, history.InsertParams(rows))
 	})
 	if err == nil {
 		s.announce(q.events)
+		if ride != nil {
+			ride.written = true
+		}
 	}
 	return err
+}
+
+// eventNotes are the event.written notes of the events evs, written in
+// the transaction that carries notes: of those about the notes' attempt.
+func eventNotes(notes []history.Entry, evs []Event) []history.Entry {
+	if len(notes) == 0 {
+		return nil
+	}
+	var out []history.Entry
+	first := notes[len(notes)-1]
+	for _, e := range evs {
+		if e.AttemptID == nil || *e.AttemptID != first.AttemptID {
+			continue
+		}
+		n := first
+		n.Type, n.Detail = history.EventWritten, e.Type+" "+e.ID.String()
+		out = append(out, n)
+	}
+	return out
 }
 
 // announce tells s.committed of evs, which just committed.
@@ -94,4 +134,25 @@ func interpretError(err error) error {
 func (s *store) merchant(ctx context.Context, id uuid.UUID) (Merchant, error) {
 	m, err := s.q.GetMerchant(ctx, id)
 	return Merchant{ID: m.ID, Name: m.Name}, interpretError(err)
+}
+
+// historyArgs are notes as the arrays and the source of a statement that
+// writes its history rows itself (a history CTE): the source is the
+// first note's, as every note of one statement is by one writer.
+type historyArgs struct {
+	at                []time.Time
+	typ, detail, stat []string
+	src               history.Source
+}
+
+func argsOf(notes []history.Entry) historyArgs {
+	h := historyArgs{at: make([]time.Time, len(notes)), typ: make([]string, len(notes)),
+		detail: make([]string, len(notes)), stat: make([]string, len(notes))}
+	for i, n := range notes {
+		h.at[i], h.typ[i], h.detail[i], h.stat[i] = n.At, n.Type, n.Detail, n.Status
+	}
+	if len(notes) > 0 {
+		h.src = notes[0].Source
+	}
+	return h
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"chargeonce/db"
+	"chargeonce/history"
 	"chargeonce/sqlc"
 )
 
@@ -167,24 +168,31 @@ func (s *store) rekey(ctx context.Context, a Attempt, newKey string) (Attempt, e
 	return attemptFromRow(row), nil
 }
 
-// release releases the holder's lease now, fenced on a's fence.
-func (s *store) release(ctx context.Context, a Attempt, now time.Time) error {
-	return interpretError(s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Fence: a.Fence}))
+// release releases the holder's lease now, fenced on a's fence; released
+// is false when someone else holds a. Its history rows, notes, ride with it.
+func (s *store) release(ctx context.Context, a Attempt, now time.Time, notes []history.Entry) (released bool, err error) {
+	h := argsOf(notes)
+	n, err := s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Fence: a.Fence,
+		HAt: h.at, HType: h.typ, HDetail: h.detail, HStatus: h.stat,
+		HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance})
+	return n > 0, interpretError(err)
 }
 
 // takeStuck takes over up to limit stuck attempts (PROCESSING, their lease
 // ended before now), giving each a lease until lockedUntil and a new
 // fence.
 func (s *store) takeStuck(ctx context.Context, now, lockedUntil time.Time, limit int) ([]Attempt, error) {
+	src := s.hist.Source(ctx)
 	rows, err := s.q.TakeStuckChargeAttempts(ctx, sqlc.TakeStuckChargeAttemptsParams{
 		LockedUntil: lockedUntil, Now: now, MaxAttempts: int32(limit),
+		HRequestID: src.RequestID, HTraceID: src.TraceID, HSpanID: src.SpanID, HInstance: src.Instance,
 	})
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	as := make([]Attempt, len(rows))
 	for i, r := range rows {
-		as[i] = attemptFromRow(r)
+		as[i] = attemptFromRow(sqlc.ChargeAttempt(r))
 	}
 	return as, nil
 }
@@ -192,11 +200,13 @@ func (s *store) takeStuck(ctx context.Context, now, lockedUntil time.Time, limit
 // takeOver takes over a, if it is stuck at now, with a lease until
 // lockedUntil and a new fence; ok is false when a is final or held.
 func (s *store) takeOver(ctx context.Context, a Attempt, now, lockedUntil time.Time) (taken Attempt, ok bool, err error) {
-	row, err := s.q.TakeOverChargeAttempt(ctx, sqlc.TakeOverChargeAttemptParams{ID: a.ID, Now: now, LockedUntil: lockedUntil})
+	src := s.hist.Source(ctx)
+	row, err := s.q.TakeOverChargeAttempt(ctx, sqlc.TakeOverChargeAttemptParams{ID: a.ID, Now: now, LockedUntil: lockedUntil,
+		HRequestID: src.RequestID, HTraceID: src.TraceID, HSpanID: src.SpanID, HInstance: src.Instance})
 	if err = interpretError(err); err == errNotFound {
 		return Attempt{}, false, nil
 	}
-	return attemptFromRow(row), err == nil, err
+	return attemptFromRow(sqlc.ChargeAttempt(row)), err == nil, err
 }
 
 // countStuck counts the attempts stuck at now.

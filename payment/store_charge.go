@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"chargeonce/db"
+	"chargeonce/history"
 	"chargeonce/sqlc"
 )
 
@@ -51,7 +52,10 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 	}
 	defer conn.Release()
 	in := a.charge().Input
+	h := argsOf(claimNotes(ctx, s.hist, a))
 	row, err := sqlc.New(conn).ClaimChargeAttempt(ctx, sqlc.ClaimChargeAttemptParams{
+		HAt: h.at, HType: h.typ, HDetail: h.detail, HStatus: h.stat,
+		HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance,
 		ID:                 a.ID,
 		MerchantID:         a.MerchantID,
 		IdempotencyKey:     a.IdempotencyKey,
@@ -108,10 +112,16 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	if err != nil {
 		return Attempt{}, nil, err
 	}
-	record := func(q *sqlc.Queries) (Attempt, error) {
+	// A plain charge's statement writes its own history rows; in a
+	// transaction, inTx writes them.
+	ride := ridingOf(ctx)
+	record := func(q *sqlc.Queries, notes []history.Entry) (Attempt, error) {
+		h := argsOf(notes)
 		row, err := q.RecordChargeSucceeded(ctx, sqlc.RecordChargeSucceededParams{
 			ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
 			ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
+			HAt: h.at, HType: h.typ, HDetail: h.detail, HStatus: h.stat,
+			HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance,
 		})
 		if kind, constraint := db.Classify(err); isNotFound(err) || kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			// Finalized or taken over by someone else; or this provider
@@ -127,12 +137,19 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	}
 	var done Attempt
 	if len(duplicateIDs) == 0 && in.CheckoutSessionID == uuid.Nil && authorizedUntil == nil {
-		if done, err = record(s.q); err == nil {
+		var notes []history.Entry
+		if ride != nil {
+			notes = append(ride.entries, eventNotes(ride.entries, []Event{ev})...)
+		}
+		if done, err = record(s.q, notes); err == nil {
 			s.announce([]Event{ev})
+			if ride != nil {
+				ride.written = true
+			}
 		}
 	} else {
 		err = s.inTx(ctx, func(q *txQueries) error {
-			if done, err = record(q.Queries); err != nil {
+			if done, err = record(q.Queries, nil); err != nil {
 				return err
 			}
 			q.events = append(q.events, ev)
@@ -205,4 +222,14 @@ func chargeTermsCharge(in ChargeInput, id *uuid.UUID, providerChargeID string, c
 		c.CreatedAt = *createdAt
 	}
 	return c
+}
+
+// claimNotes are the history rows a claim of a writes with it: the claim,
+// and the send to the provider it lets its holder make, which is written
+// before it leaves so that it outlives a holder that dies with it.
+func claimNotes(ctx context.Context, rec *history.Recorder, a Attempt) []history.Entry {
+	return []history.Entry{
+		noteOf(ctx, rec, a, history.Claimed, "", a.CreatedAt),
+		noteOf(ctx, rec, a, history.ProviderSent, sentDetail(a), a.CreatedAt),
+	}
 }

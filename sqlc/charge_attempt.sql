@@ -16,6 +16,8 @@
 -- open, unexpired at now and below max_session_attempts, and counts one
 -- attempt of it; the unique index on checkout_session_id refuses a second
 -- live attempt for the session, as the order's does.
+-- A claim writes its history rows (the claim, and the provider call it
+-- lets its holder make) with it.
 -- Both parts see the same snapshot, so the read never sees the row this
 -- statement inserts: at most one row comes back. A key the snapshot shows
 -- taken is not inserted at all (the first NOT EXISTS): a replay costs an
@@ -54,6 +56,16 @@ WITH claimed AS (
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
+),
+history AS (
+    -- Its history rows (history.Entry), written with it.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT claimed.merchant_id, claimed.kind, claimed.idempotency_key, claimed.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
+           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
+           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
+    FROM claimed, (SELECT unnest(sqlc.arg(h_at)::timestamptz[]) AS at, unnest(sqlc.arg(h_type)::text[]) AS type,
+                        unnest(sqlc.arg(h_detail)::text[]) AS detail, unnest(sqlc.arg(h_status)::text[]) AS status) AS h
 )
 SELECT sqlc.embed(a),
        c.provider_charge_id,
@@ -144,7 +156,8 @@ RETURNING *;
 -- nothing, and no row comes back. A provider charge recorded already is a
 -- unique violation on charges_provider_charge_id_unique, which writes
 -- nothing either. The charge and the attempt's completion take the
--- caller's clock, the time the event's body names.
+-- caller's clock, the time the event's body names. Its history rows ride
+-- with it.
 WITH done AS (
     UPDATE charge_attempts
     SET status = 'SUCCEEDED',
@@ -168,6 +181,16 @@ event AS (
     SELECT sqlc.arg(event_id)::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
            sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz
     FROM done
+),
+history AS (
+    -- Its history rows (history.Entry), written with it.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT done.merchant_id, done.kind, done.idempotency_key, done.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
+           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
+           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
+    FROM done, (SELECT unnest(sqlc.arg(h_at)::timestamptz[]) AS at, unnest(sqlc.arg(h_type)::text[]) AS type,
+                        unnest(sqlc.arg(h_detail)::text[]) AS detail, unnest(sqlc.arg(h_status)::text[]) AS status) AS h
 )
 SELECT * FROM done;
 
@@ -222,14 +245,30 @@ SET action_checked_at = sqlc.arg(now)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND action_checked_at <= sqlc.arg(checked_before)::timestamptz
 RETURNING *;
 
--- name: ReleaseChargeAttempt :exec
+-- name: ReleaseChargeAttempt :one
 -- Releases the holder's lease early, when it leaves the outcome unknown or
 -- cannot know whether its claim committed: the attempt is stuck at once, so
 -- that the reconciler or the client's retry takes it over instead of
 -- waiting for the lease to run out. Fenced like the finalizing writes.
-UPDATE charge_attempts
-SET locked_until = sqlc.arg(now)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND fence = @fence;
+-- Its history rows (the provider call lost, the release) ride with it.
+WITH released AS (
+    UPDATE charge_attempts
+    SET locked_until = sqlc.arg(now)::timestamptz
+    WHERE charge_attempts.id = sqlc.arg(id)::uuid AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.fence = sqlc.arg(fence)::integer
+    RETURNING *
+),
+history AS (
+    -- Its history rows (history.Entry), written with it.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT released.merchant_id, released.kind, released.idempotency_key, released.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
+           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
+           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
+    FROM released, (SELECT unnest(sqlc.arg(h_at)::timestamptz[]) AS at, unnest(sqlc.arg(h_type)::text[]) AS type,
+                        unnest(sqlc.arg(h_detail)::text[]) AS detail, unnest(sqlc.arg(h_status)::text[]) AS status) AS h
+)
+SELECT count(*) FROM released;
 
 -- name: TakeStuckChargeAttempts :many
 -- The reconciler's takeover of stuck attempts, PROCESSING with their lease
@@ -239,17 +278,38 @@ WHERE id = @id AND status = 'PROCESSING' AND fence = @fence;
 -- same attempt. completed_at IS NULL (the same rows as PROCESSING) is the
 -- lease index's predicate: the scans of attempts in flight name it, the
 -- fenced writes by id do not, and so read their row by the primary key.
-UPDATE charge_attempts
-SET fence = fence + 1,
-    locked_until = sqlc.arg(locked_until)::timestamptz
-WHERE id IN (
-    SELECT id FROM charge_attempts
-    WHERE status = 'PROCESSING' AND completed_at IS NULL AND charge_attempts.locked_until < sqlc.arg(now)::timestamptz
-    ORDER BY charge_attempts.locked_until
-    LIMIT sqlc.arg(max_attempts)::integer
-    FOR UPDATE SKIP LOCKED
+WITH taken AS (
+    UPDATE charge_attempts
+    SET fence = fence + 1,
+        locked_until = sqlc.arg(locked_until)::timestamptz
+    WHERE id IN (
+        SELECT id FROM charge_attempts
+        WHERE status = 'PROCESSING' AND completed_at IS NULL AND charge_attempts.locked_until < sqlc.arg(now)::timestamptz
+        ORDER BY charge_attempts.locked_until
+        LIMIT sqlc.arg(max_attempts)::integer
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING *
+),
+history AS (
+    -- The history of each attempt taken: its lease ended (when, from the
+    -- row as it was before this statement), and who took it over.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
+           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
+           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
+    FROM taken t
+    JOIN charge_attempts old ON old.id = t.id
+    CROSS JOIN LATERAL (VALUES
+        (least(old.locked_until, sqlc.arg(now)::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
+        (sqlc.arg(now)::timestamptz, 'lease.taken_over', 'by the reconciler: holder ' || t.fence)
+    ) AS h(at, type, detail)
+    -- A look at an attempt that waits (for the shopper, or the provider)
+    -- is the reconciler's routine, not a change of holder.
+    WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
-RETURNING *;
+SELECT * FROM taken;
 
 -- name: TakeOverChargeAttempt :one
 -- A retry's takeover of one stuck attempt: PROCESSING with its lease ended
@@ -257,11 +317,33 @@ RETURNING *;
 -- that its claim committed). Like the reconciler's takeover
 -- it bumps the fence, which fences off any earlier holder, and of
 -- several concurrent retries exactly one gets the row.
-UPDATE charge_attempts
-SET fence = fence + 1,
-    locked_until = sqlc.arg(locked_until)::timestamptz
-WHERE id = @id AND status = 'PROCESSING' AND locked_until < sqlc.arg(now)::timestamptz
-RETURNING *;
+WITH taken AS (
+    UPDATE charge_attempts
+    SET fence = fence + 1,
+        locked_until = sqlc.arg(locked_until)::timestamptz
+    WHERE charge_attempts.id = sqlc.arg(id)::uuid AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.locked_until < sqlc.arg(now)::timestamptz
+    RETURNING *
+),
+history AS (
+    -- The history of each attempt taken: its lease ended (when, from the
+    -- row as it was before this statement), and who took it over.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
+           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
+           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
+    FROM taken t
+    JOIN charge_attempts old ON old.id = t.id
+    CROSS JOIN LATERAL (VALUES
+        (least(old.locked_until, sqlc.arg(now)::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
+        (sqlc.arg(now)::timestamptz, 'lease.taken_over', 'by a retry: holder ' || t.fence)
+    ) AS h(at, type, detail)
+    -- A look at an attempt that waits (for the shopper, or the provider)
+    -- is the reconciler's routine, not a change of holder.
+    WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
+)
+SELECT * FROM taken;
 
 -- name: CountStuckChargeAttempts :one
 -- For the stuck-attempts gauge: PROCESSING attempts whose lease has ended,
@@ -288,18 +370,33 @@ WHERE a.status = 'PROCESSING' AND a.completed_at IS NULL AND a.locked_until < sq
 ORDER BY a.created_at
 LIMIT sqlc.arg(max_attempts)::integer;
 
--- name: DeleteExpiredChargeAttempts :execrows
+-- name: DeleteExpiredChargeAttempts :one
 -- Retention: forgets a small batch of finished attempts whose stored result
--- has expired. Never a PROCESSING one. SKIP LOCKED keeps it from waiting on,
--- or blocking, anything else; the charges stay.
-DELETE FROM charge_attempts
-WHERE id IN (
-    SELECT id FROM charge_attempts
-    WHERE status <> 'PROCESSING' AND expires_at < sqlc.arg(now)::timestamptz
-    ORDER BY expires_at
-    LIMIT sqlc.arg(max_attempts)::integer
-    FOR UPDATE SKIP LOCKED
-);
+-- has expired, with their keys' history, unless another attempt of the key
+-- (in another scope) still holds it. Never a PROCESSING one. SKIP LOCKED
+-- keeps it from waiting on, or blocking, anything else; the charges stay.
+WITH gone AS (
+    DELETE FROM charge_attempts
+    WHERE id IN (
+        SELECT id FROM charge_attempts
+        WHERE status <> 'PROCESSING' AND expires_at < sqlc.arg(now)::timestamptz
+        ORDER BY expires_at
+        LIMIT sqlc.arg(max_attempts)::integer
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING id, merchant_id, kind, idempotency_key
+),
+forgotten AS (
+    DELETE FROM attempt_history h
+    USING gone
+    WHERE h.merchant_id = gone.merchant_id AND h.idempotency_key = gone.idempotency_key AND h.kind = gone.kind
+      AND NOT EXISTS (
+          SELECT 1 FROM charge_attempts a
+          WHERE a.merchant_id = h.merchant_id AND a.idempotency_key = h.idempotency_key AND a.kind = h.kind
+            AND a.id NOT IN (SELECT id FROM gone)
+      )
+)
+SELECT count(*) FROM gone;
 
 -- name: OrderIsPaid :one
 -- Whether the merchant's order already has a charge.

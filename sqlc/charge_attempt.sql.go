@@ -116,6 +116,16 @@ WITH claimed AS (
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
+),
+history AS (
+    -- Its history rows (history.Entry), written with it.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT claimed.merchant_id, claimed.kind, claimed.idempotency_key, claimed.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
+           nullif($19::text, ''), nullif($20::text, ''),
+           nullif($21::text, ''), nullif($22::text, '')
+    FROM claimed, (SELECT unnest($23::timestamptz[]) AS at, unnest($24::text[]) AS type,
+                        unnest($25::text[]) AS detail, unnest($26::text[]) AS status) AS h
 )
 SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method,
        c.provider_charge_id,
@@ -154,6 +164,14 @@ type ClaimChargeAttemptParams struct {
 	CaptureMethod      *string
 	Now                time.Time
 	MaxSessionAttempts int32
+	HRequestID         string
+	HTraceID           string
+	HSpanID            string
+	HInstance          string
+	HAt                []time.Time
+	HType              []string
+	HDetail            []string
+	HStatus            []string
 }
 
 type ClaimChargeAttemptRow struct {
@@ -187,6 +205,8 @@ type ClaimChargeAttemptRow struct {
 // open, unexpired at now and below max_session_attempts, and counts one
 // attempt of it; the unique index on checkout_session_id refuses a second
 // live attempt for the session, as the order's does.
+// A claim writes its history rows (the claim, and the provider call it
+// lets its holder make) with it.
 // Both parts see the same snapshot, so the read never sees the row this
 // statement inserts: at most one row comes back. A key the snapshot shows
 // taken is not inserted at all (the first NOT EXISTS): a replay costs an
@@ -213,6 +233,14 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.CaptureMethod,
 		arg.Now,
 		arg.MaxSessionAttempts,
+		arg.HRequestID,
+		arg.HTraceID,
+		arg.HSpanID,
+		arg.HInstance,
+		arg.HAt,
+		arg.HType,
+		arg.HDetail,
+		arg.HStatus,
 	)
 	var i ClaimChargeAttemptRow
 	err := row.Scan(
@@ -292,15 +320,29 @@ func (q *Queries) CountWaitingChargeAttempts(ctx context.Context) (int64, error)
 	return count, err
 }
 
-const deleteExpiredChargeAttempts = `-- name: DeleteExpiredChargeAttempts :execrows
-DELETE FROM charge_attempts
-WHERE id IN (
-    SELECT id FROM charge_attempts
-    WHERE status <> 'PROCESSING' AND expires_at < $1::timestamptz
-    ORDER BY expires_at
-    LIMIT $2::integer
-    FOR UPDATE SKIP LOCKED
+const deleteExpiredChargeAttempts = `-- name: DeleteExpiredChargeAttempts :one
+WITH gone AS (
+    DELETE FROM charge_attempts
+    WHERE id IN (
+        SELECT id FROM charge_attempts
+        WHERE status <> 'PROCESSING' AND expires_at < $1::timestamptz
+        ORDER BY expires_at
+        LIMIT $2::integer
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING id, merchant_id, kind, idempotency_key
+),
+forgotten AS (
+    DELETE FROM attempt_history h
+    USING gone
+    WHERE h.merchant_id = gone.merchant_id AND h.idempotency_key = gone.idempotency_key AND h.kind = gone.kind
+      AND NOT EXISTS (
+          SELECT 1 FROM charge_attempts a
+          WHERE a.merchant_id = h.merchant_id AND a.idempotency_key = h.idempotency_key AND a.kind = h.kind
+            AND a.id NOT IN (SELECT id FROM gone)
+      )
 )
+SELECT count(*) FROM gone
 `
 
 type DeleteExpiredChargeAttemptsParams struct {
@@ -309,14 +351,14 @@ type DeleteExpiredChargeAttemptsParams struct {
 }
 
 // Retention: forgets a small batch of finished attempts whose stored result
-// has expired. Never a PROCESSING one. SKIP LOCKED keeps it from waiting on,
-// or blocking, anything else; the charges stay.
+// has expired, with their keys' history, unless another attempt of the key
+// (in another scope) still holds it. Never a PROCESSING one. SKIP LOCKED
+// keeps it from waiting on, or blocking, anything else; the charges stay.
 func (q *Queries) DeleteExpiredChargeAttempts(ctx context.Context, arg DeleteExpiredChargeAttemptsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteExpiredChargeAttempts, arg.Now, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, deleteExpiredChargeAttempts, arg.Now, arg.MaxAttempts)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const failChargeAttempt = `-- name: FailChargeAttempt :one
@@ -851,6 +893,16 @@ event AS (
     SELECT $8::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
            $9::jsonb, $2::timestamptz
     FROM done
+),
+history AS (
+    -- Its history rows (history.Entry), written with it.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT done.merchant_id, done.kind, done.idempotency_key, done.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
+           nullif($10::text, ''), nullif($11::text, ''),
+           nullif($12::text, ''), nullif($13::text, '')
+    FROM done, (SELECT unnest($14::timestamptz[]) AS at, unnest($15::text[]) AS type,
+                        unnest($16::text[]) AS detail, unnest($17::text[]) AS status) AS h
 )
 SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM done
 `
@@ -865,6 +917,14 @@ type RecordChargeSucceededParams struct {
 	AuthorizationExpiresAt *time.Time
 	EventID                uuid.UUID
 	EventBody              []byte
+	HRequestID             string
+	HTraceID               string
+	HSpanID                string
+	HInstance              string
+	HAt                    []time.Time
+	HType                  []string
+	HDetail                []string
+	HStatus                []string
 }
 
 type RecordChargeSucceededRow struct {
@@ -912,7 +972,8 @@ type RecordChargeSucceededRow struct {
 // nothing, and no row comes back. A provider charge recorded already is a
 // unique violation on charges_provider_charge_id_unique, which writes
 // nothing either. The charge and the attempt's completion take the
-// caller's clock, the time the event's body names.
+// caller's clock, the time the event's body names. Its history rows ride
+// with it.
 func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSucceededParams) (RecordChargeSucceededRow, error) {
 	row := q.db.QueryRow(ctx, recordChargeSucceeded,
 		arg.ChargeID,
@@ -924,6 +985,14 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		arg.AuthorizationExpiresAt,
 		arg.EventID,
 		arg.EventBody,
+		arg.HRequestID,
+		arg.HTraceID,
+		arg.HSpanID,
+		arg.HInstance,
+		arg.HAt,
+		arg.HType,
+		arg.HDetail,
+		arg.HStatus,
 	)
 	var i RecordChargeSucceededRow
 	err := row.Scan(
@@ -1033,25 +1102,63 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 	return i, err
 }
 
-const releaseChargeAttempt = `-- name: ReleaseChargeAttempt :exec
-UPDATE charge_attempts
-SET locked_until = $1::timestamptz
-WHERE id = $2 AND status = 'PROCESSING' AND fence = $3
+const releaseChargeAttempt = `-- name: ReleaseChargeAttempt :one
+WITH released AS (
+    UPDATE charge_attempts
+    SET locked_until = $1::timestamptz
+    WHERE charge_attempts.id = $2::uuid AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.fence = $3::integer
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+),
+history AS (
+    -- Its history rows (history.Entry), written with it.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT released.merchant_id, released.kind, released.idempotency_key, released.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
+           nullif($4::text, ''), nullif($5::text, ''),
+           nullif($6::text, ''), nullif($7::text, '')
+    FROM released, (SELECT unnest($8::timestamptz[]) AS at, unnest($9::text[]) AS type,
+                        unnest($10::text[]) AS detail, unnest($11::text[]) AS status) AS h
+)
+SELECT count(*) FROM released
 `
 
 type ReleaseChargeAttemptParams struct {
-	Now   time.Time
-	ID    uuid.UUID
-	Fence int32
+	Now        time.Time
+	ID         uuid.UUID
+	Fence      int32
+	HRequestID string
+	HTraceID   string
+	HSpanID    string
+	HInstance  string
+	HAt        []time.Time
+	HType      []string
+	HDetail    []string
+	HStatus    []string
 }
 
 // Releases the holder's lease early, when it leaves the outcome unknown or
 // cannot know whether its claim committed: the attempt is stuck at once, so
 // that the reconciler or the client's retry takes it over instead of
 // waiting for the lease to run out. Fenced like the finalizing writes.
-func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) error {
-	_, err := q.db.Exec(ctx, releaseChargeAttempt, arg.Now, arg.ID, arg.Fence)
-	return err
+// Its history rows (the provider call lost, the release) ride with it.
+func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) (int64, error) {
+	row := q.db.QueryRow(ctx, releaseChargeAttempt,
+		arg.Now,
+		arg.ID,
+		arg.Fence,
+		arg.HRequestID,
+		arg.HTraceID,
+		arg.HSpanID,
+		arg.HInstance,
+		arg.HAt,
+		arg.HType,
+		arg.HDetail,
+		arg.HStatus,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const takeActionCheck = `-- name: TakeActionCheck :one
@@ -1116,17 +1223,80 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 }
 
 const takeOverChargeAttempt = `-- name: TakeOverChargeAttempt :one
-UPDATE charge_attempts
-SET fence = fence + 1,
-    locked_until = $1::timestamptz
-WHERE id = $2 AND status = 'PROCESSING' AND locked_until < $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+WITH taken AS (
+    UPDATE charge_attempts
+    SET fence = fence + 1,
+        locked_until = $1::timestamptz
+    WHERE charge_attempts.id = $2::uuid AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.locked_until < $3::timestamptz
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+),
+history AS (
+    -- The history of each attempt taken: its lease ended (when, from the
+    -- row as it was before this statement), and who took it over.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
+           nullif($4::text, ''), nullif($5::text, ''),
+           nullif($6::text, ''), nullif($7::text, '')
+    FROM taken t
+    JOIN charge_attempts old ON old.id = t.id
+    CROSS JOIN LATERAL (VALUES
+        (least(old.locked_until, $3::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
+        ($3::timestamptz, 'lease.taken_over', 'by a retry: holder ' || t.fence)
+    ) AS h(at, type, detail)
+    -- A look at an attempt that waits (for the shopper, or the provider)
+    -- is the reconciler's routine, not a change of holder.
+    WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
+)
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM taken
 `
 
 type TakeOverChargeAttemptParams struct {
 	LockedUntil time.Time
 	ID          uuid.UUID
 	Now         time.Time
+	HRequestID  string
+	HTraceID    string
+	HSpanID     string
+	HInstance   string
+}
+
+type TakeOverChargeAttemptRow struct {
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	Fingerprint       []byte
+	Status            string
+	ProviderKey       string
+	Amount            int64
+	Currency          string
+	PaymentMethod     *string
+	OrderID           *string
+	Description       *string
+	ChargeID          *uuid.UUID
+	FailureCode       *string
+	FailureMessage    *string
+	Fence             int32
+	CreatedAt         time.Time
+	CompletedAt       *time.Time
+	ExpiresAt         time.Time
+	LockedUntil       time.Time
+	CheckoutSessionID *uuid.UUID
+	ReturnURL         *string
+	NextActionURL     *string
+	ActionSince       *time.Time
+	ActionCheckedAt   *time.Time
+	Kind              string
+	RefundID          *uuid.UUID
+	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
 }
 
 // A retry's takeover of one stuck attempt: PROCESSING with its lease ended
@@ -1134,9 +1304,17 @@ type TakeOverChargeAttemptParams struct {
 // that its claim committed). Like the reconciler's takeover
 // it bumps the fence, which fences off any earlier holder, and of
 // several concurrent retries exactly one gets the row.
-func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeAttemptParams) (ChargeAttempt, error) {
-	row := q.db.QueryRow(ctx, takeOverChargeAttempt, arg.LockedUntil, arg.ID, arg.Now)
-	var i ChargeAttempt
+func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeAttemptParams) (TakeOverChargeAttemptRow, error) {
+	row := q.db.QueryRow(ctx, takeOverChargeAttempt,
+		arg.LockedUntil,
+		arg.ID,
+		arg.Now,
+		arg.HRequestID,
+		arg.HTraceID,
+		arg.HSpanID,
+		arg.HInstance,
+	)
+	var i TakeOverChargeAttemptRow
 	err := row.Scan(
 		&i.ID,
 		&i.MerchantID,
@@ -1177,23 +1355,85 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 }
 
 const takeStuckChargeAttempts = `-- name: TakeStuckChargeAttempts :many
-UPDATE charge_attempts
-SET fence = fence + 1,
-    locked_until = $1::timestamptz
-WHERE id IN (
-    SELECT id FROM charge_attempts
-    WHERE status = 'PROCESSING' AND completed_at IS NULL AND charge_attempts.locked_until < $2::timestamptz
-    ORDER BY charge_attempts.locked_until
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
+WITH taken AS (
+    UPDATE charge_attempts
+    SET fence = fence + 1,
+        locked_until = $1::timestamptz
+    WHERE id IN (
+        SELECT id FROM charge_attempts
+        WHERE status = 'PROCESSING' AND completed_at IS NULL AND charge_attempts.locked_until < $2::timestamptz
+        ORDER BY charge_attempts.locked_until
+        LIMIT $3::integer
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+),
+history AS (
+    -- The history of each attempt taken: its lease ended (when, from the
+    -- row as it was before this statement), and who took it over.
+    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
+                                 request_id, trace_id, span_id, instance)
+    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
+           nullif($4::text, ''), nullif($5::text, ''),
+           nullif($6::text, ''), nullif($7::text, '')
+    FROM taken t
+    JOIN charge_attempts old ON old.id = t.id
+    CROSS JOIN LATERAL (VALUES
+        (least(old.locked_until, $2::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
+        ($2::timestamptz, 'lease.taken_over', 'by the reconciler: holder ' || t.fence)
+    ) AS h(at, type, detail)
+    -- A look at an attempt that waits (for the shopper, or the provider)
+    -- is the reconciler's routine, not a change of holder.
+    WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM taken
 `
 
 type TakeStuckChargeAttemptsParams struct {
 	LockedUntil time.Time
 	Now         time.Time
 	MaxAttempts int32
+	HRequestID  string
+	HTraceID    string
+	HSpanID     string
+	HInstance   string
+}
+
+type TakeStuckChargeAttemptsRow struct {
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	Fingerprint       []byte
+	Status            string
+	ProviderKey       string
+	Amount            int64
+	Currency          string
+	PaymentMethod     *string
+	OrderID           *string
+	Description       *string
+	ChargeID          *uuid.UUID
+	FailureCode       *string
+	FailureMessage    *string
+	Fence             int32
+	CreatedAt         time.Time
+	CompletedAt       *time.Time
+	ExpiresAt         time.Time
+	LockedUntil       time.Time
+	CheckoutSessionID *uuid.UUID
+	ReturnURL         *string
+	NextActionURL     *string
+	ActionSince       *time.Time
+	ActionCheckedAt   *time.Time
+	Kind              string
+	RefundID          *uuid.UUID
+	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
 }
 
 // The reconciler's takeover of stuck attempts, PROCESSING with their lease
@@ -1203,15 +1443,23 @@ type TakeStuckChargeAttemptsParams struct {
 // same attempt. completed_at IS NULL (the same rows as PROCESSING) is the
 // lease index's predicate: the scans of attempts in flight name it, the
 // fenced writes by id do not, and so read their row by the primary key.
-func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChargeAttemptsParams) ([]ChargeAttempt, error) {
-	rows, err := q.db.Query(ctx, takeStuckChargeAttempts, arg.LockedUntil, arg.Now, arg.MaxAttempts)
+func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChargeAttemptsParams) ([]TakeStuckChargeAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, takeStuckChargeAttempts,
+		arg.LockedUntil,
+		arg.Now,
+		arg.MaxAttempts,
+		arg.HRequestID,
+		arg.HTraceID,
+		arg.HSpanID,
+		arg.HInstance,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ChargeAttempt
+	var items []TakeStuckChargeAttemptsRow
 	for rows.Next() {
-		var i ChargeAttempt
+		var i TakeStuckChargeAttemptsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.MerchantID,

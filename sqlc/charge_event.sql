@@ -19,9 +19,17 @@ LIMIT sqlc.arg(max_events)::integer
 FOR UPDATE SKIP LOCKED;
 
 -- name: MarkChargeEventsSent :exec
--- Marks events that the broker acknowledged, in the relay's transaction.
-UPDATE charge_events SET sent_at = sqlc.arg(now)::timestamptz
-WHERE id = ANY(sqlc.arg(ids)::uuid[]);
+-- Marks events that the broker acknowledged, in the relay's transaction,
+-- and writes each attempt's event.published history row with it.
+WITH sent AS (
+    UPDATE charge_events SET sent_at = sqlc.arg(now)::timestamptz
+    WHERE id = ANY(sqlc.arg(ids)::uuid[])
+    RETURNING id, type, attempt_id
+)
+INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status, instance)
+SELECT a.merchant_id, a.kind, a.idempotency_key, a.id, sqlc.arg(now)::timestamptz, 'event.published',
+       sent.type || ' ' || sent.id, a.status, nullif(sqlc.arg(instance)::text, '')
+FROM sent JOIN charge_attempts a ON a.id = sent.attempt_id;
 
 -- name: CountUnsentChargeEvents :one
 -- For the outbox gauge: events not yet acknowledged by the broker.

@@ -163,17 +163,26 @@ func (q *Queries) LockUnsentChargeEvents(ctx context.Context, maxEvents int32) (
 }
 
 const markChargeEventsSent = `-- name: MarkChargeEventsSent :exec
-UPDATE charge_events SET sent_at = $1::timestamptz
-WHERE id = ANY($2::uuid[])
+WITH sent AS (
+    UPDATE charge_events SET sent_at = $1::timestamptz
+    WHERE id = ANY($3::uuid[])
+    RETURNING id, type, attempt_id
+)
+INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status, instance)
+SELECT a.merchant_id, a.kind, a.idempotency_key, a.id, $1::timestamptz, 'event.published',
+       sent.type || ' ' || sent.id, a.status, nullif($2::text, '')
+FROM sent JOIN charge_attempts a ON a.id = sent.attempt_id
 `
 
 type MarkChargeEventsSentParams struct {
-	Now time.Time
-	Ids []uuid.UUID
+	Now      time.Time
+	Instance string
+	Ids      []uuid.UUID
 }
 
-// Marks events that the broker acknowledged, in the relay's transaction.
+// Marks events that the broker acknowledged, in the relay's transaction,
+// and writes each attempt's event.published history row with it.
 func (q *Queries) MarkChargeEventsSent(ctx context.Context, arg MarkChargeEventsSentParams) error {
-	_, err := q.db.Exec(ctx, markChargeEventsSent, arg.Now, arg.Ids)
+	_, err := q.db.Exec(ctx, markChargeEventsSent, arg.Now, arg.Instance, arg.Ids)
 	return err
 }

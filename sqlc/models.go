@@ -21,6 +21,24 @@ type ApiKey struct {
 	Kind            string
 }
 
+type AttemptHistory struct {
+	ID             *int64
+	MerchantID     uuid.UUID
+	Kind           string
+	IdempotencyKey string
+	AttemptID      *uuid.UUID
+	At             time.Time
+	Type           string
+	RequestID      *string
+	TraceID        *string
+	SpanID         *string
+	Instance       *string
+	Detail         *string
+	Status         *string
+	Count          int32
+	LastAt         *time.Time
+}
+
 type Capture struct {
 	ID                uuid.UUID
 	MerchantID        uuid.UUID

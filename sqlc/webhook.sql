@@ -81,9 +81,23 @@ RETURNING d.event_id, d.endpoint_id, d.event_type, d.body, d.attempts, d.created
 -- name: InsertWebhookAttempt :exec
 -- The attempt log: one row per attempt, written with the delivery's new
 -- state in one transaction.
-INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_us, http_status, error)
-VALUES (@event_id, @endpoint_id, @attempt, @started_at, @duration_us, sqlc.narg(http_status), sqlc.narg(error))
-ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING;
+-- The attempt's history row (webhook.attempted) is written with it, for
+-- the attempt the event is about: its status, never the endpoint's address
+-- or the error's text, which may name it.
+WITH logged AS (
+    INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_us, http_status, error)
+    VALUES (@event_id, @endpoint_id, @attempt, @started_at, @duration_us, sqlc.narg(http_status), sqlc.narg(error))
+    ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING
+    RETURNING event_id, endpoint_id, attempt, started_at, duration_us, http_status
+)
+INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status, instance)
+SELECT a.merchant_id, a.kind, a.idempotency_key, a.id, l.started_at, 'webhook.attempted',
+       d.event_type || ' to endpoint ' || l.endpoint_id || ', attempt ' || l.attempt || ': ' ||
+           coalesce('HTTP ' || l.http_status, 'no HTTP answer') || ' in ' || (l.duration_us / 1000) || ' ms',
+       a.status, nullif(sqlc.arg(instance)::text, '')
+FROM logged l
+JOIN webhook_deliveries d ON d.event_id = l.event_id AND d.endpoint_id = l.endpoint_id
+JOIN charge_attempts a ON a.id = (convert_from(d.body, 'UTF8')::jsonb ->> 'attemptId')::uuid;
 
 -- name: FinishWebhookDelivery :execrows
 -- Ends a delivery as delivered or failed (given up). Fenced on the attempt

@@ -136,12 +136,24 @@ func (q *Queries) GetWebhookEndpointOfMerchant(ctx context.Context, merchantID u
 }
 
 const insertWebhookAttempt = `-- name: InsertWebhookAttempt :exec
-INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_us, http_status, error)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING
+WITH logged AS (
+    INSERT INTO webhook_attempts (event_id, endpoint_id, attempt, started_at, duration_us, http_status, error)
+    VALUES ($2, $3, $4, $5, $6, $7, $8)
+    ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING
+    RETURNING event_id, endpoint_id, attempt, started_at, duration_us, http_status
+)
+INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status, instance)
+SELECT a.merchant_id, a.kind, a.idempotency_key, a.id, l.started_at, 'webhook.attempted',
+       d.event_type || ' to endpoint ' || l.endpoint_id || ', attempt ' || l.attempt || ': ' ||
+           coalesce('HTTP ' || l.http_status, 'no HTTP answer') || ' in ' || (l.duration_us / 1000) || ' ms',
+       a.status, nullif($1::text, '')
+FROM logged l
+JOIN webhook_deliveries d ON d.event_id = l.event_id AND d.endpoint_id = l.endpoint_id
+JOIN charge_attempts a ON a.id = (convert_from(d.body, 'UTF8')::jsonb ->> 'attemptId')::uuid
 `
 
 type InsertWebhookAttemptParams struct {
+	Instance   string
 	EventID    uuid.UUID
 	EndpointID uuid.UUID
 	Attempt    int32
@@ -153,8 +165,12 @@ type InsertWebhookAttemptParams struct {
 
 // The attempt log: one row per attempt, written with the delivery's new
 // state in one transaction.
+// The attempt's history row (webhook.attempted) is written with it, for
+// the attempt the event is about: its status, never the endpoint's address
+// or the error's text, which may name it.
 func (q *Queries) InsertWebhookAttempt(ctx context.Context, arg InsertWebhookAttemptParams) error {
 	_, err := q.db.Exec(ctx, insertWebhookAttempt,
+		arg.Instance,
 		arg.EventID,
 		arg.EndpointID,
 		arg.Attempt,

@@ -55,7 +55,7 @@ type Endpoints struct {
 // endpoint may be (Production, AllowPrivateNetworks, LookupHost): in
 // production, only https:// URLs on public addresses.
 func NewEndpoints(pool *pgxpool.Pool, cfg Config) *Endpoints {
-	return &Endpoints{store: newStore(pool), production: cfg.Production, reach: newReach(cfg), now: time.Now}
+	return &Endpoints{store: newStore(pool, ""), production: cfg.Production, reach: newReach(cfg), now: time.Now}
 }
 
 // Errors of Endpoints, for errors.Is.

@@ -19,10 +19,13 @@ import (
 type store struct {
 	pool *pgxpool.Pool
 	q    *sqlc.Queries
+	// instance names this instance in the history rows it writes.
+	instance string
 }
 
-func newStore(pool *pgxpool.Pool) *store {
-	return &store{pool: pool, q: sqlc.New(pool)}
+// newStore is the store on pool of the instance named instance.
+func newStore(pool *pgxpool.Pool, instance string) *store {
+	return &store{pool: pool, q: sqlc.New(pool), instance: instance}
 }
 
 // errNotFound is a missing row; errDeliveryGone an attempt whose delivery
@@ -153,7 +156,7 @@ func (s *store) record(ctx context.Context, d delivery, o outcome) (bool, error)
 		q := s.q.WithTx(tx)
 		p := sqlc.InsertWebhookAttemptParams{
 			EventID: d.eventID, EndpointID: d.endpointID, Attempt: int32(d.attempt),
-			StartedAt: o.startedAt, DurationUs: o.duration.Microseconds(),
+			StartedAt: o.startedAt, DurationUs: o.duration.Microseconds(), Instance: s.instance,
 		}
 		if o.httpStatus != 0 {
 			p.HttpStatus = new(int32(o.httpStatus))

@@ -43,6 +43,9 @@ const (
 
 // Config tunes a Service. Zero values take the defaults above.
 type Config struct {
+	// Instance names this instance in the history rows of its attempts
+	// (webhook.attempted).
+	Instance string
 	// Production refuses endpoints that are not https://, or whose host is
 	// not a public address (address.go): at registration, and again at
 	// every attempt (on the address dialled), where a refused endpoint is
@@ -160,7 +163,7 @@ func New(pool *pgxpool.Pool, js jetstream.JetStream, log *slog.Logger, cfg Confi
 	transport.Proxy = nil
 	transport.DialContext = newReach(cfg).dialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 	s := &Service{
-		cfg: cfg, log: log.With("component", "webhook"), js: js, store: newStore(pool),
+		cfg: cfg, log: log.With("component", "webhook"), js: js, store: newStore(pool, cfg.Instance),
 		client: &http.Client{
 			Transport: transport,
 			// A 3xx is an answer like any other non-2xx: a failed attempt.

@@ -41,6 +41,18 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AttemptEvent struct {
+		At        func(childComplexity int) int
+		Count     func(childComplexity int) int
+		Detail    func(childComplexity int) int
+		Instance  func(childComplexity int) int
+		LastAt    func(childComplexity int) int
+		RequestID func(childComplexity int) int
+		Status    func(childComplexity int) int
+		TraceID   func(childComplexity int) int
+		Type      func(childComplexity int) int
+	}
+
 	Capture struct {
 		Amount    func(childComplexity int) int
 		ChargeID  func(childComplexity int) int
@@ -135,8 +147,11 @@ type ComplexityRoot struct {
 
 	Query struct {
 		CaptureStatus   func(childComplexity int, idempotencyKey string) int
+		ChargeHistory   func(childComplexity int, idempotencyKey string) int
 		ChargeStatus    func(childComplexity int, idempotencyKey string, checkoutSession *string) int
 		CheckoutSession func(childComplexity int, id string) int
+		History         func(childComplexity int, kind model.AttemptKind, idempotencyKey string) int
+		RefundHistory   func(childComplexity int, idempotencyKey string) int
 		RefundStatus    func(childComplexity int, idempotencyKey string) int
 		VoidStatus      func(childComplexity int, idempotencyKey string) int
 	}
@@ -215,6 +230,9 @@ type QueryResolver interface {
 	RefundStatus(ctx context.Context, idempotencyKey string) (*model.RefundPayload, error)
 	CaptureStatus(ctx context.Context, idempotencyKey string) (*model.CapturePayload, error)
 	VoidStatus(ctx context.Context, idempotencyKey string) (*model.VoidPayload, error)
+	ChargeHistory(ctx context.Context, idempotencyKey string) ([]*model.AttemptEvent, error)
+	RefundHistory(ctx context.Context, idempotencyKey string) ([]*model.AttemptEvent, error)
+	History(ctx context.Context, kind model.AttemptKind, idempotencyKey string) ([]*model.AttemptEvent, error)
 }
 type SubscriptionResolver interface {
 	ChargeUpdated(ctx context.Context, idempotencyKey string, checkoutSession *string) (<-chan *model.ChargeCardPayload, error)
@@ -237,6 +255,61 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AttemptEvent.at":
+		if e.ComplexityRoot.AttemptEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.At(childComplexity), true
+	case "AttemptEvent.count":
+		if e.ComplexityRoot.AttemptEvent.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.Count(childComplexity), true
+	case "AttemptEvent.detail":
+		if e.ComplexityRoot.AttemptEvent.Detail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.Detail(childComplexity), true
+	case "AttemptEvent.instance":
+		if e.ComplexityRoot.AttemptEvent.Instance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.Instance(childComplexity), true
+	case "AttemptEvent.lastAt":
+		if e.ComplexityRoot.AttemptEvent.LastAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.LastAt(childComplexity), true
+	case "AttemptEvent.requestId":
+		if e.ComplexityRoot.AttemptEvent.RequestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.RequestID(childComplexity), true
+	case "AttemptEvent.status":
+		if e.ComplexityRoot.AttemptEvent.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.Status(childComplexity), true
+	case "AttemptEvent.traceId":
+		if e.ComplexityRoot.AttemptEvent.TraceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.TraceID(childComplexity), true
+	case "AttemptEvent.type":
+		if e.ComplexityRoot.AttemptEvent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AttemptEvent.Type(childComplexity), true
 
 	case "Capture.amount":
 		if e.ComplexityRoot.Capture.Amount == nil {
@@ -656,6 +729,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.CaptureStatus(childComplexity, args["idempotencyKey"].(string)), true
+	case "Query.chargeHistory":
+		if e.ComplexityRoot.Query.ChargeHistory == nil {
+			break
+		}
+
+		args, err := ec.field_Query_chargeHistory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ChargeHistory(childComplexity, args["idempotencyKey"].(string)), true
 	case "Query.chargeStatus":
 		if e.ComplexityRoot.Query.ChargeStatus == nil {
 			break
@@ -678,7 +762,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.CheckoutSession(childComplexity, args["id"].(string)), true
+	case "Query.history":
+		if e.ComplexityRoot.Query.History == nil {
+			break
+		}
 
+		args, err := ec.field_Query_history_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.History(childComplexity, args["kind"].(model.AttemptKind), args["idempotencyKey"].(string)), true
+
+	case "Query.refundHistory":
+		if e.ComplexityRoot.Query.RefundHistory == nil {
+			break
+		}
+
+		args, err := ec.field_Query_refundHistory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.RefundHistory(childComplexity, args["idempotencyKey"].(string)), true
 	case "Query.refundStatus":
 		if e.ComplexityRoot.Query.RefundStatus == nil {
 			break
@@ -1403,6 +1509,61 @@ type Query {
   captureStatus(idempotencyKey: String!): CapturePayload
   "The state of the void made with this idempotency key; null for a key this merchant never used for a void. Secret keys only."
   voidStatus(idempotencyKey: String!): VoidPayload
+  """
+  What happened under this idempotency key of a charge, oldest first: every
+  request that reached it (the first, retries answered PROCESSING, replays,
+  a mismatch refused, a refusal before any claim), each provider call, each
+  change of holder, the shopper's wait, and the event with its deliveries.
+  Empty for a key with no history (never used, or forgotten with its
+  result after KEY_RETENTION). Secret keys only: it is the support desk's
+  answer to "was I charged twice?".
+  """
+  chargeHistory(idempotencyKey: String!): [AttemptEvent!]!
+  "What happened under this idempotency key of a refund, as chargeHistory. Secret keys only."
+  refundHistory(idempotencyKey: String!): [AttemptEvent!]!
+  "What happened under this idempotency key of any kind of attempt, as chargeHistory. Secret keys only."
+  history(kind: AttemptKind!, idempotencyKey: String!): [AttemptEvent!]!
+}
+
+"The kinds of attempt an idempotency key is used for."
+enum AttemptKind {
+  CHARGE
+  REFUND
+  CAPTURE
+  VOID
+}
+
+"""
+One thing that happened under an idempotency key. It never holds card data,
+secrets or a checkout session's client secret, and names the fields of a
+refused request, never their values.
+"""
+type AttemptEvent {
+  "When it happened; for a counted row (count > 1), the first of them."
+  at: Time!
+  """
+  What happened: request.claimed, request.processing, request.replayed,
+  request.mismatch, request.refused, provider.sent, provider.answered,
+  provider.lost, provider.read, lease.ended, lease.taken_over,
+  lease.released, fence.refused, shopper.wait_started, shopper.returned,
+  shopper.abandoned, attempt.pending, attempt.finalized, event.written,
+  event.published, webhook.attempted. New types may be added.
+  """
+  type: String!
+  "The X-Request-Id of the request that caused it; null for a background pass (the reconciler, the relay, the webhook worker)."
+  requestId: String
+  "The W3C trace id (32 hex digits) it belongs to, the caller's when it sent a traceparent; null when none."
+  traceId: String
+  "The chargeonce instance that did it (INSTANCE_NAME)."
+  instance: String
+  "What it was, in words: the provider key and the holder of a provider call, the outcome and latency of an answer, the fields that differed, an error code."
+  detail: String
+  "The attempt's status after it, when known."
+  status: ChargeStatus
+  "How many requests a counted row (request.replayed, request.processing) stands for; 1 otherwise."
+  count: Int!
+  "For a counted row, when the last of them came."
+  lastAt: Time
 }
 
 type Mutation {
@@ -1489,6 +1650,30 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_AttemptEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "at":
+		return ec.fieldContext_AttemptEvent_at(ctx, field)
+	case "type":
+		return ec.fieldContext_AttemptEvent_type(ctx, field)
+	case "requestId":
+		return ec.fieldContext_AttemptEvent_requestId(ctx, field)
+	case "traceId":
+		return ec.fieldContext_AttemptEvent_traceId(ctx, field)
+	case "instance":
+		return ec.fieldContext_AttemptEvent_instance(ctx, field)
+	case "detail":
+		return ec.fieldContext_AttemptEvent_detail(ctx, field)
+	case "status":
+		return ec.fieldContext_AttemptEvent_status(ctx, field)
+	case "count":
+		return ec.fieldContext_AttemptEvent_count(ctx, field)
+	case "lastAt":
+		return ec.fieldContext_AttemptEvent_lastAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AttemptEvent", field.Name)
+}
 
 func (ec *executionContext) childFields_Capture(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -1998,6 +2183,20 @@ func (ec *executionContext) field_Query_captureStatus_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_chargeHistory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_chargeStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2031,6 +2230,42 @@ func (ec *executionContext) field_Query_checkoutSession_args(ctx context.Context
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_history_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+		func(ctx context.Context, v any) (model.AttemptKind, error) {
+			return ec.unmarshalNAttemptKind2chargeonceᚋgraphᚋmodelᚐAttemptKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kind"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_refundHistory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg0
 	return args, nil
 }
 
@@ -2157,6 +2392,213 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AttemptEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AttemptEvent_type(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _AttemptEvent_requestId(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_requestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_requestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _AttemptEvent_traceId(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_traceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TraceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_traceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _AttemptEvent_instance(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_instance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instance, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_instance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _AttemptEvent_detail(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_detail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Detail, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _AttemptEvent_status(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ChargeStatus) graphql.Marshaler {
+			return ec.marshalOChargeStatus2ᚖchargeonceᚋgraphᚋmodelᚐChargeStatus(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "ChargeStatus")
+}
+
+func (ec *executionContext) _AttemptEvent_count(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AttemptEvent_lastAt(ctx context.Context, field graphql.CollectedField, obj *model.AttemptEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AttemptEvent_lastAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AttemptEvent_lastAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AttemptEvent", field, false, false, "Time")
+}
 
 func (ec *executionContext) _Capture_id(ctx context.Context, field graphql.CollectedField, obj *model.Capture) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -3993,6 +4435,138 @@ func (ec *executionContext) fieldContext_Query_voidStatus(ctx context.Context, f
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_voidStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_chargeHistory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_chargeHistory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ChargeHistory(ctx, fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AttemptEvent) graphql.Marshaler {
+			return ec.marshalNAttemptEvent2ᚕᚖchargeonceᚋgraphᚋmodelᚐAttemptEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_chargeHistory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AttemptEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_chargeHistory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_refundHistory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_refundHistory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().RefundHistory(ctx, fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AttemptEvent) graphql.Marshaler {
+			return ec.marshalNAttemptEvent2ᚕᚖchargeonceᚋgraphᚋmodelᚐAttemptEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_refundHistory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AttemptEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_refundHistory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_history(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_history(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().History(ctx, fc.Args["kind"].(model.AttemptKind), fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AttemptEvent) graphql.Marshaler {
+			return ec.marshalNAttemptEvent2ᚕᚖchargeonceᚋgraphᚋmodelᚐAttemptEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_history(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AttemptEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_history_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6231,6 +6805,79 @@ func UnmarshalVoidInput(ctx context.Context, raw any) (model.VoidInput, error) {
 
 // region    **************************** object.gotpl ****************************
 
+var attemptEventImplementors = []string{"AttemptEvent"}
+
+func (ec *executionContext) _AttemptEvent(ctx context.Context, sel ast.SelectionSet, obj *model.AttemptEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, attemptEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AttemptEvent")
+		case "at":
+			out.Values[i] = ec._AttemptEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._AttemptEvent_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestId":
+			out.Values[i] = ec._AttemptEvent_requestId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "traceId":
+			out.Values[i] = ec._AttemptEvent_traceId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "instance":
+			out.Values[i] = ec._AttemptEvent_instance(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "detail":
+			out.Values[i] = ec._AttemptEvent_detail(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._AttemptEvent_status(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._AttemptEvent_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastAt":
+			out.Values[i] = ec._AttemptEvent_lastAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var captureImplementors = []string{"Capture"}
 
 func (ec *executionContext) _Capture(ctx context.Context, sel ast.SelectionSet, obj *model.Capture) graphql.Marshaler {
@@ -6894,6 +7541,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_voidStatus(ctx, field)
+				})
+		case "chargeHistory":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_chargeHistory(ctx, field)
+				})
+		case "refundHistory":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_refundHistory(ctx, field)
+				})
+		case "history":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_history(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -7588,6 +8253,40 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAttemptEvent2ᚕᚖchargeonceᚋgraphᚋmodelᚐAttemptEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AttemptEvent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAttemptEvent2ᚖchargeonceᚋgraphᚋmodelᚐAttemptEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAttemptEvent2ᚖchargeonceᚋgraphᚋmodelᚐAttemptEvent(ctx context.Context, sel ast.SelectionSet, v *model.AttemptEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AttemptEvent!")
+		return graphql.Null
+	}
+	return ec._AttemptEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAttemptKind2chargeonceᚋgraphᚋmodelᚐAttemptKind(ctx context.Context, v any) (model.AttemptKind, error) {
+	var res model.AttemptKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAttemptKind2chargeonceᚋgraphᚋmodelᚐAttemptKind(ctx context.Context, sel ast.SelectionSet, v model.AttemptKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8067,6 +8766,22 @@ func (ec *executionContext) marshalOChargeFailure2ᚖchargeonceᚋgraphᚋmodel�
 		return graphql.Null
 	}
 	return ec._ChargeFailure(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOChargeStatus2ᚖchargeonceᚋgraphᚋmodelᚐChargeStatus(ctx context.Context, v any) (*model.ChargeStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.ChargeStatus)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOChargeStatus2ᚖchargeonceᚋgraphᚋmodelᚐChargeStatus(ctx context.Context, sel ast.SelectionSet, v *model.ChargeStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalOCheckoutSession2ᚖchargeonceᚋgraphᚋmodelᚐCheckoutSession(ctx context.Context, sel ast.SelectionSet, v *model.CheckoutSession) graphql.Marshaler {

@@ -10,6 +10,35 @@ import (
 	"time"
 )
 
+// One thing that happened under an idempotency key. It never holds card data,
+// secrets or a checkout session's client secret, and names the fields of a
+// refused request, never their values.
+type AttemptEvent struct {
+	// When it happened; for a counted row (count > 1), the first of them.
+	At time.Time `json:"at"`
+	// What happened: request.claimed, request.processing, request.replayed,
+	// request.mismatch, request.refused, provider.sent, provider.answered,
+	// provider.lost, provider.read, lease.ended, lease.taken_over,
+	// lease.released, fence.refused, shopper.wait_started, shopper.returned,
+	// shopper.abandoned, attempt.pending, attempt.finalized, event.written,
+	// event.published, webhook.attempted. New types may be added.
+	Type string `json:"type"`
+	// The X-Request-Id of the request that caused it; null for a background pass (the reconciler, the relay, the webhook worker).
+	RequestID *string `json:"requestId,omitempty"`
+	// The W3C trace id (32 hex digits) it belongs to, the caller's when it sent a traceparent; null when none.
+	TraceID *string `json:"traceId,omitempty"`
+	// The chargeonce instance that did it (INSTANCE_NAME).
+	Instance *string `json:"instance,omitempty"`
+	// What it was, in words: the provider key and the holder of a provider call, the outcome and latency of an answer, the fields that differed, an error code.
+	Detail *string `json:"detail,omitempty"`
+	// The attempt's status after it, when known.
+	Status *ChargeStatus `json:"status,omitempty"`
+	// How many requests a counted row (request.replayed, request.processing) stands for; 1 otherwise.
+	Count int `json:"count"`
+	// For a counted row, when the last of them came.
+	LastAt *time.Time `json:"lastAt,omitempty"`
+}
+
 // Money a capture took of an authorization.
 type Capture struct {
 	ID       string `json:"id"`
@@ -303,6 +332,66 @@ type VoidPayload struct {
 	Charge *Charge `json:"charge,omitempty"`
 	// When the stored result of this key may be forgotten.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// The kinds of attempt an idempotency key is used for.
+type AttemptKind string
+
+const (
+	AttemptKindCharge  AttemptKind = "CHARGE"
+	AttemptKindRefund  AttemptKind = "REFUND"
+	AttemptKindCapture AttemptKind = "CAPTURE"
+	AttemptKindVoid    AttemptKind = "VOID"
+)
+
+var AllAttemptKind = []AttemptKind{
+	AttemptKindCharge,
+	AttemptKindRefund,
+	AttemptKindCapture,
+	AttemptKindVoid,
+}
+
+func (e AttemptKind) IsValid() bool {
+	switch e {
+	case AttemptKindCharge, AttemptKindRefund, AttemptKindCapture, AttemptKindVoid:
+		return true
+	}
+	return false
+}
+
+func (e AttemptKind) String() string {
+	return string(e)
+}
+
+func (e *AttemptKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AttemptKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AttemptKind", str)
+	}
+	return nil
+}
+
+func (e AttemptKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AttemptKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AttemptKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 // Where a capture or void attempt stands.

@@ -26,6 +26,7 @@ import (
 	"chargeonce/db/localpg"
 	"chargeonce/events"
 	"chargeonce/graph"
+	"chargeonce/history"
 	"chargeonce/live"
 	"chargeonce/loop"
 	"chargeonce/merchant"
@@ -63,7 +64,10 @@ type App struct {
 	// stripeWebhook hears Stripe's events, when PROVIDER=stripe.
 	stripeWebhook http.Handler
 	// demo is the demo merchant, in development only.
-	demo    payment.Merchant
+	demo payment.Merchant
+	// history writes the history rows that ride in no write of the
+	// ledger's (history.Recorder).
+	history *history.Recorder
 	closeDB func()
 	// passes are the background loops' test signals.
 	passes *Passes
@@ -128,7 +132,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	// The relay and the live status hear of committed events from the
 	// notifier, in process here and by one coalesced NOTIFY elsewhere.
 	a.notifier = events.NewNotifier(pool, log)
-	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics, a.notifier.Committed)
+	a.history = history.NewRecorder(pool, history.Config{Instance: cfg.Instance, FlushInterval: cfg.HistoryFlushInterval, Logger: log})
+	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics, a.notifier.Committed, a.history)
 	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log, a.metrics)
 	if a.broker, err = OpenBroker(ctx, cfg, log); err != nil {
 		closeDB()
@@ -144,6 +149,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	cancel()
 	wc := cfg.WebhookConfig(a.metrics)
 	wc.WorkerPasses, wc.RetentionPasses = a.passes.Webhooks, a.passes.WebhookRetention
+	wc.Instance = cfg.Instance
 	if a.webhooks, err = webhook.New(pool, a.broker.JS, log, wc); err != nil {
 		a.Close()
 		return nil, err
@@ -153,7 +159,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		Logger: log, Metrics: a.metrics, Self: a.notifier.ID})
 	a.notifier.OnCommit(a.live.Poke)
 	a.relay = events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
-		Replicas: cfg.NATSReplicas, Logger: log, Fault: cfg.Fault,
+		Replicas: cfg.NATSReplicas, Instance: cfg.Instance, Logger: log, Fault: cfg.Fault,
 		Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
 		Passes:    a.passes.Relay,
 	})
@@ -195,7 +201,12 @@ func (a *App) StartLoops() (stop func()) {
 	loops.Go(func() {
 		payment.NewCleaner(a.payments, payment.CleanerConfig{Interval: a.cfg.CleanupInterval, Passes: a.passes.Retention}).Run(ctx)
 	})
-	return sync.OnceFunc(func() { a.CloseStreams(); cancel(); loops.Wait() })
+	// The history's recorder stops last, so that its last write holds what
+	// the other loops noted on their way out.
+	historyCtx, stopHistory := context.WithCancel(context.Background())
+	historyDone := make(chan struct{})
+	go func() { defer close(historyDone); a.history.Run(historyCtx) }()
+	return sync.OnceFunc(func() { a.CloseStreams(); cancel(); loops.Wait(); stopHistory(); <-historyDone })
 }
 
 // CloseStreams ends the subscriptions: their websockets and event streams
@@ -211,8 +222,10 @@ func (a *App) CloseStreams() {
 // through provider;
 // committed is told of the events each transaction commits
 // (payment.Config.EventsCommitted); nil where nothing waits for them.
-func NewPaymentService(cfg Config, pool *pgxpool.Pool, provider payment.Provider, log *slog.Logger, m *metrics.Metrics, committed func([]payment.Event)) *payment.Service {
+func NewPaymentService(cfg Config, pool *pgxpool.Pool, provider payment.Provider, log *slog.Logger, m *metrics.Metrics,
+	committed func([]payment.Event), hist *history.Recorder) *payment.Service {
 	pc := cfg.PaymentConfig()
+	pc.History = hist
 	pc.Logger = log
 	pc.Metrics = m
 	pc.EventsCommitted = committed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"chargeonce/cardtesting"
 	"chargeonce/events"
 	"chargeonce/graph"
+	"chargeonce/history"
 	"chargeonce/live"
 	"chargeonce/metrics"
 	"chargeonce/payment"
@@ -154,6 +156,14 @@ type Config struct {
 	// dangerous point of a charge or of its event. For crash tests; refused
 	// in production.
 	CrashAt string
+	// Instance (INSTANCE_NAME) names this instance in the history of every
+	// key it works on; default the host's name and the process id.
+	Instance string
+	// HistoryFlushInterval (HISTORY_FLUSH_INTERVAL) is how often the
+	// instance writes the history rows that ride in no write of the
+	// ledger's (replays, PROCESSING answers, refusals); a process killed
+	// outright loses at most that much of them.
+	HistoryFlushInterval time.Duration
 
 	NATSURL      string // NATS_URL: the event broker; empty embeds one (development only)
 	NATSPort     int    // EMBEDDED_NATS_PORT: the embedded broker's loopback port, default 4223 (0 picks a free one)
@@ -292,6 +302,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.LivePollInterval, "LIVE_POLL_INTERVAL", live.PollIntervalDefault, false},
 		{&cfg.StreamMaxLifetime, "STREAM_MAX_LIFETIME", graph.StreamMaxLifetimeDefault, false},
 		{&cfg.StreamRecheckInterval, "STREAM_RECHECK_INTERVAL", graph.StreamRecheckIntervalDefault, false},
+		{&cfg.HistoryFlushInterval, "HISTORY_FLUSH_INTERVAL", history.FlushIntervalDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {
@@ -316,6 +327,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return cfg, fmt.Errorf("WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false, got %q", v)
 	}
 	cfg.NATSURL = getenv("NATS_URL")
+	cfg.Instance = getenv("INSTANCE_NAME")
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s-%d", cmp.Or(host, "chargeonce"), os.Getpid())
+	}
 	for _, n := range []struct {
 		dst           *int
 		name          string

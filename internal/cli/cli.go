@@ -305,7 +305,7 @@ func withPayments(ctx context.Context, cfg app.Config, log *slog.Logger, fn func
 		return err
 	}
 	defer closeDB()
-	return fn(app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil))
+	return fn(app.NewPaymentService(cfg, pool, app.NewProvider(cfg, cfg.ProviderURL, nil, log), log, metrics.Discard(), nil, nil))
 }
 
 // listing prints a table of the operator commands: header, a row per item

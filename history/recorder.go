@@ -1,0 +1,280 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"chargeonce/sqlc"
+)
+
+// Defaults of the recorder.
+const (
+	// FlushIntervalDefault is how often a recorder writes what it gathered.
+	FlushIntervalDefault = 200 * time.Millisecond
+	// MaxBufferedDefault bounds the rows a recorder holds while the
+	// database is away; past it the oldest are dropped (and counted in the
+	// log), never the ledger's.
+	MaxBufferedDefault = 100_000
+	// flushTimeout bounds one write, and the last one at shutdown.
+	flushTimeout = 5 * time.Second
+)
+
+// Config configures a Recorder; zero values take the defaults.
+type Config struct {
+	// Instance names this chargeonce instance in the rows it writes.
+	Instance      string
+	FlushInterval time.Duration
+	MaxBuffered   int
+	Logger        *slog.Logger
+}
+
+// Recorder gathers the rows that ride in no write of the ledger's, and
+// writes them in batches: every FlushInterval, and once more when Run
+// ends. A nil *Recorder records nothing, for the tests and tools that do
+// without.
+type Recorder struct {
+	pool *pgxpool.Pool
+	cfg  Config
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	rows    []Entry
+	counts  map[countKey]*counted
+	dropped int
+	flushed chan struct{} // closed and replaced after each flush: a test's signal
+}
+
+// countKey is what a counted row is counted by.
+type countKey struct {
+	merchant uuid.UUID
+	kind     string
+	key      string
+	typ      string
+}
+
+// counted is a counted row gathering: its first request, its count and
+// its last.
+type counted struct {
+	first Entry
+	n     int
+	last  time.Time
+}
+
+// NewRecorder makes a recorder that writes to pool.
+func NewRecorder(pool *pgxpool.Pool, cfg Config) *Recorder {
+	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, FlushIntervalDefault)
+	cfg.MaxBuffered = cmp.Or(cfg.MaxBuffered, MaxBufferedDefault)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{pool: pool, cfg: cfg, log: log, counts: map[countKey]*counted{}, flushed: make(chan struct{})}
+}
+
+// Instance is the name this recorder's instance writes its rows under; ""
+// for a nil recorder.
+func (r *Recorder) Instance() string {
+	if r == nil {
+		return ""
+	}
+	return r.cfg.Instance
+}
+
+// Source is ctx's request and trace, written by this instance.
+func (r *Recorder) Source(ctx context.Context) Source { return SourceOf(ctx, r.Instance()) }
+
+// Add gathers entries for the next write; a counted type is counted
+// (Count).
+func (r *Recorder) Add(entries ...Entry) {
+	if r == nil {
+		return
+	}
+	for _, e := range entries {
+		if Counted(e.Type) {
+			r.Count(e)
+			continue
+		}
+		r.mu.Lock()
+		if len(r.rows) > 0 && len(r.rows)+len(r.counts) >= r.cfg.MaxBuffered {
+			r.rows = r.rows[1:]
+			r.dropped++
+		}
+		r.rows = append(r.rows, e)
+		r.mu.Unlock()
+	}
+}
+
+// Count counts e in its key's row of its type: no write per request, one
+// per key and interval.
+func (r *Recorder) Count(e Entry) {
+	if r == nil {
+		return
+	}
+	k := countKey{e.MerchantID, e.Kind, e.IdempotencyKey, e.Type}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.counts[k]
+	if !ok {
+		if len(r.rows)+len(r.counts) >= r.cfg.MaxBuffered {
+			r.dropped++
+			return
+		}
+		c = &counted{first: e, last: e.At}
+		r.counts[k] = c
+	}
+	c.n++
+	if e.At.Before(c.first.At) {
+		c.first = e
+	}
+	if e.At.After(c.last) {
+		c.last = e.At
+	}
+}
+
+// Flushed is closed after the next write: a test waits on it, then reads.
+func (r *Recorder) Flushed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushed
+}
+
+// Run writes what was gathered every FlushInterval until ctx ends, and
+// once more then.
+func (r *Recorder) Run(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	t := time.NewTicker(r.cfg.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			if err := r.Flush(last); err != nil {
+				r.log.Warn("history: the last rows could not be written at shutdown", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+			wctx, cancel := context.WithTimeout(ctx, flushTimeout)
+			if err := r.Flush(wctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("history: rows not written yet; trying again", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Flush writes what was gathered, in one transaction; on failure it keeps
+// it for the next try.
+func (r *Recorder) Flush(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	rows, counts, dropped := r.rows, r.counts, r.dropped
+	r.rows, r.counts, r.dropped = nil, map[countKey]*counted{}, 0
+	done := r.flushed
+	r.flushed = make(chan struct{})
+	r.mu.Unlock()
+	defer close(done)
+	if dropped > 0 {
+		r.log.Warn("history: rows dropped while the database was away", "rows", dropped)
+	}
+	if len(rows) == 0 && len(counts) == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		if len(rows) > 0 {
+			if err := q.InsertHistory(ctx, InsertParams(rows)); err != nil {
+				return err
+			}
+		}
+		if len(counts) > 0 {
+			return q.AddHistoryCounts(ctx, countParams(counts))
+		}
+		return nil
+	})
+	if err != nil {
+		r.putBack(rows, counts)
+	}
+	return err
+}
+
+// putBack returns rows and counts that were not written to the next
+// write, within the bound.
+func (r *Recorder) putBack(rows []Entry, counts map[countKey]*counted) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, c := range counts {
+		if mine, ok := r.counts[k]; ok {
+			mine.n += c.n
+			if c.first.At.Before(mine.first.At) {
+				mine.first = c.first
+			}
+			if c.last.After(mine.last) {
+				mine.last = c.last
+			}
+			continue
+		}
+		r.counts[k] = c
+	}
+	r.rows = append(rows, r.rows...)
+	if over := len(r.rows) + len(r.counts) - r.cfg.MaxBuffered; over > 0 {
+		over = min(over, len(r.rows))
+		r.rows = r.rows[over:]
+		r.dropped += over
+	}
+}
+
+// InsertParams are entries as InsertHistory's arrays.
+func InsertParams(entries []Entry) sqlc.InsertHistoryParams {
+	n := len(entries)
+	p := sqlc.InsertHistoryParams{
+		MerchantID: make([]uuid.UUID, n), Kind: make([]string, n), IdempotencyKey: make([]string, n),
+		AttemptID: make([]uuid.UUID, n), At: make([]time.Time, n), Type: make([]string, n),
+		RequestID: make([]string, n), TraceID: make([]string, n), SpanID: make([]string, n),
+		Instance: make([]string, n), Detail: make([]string, n), Status: make([]string, n),
+	}
+	for i, e := range entries {
+		p.MerchantID[i], p.Kind[i], p.IdempotencyKey[i], p.AttemptID[i] = e.MerchantID, e.Kind, e.IdempotencyKey, e.AttemptID
+		p.At[i], p.Type[i], p.Detail[i], p.Status[i] = e.At, e.Type, e.Detail, e.Status
+		p.RequestID[i], p.TraceID[i], p.SpanID[i], p.Instance[i] = e.RequestID, e.TraceID, e.SpanID, e.Instance
+	}
+	return p
+}
+
+// countParams are counted rows as AddHistoryCounts's arrays.
+func countParams(counts map[countKey]*counted) sqlc.AddHistoryCountsParams {
+	n := len(counts)
+	p := sqlc.AddHistoryCountsParams{
+		MerchantID: make([]uuid.UUID, 0, n), Kind: make([]string, 0, n), IdempotencyKey: make([]string, 0, n),
+		AttemptID: make([]uuid.UUID, 0, n), At: make([]time.Time, 0, n), Type: make([]string, 0, n),
+		RequestID: make([]string, 0, n), TraceID: make([]string, 0, n), SpanID: make([]string, 0, n),
+		Instance: make([]string, 0, n), Count: make([]int32, 0, n), LastAt: make([]time.Time, 0, n),
+	}
+	for _, c := range counts {
+		e := c.first
+		p.MerchantID = append(p.MerchantID, e.MerchantID)
+		p.Kind = append(p.Kind, e.Kind)
+		p.IdempotencyKey = append(p.IdempotencyKey, e.IdempotencyKey)
+		p.AttemptID = append(p.AttemptID, e.AttemptID)
+		p.At = append(p.At, e.At)
+		p.Type = append(p.Type, e.Type)
+		p.RequestID = append(p.RequestID, e.RequestID)
+		p.TraceID = append(p.TraceID, e.TraceID)
+		p.SpanID = append(p.SpanID, e.SpanID)
+		p.Instance = append(p.Instance, e.Instance)
+		p.Count = append(p.Count, int32(c.n))
+		p.LastAt = append(p.LastAt, c.last)
+	}
+	return p
+}
