@@ -94,7 +94,7 @@ func (s *store) claimOnCharge(ctx context.Context, a Attempt, of uuid.UUID,
 			return err
 		}
 		c = claim{outcome: claimedByUs, attempt: attemptOf(attemptRow{ChargeAttempt: inserted, providerChargeID: &row.ProviderChargeID})}
-		q.history = append(q.history, claimNotes(ctx, s.hist, c.attempt)...)
+		q.history = append(q.history, claimNotes(ctx, s.hist, a)...)
 		return nil
 	})
 	if errors.Is(err, errRollback) {

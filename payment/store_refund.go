@@ -121,7 +121,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			return err
 		}
 		c = claim{outcome: claimedByUs, attempt: attemptFromRow(row).withRefundOf(charge.ProviderChargeID)}
-		q.history = append(q.history, claimNotes(ctx, s.hist, c.attempt)...)
+		q.history = append(q.history, claimNotes(ctx, s.hist, a)...)
 		return nil
 	})
 	if errors.Is(err, errRollback) {
