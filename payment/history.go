@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"chargeonce/history"
 )
 
@@ -196,21 +194,29 @@ func (s *Service) History(ctx context.Context, m Merchant, kind Kind, key string
 	return events, interpretError(err)
 }
 
-// claimSpan is the span of the request that claimed a, as a remote span
-// context for a later holder's link back to it; an invalid one when that
-// request was in no trace, or its row is gone.
-func (s *store) claimSpan(ctx context.Context, a Attempt) (trace.SpanContext, error) {
-	traceID, spanID, err := history.ClaimSpan(ctx, s.pool, keyOf(a))
-	if err = interpretError(err); err == errNotFound {
-		return trace.SpanContext{}, nil
+// KeyHistory is one merchant's history of a key.
+type KeyHistory struct {
+	Merchant Merchant
+	Events   []history.Event
+}
+
+// KeyHistories are the histories of key of kind, of every merchant that
+// used it, by the merchant's name: the operators' view (`charges show`),
+// which names a key alone.
+func (s *Service) KeyHistories(ctx context.Context, kind Kind, key string) ([]KeyHistory, error) {
+	if _, ok := operations[kind]; !ok {
+		return nil, Invalid("kind", "unknown kind %q", kind)
 	}
+	merchants, err := s.store.historyMerchants(ctx, kind, key)
 	if err != nil {
-		return trace.SpanContext{}, err
+		return nil, err
 	}
-	tid, terr := trace.TraceIDFromHex(traceID)
-	sid, serr := trace.SpanIDFromHex(spanID)
-	if terr != nil || serr != nil {
-		return trace.SpanContext{}, nil
+	out := make([]KeyHistory, len(merchants))
+	for i, m := range merchants {
+		out[i].Merchant = m
+		if out[i].Events, err = s.History(ctx, m, kind, key); err != nil {
+			return nil, err
+		}
 	}
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true}), nil
+	return out, nil
 }

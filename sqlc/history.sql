@@ -79,3 +79,14 @@ WHERE ctid = ANY (ARRAY(
       )
     LIMIT sqlc.arg(max_rows)::integer
 ));
+
+-- name: ListHistoryMerchants :many
+-- The merchants that have a history under a key of one kind, for `charges
+-- show KEY`, which an operator runs by the key alone: one probe of the key
+-- index per merchant.
+SELECT m.id, m.name FROM merchants m
+WHERE EXISTS (
+    SELECT 1 FROM attempt_history h
+    WHERE h.merchant_id = m.id AND h.idempotency_key = @idempotency_key AND h.kind = @kind
+)
+ORDER BY m.name;

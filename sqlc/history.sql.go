@@ -259,3 +259,45 @@ func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]Lis
 	}
 	return items, nil
 }
+
+const listHistoryMerchants = `-- name: ListHistoryMerchants :many
+SELECT m.id, m.name FROM merchants m
+WHERE EXISTS (
+    SELECT 1 FROM attempt_history h
+    WHERE h.merchant_id = m.id AND h.idempotency_key = $1 AND h.kind = $2
+)
+ORDER BY m.name
+`
+
+type ListHistoryMerchantsParams struct {
+	IdempotencyKey string
+	Kind           string
+}
+
+type ListHistoryMerchantsRow struct {
+	ID   uuid.UUID
+	Name string
+}
+
+// The merchants that have a history under a key of one kind, for `charges
+// show KEY`, which an operator runs by the key alone: one probe of the key
+// index per merchant.
+func (q *Queries) ListHistoryMerchants(ctx context.Context, arg ListHistoryMerchantsParams) ([]ListHistoryMerchantsRow, error) {
+	rows, err := q.db.Query(ctx, listHistoryMerchants, arg.IdempotencyKey, arg.Kind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListHistoryMerchantsRow
+	for rows.Next() {
+		var i ListHistoryMerchantsRow
+		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

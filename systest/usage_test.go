@@ -25,6 +25,7 @@ func TestUsage_NamesExactlyTheBinarysCommands(t *testing.T) {
 		"apikey create", "apikey rotate", "apikey list", "apikey revoke",
 		"merchant origins add", "merchant origins list", "merchant origins remove",
 		"webhook set", "webhook list", "webhook remove", "webhook deliveries",
+		"charges show", "refunds show", "captures show", "voids show",
 		"charges stuck", "refunds stuck", "charges uncaptured", "captures stuck", "reconcile --once", "consume receipts", "consume webhooks",
 		"localdb stop", "help",
 	}, commandsOf(t, usage))

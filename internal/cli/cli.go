@@ -23,6 +23,8 @@ import (
 
 	"chargeonce/db/localpg"
 	"chargeonce/events"
+	"chargeonce/graph"
+	"chargeonce/history"
 	"chargeonce/internal/app"
 	"chargeonce/merchant"
 	"chargeonce/metrics"
@@ -48,6 +50,14 @@ func Run(ctx context.Context, cfg app.Config, args []string, stdout io.Writer, l
 		return runChargesUncaptured(ctx, cfg, stdout, log)
 	case len(args) == 2 && args[0] == "captures" && args[1] == "stuck":
 		return runCapturesStuck(ctx, cfg, stdout, log)
+	case len(args) == 3 && args[0] == "charges" && args[1] == "show":
+		return runShow(ctx, cfg, payment.KindCharge, args[2], stdout, log)
+	case len(args) == 3 && args[0] == "refunds" && args[1] == "show":
+		return runShow(ctx, cfg, payment.KindRefund, args[2], stdout, log)
+	case len(args) == 3 && args[0] == "captures" && args[1] == "show":
+		return runShow(ctx, cfg, payment.KindCapture, args[2], stdout, log)
+	case len(args) == 3 && args[0] == "voids" && args[1] == "show":
+		return runShow(ctx, cfg, payment.KindVoid, args[2], stdout, log)
 	case len(args) == 2 && args[0] == "reconcile" && args[1] == "--once":
 		if cfg.Provider == app.ProviderCardsim && cfg.ProviderURL == "" {
 			return fmt.Errorf("reconcile --once needs PROVIDER_URL: the card provider to ask (e.g. http://localhost:8080/provider for a running development server), or PROVIDER=stripe")
@@ -286,6 +296,11 @@ var ErrUsage = errors.New(`usage:
   chargeonce webhook remove NAME      remove merchant NAME's webhook endpoint; its pending deliveries are not sent
   chargeonce webhook deliveries NAME [--limit N]
                                       merchant NAME's webhook attempts, newest first (default 50)
+  chargeonce charges show KEY         what happened under charge key KEY, as a timeline: every request that reached it,
+                                      each provider call, each change of holder, the event and its webhook attempts
+  chargeonce refunds show KEY         the same for refund key KEY
+  chargeonce captures show KEY        the same for capture key KEY
+  chargeonce voids show KEY           the same for void key KEY
   chargeonce charges stuck            list the stuck attempts: PROCESSING, their lease ended
   chargeonce refunds stuck            list the refunds left PROCESSING: in flight, stuck, or only read at the provider
   chargeonce charges uncaptured       list the open authorizations (MANUAL charges neither captured in full, voided
@@ -409,4 +424,52 @@ func runCapturesStuck(ctx context.Context, cfg app.Config, stdout io.Writer, log
 				c.Amount, c.Currency, final, c.Holders, c.CreatedAt.UTC().Format(time.RFC3339), leaseState(c.LockedUntil, c.PendingSince, now, ""))
 		}, "%d capture(s) and void(s) PROCESSING")
 	})
+}
+
+// runShow prints the history of key of kind, of every merchant that used
+// it, as a timeline: when, how long after the first row, what, the status
+// after it, where and for which request and trace.
+func runShow(ctx context.Context, cfg app.Config, kind payment.Kind, key string, stdout io.Writer, log *slog.Logger) error {
+	return withPayments(ctx, cfg, log, func(svc *payment.Service) error {
+		all, err := svc.KeyHistories(ctx, kind, key)
+		if err != nil {
+			return err
+		}
+		if len(all) == 0 {
+			fmt.Fprintf(stdout, "no history for %s key %q: never used, or forgotten with its result (KEY_RETENTION)\n", kind, key)
+			return nil
+		}
+		for i, h := range all {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			fmt.Fprintf(stdout, "merchant %s, %s key %s\n", h.Merchant.Name, kind, key)
+			start := h.Events[0].At
+			err := listing(stdout, "AT\tAFTER\tWHAT\tSTATUS\tINSTANCE\tREQUEST\tTRACE\tDETAIL", h.Events, func(w io.Writer, e history.Event) {
+				what, detail := e.Type, graph.HistoryDetail(e.Detail)
+				if history.Counted(e.Type) {
+					what = fmt.Sprintf("%s ×%d", e.Type, e.Count)
+					detail = fmt.Sprintf("the first %s, the last %s after the first row", after(e.At, start), after(e.LastAt, start))
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format("2006-01-02T15:04:05.000Z"), after(e.At, start),
+					what, dash(e.Status), dash(e.Instance), dash(e.RequestID), dash(e.TraceID), detail)
+			}, "%d row(s)")
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// after is how long after start t is, to the millisecond.
+func after(t, start time.Time) string {
+	return "+" + t.Sub(start).Round(time.Millisecond).String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
