@@ -106,12 +106,22 @@ func TestAccessLog_OneLinePerRequestWithRequestID(t *testing.T) {
 	require.Equal(t, "unknown or revoked API key", failed[0]["reason"])
 
 	logs := s.LogText()
-	for name, secret := range map[string]string{
+	secrets := map[string]string{
 		"the demo API key": "demo-key", "a created API key": acmeKey, "an unknown API key": unknownKey,
 		"a card token": "pm_card_visa", "a declined card's token": "pm_card_chargeDeclined",
 		"a failing card's token": "pm_card_providerError",
-	} {
+	}
+	for name, secret := range secrets {
 		require.NotContains(t, logs, secret, "the log never carries %s", name)
+	}
+	// Nor does the history of the keys: every row, once the instance wrote
+	// what it gathered (a history query writes it first).
+	_, err = s.API("demo-key").History(context.Background(), apiclient.AttemptKindCharge, clientKeys[0])
+	require.NoError(t, err)
+	rows := dbtest.Query[string](t, dbtest.Open(t, dbURL), "SELECT row_to_json(h)::text FROM attempt_history h")
+	require.NotEmpty(t, rows)
+	for name, secret := range secrets {
+		require.NotContains(t, strings.Join(rows, "\n"), secret, "the history never holds %s", name)
 	}
 	// An idempotency key means something only within its merchant's scope:
 	// a line that carries one names the merchant too.

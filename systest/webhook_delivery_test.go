@@ -14,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
 	"chargeonce/events/eventstest"
+	"chargeonce/internal/apiclient"
 	"chargeonce/merchant"
 	"chargeonce/payment"
 	"chargeonce/webhook"
@@ -144,6 +147,54 @@ func TestWebhooks_RealCharges_ReceiverVerifiesEachAndHandlesItOnce(t *testing.T)
 		require.Equal(t, http.StatusBadRequest, rec.Code, name)
 	}
 	require.Len(t, handled, 4)
+
+	// Each key's history shows its event written, published and delivered:
+	// the one whose answer was lost, attempted twice, 502 then 204.
+	attempts := map[string]int{}
+	for _, k := range append(keys, declined) {
+		var rows []apiclient.HistoryRow
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var err error
+			rows, err = s.demo().History(t.Context(), apiclient.AttemptKindCharge, k)
+			require.NoError(c, err)
+			require.NotEmpty(c, historyOf(rows, "webhook.attempted"))
+		}, 10*time.Second, 50*time.Millisecond)
+		require.Len(t, historyOf(rows, "event.written"), 1, k)
+		require.Len(t, historyOf(rows, "event.published"), 1, k)
+		tried := historyOf(rows, "webhook.attempted")
+		var results []string
+		for _, r := range tried {
+			require.NotContains(t, *r.Detail, srv.URL, "never the endpoint's address")
+			_, result, _ := strings.Cut(*r.Detail, ": ")
+			results = append(results, strings.Fields(result)[0]+" "+strings.Fields(result)[1])
+		}
+		attempts[strings.Join(results, ", ")]++
+	}
+	require.Equal(t, map[string]int{"HTTP 204": 3, "HTTP 502, HTTP 204": 1}, attempts)
+	requireHistoryHoldsNone(t, pool, map[string]string{"the signing secret": secret, "the API key": "demo-key", "a card token": "pm_card_"})
+}
+
+// historyOf are the rows of rows of type typ.
+func historyOf(rows []apiclient.HistoryRow, typ string) []apiclient.HistoryRow {
+	var out []apiclient.HistoryRow
+	for _, r := range rows {
+		if r.Type == typ {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// requireHistoryHoldsNone requires that no history row of the database
+// holds any of secrets, whatever its column.
+func requireHistoryHoldsNone(t *testing.T, pool *pgxpool.Pool, secrets map[string]string) {
+	t.Helper()
+	rows := dbtest.Query[string](t, pool, "SELECT row_to_json(h)::text FROM attempt_history h")
+	require.NotEmpty(t, rows)
+	all := strings.Join(rows, "\n")
+	for name, secret := range secrets {
+		require.NotContains(t, all, secret, "the history never holds %s", name)
+	}
 }
 
 // TestREADME_QuotesTheWebhookReceiver keeps the receiver in docs/events.md

@@ -215,6 +215,15 @@ func (c *Client) VoidStatus(ctx context.Context, key string) (*VoidResult, error
 	return &resp.VoidStatus.VoidResult, nil
 }
 
+// History is what happened under key of kind, oldest first.
+func (c *Client) History(ctx context.Context, kind AttemptKind, key string) ([]HistoryRow, error) {
+	resp, err := KeyHistory(ctx, c, kind, key)
+	if err != nil {
+		return nil, err
+	}
+	return resp.History, nil
+}
+
 // ChargeCaptures is the charge of the charge attempt made with key, as its
 // captures left it; nil when the key has no charge.
 func (c *Client) ChargeCaptures(ctx context.Context, key string) (*CapturedCharge, error) {

@@ -11,6 +11,23 @@ import (
 	"github.com/Khan/genqlient/graphql"
 )
 
+// The kinds of attempt an idempotency key is used for.
+type AttemptKind string
+
+const (
+	AttemptKindCharge  AttemptKind = "CHARGE"
+	AttemptKindRefund  AttemptKind = "REFUND"
+	AttemptKindCapture AttemptKind = "CAPTURE"
+	AttemptKindVoid    AttemptKind = "VOID"
+)
+
+var AllAttemptKind = []AttemptKind{
+	AttemptKindCharge,
+	AttemptKindRefund,
+	AttemptKindCapture,
+	AttemptKindVoid,
+}
+
 // Capture includes the requested fields of the GraphQL type Capture.
 // The GraphQL type's documentation follows.
 //
@@ -1468,6 +1485,74 @@ func (v *Failure) GetCode() string { return v.Code }
 // GetMessage returns Failure.Message, and is useful for accessing the field via an interface.
 func (v *Failure) GetMessage() string { return v.Message }
 
+// HistoryRow includes the requested fields of the GraphQL type AttemptEvent.
+// The GraphQL type's documentation follows.
+//
+// One thing that happened under an idempotency key. It never holds card data,
+// secrets or a checkout session's client secret, and names the fields of a
+// refused request, never their values.
+type HistoryRow struct {
+	// When it happened; for a counted row (count > 1), the first of them.
+	At time.Time `json:"at"`
+	// What happened: request.claimed, request.processing, request.replayed,
+	// request.mismatch, request.refused, provider.sent, provider.answered,
+	// provider.lost, provider.read, lease.ended, lease.taken_over,
+	// lease.released, fence.refused, shopper.wait_started, shopper.returned,
+	// shopper.abandoned, attempt.pending, attempt.finalized, event.written,
+	// event.published, webhook.attempted. New types may be added.
+	Type string `json:"type"`
+	// The X-Request-Id of the request that caused it; null for a background pass (the reconciler, the relay, the webhook worker).
+	RequestId *string `json:"requestId"`
+	// The W3C trace id (32 hex digits) it belongs to, the caller's when it sent a traceparent; null when none.
+	TraceId *string `json:"traceId"`
+	// The chargeonce instance that did it (INSTANCE_NAME).
+	Instance *string `json:"instance"`
+	// What it was, in words: the provider key and the holder of a provider call, the outcome and latency of an answer, the fields that differed, an error code.
+	Detail *string `json:"detail"`
+	// The attempt's status after it, when known.
+	Status *string `json:"status"`
+	// How many requests a counted row (request.replayed, request.processing) stands for; 1 otherwise.
+	Count int `json:"count"`
+	// For a counted row, when the last of them came.
+	LastAt *time.Time `json:"lastAt"`
+}
+
+// GetAt returns HistoryRow.At, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetAt() time.Time { return v.At }
+
+// GetType returns HistoryRow.Type, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetType() string { return v.Type }
+
+// GetRequestId returns HistoryRow.RequestId, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetRequestId() *string { return v.RequestId }
+
+// GetTraceId returns HistoryRow.TraceId, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetTraceId() *string { return v.TraceId }
+
+// GetInstance returns HistoryRow.Instance, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetInstance() *string { return v.Instance }
+
+// GetDetail returns HistoryRow.Detail, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetDetail() *string { return v.Detail }
+
+// GetStatus returns HistoryRow.Status, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetStatus() *string { return v.Status }
+
+// GetCount returns HistoryRow.Count, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetCount() int { return v.Count }
+
+// GetLastAt returns HistoryRow.LastAt, and is useful for accessing the field via an interface.
+func (v *HistoryRow) GetLastAt() *time.Time { return v.LastAt }
+
+// KeyHistoryResponse is returned by KeyHistory on success.
+type KeyHistoryResponse struct {
+	// What happened under this idempotency key of any kind of attempt, as chargeHistory. Secret keys only.
+	History []HistoryRow `json:"history"`
+}
+
+// GetHistory returns KeyHistoryResponse.History, and is useful for accessing the field via an interface.
+func (v *KeyHistoryResponse) GetHistory() []HistoryRow { return v.History }
+
 // NextAction includes the requested fields of the GraphQL type NextAction.
 // The GraphQL type's documentation follows.
 //
@@ -2454,6 +2539,18 @@ func (v *__CreateCheckoutSessionInput) GetIdempotencyKey() string { return v.Ide
 // GetInput returns __CreateCheckoutSessionInput.Input, and is useful for accessing the field via an interface.
 func (v *__CreateCheckoutSessionInput) GetInput() CheckoutSessionInput { return v.Input }
 
+// __KeyHistoryInput is used internally by genqlient
+type __KeyHistoryInput struct {
+	Kind           AttemptKind `json:"kind"`
+	IdempotencyKey string      `json:"idempotencyKey"`
+}
+
+// GetKind returns __KeyHistoryInput.Kind, and is useful for accessing the field via an interface.
+func (v *__KeyHistoryInput) GetKind() AttemptKind { return v.Kind }
+
+// GetIdempotencyKey returns __KeyHistoryInput.IdempotencyKey, and is useful for accessing the field via an interface.
+func (v *__KeyHistoryInput) GetIdempotencyKey() string { return v.IdempotencyKey }
+
 // __RefundChargeInput is used internally by genqlient
 type __RefundChargeInput struct {
 	IdempotencyKey string      `json:"idempotencyKey"`
@@ -3046,6 +3143,52 @@ func CreateCheckoutSession(
 	}
 
 	data_ = &CreateCheckoutSessionResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by KeyHistory.
+const KeyHistory_Operation = `
+query KeyHistory ($kind: AttemptKind!, $idempotencyKey: String!) {
+	history(kind: $kind, idempotencyKey: $idempotencyKey) {
+		at
+		type
+		requestId
+		traceId
+		instance
+		detail
+		status
+		count
+		lastAt
+	}
+}
+`
+
+// KeyHistory is what happened under a key of any kind (history): the
+// tests' and the closing notes' look at a key's timeline.
+func KeyHistory(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	kind AttemptKind,
+	idempotencyKey string,
+) (data_ *KeyHistoryResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "KeyHistory",
+		Query:  KeyHistory_Operation,
+		Variables: &__KeyHistoryInput{
+			Kind:           kind,
+			IdempotencyKey: idempotencyKey,
+		},
+	}
+
+	data_ = &KeyHistoryResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
