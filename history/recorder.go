@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"chargeonce/sqlc"
 )
 
 // Defaults of the recorder.
@@ -48,7 +45,6 @@ type Recorder struct {
 	rows    []Entry
 	counts  map[countKey]*counted
 	dropped int
-	flushed chan struct{} // closed and replaced after each flush: a test's signal
 }
 
 // countKey is what a counted row is counted by.
@@ -75,7 +71,7 @@ func NewRecorder(pool *pgxpool.Pool, cfg Config) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{pool: pool, cfg: cfg, log: log, counts: map[countKey]*counted{}, flushed: make(chan struct{})}
+	return &Recorder{pool: pool, cfg: cfg, log: log, counts: map[countKey]*counted{}}
 }
 
 // Instance is the name this recorder's instance writes its rows under; ""
@@ -138,13 +134,6 @@ func (r *Recorder) Count(e Entry) {
 	}
 }
 
-// Flushed is closed after the next write: a test waits on it, then reads.
-func (r *Recorder) Flushed() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.flushed
-}
-
 // Run writes what was gathered every FlushInterval until ctx ends, and
 // once more then.
 func (r *Recorder) Run(ctx context.Context) {
@@ -181,32 +170,18 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	rows, counts, dropped := r.rows, r.counts, r.dropped
 	r.rows, r.counts, r.dropped = nil, map[countKey]*counted{}, 0
-	done := r.flushed
-	r.flushed = make(chan struct{})
 	r.mu.Unlock()
-	defer close(done)
 	if dropped > 0 {
 		r.log.Warn("history: rows dropped while the database was away", "rows", dropped)
 	}
 	if len(rows) == 0 && len(counts) == 0 {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		q := sqlc.New(tx)
-		if len(rows) > 0 {
-			if err := q.InsertHistory(ctx, InsertParams(rows)); err != nil {
-				return err
-			}
-		}
-		if len(counts) > 0 {
-			return q.AddHistoryCounts(ctx, countParams(counts))
-		}
-		return nil
-	})
-	if err != nil {
+	if err := write(ctx, r.pool, rows, counts); err != nil {
 		r.putBack(rows, counts)
+		return err
 	}
-	return err
+	return nil
 }
 
 // putBack returns rows and counts that were not written to the next
@@ -233,48 +208,4 @@ func (r *Recorder) putBack(rows []Entry, counts map[countKey]*counted) {
 		r.rows = r.rows[over:]
 		r.dropped += over
 	}
-}
-
-// InsertParams are entries as InsertHistory's arrays.
-func InsertParams(entries []Entry) sqlc.InsertHistoryParams {
-	n := len(entries)
-	p := sqlc.InsertHistoryParams{
-		MerchantID: make([]uuid.UUID, n), Kind: make([]string, n), IdempotencyKey: make([]string, n),
-		AttemptID: make([]uuid.UUID, n), At: make([]time.Time, n), Type: make([]string, n),
-		RequestID: make([]string, n), TraceID: make([]string, n), SpanID: make([]string, n),
-		Instance: make([]string, n), Detail: make([]string, n), Status: make([]string, n),
-	}
-	for i, e := range entries {
-		p.MerchantID[i], p.Kind[i], p.IdempotencyKey[i], p.AttemptID[i] = e.MerchantID, e.Kind, e.IdempotencyKey, e.AttemptID
-		p.At[i], p.Type[i], p.Detail[i], p.Status[i] = e.At, e.Type, e.Detail, e.Status
-		p.RequestID[i], p.TraceID[i], p.SpanID[i], p.Instance[i] = e.RequestID, e.TraceID, e.SpanID, e.Instance
-	}
-	return p
-}
-
-// countParams are counted rows as AddHistoryCounts's arrays.
-func countParams(counts map[countKey]*counted) sqlc.AddHistoryCountsParams {
-	n := len(counts)
-	p := sqlc.AddHistoryCountsParams{
-		MerchantID: make([]uuid.UUID, 0, n), Kind: make([]string, 0, n), IdempotencyKey: make([]string, 0, n),
-		AttemptID: make([]uuid.UUID, 0, n), At: make([]time.Time, 0, n), Type: make([]string, 0, n),
-		RequestID: make([]string, 0, n), TraceID: make([]string, 0, n), SpanID: make([]string, 0, n),
-		Instance: make([]string, 0, n), Count: make([]int32, 0, n), LastAt: make([]time.Time, 0, n),
-	}
-	for _, c := range counts {
-		e := c.first
-		p.MerchantID = append(p.MerchantID, e.MerchantID)
-		p.Kind = append(p.Kind, e.Kind)
-		p.IdempotencyKey = append(p.IdempotencyKey, e.IdempotencyKey)
-		p.AttemptID = append(p.AttemptID, e.AttemptID)
-		p.At = append(p.At, e.At)
-		p.Type = append(p.Type, e.Type)
-		p.RequestID = append(p.RequestID, e.RequestID)
-		p.TraceID = append(p.TraceID, e.TraceID)
-		p.SpanID = append(p.SpanID, e.SpanID)
-		p.Instance = append(p.Instance, e.Instance)
-		p.Count = append(p.Count, int32(c.n))
-		p.LastAt = append(p.LastAt, c.last)
-	}
-	return p
 }

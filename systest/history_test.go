@@ -149,7 +149,7 @@ func TestHistory_KilledAfterTheProvider_TheOtherInstanceTakesOverAndSaysSo(t *te
 func TestHistory_PublishableKey_IsRefused(t *testing.T) {
 	needsProcesses(t)
 	t.Parallel()
-	s := startServer(t, nil)
+	s := startServer(t, map[string]string{"DATABASE_URL": dbtest.NewDatabase(t)})
 	key := newKey()
 	s.chargeCard(t, apiclient.DemoAPIKey, key, visa(100))
 	_, err := s.client(demoPublishableKey).History(t.Context(), apiclient.AttemptKindCharge, key)
