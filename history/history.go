@@ -15,6 +15,10 @@
 // its last interval of those. Replays and PROCESSING answers are counted,
 // not listed: a storm of ten thousand is one row with its count.
 //
+// What a charge writes is what it must: one row with its claim (the claim
+// and the send it allows), one with its finalization (the answer, the
+// result, the event), each one index entry on a time-ordered attempt id.
+//
 // A row never holds card data, secrets or a checkout session's client
 // secret: details are written here, by the types below, from what is safe
 // to show a support desk.
@@ -76,13 +80,16 @@ type Key struct {
 	AttemptID      uuid.UUID
 }
 
-// Entry is one row to write.
+// Entry is one thing that happened, to write. The entries one write
+// makes about one attempt are one row (their source is the first's).
 type Entry struct {
 	Key
 	At     time.Time
 	Type   string
 	Detail string
-	Status string // the attempt's status after it; "" when unknown
+	// Status is the attempt's status after it, set only where it becomes
+	// final (attempt.finalized); a read infers the others (Event.Status).
+	Status string
 	Source
 }
 
@@ -104,7 +111,7 @@ func SourceOf(ctx context.Context, instance string) Source {
 	return src
 }
 
-// Event is a row as it is read: what chargeHistory answers.
+// Event is one entry as it is read: what chargeHistory answers.
 type Event struct {
 	At        time.Time
 	Type      string
@@ -113,7 +120,9 @@ type Event struct {
 	SpanID    string
 	Instance  string
 	Detail    string
-	Status    string
+	// Status is the attempt's status after it: PROCESSING until an entry
+	// finalized it; "" for a request refused before any attempt.
+	Status string
 	// Count is how many requests a counted row stands for (1 otherwise),
 	// from At to LastAt.
 	Count     int

@@ -13,8 +13,12 @@ import (
 
 // Defaults of the recorder.
 const (
-	// FlushIntervalDefault is how often a recorder writes what it gathered.
+	// FlushIntervalDefault is how often a recorder writes the rows it
+	// gathered; CountIntervalDefault how often it adds its counts of
+	// replays and PROCESSING answers, which change a row of each attempt
+	// replayed: rarely, so that a storm of replays costs next to no write.
 	FlushIntervalDefault = 200 * time.Millisecond
+	CountIntervalDefault = 5 * time.Second
 	// MaxBufferedDefault bounds the rows a recorder holds while the
 	// database is away; past it the oldest are dropped (and counted in the
 	// log), never the ledger's.
@@ -28,6 +32,7 @@ type Config struct {
 	// Instance names this chargeonce instance in the rows it writes.
 	Instance      string
 	FlushInterval time.Duration
+	CountInterval time.Duration
 	MaxBuffered   int
 	Logger        *slog.Logger
 }
@@ -47,12 +52,10 @@ type Recorder struct {
 	dropped int
 }
 
-// countKey is what a counted row is counted by.
+// countKey is what a counted row is counted by: an attempt, a type.
 type countKey struct {
-	merchant uuid.UUID
-	kind     string
-	key      string
-	typ      string
+	attempt uuid.UUID
+	typ     string
 }
 
 // counted is a counted row gathering: its first request, its count and
@@ -66,6 +69,7 @@ type counted struct {
 // NewRecorder makes a recorder that writes to pool.
 func NewRecorder(pool *pgxpool.Pool, cfg Config) *Recorder {
 	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, FlushIntervalDefault)
+	cfg.CountInterval = cmp.Or(cfg.CountInterval, CountIntervalDefault)
 	cfg.MaxBuffered = cmp.Or(cfg.MaxBuffered, MaxBufferedDefault)
 	log := cfg.Logger
 	if log == nil {
@@ -113,7 +117,7 @@ func (r *Recorder) Count(e Entry) {
 	if r == nil {
 		return
 	}
-	k := countKey{e.MerchantID, e.Kind, e.IdempotencyKey, e.Type}
+	k := countKey{e.AttemptID, e.Type}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.counts[k]
@@ -142,6 +146,7 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(r.cfg.FlushInterval)
 	defer t.Stop()
+	counted := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -151,9 +156,13 @@ func (r *Recorder) Run(ctx context.Context) {
 			}
 			cancel()
 			return
-		case <-t.C:
+		case now := <-t.C:
+			withCounts := now.Sub(counted) >= r.cfg.CountInterval
+			if withCounts {
+				counted = now
+			}
 			wctx, cancel := context.WithTimeout(ctx, flushTimeout)
-			if err := r.Flush(wctx); err != nil && ctx.Err() == nil {
+			if err := r.flush(wctx, withCounts); err != nil && ctx.Err() == nil {
 				r.log.Warn("history: rows not written yet; trying again", "err", err)
 			}
 			cancel()
@@ -161,15 +170,23 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 }
 
-// Flush writes what was gathered, in one transaction; on failure it keeps
-// it for the next try.
-func (r *Recorder) Flush(ctx context.Context) error {
+// Flush writes what was gathered, counts included, in one transaction; on
+// failure it keeps it for the next try.
+func (r *Recorder) Flush(ctx context.Context) error { return r.flush(ctx, true) }
+
+// flush writes the rows gathered, and the counts when withCounts.
+func (r *Recorder) flush(ctx context.Context, withCounts bool) error {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
-	rows, counts, dropped := r.rows, r.counts, r.dropped
-	r.rows, r.counts, r.dropped = nil, map[countKey]*counted{}, 0
+	rows, dropped := r.rows, r.dropped
+	r.rows, r.dropped = nil, 0
+	var counts map[countKey]*counted
+	if withCounts {
+		counts = r.counts
+		r.counts = map[countKey]*counted{}
+	}
 	r.mu.Unlock()
 	if dropped > 0 {
 		r.log.Warn("history: rows dropped while the database was away", "rows", dropped)

@@ -2,11 +2,14 @@ package history
 
 // The history's store: the only code here that knows the generated
 // queries. Its reads (List, ClaimSpan), the recorder's write, the
-// retention's delete, and the arrays a ledger's statement writes its own
-// rows with (InsertParams).
+// retention's delete, and the JSON a ledger's statement writes its own row
+// with (EntriesJSON).
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,46 +24,99 @@ import (
 // read cheap whatever a key went through.
 const MaxRows = 1000
 
+// entryJSON is an entry as a row's entries hold it.
+type entryJSON struct {
+	At     time.Time `json:"at"`
+	Type   string    `json:"type"`
+	Detail string    `json:"detail,omitempty"`
+	Status string    `json:"status,omitempty"`
+}
+
+// EntriesJSON is entries as one row's JSON array.
+func EntriesJSON(entries []Entry) []byte {
+	out := make([]entryJSON, len(entries))
+	for i, e := range entries {
+		// To the microsecond, as PostgreSQL keeps the times it writes itself.
+		out[i] = entryJSON{At: e.At.Truncate(time.Microsecond), Type: e.Type, Detail: e.Detail, Status: e.Status}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		panic(err) // strings and times always marshal
+	}
+	return b
+}
+
 // List is the history of merchantID's key of kind, oldest first; empty
-// when there is none.
+// when there is none. Statuses are inferred: PROCESSING until an entry
+// finalized the attempt.
 func List(ctx context.Context, db sqlc.DBTX, merchantID uuid.UUID, kind, key string) ([]Event, error) {
-	rows, err := sqlc.New(db).ListHistory(ctx, sqlc.ListHistoryParams{
-		MerchantID: merchantID, IdempotencyKey: key, Kind: kind, MaxRows: MaxRows,
-	})
+	q := sqlc.New(db)
+	rows, err := q.ListHistory(ctx, sqlc.ListHistoryParams{MerchantID: merchantID, IdempotencyKey: key, Kind: kind, MaxRows: MaxRows})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Event, len(rows))
-	for i, r := range rows {
-		out[i] = Event{At: r.At, Type: r.Type, RequestID: deref(r.RequestID), TraceID: deref(r.TraceID),
-			SpanID: deref(r.SpanID), Instance: deref(r.Instance), Detail: deref(r.Detail), Status: deref(r.Status),
-			Count: int(r.Count), LastAt: deref(r.LastAt), AttemptID: deref(r.AttemptID)}
+	counts, err := q.ListHistoryCounts(ctx, sqlc.ListHistoryCountsParams{MerchantID: merchantID, IdempotencyKey: key, Kind: kind})
+	if err != nil {
+		return nil, err
 	}
+	var out []Event
+	for _, r := range rows {
+		var entries []entryJSON
+		if err := json.Unmarshal(r.Entries, &entries); err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			out = append(out, Event{At: e.At, Type: e.Type, Detail: e.Detail, Status: e.Status, Count: 1,
+				RequestID: deref(r.RequestID), TraceID: deref(r.TraceID), SpanID: deref(r.SpanID),
+				Instance: deref(r.Instance), AttemptID: deref(r.AttemptID)})
+		}
+	}
+	for _, c := range counts {
+		out = append(out, Event{At: c.FirstAt, Type: c.Type, Count: int(c.Count), LastAt: c.LastAt,
+			RequestID: deref(c.RequestID), TraceID: deref(c.TraceID), Instance: deref(c.Instance), AttemptID: c.AttemptID})
+	}
+	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
+	inferStatuses(out)
 	return out, nil
 }
 
-// Delete forgets up to limit rows older than cutoff whose key has no
-// attempt any more.
-func Delete(ctx context.Context, db sqlc.DBTX, cutoff time.Time, limit int) (int, error) {
-	n, err := sqlc.New(db).DeleteOldHistory(ctx, sqlc.DeleteOldHistoryParams{Cutoff: cutoff, MaxRows: int32(limit)})
-	return int(n), err
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
+// inferStatuses sets each event's status after it: an attempt is
+// PROCESSING until an entry says it is final; a replay answers the final
+// one; a refusal before any attempt has none.
+func inferStatuses(events []Event) {
+	status := map[uuid.UUID]string{}
+	final := map[uuid.UUID]string{}
+	for _, e := range events {
+		if e.Status != "" {
+			final[e.AttemptID] = e.Status
+		}
 	}
-	return *p
+	for i, e := range events {
+		switch {
+		case e.AttemptID == uuid.Nil:
+			continue
+		case e.Status != "":
+			status[e.AttemptID] = e.Status
+		case e.Type == Replayed:
+			events[i].Status = final[e.AttemptID]
+		default:
+			events[i].Status = cmp.Or(status[e.AttemptID], "PROCESSING")
+		}
+	}
 }
 
 // ClaimSpan is the trace and span of the request that claimed k's
 // attempt, "" when it was in none.
 func ClaimSpan(ctx context.Context, db sqlc.DBTX, k Key) (traceID, spanID string, err error) {
-	row, err := sqlc.New(db).ClaimSpan(ctx, sqlc.ClaimSpanParams{
-		AttemptID: &k.AttemptID, MerchantID: k.MerchantID, IdempotencyKey: k.IdempotencyKey, Kind: k.Kind,
-	})
+	row, err := sqlc.New(db).ClaimSpan(ctx, &k.AttemptID)
 	return deref(row.TraceID), deref(row.SpanID), err
+}
+
+// Delete forgets up to limit rows older than cutoff that no attempt holds
+// any more.
+func Delete(ctx context.Context, db sqlc.DBTX, cutoff time.Time, limit int) (int, error) {
+	n, err := sqlc.New(db).DeleteOldHistory(ctx, sqlc.DeleteOldHistoryParams{Cutoff: cutoff, MaxRows: int32(limit)})
+	return int(n), err
 }
 
 // write writes rows and counts in one transaction.
@@ -79,46 +135,52 @@ func write(ctx context.Context, pool *pgxpool.Pool, rows []Entry, counts map[cou
 	})
 }
 
-// InsertParams are entries as InsertHistory's arrays.
+// InsertParams are entries as InsertHistory's arrays: one row per run of
+// entries about one key by one source.
 func InsertParams(entries []Entry) sqlc.InsertHistoryParams {
-	n := len(entries)
-	p := sqlc.InsertHistoryParams{
-		MerchantID: make([]uuid.UUID, n), Kind: make([]string, n), IdempotencyKey: make([]string, n),
-		AttemptID: make([]uuid.UUID, n), At: make([]time.Time, n), Type: make([]string, n),
-		RequestID: make([]string, n), TraceID: make([]string, n), SpanID: make([]string, n),
-		Instance: make([]string, n), Detail: make([]string, n), Status: make([]string, n),
-	}
-	for i, e := range entries {
-		p.MerchantID[i], p.Kind[i], p.IdempotencyKey[i], p.AttemptID[i] = e.MerchantID, e.Kind, e.IdempotencyKey, e.AttemptID
-		p.At[i], p.Type[i], p.Detail[i], p.Status[i] = e.At, e.Type, e.Detail, e.Status
-		p.RequestID[i], p.TraceID[i], p.SpanID[i], p.Instance[i] = e.RequestID, e.TraceID, e.SpanID, e.Instance
+	var p sqlc.InsertHistoryParams
+	for start := 0; start < len(entries); {
+		end := start + 1
+		for end < len(entries) && entries[end].Key == entries[start].Key && entries[end].Source == entries[start].Source {
+			end++
+		}
+		e := entries[start]
+		p.AttemptID = append(p.AttemptID, e.AttemptID)
+		p.MerchantID = append(p.MerchantID, e.MerchantID)
+		p.Kind = append(p.Kind, e.Kind)
+		p.IdempotencyKey = append(p.IdempotencyKey, e.IdempotencyKey)
+		p.At = append(p.At, e.At)
+		p.RequestID = append(p.RequestID, e.RequestID)
+		p.TraceID = append(p.TraceID, e.TraceID)
+		p.SpanID = append(p.SpanID, e.SpanID)
+		p.Instance = append(p.Instance, e.Instance)
+		p.Entries = append(p.Entries, string(EntriesJSON(entries[start:end])))
+		start = end
 	}
 	return p
 }
 
 // countParams are counted rows as AddHistoryCounts's arrays.
 func countParams(counts map[countKey]*counted) sqlc.AddHistoryCountsParams {
-	n := len(counts)
-	p := sqlc.AddHistoryCountsParams{
-		MerchantID: make([]uuid.UUID, 0, n), Kind: make([]string, 0, n), IdempotencyKey: make([]string, 0, n),
-		AttemptID: make([]uuid.UUID, 0, n), At: make([]time.Time, 0, n), Type: make([]string, 0, n),
-		RequestID: make([]string, 0, n), TraceID: make([]string, 0, n), SpanID: make([]string, 0, n),
-		Instance: make([]string, 0, n), Count: make([]int32, 0, n), LastAt: make([]time.Time, 0, n),
-	}
+	var p sqlc.AddHistoryCountsParams
 	for _, c := range counts {
 		e := c.first
-		p.MerchantID = append(p.MerchantID, e.MerchantID)
-		p.Kind = append(p.Kind, e.Kind)
-		p.IdempotencyKey = append(p.IdempotencyKey, e.IdempotencyKey)
 		p.AttemptID = append(p.AttemptID, e.AttemptID)
-		p.At = append(p.At, e.At)
 		p.Type = append(p.Type, e.Type)
+		p.Count = append(p.Count, int32(c.n))
+		p.FirstAt = append(p.FirstAt, e.At)
+		p.LastAt = append(p.LastAt, c.last)
 		p.RequestID = append(p.RequestID, e.RequestID)
 		p.TraceID = append(p.TraceID, e.TraceID)
-		p.SpanID = append(p.SpanID, e.SpanID)
 		p.Instance = append(p.Instance, e.Instance)
-		p.Count = append(p.Count, int32(c.n))
-		p.LastAt = append(p.LastAt, c.last)
 	}
 	return p
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

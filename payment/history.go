@@ -25,7 +25,7 @@ func (s *Service) note(ctx context.Context, a Attempt, typ, detail string) histo
 // noteOf is an entry about a, by ctx's request, written by rec's instance,
 // at at.
 func noteOf(ctx context.Context, rec *history.Recorder, a Attempt, typ, detail string, at time.Time) history.Entry {
-	return history.Entry{Key: keyOf(a), At: at, Type: typ, Detail: detail, Status: string(a.Status), Source: rec.Source(ctx)}
+	return history.Entry{Key: keyOf(a), At: at, Type: typ, Detail: detail, Source: rec.Source(ctx)}
 }
 
 // keyOf is the key a's history is kept under.

@@ -66,10 +66,12 @@ func TestHistory_FreshCharge_ClaimSendAnswerFinalizeEvent_ByItsRequest(t *testin
 	require.Equal(t, "SUCCEEDED", events[3].Status)
 	require.Contains(t, events[3].Detail, "by the request")
 	require.Contains(t, events[4].Detail, EventChargeSucceeded)
-	// The ledger's own rows need no recorder: none was written by it.
-	var fromRecorder int
-	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM attempt_history").Scan(&fromRecorder))
-	require.Equal(t, 5, fromRecorder)
+	require.Equal(t, "PROCESSING", events[2].Status, "not final before it was recorded")
+	// Two rows, each written by the ledger's own write: the claim's and
+	// the finalization's; the recorder wrote none.
+	var rows int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM attempt_history").Scan(&rows))
+	require.Equal(t, 2, rows)
 }
 
 func TestHistory_StormOnOneKey_OneClaimAndCountedRows(t *testing.T) {

@@ -136,23 +136,20 @@ func (s *store) merchant(ctx context.Context, id uuid.UUID) (Merchant, error) {
 	return Merchant{ID: m.ID, Name: m.Name}, interpretError(err)
 }
 
-// historyArgs are notes as the arrays and the source of a statement that
-// writes its history rows itself (a history CTE): the source is the
-// first note's, as every note of one statement is by one writer.
+// historyArgs are notes as the row that a statement writes itself (a
+// history CTE): when (the first note's time), the entries' JSON (an empty
+// array writes no row), and who wrote them, the first note's source, as
+// every note of one write is by one writer.
 type historyArgs struct {
-	at                []time.Time
-	typ, detail, stat []string
-	src               history.Source
+	at      time.Time
+	entries []byte
+	src     history.Source
 }
 
 func argsOf(notes []history.Entry) historyArgs {
-	h := historyArgs{at: make([]time.Time, len(notes)), typ: make([]string, len(notes)),
-		detail: make([]string, len(notes)), stat: make([]string, len(notes))}
-	for i, n := range notes {
-		h.at[i], h.typ[i], h.detail[i], h.stat[i] = n.At, n.Type, n.Detail, n.Status
-	}
+	h := historyArgs{entries: history.EntriesJSON(notes)}
 	if len(notes) > 0 {
-		h.src = notes[0].Source
+		h.at, h.src = notes[0].At, notes[0].Source
 	}
 	return h
 }

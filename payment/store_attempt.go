@@ -173,7 +173,7 @@ func (s *store) rekey(ctx context.Context, a Attempt, newKey string) (Attempt, e
 func (s *store) release(ctx context.Context, a Attempt, now time.Time, notes []history.Entry) (released bool, err error) {
 	h := argsOf(notes)
 	n, err := s.q.ReleaseChargeAttempt(ctx, sqlc.ReleaseChargeAttemptParams{Now: now, ID: a.ID, Fence: a.Fence,
-		HAt: h.at, HType: h.typ, HDetail: h.detail, HStatus: h.stat,
+		HAt: h.at, HEntries: h.entries,
 		HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance})
 	return n > 0, interpretError(err)
 }

@@ -54,7 +54,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 	in := a.charge().Input
 	h := argsOf(claimNotes(ctx, s.hist, a))
 	row, err := sqlc.New(conn).ClaimChargeAttempt(ctx, sqlc.ClaimChargeAttemptParams{
-		HAt: h.at, HType: h.typ, HDetail: h.detail, HStatus: h.stat,
+		HAt: h.at, HEntries: h.entries,
 		HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance,
 		ID:                 a.ID,
 		MerchantID:         a.MerchantID,
@@ -120,7 +120,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		row, err := q.RecordChargeSucceeded(ctx, sqlc.RecordChargeSucceededParams{
 			ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
 			ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
-			HAt: h.at, HType: h.typ, HDetail: h.detail, HStatus: h.stat,
+			HAt: h.at, HEntries: h.entries,
 			HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance,
 		})
 		if kind, constraint := db.Classify(err); isNotFound(err) || kind == db.UniqueViolation && constraint == constraintProviderChargeID {

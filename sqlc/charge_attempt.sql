@@ -16,7 +16,7 @@
 -- open, unexpired at now and below max_session_attempts, and counts one
 -- attempt of it; the unique index on checkout_session_id refuses a second
 -- live attempt for the session, as the order's does.
--- A claim writes its history rows (the claim, and the provider call it
+-- A claim writes its history row (the claim, and the provider call it
 -- lets its holder make) with it.
 -- Both parts see the same snapshot, so the read never sees the row this
 -- statement inserts: at most one row comes back. A key the snapshot shows
@@ -58,14 +58,13 @@ counted AS (
     WHERE id = (SELECT checkout_session_id FROM claimed)
 ),
 history AS (
-    -- Its history rows (history.Entry), written with it.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT claimed.merchant_id, claimed.kind, claimed.idempotency_key, claimed.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
-           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
-           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
-    FROM claimed, (SELECT unnest(sqlc.arg(h_at)::timestamptz[]) AS at, unnest(sqlc.arg(h_type)::text[]) AS type,
-                        unnest(sqlc.arg(h_detail)::text[]) AS detail, unnest(sqlc.arg(h_status)::text[]) AS status) AS h
+    -- Its history row (history.Entry as JSON), written with it.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT claimed.id, sqlc.arg(h_at)::timestamptz, nullif(sqlc.arg(h_request_id)::text, ''),
+           nullif(sqlc.arg(h_trace_id)::text, ''), nullif(sqlc.arg(h_span_id)::text, ''),
+           nullif(sqlc.arg(h_instance)::text, ''), sqlc.arg(h_entries)::jsonb
+    FROM claimed
+    WHERE jsonb_array_length(sqlc.arg(h_entries)::jsonb) > 0
 )
 SELECT sqlc.embed(a),
        c.provider_charge_id,
@@ -156,7 +155,7 @@ RETURNING *;
 -- nothing, and no row comes back. A provider charge recorded already is a
 -- unique violation on charges_provider_charge_id_unique, which writes
 -- nothing either. The charge and the attempt's completion take the
--- caller's clock, the time the event's body names. Its history rows ride
+-- caller's clock, the time the event's body names. Its history row rides
 -- with it.
 WITH done AS (
     UPDATE charge_attempts
@@ -183,14 +182,13 @@ event AS (
     FROM done
 ),
 history AS (
-    -- Its history rows (history.Entry), written with it.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT done.merchant_id, done.kind, done.idempotency_key, done.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
-           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
-           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
-    FROM done, (SELECT unnest(sqlc.arg(h_at)::timestamptz[]) AS at, unnest(sqlc.arg(h_type)::text[]) AS type,
-                        unnest(sqlc.arg(h_detail)::text[]) AS detail, unnest(sqlc.arg(h_status)::text[]) AS status) AS h
+    -- Its history row (history.Entry as JSON), written with it.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT done.id, sqlc.arg(h_at)::timestamptz, nullif(sqlc.arg(h_request_id)::text, ''),
+           nullif(sqlc.arg(h_trace_id)::text, ''), nullif(sqlc.arg(h_span_id)::text, ''),
+           nullif(sqlc.arg(h_instance)::text, ''), sqlc.arg(h_entries)::jsonb
+    FROM done
+    WHERE jsonb_array_length(sqlc.arg(h_entries)::jsonb) > 0
 )
 SELECT * FROM done;
 
@@ -250,7 +248,7 @@ RETURNING *;
 -- cannot know whether its claim committed: the attempt is stuck at once, so
 -- that the reconciler or the client's retry takes it over instead of
 -- waiting for the lease to run out. Fenced like the finalizing writes.
--- Its history rows (the provider call lost, the release) ride with it.
+-- Its history row (the provider call lost, the release) rides with it.
 WITH released AS (
     UPDATE charge_attempts
     SET locked_until = sqlc.arg(now)::timestamptz
@@ -259,14 +257,13 @@ WITH released AS (
     RETURNING *
 ),
 history AS (
-    -- Its history rows (history.Entry), written with it.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT released.merchant_id, released.kind, released.idempotency_key, released.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
-           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
-           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
-    FROM released, (SELECT unnest(sqlc.arg(h_at)::timestamptz[]) AS at, unnest(sqlc.arg(h_type)::text[]) AS type,
-                        unnest(sqlc.arg(h_detail)::text[]) AS detail, unnest(sqlc.arg(h_status)::text[]) AS status) AS h
+    -- Its history row (history.Entry as JSON), written with it.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT released.id, sqlc.arg(h_at)::timestamptz, nullif(sqlc.arg(h_request_id)::text, ''),
+           nullif(sqlc.arg(h_trace_id)::text, ''), nullif(sqlc.arg(h_span_id)::text, ''),
+           nullif(sqlc.arg(h_instance)::text, ''), sqlc.arg(h_entries)::jsonb
+    FROM released
+    WHERE jsonb_array_length(sqlc.arg(h_entries)::jsonb) > 0
 )
 SELECT count(*) FROM released;
 
@@ -293,20 +290,20 @@ WITH taken AS (
 ),
 history AS (
     -- The history of each attempt taken: its lease ended (when, from the
-    -- row as it was before this statement), and who took it over.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
-           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
-           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
+    -- row as it was before this statement), and who took it over. A look
+    -- at an attempt that waits (for the shopper, or the provider) is the
+    -- reconciler's routine, not a change of holder.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT t.id, least(old.locked_until, sqlc.arg(now)::timestamptz), nullif(sqlc.arg(h_request_id)::text, ''),
+           nullif(sqlc.arg(h_trace_id)::text, ''), nullif(sqlc.arg(h_span_id)::text, ''),
+           nullif(sqlc.arg(h_instance)::text, ''),
+           jsonb_build_array(
+               jsonb_build_object('at', least(old.locked_until, sqlc.arg(now)::timestamptz), 'type', 'lease.ended',
+                                  'detail', 'holder ' || old.fence || ' ended without finishing'),
+               jsonb_build_object('at', sqlc.arg(now)::timestamptz, 'type', 'lease.taken_over',
+                                  'detail', 'by the reconciler: holder ' || t.fence))
     FROM taken t
     JOIN charge_attempts old ON old.id = t.id
-    CROSS JOIN LATERAL (VALUES
-        (least(old.locked_until, sqlc.arg(now)::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
-        (sqlc.arg(now)::timestamptz, 'lease.taken_over', 'by the reconciler: holder ' || t.fence)
-    ) AS h(at, type, detail)
-    -- A look at an attempt that waits (for the shopper, or the provider)
-    -- is the reconciler's routine, not a change of holder.
     WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
 SELECT * FROM taken;
@@ -327,20 +324,20 @@ WITH taken AS (
 ),
 history AS (
     -- The history of each attempt taken: its lease ended (when, from the
-    -- row as it was before this statement), and who took it over.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
-           nullif(sqlc.arg(h_request_id)::text, ''), nullif(sqlc.arg(h_trace_id)::text, ''),
-           nullif(sqlc.arg(h_span_id)::text, ''), nullif(sqlc.arg(h_instance)::text, '')
+    -- row as it was before this statement), and who took it over. A look
+    -- at an attempt that waits (for the shopper, or the provider) is the
+    -- reconciler's routine, not a change of holder.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT t.id, least(old.locked_until, sqlc.arg(now)::timestamptz), nullif(sqlc.arg(h_request_id)::text, ''),
+           nullif(sqlc.arg(h_trace_id)::text, ''), nullif(sqlc.arg(h_span_id)::text, ''),
+           nullif(sqlc.arg(h_instance)::text, ''),
+           jsonb_build_array(
+               jsonb_build_object('at', least(old.locked_until, sqlc.arg(now)::timestamptz), 'type', 'lease.ended',
+                                  'detail', 'holder ' || old.fence || ' ended without finishing'),
+               jsonb_build_object('at', sqlc.arg(now)::timestamptz, 'type', 'lease.taken_over',
+                                  'detail', 'by a retry: holder ' || t.fence))
     FROM taken t
     JOIN charge_attempts old ON old.id = t.id
-    CROSS JOIN LATERAL (VALUES
-        (least(old.locked_until, sqlc.arg(now)::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
-        (sqlc.arg(now)::timestamptz, 'lease.taken_over', 'by a retry: holder ' || t.fence)
-    ) AS h(at, type, detail)
-    -- A look at an attempt that waits (for the shopper, or the provider)
-    -- is the reconciler's routine, not a change of holder.
     WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
 SELECT * FROM taken;
@@ -372,8 +369,7 @@ LIMIT sqlc.arg(max_attempts)::integer;
 
 -- name: DeleteExpiredChargeAttempts :one
 -- Retention: forgets a small batch of finished attempts whose stored result
--- has expired, with their keys' history, unless another attempt of the key
--- (in another scope) still holds it. Never a PROCESSING one. SKIP LOCKED
+-- has expired, with their history. Never a PROCESSING one. SKIP LOCKED
 -- keeps it from waiting on, or blocking, anything else; the charges stay.
 WITH gone AS (
     DELETE FROM charge_attempts
@@ -384,17 +380,13 @@ WITH gone AS (
         LIMIT sqlc.arg(max_attempts)::integer
         FOR UPDATE SKIP LOCKED
     )
-    RETURNING id, merchant_id, kind, idempotency_key
+    RETURNING id
 ),
 forgotten AS (
-    DELETE FROM attempt_history h
-    USING gone
-    WHERE h.merchant_id = gone.merchant_id AND h.idempotency_key = gone.idempotency_key AND h.kind = gone.kind
-      AND NOT EXISTS (
-          SELECT 1 FROM charge_attempts a
-          WHERE a.merchant_id = h.merchant_id AND a.idempotency_key = h.idempotency_key AND a.kind = h.kind
-            AND a.id NOT IN (SELECT id FROM gone)
-      )
+    DELETE FROM attempt_history WHERE attempt_id IN (SELECT id FROM gone)
+),
+uncounted AS (
+    DELETE FROM attempt_counts WHERE attempt_id IN (SELECT id FROM gone)
 )
 SELECT count(*) FROM gone;
 

@@ -118,14 +118,13 @@ counted AS (
     WHERE id = (SELECT checkout_session_id FROM claimed)
 ),
 history AS (
-    -- Its history rows (history.Entry), written with it.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT claimed.merchant_id, claimed.kind, claimed.idempotency_key, claimed.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
-           nullif($19::text, ''), nullif($20::text, ''),
-           nullif($21::text, ''), nullif($22::text, '')
-    FROM claimed, (SELECT unnest($23::timestamptz[]) AS at, unnest($24::text[]) AS type,
-                        unnest($25::text[]) AS detail, unnest($26::text[]) AS status) AS h
+    -- Its history row (history.Entry as JSON), written with it.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT claimed.id, $19::timestamptz, nullif($20::text, ''),
+           nullif($21::text, ''), nullif($22::text, ''),
+           nullif($23::text, ''), $24::jsonb
+    FROM claimed
+    WHERE jsonb_array_length($24::jsonb) > 0
 )
 SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method,
        c.provider_charge_id,
@@ -164,14 +163,12 @@ type ClaimChargeAttemptParams struct {
 	CaptureMethod      *string
 	Now                time.Time
 	MaxSessionAttempts int32
+	HAt                time.Time
 	HRequestID         string
 	HTraceID           string
 	HSpanID            string
 	HInstance          string
-	HAt                []time.Time
-	HType              []string
-	HDetail            []string
-	HStatus            []string
+	HEntries           []byte
 }
 
 type ClaimChargeAttemptRow struct {
@@ -205,7 +202,7 @@ type ClaimChargeAttemptRow struct {
 // open, unexpired at now and below max_session_attempts, and counts one
 // attempt of it; the unique index on checkout_session_id refuses a second
 // live attempt for the session, as the order's does.
-// A claim writes its history rows (the claim, and the provider call it
+// A claim writes its history row (the claim, and the provider call it
 // lets its holder make) with it.
 // Both parts see the same snapshot, so the read never sees the row this
 // statement inserts: at most one row comes back. A key the snapshot shows
@@ -233,14 +230,12 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.CaptureMethod,
 		arg.Now,
 		arg.MaxSessionAttempts,
+		arg.HAt,
 		arg.HRequestID,
 		arg.HTraceID,
 		arg.HSpanID,
 		arg.HInstance,
-		arg.HAt,
-		arg.HType,
-		arg.HDetail,
-		arg.HStatus,
+		arg.HEntries,
 	)
 	var i ClaimChargeAttemptRow
 	err := row.Scan(
@@ -330,17 +325,13 @@ WITH gone AS (
         LIMIT $2::integer
         FOR UPDATE SKIP LOCKED
     )
-    RETURNING id, merchant_id, kind, idempotency_key
+    RETURNING id
 ),
 forgotten AS (
-    DELETE FROM attempt_history h
-    USING gone
-    WHERE h.merchant_id = gone.merchant_id AND h.idempotency_key = gone.idempotency_key AND h.kind = gone.kind
-      AND NOT EXISTS (
-          SELECT 1 FROM charge_attempts a
-          WHERE a.merchant_id = h.merchant_id AND a.idempotency_key = h.idempotency_key AND a.kind = h.kind
-            AND a.id NOT IN (SELECT id FROM gone)
-      )
+    DELETE FROM attempt_history WHERE attempt_id IN (SELECT id FROM gone)
+),
+uncounted AS (
+    DELETE FROM attempt_counts WHERE attempt_id IN (SELECT id FROM gone)
 )
 SELECT count(*) FROM gone
 `
@@ -351,8 +342,7 @@ type DeleteExpiredChargeAttemptsParams struct {
 }
 
 // Retention: forgets a small batch of finished attempts whose stored result
-// has expired, with their keys' history, unless another attempt of the key
-// (in another scope) still holds it. Never a PROCESSING one. SKIP LOCKED
+// has expired, with their history. Never a PROCESSING one. SKIP LOCKED
 // keeps it from waiting on, or blocking, anything else; the charges stay.
 func (q *Queries) DeleteExpiredChargeAttempts(ctx context.Context, arg DeleteExpiredChargeAttemptsParams) (int64, error) {
 	row := q.db.QueryRow(ctx, deleteExpiredChargeAttempts, arg.Now, arg.MaxAttempts)
@@ -895,14 +885,13 @@ event AS (
     FROM done
 ),
 history AS (
-    -- Its history rows (history.Entry), written with it.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT done.merchant_id, done.kind, done.idempotency_key, done.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
-           nullif($10::text, ''), nullif($11::text, ''),
-           nullif($12::text, ''), nullif($13::text, '')
-    FROM done, (SELECT unnest($14::timestamptz[]) AS at, unnest($15::text[]) AS type,
-                        unnest($16::text[]) AS detail, unnest($17::text[]) AS status) AS h
+    -- Its history row (history.Entry as JSON), written with it.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT done.id, $10::timestamptz, nullif($11::text, ''),
+           nullif($12::text, ''), nullif($13::text, ''),
+           nullif($14::text, ''), $15::jsonb
+    FROM done
+    WHERE jsonb_array_length($15::jsonb) > 0
 )
 SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM done
 `
@@ -917,14 +906,12 @@ type RecordChargeSucceededParams struct {
 	AuthorizationExpiresAt *time.Time
 	EventID                uuid.UUID
 	EventBody              []byte
+	HAt                    time.Time
 	HRequestID             string
 	HTraceID               string
 	HSpanID                string
 	HInstance              string
-	HAt                    []time.Time
-	HType                  []string
-	HDetail                []string
-	HStatus                []string
+	HEntries               []byte
 }
 
 type RecordChargeSucceededRow struct {
@@ -972,7 +959,7 @@ type RecordChargeSucceededRow struct {
 // nothing, and no row comes back. A provider charge recorded already is a
 // unique violation on charges_provider_charge_id_unique, which writes
 // nothing either. The charge and the attempt's completion take the
-// caller's clock, the time the event's body names. Its history rows ride
+// caller's clock, the time the event's body names. Its history row rides
 // with it.
 func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSucceededParams) (RecordChargeSucceededRow, error) {
 	row := q.db.QueryRow(ctx, recordChargeSucceeded,
@@ -985,14 +972,12 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		arg.AuthorizationExpiresAt,
 		arg.EventID,
 		arg.EventBody,
+		arg.HAt,
 		arg.HRequestID,
 		arg.HTraceID,
 		arg.HSpanID,
 		arg.HInstance,
-		arg.HAt,
-		arg.HType,
-		arg.HDetail,
-		arg.HStatus,
+		arg.HEntries,
 	)
 	var i RecordChargeSucceededRow
 	err := row.Scan(
@@ -1111,14 +1096,13 @@ WITH released AS (
     RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 ),
 history AS (
-    -- Its history rows (history.Entry), written with it.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT released.merchant_id, released.kind, released.idempotency_key, released.id, h.at, h.type, nullif(h.detail, ''), nullif(h.status, ''),
-           nullif($4::text, ''), nullif($5::text, ''),
-           nullif($6::text, ''), nullif($7::text, '')
-    FROM released, (SELECT unnest($8::timestamptz[]) AS at, unnest($9::text[]) AS type,
-                        unnest($10::text[]) AS detail, unnest($11::text[]) AS status) AS h
+    -- Its history row (history.Entry as JSON), written with it.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT released.id, $4::timestamptz, nullif($5::text, ''),
+           nullif($6::text, ''), nullif($7::text, ''),
+           nullif($8::text, ''), $9::jsonb
+    FROM released
+    WHERE jsonb_array_length($9::jsonb) > 0
 )
 SELECT count(*) FROM released
 `
@@ -1127,34 +1111,30 @@ type ReleaseChargeAttemptParams struct {
 	Now        time.Time
 	ID         uuid.UUID
 	Fence      int32
+	HAt        time.Time
 	HRequestID string
 	HTraceID   string
 	HSpanID    string
 	HInstance  string
-	HAt        []time.Time
-	HType      []string
-	HDetail    []string
-	HStatus    []string
+	HEntries   []byte
 }
 
 // Releases the holder's lease early, when it leaves the outcome unknown or
 // cannot know whether its claim committed: the attempt is stuck at once, so
 // that the reconciler or the client's retry takes it over instead of
 // waiting for the lease to run out. Fenced like the finalizing writes.
-// Its history rows (the provider call lost, the release) ride with it.
+// Its history row (the provider call lost, the release) rides with it.
 func (q *Queries) ReleaseChargeAttempt(ctx context.Context, arg ReleaseChargeAttemptParams) (int64, error) {
 	row := q.db.QueryRow(ctx, releaseChargeAttempt,
 		arg.Now,
 		arg.ID,
 		arg.Fence,
+		arg.HAt,
 		arg.HRequestID,
 		arg.HTraceID,
 		arg.HSpanID,
 		arg.HInstance,
-		arg.HAt,
-		arg.HType,
-		arg.HDetail,
-		arg.HStatus,
+		arg.HEntries,
 	)
 	var count int64
 	err := row.Scan(&count)
@@ -1233,20 +1213,20 @@ WITH taken AS (
 ),
 history AS (
     -- The history of each attempt taken: its lease ended (when, from the
-    -- row as it was before this statement), and who took it over.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
-           nullif($4::text, ''), nullif($5::text, ''),
-           nullif($6::text, ''), nullif($7::text, '')
+    -- row as it was before this statement), and who took it over. A look
+    -- at an attempt that waits (for the shopper, or the provider) is the
+    -- reconciler's routine, not a change of holder.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT t.id, least(old.locked_until, $3::timestamptz), nullif($4::text, ''),
+           nullif($5::text, ''), nullif($6::text, ''),
+           nullif($7::text, ''),
+           jsonb_build_array(
+               jsonb_build_object('at', least(old.locked_until, $3::timestamptz), 'type', 'lease.ended',
+                                  'detail', 'holder ' || old.fence || ' ended without finishing'),
+               jsonb_build_object('at', $3::timestamptz, 'type', 'lease.taken_over',
+                                  'detail', 'by a retry: holder ' || t.fence))
     FROM taken t
     JOIN charge_attempts old ON old.id = t.id
-    CROSS JOIN LATERAL (VALUES
-        (least(old.locked_until, $3::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
-        ($3::timestamptz, 'lease.taken_over', 'by a retry: holder ' || t.fence)
-    ) AS h(at, type, detail)
-    -- A look at an attempt that waits (for the shopper, or the provider)
-    -- is the reconciler's routine, not a change of holder.
     WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
 SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM taken
@@ -1370,20 +1350,20 @@ WITH taken AS (
 ),
 history AS (
     -- The history of each attempt taken: its lease ended (when, from the
-    -- row as it was before this statement), and who took it over.
-    INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status,
-                                 request_id, trace_id, span_id, instance)
-    SELECT t.merchant_id, t.kind, t.idempotency_key, t.id, h.at, h.type, h.detail, 'PROCESSING',
-           nullif($4::text, ''), nullif($5::text, ''),
-           nullif($6::text, ''), nullif($7::text, '')
+    -- row as it was before this statement), and who took it over. A look
+    -- at an attempt that waits (for the shopper, or the provider) is the
+    -- reconciler's routine, not a change of holder.
+    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
+    SELECT t.id, least(old.locked_until, $2::timestamptz), nullif($4::text, ''),
+           nullif($5::text, ''), nullif($6::text, ''),
+           nullif($7::text, ''),
+           jsonb_build_array(
+               jsonb_build_object('at', least(old.locked_until, $2::timestamptz), 'type', 'lease.ended',
+                                  'detail', 'holder ' || old.fence || ' ended without finishing'),
+               jsonb_build_object('at', $2::timestamptz, 'type', 'lease.taken_over',
+                                  'detail', 'by the reconciler: holder ' || t.fence))
     FROM taken t
     JOIN charge_attempts old ON old.id = t.id
-    CROSS JOIN LATERAL (VALUES
-        (least(old.locked_until, $2::timestamptz), 'lease.ended', 'holder ' || old.fence || ' ended without finishing'),
-        ($2::timestamptz, 'lease.taken_over', 'by the reconciler: holder ' || t.fence)
-    ) AS h(at, type, detail)
-    -- A look at an attempt that waits (for the shopper, or the provider)
-    -- is the reconciler's routine, not a change of holder.
     WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
 SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM taken

@@ -26,10 +26,12 @@ WITH sent AS (
     WHERE id = ANY(sqlc.arg(ids)::uuid[])
     RETURNING id, type, attempt_id
 )
-INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status, instance)
-SELECT a.merchant_id, a.kind, a.idempotency_key, a.id, sqlc.arg(now)::timestamptz, 'event.published',
-       sent.type || ' ' || sent.id, a.status, nullif(sqlc.arg(instance)::text, '')
-FROM sent JOIN charge_attempts a ON a.id = sent.attempt_id;
+INSERT INTO attempt_history (attempt_id, at, instance, entries)
+SELECT sent.attempt_id, sqlc.arg(now)::timestamptz, nullif(sqlc.arg(instance)::text, ''),
+       jsonb_build_array(jsonb_build_object('at', sqlc.arg(now)::timestamptz, 'type', 'event.published',
+                                            'detail', sent.type || ' ' || sent.id))
+FROM sent
+WHERE sent.attempt_id IS NOT NULL;
 
 -- name: CountUnsentChargeEvents :one
 -- For the outbox gauge: events not yet acknowledged by the broker.

@@ -168,10 +168,12 @@ WITH sent AS (
     WHERE id = ANY($3::uuid[])
     RETURNING id, type, attempt_id
 )
-INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status, instance)
-SELECT a.merchant_id, a.kind, a.idempotency_key, a.id, $1::timestamptz, 'event.published',
-       sent.type || ' ' || sent.id, a.status, nullif($2::text, '')
-FROM sent JOIN charge_attempts a ON a.id = sent.attempt_id
+INSERT INTO attempt_history (attempt_id, at, instance, entries)
+SELECT sent.attempt_id, $1::timestamptz, nullif($2::text, ''),
+       jsonb_build_array(jsonb_build_object('at', $1::timestamptz, 'type', 'event.published',
+                                            'detail', sent.type || ' ' || sent.id))
+FROM sent
+WHERE sent.attempt_id IS NOT NULL
 `
 
 type MarkChargeEventsSentParams struct {

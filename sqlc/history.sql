@@ -1,92 +1,108 @@
 -- name: InsertHistory :exec
 -- Appends history rows, one per element of the arrays: a transaction's
--- own rows (written with its other writes, before it commits), or a
--- recorder's batch. Empty strings and the nil uuid stand for NULL.
-INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type,
-                             request_id, trace_id, span_id, instance, detail, status)
-SELECT h.merchant_id, h.kind, h.idempotency_key, nullif(h.attempt_id, '00000000-0000-0000-0000-000000000000'::uuid),
-       h.at, h.type, nullif(h.request_id, ''), nullif(h.trace_id, ''), nullif(h.span_id, ''),
-       nullif(h.instance, ''), nullif(h.detail, ''), nullif(h.status, '')
-FROM (SELECT unnest(sqlc.arg(merchant_id)::uuid[]) AS merchant_id,
-            unnest(sqlc.arg(kind)::text[]) AS kind,
-            unnest(sqlc.arg(idempotency_key)::text[]) AS idempotency_key,
-            unnest(sqlc.arg(attempt_id)::uuid[]) AS attempt_id,
-            unnest(sqlc.arg(at)::timestamptz[]) AS at,
-            unnest(sqlc.arg(type)::text[]) AS type,
-            unnest(sqlc.arg(request_id)::text[]) AS request_id,
-            unnest(sqlc.arg(trace_id)::text[]) AS trace_id,
-            unnest(sqlc.arg(span_id)::text[]) AS span_id,
-            unnest(sqlc.arg(instance)::text[]) AS instance,
-            unnest(sqlc.arg(detail)::text[]) AS detail,
-            unnest(sqlc.arg(status)::text[]) AS status) AS h;
+-- own (written with its other writes, before it commits), or a recorder's
+-- batch. The nil uuid and empty strings stand for NULL; entries are each
+-- row's JSON array.
+INSERT INTO attempt_history (attempt_id, merchant_id, kind, idempotency_key, at,
+                             request_id, trace_id, span_id, instance, entries)
+SELECT nullif(h.attempt_id, '00000000-0000-0000-0000-000000000000'::uuid),
+       CASE WHEN h.attempt_id = '00000000-0000-0000-0000-000000000000'::uuid THEN h.merchant_id END,
+       CASE WHEN h.attempt_id = '00000000-0000-0000-0000-000000000000'::uuid THEN h.kind END,
+       CASE WHEN h.attempt_id = '00000000-0000-0000-0000-000000000000'::uuid THEN h.idempotency_key END,
+       h.at, nullif(h.request_id, ''), nullif(h.trace_id, ''), nullif(h.span_id, ''), nullif(h.instance, ''),
+       h.entries::jsonb
+FROM (SELECT unnest(sqlc.arg(attempt_id)::uuid[]) AS attempt_id,
+             unnest(sqlc.arg(merchant_id)::uuid[]) AS merchant_id,
+             unnest(sqlc.arg(kind)::text[]) AS kind,
+             unnest(sqlc.arg(idempotency_key)::text[]) AS idempotency_key,
+             unnest(sqlc.arg(at)::timestamptz[]) AS at,
+             unnest(sqlc.arg(request_id)::text[]) AS request_id,
+             unnest(sqlc.arg(trace_id)::text[]) AS trace_id,
+             unnest(sqlc.arg(span_id)::text[]) AS span_id,
+             unnest(sqlc.arg(instance)::text[]) AS instance,
+             unnest(sqlc.arg(entries)::text[]) AS entries) AS h;
 
 -- name: AddHistoryCounts :exec
--- Adds a recorder's counts of replays and PROCESSING answers to each key's
--- one counted row of their type: the first such request stays the row's
--- (at, its request and trace), the last one moves last_at.
-INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type,
-                             request_id, trace_id, span_id, instance, count, last_at)
-SELECT h.merchant_id, h.kind, h.idempotency_key, nullif(h.attempt_id, '00000000-0000-0000-0000-000000000000'::uuid),
-       h.at, h.type, nullif(h.request_id, ''), nullif(h.trace_id, ''), nullif(h.span_id, ''),
-       nullif(h.instance, ''), h.count, h.last_at
-FROM (SELECT unnest(sqlc.arg(merchant_id)::uuid[]) AS merchant_id,
-            unnest(sqlc.arg(kind)::text[]) AS kind,
-            unnest(sqlc.arg(idempotency_key)::text[]) AS idempotency_key,
-            unnest(sqlc.arg(attempt_id)::uuid[]) AS attempt_id,
-            unnest(sqlc.arg(at)::timestamptz[]) AS at,
-            unnest(sqlc.arg(type)::text[]) AS type,
-            unnest(sqlc.arg(request_id)::text[]) AS request_id,
-            unnest(sqlc.arg(trace_id)::text[]) AS trace_id,
-            unnest(sqlc.arg(span_id)::text[]) AS span_id,
-            unnest(sqlc.arg(instance)::text[]) AS instance,
-            unnest(sqlc.arg(count)::integer[]) AS count,
-            unnest(sqlc.arg(last_at)::timestamptz[]) AS last_at) AS h
-ON CONFLICT (merchant_id, kind, idempotency_key, type) WHERE type IN ('request.replayed', 'request.processing')
-DO UPDATE SET count = attempt_history.count + excluded.count,
-              last_at = greatest(attempt_history.last_at, excluded.last_at),
-              at = least(attempt_history.at, excluded.at);
+-- Adds a recorder's counts of replays and PROCESSING answers to each
+-- attempt's one row of their type: the first request stays the row's, the
+-- last moves last_at.
+INSERT INTO attempt_counts (attempt_id, type, count, first_at, last_at, request_id, trace_id, instance)
+SELECT c.attempt_id, c.type, c.count, c.first_at, c.last_at,
+       nullif(c.request_id, ''), nullif(c.trace_id, ''), nullif(c.instance, '')
+FROM (SELECT unnest(sqlc.arg(attempt_id)::uuid[]) AS attempt_id,
+             unnest(sqlc.arg(type)::text[]) AS type,
+             unnest(sqlc.arg(count)::integer[]) AS count,
+             unnest(sqlc.arg(first_at)::timestamptz[]) AS first_at,
+             unnest(sqlc.arg(last_at)::timestamptz[]) AS last_at,
+             unnest(sqlc.arg(request_id)::text[]) AS request_id,
+             unnest(sqlc.arg(trace_id)::text[]) AS trace_id,
+             unnest(sqlc.arg(instance)::text[]) AS instance) AS c
+ON CONFLICT ON CONSTRAINT attempt_counts_pkey
+DO UPDATE SET count = attempt_counts.count + excluded.count,
+              last_at = greatest(attempt_counts.last_at, excluded.last_at),
+              first_at = least(attempt_counts.first_at, excluded.first_at),
+              request_id = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.request_id ELSE attempt_counts.request_id END,
+              trace_id = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.trace_id ELSE attempt_counts.trace_id END,
+              instance = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.instance ELSE attempt_counts.instance END;
 
 -- name: ListHistory :many
--- The history of a merchant's key of one kind, oldest first: `chargeHistory`
--- and `charges show`. Every scope of the key (the merchant's own, and its
--- checkout pages'), as a support desk asks by the key alone.
-SELECT at, type, request_id, trace_id, span_id, instance, detail, status, count, last_at, attempt_id
-FROM attempt_history
-WHERE merchant_id = @merchant_id AND idempotency_key = @idempotency_key AND kind = @kind
+-- The history rows of a merchant's key of one kind, oldest first: those of
+-- its attempts (in every scope of the key: the merchant's own, and its
+-- checkout pages'; a support desk asks by the key alone), and its
+-- refusals before any claim.
+SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
+FROM attempt_history h
+WHERE h.attempt_id IN (
+    SELECT a.id FROM charge_attempts a
+    WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key AND a.kind = @kind
+)
+UNION ALL
+SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
+FROM attempt_history h
+WHERE h.attempt_id IS NULL
+  AND h.merchant_id = @merchant_id AND h.idempotency_key = @idempotency_key AND h.kind = @kind
 ORDER BY at, id
 LIMIT sqlc.arg(max_rows)::integer;
 
+-- name: ListHistoryCounts :many
+-- The counted rows of a merchant's key of one kind, as ListHistory.
+SELECT c.attempt_id, c.type, c.count, c.first_at, c.last_at, c.request_id, c.trace_id, c.instance
+FROM attempt_counts c
+WHERE c.attempt_id IN (
+    SELECT a.id FROM charge_attempts a
+    WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key AND a.kind = @kind
+);
+
 -- name: ClaimSpan :one
--- The trace and span of the request that claimed an attempt, for a later
--- holder's link back to it.
+-- The trace and span of the request that claimed an attempt (its first
+-- history row, written by the claim), for a later holder's link back to it.
 SELECT trace_id, span_id FROM attempt_history
-WHERE attempt_id = @attempt_id AND type = 'request.claimed'
-  AND merchant_id = @merchant_id AND idempotency_key = @idempotency_key AND kind = @kind
+WHERE attempt_id = @attempt_id
+ORDER BY at, id
 LIMIT 1;
 
 -- name: DeleteOldHistory :execrows
--- Retention: forgets a small batch of history rows older than cutoff whose
--- key has no attempt any more (its result was forgotten, or it never had
--- one), so that a key's history lives as long as its result, and
--- KEY_RETENTION at least.
+-- Retention of what the forgetting of an attempt left (DeleteExpiredChargeAttempts
+-- forgets its history with it): a small batch of history rows older than
+-- cutoff that no attempt holds any more, a refusal before any claim or a
+-- row written after its attempt was forgotten.
 DELETE FROM attempt_history
 WHERE ctid = ANY (ARRAY(
     SELECT h.ctid FROM attempt_history h
     WHERE h.at < sqlc.arg(cutoff)::timestamptz
-      AND NOT EXISTS (
-          SELECT 1 FROM charge_attempts a
-          WHERE a.merchant_id = h.merchant_id AND a.idempotency_key = h.idempotency_key AND a.kind = h.kind
-      )
+      AND (h.attempt_id IS NULL OR NOT EXISTS (SELECT 1 FROM charge_attempts a WHERE a.id = h.attempt_id))
     LIMIT sqlc.arg(max_rows)::integer
 ));
 
 -- name: ListHistoryMerchants :many
 -- The merchants that have a history under a key of one kind, for `charges
--- show KEY`, which an operator runs by the key alone: one probe of the key
--- index per merchant.
+-- show KEY`, which an operator runs by the key alone.
 SELECT m.id, m.name FROM merchants m
 WHERE EXISTS (
+    SELECT 1 FROM charge_attempts a
+    WHERE a.merchant_id = m.id AND a.idempotency_key = @idempotency_key AND a.kind = @kind
+) OR EXISTS (
     SELECT 1 FROM attempt_history h
-    WHERE h.merchant_id = m.id AND h.idempotency_key = @idempotency_key AND h.kind = @kind
+    WHERE h.attempt_id IS NULL AND h.merchant_id = m.id AND h.idempotency_key = @idempotency_key AND h.kind = @kind
 )
 ORDER BY m.name;

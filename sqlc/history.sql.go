@@ -13,93 +13,70 @@ import (
 )
 
 const addHistoryCounts = `-- name: AddHistoryCounts :exec
-INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type,
-                             request_id, trace_id, span_id, instance, count, last_at)
-SELECT h.merchant_id, h.kind, h.idempotency_key, nullif(h.attempt_id, '00000000-0000-0000-0000-000000000000'::uuid),
-       h.at, h.type, nullif(h.request_id, ''), nullif(h.trace_id, ''), nullif(h.span_id, ''),
-       nullif(h.instance, ''), h.count, h.last_at
-FROM (SELECT unnest($1::uuid[]) AS merchant_id,
-            unnest($2::text[]) AS kind,
-            unnest($3::text[]) AS idempotency_key,
-            unnest($4::uuid[]) AS attempt_id,
-            unnest($5::timestamptz[]) AS at,
-            unnest($6::text[]) AS type,
-            unnest($7::text[]) AS request_id,
-            unnest($8::text[]) AS trace_id,
-            unnest($9::text[]) AS span_id,
-            unnest($10::text[]) AS instance,
-            unnest($11::integer[]) AS count,
-            unnest($12::timestamptz[]) AS last_at) AS h
-ON CONFLICT (merchant_id, kind, idempotency_key, type) WHERE type IN ('request.replayed', 'request.processing')
-DO UPDATE SET count = attempt_history.count + excluded.count,
-              last_at = greatest(attempt_history.last_at, excluded.last_at),
-              at = least(attempt_history.at, excluded.at)
+INSERT INTO attempt_counts (attempt_id, type, count, first_at, last_at, request_id, trace_id, instance)
+SELECT c.attempt_id, c.type, c.count, c.first_at, c.last_at,
+       nullif(c.request_id, ''), nullif(c.trace_id, ''), nullif(c.instance, '')
+FROM (SELECT unnest($1::uuid[]) AS attempt_id,
+             unnest($2::text[]) AS type,
+             unnest($3::integer[]) AS count,
+             unnest($4::timestamptz[]) AS first_at,
+             unnest($5::timestamptz[]) AS last_at,
+             unnest($6::text[]) AS request_id,
+             unnest($7::text[]) AS trace_id,
+             unnest($8::text[]) AS instance) AS c
+ON CONFLICT ON CONSTRAINT attempt_counts_pkey
+DO UPDATE SET count = attempt_counts.count + excluded.count,
+              last_at = greatest(attempt_counts.last_at, excluded.last_at),
+              first_at = least(attempt_counts.first_at, excluded.first_at),
+              request_id = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.request_id ELSE attempt_counts.request_id END,
+              trace_id = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.trace_id ELSE attempt_counts.trace_id END,
+              instance = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.instance ELSE attempt_counts.instance END
 `
 
 type AddHistoryCountsParams struct {
-	MerchantID     []uuid.UUID
-	Kind           []string
-	IdempotencyKey []string
-	AttemptID      []uuid.UUID
-	At             []time.Time
-	Type           []string
-	RequestID      []string
-	TraceID        []string
-	SpanID         []string
-	Instance       []string
-	Count          []int32
-	LastAt         []time.Time
+	AttemptID []uuid.UUID
+	Type      []string
+	Count     []int32
+	FirstAt   []time.Time
+	LastAt    []time.Time
+	RequestID []string
+	TraceID   []string
+	Instance  []string
 }
 
-// Adds a recorder's counts of replays and PROCESSING answers to each key's
-// one counted row of their type: the first such request stays the row's
-// (at, its request and trace), the last one moves last_at.
+// Adds a recorder's counts of replays and PROCESSING answers to each
+// attempt's one row of their type: the first request stays the row's, the
+// last moves last_at.
 func (q *Queries) AddHistoryCounts(ctx context.Context, arg AddHistoryCountsParams) error {
 	_, err := q.db.Exec(ctx, addHistoryCounts,
-		arg.MerchantID,
-		arg.Kind,
-		arg.IdempotencyKey,
 		arg.AttemptID,
-		arg.At,
 		arg.Type,
+		arg.Count,
+		arg.FirstAt,
+		arg.LastAt,
 		arg.RequestID,
 		arg.TraceID,
-		arg.SpanID,
 		arg.Instance,
-		arg.Count,
-		arg.LastAt,
 	)
 	return err
 }
 
 const claimSpan = `-- name: ClaimSpan :one
 SELECT trace_id, span_id FROM attempt_history
-WHERE attempt_id = $1 AND type = 'request.claimed'
-  AND merchant_id = $2 AND idempotency_key = $3 AND kind = $4
+WHERE attempt_id = $1
+ORDER BY at, id
 LIMIT 1
 `
-
-type ClaimSpanParams struct {
-	AttemptID      *uuid.UUID
-	MerchantID     uuid.UUID
-	IdempotencyKey string
-	Kind           string
-}
 
 type ClaimSpanRow struct {
 	TraceID *string
 	SpanID  *string
 }
 
-// The trace and span of the request that claimed an attempt, for a later
-// holder's link back to it.
-func (q *Queries) ClaimSpan(ctx context.Context, arg ClaimSpanParams) (ClaimSpanRow, error) {
-	row := q.db.QueryRow(ctx, claimSpan,
-		arg.AttemptID,
-		arg.MerchantID,
-		arg.IdempotencyKey,
-		arg.Kind,
-	)
+// The trace and span of the request that claimed an attempt (its first
+// history row, written by the claim), for a later holder's link back to it.
+func (q *Queries) ClaimSpan(ctx context.Context, attemptID *uuid.UUID) (ClaimSpanRow, error) {
+	row := q.db.QueryRow(ctx, claimSpan, attemptID)
 	var i ClaimSpanRow
 	err := row.Scan(&i.TraceID, &i.SpanID)
 	return i, err
@@ -110,10 +87,7 @@ DELETE FROM attempt_history
 WHERE ctid = ANY (ARRAY(
     SELECT h.ctid FROM attempt_history h
     WHERE h.at < $1::timestamptz
-      AND NOT EXISTS (
-          SELECT 1 FROM charge_attempts a
-          WHERE a.merchant_id = h.merchant_id AND a.idempotency_key = h.idempotency_key AND a.kind = h.kind
-      )
+      AND (h.attempt_id IS NULL OR NOT EXISTS (SELECT 1 FROM charge_attempts a WHERE a.id = h.attempt_id))
     LIMIT $2::integer
 ))
 `
@@ -123,10 +97,10 @@ type DeleteOldHistoryParams struct {
 	MaxRows int32
 }
 
-// Retention: forgets a small batch of history rows older than cutoff whose
-// key has no attempt any more (its result was forgotten, or it never had
-// one), so that a key's history lives as long as its result, and
-// KEY_RETENTION at least.
+// Retention of what the forgetting of an attempt left (DeleteExpiredChargeAttempts
+// forgets its history with it): a small batch of history rows older than
+// cutoff that no attempt holds any more, a refusal before any claim or a
+// row written after its attempt was forgotten.
 func (q *Queries) DeleteOldHistory(ctx context.Context, arg DeleteOldHistoryParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteOldHistory, arg.Cutoff, arg.MaxRows)
 	if err != nil {
@@ -136,99 +110,103 @@ func (q *Queries) DeleteOldHistory(ctx context.Context, arg DeleteOldHistoryPara
 }
 
 const insertHistory = `-- name: InsertHistory :exec
-INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type,
-                             request_id, trace_id, span_id, instance, detail, status)
-SELECT h.merchant_id, h.kind, h.idempotency_key, nullif(h.attempt_id, '00000000-0000-0000-0000-000000000000'::uuid),
-       h.at, h.type, nullif(h.request_id, ''), nullif(h.trace_id, ''), nullif(h.span_id, ''),
-       nullif(h.instance, ''), nullif(h.detail, ''), nullif(h.status, '')
-FROM (SELECT unnest($1::uuid[]) AS merchant_id,
-            unnest($2::text[]) AS kind,
-            unnest($3::text[]) AS idempotency_key,
-            unnest($4::uuid[]) AS attempt_id,
-            unnest($5::timestamptz[]) AS at,
-            unnest($6::text[]) AS type,
-            unnest($7::text[]) AS request_id,
-            unnest($8::text[]) AS trace_id,
-            unnest($9::text[]) AS span_id,
-            unnest($10::text[]) AS instance,
-            unnest($11::text[]) AS detail,
-            unnest($12::text[]) AS status) AS h
+INSERT INTO attempt_history (attempt_id, merchant_id, kind, idempotency_key, at,
+                             request_id, trace_id, span_id, instance, entries)
+SELECT nullif(h.attempt_id, '00000000-0000-0000-0000-000000000000'::uuid),
+       CASE WHEN h.attempt_id = '00000000-0000-0000-0000-000000000000'::uuid THEN h.merchant_id END,
+       CASE WHEN h.attempt_id = '00000000-0000-0000-0000-000000000000'::uuid THEN h.kind END,
+       CASE WHEN h.attempt_id = '00000000-0000-0000-0000-000000000000'::uuid THEN h.idempotency_key END,
+       h.at, nullif(h.request_id, ''), nullif(h.trace_id, ''), nullif(h.span_id, ''), nullif(h.instance, ''),
+       h.entries::jsonb
+FROM (SELECT unnest($1::uuid[]) AS attempt_id,
+             unnest($2::uuid[]) AS merchant_id,
+             unnest($3::text[]) AS kind,
+             unnest($4::text[]) AS idempotency_key,
+             unnest($5::timestamptz[]) AS at,
+             unnest($6::text[]) AS request_id,
+             unnest($7::text[]) AS trace_id,
+             unnest($8::text[]) AS span_id,
+             unnest($9::text[]) AS instance,
+             unnest($10::text[]) AS entries) AS h
 `
 
 type InsertHistoryParams struct {
+	AttemptID      []uuid.UUID
 	MerchantID     []uuid.UUID
 	Kind           []string
 	IdempotencyKey []string
-	AttemptID      []uuid.UUID
 	At             []time.Time
-	Type           []string
 	RequestID      []string
 	TraceID        []string
 	SpanID         []string
 	Instance       []string
-	Detail         []string
-	Status         []string
+	Entries        []string
 }
 
 // Appends history rows, one per element of the arrays: a transaction's
-// own rows (written with its other writes, before it commits), or a
-// recorder's batch. Empty strings and the nil uuid stand for NULL.
+// own (written with its other writes, before it commits), or a recorder's
+// batch. The nil uuid and empty strings stand for NULL; entries are each
+// row's JSON array.
 func (q *Queries) InsertHistory(ctx context.Context, arg InsertHistoryParams) error {
 	_, err := q.db.Exec(ctx, insertHistory,
+		arg.AttemptID,
 		arg.MerchantID,
 		arg.Kind,
 		arg.IdempotencyKey,
-		arg.AttemptID,
 		arg.At,
-		arg.Type,
 		arg.RequestID,
 		arg.TraceID,
 		arg.SpanID,
 		arg.Instance,
-		arg.Detail,
-		arg.Status,
+		arg.Entries,
 	)
 	return err
 }
 
 const listHistory = `-- name: ListHistory :many
-SELECT at, type, request_id, trace_id, span_id, instance, detail, status, count, last_at, attempt_id
-FROM attempt_history
-WHERE merchant_id = $1 AND idempotency_key = $2 AND kind = $3
+SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
+FROM attempt_history h
+WHERE h.attempt_id IN (
+    SELECT a.id FROM charge_attempts a
+    WHERE a.merchant_id = $2 AND a.idempotency_key = $3 AND a.kind = $4
+)
+UNION ALL
+SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
+FROM attempt_history h
+WHERE h.attempt_id IS NULL
+  AND h.merchant_id = $2 AND h.idempotency_key = $3 AND h.kind = $4
 ORDER BY at, id
-LIMIT $4::integer
+LIMIT $1::integer
 `
 
 type ListHistoryParams struct {
+	MaxRows        int32
 	MerchantID     uuid.UUID
 	IdempotencyKey string
 	Kind           string
-	MaxRows        int32
 }
 
 type ListHistoryRow struct {
+	AttemptID *uuid.UUID
 	At        time.Time
-	Type      string
 	RequestID *string
 	TraceID   *string
 	SpanID    *string
 	Instance  *string
-	Detail    *string
-	Status    *string
-	Count     int32
-	LastAt    *time.Time
-	AttemptID *uuid.UUID
+	Entries   []byte
+	ID        *int64
 }
 
-// The history of a merchant's key of one kind, oldest first: `chargeHistory`
-// and `charges show`. Every scope of the key (the merchant's own, and its
-// checkout pages'), as a support desk asks by the key alone.
+// The history rows of a merchant's key of one kind, oldest first: those of
+// its attempts (in every scope of the key: the merchant's own, and its
+// checkout pages'; a support desk asks by the key alone), and its
+// refusals before any claim.
 func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]ListHistoryRow, error) {
 	rows, err := q.db.Query(ctx, listHistory,
+		arg.MaxRows,
 		arg.MerchantID,
 		arg.IdempotencyKey,
 		arg.Kind,
-		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err
@@ -238,17 +216,59 @@ func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]Lis
 	for rows.Next() {
 		var i ListHistoryRow
 		if err := rows.Scan(
+			&i.AttemptID,
 			&i.At,
-			&i.Type,
 			&i.RequestID,
 			&i.TraceID,
 			&i.SpanID,
 			&i.Instance,
-			&i.Detail,
-			&i.Status,
-			&i.Count,
-			&i.LastAt,
+			&i.Entries,
+			&i.ID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listHistoryCounts = `-- name: ListHistoryCounts :many
+SELECT c.attempt_id, c.type, c.count, c.first_at, c.last_at, c.request_id, c.trace_id, c.instance
+FROM attempt_counts c
+WHERE c.attempt_id IN (
+    SELECT a.id FROM charge_attempts a
+    WHERE a.merchant_id = $1 AND a.idempotency_key = $2 AND a.kind = $3
+)
+`
+
+type ListHistoryCountsParams struct {
+	MerchantID     uuid.UUID
+	IdempotencyKey string
+	Kind           string
+}
+
+// The counted rows of a merchant's key of one kind, as ListHistory.
+func (q *Queries) ListHistoryCounts(ctx context.Context, arg ListHistoryCountsParams) ([]AttemptCount, error) {
+	rows, err := q.db.Query(ctx, listHistoryCounts, arg.MerchantID, arg.IdempotencyKey, arg.Kind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AttemptCount
+	for rows.Next() {
+		var i AttemptCount
+		if err := rows.Scan(
 			&i.AttemptID,
+			&i.Type,
+			&i.Count,
+			&i.FirstAt,
+			&i.LastAt,
+			&i.RequestID,
+			&i.TraceID,
+			&i.Instance,
 		); err != nil {
 			return nil, err
 		}
@@ -263,8 +283,11 @@ func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]Lis
 const listHistoryMerchants = `-- name: ListHistoryMerchants :many
 SELECT m.id, m.name FROM merchants m
 WHERE EXISTS (
+    SELECT 1 FROM charge_attempts a
+    WHERE a.merchant_id = m.id AND a.idempotency_key = $1 AND a.kind = $2
+) OR EXISTS (
     SELECT 1 FROM attempt_history h
-    WHERE h.merchant_id = m.id AND h.idempotency_key = $1 AND h.kind = $2
+    WHERE h.attempt_id IS NULL AND h.merchant_id = m.id AND h.idempotency_key = $1 AND h.kind = $2
 )
 ORDER BY m.name
 `
@@ -280,8 +303,7 @@ type ListHistoryMerchantsRow struct {
 }
 
 // The merchants that have a history under a key of one kind, for `charges
-// show KEY`, which an operator runs by the key alone: one probe of the key
-// index per merchant.
+// show KEY`, which an operator runs by the key alone.
 func (q *Queries) ListHistoryMerchants(ctx context.Context, arg ListHistoryMerchantsParams) ([]ListHistoryMerchantsRow, error) {
 	rows, err := q.db.Query(ctx, listHistoryMerchants, arg.IdempotencyKey, arg.Kind)
 	if err != nil {

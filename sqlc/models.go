@@ -21,22 +21,29 @@ type ApiKey struct {
 	Kind            string
 }
 
+type AttemptCount struct {
+	AttemptID uuid.UUID
+	Type      string
+	Count     int32
+	FirstAt   time.Time
+	LastAt    time.Time
+	RequestID *string
+	TraceID   *string
+	Instance  *string
+}
+
 type AttemptHistory struct {
 	ID             *int64
-	MerchantID     uuid.UUID
-	Kind           string
-	IdempotencyKey string
 	AttemptID      *uuid.UUID
+	MerchantID     *uuid.UUID
+	Kind           *string
+	IdempotencyKey *string
 	At             time.Time
-	Type           string
 	RequestID      *string
 	TraceID        *string
 	SpanID         *string
 	Instance       *string
-	Detail         *string
-	Status         *string
-	Count          int32
-	LastAt         *time.Time
+	Entries        []byte
 }
 
 type Capture struct {

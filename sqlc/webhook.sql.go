@@ -142,14 +142,14 @@ WITH logged AS (
     ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING
     RETURNING event_id, endpoint_id, attempt, started_at, duration_us, http_status
 )
-INSERT INTO attempt_history (merchant_id, kind, idempotency_key, attempt_id, at, type, detail, status, instance)
-SELECT a.merchant_id, a.kind, a.idempotency_key, a.id, l.started_at, 'webhook.attempted',
-       d.event_type || ' to endpoint ' || l.endpoint_id || ', attempt ' || l.attempt || ': ' ||
-           coalesce('HTTP ' || l.http_status, 'no HTTP answer') || ' in ' || (l.duration_us / 1000) || ' ms',
-       a.status, nullif($1::text, '')
+INSERT INTO attempt_history (attempt_id, at, instance, entries)
+SELECT (convert_from(d.body, 'UTF8')::jsonb ->> 'attemptId')::uuid, l.started_at, nullif($1::text, ''),
+       jsonb_build_array(jsonb_build_object('at', l.started_at, 'type', 'webhook.attempted', 'detail',
+           d.event_type || ' to endpoint ' || l.endpoint_id || ', attempt ' || l.attempt || ': ' ||
+           coalesce('HTTP ' || l.http_status, 'no HTTP answer') || ' in ' || (l.duration_us / 1000) || ' ms'))
 FROM logged l
 JOIN webhook_deliveries d ON d.event_id = l.event_id AND d.endpoint_id = l.endpoint_id
-JOIN charge_attempts a ON a.id = (convert_from(d.body, 'UTF8')::jsonb ->> 'attemptId')::uuid
+WHERE convert_from(d.body, 'UTF8')::jsonb ? 'attemptId'
 `
 
 type InsertWebhookAttemptParams struct {

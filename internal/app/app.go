@@ -132,7 +132,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 	// The relay and the live status hear of committed events from the
 	// notifier, in process here and by one coalesced NOTIFY elsewhere.
 	a.notifier = events.NewNotifier(pool, log)
-	a.history = history.NewRecorder(pool, history.Config{Instance: cfg.Instance, FlushInterval: cfg.HistoryFlushInterval, Logger: log})
+	a.history = history.NewRecorder(pool, history.Config{Instance: cfg.Instance, FlushInterval: cfg.HistoryFlushInterval,
+		CountInterval: cfg.HistoryCountInterval, Logger: log})
 	a.payments = NewPaymentService(cfg, pool, NewProvider(cfg, providerURL, providerTransport, log), log, a.metrics, a.notifier.Committed, a.history)
 	a.stripeWebhook = newStripeWebhook(cfg, a.payments, log, a.metrics)
 	if a.broker, err = OpenBroker(ctx, cfg, log); err != nil {

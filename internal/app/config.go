@@ -164,6 +164,9 @@ type Config struct {
 	// ledger's (replays, PROCESSING answers, refusals); a process killed
 	// outright loses at most that much of them.
 	HistoryFlushInterval time.Duration
+	// HistoryCountInterval (HISTORY_COUNT_INTERVAL) is how often it adds its
+	// counts of replays and PROCESSING answers to their rows.
+	HistoryCountInterval time.Duration
 
 	NATSURL      string // NATS_URL: the event broker; empty embeds one (development only)
 	NATSPort     int    // EMBEDDED_NATS_PORT: the embedded broker's loopback port, default 4223 (0 picks a free one)
@@ -303,6 +306,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{&cfg.StreamMaxLifetime, "STREAM_MAX_LIFETIME", graph.StreamMaxLifetimeDefault, false},
 		{&cfg.StreamRecheckInterval, "STREAM_RECHECK_INTERVAL", graph.StreamRecheckIntervalDefault, false},
 		{&cfg.HistoryFlushInterval, "HISTORY_FLUSH_INTERVAL", history.FlushIntervalDefault, false},
+		{&cfg.HistoryCountInterval, "HISTORY_COUNT_INTERVAL", history.CountIntervalDefault, false},
 	} {
 		v, err := duration(getenv, d.name, d.def)
 		if err != nil {
