@@ -22,9 +22,6 @@ import (
 type RelayConfig struct {
 	// Replicas of the stream, which the relay creates when missing.
 	Replicas int
-	// Instance names this instance in the history rows of the events it
-	// publishes (event.published).
-	Instance string
 	// Batch is how many events one transaction publishes, default 256.
 	Batch int
 	// Poll is the fallback: how often the relay looks for unsent events
@@ -91,7 +88,7 @@ type Relay struct {
 // NewRelay returns a relay from pool's outbox to js.
 func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) *Relay {
 	cfg = cfg.withDefaults()
-	return &Relay{wake: make(chan struct{}, 1), pool: pool, store: &store{pool: pool, instance: cfg.Instance}, js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
+	return &Relay{wake: make(chan struct{}, 1), pool: pool, store: newStore(pool), js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
 }
 
 // Wake has the relay look at once: an event committed. It never blocks; a

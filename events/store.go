@@ -19,8 +19,6 @@ import (
 // the package's only code that runs the sqlc queries.
 type store struct {
 	pool *pgxpool.Pool
-	// instance names this instance in the history rows it writes.
-	instance string
 }
 
 func newStore(pool *pgxpool.Pool) *store { return &store{pool: pool} }
@@ -58,7 +56,7 @@ func (s *store) relayBatch(ctx context.Context, limit int, publish func([]outbox
 			return nil
 		}
 		sent = len(acked)
-		return q.MarkChargeEventsSent(ctx, sqlc.MarkChargeEventsSentParams{Now: time.Now(), Ids: acked, Instance: s.instance})
+		return q.MarkChargeEventsSent(ctx, sqlc.MarkChargeEventsSentParams{Now: time.Now(), Ids: acked})
 	})
 	if err != nil {
 		return 0, pubErr, err

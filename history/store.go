@@ -47,37 +47,107 @@ func EntriesJSON(entries []Entry) []byte {
 }
 
 // List is the history of merchantID's key of kind, oldest first; empty
-// when there is none. Statuses are inferred: PROCESSING until an entry
-// finalized the attempt.
+// when there is none. What the ledger holds is read from it rather than
+// written twice: each claim's provider.sent (the attempt's provider key), a
+// finalization that no row records (a fresh charge's: its answer and
+// result are its attempt's row), and the events (written, published).
 func List(ctx context.Context, db sqlc.DBTX, merchantID uuid.UUID, kind, key string) ([]Event, error) {
 	q := sqlc.New(db)
-	rows, err := q.ListHistory(ctx, sqlc.ListHistoryParams{MerchantID: merchantID, IdempotencyKey: key, Kind: kind, MaxRows: MaxRows})
+	attempts, err := q.ListHistoryAttempts(ctx, sqlc.ListHistoryAttemptsParams{MerchantID: merchantID, IdempotencyKey: key, Kind: kind})
 	if err != nil {
 		return nil, err
 	}
-	counts, err := q.ListHistoryCounts(ctx, sqlc.ListHistoryCountsParams{MerchantID: merchantID, IdempotencyKey: key, Kind: kind})
+	ids := make([]uuid.UUID, len(attempts))
+	for i, a := range attempts {
+		ids[i] = a.ID
+	}
+	rows, err := q.ListHistory(ctx, sqlc.ListHistoryParams{AttemptIds: ids, MerchantID: &merchantID, IdempotencyKey: &key, Kind: &kind, MaxRows: MaxRows})
+	if err != nil {
+		return nil, err
+	}
+	counts, err := q.ListHistoryCounts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := q.ListHistoryEvents(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	var out []Event
+	finalized := map[uuid.UUID]bool{}
+	// claims are each attempt's claim, whose request the finalization read
+	// from the attempt's row was made by.
+	claims := map[uuid.UUID]Event{}
 	for _, r := range rows {
 		var entries []entryJSON
 		if err := json.Unmarshal(r.Entries, &entries); err != nil {
 			return nil, err
 		}
 		for _, e := range entries {
-			out = append(out, Event{At: e.At, Type: e.Type, Detail: e.Detail, Status: e.Status, Count: 1,
+			ev := Event{At: e.At, Type: e.Type, Detail: e.Detail, Status: e.Status, Count: 1,
 				RequestID: deref(r.RequestID), TraceID: deref(r.TraceID), SpanID: deref(r.SpanID),
-				Instance: deref(r.Instance), AttemptID: deref(r.AttemptID)})
+				Instance: deref(r.Instance), AttemptID: deref(r.AttemptID)}
+			out = append(out, ev)
+			switch e.Type {
+			case Finalized:
+				finalized[ev.AttemptID] = true
+			case Claimed:
+				claims[ev.AttemptID] = ev
+				// The send its claim allowed, under the attempt's provider key.
+				sent := ev
+				sent.Type, sent.Detail = ProviderSent, "holder 1 sends under provider key "+providerKey(attempts, ev.AttemptID)
+				out = append(out, sent)
+			}
+		}
+	}
+	for _, a := range attempts {
+		if a.Status == "PROCESSING" || a.CompletedAt == nil || finalized[a.ID] {
+			continue
+		}
+		// Finalized by the request that claimed it: its answer and its
+		// result are the attempt's row.
+		answer := "succeeded"
+		if a.Status != "SUCCEEDED" {
+			answer = "failed: " + deref(a.FailureCode)
+		}
+		if id := a.ProviderID; id != "" {
+			answer += " (" + id + ")"
+		}
+		answer += "; recorded " + a.CompletedAt.Sub(a.CreatedAt).Round(time.Millisecond).String() + " after the claim"
+		by := claims[a.ID]
+		by.At, by.Count, by.AttemptID = *a.CompletedAt, 1, a.ID
+		answered, final := by, by
+		answered.Type, answered.Detail = ProviderAnswered, answer
+		final.Type, final.Status = Finalized, a.Status
+		final.Detail = "by the request that claimed it; its result is kept until " + a.ExpiresAt.UTC().Format(time.RFC3339)
+		out = append(out, answered, final)
+	}
+	for _, e := range evs {
+		out = append(out, Event{At: e.OccurredAt, Type: EventWritten, Detail: e.Type + " " + e.ID.String(), Count: 1, AttemptID: deref(e.AttemptID)})
+		if e.SentAt != nil {
+			out = append(out, Event{At: *e.SentAt, Type: EventPublished, Detail: e.Type + " " + e.ID.String(), Count: 1, AttemptID: deref(e.AttemptID)})
 		}
 	}
 	for _, c := range counts {
 		out = append(out, Event{At: c.FirstAt, Type: c.Type, Count: int(c.Count), LastAt: c.LastAt,
 			RequestID: deref(c.RequestID), TraceID: deref(c.TraceID), Instance: deref(c.Instance), AttemptID: c.AttemptID})
 	}
+	// By time; at one instant, in the order appended: a row's entries as
+	// written, what is read from the ledger after them.
 	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
 	inferStatuses(out)
+	inferWriters(out)
 	return out, nil
+}
+
+// providerKey is the provider key of the attempt id among attempts.
+func providerKey(attempts []sqlc.ListHistoryAttemptsRow, id uuid.UUID) string {
+	for _, a := range attempts {
+		if a.ID == id {
+			return a.ProviderKey
+		}
+	}
+	return ""
 }
 
 // inferStatuses sets each event's status after it: an attempt is
@@ -101,6 +171,21 @@ func inferStatuses(events []Event) {
 			events[i].Status = final[e.AttemptID]
 		default:
 			events[i].Status = cmp.Or(status[e.AttemptID], "PROCESSING")
+		}
+	}
+}
+
+// inferWriters gives an event.written read from the outbox the source of
+// the write before it about its attempt: the write that wrote it.
+func inferWriters(events []Event) {
+	last := map[uuid.UUID]Event{}
+	for i, e := range events {
+		switch {
+		case e.Type == EventWritten && e.Instance == "" && e.RequestID == "":
+			w := last[e.AttemptID]
+			events[i].RequestID, events[i].TraceID, events[i].SpanID, events[i].Instance = w.RequestID, w.TraceID, w.SpanID, w.Instance
+		case e.Instance != "" && !Counted(e.Type):
+			last[e.AttemptID] = e
 		}
 	}
 }

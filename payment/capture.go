@@ -229,7 +229,7 @@ func (op captureOperation) record(ctx context.Context, a Attempt, o outcome, now
 	if o.succeeded() {
 		return op.s.store.succeedCapture(ctx, a, o.ProviderID, now, expiresAt)
 	}
-	return op.s.store.failCapture(ctx, a, o.Failure, expiresAt)
+	return op.s.store.failCapture(ctx, a, o.Failure, now, expiresAt)
 }
 
 // unseen: a capture is not given up on while a send may still land at the

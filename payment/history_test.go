@@ -63,15 +63,16 @@ func TestHistory_FreshCharge_ClaimSendAnswerFinalizeEvent_ByItsRequest(t *testin
 	a := attemptID(t, b, "k")
 	require.Contains(t, events[1].Detail, "holder 1 sends under provider key chargeonce_"+a)
 	require.Contains(t, events[2].Detail, "succeeded (")
+	require.Contains(t, events[2].Detail, "after the claim")
 	require.Equal(t, "SUCCEEDED", events[3].Status)
-	require.Contains(t, events[3].Detail, "by the request")
+	require.Contains(t, events[3].Detail, "by the request that claimed it")
 	require.Contains(t, events[4].Detail, EventChargeSucceeded)
 	require.Equal(t, "PROCESSING", events[2].Status, "not final before it was recorded")
-	// Two rows, each written by the ledger's own write: the claim's and
-	// the finalization's; the recorder wrote none.
+	// One row, written by the claim itself; the answer, the result and the
+	// event are read from the ledger, and the recorder wrote nothing.
 	var rows int
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM attempt_history").Scan(&rows))
-	require.Equal(t, 2, rows)
+	require.Equal(t, 1, rows)
 }
 
 func TestHistory_StormOnOneKey_OneClaimAndCountedRows(t *testing.T) {
@@ -245,4 +246,16 @@ func TestHistory_ForgottenWithItsKey(t *testing.T) {
 	require.NoError(t, err)
 	_, types = b.timeline(t, KindCharge, "k")
 	require.Empty(t, types, "forgotten with the key's result")
+}
+
+func TestHistory_Declined_ReadFromTheAttemptsRow(t *testing.T) {
+	t.Parallel()
+	b := setupHistory(t, Config{}, "i-1")
+	_, err := b.svc.ChargeCard(context.Background(), b.merchant, "k", card("pm_card_chargeDeclined"))
+	require.NoError(t, err)
+	events, types := b.timeline(t, KindCharge, "k")
+	require.Equal(t, []string{history.Claimed, history.ProviderSent, history.ProviderAnswered, history.Finalized, history.EventWritten}, types)
+	require.Contains(t, events[2].Detail, "failed: card_declined")
+	require.Equal(t, "FAILED", events[3].Status)
+	require.Contains(t, events[4].Detail, EventChargeFailed)
 }

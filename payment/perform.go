@@ -54,7 +54,7 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 	var done Attempt
 	err = goretry.Do(writeCtx, goretry.WithCappedDuration(time.Second, goretry.NewExponential(50*time.Millisecond)),
 		func(ctx context.Context) error {
-			done, err = s.finalize(ctx, a, o, byRequest, answered)
+			done, err = s.finalize(ctx, a, o, byRequest)
 			if code := ErrorCode(err); err != nil && !errors.Is(err, errFenced) && (code == EUNAVAILABLE || code == EINTERNAL) {
 				log.WarnContext(ctx, "could not record the provider's answer yet; retrying", "err", err)
 				return goretry.RetryableError(err)
@@ -77,6 +77,7 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 		}
 		fallthrough
 	case err != nil:
+		s.cfg.History.Add(answered)
 		// The provider answered but the answer is not stored. The attempt stays
 		// PROCESSING; the reconciler asks the provider by our key when the lease ends.
 		log.ErrorContext(ctx, "could not record the provider's answer; attempt stays PROCESSING",
@@ -115,24 +116,29 @@ func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (outc
 }
 
 // finalize records the provider's definitive answer o on a, fenced on a's
-// fence, for its holder by, as a's kind records it, and counts it. Its
-// history rows ride in the write: notes (how the holder learned o), the
-// finalization and the events it wrote; when nothing is written, the
-// notes go to the recorder, with the refusal when the write was fenced.
+// fence, for its holder by, as a's kind records it, and counts it. notes
+// (how the holder learned o) and the finalization ride in the write as its
+// history row; without notes, the request that claimed a recorded what the
+// provider answered it, which a's row says all of, and nothing more is
+// written (history.List reads it). When nothing is written, the notes go
+// to the recorder, with the refusal when the write was fenced.
 func (s *Service) finalize(ctx context.Context, a Attempt, o outcome, by holder, notes ...history.Entry) (Attempt, error) {
 	now := s.cfg.Now()
 	op := s.op(a)
 	expires := now.Add(s.cfg.Retention)
-	final := s.note(ctx, a, history.Finalized, fmt.Sprintf("by %s; its result is kept until %s", holderName(by), expires.UTC().Format(time.RFC3339)))
-	final.Status = string(finalStatus(o))
-	rctx, ride := withRiding(ctx, append(notes, final)...)
+	rctx, ride := ctx, &riding{}
+	if len(notes) > 0 {
+		final := s.note(ctx, a, history.Finalized, fmt.Sprintf("by %s; its result is kept until %s", holderName(by), expires.UTC().Format(time.RFC3339)))
+		final.At, final.Status = now, string(finalStatus(o)) // the record's time, as its event's
+		rctx, ride = withRiding(ctx, append(notes, final)...)
+	}
 	done, err := op.record(rctx, a, o, now, expires)
 	switch {
-	case err == nil && !ride.written:
+	case err == nil && len(ride.entries) > 0 && !ride.written:
 		s.cfg.History.Add(ride.entries...) // a kind whose write carries no rows
 	case errors.Is(err, errFenced):
 		s.cfg.History.Add(append(notes, s.note(ctx, a, history.FenceRefused,
-			fmt.Sprintf("holder %d's write of %s refused: another holder finalized or took it over", a.Fence, final.Status)))...)
+			fmt.Sprintf("holder %d's write of %s refused: another holder finalized or took it over", a.Fence, finalStatus(o))))...)
 	case err != nil:
 		s.cfg.History.Add(notes...)
 	}

@@ -56,7 +56,6 @@ func (s *store) inTx(ctx context.Context, fn func(q *txQueries) error) error {
 		rows := q.history
 		if ride != nil {
 			rows = append(rows, ride.entries...)
-			rows = append(rows, eventNotes(ride.entries, q.events)...)
 		}
 		if len(rows) == 0 {
 			return nil
@@ -70,25 +69,6 @@ func (s *store) inTx(ctx context.Context, fn func(q *txQueries) error) error {
 		}
 	}
 	return err
-}
-
-// eventNotes are the event.written notes of the events evs, written in
-// the transaction that carries notes: of those about the notes' attempt.
-func eventNotes(notes []history.Entry, evs []Event) []history.Entry {
-	if len(notes) == 0 {
-		return nil
-	}
-	var out []history.Entry
-	first := notes[len(notes)-1]
-	for _, e := range evs {
-		if e.AttemptID == nil || *e.AttemptID != first.AttemptID {
-			continue
-		}
-		n := first
-		n.Type, n.Detail = history.EventWritten, e.Type+" "+e.ID.String()
-		out = append(out, n)
-	}
-	return out
 }
 
 // announce tells s.committed of evs, which just committed.

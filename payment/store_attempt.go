@@ -62,11 +62,11 @@ func (s *store) getByID(ctx context.Context, id uuid.UUID) (Attempt, error) {
 // fail finalizes the attempt as FAILED, fenced on a's fence, and runs
 // then, which writes what the failure means to a's kind (its event
 // included), in the same transaction.
-func (s *store) fail(ctx context.Context, a Attempt, f Failure, expiresAt time.Time, then func(q *txQueries, done Attempt) error) (Attempt, error) {
+func (s *store) fail(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time, then func(q *txQueries, done Attempt) error) (Attempt, error) {
 	var done Attempt
 	err := s.inTx(ctx, func(q *txQueries) error {
 		row, err := q.FailChargeAttempt(ctx, sqlc.FailChargeAttemptParams{
-			FailureCode: f.Code, FailureMessage: f.Message, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
+			FailureCode: f.Code, FailureMessage: f.Message, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
 		})
 		if isNotFound(err) {
 			return errFenced

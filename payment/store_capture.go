@@ -223,9 +223,9 @@ func (s *store) succeedCapture(ctx context.Context, a Attempt, providerCaptureID
 
 // failCapture finalizes capture attempt a as FAILED and gives its
 // reservation back, in one transaction fenced like succeedCapture.
-func (s *store) failCapture(ctx context.Context, a Attempt, f Failure, expiresAt time.Time) (Attempt, error) {
+func (s *store) failCapture(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time) (Attempt, error) {
 	t := a.capture()
-	return s.fail(ctx, a, f, expiresAt, func(q *txQueries, _ Attempt) error {
+	return s.fail(ctx, a, f, now, expiresAt, func(q *txQueries, _ Attempt) error {
 		return q.ReleaseCaptureReservation(ctx, sqlc.ReleaseCaptureReservationParams{Amount: t.Amount, Final: t.Final, ID: t.Of})
 	})
 }
@@ -261,9 +261,9 @@ func (s *store) succeedVoid(ctx context.Context, a Attempt, providerVoidID strin
 
 // failVoid finalizes void attempt a as FAILED and gives its claim on the
 // charge back, in one transaction fenced like succeedVoid.
-func (s *store) failVoid(ctx context.Context, a Attempt, f Failure, expiresAt time.Time) (Attempt, error) {
+func (s *store) failVoid(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time) (Attempt, error) {
 	of := a.void().Of
-	return s.fail(ctx, a, f, expiresAt, func(q *txQueries, _ Attempt) error {
+	return s.fail(ctx, a, f, now, expiresAt, func(q *txQueries, _ Attempt) error {
 		return q.ReleaseVoid(ctx, of)
 	})
 }

@@ -139,7 +139,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	if len(duplicateIDs) == 0 && in.CheckoutSessionID == uuid.Nil && authorizedUntil == nil {
 		var notes []history.Entry
 		if ride != nil {
-			notes = append(ride.entries, eventNotes(ride.entries, []Event{ev})...)
+			notes = ride.entries
 		}
 		if done, err = record(s.q, notes); err == nil {
 			s.announce([]Event{ev})
@@ -192,7 +192,7 @@ type lateWatch struct{ first, until time.Time }
 // charge.failed event, in one transaction fenced like succeed; with watch,
 // the attempt stays watched for a late charge.
 func (s *store) failCharge(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time, watch lateWatch) (Attempt, error) {
-	return s.fail(ctx, a, f, expiresAt, func(q *txQueries, done Attempt) error {
+	return s.fail(ctx, a, f, now, expiresAt, func(q *txQueries, done Attempt) error {
 		if !watch.until.IsZero() {
 			if err := q.WatchLateCharge(ctx, sqlc.WatchLateChargeParams{FirstCheck: watch.first, WatchUntil: watch.until, ID: done.ID}); err != nil {
 				return err
@@ -224,12 +224,10 @@ func chargeTermsCharge(in ChargeInput, id *uuid.UUID, providerChargeID string, c
 	return c
 }
 
-// claimNotes are the history rows a claim of a writes with it: the claim,
-// and the send to the provider it lets its holder make, which is written
-// before it leaves so that it outlives a holder that dies with it.
+// claimNotes are the history row a claim of a writes with it: the claim,
+// by its request, written before anything is sent so that it outlives a
+// holder that dies with it. The send it allows (provider.sent, holder 1,
+// under a's provider key) is read from a's row (history.List).
 func claimNotes(ctx context.Context, rec *history.Recorder, a Attempt) []history.Entry {
-	return []history.Entry{
-		noteOf(ctx, rec, a, history.Claimed, "", a.CreatedAt),
-		noteOf(ctx, rec, a, history.ProviderSent, sentDetail(a), a.CreatedAt),
-	}
+	return []history.Entry{noteOf(ctx, rec, a, history.Claimed, "", a.CreatedAt)}
 }

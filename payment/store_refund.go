@@ -159,7 +159,7 @@ func (s *store) succeedRefund(ctx context.Context, a Attempt, providerRefundID s
 		if err != nil {
 			return err
 		}
-		row, err := q.SucceedRefundAttempt(ctx, sqlc.SucceedRefundAttemptParams{RefundID: &r.ID, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence})
+		row, err := q.SucceedRefundAttempt(ctx, sqlc.SucceedRefundAttemptParams{RefundID: &r.ID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence})
 		if isNotFound(err) {
 			return errFenced // rolls the refund back: the record's owner writes it
 		}
@@ -293,7 +293,7 @@ func (s *store) endLateWatch(ctx context.Context, id uuid.UUID) error {
 // refund.failed event, giving its reservation back, in one transaction
 // fenced like succeedRefund.
 func (s *store) failRefund(ctx context.Context, a Attempt, f Failure, now, expiresAt time.Time) (Attempt, error) {
-	return s.fail(ctx, a, f, expiresAt, func(q *txQueries, done Attempt) error {
+	return s.fail(ctx, a, f, now, expiresAt, func(q *txQueries, done Attempt) error {
 		t := a.refund()
 		if err := q.ReleaseRefundReservation(ctx, sqlc.ReleaseRefundReservationParams{Amount: t.Amount, ID: t.Of}); err != nil {
 			return err

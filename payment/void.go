@@ -157,7 +157,7 @@ func (op voidOperation) record(ctx context.Context, a Attempt, o outcome, now, e
 	if o.succeeded() {
 		return op.s.store.succeedVoid(ctx, a, o.ProviderID, now, expiresAt)
 	}
-	return op.s.store.failVoid(ctx, a, o.Failure, expiresAt)
+	return op.s.store.failVoid(ctx, a, o.Failure, now, expiresAt)
 }
 
 // unseen: a void the provider never showed is given up on after the

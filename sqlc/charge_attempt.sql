@@ -194,12 +194,13 @@ SELECT * FROM done;
 
 -- name: FailChargeAttempt :one
 -- Finalizes an attempt as FAILED with the provider's definitive reason.
--- Fenced like RecordChargeSucceeded.
+-- Fenced like RecordChargeSucceeded; completed at the caller's clock, as
+-- every finalization is.
 UPDATE charge_attempts
 SET status = 'FAILED',
     failure_code = sqlc.arg(failure_code)::text,
     failure_message = sqlc.arg(failure_message)::text,
-    completed_at = now(),
+    completed_at = sqlc.arg(now)::timestamptz,
     expires_at = sqlc.arg(expires_at)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;

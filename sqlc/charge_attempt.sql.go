@@ -356,26 +356,29 @@ UPDATE charge_attempts
 SET status = 'FAILED',
     failure_code = $1::text,
     failure_message = $2::text,
-    completed_at = now(),
-    expires_at = $3::timestamptz
-WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
+    completed_at = $3::timestamptz,
+    expires_at = $4::timestamptz
+WHERE id = $5 AND status = 'PROCESSING' AND fence = $6
 RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type FailChargeAttemptParams struct {
 	FailureCode    string
 	FailureMessage string
+	Now            time.Time
 	ExpiresAt      time.Time
 	ID             uuid.UUID
 	Fence          int32
 }
 
 // Finalizes an attempt as FAILED with the provider's definitive reason.
-// Fenced like RecordChargeSucceeded.
+// Fenced like RecordChargeSucceeded; completed at the caller's clock, as
+// every finalization is.
 func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, failChargeAttempt,
 		arg.FailureCode,
 		arg.FailureMessage,
+		arg.Now,
 		arg.ExpiresAt,
 		arg.ID,
 		arg.Fence,

@@ -19,19 +19,10 @@ LIMIT sqlc.arg(max_events)::integer
 FOR UPDATE SKIP LOCKED;
 
 -- name: MarkChargeEventsSent :exec
--- Marks events that the broker acknowledged, in the relay's transaction,
--- and writes each attempt's event.published history row with it.
-WITH sent AS (
-    UPDATE charge_events SET sent_at = sqlc.arg(now)::timestamptz
-    WHERE id = ANY(sqlc.arg(ids)::uuid[])
-    RETURNING id, type, attempt_id
-)
-INSERT INTO attempt_history (attempt_id, at, instance, entries)
-SELECT sent.attempt_id, sqlc.arg(now)::timestamptz, nullif(sqlc.arg(instance)::text, ''),
-       jsonb_build_array(jsonb_build_object('at', sqlc.arg(now)::timestamptz, 'type', 'event.published',
-                                            'detail', sent.type || ' ' || sent.id))
-FROM sent
-WHERE sent.attempt_id IS NOT NULL;
+-- Marks events that the broker acknowledged, in the relay's transaction.
+-- (The history of a key reads sent_at as the event's publication.)
+UPDATE charge_events SET sent_at = sqlc.arg(now)::timestamptz
+WHERE id = ANY(sqlc.arg(ids)::uuid[]);
 
 -- name: CountUnsentChargeEvents :one
 -- For the outbox gauge: events not yet acknowledged by the broker.

@@ -163,28 +163,18 @@ func (q *Queries) LockUnsentChargeEvents(ctx context.Context, maxEvents int32) (
 }
 
 const markChargeEventsSent = `-- name: MarkChargeEventsSent :exec
-WITH sent AS (
-    UPDATE charge_events SET sent_at = $1::timestamptz
-    WHERE id = ANY($3::uuid[])
-    RETURNING id, type, attempt_id
-)
-INSERT INTO attempt_history (attempt_id, at, instance, entries)
-SELECT sent.attempt_id, $1::timestamptz, nullif($2::text, ''),
-       jsonb_build_array(jsonb_build_object('at', $1::timestamptz, 'type', 'event.published',
-                                            'detail', sent.type || ' ' || sent.id))
-FROM sent
-WHERE sent.attempt_id IS NOT NULL
+UPDATE charge_events SET sent_at = $1::timestamptz
+WHERE id = ANY($2::uuid[])
 `
 
 type MarkChargeEventsSentParams struct {
-	Now      time.Time
-	Instance string
-	Ids      []uuid.UUID
+	Now time.Time
+	Ids []uuid.UUID
 }
 
-// Marks events that the broker acknowledged, in the relay's transaction,
-// and writes each attempt's event.published history row with it.
+// Marks events that the broker acknowledged, in the relay's transaction.
+// (The history of a key reads sent_at as the event's publication.)
 func (q *Queries) MarkChargeEventsSent(ctx context.Context, arg MarkChargeEventsSentParams) error {
-	_, err := q.db.Exec(ctx, markChargeEventsSent, arg.Now, arg.Instance, arg.Ids)
+	_, err := q.db.Exec(ctx, markChargeEventsSent, arg.Now, arg.Ids)
 	return err
 }

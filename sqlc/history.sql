@@ -45,17 +45,24 @@ DO UPDATE SET count = attempt_counts.count + excluded.count,
               trace_id = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.trace_id ELSE attempt_counts.trace_id END,
               instance = CASE WHEN excluded.first_at < attempt_counts.first_at THEN excluded.instance ELSE attempt_counts.instance END;
 
+-- name: ListHistoryAttempts :many
+-- The attempts of a merchant's key of one kind (in every scope of the key:
+-- the merchant's own, and its checkout pages'; a support desk asks by the
+-- key alone), with what the history reads of them rather than writes: a
+-- fresh charge's answer and finalization are its attempt's row.
+SELECT a.id, a.created_at, a.completed_at, a.status, a.provider_key, a.failure_code, a.expires_at,
+       coalesce(c.provider_charge_id, r.provider_refund_id, '')::text AS provider_id
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id AND a.kind = 'charge'
+LEFT JOIN refunds r ON r.id = a.refund_id
+WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key AND a.kind = @kind;
+
 -- name: ListHistory :many
--- The history rows of a merchant's key of one kind, oldest first: those of
--- its attempts (in every scope of the key: the merchant's own, and its
--- checkout pages'; a support desk asks by the key alone), and its
--- refusals before any claim.
+-- The history rows of the attempts attempt_ids, and the refusals before
+-- any claim of a merchant's key of one kind, oldest first.
 SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
 FROM attempt_history h
-WHERE h.attempt_id IN (
-    SELECT a.id FROM charge_attempts a
-    WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key AND a.kind = @kind
-)
+WHERE h.attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[])
 UNION ALL
 SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
 FROM attempt_history h
@@ -65,13 +72,18 @@ ORDER BY at, id
 LIMIT sqlc.arg(max_rows)::integer;
 
 -- name: ListHistoryCounts :many
--- The counted rows of a merchant's key of one kind, as ListHistory.
-SELECT c.attempt_id, c.type, c.count, c.first_at, c.last_at, c.request_id, c.trace_id, c.instance
-FROM attempt_counts c
-WHERE c.attempt_id IN (
-    SELECT a.id FROM charge_attempts a
-    WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key AND a.kind = @kind
-);
+-- The counted rows of the attempts attempt_ids.
+SELECT attempt_id, type, count, first_at, last_at, request_id, trace_id, instance
+FROM attempt_counts
+WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]);
+
+-- name: ListHistoryEvents :many
+-- The outbox events of the attempts attempt_ids: written with the result
+-- (occurred_at), published on the stream (sent_at); the history reads
+-- them rather than writes them again.
+SELECT id, type, attempt_id, occurred_at, sent_at
+FROM charge_events
+WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]);
 
 -- name: ClaimSpan :one
 -- The trace and span of the request that claimed an attempt (its first

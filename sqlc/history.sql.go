@@ -166,24 +166,22 @@ func (q *Queries) InsertHistory(ctx context.Context, arg InsertHistoryParams) er
 const listHistory = `-- name: ListHistory :many
 SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
 FROM attempt_history h
-WHERE h.attempt_id IN (
-    SELECT a.id FROM charge_attempts a
-    WHERE a.merchant_id = $2 AND a.idempotency_key = $3 AND a.kind = $4
-)
+WHERE h.attempt_id = ANY($2::uuid[])
 UNION ALL
 SELECT h.attempt_id, h.at, h.request_id, h.trace_id, h.span_id, h.instance, h.entries, h.id
 FROM attempt_history h
 WHERE h.attempt_id IS NULL
-  AND h.merchant_id = $2 AND h.idempotency_key = $3 AND h.kind = $4
+  AND h.merchant_id = $3 AND h.idempotency_key = $4 AND h.kind = $5
 ORDER BY at, id
 LIMIT $1::integer
 `
 
 type ListHistoryParams struct {
 	MaxRows        int32
-	MerchantID     uuid.UUID
-	IdempotencyKey string
-	Kind           string
+	AttemptIds     []uuid.UUID
+	MerchantID     *uuid.UUID
+	IdempotencyKey *string
+	Kind           *string
 }
 
 type ListHistoryRow struct {
@@ -197,13 +195,12 @@ type ListHistoryRow struct {
 	ID        *int64
 }
 
-// The history rows of a merchant's key of one kind, oldest first: those of
-// its attempts (in every scope of the key: the merchant's own, and its
-// checkout pages'; a support desk asks by the key alone), and its
-// refusals before any claim.
+// The history rows of the attempts attempt_ids, and the refusals before
+// any claim of a merchant's key of one kind, oldest first.
 func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]ListHistoryRow, error) {
 	rows, err := q.db.Query(ctx, listHistory,
 		arg.MaxRows,
+		arg.AttemptIds,
 		arg.MerchantID,
 		arg.IdempotencyKey,
 		arg.Kind,
@@ -235,24 +232,74 @@ func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]Lis
 	return items, nil
 }
 
-const listHistoryCounts = `-- name: ListHistoryCounts :many
-SELECT c.attempt_id, c.type, c.count, c.first_at, c.last_at, c.request_id, c.trace_id, c.instance
-FROM attempt_counts c
-WHERE c.attempt_id IN (
-    SELECT a.id FROM charge_attempts a
-    WHERE a.merchant_id = $1 AND a.idempotency_key = $2 AND a.kind = $3
-)
+const listHistoryAttempts = `-- name: ListHistoryAttempts :many
+SELECT a.id, a.created_at, a.completed_at, a.status, a.provider_key, a.failure_code, a.expires_at,
+       coalesce(c.provider_charge_id, r.provider_refund_id, '')::text AS provider_id
+FROM charge_attempts a
+LEFT JOIN charges c ON c.id = a.charge_id AND a.kind = 'charge'
+LEFT JOIN refunds r ON r.id = a.refund_id
+WHERE a.merchant_id = $1 AND a.idempotency_key = $2 AND a.kind = $3
 `
 
-type ListHistoryCountsParams struct {
+type ListHistoryAttemptsParams struct {
 	MerchantID     uuid.UUID
 	IdempotencyKey string
 	Kind           string
 }
 
-// The counted rows of a merchant's key of one kind, as ListHistory.
-func (q *Queries) ListHistoryCounts(ctx context.Context, arg ListHistoryCountsParams) ([]AttemptCount, error) {
-	rows, err := q.db.Query(ctx, listHistoryCounts, arg.MerchantID, arg.IdempotencyKey, arg.Kind)
+type ListHistoryAttemptsRow struct {
+	ID          uuid.UUID
+	CreatedAt   time.Time
+	CompletedAt *time.Time
+	Status      string
+	ProviderKey string
+	FailureCode *string
+	ExpiresAt   time.Time
+	ProviderID  string
+}
+
+// The attempts of a merchant's key of one kind (in every scope of the key:
+// the merchant's own, and its checkout pages'; a support desk asks by the
+// key alone), with what the history reads of them rather than writes: a
+// fresh charge's answer and finalization are its attempt's row.
+func (q *Queries) ListHistoryAttempts(ctx context.Context, arg ListHistoryAttemptsParams) ([]ListHistoryAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, listHistoryAttempts, arg.MerchantID, arg.IdempotencyKey, arg.Kind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListHistoryAttemptsRow
+	for rows.Next() {
+		var i ListHistoryAttemptsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.CreatedAt,
+			&i.CompletedAt,
+			&i.Status,
+			&i.ProviderKey,
+			&i.FailureCode,
+			&i.ExpiresAt,
+			&i.ProviderID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listHistoryCounts = `-- name: ListHistoryCounts :many
+SELECT attempt_id, type, count, first_at, last_at, request_id, trace_id, instance
+FROM attempt_counts
+WHERE attempt_id = ANY($1::uuid[])
+`
+
+// The counted rows of the attempts attempt_ids.
+func (q *Queries) ListHistoryCounts(ctx context.Context, attemptIds []uuid.UUID) ([]AttemptCount, error) {
+	rows, err := q.db.Query(ctx, listHistoryCounts, attemptIds)
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +316,49 @@ func (q *Queries) ListHistoryCounts(ctx context.Context, arg ListHistoryCountsPa
 			&i.RequestID,
 			&i.TraceID,
 			&i.Instance,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listHistoryEvents = `-- name: ListHistoryEvents :many
+SELECT id, type, attempt_id, occurred_at, sent_at
+FROM charge_events
+WHERE attempt_id = ANY($1::uuid[])
+`
+
+type ListHistoryEventsRow struct {
+	ID         uuid.UUID
+	Type       string
+	AttemptID  *uuid.UUID
+	OccurredAt time.Time
+	SentAt     *time.Time
+}
+
+// The outbox events of the attempts attempt_ids: written with the result
+// (occurred_at), published on the stream (sent_at); the history reads
+// them rather than writes them again.
+func (q *Queries) ListHistoryEvents(ctx context.Context, attemptIds []uuid.UUID) ([]ListHistoryEventsRow, error) {
+	rows, err := q.db.Query(ctx, listHistoryEvents, attemptIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListHistoryEventsRow
+	for rows.Next() {
+		var i ListHistoryEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.AttemptID,
+			&i.OccurredAt,
+			&i.SentAt,
 		); err != nil {
 			return nil, err
 		}

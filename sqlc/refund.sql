@@ -58,7 +58,7 @@ RETURNING *;
 UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     refund_id = @refund_id,
-    completed_at = now(),
+    completed_at = sqlc.arg(now)::timestamptz,
     expires_at = sqlc.arg(expires_at)::timestamptz
 WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
 RETURNING *;

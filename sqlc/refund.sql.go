@@ -542,14 +542,15 @@ const succeedRefundAttempt = `-- name: SucceedRefundAttempt :one
 UPDATE charge_attempts
 SET status = 'SUCCEEDED',
     refund_id = $1,
-    completed_at = now(),
-    expires_at = $2::timestamptz
-WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
+    completed_at = $2::timestamptz,
+    expires_at = $3::timestamptz
+WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
 RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
 `
 
 type SucceedRefundAttemptParams struct {
 	RefundID  *uuid.UUID
+	Now       time.Time
 	ExpiresAt time.Time
 	ID        uuid.UUID
 	Fence     int32
@@ -560,6 +561,7 @@ type SucceedRefundAttemptParams struct {
 func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, succeedRefundAttempt,
 		arg.RefundID,
+		arg.Now,
 		arg.ExpiresAt,
 		arg.ID,
 		arg.Fence,

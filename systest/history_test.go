@@ -84,7 +84,11 @@ func TestHistory_StormOfTwoHundred_OneClaimOneCountedReplayRow(t *testing.T) {
 	require.Len(t, replayed, 1, "the replays are one counted row")
 	require.Equal(t, replays, replayed[0].Count, "each replay counted")
 	for _, r := range rows {
-		require.Equal(t, "storm-1", *r.Instance)
+		if r.Type == "event.published" {
+			require.Nil(t, r.Instance, "the relay's publication is read from the outbox")
+			continue
+		}
+		require.Equal(t, "storm-1", *r.Instance, r.Type)
 	}
 
 	// The operator's timeline says the same.

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, providerURL string, 
 		Logger: log, Metrics: a.metrics, Self: a.notifier.ID})
 	a.notifier.OnCommit(a.live.Poke)
 	a.relay = events.NewRelay(a.pool, a.broker.JS, events.RelayConfig{
-		Replicas: cfg.NATSReplicas, Instance: cfg.Instance, Logger: log, Fault: cfg.Fault,
+		Replicas: cfg.NATSReplicas, Logger: log, Fault: cfg.Fault,
 		Published: func(dup bool) { a.metrics.EventsPublished.WithLabelValues(strconv.FormatBool(dup)).Inc() },
 		Passes:    a.passes.Relay,
 	})
