@@ -29,6 +29,7 @@ import (
 	"chargeonce/internal/cli"
 	"chargeonce/internal/foreground"
 	"chargeonce/internal/listening"
+	"chargeonce/tracing"
 )
 
 func main() {
@@ -69,6 +70,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) == 2 && args[1] == "serve" {
 		// Under make run, a Ctrl-C is the server's alone (see foreground).
 		defer foreground.Take()()
+		// Off unless OTEL_* names an endpoint (docs/operators.md#tracing).
+		shutdownTracing, err := tracing.Setup(ctx, getenv, cfg.Instance, "")
+		if err != nil {
+			return err
+		}
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := shutdownTracing(flushCtx); err != nil {
+				log.Warn("tracing: the last spans were not exported", "err", err)
+			}
+		}()
 		return serve(ctx, cfg, log)
 	}
 	return cli.Run(ctx, cfg, args[1:], stdout, log)

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"chargeonce/payment"
+	"chargeonce/tracing"
 )
 
 // Consumer is a durable JetStream consumer of the CHARGES stream whose
@@ -119,7 +121,9 @@ func (c Consumer) Apply(ctx context.Context, msg jetstream.Msg) {
 	log := c.log()
 	e, err := payment.ParseEvent(msg.Data())
 	if err == nil {
-		err = c.Handle(ctx, e, msg.Data())
+		// The event's trace, from its message's headers, for what Handle
+		// stores of it (a webhook delivery keeps it for its attempts).
+		err = c.Handle(tracing.Propagator.Extract(ctx, propagation.HeaderCarrier(msg.Headers())), e, msg.Data())
 	} else {
 		err = fmt.Errorf("%w: %w", ErrMalformed, err)
 	}

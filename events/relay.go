@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	"chargeonce/db"
 	"chargeonce/loop"
 	"chargeonce/payment"
+	"chargeonce/tracing"
 )
 
 // RelayConfig tunes a Relay. Zero values take the defaults.
@@ -155,14 +160,28 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 }
 
 // publish publishes rows asynchronously and waits for their acks; it
-// returns the ids the broker acknowledged.
+// returns the ids the broker acknowledged. Each event's publication is a
+// span (relay.publish) in the trace of the write that made it, and its
+// message carries that trace in its traceparent and tracestate headers.
 func (r *Relay) publish(ctx context.Context, rows []outboxEvent) ([]uuid.UUID, error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	spans := make([]trace.Span, 0, len(rows))
+	defer func() {
+		for _, s := range spans {
+			s.End()
+		}
+	}()
 	var firstErr error
 	for _, row := range rows {
+		_, span := tracer.Start(tracing.ContextFrom(ctx, row.traceparent, row.tracestate), "relay.publish",
+			trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(attribute.String("chargeonce.event_type", row.eventType), attribute.String("chargeonce.event_id", row.id.String())))
+		spans = append(spans, span)
 		msg := &nats.Msg{Subject: subjectOf(row.eventType), Data: row.body, Header: nats.Header{}}
+		tracing.Propagator.Inject(trace.ContextWithSpan(ctx, span), propagation.HeaderCarrier(msg.Header))
 		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.id.String()), jetstream.WithExpectStream(Stream))
 		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
 			firstErr = fmt.Errorf("%w: publish: %w", errNoBroker, err)
 			break
 		}
@@ -177,6 +196,7 @@ func (r *Relay) publish(ctx context.Context, rows []outboxEvent) ([]uuid.UUID, e
 			acked = append(acked, rows[i].id)
 			r.cfg.Published(ack.Duplicate)
 		case err := <-f.Err():
+			spans[i].SetStatus(codes.Error, err.Error())
 			firstErr = cmp.Or(firstErr, fmt.Errorf("%w: %w", errNoBroker, err))
 		case <-timeout.C:
 			return acked, cmp.Or(firstErr, fmt.Errorf("%w: no ack within %s", errNoBroker, r.cfg.AckTimeout))
@@ -186,6 +206,9 @@ func (r *Relay) publish(ctx context.Context, rows []outboxEvent) ([]uuid.UUID, e
 	}
 	return acked, firstErr
 }
+
+// tracer is the relay's: its spans are the events' publications.
+var tracer = tracing.Tracer("relay")
 
 func subjectOf(eventType string) string { return payment.SubjectPrefix + eventType }
 

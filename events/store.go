@@ -28,6 +28,9 @@ type outboxEvent struct {
 	id        uuid.UUID
 	eventType string
 	body      []byte
+	// traceparent and tracestate are its writer's trace context; "" for
+	// none.
+	traceparent, tracestate string
 }
 
 // relayBatch locks up to limit of the oldest unsent events that no other
@@ -48,7 +51,8 @@ func (s *store) relayBatch(ctx context.Context, limit int, publish func([]outbox
 		}
 		events := make([]outboxEvent, len(rows))
 		for i, r := range rows {
-			events[i] = outboxEvent{id: r.ID, eventType: r.Type, body: r.Body}
+			events[i] = outboxEvent{id: r.ID, eventType: r.Type, body: r.Body,
+				traceparent: deref(r.Traceparent), tracestate: deref(r.Tracestate)}
 		}
 		var acked []uuid.UUID
 		acked, pubErr = publish(events)
@@ -115,4 +119,11 @@ func receiptOf(e payment.Event) sqlc.InsertReceiptParams {
 		p.OrderID = &e.OrderID
 	}
 	return p
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"chargeonce/payment"
 	"chargeonce/ratelimit"
 	"chargeonce/request"
+	"chargeonce/tracing"
 )
 
 // edge is the HTTP front of /graphql. Before any GraphQL work, and before
@@ -62,6 +64,7 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	st := &requestState{id: requestID(r), remote: clientIP(r)}
 	w.Header().Set("X-Request-Id", st.id)
+	trace.SpanFromContext(r.Context()).SetAttributes(tracing.KeyRequestID.String(st.id))
 	sw := &statusWriter{ResponseWriter: w, st: st}
 	defer e.logRequest(r, sw, st, start)
 	// A stream's request lasts as long as the stream: its end releases it.
@@ -368,7 +371,7 @@ func (e *edge) logRequest(r *http.Request, sw *statusWriter, st *requestState, s
 	elapsed := time.Since(start)
 	status := cmp.Or(sw.status, http.StatusOK)
 	operation, field, _, _ := st.snapshot()
-	e.metrics.HTTPDuration.WithLabelValues(cmp.Or(field, "none"), strconv.Itoa(status)).Observe(elapsed.Seconds())
+	metrics.ObserveWithTrace(r.Context(), e.metrics.HTTPDuration.WithLabelValues(cmp.Or(field, "none"), strconv.Itoa(status)), elapsed.Seconds())
 	attrs := []slog.Attr{
 		slog.String("request_id", st.id),
 		slog.String("method", r.Method),

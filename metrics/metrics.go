@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const namespace = "chargeonce"
@@ -346,4 +347,17 @@ func (m *Metrics) watch(name, help string, count Count) {
 			}
 			return float64(n)
 		}))
+}
+
+// ObserveWithTrace observes v on o, with the trace ctx is in as the
+// observation's exemplar (trace_id) when that trace is sampled, so that a
+// slow bucket leads to one slow payment's trace.
+func ObserveWithTrace(ctx context.Context, o prometheus.Observer, v float64) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	o.Observe(v)
 }

@@ -114,7 +114,7 @@ func (s *Service) claimOnCharge(ctx context.Context, m Merchant, a Attempt, clai
 	if !errors.Is(err, errNotFound) {
 		return Result{}, err
 	}
-	c, err := claim(ctx)
+	c, err := traceClaim(ctx, a, claim)
 	var refused *Error
 	switch {
 	case err == nil:

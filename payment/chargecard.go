@@ -66,7 +66,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, 
 	for range 2 {
 		a := newChargeAttempt(m, key, in, s.cfg.Now(), s.cfg.Lease, s.cfg.Retention)
 		a.KeySession = keySession
-		c, err := s.store.claim(ctx, a, s.cfg.SessionMaxAttempts)
+		c, err := traceClaim(ctx, a, func(ctx context.Context) (claim, error) { return s.store.claim(ctx, a, s.cfg.SessionMaxAttempts) })
 		if err != nil {
 			switch code := ErrorCode(err); {
 			case code == EORDERPAID && in.CheckoutSessionID != uuid.Nil:

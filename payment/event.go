@@ -1,11 +1,14 @@
 package payment
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
+
+	"chargeonce/request"
 )
 
 // Event types: what a finalization, or a checkout session's end, announces.
@@ -117,6 +120,33 @@ type Event struct {
 	// Capture is charge.captured's; Void is charge.voided's.
 	Capture *EventCapture `json:"capture,omitempty"`
 	Void    *EventVoid    `json:"void,omitempty"`
+	// Request is the request that caused the event, as Stripe's events
+	// name theirs: its id (X-Request-Id), null when no request did (the
+	// reconciler, a sweep), and the idempotency key it was sent with, null
+	// for an event of no attempt.
+	Request *EventRequest `json:"request,omitempty"`
+}
+
+// EventRequest is the request an event names; its fields are spelled
+// request.id and request.idempotency_key, as the events of the payment
+// APIs merchants know spell them.
+type EventRequest struct {
+	ID             *string `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// causedBy is e naming the request of ctx, if any, and its attempt's key.
+func (e Event) causedBy(ctx context.Context) Event {
+	var r EventRequest
+	if id := request.ID(ctx); id != "" {
+		r.ID = &id
+	}
+	if e.AttemptID != nil && e.IdempotencyKey != "" {
+		key := e.IdempotencyKey
+		r.IdempotencyKey = &key
+	}
+	e.Request = &r
+	return e
 }
 
 // EventAuthorization is an authorization an event concerns: of the charge

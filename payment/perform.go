@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	goretry "github.com/sethvargo/go-retry"
@@ -122,7 +124,10 @@ func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (outc
 // provider answered it, which a's row says all of, and nothing more is
 // written (history.List reads it). When nothing is written, the notes go
 // to the recorder, with the refusal when the write was fenced.
-func (s *Service) finalize(ctx context.Context, a Attempt, o outcome, by holder, notes ...history.Entry) (Attempt, error) {
+func (s *Service) finalize(ctx context.Context, a Attempt, o outcome, by holder, notes ...history.Entry) (_ Attempt, err error) {
+	ctx, span := tracer.Start(ctx, "payment.finalize", attemptAttributes(a),
+		trace.WithAttributes(attribute.String("chargeonce.holder", holderName(by)), attribute.String("chargeonce.status", string(finalStatus(o)))))
+	defer func() { endSpan(span, err) }()
 	now := s.cfg.Now()
 	op := s.op(a)
 	expires := now.Add(s.cfg.Retention)

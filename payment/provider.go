@@ -3,11 +3,15 @@ package payment
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"github.com/google/uuid"
 
 	"chargeonce/metrics"
+	"chargeonce/tracing"
 )
 
 // ErrOutcomeUnknown means the provider may or may not have charged: the
@@ -197,11 +201,16 @@ type instrumented struct {
 
 func instrument(p Provider, m *metrics.Metrics) Provider { return instrumented{p: p, m: m} }
 
-// call runs fn, the provider call of operation, and observes how long it
+// call runs fn, the provider call of operation under the provider key
+// key, in a span of its own (payment.provider), and observes how long it
 // took and how it ended: an error by its kind, otherwise as result says.
-func call[T any](p instrumented, operation string, fn func() (T, error), result func(T) string) (T, error) {
+// The span names the operation and the provider key, never what was sent.
+func call[T any](ctx context.Context, p instrumented, operation, key string, fn func(context.Context) (T, error), result func(T) string) (T, error) {
+	ctx, span := tracing.Tracer("payment").Start(ctx, "payment.provider", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("chargeonce.provider_operation", operation), tracing.KeyProviderKey.String(key)))
+	defer span.End()
 	start := time.Now()
-	v, err := fn()
+	v, err := fn(ctx)
 	r := "ok"
 	switch {
 	case err != nil && errors.Is(err, ErrOutcomeUnknown):
@@ -213,7 +222,11 @@ func call[T any](p instrumented, operation string, fn func() (T, error), result 
 	default:
 		r = result(v)
 	}
-	p.m.ProviderDuration.WithLabelValues(operation, r).Observe(time.Since(start).Seconds())
+	span.SetAttributes(attribute.String("chargeonce.provider_result", r))
+	if err != nil {
+		span.SetStatus(codes.Error, r)
+	}
+	metrics.ObserveWithTrace(ctx, p.m.ProviderDuration.WithLabelValues(operation, r), time.Since(start).Seconds())
 	if r == "unknown" || r == "error" || r == "key_spent" {
 		p.m.ProviderErrors.WithLabelValues(operation).Inc()
 	}
@@ -248,11 +261,11 @@ func refused(succeeded bool) string {
 }
 
 func (p instrumented) CreateCharge(ctx context.Context, req ProviderChargeRequest) (ProviderCharge, error) {
-	return call(p, "create_charge", func() (ProviderCharge, error) { return p.p.CreateCharge(ctx, req) }, charged)
+	return call(ctx, p, "create_charge", req.IdempotencyKey, func(ctx context.Context) (ProviderCharge, error) { return p.p.CreateCharge(ctx, req) }, charged)
 }
 
 func (p instrumented) CancelCharge(ctx context.Context, req ProviderChargeRequest, id string) (ProviderCharge, error) {
-	return call(p, "cancel_charge", func() (ProviderCharge, error) { return p.p.CancelCharge(ctx, req, id) },
+	return call(ctx, p, "cancel_charge", req.IdempotencyKey, func(ctx context.Context) (ProviderCharge, error) { return p.p.CancelCharge(ctx, req, id) },
 		func(pc ProviderCharge) string {
 			if pc.Succeeded {
 				return "succeeded"
@@ -262,7 +275,7 @@ func (p instrumented) CancelCharge(ctx context.Context, req ProviderChargeReques
 }
 
 func (p instrumented) FindCharges(ctx context.Context, req ProviderChargeRequest) ([]ProviderCharge, error) {
-	return call(p, "find_charge", func() ([]ProviderCharge, error) { return p.p.FindCharges(ctx, req) },
+	return call(ctx, p, "find_charge", req.IdempotencyKey, func(ctx context.Context) ([]ProviderCharge, error) { return p.p.FindCharges(ctx, req) },
 		func(charges []ProviderCharge) string {
 			if len(charges) == 0 {
 				return "not_found"
@@ -272,7 +285,7 @@ func (p instrumented) FindCharges(ctx context.Context, req ProviderChargeRequest
 }
 
 func (p instrumented) CreateRefund(ctx context.Context, req ProviderRefundRequest) (ProviderRefund, error) {
-	return call(p, "create_refund", func() (ProviderRefund, error) { return p.p.CreateRefund(ctx, req) },
+	return call(ctx, p, "create_refund", req.IdempotencyKey, func(ctx context.Context) (ProviderRefund, error) { return p.p.CreateRefund(ctx, req) },
 		func(r ProviderRefund) string {
 			switch r.State {
 			case RefundPending:
@@ -285,28 +298,30 @@ func (p instrumented) CreateRefund(ctx context.Context, req ProviderRefundReques
 }
 
 func (p instrumented) FindRefund(ctx context.Context, req ProviderRefundRequest) (*ProviderRefund, error) {
-	return call(p, "find_refund", func() (*ProviderRefund, error) { return p.p.FindRefund(ctx, req) }, found)
+	return call(ctx, p, "find_refund", req.IdempotencyKey, func(ctx context.Context) (*ProviderRefund, error) { return p.p.FindRefund(ctx, req) }, found)
 }
 
 func (p instrumented) CaptureCharge(ctx context.Context, req ProviderCaptureRequest) (ProviderCapture, error) {
-	return call(p, "capture_charge", func() (ProviderCapture, error) { return p.p.CaptureCharge(ctx, req) },
+	return call(ctx, p, "capture_charge", req.IdempotencyKey, func(ctx context.Context) (ProviderCapture, error) { return p.p.CaptureCharge(ctx, req) },
 		func(c ProviderCapture) string { return refused(c.Succeeded) })
 }
 
 func (p instrumented) FindCapture(ctx context.Context, req ProviderCaptureRequest) (*ProviderCapture, error) {
-	return call(p, "find_capture", func() (*ProviderCapture, error) { return p.p.FindCapture(ctx, req) }, found)
+	return call(ctx, p, "find_capture", req.IdempotencyKey, func(ctx context.Context) (*ProviderCapture, error) { return p.p.FindCapture(ctx, req) }, found)
 }
 
 func (p instrumented) VoidCharge(ctx context.Context, req ProviderVoidRequest) (ProviderVoid, error) {
-	return call(p, "void_charge", func() (ProviderVoid, error) { return p.p.VoidCharge(ctx, req) },
+	return call(ctx, p, "void_charge", req.IdempotencyKey, func(ctx context.Context) (ProviderVoid, error) { return p.p.VoidCharge(ctx, req) },
 		func(v ProviderVoid) string { return refused(v.Succeeded) })
 }
 
 func (p instrumented) FindVoid(ctx context.Context, req ProviderVoidRequest) (*ProviderVoid, error) {
-	return call(p, "find_void", func() (*ProviderVoid, error) { return p.p.FindVoid(ctx, req) }, found)
+	return call(ctx, p, "find_void", req.IdempotencyKey, func(ctx context.Context) (*ProviderVoid, error) { return p.p.FindVoid(ctx, req) }, found)
 }
 
 func (p instrumented) ReadAuthorization(ctx context.Context, providerChargeID string) (ProviderAuthorization, error) {
-	return call(p, "read_authorization", func() (ProviderAuthorization, error) { return p.p.ReadAuthorization(ctx, providerChargeID) },
+	return call(ctx, p, "read_authorization", "", func(ctx context.Context) (ProviderAuthorization, error) {
+		return p.p.ReadAuthorization(ctx, providerChargeID)
+	},
 		func(a ProviderAuthorization) string { return string(a.State) })
 }

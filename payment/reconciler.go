@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"sync"
 
@@ -66,12 +68,15 @@ func (r *Reconciler) Run(ctx context.Context) {
 
 // RunOnce takes over a batch of stuck attempts and reconciles them side by
 // side.
-func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
+func (r *Reconciler) RunOnce(ctx context.Context) (_ ReconcileResult, err error) {
+	ctx, span := tracer.Start(ctx, "reconciler.pass")
+	defer func() { endSpan(span, err) }()
 	attempts, err := r.svc.takeStuck(ctx, r.cfg.BatchSize)
 	if err != nil {
 		return ReconcileResult{}, fmt.Errorf("take stuck attempts: %w", err)
 	}
 	res := ReconcileResult{Taken: len(attempts)}
+	span.SetAttributes(attribute.Int("chargeonce.taken", len(attempts)))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, a := range attempts {
@@ -97,7 +102,18 @@ func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileResult, error) {
 
 // reconcile settles one attempt that the reconciler holds, within what is
 // left of its lease, and says where it stands.
+//
+// Its span (reconciler.attempt) links back to the span of the request
+// that claimed a, so that a payment its request left unfinished leads from
+// the checkout's trace to the reconciler's.
 func (s *Service) reconcile(ctx context.Context, log *slog.Logger, a Attempt) Status {
+	opts := []trace.SpanStartOption{attemptAttributes(a)}
+	if claimed, err := s.store.claimSpan(ctx, a); err == nil && claimed.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: claimed,
+			Attributes: []attribute.KeyValue{attribute.String("chargeonce.link", "claimed by")}}))
+	}
+	ctx, span := tracer.Start(ctx, "reconciler.attempt", opts...)
+	defer span.End()
 	// The last tenth of the lease is kept free of work, for the write that
 	// releases the lease when the work ran out of time.
 	ctx, cancel := context.WithTimeout(ctx, a.LockedUntil.Sub(s.cfg.Now())*9/10)

@@ -91,7 +91,7 @@ func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundI
 	if !errors.Is(err, errNotFound) {
 		return Result{}, err
 	}
-	c, err := s.store.claimRefund(ctx, a, in.Amount)
+	c, err := traceClaim(ctx, a, func(ctx context.Context) (claim, error) { return s.store.claimRefund(ctx, a, in.Amount) })
 	switch code := ErrorCode(err); {
 	case err == nil:
 	case code == EREFUNDEXCEEDS:

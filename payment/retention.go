@@ -92,6 +92,8 @@ func (c *Cleaner) RunOnce(ctx context.Context) (int, error) {
 
 // pass is RunOnce, and says whether a backlog of attempts remains.
 func (c *Cleaner) pass(ctx context.Context) (res RetentionResult, backlog bool, err error) {
+	ctx, span := tracer.Start(ctx, "retention.pass")
+	defer func() { endSpan(span, err) }()
 	batches := loop.Batches{Size: c.cfg.BatchSize, Max: c.cfg.MaxBatches, RestFactor: cleanupRestFactor, Rest: c.rest}
 	res.Attempts, backlog, err = batches.Run(ctx, c.svc.deleteExpired)
 	if err != nil {

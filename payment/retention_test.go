@@ -40,6 +40,10 @@ func TestCleaner_Backlog_IsWorkedOffAtOnceWithRestsBetweenBatches(t *testing.T) 
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Equal(c, []int64{0}, dbtest.Query[int64](c, b.pool, "SELECT count(*) FROM charge_attempts"))
+		// The rest after the last batch follows its commit.
+		mu.Lock()
+		defer mu.Unlock()
+		require.GreaterOrEqual(c, len(rests), 5)
 	}, 10*time.Second, 20*time.Millisecond, "three passes of at most 10 keys each, without waiting an hour between them")
 	mu.Lock()
 	defer mu.Unlock()

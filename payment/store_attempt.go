@@ -11,6 +11,7 @@ import (
 	"chargeonce/db"
 	"chargeonce/history"
 	"chargeonce/sqlc"
+	"chargeonce/tracing"
 )
 
 // The store's charge attempts: the claim, its lookup, the fenced writes that
@@ -130,7 +131,12 @@ func (s *store) takeActionCheck(ctx context.Context, a Attempt, now, checkedBefo
 // announces it once it commits (inTx). A session's event is the session's
 // (its row names no attempt), a merchant's names neither, an attempt's
 // the attempt.
+//
+// The event names the request that caused it (Event.Request), and carries
+// its writer's trace context to the outbox row, for the relay's span and
+// the webhooks' traceparent.
 func insertEvent(ctx context.Context, q *txQueries, e Event) error {
+	e = e.causedBy(ctx)
 	body, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -139,6 +145,7 @@ func insertEvent(ctx context.Context, q *txQueries, e Event) error {
 		ID: e.ID, Type: e.Type, MerchantID: e.MerchantID, IdempotencyKey: e.IdempotencyKey,
 		AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt,
 	}
+	p.Traceparent, p.Tracestate = tracing.Traceparent(ctx)
 	switch e.Type {
 	case EventSessionPaid, EventSessionExpired:
 		p.AttemptID, p.CheckoutSessionID = nil, &e.CheckoutSession.ID

@@ -12,6 +12,7 @@ import (
 	"chargeonce/db"
 	"chargeonce/history"
 	"chargeonce/sqlc"
+	"chargeonce/tracing"
 )
 
 // The store's charge attempts: the claim of a key for a charge, the
@@ -107,8 +108,9 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	chargeID := newID()
 	charge := chargeOf(a, &chargeID, providerChargeID, &now)
 	paid := a.withCharge(charge)
-	ev := chargeEventOf(paid, now)
+	ev := chargeEventOf(paid, now).causedBy(ctx)
 	body, err := json.Marshal(ev)
+	traceparent, tracestate := tracing.Traceparent(ctx)
 	if err != nil {
 		return Attempt{}, nil, err
 	}
@@ -120,6 +122,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		row, err := q.RecordChargeSucceeded(ctx, sqlc.RecordChargeSucceededParams{
 			ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
 			ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
+			Traceparent: traceparent, Tracestate: tracestate,
 			HAt: h.at, HEntries: h.entries,
 			HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance,
 		})

@@ -176,9 +176,10 @@ charge AS (
     FROM done
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at, traceparent, tracestate)
     SELECT sqlc.arg(event_id)::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
-           sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz
+           sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz,
+           nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, '')
     FROM done
 ),
 history AS (

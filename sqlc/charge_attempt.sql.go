@@ -882,19 +882,20 @@ charge AS (
     FROM done
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at, traceparent, tracestate)
     SELECT $8::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
-           $9::jsonb, $2::timestamptz
+           $9::jsonb, $2::timestamptz,
+           nullif($10::text, ''), nullif($11::text, '')
     FROM done
 ),
 history AS (
     -- Its history row (history.Entry as JSON), written with it.
     INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
-    SELECT done.id, $10::timestamptz, nullif($11::text, ''),
-           nullif($12::text, ''), nullif($13::text, ''),
-           nullif($14::text, ''), $15::jsonb
+    SELECT done.id, $12::timestamptz, nullif($13::text, ''),
+           nullif($14::text, ''), nullif($15::text, ''),
+           nullif($16::text, ''), $17::jsonb
     FROM done
-    WHERE jsonb_array_length($15::jsonb) > 0
+    WHERE jsonb_array_length($17::jsonb) > 0
 )
 SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method FROM done
 `
@@ -909,6 +910,8 @@ type RecordChargeSucceededParams struct {
 	AuthorizationExpiresAt *time.Time
 	EventID                uuid.UUID
 	EventBody              []byte
+	Traceparent            string
+	Tracestate             string
 	HAt                    time.Time
 	HRequestID             string
 	HTraceID               string
@@ -975,6 +978,8 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		arg.AuthorizationExpiresAt,
 		arg.EventID,
 		arg.EventBody,
+		arg.Traceparent,
+		arg.Tracestate,
 		arg.HAt,
 		arg.HRequestID,
 		arg.HTraceID,

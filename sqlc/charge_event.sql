@@ -5,14 +5,17 @@
 -- update, in the same statement). Nothing notifies at commit: the writer
 -- tells its own instance's relay once it has (events.Notifier).
 -- A session's event has no attempt_id and names its checkout_session_id.
-INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at)
-VALUES (@id, @type, @merchant_id, @idempotency_key, sqlc.narg(attempt_id), sqlc.narg(checkout_session_id), @body, @occurred_at);
+-- The writer's trace context (traceparent, tracestate) goes with it.
+INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at,
+                           traceparent, tracestate)
+VALUES (@id, @type, @merchant_id, @idempotency_key, sqlc.narg(attempt_id), sqlc.narg(checkout_session_id), @body, @occurred_at,
+        nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, ''));
 
 -- name: LockUnsentChargeEvents :many
 -- The relay's batch: the oldest unsent events, locked until the relay's
 -- transaction ends. SKIP LOCKED lets several relays work side by side, each
 -- on its own rows.
-SELECT id, type, body FROM charge_events
+SELECT id, type, body, traceparent, tracestate FROM charge_events
 WHERE sent_at IS NULL
 ORDER BY occurred_at
 LIMIT sqlc.arg(max_events)::integer

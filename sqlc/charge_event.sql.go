@@ -50,8 +50,10 @@ func (q *Queries) DeleteSentChargeEvents(ctx context.Context, arg DeleteSentChar
 }
 
 const insertChargeEvent = `-- name: InsertChargeEvent :exec
-INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at,
+                           traceparent, tracestate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+        nullif($9::text, ''), nullif($10::text, ''))
 `
 
 type InsertChargeEventParams struct {
@@ -63,6 +65,8 @@ type InsertChargeEventParams struct {
 	CheckoutSessionID *uuid.UUID
 	Body              []byte
 	OccurredAt        time.Time
+	Traceparent       string
+	Tracestate        string
 }
 
 // The outbox write. Runs in the transaction that finalizes the attempt, after
@@ -71,6 +75,7 @@ type InsertChargeEventParams struct {
 // update, in the same statement). Nothing notifies at commit: the writer
 // tells its own instance's relay once it has (events.Notifier).
 // A session's event has no attempt_id and names its checkout_session_id.
+// The writer's trace context (traceparent, tracestate) goes with it.
 func (q *Queries) InsertChargeEvent(ctx context.Context, arg InsertChargeEventParams) error {
 	_, err := q.db.Exec(ctx, insertChargeEvent,
 		arg.ID,
@@ -81,6 +86,8 @@ func (q *Queries) InsertChargeEvent(ctx context.Context, arg InsertChargeEventPa
 		arg.CheckoutSessionID,
 		arg.Body,
 		arg.OccurredAt,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	return err
 }
@@ -126,7 +133,7 @@ func (q *Queries) InsertReceipt(ctx context.Context, arg InsertReceiptParams) (i
 }
 
 const lockUnsentChargeEvents = `-- name: LockUnsentChargeEvents :many
-SELECT id, type, body FROM charge_events
+SELECT id, type, body, traceparent, tracestate FROM charge_events
 WHERE sent_at IS NULL
 ORDER BY occurred_at
 LIMIT $1::integer
@@ -134,9 +141,11 @@ FOR UPDATE SKIP LOCKED
 `
 
 type LockUnsentChargeEventsRow struct {
-	ID   uuid.UUID
-	Type string
-	Body []byte
+	ID          uuid.UUID
+	Type        string
+	Body        []byte
+	Traceparent *string
+	Tracestate  *string
 }
 
 // The relay's batch: the oldest unsent events, locked until the relay's
@@ -151,7 +160,13 @@ func (q *Queries) LockUnsentChargeEvents(ctx context.Context, maxEvents int32) (
 	var items []LockUnsentChargeEventsRow
 	for rows.Next() {
 		var i LockUnsentChargeEventsRow
-		if err := rows.Scan(&i.ID, &i.Type, &i.Body); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.Body,
+			&i.Traceparent,
+			&i.Tracestate,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -128,6 +128,8 @@ type ChargeEvent struct {
 	OccurredAt        time.Time
 	SentAt            *time.Time
 	CheckoutSessionID *uuid.UUID
+	Traceparent       *string
+	Tracestate        *string
 }
 
 type CheckoutSession struct {
@@ -211,6 +213,8 @@ type WebhookDelivery struct {
 	NextAttemptAt time.Time
 	LockedUntil   *time.Time
 	CompletedAt   *time.Time
+	Traceparent   *string
+	Tracestate    *string
 }
 
 type WebhookEndpoint struct {

@@ -36,8 +36,9 @@ RETURNING e.id, e.url,
 -- has one, in this one statement. Keyed by (event, endpoint), so a
 -- redelivered message inserts nothing; 0 rows means no endpoint, or queued
 -- already, and either way the message is done.
-INSERT INTO webhook_deliveries (event_id, endpoint_id, event_type, body, created_at, next_attempt_at)
-SELECT @event_id, e.id, @event_type, @body, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz
+INSERT INTO webhook_deliveries (event_id, endpoint_id, event_type, body, created_at, next_attempt_at, traceparent, tracestate)
+SELECT @event_id, e.id, @event_type, @body, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz,
+       nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, '')
 FROM webhook_endpoints e
 WHERE e.merchant_id = @merchant_id
 ON CONFLICT ON CONSTRAINT webhook_deliveries_pkey DO NOTHING;
@@ -76,7 +77,7 @@ SET locked_until = sqlc.arg(lease_until)::timestamptz, attempts = d.attempts + 1
 FROM taken, webhook_endpoints e
 WHERE d.event_id = taken.event_id AND d.endpoint_id = taken.endpoint_id AND e.id = d.endpoint_id
 RETURNING d.event_id, d.endpoint_id, d.event_type, d.body, d.attempts, d.created_at,
-          e.merchant_id, e.url, e.secret;
+          e.merchant_id, e.url, e.secret, d.traceparent, d.tracestate;
 
 -- name: InsertWebhookAttempt :exec
 -- The attempt log: one row per attempt, written with the delivery's new

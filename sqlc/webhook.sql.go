@@ -183,19 +183,22 @@ func (q *Queries) InsertWebhookAttempt(ctx context.Context, arg InsertWebhookAtt
 }
 
 const insertWebhookDelivery = `-- name: InsertWebhookDelivery :execrows
-INSERT INTO webhook_deliveries (event_id, endpoint_id, event_type, body, created_at, next_attempt_at)
-SELECT $1, e.id, $2, $3, $4::timestamptz, $4::timestamptz
+INSERT INTO webhook_deliveries (event_id, endpoint_id, event_type, body, created_at, next_attempt_at, traceparent, tracestate)
+SELECT $1, e.id, $2, $3, $4::timestamptz, $4::timestamptz,
+       nullif($5::text, ''), nullif($6::text, '')
 FROM webhook_endpoints e
-WHERE e.merchant_id = $5
+WHERE e.merchant_id = $7
 ON CONFLICT ON CONSTRAINT webhook_deliveries_pkey DO NOTHING
 `
 
 type InsertWebhookDeliveryParams struct {
-	EventID    uuid.UUID
-	EventType  string
-	Body       []byte
-	Now        time.Time
-	MerchantID uuid.UUID
+	EventID     uuid.UUID
+	EventType   string
+	Body        []byte
+	Now         time.Time
+	Traceparent string
+	Tracestate  string
+	MerchantID  uuid.UUID
 }
 
 // The consumer's effect: queues the event for the merchant's endpoint, if it
@@ -208,6 +211,8 @@ func (q *Queries) InsertWebhookDelivery(ctx context.Context, arg InsertWebhookDe
 		arg.EventType,
 		arg.Body,
 		arg.Now,
+		arg.Traceparent,
+		arg.Tracestate,
 		arg.MerchantID,
 	)
 	if err != nil {
@@ -378,7 +383,7 @@ SET locked_until = $1::timestamptz, attempts = d.attempts + 1
 FROM taken, webhook_endpoints e
 WHERE d.event_id = taken.event_id AND d.endpoint_id = taken.endpoint_id AND e.id = d.endpoint_id
 RETURNING d.event_id, d.endpoint_id, d.event_type, d.body, d.attempts, d.created_at,
-          e.merchant_id, e.url, e.secret
+          e.merchant_id, e.url, e.secret, d.traceparent, d.tracestate
 `
 
 type TakeDueWebhookDeliveriesParams struct {
@@ -389,15 +394,17 @@ type TakeDueWebhookDeliveriesParams struct {
 }
 
 type TakeDueWebhookDeliveriesRow struct {
-	EventID    uuid.UUID
-	EndpointID uuid.UUID
-	EventType  string
-	Body       []byte
-	Attempts   int32
-	CreatedAt  time.Time
-	MerchantID uuid.UUID
-	Url        string
-	Secret     string
+	EventID     uuid.UUID
+	EndpointID  uuid.UUID
+	EventType   string
+	Body        []byte
+	Attempts    int32
+	CreatedAt   time.Time
+	MerchantID  uuid.UUID
+	Url         string
+	Secret      string
+	Traceparent *string
+	Tracestate  *string
 }
 
 // The worker's batch: at most one due delivery per endpoint (its oldest), of
@@ -430,6 +437,8 @@ func (q *Queries) TakeDueWebhookDeliveries(ctx context.Context, arg TakeDueWebho
 			&i.MerchantID,
 			&i.Url,
 			&i.Secret,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/propagation"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
+
+	"chargeonce/tracing"
 )
 
 // Results of an attempt, as the attempt duration metric labels them.
@@ -43,6 +46,8 @@ func (s *Service) send(ctx context.Context, d delivery, t time.Time) sent {
 	if err != nil {
 		return sent{result: resultRefused, err: truncate("not sent: " + err.Error())}
 	}
+	// traceparent: the merchant's handler joins the checkout's trace.
+	tracing.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set(EventIDHeader, d.eventID.String())

@@ -12,6 +12,7 @@ import (
 	"chargeonce/db"
 	"chargeonce/payment"
 	"chargeonce/sqlc"
+	"chargeonce/tracing"
 )
 
 // store is the seam between the webhook domain and PostgreSQL: it runs the
@@ -97,9 +98,10 @@ func (s *store) deleteEndpoint(ctx context.Context, merchantID uuid.UUID) (url s
 // insertDelivery queues e, whose JSON is body, for its merchant's endpoint;
 // false: the merchant has none, or the event is queued already.
 func (s *store) insertDelivery(ctx context.Context, e payment.Event, body []byte, now time.Time) (bool, error) {
-	n, err := s.q.InsertWebhookDelivery(ctx, sqlc.InsertWebhookDeliveryParams{
-		EventID: e.ID, EventType: e.Type, Body: body, Now: now, MerchantID: e.MerchantID,
-	})
+	p := sqlc.InsertWebhookDeliveryParams{EventID: e.ID, EventType: e.Type, Body: body, Now: now, MerchantID: e.MerchantID}
+	// The event's trace, which each attempt continues.
+	p.Traceparent, p.Tracestate = tracing.Traceparent(ctx)
+	n, err := s.q.InsertWebhookDelivery(ctx, p)
 	return n > 0, webhookError(err)
 }
 
@@ -115,6 +117,8 @@ type delivery struct {
 	queuedAt   time.Time
 	url        string
 	secret     secret
+	// traceparent and tracestate are the event's trace; "" for none.
+	traceparent, tracestate string
 }
 
 // takeDue leases up to limit due deliveries, at most one per endpoint and
@@ -129,7 +133,8 @@ func (s *store) takeDue(ctx context.Context, now, leaseUntil time.Time, busy []u
 	ds := make([]delivery, len(rows))
 	for i, r := range rows {
 		ds[i] = delivery{eventID: r.EventID, endpointID: r.EndpointID, merchantID: r.MerchantID, eventType: r.EventType,
-			body: r.Body, attempt: int(r.Attempts), queuedAt: r.CreatedAt, url: r.Url, secret: secret(r.Secret)}
+			body: r.Body, attempt: int(r.Attempts), queuedAt: r.CreatedAt, url: r.Url, secret: secret(r.Secret),
+			traceparent: deref(r.Traceparent), tracestate: deref(r.Tracestate)}
 	}
 	return ds, webhookError(err)
 }
@@ -219,4 +224,11 @@ func (s *store) deleteFinished(ctx context.Context, before time.Time, limit int)
 		Before: before, MaxDeliveries: int32(limit),
 	})
 	return int(n), webhookError(err)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -13,6 +16,8 @@ import (
 	"github.com/google/uuid"
 
 	"chargeonce/loop"
+	"chargeonce/metrics"
+	"chargeonce/tracing"
 )
 
 // dbTimeout bounds each of the worker's statements.
@@ -92,13 +97,27 @@ func (s *Service) dispatch(ctx context.Context, f *inFlight, sends *sync.WaitGro
 // attempt sends d once and records the outcome: delivered on a 2xx;
 // otherwise retried after a backoff, or failed once MaxAge has passed since
 // it was queued.
+// tracer is the webhook worker's: its spans are the attempts.
+var tracer = tracing.Tracer("webhook")
+
 func (s *Service) attempt(ctx context.Context, d delivery) {
 	log := s.log.With("event_id", d.eventID, "type", d.eventType, "merchant_id", d.merchantID,
 		"endpoint_id", d.endpointID, "attempt", d.attempt)
+	// The attempt is a span in the event's trace, which its request carries
+	// to the merchant's handler (send).
+	sendCtx, span := tracer.Start(tracing.ContextFrom(ctx, d.traceparent, d.tracestate), "webhook.attempt",
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String("chargeonce.event_type", d.eventType), attribute.String("chargeonce.event_id", d.eventID.String()),
+			attribute.String("chargeonce.endpoint_id", d.endpointID.String()), attribute.Int("chargeonce.webhook_attempt", d.attempt)))
 	started, clock := s.cfg.Now(), time.Now()
-	res := s.send(ctx, d, started)
+	res := s.send(sendCtx, d, started)
 	o := outcome{startedAt: started, duration: time.Since(clock), httpStatus: res.status, errText: res.err, now: s.cfg.Now()}
-	s.cfg.Metrics.WebhookAttemptDuration.WithLabelValues(res.result).Observe(o.duration.Seconds())
+	span.SetAttributes(attribute.String("chargeonce.webhook_result", res.result), attribute.Int("http.response.status_code", res.status))
+	if res.result != resultDelivered {
+		span.SetStatus(codes.Error, res.result)
+	}
+	span.End()
+	metrics.ObserveWithTrace(sendCtx, s.cfg.Metrics.WebhookAttemptDuration.WithLabelValues(res.result), o.duration.Seconds())
 	deadline := d.queuedAt.Add(s.cfg.MaxAge)
 	switch {
 	case res.result == resultDelivered:

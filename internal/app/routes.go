@@ -12,6 +12,7 @@ import (
 	"chargeonce/devfault"
 	"chargeonce/graph"
 	"chargeonce/ratelimit"
+	"chargeonce/tracing"
 	webdemo "chargeonce/web-demo"
 )
 
@@ -42,7 +43,9 @@ func Handler(a *App) http.Handler {
 		// The web demo's "lose the next response" switch: never in production.
 		api = devfault.Inject(api, a.log)
 	}
-	mux.Handle("/graphql", api)
+	// Traced outermost, so that every answer (a refusal at the door too)
+	// carries its trace's id.
+	mux.Handle("/graphql", tracing.Handler("/graphql", api))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", a.readyz)
 	if a.stripeWebhook != nil {
@@ -85,9 +88,11 @@ func (a *App) cardTestingGuard() *cardtesting.Guard {
 	})
 }
 
-// MetricsHandler serves the app's metrics.
+// MetricsHandler serves the app's metrics; in the OpenMetrics format to
+// a scraper that asks for it, with the latency histograms' exemplars (the
+// trace of a slow payment).
 func (a *App) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry})
+	return promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry, EnableOpenMetrics: true})
 }
 
 // readyz answers 200 while the database answers, 503 otherwise.
