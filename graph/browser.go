@@ -131,7 +131,7 @@ func allowCORS(w http.ResponseWriter, st *requestState) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", st.origin)
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id, X-Trace-Id, traceresponse")
 }
 
 // websocketOrigin admits the upgrade of a websocket from another origin

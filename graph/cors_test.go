@@ -53,6 +53,9 @@ func TestCORS_RegisteredOriginsAndPublishableKeysOnly(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", r.Data.ChargeCard.Status)
 	require.Equal(t, shop, raw.Header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, raw.Header.Get("Access-Control-Expose-Headers"), "Retry-After")
+	for _, h := range []string{"X-Request-Id", "X-Trace-Id", "traceresponse"} {
+		require.Contains(t, raw.Header.Get("Access-Control-Expose-Headers"), h, "a page may read %s", h)
+	}
 	require.Empty(t, raw.Header.Get("Access-Control-Allow-Credentials"))
 
 	noCORS := func(name string, r apitest.RawResponse) {
