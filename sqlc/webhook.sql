@@ -91,8 +91,9 @@ WITH logged AS (
     ON CONFLICT ON CONSTRAINT webhook_attempts_pkey DO NOTHING
     RETURNING event_id, endpoint_id, attempt, started_at, duration_us, http_status
 )
-INSERT INTO attempt_history (attempt_id, at, instance, entries)
-SELECT (convert_from(d.body, 'UTF8')::jsonb ->> 'attemptId')::uuid, l.started_at, nullif(sqlc.arg(instance)::text, ''),
+INSERT INTO attempt_history (attempt_id, at, trace_id, instance, entries)
+SELECT (convert_from(d.body, 'UTF8')::jsonb ->> 'attemptId')::uuid, l.started_at,
+       substring(d.traceparent from 4 for 32), nullif(sqlc.arg(instance)::text, ''),
        jsonb_build_array(jsonb_build_object('at', l.started_at, 'type', 'webhook.attempted', 'detail',
            d.event_type || ' to endpoint ' || l.endpoint_id || ', attempt ' || l.attempt || ': ' ||
            coalesce('HTTP ' || l.http_status, 'no HTTP answer') || ' in ' || (l.duration_us / 1000) || ' ms'))
