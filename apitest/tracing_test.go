@@ -3,83 +3,32 @@ package apitest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"chargeonce/db/dbtest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/payment"
+	"chargeonce/tracing/tracingtest"
 )
 
 // The tracing half of issue 35 in process: the spans a charge makes, under
 // the caller's trace, exported to a collector that keeps the traces the
 // tests ask for (Jaeger, in systest, sees the same over OTLP).
 
-// collector keeps the ended spans of the traces a test watches.
-type collector struct {
-	mu    sync.Mutex
-	spans map[trace.TraceID][]sdktrace.ReadOnlySpan
-}
-
-func (c *collector) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (c *collector) OnEnd(s sdktrace.ReadOnlySpan) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if list, ok := c.spans[s.SpanContext().TraceID()]; ok {
-		c.spans[s.SpanContext().TraceID()] = append(list, s)
-	}
-}
-func (c *collector) Shutdown(context.Context) error   { return nil }
-func (c *collector) ForceFlush(context.Context) error { return nil }
-
-var (
-	spansOnce sync.Once
-	spans     = &collector{spans: map[trace.TraceID][]sdktrace.ReadOnlySpan{}}
-)
-
-// watchTrace starts keeping the spans of a new trace, and returns its id
-// and a caller's traceparent in it. Tracing is on for the whole package
-// from then on: every test's spans are made, only watched ones kept.
-func watchTrace(t *testing.T) (trace.TraceID, string) {
-	t.Helper()
-	spansOnce.Do(func() {
-		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
-	})
-	var id trace.TraceID
-	copy(id[:], []byte(NewKey())[:16])
-	spans.mu.Lock()
-	spans.spans[id] = nil
-	spans.mu.Unlock()
-	return id, fmt.Sprintf("00-%s-%s-01", id, "00f067aa0ba902b7")
-}
-
-// spansOf are the ended spans of trace id by name.
-func spansOf(id trace.TraceID) map[string][]sdktrace.ReadOnlySpan {
-	spans.mu.Lock()
-	defer spans.mu.Unlock()
-	out := map[string][]sdktrace.ReadOnlySpan{}
-	for _, s := range spans.spans[id] {
-		out[s.Name()] = append(out[s.Name()], s)
-	}
-	return out
-}
-
 func TestTracing_ACharge_OneTraceUnderTheCallersTraceparent(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewDatabase(t)
 	s := StartOn(t, dbURL, nil)
-	id, traceparent := watchTrace(t)
+	tr := tracingtest.Watch()
+	id, traceparent := tr.ID, tr.Traceparent()
 	key := NewKey()
 	r := s.Post(t, "demo-key", http.Header{"Traceparent": {traceparent}, "X-Request-Id": {"trace-req-1"}},
 		ChargeCardMutation, map[string]any{"key": key, "input": Visa(1999)}, nil)
@@ -89,13 +38,13 @@ func TestTracing_ACharge_OneTraceUnderTheCallersTraceparent(t *testing.T) {
 
 	var got map[string][]sdktrace.ReadOnlySpan
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		got = spansOf(id)
+		got = tr.Spans()
 		for _, name := range []string{"POST /graphql", "payment.claim", "payment.provider", "payment.finalize", "relay.publish"} {
 			require.NotEmpty(c, got[name], "no %s span", name)
 		}
 	}, 10*time.Second, 20*time.Millisecond)
 	server := got["POST /graphql"][0]
-	require.Equal(t, "00f067aa0ba902b7", server.Parent().SpanID().String(), "the server's span is the caller's child")
+	require.Equal(t, tr.Parent, server.Parent().SpanID(), "the server's span is the caller's child")
 	for _, name := range []string{"payment.claim", "payment.provider", "payment.finalize"} {
 		require.Equal(t, server.SpanContext().SpanID(), got[name][0].Parent().SpanID(), "%s is the request's", name)
 	}
