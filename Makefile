@@ -35,6 +35,16 @@ run: build ## Run the server and the demo checkout on :8080 (a project-local Pos
 build: web ## Build the server binary, with the demo checkout, into bin/chargeonce
 	$(GO) build -o bin/chargeonce .
 
+# Jaeger, the tracing backend of make trace and of the tracing system test:
+# built from its tools module, whose dependencies stay out of chargeonce's
+# (several minutes the first time).
+bin/jaeger: tools/jaeger/go.mod tools/jaeger/go.sum
+	cd tools/jaeger && $(GO) build -o ../../bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+
+.PHONY: trace
+trace: build lab bin/jaeger ## Run the server (as make run) exporting its traces to Jaeger's all-in-one on loopback; prints the query API's address; Ctrl-C stops both
+	./bin/lab trace
+
 .PHONY: web
 web: client $(WEB)/dist/index.html ## Build the client library and the demo checkout (web-demo/dist) when missing or stale (needs Node 20+)
 
@@ -60,7 +70,7 @@ $(WEB)/dist/index.html: $(WEB_DEPS) $(WEB_SRC)
 	cd $(WEB) && $(NPM) run build
 
 .PHONY: test
-test: web ## Build the demo, then run every test: Go with -race against a real PostgreSQL (its own, unless TEST_DATABASE_URL is set), then test-web
+test: web bin/jaeger ## Build the demo, then run every test: Go with -race against a real PostgreSQL (its own, unless TEST_DATABASE_URL is set), then test-web
 	@status=0; $(GO) test -race -count=1 ./... || status=$$?; \
 	if [ -z "$$TEST_DATABASE_URL" ]; then $(GO) run . localdb stop $(TEST_PG_DIR) || true; fi; \
 	exit $$status

@@ -58,6 +58,9 @@ var errUsage = errors.New(`usage:
   lab door [-rows 1,2,…] [-binary PATH]
         the public door's attacks (SECURITY.md), each on a server and a database of its own, on a PostgreSQL under
         DATA_DIR/door; print what each made the server do, as a Markdown table: run it with two binaries to compare
+  lab trace [-binary PATH]
+        Jaeger's all-in-one on loopback (bin/jaeger, built from tools/jaeger when missing) and a chargeonce server
+        exporting its traces to it, until Ctrl-C; print the query API's address
 -binary is the chargeonce binary the instances run (default bin/chargeonce, which make build writes)`)
 
 // run runs the lab command of args until it is done or ctx ends (SIGINT,
@@ -74,6 +77,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runCluster(ctx, dataDir, args[1], args[2:], stdout, log)
 	case len(args) >= 1 && args[0] == "chaos":
 		return runChaos(ctx, dataDir, args[1:], stdout)
+	case len(args) >= 1 && args[0] == "trace":
+		return runTrace(ctx, args[1:], stdout)
 	case len(args) >= 1 && args[0] == "door":
 		return runDoor(ctx, dataDir, args[1:], stdout, stderr)
 	default:
