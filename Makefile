@@ -141,9 +141,14 @@ chaos: build lab pg-auto-failover ## The chaos run (about 2 min): load on a fres
 door: build lab ## The public door's attacks (SECURITY.md, rows 1-8), each on a server of its own: what each made the server do (about 3 min; DOOR_BINARY=PATH to measure another binary)
 	./bin/lab door -binary $(or $(DOOR_BINARY),bin/chargeonce)
 
+# The build `make bench` compares fresh keys and replays with, both
+# servers up at once (-baseline): the one before the history of a key and
+# tracing (issue 35).
+BENCH_BASELINE ?= f11abad
+
 .PHONY: bench
-bench: ## The end-to-end benchmark (about 10 min): its own PostgreSQL, the real server, vegeta and pgbench; writes bench/results/ and the latest run in docs/performance.md (go run ./bench -h: -only, -profile)
-	$(GO) run ./bench
+bench: ## The end-to-end benchmark (about 13 min): its own PostgreSQL, the real server, vegeta and pgbench, and this build against BENCH_BASELINE; writes bench/results/ and the latest run in docs/performance.md (go run ./bench -h: -only, -profile)
+	$(GO) run ./bench -baseline $(BENCH_BASELINE)
 
 .PHONY: bench-smoke
 bench-smoke: ## The end-to-end benchmark in short (under a minute, no targets), into bench/results/smoke/

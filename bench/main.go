@@ -72,6 +72,9 @@ type options struct {
 	// serverBinary, when set, is the server measured instead of one built
 	// from the checkout: another build under the same harness.
 	serverBinary string
+	// baseline, when set, is the build the baseline runs compare this one
+	// with: a git revision of the checkout, or a binary.
+	baseline string
 	// latencyConcs are the loads under which the event latencies are
 	// measured.
 	latencyConcs []int
@@ -81,7 +84,7 @@ type options struct {
 }
 
 // runGroups are the parts of the bench that -only can select.
-var runGroups = []string{"primary", "cardsim", "slow", "latency", "storm", "scaleout", "ceilings", "growth"}
+var runGroups = []string{"primary", "baseline", "cardsim", "slow", "latency", "storm", "scaleout", "ceilings", "growth"}
 
 // wants says whether the run includes the group.
 func (o options) wants(group string) bool { return len(o.only) == 0 || o.only[group] }
@@ -108,6 +111,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.expiredKeys, "expired-keys", -1, "expired keys for the cleanup run (default 1,000,000; smoke 0)")
 	only := fs.String("only", "", "comma-separated groups of runs to make, of "+strings.Join(runGroups, ", ")+" (default all; a partial run leaves docs/performance.md alone)")
 	fs.StringVar(&o.serverBinary, "server", "", "measure this chargeonce binary instead of building one from the checkout (another build under the same harness; a partial run leaves docs/performance.md alone)")
+	fs.StringVar(&o.baseline, "baseline", "", "compare fresh keys and replays with this build, a git revision of the checkout or a binary, both servers up and loaded in alternating slices (the baseline group; none without it)")
 	fs.IntVar(&o.turns, "turns", 0, "how many turns the replays and the trivial query take at each concurrency, interleaved, a slice of the duration each (default 5, smoke 2)")
 	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
 	if err := fs.Parse(args); err != nil {
@@ -274,6 +278,11 @@ func (b *bench) runAll(ctx context.Context) error {
 	if o.wants("primary") {
 		var err error
 		if primary, replayKeys, err = b.primaryRuns(ctx); err != nil {
+			return err
+		}
+	}
+	if o.wants("baseline") && o.baseline != "" {
+		if err := b.baselineRuns(ctx, primary); err != nil {
 			return err
 		}
 	}

@@ -26,9 +26,10 @@ import (
 var claimFinalizeScript = strings.NewReplacer("new_id()", newIDSQL).Replace(`
 \set r random(1, 9000000000000000)
 INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
-    amount, currency, payment_method, order_id, description, locked_until, expires_at)
+    amount, currency, payment_method, order_id, description, locked_until, expires_at, claim_source, created_at)
 SELECT new_id(), :merchant::uuid, 'pgb-' || :client_id || '-' || :r, '\x00'::bytea, 'pgbp-' || gen_random_uuid(),
-    1999, 'USD', 'pm_card_visa', NULL, NULL, now() + interval '30 seconds', now() + interval '24 hours'
+    1999, 'USD', 'pm_card_visa', NULL, NULL, now() + interval '30 seconds', now() + interval '24 hours',
+    jsonb_build_object('request_id', gen_random_uuid()::text, 'instance', 'bench-1'), now()
 WHERE NOT EXISTS (SELECT 1 FROM charge_attempts t WHERE t.merchant_id = :merchant::uuid AND t.idempotency_key = 'pgb-' || :client_id || '-' || :r
     AND t.key_session_id IS NULL)
 AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.merchant_id = :merchant::uuid AND c.order_id = NULL)

@@ -81,6 +81,8 @@ func (r *Results) computeRatios(concs []int) {
 		{"fresh (primary provider) / pgbench two-commit limit", "fresh", "pgbench-two-commit", target{"≥ 0.50 at c=8, 32", ">=", 0.5, []int{8, 32}}, false},
 		{"fresh (primary provider) / pgbench claim+finalize (chargeonce's own SQL)", "fresh", "pgbench-claim-finalize", target{text: "no numeric target"}, false},
 		{"replay / trivial query throughput", "replay", "trivial", target{"≥ 0.70 at c=8, 32", ">=", 0.7, []int{8, 32}}, false},
+		{"fresh / fresh on the baseline build (alternating slices)", "fresh-this", "fresh-baseline", baselineTarget, false},
+		{"replay / replay on the baseline build (alternating slices)", "replay-this", "replay-baseline", baselineTarget, false},
 		{"replay p99 / trivial p99", "replay", "trivial", target{"≤ 2.0", "<=", 2, nil}, true},
 		{"replay without the result cache / trivial query throughput", "replay-uncached", "trivial", target{"≥ 0.40 at c=8, 32", ">=", 0.4, []int{8, 32}}, false},
 		{"replay without the result cache p99 / trivial p99", "replay-uncached", "trivial", target{"≤ 2.0", "<=", 2, nil}, true},

@@ -80,10 +80,12 @@ type Machine struct {
 
 // Results is everything one bench writes.
 type Results struct {
-	Smoke    bool         `json:"smoke"`
-	Duration string       `json:"duration_per_run"`
-	Machine  Machine      `json:"machine"`
-	Notes    []string     `json:"notes,omitempty"`
+	Smoke    bool     `json:"smoke"`
+	Duration string   `json:"duration_per_run"`
+	Machine  Machine  `json:"machine"`
+	Notes    []string `json:"notes,omitempty"`
+	// Baseline names the build the baseline runs compared this one with.
+	Baseline string       `json:"baseline,omitempty"`
 	Runs     []Run        `json:"runs"`
 	Storm    *StormResult `json:"storm,omitempty"`
 	// ScaleOut are the scale-out runs, one per load and number of
@@ -167,7 +169,10 @@ func (r *Results) markdown() string {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
-	if len(r.Notes) > 0 {
+	if r.Baseline != "" {
+		fmt.Fprintf(&b, "- The baseline runs (`-baseline`) compare this build with %s: both servers up on the same PostgreSQL, loaded in alternating slices.\n", r.Baseline)
+	}
+	if len(r.Notes) > 0 || r.Baseline != "" {
 		b.WriteString("\n")
 	}
 	// A partial run of the storm or the scale-out alone has no run by

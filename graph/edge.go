@@ -64,7 +64,9 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	st := &requestState{id: requestID(r), remote: clientIP(r)}
 	w.Header().Set("X-Request-Id", st.id)
-	trace.SpanFromContext(r.Context()).SetAttributes(tracing.KeyRequestID.String(st.id))
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(tracing.KeyRequestID.String(st.id))
+	}
 	sw := &statusWriter{ResponseWriter: w, st: st}
 	defer e.logRequest(r, sw, st, start)
 	// A stream's request lasts as long as the stream: its end releases it.

@@ -4,10 +4,11 @@
 // provider calls, the changes of holder, the shopper's wait, the event and
 // its delivery.
 //
-// It is append-only. The rows that the ledger's own writes imply (the
-// claim, a takeover, a release, the finalizing write, the relay's and the
-// webhook worker's) are written by those statements and transactions, so
-// they cost no commit of their own and are never lost when they are not.
+// It is append-only. The rows that the ledger's own writes imply (a
+// takeover, a release, a finalizing write by anyone but the claim's
+// holder, the webhook worker's) are written by those statements and
+// transactions, so they cost no commit of their own and are never lost
+// when they are not.
 // The rest, which change nothing in the ledger (a replay, a PROCESSING
 // answer, a refusal, a provider call that ends in no write), go to the
 // instance's Recorder, which batches them into one write every
@@ -15,9 +16,11 @@
 // its last interval of those. Replays and PROCESSING answers are counted,
 // not listed: a storm of ten thousand is one row with its count.
 //
-// What a charge writes is what it must: one row with its claim (the claim
-// and the send it allows), one with its finalization (the answer, the
-// result, the event), each one index entry on a time-ordered attempt id.
+// A fresh charge writes no row at all: who claimed its attempt is a column
+// of the attempt's row (claim_source, which the claim writes anyway), and
+// the rest of its history is read from the ledger (List): the send its
+// claim allowed, the answer and the result of the finalizing write, the
+// event and its publication.
 //
 // A row never holds card data, secrets or a checkout session's client
 // secret: details are written here, by the types below, from what is safe
@@ -95,11 +98,12 @@ type Entry struct {
 
 // Source is who wrote a row: the request (its id and its trace, both ""
 // for a background pass outside any trace) and the instance.
+// A claim's source is kept on its attempt's row, as JSON (SourceJSON).
 type Source struct {
-	RequestID string
-	TraceID   string
-	SpanID    string
-	Instance  string
+	RequestID string `json:"request_id,omitempty"`
+	TraceID   string `json:"trace_id,omitempty"`
+	SpanID    string `json:"span_id,omitempty"`
+	Instance  string `json:"instance,omitempty"`
 }
 
 // SourceOf is ctx's request and trace, written by instance.

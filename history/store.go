@@ -46,11 +46,28 @@ func EntriesJSON(entries []Entry) []byte {
 	return b
 }
 
+// SourceJSON is src as an attempt's row keeps its claim's (claim_source).
+func SourceJSON(src Source) []byte {
+	b, err := json.Marshal(src)
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	return b
+}
+
+// sourceOf reads a claim_source; a claim from before it was kept has none.
+func sourceOf(b []byte) Source {
+	var src Source
+	_ = json.Unmarshal(b, &src) // the column holds only what SourceJSON wrote
+	return src
+}
+
 // List is the history of merchantID's key of kind, oldest first; empty
 // when there is none. What the ledger holds is read from it rather than
-// written twice: each claim's provider.sent (the attempt's provider key), a
-// finalization that no row records (a fresh charge's: its answer and
-// result are its attempt's row), and the events (written, published).
+// written twice: each claim (who claimed the attempt, on its row) and the
+// provider.sent it allowed (the attempt's provider key), a finalization
+// that no row records (a fresh charge's: its answer and result are its
+// attempt's row), and the events (written, published).
 func List(ctx context.Context, db sqlc.DBTX, merchantID uuid.UUID, kind, key string) ([]Event, error) {
 	q := sqlc.New(db)
 	attempts, err := q.ListHistoryAttempts(ctx, sqlc.ListHistoryAttemptsParams{MerchantID: merchantID, IdempotencyKey: key, Kind: kind})
@@ -78,6 +95,16 @@ func List(ctx context.Context, db sqlc.DBTX, merchantID uuid.UUID, kind, key str
 	// claims are each attempt's claim, whose request the finalization read
 	// from the attempt's row was made by.
 	claims := map[uuid.UUID]Event{}
+	for _, a := range attempts {
+		src := sourceOf(a.ClaimSource)
+		claimed := Event{At: a.CreatedAt, Type: Claimed, Count: 1, AttemptID: a.ID,
+			RequestID: src.RequestID, TraceID: src.TraceID, SpanID: src.SpanID, Instance: src.Instance}
+		claims[a.ID] = claimed
+		// The send its claim allowed, under the attempt's provider key.
+		sent := claimed
+		sent.Type, sent.Detail = ProviderSent, "holder 1 sends under provider key "+a.ProviderKey
+		out = append(out, claimed, sent)
+	}
 	for _, r := range rows {
 		var entries []entryJSON
 		if err := json.Unmarshal(r.Entries, &entries); err != nil {
@@ -88,15 +115,8 @@ func List(ctx context.Context, db sqlc.DBTX, merchantID uuid.UUID, kind, key str
 				RequestID: deref(r.RequestID), TraceID: deref(r.TraceID), SpanID: deref(r.SpanID),
 				Instance: deref(r.Instance), AttemptID: deref(r.AttemptID)}
 			out = append(out, ev)
-			switch e.Type {
-			case Finalized:
+			if e.Type == Finalized {
 				finalized[ev.AttemptID] = true
-			case Claimed:
-				claims[ev.AttemptID] = ev
-				// The send its claim allowed, under the attempt's provider key.
-				sent := ev
-				sent.Type, sent.Detail = ProviderSent, "holder 1 sends under provider key "+providerKey(attempts, ev.AttemptID)
-				out = append(out, sent)
 			}
 		}
 	}
@@ -138,16 +158,6 @@ func List(ctx context.Context, db sqlc.DBTX, merchantID uuid.UUID, kind, key str
 	inferStatuses(out)
 	inferWriters(out)
 	return out, nil
-}
-
-// providerKey is the provider key of the attempt id among attempts.
-func providerKey(attempts []sqlc.ListHistoryAttemptsRow, id uuid.UUID) string {
-	for _, a := range attempts {
-		if a.ID == id {
-			return a.ProviderKey
-		}
-	}
-	return ""
 }
 
 // inferStatuses sets each event's status after it: an attempt is
@@ -193,8 +203,9 @@ func inferWriters(events []Event) {
 // ClaimSpan is the trace and span of the request that claimed k's
 // attempt, "" when it was in none.
 func ClaimSpan(ctx context.Context, db sqlc.DBTX, k Key) (traceID, spanID string, err error) {
-	row, err := sqlc.New(db).ClaimSpan(ctx, &k.AttemptID)
-	return deref(row.TraceID), deref(row.SpanID), err
+	b, err := sqlc.New(db).ClaimSpan(ctx, k.AttemptID)
+	src := sourceOf(b)
+	return src.TraceID, src.SpanID, err
 }
 
 // Delete forgets up to limit rows older than cutoff that no attempt holds

@@ -91,6 +91,8 @@ const providerKeyPrefix = "chargeonce_"
 // provider key are made.
 func newAttempt(m Merchant, key string, t Terms, fingerprint []byte, now time.Time, lease, retention time.Duration) Attempt {
 	id := newID()
+	// PostgreSQL keeps microseconds: the claim's time as its row says.
+	now = now.Truncate(time.Microsecond)
 	return Attempt{
 		ID:             id,
 		Kind:           t.Kind(),

@@ -37,6 +37,9 @@ func (s *Service) ChargeCard(ctx context.Context, m Merchant, key string, in Cha
 func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, key string, in ChargeInput) (_ Result, err error) {
 	// Every error is answered before the provider is called: say so.
 	defer func() {
+		if err == nil {
+			return
+		}
 		s.noteRefusal(ctx, m, KindCharge, key, err)
 		var e *Error
 		if errors.As(err, &e) && e.Code == EUNAVAILABLE {

@@ -167,6 +167,9 @@ var refusedBeforeClaim = map[string]bool{
 // noteRefusal notes, under key, a request of kind that err refused before
 // any claim: its code and our message, which names no secret.
 func (s *Service) noteRefusal(ctx context.Context, m Merchant, kind Kind, key string, err error) {
+	if err == nil {
+		return
+	}
 	var e *Error
 	if !errors.As(err, &e) || !refusedBeforeClaim[e.Code] {
 		return

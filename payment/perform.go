@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	goretry "github.com/sethvargo/go-retry"
@@ -125,8 +124,8 @@ func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (outc
 // written (history.List reads it). When nothing is written, the notes go
 // to the recorder, with the refusal when the write was fenced.
 func (s *Service) finalize(ctx context.Context, a Attempt, o outcome, by holder, notes ...history.Entry) (_ Attempt, err error) {
-	ctx, span := tracer.Start(ctx, "payment.finalize", attemptAttributes(a),
-		trace.WithAttributes(attribute.String("chargeonce.holder", holderName(by)), attribute.String("chargeonce.status", string(finalStatus(o)))))
+	ctx, span := startSpan(ctx, "payment.finalize", a,
+		attribute.String("chargeonce.holder", holderName(by)), attribute.String("chargeonce.status", string(finalStatus(o))))
 	defer func() { endSpan(span, err) }()
 	now := s.cfg.Now()
 	op := s.op(a)

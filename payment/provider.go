@@ -206,8 +206,10 @@ func instrument(p Provider, m *metrics.Metrics) Provider { return instrumented{p
 // took and how it ended: an error by its kind, otherwise as result says.
 // The span names the operation and the provider key, never what was sent.
 func call[T any](ctx context.Context, p instrumented, operation, key string, fn func(context.Context) (T, error), result func(T) string) (T, error) {
-	ctx, span := tracing.Tracer("payment").Start(ctx, "payment.provider", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("chargeonce.provider_operation", operation), tracing.KeyProviderKey.String(key)))
+	ctx, span := tracer.Start(ctx, "payment.provider", trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("chargeonce.provider_operation", operation), tracing.KeyProviderKey.String(key))
+	}
 	defer span.End()
 	start := time.Now()
 	v, err := fn(ctx)

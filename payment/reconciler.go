@@ -107,7 +107,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (_ ReconcileResult, err error)
 // that claimed a, so that a payment its request left unfinished leads from
 // the checkout's trace to the reconciler's.
 func (s *Service) reconcile(ctx context.Context, log *slog.Logger, a Attempt) Status {
-	opts := []trace.SpanStartOption{attemptAttributes(a)}
+	opts := []trace.SpanStartOption{trace.WithAttributes(attemptAttributes(a)...)}
 	if claimed, err := s.store.claimSpan(ctx, a); err == nil && claimed.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: claimed,
 			Attributes: []attribute.KeyValue{attribute.String("chargeonce.link", "claimed by")}}))

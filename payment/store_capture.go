@@ -94,7 +94,6 @@ func (s *store) claimOnCharge(ctx context.Context, a Attempt, of uuid.UUID,
 			return err
 		}
 		c = claim{outcome: claimedByUs, attempt: attemptOf(attemptRow{ChargeAttempt: inserted, providerChargeID: &row.ProviderChargeID})}
-		q.history = append(q.history, claimNotes(ctx, s.hist, a)...)
 		return nil
 	})
 	if errors.Is(err, errRollback) {
@@ -135,6 +134,7 @@ func (s *store) claimCapture(ctx context.Context, a Attempt, now time.Time) (cla
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
 			ProviderKey: a.ProviderKey, Kind: string(KindCapture), Amount: amount, Currency: c.Currency, ChargeID: &t.Of,
 			CaptureFinal: &final, LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
+			ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
 		})
 		if err != nil {
 			return row, err
@@ -170,7 +170,7 @@ func (s *store) claimVoid(ctx context.Context, a Attempt, now time.Time) (claim,
 		row, err := q.ClaimCaptureAttempt(ctx, sqlc.ClaimCaptureAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
 			ProviderKey: a.ProviderKey, Kind: string(KindVoid), Amount: c.Amount, Currency: c.Currency, ChargeID: &t.Of,
-			LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
+			LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt, ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
 		})
 		if err != nil {
 			return row, err

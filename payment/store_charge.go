@@ -53,10 +53,8 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 	}
 	defer conn.Release()
 	in := a.charge().Input
-	h := argsOf(claimNotes(ctx, s.hist, a))
 	row, err := sqlc.New(conn).ClaimChargeAttempt(ctx, sqlc.ClaimChargeAttemptParams{
-		HAt: h.at, HEntries: h.entries,
-		HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance,
+		ClaimSource:        claimSource(ctx, s.hist),
 		ID:                 a.ID,
 		MerchantID:         a.MerchantID,
 		IdempotencyKey:     a.IdempotencyKey,
@@ -227,10 +225,12 @@ func chargeTermsCharge(in ChargeInput, id *uuid.UUID, providerChargeID string, c
 	return c
 }
 
-// claimNotes are the history row a claim of a writes with it: the claim,
-// by its request, written before anything is sent so that it outlives a
-// holder that dies with it. The send it allows (provider.sent, holder 1,
-// under a's provider key) is read from a's row (history.List).
-func claimNotes(ctx context.Context, rec *history.Recorder, a Attempt) []history.Entry {
-	return []history.Entry{noteOf(ctx, rec, a, history.Claimed, "", a.CreatedAt)}
+// claimSource is who claims an attempt (ctx's request and trace, rec's
+// instance), as the claim writes it on the attempt's row: written before
+// anything is sent, so that it outlives a holder that dies with it. The
+// history reads the claim from it, and the send it allows (provider.sent,
+// holder 1, under the attempt's provider key) from the rest of the row
+// (history.List).
+func claimSource(ctx context.Context, rec *history.Recorder) []byte {
+	return history.SourceJSON(rec.Source(ctx))
 }

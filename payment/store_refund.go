@@ -103,6 +103,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
 			ProviderKey: a.ProviderKey, Amount: amount, Currency: charge.Currency, ChargeID: &of,
 			Description: optional(a.refund().Reason), LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
+			ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
 		})
 		if isNotFound(err) {
 			// The key is taken: the insert waited for whoever took it, so a
@@ -121,7 +122,6 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			return err
 		}
 		c = claim{outcome: claimedByUs, attempt: attemptFromRow(row).withRefundOf(charge.ProviderChargeID)}
-		q.history = append(q.history, claimNotes(ctx, s.hist, a)...)
 		return nil
 	})
 	if errors.Is(err, errRollback) {

@@ -16,8 +16,9 @@
 -- open, unexpired at now and below max_session_attempts, and counts one
 -- attempt of it; the unique index on checkout_session_id refuses a second
 -- live attempt for the session, as the order's does.
--- A claim writes its history row (the claim, and the provider call it
--- lets its holder make) with it.
+-- Who claimed it (claim_source) and when (created_at, the caller's clock,
+-- as every write of the attempt) are the history's record of the claim,
+-- and of the provider call it lets its holder make.
 -- Both parts see the same snapshot, so the read never sees the row this
 -- statement inserts: at most one row comes back. A key the snapshot shows
 -- taken is not inserted at all (the first NOT EXISTS): a replay costs an
@@ -28,13 +29,13 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url, key_session_id, capture_method
+        checkout_session_id, return_url, key_session_id, capture_method, claim_source, created_at
     )
     SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
            @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
            sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
            sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text, sqlc.narg(key_session_id)::uuid,
-           sqlc.narg(capture_method)::text
+           sqlc.narg(capture_method)::text, sqlc.narg(claim_source)::jsonb, sqlc.arg(now)::timestamptz
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = @merchant_id AND t.idempotency_key = @idempotency_key
@@ -56,15 +57,6 @@ WITH claimed AS (
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
-),
-history AS (
-    -- Its history row (history.Entry as JSON), written with it.
-    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
-    SELECT claimed.id, sqlc.arg(h_at)::timestamptz, nullif(sqlc.arg(h_request_id)::text, ''),
-           nullif(sqlc.arg(h_trace_id)::text, ''), nullif(sqlc.arg(h_span_id)::text, ''),
-           nullif(sqlc.arg(h_instance)::text, ''), sqlc.arg(h_entries)::jsonb
-    FROM claimed
-    WHERE jsonb_array_length(sqlc.arg(h_entries)::jsonb) > 0
 )
 SELECT sqlc.embed(a),
        c.provider_charge_id,

@@ -50,7 +50,7 @@ DO UPDATE SET count = attempt_counts.count + excluded.count,
 -- the merchant's own, and its checkout pages'; a support desk asks by the
 -- key alone), with what the history reads of them rather than writes: a
 -- fresh charge's answer and finalization are its attempt's row.
-SELECT a.id, a.created_at, a.completed_at, a.status, a.provider_key, a.failure_code, a.expires_at,
+SELECT a.id, a.created_at, a.completed_at, a.status, a.provider_key, a.failure_code, a.expires_at, a.claim_source,
        coalesce(c.provider_charge_id, r.provider_refund_id, '')::text AS provider_id
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id AND a.kind = 'charge'
@@ -86,12 +86,9 @@ FROM charge_events
 WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]);
 
 -- name: ClaimSpan :one
--- The trace and span of the request that claimed an attempt (its first
--- history row, written by the claim), for a later holder's link back to it.
-SELECT trace_id, span_id FROM attempt_history
-WHERE attempt_id = @attempt_id
-ORDER BY at, id
-LIMIT 1;
+-- Who claimed an attempt (history.Source as JSON), for a later holder's
+-- link back to its span.
+SELECT claim_source FROM charge_attempts WHERE id = @id;
 
 -- name: DeleteOldHistory :execrows
 -- Retention of what the forgetting of an attempt left (DeleteExpiredChargeAttempts

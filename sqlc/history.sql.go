@@ -62,24 +62,16 @@ func (q *Queries) AddHistoryCounts(ctx context.Context, arg AddHistoryCountsPara
 }
 
 const claimSpan = `-- name: ClaimSpan :one
-SELECT trace_id, span_id FROM attempt_history
-WHERE attempt_id = $1
-ORDER BY at, id
-LIMIT 1
+SELECT claim_source FROM charge_attempts WHERE id = $1
 `
 
-type ClaimSpanRow struct {
-	TraceID *string
-	SpanID  *string
-}
-
-// The trace and span of the request that claimed an attempt (its first
-// history row, written by the claim), for a later holder's link back to it.
-func (q *Queries) ClaimSpan(ctx context.Context, attemptID *uuid.UUID) (ClaimSpanRow, error) {
-	row := q.db.QueryRow(ctx, claimSpan, attemptID)
-	var i ClaimSpanRow
-	err := row.Scan(&i.TraceID, &i.SpanID)
-	return i, err
+// Who claimed an attempt (history.Source as JSON), for a later holder's
+// link back to its span.
+func (q *Queries) ClaimSpan(ctx context.Context, id uuid.UUID) ([]byte, error) {
+	row := q.db.QueryRow(ctx, claimSpan, id)
+	var claim_source []byte
+	err := row.Scan(&claim_source)
+	return claim_source, err
 }
 
 const deleteOldHistory = `-- name: DeleteOldHistory :execrows
@@ -233,7 +225,7 @@ func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]Lis
 }
 
 const listHistoryAttempts = `-- name: ListHistoryAttempts :many
-SELECT a.id, a.created_at, a.completed_at, a.status, a.provider_key, a.failure_code, a.expires_at,
+SELECT a.id, a.created_at, a.completed_at, a.status, a.provider_key, a.failure_code, a.expires_at, a.claim_source,
        coalesce(c.provider_charge_id, r.provider_refund_id, '')::text AS provider_id
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id AND a.kind = 'charge'
@@ -255,6 +247,7 @@ type ListHistoryAttemptsRow struct {
 	ProviderKey string
 	FailureCode *string
 	ExpiresAt   time.Time
+	ClaimSource []byte
 	ProviderID  string
 }
 
@@ -279,6 +272,7 @@ func (q *Queries) ListHistoryAttempts(ctx context.Context, arg ListHistoryAttemp
 			&i.ProviderKey,
 			&i.FailureCode,
 			&i.ExpiresAt,
+			&i.ClaimSource,
 			&i.ProviderID,
 		); err != nil {
 			return nil, err

@@ -116,6 +116,7 @@ type ChargeAttempt struct {
 	CaptureFinal      *bool
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
+	ClaimSource       []byte
 }
 
 type ChargeEvent struct {

@@ -15,13 +15,14 @@ import (
 const claimRefundAttempt = `-- name: ClaimRefundAttempt :one
 INSERT INTO charge_attempts (
     id, merchant_id, idempotency_key, fingerprint, provider_key, kind,
-    amount, currency, charge_id, description, locked_until, expires_at
+    amount, currency, charge_id, description, locked_until, expires_at, claim_source, created_at
 )
 VALUES ($1, $2, $3, $4, $5, 'refund',
         $6, $7, $8, $9,
-        $10::timestamptz, $11::timestamptz)
+        $10::timestamptz, $11::timestamptz, $12::jsonb,
+        $13::timestamptz)
 ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
 `
 
 type ClaimRefundAttemptParams struct {
@@ -36,6 +37,8 @@ type ClaimRefundAttemptParams struct {
 	Description    *string
 	LockedUntil    time.Time
 	ExpiresAt      time.Time
+	ClaimSource    []byte
+	CreatedAt      time.Time
 }
 
 // A refund's claim of its key, in the transaction that reserves its amount:
@@ -55,6 +58,8 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		arg.Description,
 		arg.LockedUntil,
 		arg.ExpiresAt,
+		arg.ClaimSource,
+		arg.CreatedAt,
 	)
 	var i ChargeAttempt
 	err := row.Scan(
@@ -92,6 +97,7 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		&i.CaptureFinal,
 		&i.CaptureID,
 		&i.CaptureMethod,
+		&i.ClaimSource,
 	)
 	return i, err
 }
@@ -237,7 +243,7 @@ func (q *Queries) ListChargeRefunds(ctx context.Context, arg ListChargeRefundsPa
 }
 
 const listProcessingRefunds = `-- name: ListProcessingRefunds :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, m.name AS merchant_name, c.provider_charge_id
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
@@ -281,6 +287,7 @@ type ListProcessingRefundsRow struct {
 	CaptureFinal      *bool
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
+	ClaimSource       []byte
 	MerchantName      string
 	ProviderChargeID  string
 }
@@ -331,6 +338,7 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 			&i.CaptureFinal,
 			&i.CaptureID,
 			&i.CaptureMethod,
+			&i.ClaimSource,
 			&i.MerchantName,
 			&i.ProviderChargeID,
 		); err != nil {
@@ -392,7 +400,7 @@ UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, $1::timestamptz),
     locked_until = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
 `
 
 type PendRefundAttemptParams struct {
@@ -449,6 +457,7 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		&i.CaptureFinal,
 		&i.CaptureID,
 		&i.CaptureMethod,
+		&i.ClaimSource,
 	)
 	return i, err
 }
@@ -545,7 +554,7 @@ SET status = 'SUCCEEDED',
     completed_at = $2::timestamptz,
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
 `
 
 type SucceedRefundAttemptParams struct {
@@ -602,6 +611,7 @@ func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAtt
 		&i.CaptureFinal,
 		&i.CaptureID,
 		&i.CaptureMethod,
+		&i.ClaimSource,
 	)
 	return i, err
 }

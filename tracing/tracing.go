@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
@@ -68,9 +69,20 @@ func Setup(ctx context.Context, getenv func(string) string, instance, version st
 		return nil, fmt.Errorf("tracing: the resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
+	Use(tp)
 	return tp.Shutdown, nil
 }
+
+// Use installs tp as the global tracer provider, which records spans:
+// Setup's, or a test's.
+func Use(tp trace.TracerProvider) {
+	otel.SetTracerProvider(tp)
+	recording.Store(true)
+}
+
+// recording says whether Use installed a tracer provider: Handler makes
+// server spans only then.
+var recording atomic.Bool
 
 // Tracer is chargeonce's tracer for the component name ("payment",
 // "relay", …), from the global provider: the no-op one when tracing is off.
@@ -79,6 +91,9 @@ func Tracer(name string) trace.Tracer { return otel.Tracer("chargeonce/" + name)
 // Traceparent is ctx's W3C trace context as its two headers, traceparent
 // and tracestate; "" when ctx is in no trace.
 func Traceparent(ctx context.Context) (traceparent, tracestate string) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return "", ""
+	}
 	carrier := propagation.MapCarrier{}
 	Propagator.Inject(ctx, carrier)
 	return carrier["traceparent"], carrier["tracestate"]
@@ -107,7 +122,10 @@ const (
 // traceparent (and tracestate), or starts one, with a server span named
 // name, and answers every request that is in a trace with the trace's id
 // twice: X-Trace-Id (its 32 hex digits) and the W3C traceresponse
-// (00-trace-span-flags, the span this server answered from).
+// (00-trace-span-flags, the span this server answered from). While
+// no tracer provider is installed (Use), it makes no span and starts no trace: it only
+// carries the caller's trace context on, and answers with it, at the
+// cost of reading two headers.
 func Handler(name string, h http.Handler) http.Handler {
 	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
@@ -116,6 +134,16 @@ func Handler(name string, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-	return otelhttp.NewHandler(answer, name, otelhttp.WithPropagators(Propagator),
+	traced := otelhttp.NewHandler(answer, name, otelhttp.WithPropagators(Propagator),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + name }))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if recording.Load() {
+			traced.ServeHTTP(w, r)
+			return
+		}
+		if r.Header.Get("traceparent") != "" {
+			r = r.WithContext(Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+		}
+		answer.ServeHTTP(w, r)
+	})
 }

@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"sync"
 
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"chargeonce/tracing"
 )
 
 // collector keeps the ended spans of the watched traces, and the spans of
@@ -55,7 +56,7 @@ type Trace struct {
 // tracer provider records every span from then on, and keeps the watched
 // traces' spans) and starts watching a new trace.
 func Watch() Trace {
-	once.Do(func() { otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))) })
+	once.Do(func() { tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))) })
 	var id trace.TraceID
 	_, _ = rand.Read(id[:])
 	spans.mu.Lock()
