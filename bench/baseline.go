@@ -119,7 +119,7 @@ func (b *bench) baselineRuns(ctx context.Context, primary string) error {
 		if i >= 2 {
 			targeter = func() vegeta.Targeter { return replayTargeter(k, s.URL) }
 		}
-		legs[i] = leg{run: &runs[i], servers: []*server{s}, targeter: targeter}
+		legs[i] = leg{run: &runs[i], servers: []*server{s}, targeter: targeter, pairedWithNext: i%2 == 0}
 	}
 	var concs []int
 	for _, c := range b.opts.concs {
@@ -128,7 +128,7 @@ func (b *bench) baselineRuns(ctx context.Context, primary string) error {
 		}
 	}
 	// Twice the turns of the other interleaved runs: the ratio is the
-	// point of these.
+	// point of these. Each pair of legs swaps its order every turn.
 	b.interleavedRuns(legs, concs, 2*b.opts.turns)
 	b.results.Runs = append(b.results.Runs, runs...)
 	return nil

@@ -416,6 +416,31 @@ type leg struct {
 	run      *Run
 	servers  []*server
 	targeter func() vegeta.Targeter
+	// pairedWithNext: this leg and the next are one comparison (this build
+	// and the baseline's), run in one order on even turns and the other on
+	// odd ones, so that neither always follows the same load: a slice
+	// after a fresh run meets the database still catching up on its
+	// writes, one after a replay run a quiet one.
+	pairedWithNext bool
+}
+
+// order is the order of legs on turn: as given, but each pair swapped on
+// odd turns.
+func order(legs []leg, turn int) []int {
+	idx := make([]int, 0, len(legs))
+	for i := 0; i < len(legs); i++ {
+		if legs[i].pairedWithNext && i+1 < len(legs) {
+			if turn%2 == 1 {
+				idx = append(idx, i+1, i)
+			} else {
+				idx = append(idx, i, i+1)
+			}
+			i++
+			continue
+		}
+		idx = append(idx, i)
+	}
+	return idx
 }
 
 // interleavedRuns runs the legs at each of concs in turns: each leg for a
@@ -436,7 +461,8 @@ func (b *bench) interleavedRuns(legs []leg, concs []int, turns int) {
 		}
 		accs := make([]acc, len(legs))
 		for turn := range turns {
-			for i, l := range legs {
+			for _, i := range order(legs, turn) {
+				l := legs[i]
 				a := &accs[i]
 				for _, s := range l.servers {
 					s.resetPeakRSS()
