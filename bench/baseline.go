@@ -65,32 +65,22 @@ func (b *bench) baselineRuns(ctx context.Context, primary string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, b.dbURL)
+	// A database of its own for each, both new: the bench's own holds what
+	// the runs before wrote, which a new one would not have to work around.
+	urls, err := b.newDatabases(ctx, "ab_this", "ab_baseline")
 	if err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS baseline")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE baseline")
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return fmt.Errorf("the baseline's database: %w", err)
-	}
-	u, err := url.Parse(b.dbURL)
-	if err != nil {
-		return err
-	}
-	u.Path = "/baseline"
-	baseURL := u.String()
 
-	this, err := startServer(ctx, b.binary, b.serverEnv("ab-this", primary))
+	env := b.serverEnv("ab-this", primary)
+	env["DATABASE_URL"] = urls[0]
+	this, err := startServer(ctx, b.binary, env)
 	if err != nil {
 		return err
 	}
 	defer this.stop()
-	env := b.serverEnv("ab-baseline", primary)
-	env["DATABASE_URL"] = baseURL
+	env = b.serverEnv("ab-baseline", primary)
+	env["DATABASE_URL"] = urls[1]
 	base, err := startServer(ctx, binary, env)
 	if err != nil {
 		return fmt.Errorf("the baseline's server: %w", err)
@@ -132,4 +122,29 @@ func (b *bench) baselineRuns(ctx context.Context, primary string) error {
 	b.interleavedRuns(legs, concs, 2*b.opts.turns)
 	b.results.Runs = append(b.results.Runs, runs...)
 	return nil
+}
+
+// newDatabases creates the databases names in the bench's cluster, dropping
+// any of the same name first, and returns their URLs.
+func (b *bench) newDatabases(ctx context.Context, names ...string) ([]string, error) {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	u, err := url.Parse(b.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	urls := make([]string, len(names))
+	for i, name := range names {
+		for _, sql := range []string{"DROP DATABASE IF EXISTS " + name, "CREATE DATABASE " + name} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				return nil, fmt.Errorf("the database %s: %w", name, err)
+			}
+		}
+		u.Path = "/" + name
+		urls[i] = u.String()
+	}
+	return urls, nil
 }
