@@ -117,9 +117,10 @@ func (b *bench) baselineRuns(ctx context.Context, primary string) error {
 			concs = append(concs, c)
 		}
 	}
-	// Twice the turns of the other interleaved runs: the ratio is the
-	// point of these. Each pair of legs swaps its order every turn.
-	b.interleavedRuns(legs, concs, 2*b.opts.turns)
+	// Three times the duration and twice the turns of the other runs: the
+	// ratio is the point of these, and a cost of a few percent hides in the
+	// noise of shorter ones. Each pair of legs swaps its order every turn.
+	b.interleavedRunsFor(legs, concs, 2*b.opts.turns, 3*b.opts.duration)
 	b.results.Runs = append(b.results.Runs, runs...)
 	return nil
 }

@@ -449,7 +449,12 @@ func order(legs []leg, turn int) []int {
 // that their ratios compare loads measured in the same minutes. Each leg's
 // figures are its slices together; a profile covers its first slice.
 func (b *bench) interleavedRuns(legs []leg, concs []int, turns int) {
-	slice := b.opts.duration / time.Duration(turns)
+	b.interleavedRunsFor(legs, concs, turns, b.opts.duration)
+}
+
+// interleavedRunsFor is interleavedRuns with each leg running for d in all.
+func (b *bench) interleavedRunsFor(legs []leg, concs []int, turns int, d time.Duration) {
+	slice := d / time.Duration(turns)
 	for _, c := range concs {
 		type acc struct {
 			t                tally
