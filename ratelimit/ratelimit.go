@@ -8,6 +8,7 @@ package ratelimit
 
 import (
 	"math"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -23,6 +24,12 @@ type Limiter struct {
 	burst   int
 	buckets *lru.Cache[string, *rate.Limiter]
 	now     func() time.Time
+	// mu orders each look at the clock with the bucket's use of it: an
+	// x/time/rate limiter that admits a caller whose time is earlier than
+	// its last admission's goes back to that time, and gives the interval's
+	// tokens again to the next caller. Callers that read the clock in one
+	// order and reached the bucket in another did so under load.
+	mu sync.Mutex
 }
 
 // New returns a Limiter that allows perSecond requests a second per key on
@@ -59,6 +66,8 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	if l == nil {
 		return true, 0
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.now()
 	b := l.bucket(key)
 	if b.AllowN(now, 1) {
@@ -85,6 +94,8 @@ func (l *Limiter) GiveBack(key string) {
 	}
 	// AllowN with -1 adds a token; the limiter caps what a bucket holds at
 	// its burst at the next look (advance), so a full bucket stays full.
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	b.AllowN(l.now(), -1)
 }
 
@@ -104,6 +115,8 @@ func (l *Limiter) Exhausted(key string) (bool, time.Duration) {
 	if !found {
 		return false, 0
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.now()
 	if b.TokensAt(now) >= 1 {
 		return false, 0

@@ -166,3 +166,46 @@ func TestLimiter_TakeAndGiveBackConcurrently_NeverMoreThanTheBurstAtOnce(t *test
 		require.True(t, ok, "every token came back")
 	}
 }
+
+// A caller that read the clock before another, and reached the bucket
+// after it, set the bucket's time back (x/time/rate keeps the time of the
+// last admission, even an earlier one), and the next caller was given the
+// same interval's tokens again. Played in that order: at 2 a burst and 1 a
+// second, four callers at 0, 0.5 s (late), 1 s and 1.5 s may take 3.
+func TestLimiter_ACallerLateToTheBucket_GivesNoTokenTwice(t *testing.T) {
+	t.Parallel()
+	l := New(1, 2, 0)
+	start := time.Unix(1_700_000_000, 0)
+	aRead, bDone := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	l.now = func() time.Time {
+		switch calls.Add(1) {
+		case 1:
+			return start
+		case 2: // A: reads 0.5 s, then is slow to reach the bucket
+			close(aRead)
+			select {
+			case <-bDone:
+			case <-time.After(200 * time.Millisecond): // B may be waiting for A
+			}
+			return start.Add(500 * time.Millisecond)
+		case 3: // B
+			return start.Add(time.Second)
+		default:
+			return start.Add(1500 * time.Millisecond)
+		}
+	}
+	var admitted atomic.Int64
+	allow := func() {
+		if ok, _ := l.Allow("m"); ok {
+			admitted.Add(1)
+		}
+	}
+	allow()
+	var wg sync.WaitGroup
+	wg.Go(allow) // A
+	wg.Go(func() { <-aRead; allow(); close(bDone) })
+	wg.Wait()
+	allow()
+	require.Equal(t, int64(3), admitted.Load(), "2 + 1.5 s at 1 a second: 3 tokens, not 4")
+}
