@@ -174,8 +174,10 @@ func (r *Relay) publish(ctx context.Context, rows []outboxEvent) ([]uuid.UUID, e
 	var firstErr error
 	for _, row := range rows {
 		_, span := tracer.Start(tracing.ContextFrom(ctx, row.traceparent, row.tracestate), "relay.publish",
-			trace.WithSpanKind(trace.SpanKindProducer),
-			trace.WithAttributes(attribute.String("chargeonce.event_type", row.eventType), attribute.String("chargeonce.event_id", row.id.String())))
+			trace.WithSpanKind(trace.SpanKindProducer))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("chargeonce.event_type", row.eventType), attribute.String("chargeonce.event_id", row.id.String()))
+		}
 		spans = append(spans, span)
 		msg := &nats.Msg{Subject: subjectOf(row.eventType), Data: row.body, Header: nats.Header{}}
 		tracing.Propagator.Inject(trace.ContextWithSpan(ctx, span), propagation.HeaderCarrier(msg.Header))

@@ -79,6 +79,10 @@ type ShopperWait struct {
 }
 
 // waiting reports whether a is PROCESSING and waits for the shopper.
+// terms is what a was asked for: a retry's answer reads it only when
+// the retry asks for something else (answerRetry).
+func (a Attempt) terms() Terms { return a.Terms }
+
 func (a Attempt) waiting() bool { return a.Status == StatusProcessing && a.Wait.URL != "" }
 
 // providerKeyPrefix starts every provider key, so that a charge at the

@@ -109,7 +109,7 @@ func (s *Service) claimOnCharge(ctx context.Context, m Merchant, a Attempt, clai
 	defer cancel()
 	stored, err := s.store.get(ctx, m.ID, uuid.Nil, a.IdempotencyKey)
 	if err == nil {
-		return s.answerRetry(ctx, m, stored, a.Fingerprint, a.Terms)
+		return s.answerRetry(ctx, m, stored, a.Fingerprint, a.terms)
 	}
 	if !errors.Is(err, errNotFound) {
 		return Result{}, err
@@ -128,7 +128,7 @@ func (s *Service) claimOnCharge(ctx context.Context, m Merchant, a Attempt, clai
 		return Result{}, err
 	}
 	if c.outcome == foundStored {
-		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.Terms)
+		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.terms)
 	}
 	s.cfg.Fault(FaultAfterClaim)
 	return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil

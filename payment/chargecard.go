@@ -59,7 +59,7 @@ func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, 
 	}
 	if a, ok := s.finished.get(m.ID, keySession, key, s.cfg.Now()); ok {
 		// A replay of a finished attempt: nothing to ask the database.
-		return s.answerRetry(ctx, m, a, Fingerprint(in), ChargeTerms{Input: in})
+		return s.answerRetry(ctx, m, a, Fingerprint(in), func() Terms { return ChargeTerms{Input: in} })
 	}
 	// The database's share of the request, claim and reads included.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
@@ -102,11 +102,11 @@ func (s *Service) charge(ctx context.Context, m Merchant, keySession uuid.UUID, 
 			return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil
 		case foundStored:
 			// The common retry: the claim's statement read the stored attempt.
-			return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.Terms)
+			return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.terms)
 		}
 		stored, err := s.store.get(ctx, m.ID, keySession, key)
 		if err == nil {
-			return s.answerRetry(ctx, m, stored, a.Fingerprint, a.Terms)
+			return s.answerRetry(ctx, m, stored, a.Fingerprint, a.terms)
 		}
 		if !errors.Is(err, errNotFound) {
 			return Result{}, err

@@ -29,13 +29,14 @@ type claim struct {
 }
 
 // answerRetry answers a request whose key is already claimed by a, which
-// asked for asked (its fingerprint: fingerprint). The history counts it
+// asked for what asked returns (its fingerprint: fingerprint), read only
+// when it differs from a's. The history counts it
 // (a replay, a PROCESSING answer) or notes it (a mismatch); a takeover
 // notes itself.
-func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, fingerprint []byte, asked Terms) (Result, error) {
+func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, fingerprint []byte, asked func() Terms) (Result, error) {
 	s.finished.put(a)
 	if !bytes.Equal(a.Fingerprint, fingerprint) {
-		s.cfg.History.Add(s.note(ctx, a, history.Mismatch, EKEYREUSED+": refused, "+mismatch(a.Terms, asked)))
+		s.cfg.History.Add(s.note(ctx, a, history.Mismatch, EKEYREUSED+": refused, "+mismatch(a.Terms, asked())))
 		s.metrics.KeyReused.Inc()
 		return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",
 			Message: "this idempotency key was already used with a different request; nothing was charged. Use a new key for a new checkout attempt"}

@@ -35,15 +35,20 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 		return s.fresh(a)
 	}
 	s.cfg.Fault(FaultAfterProvider)
-	answered := s.note(ctx, a, history.ProviderAnswered, outcomeDetail(o, s.cfg.Now().Sub(sent)))
+	// What the provider answered, when: noted only where the write that
+	// follows does not say it (a fresh charge's finalization does).
+	answeredAt := s.cfg.Now()
+	answered := func() history.Entry {
+		return noteOf(ctx, s.cfg.History, a, history.ProviderAnswered, outcomeDetail(o, answeredAt.Sub(sent)), answeredAt)
+	}
 	switch o.State {
 	case outcomeWaiting:
 		// The shopper must authenticate first: nothing more to send, ever.
-		return s.fresh(s.await(ctx, log, a, o, answered))
+		return s.fresh(s.await(ctx, log, a, o, answered()))
 	case outcomePending:
 		// The provider holds the operation and will make it final later: it
 		// is read from now on, never sent again.
-		return s.fresh(s.pend(ctx, a, answered))
+		return s.fresh(s.pend(ctx, a, answered()))
 	}
 	// The provider has answered, and losing that answer now would leave the
 	// attempt to the reconciler for the rest of the lease. A write that fails
@@ -78,7 +83,7 @@ func (s *Service) perform(ctx context.Context, m Merchant, a Attempt) Result {
 		}
 		fallthrough
 	case err != nil:
-		s.cfg.History.Add(answered)
+		s.cfg.History.Add(answered())
 		// The provider answered but the answer is not stored. The attempt stays
 		// PROCESSING; the reconciler asks the provider by our key when the lease ends.
 		log.ErrorContext(ctx, "could not record the provider's answer; attempt stays PROCESSING",
@@ -124,8 +129,10 @@ func (s *Service) callProvider(ctx context.Context, m Merchant, a Attempt) (outc
 // written (history.List reads it). When nothing is written, the notes go
 // to the recorder, with the refusal when the write was fenced.
 func (s *Service) finalize(ctx context.Context, a Attempt, o outcome, by holder, notes ...history.Entry) (_ Attempt, err error) {
-	ctx, span := startSpan(ctx, "payment.finalize", a,
-		attribute.String("chargeonce.holder", holderName(by)), attribute.String("chargeonce.status", string(finalStatus(o))))
+	ctx, span := startSpan(ctx, "payment.finalize", a)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("chargeonce.holder", holderName(by)), attribute.String("chargeonce.status", string(finalStatus(o))))
+	}
 	defer func() { endSpan(span, err) }()
 	now := s.cfg.Now()
 	op := s.op(a)

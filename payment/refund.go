@@ -86,7 +86,7 @@ func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundI
 	// A retry is answered without locking the charge.
 	stored, err := s.store.get(ctx, m.ID, uuid.Nil, key)
 	if err == nil {
-		return s.answerRetry(ctx, m, stored, a.Fingerprint, a.Terms)
+		return s.answerRetry(ctx, m, stored, a.Fingerprint, a.terms)
 	}
 	if !errors.Is(err, errNotFound) {
 		return Result{}, err
@@ -110,7 +110,7 @@ func (s *Service) refund(ctx context.Context, m Merchant, key string, in RefundI
 		return Result{}, err
 	}
 	if c.outcome == foundStored {
-		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.Terms)
+		return s.answerRetry(ctx, m, c.attempt, a.Fingerprint, a.terms)
 	}
 	s.cfg.Fault(FaultAfterClaim)
 	return s.perform(context.WithoutCancel(ctx), m, c.attempt), nil

@@ -112,17 +112,11 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	if err != nil {
 		return Attempt{}, nil, err
 	}
-	// A plain charge's statement writes its own history rows; in a
-	// transaction, inTx writes them.
-	ride := ridingOf(ctx)
-	record := func(q *sqlc.Queries, notes []history.Entry) (Attempt, error) {
-		h := argsOf(notes)
+	record := func(q *sqlc.Queries) (Attempt, error) {
 		row, err := q.RecordChargeSucceeded(ctx, sqlc.RecordChargeSucceededParams{
 			ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
 			ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
 			Traceparent: traceparent, Tracestate: tracestate,
-			HAt: h.at, HEntries: h.entries,
-			HRequestID: h.src.RequestID, HTraceID: h.src.TraceID, HSpanID: h.src.SpanID, HInstance: h.src.Instance,
 		})
 		if kind, constraint := db.Classify(err); isNotFound(err) || kind == db.UniqueViolation && constraint == constraintProviderChargeID {
 			// Finalized or taken over by someone else; or this provider
@@ -137,20 +131,16 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		return attemptFromRow(sqlc.ChargeAttempt(row)).withCharge(charge), nil
 	}
 	var done Attempt
-	if len(duplicateIDs) == 0 && in.CheckoutSessionID == uuid.Nil && authorizedUntil == nil {
-		var notes []history.Entry
-		if ride != nil {
-			notes = ride.entries
-		}
-		if done, err = record(s.q, notes); err == nil {
+	// History rows to write with it (a takeover's finalization) join it in
+	// a transaction too, which writes them (inTx): a fresh charge has none.
+	ride := ridingOf(ctx)
+	if len(duplicateIDs) == 0 && in.CheckoutSessionID == uuid.Nil && authorizedUntil == nil && (ride == nil || len(ride.entries) == 0) {
+		if done, err = record(s.q); err == nil {
 			s.announce([]Event{ev})
-			if ride != nil {
-				ride.written = true
-			}
 		}
 	} else {
 		err = s.inTx(ctx, func(q *txQueries) error {
-			if done, err = record(q.Queries, nil); err != nil {
+			if done, err = record(q.Queries); err != nil {
 				return err
 			}
 			q.events = append(q.events, ev)

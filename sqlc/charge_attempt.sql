@@ -147,8 +147,10 @@ RETURNING *;
 -- nothing, and no row comes back. A provider charge recorded already is a
 -- unique violation on charges_provider_charge_id_unique, which writes
 -- nothing either. The charge and the attempt's completion take the
--- caller's clock, the time the event's body names. Its history row rides
--- with it.
+-- caller's clock, the time the event's body names. A finalization with
+-- history rows to write (a takeover's) runs it in a transaction that
+-- writes them (payment's inTx): a fresh charge has none, and its statement
+-- touches no history table.
 WITH done AS (
     UPDATE charge_attempts
     SET status = 'SUCCEEDED',
@@ -173,15 +175,6 @@ event AS (
            sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz,
            nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, '')
     FROM done
-),
-history AS (
-    -- Its history row (history.Entry as JSON), written with it.
-    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
-    SELECT done.id, sqlc.arg(h_at)::timestamptz, nullif(sqlc.arg(h_request_id)::text, ''),
-           nullif(sqlc.arg(h_trace_id)::text, ''), nullif(sqlc.arg(h_span_id)::text, ''),
-           nullif(sqlc.arg(h_instance)::text, ''), sqlc.arg(h_entries)::jsonb
-    FROM done
-    WHERE jsonb_array_length(sqlc.arg(h_entries)::jsonb) > 0
 )
 SELECT * FROM done;
 

@@ -877,15 +877,6 @@ event AS (
            $9::jsonb, $2::timestamptz,
            nullif($10::text, ''), nullif($11::text, '')
     FROM done
-),
-history AS (
-    -- Its history row (history.Entry as JSON), written with it.
-    INSERT INTO attempt_history (attempt_id, at, request_id, trace_id, span_id, instance, entries)
-    SELECT done.id, $12::timestamptz, nullif($13::text, ''),
-           nullif($14::text, ''), nullif($15::text, ''),
-           nullif($16::text, ''), $17::jsonb
-    FROM done
-    WHERE jsonb_array_length($17::jsonb) > 0
 )
 SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source FROM done
 `
@@ -902,12 +893,6 @@ type RecordChargeSucceededParams struct {
 	EventBody              []byte
 	Traceparent            string
 	Tracestate             string
-	HAt                    time.Time
-	HRequestID             string
-	HTraceID               string
-	HSpanID                string
-	HInstance              string
-	HEntries               []byte
 }
 
 type RecordChargeSucceededRow struct {
@@ -956,8 +941,10 @@ type RecordChargeSucceededRow struct {
 // nothing, and no row comes back. A provider charge recorded already is a
 // unique violation on charges_provider_charge_id_unique, which writes
 // nothing either. The charge and the attempt's completion take the
-// caller's clock, the time the event's body names. Its history row rides
-// with it.
+// caller's clock, the time the event's body names. A finalization with
+// history rows to write (a takeover's) runs it in a transaction that
+// writes them (payment's inTx): a fresh charge has none, and its statement
+// touches no history table.
 func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSucceededParams) (RecordChargeSucceededRow, error) {
 	row := q.db.QueryRow(ctx, recordChargeSucceeded,
 		arg.ChargeID,
@@ -971,12 +958,6 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		arg.EventBody,
 		arg.Traceparent,
 		arg.Tracestate,
-		arg.HAt,
-		arg.HRequestID,
-		arg.HTraceID,
-		arg.HSpanID,
-		arg.HInstance,
-		arg.HEntries,
 	)
 	var i RecordChargeSucceededRow
 	err := row.Scan(
