@@ -78,11 +78,11 @@ type ShopperWait struct {
 	CheckedAt time.Time
 }
 
-// waiting reports whether a is PROCESSING and waits for the shopper.
 // terms is what a was asked for: a retry's answer reads it only when
 // the retry asks for something else (answerRetry).
 func (a Attempt) terms() Terms { return a.Terms }
 
+// waiting reports whether a is PROCESSING and waits for the shopper.
 func (a Attempt) waiting() bool { return a.Status == StatusProcessing && a.Wait.URL != "" }
 
 // providerKeyPrefix starts every provider key, so that a charge at the
