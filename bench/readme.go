@@ -21,7 +21,7 @@ const (
 
 // readmeRuns are the runs docs/performance.md's table shows; results.md has
 // them all.
-var readmeRuns = []string{"fresh", "replay", "replay-uncached", "trivial", "fresh-50ms", "pgbench-two-commit", "pgbench-claim-finalize", "pgbench-replay-lookup"}
+var readmeRuns = []string{"fresh", "replay", "replay-uncached", "trivial", "fresh-50ms", "pgbench-minimal", "pgbench-two-commit", "pgbench-claim-finalize", "pgbench-replay-lookup"}
 
 // render writes the results in opts.out again, with the ratios computed
 // anew, and for bench/results the latest run in docs/performance.md: for a

@@ -26,7 +26,8 @@ func TestReadmeSection_MachineTargetsRunsAndChart(t *testing.T) {
 		Duration: "10s",
 		Machine:  Machine{CPU: "AMD EPYC", Cores: 2, Go: "go1.26", Postgres: "PostgreSQL 15", Date: "2026-11-30 03:36 UTC"},
 		Runs: []Run{
-			{Name: "fresh", Figures: []Figures{{Concurrency: 8, Throughput: 400, P99ms: 57.1, PeakRSSMB: 50}, {Concurrency: 32, Throughput: 490, P99ms: 146}}},
+			{Name: "fresh", Figures: []Figures{{Concurrency: 8, Throughput: 400, P99ms: 57.1, PeakRSSMB: 50, WALBytesPerRequest: 1900}, {Concurrency: 32, Throughput: 490, P99ms: 146, WALBytesPerRequest: 2300}}},
+			{Name: "pgbench-minimal", Figures: []Figures{{Concurrency: 8, Throughput: 1000, P99ms: 20}, {Concurrency: 32, Throughput: 1000, P99ms: 60}}},
 			{Name: "pgbench-two-commit", Figures: []Figures{{Concurrency: 8, Throughput: 1000, P99ms: 30}, {Concurrency: 32, Throughput: 500, P99ms: 90}}},
 			{Name: "pgbench-claim-finalize", Figures: []Figures{{Concurrency: 8, Throughput: 800, P99ms: 30}, {Concurrency: 32, Throughput: 700, P99ms: 90}}},
 		},
@@ -37,7 +38,10 @@ func TestReadmeSection_MachineTargetsRunsAndChart(t *testing.T) {
 	s := r.readmeSection()
 
 	require.Contains(t, s, "AMD EPYC, 2 cores; go1.26; PostgreSQL 15; 2026-11-30 03:36 UTC")
-	require.Contains(t, s, "| fresh (primary provider) / pgbench two-commit limit | 0.40 (c=8) · 0.98 (c=32) | ≥ 0.50 at c=8, 32 | missed at c=8 |")
+	require.Contains(t, s, "| fresh (primary provider) / pgbench minimal exactly-once ceiling | 0.40 (c=8) · 0.49 (c=32) | ≥ 0.50 at c=8, 32 | missed |")
+	require.Contains(t, s, "| pgbench claim+finalize (chargeonce's own SQL) / pgbench minimal exactly-once ceiling | 0.80 (c=8) · 0.70 (c=32) | ≥ 0.70 at c=8, 32 | met |")
+	require.Contains(t, s, "| fresh: WAL bytes per charge | 1900 (c=8) · 2300 (c=32) | ≤ 2048 B at c=8, 32 | missed at c=32 |")
+	require.Contains(t, s, "| fresh (primary provider) / pgbench two-commit limit | 0.40 (c=8) · 0.98 (c=32) | no numeric target | – |")
 	require.Contains(t, s, "| fresh (primary provider) / pgbench claim+finalize (chargeonce's own SQL) | 0.50 (c=8) · 0.70 (c=32) | no numeric target | – |")
 	require.Contains(t, s, "| storm: provider charges for the one key | 1 | = 1 | met |")
 	require.Contains(t, s, "| server peak RSS, MB (the most of any run) | 69 | < 150 MB | met |")
