@@ -1,0 +1,70 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+)
+
+// TestRules_EachRowThatBreaksARule_IsRefusedNamingIt: the rules of the
+// tables every charge writes (migration 00025, PL/pgSQL functions called by
+// one CHECK per table) refuse a row that breaks any of them, as a
+// check_violation that names the rule, as the CHECK constraints they
+// replaced did. Each update breaks one rule of a row that keeps them all.
+func TestRules_EachRowThatBreaksARule_IsRefusedNamingIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	args := pgx.NamedArgs{"merchant": uuid.New(), "charge": uuid.New(), "attempt": uuid.New(), "event": uuid.New(), "session": uuid.New()}
+	for _, q := range []string{
+		`INSERT INTO merchants (id, name) VALUES (@merchant, 'rules')`,
+		`INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id) VALUES (@charge, @merchant, 1999, 'USD', 'ch_rules')`,
+		`INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency, payment_method, expires_at)
+		 VALUES (@attempt, @merchant, 'rules-key', '\x00', 'chargeonce_rules', 1999, 'USD', 'pm_card_visa', now() + interval '1 day')`,
+		`INSERT INTO checkout_sessions (id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, created_at, expires_at)
+		 VALUES (@session, @merchant, 'rules-session', '\x00', '\x00', 1999, 'USD', now(), now() + interval '1 hour')`,
+		`INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+		 VALUES (@event, 'charge.succeeded', @merchant, 'rules-key', @attempt, '{}', now())`,
+	} {
+		_, err := pool.Exec(ctx, q, args)
+		require.NoError(t, err, "a row that keeps every rule: %s", q)
+	}
+
+	for _, tc := range []struct{ rule, update string }{
+		{"charge_attempts_amount_check", `UPDATE charge_attempts SET amount = 0 WHERE id = @attempt`},
+		{"charge_attempts_idempotency_key_check", `UPDATE charge_attempts SET idempotency_key = '' WHERE id = @attempt`},
+		{"charge_attempts_status_check", `UPDATE charge_attempts SET status = 'DONE' WHERE id = @attempt`},
+		{"charge_attempts_kind_check", `UPDATE charge_attempts SET kind = 'gift' WHERE id = @attempt`},
+		{"charge_attempts_check1", `UPDATE charge_attempts SET failure_code = 'card_declined' WHERE id = @attempt`},
+		{"charge_attempts_check2", `UPDATE charge_attempts SET completed_at = now() WHERE id = @attempt`},
+		{"charge_attempts_action_check", `UPDATE charge_attempts SET next_action_url = 'https://bank.example/3ds' WHERE id = @attempt`},
+		{"charge_attempts_late_check", `UPDATE charge_attempts SET late_watch_until = now() WHERE id = @attempt`},
+		{"charge_attempts_key_session_check", `UPDATE charge_attempts SET checkout_session_id = @session, key_session_id = gen_random_uuid() WHERE id = @attempt`},
+		{"charge_attempts_capture_method_check", `UPDATE charge_attempts SET capture_method = 'automatic' WHERE id = @attempt`},
+		{"charge_attempts_outcome_check", `UPDATE charge_attempts SET payment_method = NULL WHERE id = @attempt`},
+		{"charges_amount_check", `UPDATE charges SET amount = 0 WHERE id = @charge`},
+		{"charges_currency_check", `UPDATE charges SET currency = 'usd' WHERE id = @charge`},
+		{"charges_capture_method_check", `UPDATE charges SET capture_method = 'later' WHERE id = @charge`},
+		{"charges_refunds_check", `UPDATE charges SET amount_refunded = 1 WHERE id = @charge`},
+		{"charges_captures_check", `UPDATE charges SET capture_reserved = 1 WHERE id = @charge`},
+		{"charges_refund_due_check", `UPDATE charges SET refund_due_at = now() WHERE id = @charge`},
+		{"charge_events_type_check", `UPDATE charge_events SET type = 'charge.teleported' WHERE id = @event`},
+		{"charge_events_subject_check", `UPDATE charge_events SET attempt_id = NULL WHERE id = @event`},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			_, err := pool.Exec(ctx, tc.update, args)
+			var pgErr *pgconn.PgError
+			require.True(t, errors.As(err, &pgErr), "refused: %v", err)
+			require.Equal(t, "23514", pgErr.Code, pgErr.Message)
+			require.Equal(t, tc.rule, pgErr.ConstraintName)
+			require.Contains(t, pgErr.Message, `violates check constraint "`+tc.rule+`"`)
+		})
+	}
+}
