@@ -21,15 +21,17 @@ import (
 // claim (ClaimChargeAttempt's insert, committed on its own), then the
 // recording (RecordChargeSucceeded: the fenced update, the charge row and
 // the outbox event in one statement, committed on its own), with
-// time-ordered ids as the server makes them (newIDSQL). pgbench's ceiling
+// time-ordered ids and provider keys ("chargeonce_" and the attempt's id)
+// as the server makes them (newIDSQL). pgbench's ceiling
 // for it is what the server's fresh-key throughput is measured against.
 var claimFinalizeScript = strings.NewReplacer("new_id()", newIDSQL).Replace(`
 \set r random(1, 9000000000000000)
 INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
     amount, currency, payment_method, order_id, description, locked_until, expires_at, claim_source, created_at)
-SELECT new_id(), :merchant::uuid, 'pgb-' || :client_id || '-' || :r, '\x00'::bytea, 'pgbp-' || gen_random_uuid(),
+SELECT n.id, :merchant::uuid, 'pgb-' || :client_id || '-' || :r, '\x00'::bytea, 'chargeonce_' || n.id,
     1999, 'USD', 'pm_card_visa', NULL, NULL, now() + interval '30 seconds', now() + interval '24 hours',
     jsonb_build_object('request_id', gen_random_uuid()::text, 'instance', 'bench-1'), now()
+FROM (SELECT new_id() AS id) n
 WHERE NOT EXISTS (SELECT 1 FROM charge_attempts t WHERE t.merchant_id = :merchant::uuid AND t.idempotency_key = 'pgb-' || :client_id || '-' || :r
     AND t.key_session_id IS NULL)
 AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.merchant_id = :merchant::uuid AND c.order_id = NULL)
