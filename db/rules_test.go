@@ -68,3 +68,45 @@ func TestRules_EachRowThatBreaksARule_IsRefusedNamingIt(t *testing.T) {
 		})
 	}
 }
+
+// TestRules_AMerchantWithPayments_IsNotDeleted: a merchant whose attempts,
+// charges or events are stored cannot be deleted (migration 00027's
+// trigger, where foreign keys refused it before), and one without any can.
+func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	for _, tc := range []struct{ constraint, insert string }{
+		{"charge_attempts_merchant_id_fkey", `INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency, payment_method, expires_at)
+			VALUES (gen_random_uuid(), @merchant, 'k', '\x00', 'chargeonce_' || gen_random_uuid(), 1999, 'USD', 'pm_card_visa', now() + interval '1 day')`},
+		{"charges_merchant_id_fkey", `INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id)
+			VALUES (gen_random_uuid(), @merchant, 1999, 'USD', 'ch_' || gen_random_uuid())`},
+		{"charge_events_merchant_id_fkey", `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+			VALUES (gen_random_uuid(), 'charge.succeeded', @merchant, 'k', gen_random_uuid(), '{}', now())`},
+	} {
+		t.Run(tc.constraint, func(t *testing.T) {
+			args := pgx.NamedArgs{"merchant": uuid.New(), "name": "keeps-" + uuid.NewString()[:8]}
+			_, err := pool.Exec(ctx, `INSERT INTO merchants (id, name) VALUES (@merchant, @name)`, args)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, tc.insert, args)
+			require.NoError(t, err)
+
+			_, err = pool.Exec(ctx, `DELETE FROM merchants WHERE id = @merchant`, args)
+			var pgErr *pgconn.PgError
+			require.True(t, errors.As(err, &pgErr), "refused: %v", err)
+			require.Equal(t, "23503", pgErr.Code, pgErr.Message)
+			require.Equal(t, tc.constraint, pgErr.ConstraintName)
+			var left int
+			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM merchants WHERE id = @merchant`, args).Scan(&left))
+			require.Equal(t, 1, left, "the merchant is still there")
+		})
+	}
+	t.Run("without payments", func(t *testing.T) {
+		id := uuid.New()
+		_, err := pool.Exec(ctx, `INSERT INTO merchants (id, name) VALUES ($1, 'no-payments')`, id)
+		require.NoError(t, err)
+		tag, err := pool.Exec(ctx, `DELETE FROM merchants WHERE id = $1`, id)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, tag.RowsAffected())
+	})
+}
