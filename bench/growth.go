@@ -69,7 +69,7 @@ func (b *bench) insertKeys(ctx context.Context, first, n int, expiresIn time.Dur
 				_, err := conn.Exec(gctx, `
 INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency,
     payment_method, status, failure_code, failure_message, completed_at, locked_until, expires_at)
-SELECT lpad(to_hex(g), 32, '0')::uuid, $1::uuid, gen_random_uuid()::text, '\x00'::bytea, 'bench-stored-p-' || g,
+SELECT lpad(to_hex(g), 32, '0')::uuid, $1::uuid, gen_random_uuid()::text, '\x00'::bytea, 'chargeonce_' || lpad(to_hex(g), 32, '0')::uuid,
     1999, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'seeded by bench', now(), now(), now() + $4::interval
 FROM generate_series($2::bigint, $3::bigint) g`, b.merchant, c[0], c[1], expiresIn.String())
 				if err != nil {

@@ -27,7 +27,7 @@ func TestRules_EachRowThatBreaksARule_IsRefusedNamingIt(t *testing.T) {
 		`INSERT INTO merchants (id, name) VALUES (@merchant, 'rules')`,
 		`INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id) VALUES (@charge, @merchant, 1999, 'USD', 'ch_rules')`,
 		`INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency, payment_method, expires_at)
-		 VALUES (@attempt, @merchant, 'rules-key', '\x00', 'chargeonce_rules', 1999, 'USD', 'pm_card_visa', now() + interval '1 day')`,
+		 VALUES (@attempt, @merchant, 'rules-key', '\x00', 'chargeonce_' || @attempt::uuid, 1999, 'USD', 'pm_card_visa', now() + interval '1 day')`,
 		`INSERT INTO checkout_sessions (id, merchant_id, idempotency_key, fingerprint, client_secret_hash, amount, currency, created_at, expires_at)
 		 VALUES (@session, @merchant, 'rules-session', '\x00', '\x00', 1999, 'USD', now(), now() + interval '1 hour')`,
 		`INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
@@ -49,6 +49,8 @@ func TestRules_EachRowThatBreaksARule_IsRefusedNamingIt(t *testing.T) {
 		{"charge_attempts_key_session_check", `UPDATE charge_attempts SET checkout_session_id = @session, key_session_id = gen_random_uuid() WHERE id = @attempt`},
 		{"charge_attempts_capture_method_check", `UPDATE charge_attempts SET capture_method = 'automatic' WHERE id = @attempt`},
 		{"charge_attempts_outcome_check", `UPDATE charge_attempts SET payment_method = NULL WHERE id = @attempt`},
+		{"charge_attempts_provider_key_check", `UPDATE charge_attempts SET provider_key = 'chargeonce_' || gen_random_uuid() WHERE id = @attempt`},
+		{"charge_attempts_provider_key_check", `UPDATE charge_attempts SET provider_key = provider_key || '_x' WHERE id = @attempt`},
 		{"charges_amount_check", `UPDATE charges SET amount = 0 WHERE id = @charge`},
 		{"charges_currency_check", `UPDATE charges SET currency = 'usd' WHERE id = @charge`},
 		{"charges_capture_method_check", `UPDATE charges SET capture_method = 'later' WHERE id = @charge`},
@@ -78,7 +80,7 @@ func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
 	pool := dbtest.NewPool(t)
 	for _, tc := range []struct{ constraint, insert string }{
 		{"charge_attempts_merchant_id_fkey", `INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency, payment_method, expires_at)
-			VALUES (gen_random_uuid(), @merchant, 'k', '\x00', 'chargeonce_' || gen_random_uuid(), 1999, 'USD', 'pm_card_visa', now() + interval '1 day')`},
+			SELECT id, @merchant, 'k', '\x00', 'chargeonce_' || id, 1999, 'USD', 'pm_card_visa', now() + interval '1 day' FROM gen_random_uuid() id`},
 		{"charges_merchant_id_fkey", `INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id)
 			VALUES (gen_random_uuid(), @merchant, 1999, 'USD', 'ch_' || gen_random_uuid())`},
 		{"charge_events_merchant_id_fkey", `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)

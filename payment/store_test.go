@@ -176,7 +176,7 @@ func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T)
 	// Another request's claim and its decline, not yet committed.
 	_, err = tx.Exec(ctx, `INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
 		amount, currency, payment_method, status, failure_code, failure_message, completed_at, locked_until, expires_at)
-		VALUES ($1, $2, 'raced', $3, 'chargeonce_raced', 800, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'declined',
+		VALUES ($1, $2, 'raced', $3, 'chargeonce_' || $1::uuid, 800, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'declined',
 		now(), now(), now() + interval '1 hour')`, uuid.New(), b.merchant.ID, Fingerprint(visa(800)))
 	require.NoError(t, err)
 
