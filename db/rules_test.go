@@ -62,10 +62,7 @@ func TestRules_EachRowThatBreaksARule_IsRefusedNamingIt(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			_, err := pool.Exec(ctx, tc.update, args)
-			var pgErr *pgconn.PgError
-			require.True(t, errors.As(err, &pgErr), "refused: %v", err)
-			require.Equal(t, "23514", pgErr.Code, pgErr.Message)
-			require.Equal(t, tc.rule, pgErr.ConstraintName)
+			pgErr := requireRefused(t, err, "23514", tc.rule)
 			require.Contains(t, pgErr.Message, `violates check constraint "`+tc.rule+`"`)
 		})
 	}
@@ -94,10 +91,7 @@ func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
 			require.NoError(t, err)
 
 			_, err = pool.Exec(ctx, `DELETE FROM merchants WHERE id = @merchant`, args)
-			var pgErr *pgconn.PgError
-			require.True(t, errors.As(err, &pgErr), "refused: %v", err)
-			require.Equal(t, "23503", pgErr.Code, pgErr.Message)
-			require.Equal(t, tc.constraint, pgErr.ConstraintName)
+			requireRefused(t, err, "23503", tc.constraint)
 			var left int
 			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM merchants WHERE id = @merchant`, args).Scan(&left))
 			require.Equal(t, 1, left, "the merchant is still there")
@@ -111,4 +105,15 @@ func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, tag.RowsAffected())
 	})
+}
+
+// requireRefused asserts that err is PostgreSQL's refusal with SQLSTATE code
+// on the constraint named constraint, and returns it.
+func requireRefused(t *testing.T, err error, code, constraint string) *pgconn.PgError {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr), "refused: %v", err)
+	require.Equal(t, code, pgErr.Code, pgErr.Message)
+	require.Equal(t, constraint, pgErr.ConstraintName)
+	return pgErr
 }
