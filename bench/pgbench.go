@@ -19,8 +19,9 @@ import (
 
 // The minimum SQL of one charge, as sqlc/charge_attempt.sql writes it: the
 // claim (ClaimChargeAttempt's insert, committed on its own), then the
-// recording (RecordChargeSucceeded: the fenced update, the charge row and
-// the outbox event in one statement, committed on its own), with
+// recording (RecordChargeSucceeded: the fenced update, the charge row, the
+// outbox event and its id on the relay's queue in one statement, committed
+// on its own), with
 // time-ordered ids and provider keys ("chargeonce_" and the attempt's id)
 // as the server makes them (newIDSQL). pgbench's ceiling
 // for it is what the server's fresh-key throughput is measured against.
@@ -54,6 +55,10 @@ event AS (
     SELECT new_id(), 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
         '{"type":"charge.succeeded"}'::jsonb, now()
     FROM done
+    RETURNING id
+),
+queued AS (
+    INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
 )
 SELECT id FROM done;
 `)

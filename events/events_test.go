@@ -256,12 +256,17 @@ func TestReceipts_AnEventOfAnotherDatabase_IsDroppedAndTheNextOnesFlow(t *testin
 	require.Equal(t, 1, strings.Count(logs.String(), "dropping an event"), "dropped once, not retried forever")
 }
 
-// writeOutbox writes e, whose JSON is body, to the outbox, as the payment
-// store does in the transaction that finalizes an attempt.
+// writeOutbox writes e, whose JSON is body, to the outbox and its id to the
+// relay's queue, as the payment store does in the transaction that
+// finalizes an attempt.
 func writeOutbox(ctx context.Context, db interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, e payment.Event, body []byte) error {
-	_, err := db.Exec(ctx, `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.Type, e.MerchantID, e.IdempotencyKey, e.AttemptID, body, e.OccurredAt)
+	_, err := db.Exec(ctx, `WITH event AS (
+			INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+		)
+		INSERT INTO charge_events_unsent (event_id) SELECT id FROM event`,
+		e.ID, e.Type, e.MerchantID, e.IdempotencyKey, e.AttemptID, body, e.OccurredAt)
 	return err
 }

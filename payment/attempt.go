@@ -120,6 +120,17 @@ func newAttempt(m Merchant, key string, t Terms, fingerprint []byte, now time.Ti
 // (the cost bench's growth runs measure).
 func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 
+// idFloor is the least id newID can make at t or later: t's milliseconds,
+// then zeros. Every id below it was made before t.
+func idFloor(t time.Time) uuid.UUID {
+	var id uuid.UUID
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	return id
+}
+
 // stuck reports whether a is PROCESSING with nobody holding it at now: its
 // lease has ended, or was released.
 func (a Attempt) stuck(now time.Time) bool {

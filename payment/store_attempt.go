@@ -234,9 +234,12 @@ func (s *store) deleteExpired(ctx context.Context, now time.Time, limit int) (in
 	return int(n), interpretError(err)
 }
 
-// deleteSentEvents deletes up to limit outbox events sent before cutoff.
+// deleteSentEvents deletes up to limit outbox events sent before cutoff
+// (and so written before it: their ids are below cutoff's floor).
 func (s *store) deleteSentEvents(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	n, err := s.q.DeleteSentChargeEvents(ctx, sqlc.DeleteSentChargeEventsParams{Before: cutoff, MaxEvents: int32(limit)})
+	n, err := s.q.DeleteSentChargeEvents(ctx, sqlc.DeleteSentChargeEventsParams{
+		BeforeID: idFloor(cutoff), Before: cutoff, MaxEvents: int32(limit),
+	})
 	return int(n), interpretError(err)
 }
 

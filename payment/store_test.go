@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -160,6 +161,21 @@ func TestStore_FencedWrite_ReadsItsRowByThePrimaryKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, plan(), `"Index Name": "charge_attempts_pkey"`, "with 300 attempts in flight")
 	require.NotContains(t, plan(), "charge_attempts_lease_idx")
+}
+
+// Retention forgets the events written and sent before its cutoff, and
+// reads them by id up to the cutoff's floor: idFloor(t) is above every id
+// made before t and at or below every id made from t on.
+func TestIDFloor_SeparatesTheIDsMadeBeforeATimeFromTheRest(t *testing.T) {
+	t.Parallel()
+	before := newID()
+	time.Sleep(2 * time.Millisecond)
+	at := time.Now()
+	floor := idFloor(at)
+	after := newID()
+	require.Negative(t, bytes.Compare(before[:], floor[:]), "an id made before the time is below its floor")
+	require.GreaterOrEqual(t, bytes.Compare(after[:], floor[:]), 0, "an id made from the time on is not")
+	require.Equal(t, idFloor(at.Truncate(time.Millisecond)), floor, "the floor is the time's millisecond")
 }
 
 // A key claimed by a transaction that commits while the claim waits on it

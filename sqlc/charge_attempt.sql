@@ -141,7 +141,8 @@ RETURNING *;
 -- name: RecordChargeSucceeded :one
 -- Finalizes an attempt as SUCCEEDED with its charge and its
 -- charge.succeeded event, in one statement and one round trip: the fenced
--- update, then the charge row and the outbox event, which are written only
+-- update, then the charge row and the outbox event (with its id on the
+-- relay's queue), which are written only
 -- when the update found the attempt. Fenced on the fence the
 -- caller was given: a holder that lost the attempt to someone else writes
 -- nothing, and no row comes back. A provider charge recorded already is a
@@ -175,6 +176,10 @@ event AS (
            sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz,
            nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, '')
     FROM done
+    RETURNING id
+),
+queued AS (
+    INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
 )
 SELECT * FROM done;
 

@@ -877,6 +877,10 @@ event AS (
            $9::jsonb, $2::timestamptz,
            nullif($10::text, ''), nullif($11::text, '')
     FROM done
+    RETURNING id
+),
+queued AS (
+    INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
 )
 SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source FROM done
 `
@@ -935,7 +939,8 @@ type RecordChargeSucceededRow struct {
 
 // Finalizes an attempt as SUCCEEDED with its charge and its
 // charge.succeeded event, in one statement and one round trip: the fenced
-// update, then the charge row and the outbox event, which are written only
+// update, then the charge row and the outbox event (with its id on the
+// relay's queue), which are written only
 // when the update found the attempt. Fenced on the fence the
 // caller was given: a holder that lost the attempt to someone else writes
 // nothing, and no row comes back. A provider charge recorded already is a

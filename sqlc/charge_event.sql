@@ -2,42 +2,62 @@
 -- The outbox write. Runs in the transaction that finalizes the attempt, after
 -- the fenced update succeeded, so an event exists exactly when the change
 -- committed (RecordChargeSucceeded writes a charge.succeeded with its
--- update, in the same statement). Nothing notifies at commit: the writer
--- tells its own instance's relay once it has (events.Notifier).
+-- update, in the same statement). Its id goes on the relay's queue
+-- (charge_events_unsent) in the same statement. Nothing notifies at commit:
+-- the writer tells its own instance's relay once it has (events.Notifier).
 -- A session's event has no attempt_id and names its checkout_session_id.
 -- The writer's trace context (traceparent, tracestate) goes with it.
-INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at,
-                           traceparent, tracestate)
-VALUES (@id, @type, @merchant_id, @idempotency_key, sqlc.narg(attempt_id), sqlc.narg(checkout_session_id), @body, @occurred_at,
-        nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, ''));
+WITH event AS (
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at,
+                               traceparent, tracestate)
+    VALUES (@id, @type, @merchant_id, @idempotency_key, sqlc.narg(attempt_id), sqlc.narg(checkout_session_id), @body, @occurred_at,
+            nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, ''))
+    RETURNING id
+)
+INSERT INTO charge_events_unsent (event_id) SELECT id FROM event;
 
 -- name: LockUnsentChargeEvents :many
--- The relay's batch: the oldest unsent events, locked until the relay's
--- transaction ends. SKIP LOCKED lets several relays work side by side, each
--- on its own rows.
+-- The relay's batch: the oldest unsent events (the queue in id order, and
+-- ids are time-ordered), their queue rows locked until the relay's
+-- transaction ends. SKIP LOCKED lets several relays work side by side,
+-- each on its own rows. The events are read by their ids (= ANY of the
+-- batch): a join would be free to merge with the whole of charge_events'
+-- primary key from its first entry, on every batch.
 SELECT id, type, body, traceparent, tracestate FROM charge_events
-WHERE sent_at IS NULL
-ORDER BY occurred_at
-LIMIT sqlc.arg(max_events)::integer
-FOR UPDATE SKIP LOCKED;
+WHERE id = ANY(ARRAY(
+    SELECT event_id FROM charge_events_unsent
+    ORDER BY event_id
+    LIMIT sqlc.arg(max_events)::integer
+    FOR UPDATE SKIP LOCKED
+))
+ORDER BY id;
 
 -- name: MarkChargeEventsSent :exec
--- Marks events that the broker acknowledged, in the relay's transaction.
+-- Marks events that the broker acknowledged, in the relay's transaction:
+-- off the queue, and sent_at on the event, which no index names, so the
+-- update is HOT where the event's page has room.
 -- (The history of a key reads sent_at as the event's publication.)
+WITH sent AS (
+    DELETE FROM charge_events_unsent WHERE event_id = ANY(sqlc.arg(ids)::uuid[])
+    RETURNING event_id
+)
 UPDATE charge_events SET sent_at = sqlc.arg(now)::timestamptz
-WHERE id = ANY(sqlc.arg(ids)::uuid[]);
+WHERE id = ANY(sqlc.arg(ids)::uuid[]) AND id IN (SELECT event_id FROM sent);
 
 -- name: CountUnsentChargeEvents :one
 -- For the outbox gauge: events not yet acknowledged by the broker.
-SELECT count(*) FROM charge_events WHERE sent_at IS NULL;
+SELECT count(*) FROM charge_events_unsent;
 
 -- name: DeleteSentChargeEvents :execrows
--- Retention: forgets a small batch of events sent before the cutoff.
+-- Retention: forgets a small batch of events sent before the cutoff
+-- (before), oldest first by id up to the cutoff's (before_id: ids are
+-- time-ordered, and an event is sent after it was written), so the scan
+-- reads the primary key over what retention forgets and no further.
 DELETE FROM charge_events
 WHERE id IN (
     SELECT id FROM charge_events
-    WHERE sent_at < sqlc.arg(before)::timestamptz
-    ORDER BY sent_at
+    WHERE id < sqlc.arg(before_id)::uuid AND sent_at < sqlc.arg(before)::timestamptz
+    ORDER BY id
     LIMIT sqlc.arg(max_events)::integer
     FOR UPDATE SKIP LOCKED
 );

@@ -13,7 +13,7 @@ import (
 )
 
 const countUnsentChargeEvents = `-- name: CountUnsentChargeEvents :one
-SELECT count(*) FROM charge_events WHERE sent_at IS NULL
+SELECT count(*) FROM charge_events_unsent
 `
 
 // For the outbox gauge: events not yet acknowledged by the broker.
@@ -28,21 +28,25 @@ const deleteSentChargeEvents = `-- name: DeleteSentChargeEvents :execrows
 DELETE FROM charge_events
 WHERE id IN (
     SELECT id FROM charge_events
-    WHERE sent_at < $1::timestamptz
-    ORDER BY sent_at
-    LIMIT $2::integer
+    WHERE id < $1::uuid AND sent_at < $2::timestamptz
+    ORDER BY id
+    LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
 `
 
 type DeleteSentChargeEventsParams struct {
+	BeforeID  uuid.UUID
 	Before    time.Time
 	MaxEvents int32
 }
 
-// Retention: forgets a small batch of events sent before the cutoff.
+// Retention: forgets a small batch of events sent before the cutoff
+// (before), oldest first by id up to the cutoff's (before_id: ids are
+// time-ordered, and an event is sent after it was written), so the scan
+// reads the primary key over what retention forgets and no further.
 func (q *Queries) DeleteSentChargeEvents(ctx context.Context, arg DeleteSentChargeEventsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteSentChargeEvents, arg.Before, arg.MaxEvents)
+	result, err := q.db.Exec(ctx, deleteSentChargeEvents, arg.BeforeID, arg.Before, arg.MaxEvents)
 	if err != nil {
 		return 0, err
 	}
@@ -50,10 +54,14 @@ func (q *Queries) DeleteSentChargeEvents(ctx context.Context, arg DeleteSentChar
 }
 
 const insertChargeEvent = `-- name: InsertChargeEvent :exec
-INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at,
-                           traceparent, tracestate)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        nullif($9::text, ''), nullif($10::text, ''))
+WITH event AS (
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, checkout_session_id, body, occurred_at,
+                               traceparent, tracestate)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+            nullif($9::text, ''), nullif($10::text, ''))
+    RETURNING id
+)
+INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
 `
 
 type InsertChargeEventParams struct {
@@ -72,8 +80,9 @@ type InsertChargeEventParams struct {
 // The outbox write. Runs in the transaction that finalizes the attempt, after
 // the fenced update succeeded, so an event exists exactly when the change
 // committed (RecordChargeSucceeded writes a charge.succeeded with its
-// update, in the same statement). Nothing notifies at commit: the writer
-// tells its own instance's relay once it has (events.Notifier).
+// update, in the same statement). Its id goes on the relay's queue
+// (charge_events_unsent) in the same statement. Nothing notifies at commit:
+// the writer tells its own instance's relay once it has (events.Notifier).
 // A session's event has no attempt_id and names its checkout_session_id.
 // The writer's trace context (traceparent, tracestate) goes with it.
 func (q *Queries) InsertChargeEvent(ctx context.Context, arg InsertChargeEventParams) error {
@@ -134,10 +143,13 @@ func (q *Queries) InsertReceipt(ctx context.Context, arg InsertReceiptParams) (i
 
 const lockUnsentChargeEvents = `-- name: LockUnsentChargeEvents :many
 SELECT id, type, body, traceparent, tracestate FROM charge_events
-WHERE sent_at IS NULL
-ORDER BY occurred_at
-LIMIT $1::integer
-FOR UPDATE SKIP LOCKED
+WHERE id = ANY(ARRAY(
+    SELECT event_id FROM charge_events_unsent
+    ORDER BY event_id
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+))
+ORDER BY id
 `
 
 type LockUnsentChargeEventsRow struct {
@@ -148,9 +160,12 @@ type LockUnsentChargeEventsRow struct {
 	Tracestate  *string
 }
 
-// The relay's batch: the oldest unsent events, locked until the relay's
-// transaction ends. SKIP LOCKED lets several relays work side by side, each
-// on its own rows.
+// The relay's batch: the oldest unsent events (the queue in id order, and
+// ids are time-ordered), their queue rows locked until the relay's
+// transaction ends. SKIP LOCKED lets several relays work side by side,
+// each on its own rows. The events are read by their ids (= ANY of the
+// batch): a join would be free to merge with the whole of charge_events'
+// primary key from its first entry, on every batch.
 func (q *Queries) LockUnsentChargeEvents(ctx context.Context, maxEvents int32) ([]LockUnsentChargeEventsRow, error) {
 	rows, err := q.db.Query(ctx, lockUnsentChargeEvents, maxEvents)
 	if err != nil {
@@ -178,8 +193,12 @@ func (q *Queries) LockUnsentChargeEvents(ctx context.Context, maxEvents int32) (
 }
 
 const markChargeEventsSent = `-- name: MarkChargeEventsSent :exec
+WITH sent AS (
+    DELETE FROM charge_events_unsent WHERE event_id = ANY($2::uuid[])
+    RETURNING event_id
+)
 UPDATE charge_events SET sent_at = $1::timestamptz
-WHERE id = ANY($2::uuid[])
+WHERE id = ANY($2::uuid[]) AND id IN (SELECT event_id FROM sent)
 `
 
 type MarkChargeEventsSentParams struct {
@@ -187,7 +206,9 @@ type MarkChargeEventsSentParams struct {
 	Ids []uuid.UUID
 }
 
-// Marks events that the broker acknowledged, in the relay's transaction.
+// Marks events that the broker acknowledged, in the relay's transaction:
+// off the queue, and sent_at on the event, which no index names, so the
+// update is HOT where the event's page has room.
 // (The history of a key reads sent_at as the event's publication.)
 func (q *Queries) MarkChargeEventsSent(ctx context.Context, arg MarkChargeEventsSentParams) error {
 	_, err := q.db.Exec(ctx, markChargeEventsSent, arg.Now, arg.Ids)

@@ -133,6 +133,10 @@ type ChargeEvent struct {
 	Tracestate        *string
 }
 
+type ChargeEventsUnsent struct {
+	EventID uuid.UUID
+}
+
 type CheckoutSession struct {
 	ID               uuid.UUID
 	MerchantID       uuid.UUID

@@ -187,15 +187,18 @@ func TestRelay_PublishesOnlyWhatTheSynchronousStandbyHas(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the commit waits for a synchronous standby")
 		waited = make(chan error, 1)
 		go func() {
-			_, err := conn.Exec(ctx, `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
-				VALUES ($1, 'charge.succeeded', $2, 'k', gen_random_uuid(), $3, now())`, event.ID, merchant, body)
+			_, err := conn.Exec(ctx, `WITH event AS (
+					INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+					VALUES ($1, 'charge.succeeded', $2, 'k', gen_random_uuid(), $3, now()) RETURNING id
+				)
+				INSERT INTO charge_events_unsent (event_id) SELECT id FROM event`, event.ID, merchant, body)
 			waited <- err
 		}()
 		for committed := false; !waits && !committed; {
 			select {
 			case err := <-waited: // committed without waiting: take it back
 				require.NoError(t, err)
-				_, err = pool.Exec(ctx, "BEGIN; SET LOCAL synchronous_commit = local; DELETE FROM charge_events; COMMIT")
+				_, err = pool.Exec(ctx, "BEGIN; SET LOCAL synchronous_commit = local; DELETE FROM charge_events_unsent; DELETE FROM charge_events; COMMIT")
 				require.NoError(t, err)
 				committed = true
 			case <-time.After(20 * time.Millisecond):
