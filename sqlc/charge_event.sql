@@ -35,7 +35,9 @@ ORDER BY id;
 -- name: MarkChargeEventsSent :exec
 -- Marks events that the broker acknowledged, in the relay's transaction:
 -- off the queue, and sent_at on the event, which no index names, so the
--- update is HOT where the event's page has room.
+-- update is HOT where the event's page has room. The events are found by
+-- their ids (= ANY), as the relay's batch reads them, whatever the planner
+-- guesses of the queue's rows; those the queue held are the ones marked.
 -- (The history of a key reads sent_at as the event's publication.)
 WITH sent AS (
     DELETE FROM charge_events_unsent WHERE event_id = ANY(sqlc.arg(ids)::uuid[])

@@ -208,7 +208,9 @@ type MarkChargeEventsSentParams struct {
 
 // Marks events that the broker acknowledged, in the relay's transaction:
 // off the queue, and sent_at on the event, which no index names, so the
-// update is HOT where the event's page has room.
+// update is HOT where the event's page has room. The events are found by
+// their ids (= ANY), as the relay's batch reads them, whatever the planner
+// guesses of the queue's rows; those the queue held are the ones marked.
 // (The history of a key reads sent_at as the event's publication.)
 func (q *Queries) MarkChargeEventsSent(ctx context.Context, arg MarkChargeEventsSentParams) error {
 	_, err := q.db.Exec(ctx, markChargeEventsSent, arg.Now, arg.Ids)
