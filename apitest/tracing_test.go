@@ -80,7 +80,7 @@ func TestTracing_ACharge_OneTraceUnderTheCallersTraceparent(t *testing.T) {
 	var body []byte
 	var traceparentStored *string
 	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(context.Background(),
-		"SELECT body, traceparent FROM charge_events WHERE idempotency_key = $1", key).Scan(&body, &traceparentStored))
+		"SELECT charge_event_body(charge_events), traceparent FROM charge_events WHERE idempotency_key = $1", key).Scan(&body, &traceparentStored))
 	e, err := payment.ParseEvent(body)
 	require.NoError(t, err)
 	require.Equal(t, "trace-req-1", *e.Request.ID)

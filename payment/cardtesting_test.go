@@ -28,7 +28,7 @@ func TestCardTestingSuspected_TheMerchantsEventGoesToTheOutbox(t *testing.T) {
 	at := b.clock.Now()
 	require.NoError(t, b.svc.CardTestingSuspected(context.Background(), b.merchant, keyID, at, at.Add(15*time.Minute)))
 
-	bodies := dbtest.Query[[]byte](t, b.pool, `SELECT body FROM charge_events
+	bodies := dbtest.Query[[]byte](t, b.pool, `SELECT charge_event_body(charge_events) FROM charge_events
 		WHERE type = 'merchant.card_testing_suspected' AND attempt_id IS NULL AND checkout_session_id IS NULL AND merchant_id = $1`, b.merchant.ID)
 	require.Len(t, bodies, 1)
 	e, err := ParseEvent(bodies[0])

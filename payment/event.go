@@ -127,6 +127,26 @@ type Event struct {
 	Request *EventRequest `json:"request,omitempty"`
 }
 
+// storedBody is e's JSON as its outbox row's body holds it: without what
+// the row's columns hold (its id, type, merchant and key, and its attempt
+// where the row names one, attemptInRow), which charge_event_body puts
+// back into the body the relay publishes. Each field below hides e's of
+// the same JSON name (a shallower field wins) and, nil, is left out.
+func (e Event) storedBody(attemptInRow bool) ([]byte, error) {
+	stored := struct {
+		Event
+		ID             *struct{}  `json:"id,omitempty"`
+		Type           *struct{}  `json:"type,omitempty"`
+		MerchantID     *struct{}  `json:"merchantId,omitempty"`
+		IdempotencyKey *struct{}  `json:"idempotencyKey,omitempty"`
+		AttemptID      *uuid.UUID `json:"attemptId,omitempty"`
+	}{Event: e}
+	if !attemptInRow {
+		stored.AttemptID = e.AttemptID
+	}
+	return json.Marshal(stored)
+}
+
 // EventRequest is the request an event names; its fields are spelled
 // request.id and request.idempotency_key, as the events of the payment
 // APIs merchants know spell them.

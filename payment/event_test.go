@@ -1,11 +1,16 @@
 package payment
 
 import (
+	"context"
+	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
 )
 
 func TestParseEvent_RefusesWhatIsNotAnEvent(t *testing.T) {
@@ -37,4 +42,64 @@ func TestEventOf_CarriesTheOutcome(t *testing.T) {
 	require.Equal(t, "chargeonce.charge.failed", f.Subject())
 	require.Nil(t, f.Charge)
 	require.Equal(t, "card_declined", f.Failure.Code)
+}
+
+// TestOutbox_PublishesEachEventAsItWasAnnounced: an outbox row's body holds
+// what its columns do not, and the body the relay publishes
+// (charge_event_body) is the event as its writer announced it, for an
+// attempt's events (recorded in one statement, or in a transaction), a
+// session's (which names the attempt that paid it in its body alone) and
+// the merchant's (which names no attempt).
+func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	announced := map[uuid.UUID]Event{}
+	b := setup(t, Config{EventsCommitted: func(evs []Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range evs {
+			announced[e.ID] = e
+		}
+	}})
+	ctx := context.Background()
+	_, err := b.svc.ChargeCard(ctx, b.merchant, "paid", visa(700))
+	require.NoError(t, err)
+	_, err = b.svc.ChargeCard(ctx, b.merchant, "declined", card("pm_card_chargeDeclined"))
+	require.NoError(t, err)
+	session, err := b.svc.CreateCheckoutSession(ctx, b.merchant, []byte("seed"), "cart", SessionInput{Amount: 300, Currency: "USD"})
+	require.NoError(t, err)
+	_, err = b.svc.ChargeCheckoutSession(ctx, b.merchant, SessionKeys, "page", session.ClientSecret, SessionCharge{PaymentMethod: "pm_card_visa"})
+	require.NoError(t, err)
+	require.NoError(t, b.svc.CardTestingSuspected(ctx, b.merchant, uuid.New(), b.clock.Now(), b.clock.Now().Add(time.Minute)))
+
+	type row struct {
+		ID        uuid.UUID
+		Type      string
+		Stored    json.RawMessage
+		Published json.RawMessage
+	}
+	rows := dbtest.Query[[]byte](t, b.pool, `SELECT jsonb_build_object('id', id, 'type', type, 'stored', body, 'published', charge_event_body(e))
+		FROM charge_events e WHERE merchant_id = $1`, b.merchant.ID)
+	types := map[string]bool{}
+	for _, raw := range rows {
+		var r row
+		require.NoError(t, json.Unmarshal(raw, &r))
+		types[r.Type] = true
+		mu.Lock()
+		e, ok := announced[r.ID]
+		mu.Unlock()
+		require.True(t, ok, "%s %s was not announced", r.Type, r.ID)
+		want, err := json.Marshal(e)
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), string(r.Published), r.Type)
+		var stored map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(r.Stored, &stored))
+		for _, column := range []string{"id", "type", "merchantId", "idempotencyKey"} {
+			require.NotContains(t, stored, column, "%s's body holds its row's %s", r.Type, column)
+		}
+		require.Less(t, len(r.Stored), len(r.Published), r.Type)
+	}
+	for _, typ := range []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventCardTestingSuspected} {
+		require.True(t, types[typ], "no %s written", typ)
+	}
 }

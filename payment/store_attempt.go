@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -137,13 +136,9 @@ func (s *store) takeActionCheck(ctx context.Context, a Attempt, now, checkedBefo
 // the webhooks' traceparent.
 func insertEvent(ctx context.Context, q *txQueries, e Event) error {
 	e = e.causedBy(ctx)
-	body, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
 	p := sqlc.InsertChargeEventParams{
 		ID: e.ID, Type: e.Type, MerchantID: e.MerchantID, IdempotencyKey: e.IdempotencyKey,
-		AttemptID: e.AttemptID, Body: body, OccurredAt: e.OccurredAt,
+		AttemptID: e.AttemptID, OccurredAt: e.OccurredAt,
 	}
 	p.Traceparent, p.Tracestate = tracing.Traceparent(ctx)
 	switch e.Type {
@@ -152,6 +147,11 @@ func insertEvent(ctx context.Context, q *txQueries, e Event) error {
 	case EventCardTestingSuspected:
 		p.AttemptID = nil // the merchant's: it names no attempt and no session
 	}
+	body, err := e.storedBody(p.AttemptID != nil)
+	if err != nil {
+		return err
+	}
+	p.Body = body
 	if err := q.InsertChargeEvent(ctx, p); err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -107,7 +106,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	charge := chargeOf(a, &chargeID, providerChargeID, &now)
 	paid := a.withCharge(charge)
 	ev := chargeEventOf(paid, now).causedBy(ctx)
-	body, err := json.Marshal(ev)
+	body, err := ev.storedBody(true) // the attempt's row is the event's
 	traceparent, tracestate := tracing.Traceparent(ctx)
 	if err != nil {
 		return Attempt{}, nil, err

@@ -54,7 +54,7 @@ func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 
 	// The outbox: one event, the successful finalization's; the fenced
 	// writes rolled theirs back with them.
-	bodies := dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1", a.ID)
+	bodies := dbtest.Query[[]byte](t, pool, "SELECT charge_event_body(charge_events) FROM charge_events WHERE attempt_id = $1", a.ID)
 	require.Len(t, bodies, 1, "one finalization, one event; fenced ones wrote none")
 	e, err := ParseEvent(bodies[0])
 	require.NoError(t, err)
@@ -90,12 +90,12 @@ func TestStore_FailedFinalizationWritesOneEvent(t *testing.T) {
 	require.NoError(t, locker.Rollback(ctx))
 	require.Equal(t, []string{"PROCESSING"}, dbtest.Query[string](t, pool, "SELECT status FROM charge_attempts WHERE id = $1", a.ID),
 		"the status change rolled back with the event")
-	require.Empty(t, dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events"), "a rolled-back finalization wrote an event")
+	require.Empty(t, dbtest.Query[[]byte](t, pool, "SELECT charge_event_body(charge_events) FROM charge_events"), "a rolled-back finalization wrote an event")
 
 	done, err := s.failCharge(ctx, a, Failure{Code: "card_declined", Message: "declined"}, time.Now(), time.Now().Add(time.Hour), lateWatch{})
 	require.NoError(t, err)
 	require.Equal(t, StatusFailed, done.Status)
-	bodies := dbtest.Query[[]byte](t, pool, "SELECT body FROM charge_events WHERE attempt_id = $1 AND sent_at IS NULL", a.ID)
+	bodies := dbtest.Query[[]byte](t, pool, "SELECT charge_event_body(charge_events) FROM charge_events WHERE attempt_id = $1 AND sent_at IS NULL", a.ID)
 	require.Len(t, bodies, 1)
 	e, err := ParseEvent(bodies[0])
 	require.NoError(t, err)

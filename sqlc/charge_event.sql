@@ -22,8 +22,9 @@ INSERT INTO charge_events_unsent (event_id) SELECT id FROM event;
 -- transaction ends. SKIP LOCKED lets several relays work side by side,
 -- each on its own rows. The events are read by their ids (= ANY of the
 -- batch): a join would be free to merge with the whole of charge_events'
--- primary key from its first entry, on every batch.
-SELECT id, type, body, traceparent, tracestate FROM charge_events
+-- primary key from its first entry, on every batch. The body is the
+-- published one: the row's columns put back into what its body holds.
+SELECT id, type, charge_event_body(charge_events)::jsonb AS body, traceparent, tracestate FROM charge_events
 WHERE id = ANY(ARRAY(
     SELECT event_id FROM charge_events_unsent
     ORDER BY event_id

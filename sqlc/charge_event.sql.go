@@ -142,7 +142,7 @@ func (q *Queries) InsertReceipt(ctx context.Context, arg InsertReceiptParams) (i
 }
 
 const lockUnsentChargeEvents = `-- name: LockUnsentChargeEvents :many
-SELECT id, type, body, traceparent, tracestate FROM charge_events
+SELECT id, type, charge_event_body(charge_events)::jsonb AS body, traceparent, tracestate FROM charge_events
 WHERE id = ANY(ARRAY(
     SELECT event_id FROM charge_events_unsent
     ORDER BY event_id
@@ -165,7 +165,8 @@ type LockUnsentChargeEventsRow struct {
 // transaction ends. SKIP LOCKED lets several relays work side by side,
 // each on its own rows. The events are read by their ids (= ANY of the
 // batch): a join would be free to merge with the whole of charge_events'
-// primary key from its first entry, on every batch.
+// primary key from its first entry, on every batch. The body is the
+// published one: the row's columns put back into what its body holds.
 func (q *Queries) LockUnsentChargeEvents(ctx context.Context, maxEvents int32) ([]LockUnsentChargeEventsRow, error) {
 	rows, err := q.db.Query(ctx, lockUnsentChargeEvents, maxEvents)
 	if err != nil {

@@ -128,7 +128,7 @@ func TestTracing_OneCharge_OneTraceInJaeger_FromTheCallerToTheWebhook(t *testing
 	rows, err := s.demo().History(t.Context(), apiclient.AttemptKindCharge, key)
 	require.NoError(t, err)
 	require.Equal(t, traceID, *rows[0].TraceId)
-	body := dbtest.Query[[]byte](t, dbtest.Open(t, dbURL), "SELECT body FROM charge_events WHERE idempotency_key = $1", key)
+	body := dbtest.Query[[]byte](t, dbtest.Open(t, dbURL), "SELECT charge_event_body(charge_events) FROM charge_events WHERE idempotency_key = $1", key)
 	require.Len(t, body, 1)
 	e, err := payment.ParseEvent(body[0])
 	require.NoError(t, err)
