@@ -107,6 +107,42 @@ func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
 	})
 }
 
+// TestRules_AChargeOfAnAttempt_IsNotDeleted: a charge that an attempt
+// names cannot be deleted nor given another id (migration 00031's trigger,
+// where a foreign key refused it before); one that no attempt names can,
+// and an update that leaves the id as it is goes through.
+func TestRules_AChargeOfAnAttempt_IsNotDeleted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	args := pgx.NamedArgs{"merchant": uuid.New(), "charge": uuid.New(), "loose": uuid.New(), "attempt": uuid.New()}
+	for _, q := range []string{
+		`INSERT INTO merchants (id, name) VALUES (@merchant, 'charge-keeps')`,
+		`INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id)
+		 VALUES (@charge, @merchant, 1999, 'USD', 'ch_' || @charge::uuid), (@loose, @merchant, 1999, 'USD', 'ch_' || @loose::uuid)`,
+		`INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency, payment_method,
+		                             status, charge_id, completed_at, expires_at)
+		 VALUES (@attempt, @merchant, 'k', '\x00', 'chargeonce_' || @attempt::uuid, 1999, 'USD', 'pm_card_visa',
+		         'SUCCEEDED', @charge, now(), now() + interval '1 day')`,
+	} {
+		_, err := pool.Exec(ctx, q, args)
+		require.NoError(t, err, q)
+	}
+	_, err := pool.Exec(ctx, `DELETE FROM charges WHERE id = @charge`, args)
+	requireRefused(t, err, "23503", "charge_attempts_charge_id_fkey")
+	_, err = pool.Exec(ctx, `UPDATE charges SET id = gen_random_uuid() WHERE id = @charge`, args)
+	requireRefused(t, err, "23503", "charge_attempts_charge_id_fkey")
+
+	tag, err := pool.Exec(ctx, `UPDATE charges SET id = id, description = 'kept' WHERE id = @charge`, args)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	require.Equal(t, []string{"kept"}, dbtest.Query[string](t, pool, `SELECT description FROM charges WHERE id = $1`, args["charge"]),
+		"an update that keeps the id writes its new values")
+	tag, err = pool.Exec(ctx, `DELETE FROM charges WHERE id = @loose`, args)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+}
+
 // requireRefused asserts that err is PostgreSQL's refusal with SQLSTATE code
 // on the constraint named constraint, and returns it.
 func requireRefused(t *testing.T, err error, code, constraint string) *pgconn.PgError {
