@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"golang.org/x/sync/errgroup"
+
+	"chargeonce/payment"
 )
 
 // seedChunk is how many stored keys one INSERT adds: small enough to log
@@ -19,8 +21,11 @@ const seedChunk = 250_000
 // FAILED attempts, which need no charge row: what grows is the table and
 // the indexes that every claim touches. Their idempotency keys are random
 // UUIDs, as browsers mint them and as the fresh-key runs send them, so that
-// each new key lands among millions of stored ones. Ids follow the numbers,
-// below every id the server makes (UUIDv7), and two connections share the
+// each new key lands among millions of stored ones. Ids are time-ordered as
+// the server's (UUIDv7): the milliseconds of when a key that expires after
+// expiresIn was claimed (a retention, 24h by default, before it expires;
+// retention reads the attempts by id up to a retention ago), then the
+// number. Two connections share the
 // work, one per core of the machine the targets are set for. Random keys
 // inserted one by one into a unique index of millions would make the
 // seeding, not the benchmark, slow: the index is dropped first and made
@@ -69,9 +74,11 @@ func (b *bench) insertKeys(ctx context.Context, first, n int, expiresIn time.Dur
 				_, err := conn.Exec(gctx, `
 INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency,
     payment_method, status, failure_code, failure_message, completed_at, locked_until, expires_at)
-SELECT lpad(to_hex(g), 32, '0')::uuid, $1::uuid, gen_random_uuid()::text, '\x00'::bytea, 'chargeonce_' || lpad(to_hex(g), 32, '0')::uuid,
+SELECT i.id, $1::uuid, gen_random_uuid()::text, '\x00'::bytea, 'chargeonce_' || i.id,
     1999, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'seeded by bench', now(), now(), now() + $4::interval
-FROM generate_series($2::bigint, $3::bigint) g`, b.merchant, c[0], c[1], expiresIn.String())
+FROM generate_series($2::bigint, $3::bigint) g,
+    LATERAL (SELECT (lpad(to_hex($5::bigint), 12, '0') || '7' || lpad(to_hex(g), 19, '0'))::uuid AS id) i`,
+					b.merchant, c[0], c[1], expiresIn.String(), time.Now().Add(expiresIn-payment.RetentionDefault).UnixMilli())
 				if err != nil {
 					return fmt.Errorf("seeding stored keys: %w", err)
 				}

@@ -42,8 +42,9 @@ func (c CleanerConfig) withDefaults() CleanerConfig {
 
 // Cleaner forgets stored results of idempotency keys once they expire
 // (Config.Retention after the outcome). It deletes finished attempts in small
-// batches through an index on expires_at, skipping rows locked by anyone
-// else, so it neither scans the table nor holds long locks nor blocks claims.
+// batches, oldest first by id up to the ids of a retention ago, skipping
+// rows locked by anyone else, so it neither scans the table nor holds long
+// locks nor blocks claims.
 // PROCESSING attempts are never deleted, and charges are kept: they are the
 // business record. A key used again after its result was forgotten starts a
 // new attempt; orders stay protected by the one-payment-per-order rule.
@@ -122,7 +123,7 @@ func (c *Cleaner) pass(ctx context.Context) (res RetentionResult, backlog bool, 
 
 // deleteExpired forgets up to limit finished attempts whose result has expired.
 func (s *Service) deleteExpired(ctx context.Context, limit int) (int, error) {
-	n, err := s.store.deleteExpired(ctx, s.cfg.Now(), limit)
+	n, err := s.store.deleteExpired(ctx, s.cfg.Now(), s.cfg.Retention, limit)
 	s.metrics.RetentionDeleted.Add(float64(n))
 	return n, err
 }

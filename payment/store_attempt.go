@@ -228,9 +228,13 @@ func (s *store) countWaiting(ctx context.Context) (int, error) {
 	return int(n), interpretError(err)
 }
 
-// deleteExpired deletes up to limit finished attempts that expired before now.
-func (s *store) deleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
-	n, err := s.q.DeleteExpiredChargeAttempts(ctx, sqlc.DeleteExpiredChargeAttemptsParams{Now: now, MaxAttempts: int32(limit)})
+// deleteExpired deletes up to limit finished attempts that expired before
+// now, which were all made before now less retention (their ids are below
+// that time's floor).
+func (s *store) deleteExpired(ctx context.Context, now time.Time, retention time.Duration, limit int) (int, error) {
+	n, err := s.q.DeleteExpiredChargeAttempts(ctx, sqlc.DeleteExpiredChargeAttemptsParams{
+		BeforeID: idFloor(now.Add(-retention)), Now: now, MaxAttempts: int32(limit),
+	})
 	return int(n), interpretError(err)
 }
 

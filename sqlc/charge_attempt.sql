@@ -363,12 +363,19 @@ LIMIT sqlc.arg(max_attempts)::integer;
 -- Retention: forgets a small batch of finished attempts whose stored result
 -- has expired, with their history. Never a PROCESSING one. SKIP LOCKED
 -- keeps it from waiting on, or blocking, anything else; the charges stay.
+-- An attempt's result expires a retention after it was claimed or later
+-- (expires_at is set at the claim and again at the outcome, each time to
+-- a retention ahead), so every expired one was made before now less the
+-- retention: its id is below that time's (before_id; ids are
+-- time-ordered). The scan reads the primary key up to there, oldest first,
+-- and no index names expires_at or status, which the outcome's update
+-- changes.
 WITH gone AS (
     DELETE FROM charge_attempts
     WHERE id IN (
         SELECT id FROM charge_attempts
-        WHERE status <> 'PROCESSING' AND expires_at < sqlc.arg(now)::timestamptz
-        ORDER BY expires_at
+        WHERE id < sqlc.arg(before_id)::uuid AND status <> 'PROCESSING' AND expires_at < sqlc.arg(now)::timestamptz
+        ORDER BY id
         LIMIT sqlc.arg(max_attempts)::integer
         FOR UPDATE SKIP LOCKED
     )

@@ -304,9 +304,9 @@ WITH gone AS (
     DELETE FROM charge_attempts
     WHERE id IN (
         SELECT id FROM charge_attempts
-        WHERE status <> 'PROCESSING' AND expires_at < $1::timestamptz
-        ORDER BY expires_at
-        LIMIT $2::integer
+        WHERE id < $1::uuid AND status <> 'PROCESSING' AND expires_at < $2::timestamptz
+        ORDER BY id
+        LIMIT $3::integer
         FOR UPDATE SKIP LOCKED
     )
     RETURNING id
@@ -321,6 +321,7 @@ SELECT count(*) FROM gone
 `
 
 type DeleteExpiredChargeAttemptsParams struct {
+	BeforeID    uuid.UUID
 	Now         time.Time
 	MaxAttempts int32
 }
@@ -328,8 +329,15 @@ type DeleteExpiredChargeAttemptsParams struct {
 // Retention: forgets a small batch of finished attempts whose stored result
 // has expired, with their history. Never a PROCESSING one. SKIP LOCKED
 // keeps it from waiting on, or blocking, anything else; the charges stay.
+// An attempt's result expires a retention after it was claimed or later
+// (expires_at is set at the claim and again at the outcome, each time to
+// a retention ahead), so every expired one was made before now less the
+// retention: its id is below that time's (before_id; ids are
+// time-ordered). The scan reads the primary key up to there, oldest first,
+// and no index names expires_at or status, which the outcome's update
+// changes.
 func (q *Queries) DeleteExpiredChargeAttempts(ctx context.Context, arg DeleteExpiredChargeAttemptsParams) (int64, error) {
-	row := q.db.QueryRow(ctx, deleteExpiredChargeAttempts, arg.Now, arg.MaxAttempts)
+	row := q.db.QueryRow(ctx, deleteExpiredChargeAttempts, arg.BeforeID, arg.Now, arg.MaxAttempts)
 	var count int64
 	err := row.Scan(&count)
 	return count, err

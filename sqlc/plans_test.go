@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
@@ -71,44 +73,144 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 	// As the server's prepared statements are planned: custom plans first,
 	// then the generic plan.
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		conn, err := pool.Acquire(ctx)
-		require.NoError(t, err)
-		t.Cleanup(conn.Release)
-		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
-		// buffers runs statement with args under EXPLAIN (ANALYZE, BUFFERS)
-		// in a transaction it rolls back: the buffers its plan read, and
-		// the plan.
-		buffers := func(statement, args string) (int, string) {
-			t.Helper()
-			tx, err := conn.Begin(ctx)
-			require.NoError(t, err)
-			defer func() { _ = tx.Rollback(ctx) }()
-			_, err = tx.Exec(ctx, "DEALLOCATE ALL")
-			require.NoError(t, err)
-			_, err = tx.Exec(ctx, "PREPARE s AS "+statement)
-			require.NoError(t, err)
-			var out string
-			require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE s("+args+")").Scan(&out))
-			var plan []struct {
-				Plan struct {
-					Hit  int `json:"Shared Hit Blocks"`
-					Read int `json:"Shared Read Blocks"`
-				}
-			}
-			require.NoError(t, json.Unmarshal([]byte(out), &plan))
-			return plan[0].Plan.Hit + plan[0].Plan.Read, out
-		}
 		for _, s := range []struct{ what, statement, args string }{
 			{"the relay's batch", lockUnsentChargeEvents, "100"},
 			{"the relay's marking of its batch", markChargeEventsSent, "now(), " + ids},
 			{"retention, with half the outbox past its cutoff", deleteSentChargeEvents, cutoff(10 * time.Second)},
 			{"retention, with nothing past its cutoff", deleteSentChargeEvents, cutoff(time.Hour)},
 		} {
-			n, plan := buffers(s.statement, s.args)
+			n, plan := explain(t, pool, mode, s.statement, s.args)
 			require.Less(t, n, pages/2, "%s (%s) reads less than half of the outbox's %d pages; its plan:\n%s", s.what, mode, pages, plan)
 		}
 	}
+}
+
+// Retention of attempts reads the attempts it forgets, not the table:
+// over 20,000 attempts (time-ordered ids, a millisecond apart, each
+// expiring a retention of 10 s after it was made), the oldest 50 still
+// PROCESSING, its scans read less than a tenth of the table's pages to
+// find its batch, with half of them expired and with none, under custom
+// plans and the generic plan. No index names expires_at: the primary key
+// bounds the scan.
+func TestAttemptRetention_ReadsWhatItForgetsNotTheTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	merchant := uuid.New()
+	_, err := pool.Exec(ctx, "INSERT INTO merchants (id, name) VALUES ($1, 'plans')", merchant)
+	require.NoError(t, err)
+	const attempts, processing = 20000, 50
+	_, err = pool.Exec(ctx, `
+		WITH a AS (
+			SELECT g, now() - ($2::integer - g) * interval '1 millisecond' AS at FROM generate_series(1, $2::integer) g
+		), i AS (
+			SELECT g, at, `+idAt("a.at", "substr(md5(a.g::text), 1, 19)")+` AS id FROM a
+		)
+		INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency, payment_method,
+		                             status, failure_code, failure_message, completed_at, created_at, locked_until, expires_at)
+		SELECT i.id, $1, 'k-' || i.g, '\x00', 'chargeonce_' || i.id, 1999, 'USD', 'pm_card_visa',
+			CASE WHEN i.g <= $3::integer THEN 'PROCESSING' ELSE 'FAILED' END,
+			CASE WHEN i.g > $3::integer THEN 'card_declined' END, CASE WHEN i.g > $3::integer THEN 'declined' END,
+			CASE WHEN i.g > $3::integer THEN i.at END, i.at, i.at, i.at + interval '10 seconds'
+		FROM i`, merchant, attempts, processing)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "ANALYZE charge_attempts")
+	require.NoError(t, err)
+	var pages int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size('charge_attempts')::integer / 8192").Scan(&pages))
+	cutoff := func(retention time.Duration) string {
+		at := fmt.Sprintf("(now() - interval '%d milliseconds')", retention.Milliseconds())
+		return idAt(at, "'0000000000000000000'") + ", now(), 100"
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		for _, s := range []struct {
+			what      string
+			retention time.Duration
+			deleted   int
+		}{
+			{"half of the attempts expired", 10 * time.Second, 100},
+			{"none expired", time.Hour, 0},
+		} {
+			_, plan := explain(t, pool, mode, deleteExpiredChargeAttempts, cutoff(s.retention))
+			n := scanned(t, plan, "charge_attempts")
+			require.Less(t, n, pages/10, "retention, %s (%s), reads less than a tenth of the attempts' %d pages to find its batch; its plan:\n%s", s.what, mode, pages, plan)
+			var deleted int
+			prepared(t, pool, mode, deleteExpiredChargeAttempts, func(tx pgx.Tx) {
+				require.NoError(t, tx.QueryRow(ctx, "EXECUTE s("+cutoff(s.retention)+")").Scan(&deleted))
+			})
+			require.Equal(t, s.deleted, deleted, "retention, %s (%s), forgets its batch", s.what, mode)
+		}
+	}
+}
+
+// explain runs statement with args (SQL expressions) as a prepared
+// statement planned under mode (plan_cache_mode), in EXPLAIN (ANALYZE,
+// BUFFERS), and rolls it back: the buffers its plan read, and the plan.
+func explain(t *testing.T, pool *pgxpool.Pool, mode, statement, args string) (int, string) {
+	t.Helper()
+	var out string
+	prepared(t, pool, mode, statement, func(tx pgx.Tx) {
+		require.NoError(t, tx.QueryRow(context.Background(), "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE s("+args+")").Scan(&out))
+	})
+	var plan []struct {
+		Plan struct {
+			Hit  int `json:"Shared Hit Blocks"`
+			Read int `json:"Shared Read Blocks"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &plan))
+	return plan[0].Plan.Hit + plan[0].Plan.Read, out
+}
+
+// scanned is the buffers that the scans of relation under a Limit in plan
+// (EXPLAIN's JSON) read: what finding a batch cost, apart from what
+// writing its rows did.
+func scanned(t *testing.T, plan, relation string) int {
+	t.Helper()
+	type node struct {
+		Type     string `json:"Node Type"`
+		Relation string `json:"Relation Name"`
+		Hit      int    `json:"Shared Hit Blocks"`
+		Read     int    `json:"Shared Read Blocks"`
+		Plans    []node `json:"Plans"`
+	}
+	var top []struct{ Plan node }
+	require.NoError(t, json.Unmarshal([]byte(plan), &top))
+	var sum func(n node, limited bool) int
+	sum = func(n node, limited bool) int {
+		total := 0
+		if limited && n.Relation == relation && strings.HasSuffix(n.Type, "Scan") {
+			total += n.Hit + n.Read
+		}
+		for _, c := range n.Plans {
+			total += sum(c, limited || n.Type == "Limit")
+		}
+		return total
+	}
+	return sum(top[0].Plan, false)
+}
+
+// prepared prepares statement as s, planned under mode, and runs fn in a
+// transaction that it then rolls back, and deallocates s (a prepared
+// statement outlives the transaction that made it).
+func prepared(t *testing.T, pool *pgxpool.Pool, mode, statement string, fn func(tx pgx.Tx)) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer func() {
+		_ = tx.Rollback(ctx)
+		_, err := conn.Exec(ctx, "DEALLOCATE s")
+		require.NoError(t, err)
+	}()
+	for _, q := range []string{"SET LOCAL plan_cache_mode = " + mode, "PREPARE s AS " + statement} {
+		_, err = tx.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	fn(tx)
 }
 
 // idAt is SQL for a UUIDv7-like id of the time at (an expression): its
