@@ -91,7 +91,9 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 // PROCESSING, its scans read less than a tenth of the table's pages to
 // find its batch, with half of them expired and with none, under custom
 // plans and the generic plan. No index names expires_at: the primary key
-// bounds the scan.
+// bounds the scan. And the charges (as many) are not scanned for one that
+// names a forgotten attempt as its duplicate: before an index of
+// duplicate_of, each attempt forgotten read them all.
 func TestAttemptRetention_ReadsWhatItForgetsNotTheTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -114,7 +116,12 @@ func TestAttemptRetention_ReadsWhatItForgetsNotTheTable(t *testing.T) {
 			CASE WHEN i.g > $3::integer THEN i.at END, i.at, i.at, i.at + interval '10 seconds'
 		FROM i`, merchant, attempts, processing)
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, "ANALYZE charge_attempts")
+	// The charges of as many attempts: forgetting an attempt clears the
+	// duplicate_of of any charge that names it (ON DELETE SET NULL).
+	_, err = pool.Exec(ctx, `INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id)
+		SELECT gen_random_uuid(), $1, 1999, 'USD', 'ch_' || g FROM generate_series(1, $2::integer) g`, merchant, attempts)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "ANALYZE charge_attempts; ANALYZE charges")
 	require.NoError(t, err)
 	var pages int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size('charge_attempts')::integer / 8192").Scan(&pages))
@@ -134,11 +141,13 @@ func TestAttemptRetention_ReadsWhatItForgetsNotTheTable(t *testing.T) {
 			_, plan := explain(t, pool, mode, deleteExpiredChargeAttempts, cutoff(s.retention))
 			n := scanned(t, plan, "charge_attempts")
 			require.Less(t, n, pages/10, "retention, %s (%s), reads less than a tenth of the attempts' %d pages to find its batch; its plan:\n%s", s.what, mode, pages, plan)
-			var deleted int
+			var deleted, chargeScans int
 			prepared(t, pool, mode, deleteExpiredChargeAttempts, func(tx pgx.Tx) {
 				require.NoError(t, tx.QueryRow(ctx, "EXECUTE s("+cutoff(s.retention)+")").Scan(&deleted))
+				require.NoError(t, tx.QueryRow(ctx, "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'charges'").Scan(&chargeScans))
 			})
 			require.Equal(t, s.deleted, deleted, "retention, %s (%s), forgets its batch", s.what, mode)
+			require.Zero(t, chargeScans, "retention, %s (%s), reads no charge but those that name a forgotten attempt", s.what, mode)
 		}
 	}
 }
