@@ -27,12 +27,9 @@ import (
 func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
-	merchant := uuid.New()
-	_, err := pool.Exec(ctx, "INSERT INTO merchants (id, name) VALUES ($1, 'plans')", merchant)
-	require.NoError(t, err)
+	pool, merchant := merchantDatabase(t)
 	const events, queued = 20000, 50
-	_, err = pool.Exec(ctx, `
+	_, err := pool.Exec(ctx, `
 		WITH e AS (
 			SELECT g, now() - (`+fmt.Sprint(events)+` - g) * interval '1 millisecond' AS at FROM generate_series(1, $2::integer) g
 		)
@@ -97,12 +94,9 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 func TestAttemptRetention_ReadsWhatItForgetsNotTheTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
-	merchant := uuid.New()
-	_, err := pool.Exec(ctx, "INSERT INTO merchants (id, name) VALUES ($1, 'plans')", merchant)
-	require.NoError(t, err)
+	pool, merchant := merchantDatabase(t)
 	const attempts, processing = 20000, 50
-	_, err = pool.Exec(ctx, `
+	_, err := pool.Exec(ctx, `
 		WITH a AS (
 			SELECT g, now() - ($2::integer - g) * interval '1 millisecond' AS at FROM generate_series(1, $2::integer) g
 		), i AS (
@@ -150,6 +144,16 @@ func TestAttemptRetention_ReadsWhatItForgetsNotTheTable(t *testing.T) {
 			require.Zero(t, chargeScans, "retention, %s (%s), reads no charge but those that name a forgotten attempt", s.what, mode)
 		}
 	}
+}
+
+// merchantDatabase is a new database with one merchant, and its id.
+func merchantDatabase(t *testing.T) (*pgxpool.Pool, uuid.UUID) {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	merchant := uuid.New()
+	_, err := pool.Exec(context.Background(), "INSERT INTO merchants (id, name) VALUES ($1, 'plans')", merchant)
+	require.NoError(t, err)
+	return pool, merchant
 }
 
 // explain runs statement with args (SQL expressions) as a prepared
