@@ -69,8 +69,10 @@ func TestRules_EachRowThatBreaksARule_IsRefusedNamingIt(t *testing.T) {
 }
 
 // TestRules_AMerchantWithPayments_IsNotDeleted: a merchant whose attempts,
-// charges or events are stored cannot be deleted (migration 00027's
-// trigger, where foreign keys refused it before), and one without any can.
+// charges or events are stored cannot be deleted nor given another id
+// (migration 00027's trigger, where foreign keys refused it before), and
+// one without any can; an update that names the id writes its new values
+// (00034).
 func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -92,6 +94,8 @@ func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
 
 			_, err = pool.Exec(ctx, `DELETE FROM merchants WHERE id = @merchant`, args)
 			requireRefused(t, err, "23503", tc.constraint)
+			_, err = pool.Exec(ctx, `UPDATE merchants SET id = gen_random_uuid() WHERE id = @merchant`, args)
+			requireRefused(t, err, "23503", tc.constraint)
 			var left int
 			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM merchants WHERE id = @merchant`, args).Scan(&left))
 			require.Equal(t, 1, left, "the merchant is still there")
@@ -101,7 +105,17 @@ func TestRules_AMerchantWithPayments_IsNotDeleted(t *testing.T) {
 		id := uuid.New()
 		_, err := pool.Exec(ctx, `INSERT INTO merchants (id, name) VALUES ($1, 'no-payments')`, id)
 		require.NoError(t, err)
-		tag, err := pool.Exec(ctx, `DELETE FROM merchants WHERE id = $1`, id)
+		// An update that names the id writes its new values (the trigger
+		// fires on it); one that moves the id of a merchant without
+		// payments moves it.
+		_, err = pool.Exec(ctx, `UPDATE merchants SET id = id, name = 'renamed-' || id WHERE id = $1`, id)
+		require.NoError(t, err)
+		require.Equal(t, []string{"renamed-" + id.String()}, dbtest.Query[string](t, pool, `SELECT name FROM merchants WHERE id = $1`, id))
+		moved := uuid.New()
+		_, err = pool.Exec(ctx, `UPDATE merchants SET id = $2 WHERE id = $1`, id, moved)
+		require.NoError(t, err)
+		require.Equal(t, []string{"renamed-" + id.String()}, dbtest.Query[string](t, pool, `SELECT name FROM merchants WHERE id = $1`, moved))
+		tag, err := pool.Exec(ctx, `DELETE FROM merchants WHERE id = $1`, moved)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, tag.RowsAffected())
 	})
