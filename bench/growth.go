@@ -77,7 +77,7 @@ INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, prov
 SELECT i.id, $1::uuid, gen_random_uuid()::text, '\x00'::bytea, 'chargeonce_' || i.id,
     1999, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'seeded by bench', now(), now(), now() + $4::interval
 FROM generate_series($2::bigint, $3::bigint) g,
-    LATERAL (SELECT (lpad(to_hex($5::bigint), 12, '0') || '7' || lpad(to_hex(g), 19, '0'))::uuid AS id) i`,
+    LATERAL (SELECT `+idSQL("$5::bigint", "lpad(to_hex(g), 19, '0')")+` AS id) i`,
 					b.merchant, c[0], c[1], expiresIn.String(), time.Now().Add(expiresIn-payment.RetentionDefault).UnixMilli())
 				if err != nil {
 					return fmt.Errorf("seeding stored keys: %w", err)

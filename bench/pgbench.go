@@ -67,7 +67,13 @@ SELECT id FROM done;
 // 48 bits of Unix milliseconds, then random digits, as payment.newID's
 // ids are laid out, so that the ceiling's inserts land in its indexes where
 // the server's do.
-const newIDSQL = `(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid`
+var newIDSQL = idSQL("(extract(epoch FROM clock_timestamp()) * 1000)::bigint", "substr(md5(random()::text), 1, 19)")
+
+// idSQL is SQL for a UUIDv7-like id: the Unix milliseconds ms (a bigint
+// expression) in 12 hex digits, then '7' and the 19 hex digits of rest.
+func idSQL(ms, rest string) string {
+	return "(lpad(to_hex(" + ms + "), 12, '0') || '7' || " + rest + ")::uuid"
+}
 
 // The bare two-commit limit: what PostgreSQL does for the least any
 // idempotent side effect must write, on this machine. A claim committed on
