@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -139,39 +140,79 @@ const decodeMessage = `the request body is not a GraphQL request: send a JSON ob
 // can tell 100 from 1e2 or 100.0. An error is a *RequestError that quotes
 // none of the input and names the offending member.
 func DecodeRequest(body []byte) (*graphql.RawParams, error) {
-	var raw map[string]json.RawMessage
-	if err := decodeObject(body, &raw); err != nil || raw == nil {
+	// One pass: the members are read from the body's token stream, each
+	// value decoded where it stands, rather than the body split into raw
+	// members first and each decoded again.
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, badRequest(codeBadUserInput, "", decodeMessage)
 	}
 	params := &graphql.RawParams{}
-	// In a fixed order (slices, not maps), so that a body with several bad
-	// members always gets the same answer.
-	for _, m := range []struct {
-		name string
-		dst  *string
-	}{{"query", &params.Query}, {"operationName", &params.OperationName}} {
-		v, ok := raw[m.name]
-		if !ok || string(v) == "null" {
-			continue
+	strs := [...]*string{&params.Query, &params.OperationName}
+	objs := [...]*map[string]any{&params.Variables, &params.Extensions}
+	// A member's type is judged by its last occurrence, as a JSON object's
+	// reader keeps the last of duplicate names.
+	var bad [len(bodyMembers)]bool
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, badRequest(codeBadUserInput, "", decodeMessage)
 		}
-		if err := json.Unmarshal(v, m.dst); err != nil {
-			return nil, badRequest(codeBadUserInput, m.name, m.name+" must be a string")
+		name, _ := t.(string)
+		i := slices.Index(bodyMembers[:], name)
+		var dst any
+		switch {
+		case i >= len(strs):
+			*objs[i-len(strs)] = nil
+			dst = objs[i-len(strs)]
+		case i >= 0:
+			*strs[i] = ""
+			dst = strs[i]
+		default:
+			// Another member: read past it.
+			dst = &struct{}{}
+		}
+		err = dec.Decode(dst)
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case err == nil:
+			if i >= 0 {
+				bad[i] = false
+			}
+		case errors.As(err, &typeErr):
+			// The value is read whole; only its type is wrong.
+			if i >= 0 {
+				bad[i] = true
+			}
+		default:
+			return nil, badRequest(codeBadUserInput, "", decodeMessage)
 		}
 	}
-	for _, m := range []struct {
-		name string
-		dst  *map[string]any
-	}{{"variables", &params.Variables}, {"extensions", &params.Extensions}} {
-		v, ok := raw[m.name]
-		if !ok || string(v) == "null" {
-			continue
-		}
-		if err := decodeObject(v, m.dst); err != nil {
-			return nil, badRequest(codeBadUserInput, m.name, m.name+" must be a JSON object")
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, badRequest(codeBadUserInput, "", decodeMessage)
+	}
+	// Only white space may follow.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest(codeBadUserInput, "", decodeMessage)
+	}
+	// In a fixed order, so that a body with several bad members always gets
+	// the same answer.
+	for i, name := range bodyMembers {
+		if bad[i] {
+			kind := "a string"
+			if i >= len(strs) {
+				kind = "a JSON object"
+			}
+			return nil, badRequest(codeBadUserInput, name, name+" must be "+kind)
 		}
 	}
 	return params, nil
 }
+
+// bodyMembers are the members of a POST body that DecodeRequest reads, in
+// the order its errors name them: the strings, then the objects.
+var bodyMembers = [...]string{"query", "operationName", "variables", "extensions"}
 
 // decodeObject decodes exactly one JSON value into dst, with numbers as
 // json.Number, and refuses anything after it.
