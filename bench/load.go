@@ -109,6 +109,18 @@ func trivialTargeter(url string) vegeta.Targeter {
 	}
 }
 
+// probeTargeter asks the server's probe at path (/healthz: answered by the
+// server alone; /readyz: after one empty round trip to the database).
+func probeTargeter(url, path string) vegeta.Targeter {
+	return func(t *vegeta.Target) error {
+		t.Method, t.URL, t.Header = http.MethodGet, url+path, nil
+		return nil
+	}
+}
+
+// probeOK reports whether a probe answered 200.
+func probeOK(r *vegeta.Result) bool { return r.Code == http.StatusOK && r.Error == "" }
+
 // graphQLOK reports whether a response is a 200 without GraphQL errors, and,
 // for a charge, a final status.
 func graphQLOK(r *vegeta.Result) bool {
@@ -139,6 +151,8 @@ func attack(name string, tr vegeta.Targeter, conc int, d time.Duration) Figures 
 // latencies and errors, and its successes over the time it ran, which gives
 // its throughput whatever ran in between.
 type tally struct {
+	// ok says whether an answer is a success; nil: graphQLOK.
+	ok        func(*vegeta.Result) bool
 	m         vegeta.Metrics
 	errs      int
 	successes float64
@@ -155,8 +169,12 @@ func (t *tally) attack(name string, tr vegeta.Targeter, conc int, d time.Duratio
 	// This slice's own metrics give its throughput as vegeta counts it:
 	// successes over the time from the first request to the last answer.
 	var slice vegeta.Metrics
+	ok := t.ok
+	if ok == nil {
+		ok = graphQLOK
+	}
 	for r := range a.Attack(tr, vegeta.Rate{}, d, name) {
-		if !graphQLOK(r) {
+		if !ok(r) {
 			t.errs++
 		}
 		t.m.Add(r)

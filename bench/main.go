@@ -387,14 +387,21 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage); after its first replay on the instance, a key is answered from the instance's result cache", len(keys))}
 	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
 	uncached := Run{Name: "replay-uncached", Provider: primary, What: "as `replay` on a server with RESULT_CACHE_SIZE=0: every replay reads its attempt from the database"}
+	// What one round trip to the database costs, apart from any query's
+	// work: the same server's probe with one (an empty statement) and
+	// without, neither through GraphQL.
+	probe := Run{Name: "probe", What: "GET /healthz: an HTTP request the server answers alone"}
+	probeDB := Run{Name: "probe-db", What: "GET /readyz: an HTTP request the server answers after one empty round trip to the database"}
 	// Interleaved, so that the replays and their ceiling are measured in the
 	// same minutes.
 	b.interleavedRuns([]leg{
 		{run: &replay, servers: []*server{srv}, targeter: func() vegeta.Targeter { return replayTargeter(keys, srv.URL) }},
 		{run: &trivial, servers: []*server{srv}, targeter: func() vegeta.Targeter { return trivialTargeter(srv.URL) }},
 		{run: &uncached, servers: []*server{uncachedSrv}, targeter: func() vegeta.Targeter { return replayTargeter(keys, uncachedSrv.URL) }},
+		{run: &probe, servers: []*server{srv}, targeter: func() vegeta.Targeter { return probeTargeter(srv.URL, "/healthz") }, ok: probeOK},
+		{run: &probeDB, servers: []*server{srv}, targeter: func() vegeta.Targeter { return probeTargeter(srv.URL, "/readyz") }, ok: probeOK},
 	}, b.opts.concs, b.opts.turns)
-	b.results.Runs = append(b.results.Runs, fresh, replay, trivial, uncached)
+	b.results.Runs = append(b.results.Runs, fresh, replay, trivial, uncached, probe, probeDB)
 	return primary, len(keys), nil
 }
 
@@ -416,6 +423,9 @@ type leg struct {
 	run      *Run
 	servers  []*server
 	targeter func() vegeta.Targeter
+	// ok says whether an answer is a success; nil: a GraphQL answer
+	// without errors (graphQLOK).
+	ok func(*vegeta.Result) bool
 	// pairedWithNext: this leg and the next are one comparison (this build
 	// and the baseline's), run in one order on even turns and the other on
 	// odd ones, so that neither always follows the same load: a slice
@@ -465,6 +475,9 @@ func (b *bench) interleavedRunsFor(legs []leg, concs []int, turns int, d time.Du
 			peakRSS    float64
 		}
 		accs := make([]acc, len(legs))
+		for i, l := range legs {
+			accs[i].t.ok = l.ok
+		}
 		for turn := range turns {
 			for _, i := range order(legs, turn) {
 				l := legs[i]

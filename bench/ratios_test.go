@@ -125,3 +125,31 @@ func TestInFlightRatios_AgainstTheDelayOrTheFreshCeiling(t *testing.T) {
 		require.NotEqual(t, "server peak RSS, MB (the most of any run)", q.Name, "the in-flight run's RSS has its own target")
 	}
 }
+
+func TestComputeRatios_UncachedBound_OneRoundTripOnTopOfACachedReplay(t *testing.T) {
+	t.Parallel()
+	at8 := func(tp float64) []Figures { return []Figures{{Concurrency: 8, Throughput: tp}} }
+	r := Results{Runs: []Run{
+		// A request costs the inverse of its throughput: trivial 50 µs, a
+		// cached replay 80 µs, a round trip 45 − 20 = 25 µs.
+		{Name: "trivial", Figures: at8(20_000)},
+		{Name: "replay", Figures: at8(12_500)},
+		{Name: "probe", Figures: at8(50_000)},
+		{Name: "probe-db", Figures: at8(1e6 / 45)},
+	}}
+	r.computeRatios([]int{8})
+	var bound *Ratio
+	for i := range r.Ratios {
+		if r.Ratios[i].Name == "replay without the result cache / trivial query throughput: the most a cached replay's work and one empty round trip leave" {
+			bound = &r.Ratios[i]
+		}
+	}
+	require.NotNil(t, bound, "ratios: %v", ratioNames(r.Ratios))
+	require.InDelta(t, 50.0/105, bound.Value, 1e-9)
+	require.Nil(t, bound.Met)
+
+	// Without the probes there is no bound to give.
+	r.Runs = r.Runs[:2]
+	r.computeRatios([]int{8})
+	require.NotContains(t, ratioNames(r.Ratios), bound.Name+"@8")
+}
