@@ -80,10 +80,25 @@ WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]);
 -- name: ListHistoryEvents :many
 -- The outbox events of the attempts attempt_ids: written with the result
 -- (occurred_at), published on the stream (sent_at); the history reads
--- them rather than writes them again.
-SELECT id, type, attempt_id, occurred_at, sent_at
-FROM charge_events
-WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]);
+-- them rather than writes them again. One part per index that names
+-- attempt_id, each with its index's predicate, so that each reads its
+-- index: the outcome's (_attempt_idx), the action's (_action_idx), the
+-- refunds' (_refund_idx), and every other type (_attempt_other_idx). The
+-- parts' types are every type, each in one part.
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
+WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]) AND type IN ('charge.succeeded', 'charge.failed')
+UNION ALL
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
+WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]) AND type = 'charge.requires_action'
+UNION ALL
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
+WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[]) AND type IN ('refund.succeeded', 'refund.failed', 'charge.late_refunded')
+UNION ALL
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
+WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[])
+  AND attempt_id IS NOT NULL
+  AND type NOT IN ('charge.succeeded', 'charge.failed', 'charge.requires_action',
+                   'refund.succeeded', 'refund.failed', 'charge.late_refunded');
 
 -- name: ClaimSpan :one
 -- Who claimed an attempt (history.Source as JSON), for a later holder's

@@ -322,9 +322,20 @@ func (q *Queries) ListHistoryCounts(ctx context.Context, attemptIds []uuid.UUID)
 }
 
 const listHistoryEvents = `-- name: ListHistoryEvents :many
-SELECT id, type, attempt_id, occurred_at, sent_at
-FROM charge_events
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
+WHERE attempt_id = ANY($1::uuid[]) AND type IN ('charge.succeeded', 'charge.failed')
+UNION ALL
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
+WHERE attempt_id = ANY($1::uuid[]) AND type = 'charge.requires_action'
+UNION ALL
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
+WHERE attempt_id = ANY($1::uuid[]) AND type IN ('refund.succeeded', 'refund.failed', 'charge.late_refunded')
+UNION ALL
+SELECT id, type, attempt_id, occurred_at, sent_at FROM charge_events
 WHERE attempt_id = ANY($1::uuid[])
+  AND attempt_id IS NOT NULL
+  AND type NOT IN ('charge.succeeded', 'charge.failed', 'charge.requires_action',
+                   'refund.succeeded', 'refund.failed', 'charge.late_refunded')
 `
 
 type ListHistoryEventsRow struct {
@@ -337,7 +348,11 @@ type ListHistoryEventsRow struct {
 
 // The outbox events of the attempts attempt_ids: written with the result
 // (occurred_at), published on the stream (sent_at); the history reads
-// them rather than writes them again.
+// them rather than writes them again. One part per index that names
+// attempt_id, each with its index's predicate, so that each reads its
+// index: the outcome's (_attempt_idx), the action's (_action_idx), the
+// refunds' (_refund_idx), and every other type (_attempt_other_idx). The
+// parts' types are every type, each in one part.
 func (q *Queries) ListHistoryEvents(ctx context.Context, attemptIds []uuid.UUID) ([]ListHistoryEventsRow, error) {
 	rows, err := q.db.Query(ctx, listHistoryEvents, attemptIds)
 	if err != nil {

@@ -231,3 +231,63 @@ func prepared(t *testing.T, pool *pgxpool.Pool, mode, statement string, fn func(
 func idAt(at, rest string) string {
 	return "(lpad(to_hex((extract(epoch FROM " + at + ") * 1000)::bigint), 12, '0') || '7' || " + rest + ")::uuid"
 }
+
+// The history's read of an attempt's events reads the attempt's events,
+// not the outbox: over 20,000 events of other attempts, each of three
+// attempts with an event of every kind an attempt's event can be (its
+// outcome, its 3-D Secure action, a refund's, a capture's, a void's, a
+// duplicate's refund), it finds every one of them and reads less than a
+// tenth of the outbox's pages, under custom plans and the generic plan.
+func TestHistoryEvents_ReadTheAttemptsEventsNotTheOutbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, merchant := merchantDatabase(t)
+	_, err := pool.Exec(ctx, `
+		INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at, sent_at)
+		SELECT gen_random_uuid(), 'charge.succeeded', $1, 'k-' || g, gen_random_uuid(),
+			jsonb_build_object('padding', repeat('x', 500)), now(), now()
+		FROM generate_series(1, 20000) g`, merchant)
+	require.NoError(t, err)
+	kinds := []string{"charge.requires_action", "charge.succeeded", "refund.succeeded", "charge.late_refunded",
+		"charge.authorized", "charge.captured", "charge.voided", "charge.duplicate_refunded"}
+	attempts := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	for _, a := range attempts {
+		for _, kind := range kinds {
+			_, err := pool.Exec(ctx, `INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
+				VALUES (gen_random_uuid(), $1, $2, 'k', $3, '{}', now())`, kind, merchant, a)
+			require.NoError(t, err)
+		}
+	}
+	_, err = pool.Exec(ctx, "ANALYZE charge_events")
+	require.NoError(t, err)
+
+	var pages int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size('charge_events')::integer / 8192").Scan(&pages))
+	ids := fmt.Sprintf("ARRAY['%s', '%s', '%s']::uuid[]", attempts[0], attempts[1], attempts[2])
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		var found []string
+		prepared(t, pool, mode, listHistoryEvents, func(tx pgx.Tx) {
+			rows, err := tx.Query(ctx, "EXECUTE s("+ids+")")
+			require.NoError(t, err)
+			for rows.Next() {
+				var (
+					id, attempt    uuid.UUID
+					kind           string
+					occurred, sent *time.Time
+				)
+				require.NoError(t, rows.Scan(&id, &kind, &attempt, &occurred, &sent))
+				found = append(found, attempt.String()+" "+kind)
+			}
+			require.NoError(t, rows.Err())
+		})
+		var want []string
+		for _, a := range attempts {
+			for _, kind := range kinds {
+				want = append(want, a.String()+" "+kind)
+			}
+		}
+		require.ElementsMatch(t, want, found, "%s: every event of the three attempts, and no other", mode)
+		n, plan := explain(t, pool, mode, listHistoryEvents, ids)
+		require.Less(t, n, pages/10, "the history's read of three attempts' events (%s) reads less than a tenth of the outbox's %d pages; its plan:\n%s", mode, pages, plan)
+	}
+}
