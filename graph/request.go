@@ -56,6 +56,9 @@ type requestState struct {
 	// (SERVICE_UNAVAILABLE: 503), with the retry hint for Retry-After.
 	status     int
 	retryAfter time.Duration
+	// replay is set when the request's chargeCard answered a replay of a
+	// settled charge (offerReplay): its answer may be stored.
+	replay *payment.Replay
 }
 
 func withState(ctx context.Context, st *requestState) context.Context {

@@ -65,6 +65,9 @@ func (r *Resolver) chargeCard(ctx context.Context, key string, input model.Charg
 		if err != nil {
 			return nil, err
 		}
+		if res.Replay != nil {
+			st.offerReplay(res.Replay)
+		}
 		return toPayload(res), nil
 	}
 	var ticket cardtesting.Ticket

@@ -25,17 +25,22 @@ import (
 // bodyKey carries the request body, read and bounded by the edge.
 type bodyKey struct{}
 
-// postTransport serves POST /graphql with Content-Type application/json.
-type postTransport struct{}
+// postTransport serves POST /graphql with Content-Type application/json,
+// a replay it answered before from its stored answer.
+type postTransport struct{ answers *storedAnswers }
 
 func (postTransport) Supports(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.Header.Get("Upgrade") == "" && isJSON(r.Header.Get("Content-Type"))
 }
 
-func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	ctx := r.Context()
 	start := graphql.Now()
 	body, _ := ctx.Value(bodyKey{}).([]byte)
+	st := stateFrom(ctx)
+	if t.answers.serve(ctx, w, st, body) {
+		return
+	}
 	params, err := DecodeRequest(body)
 	if err != nil {
 		var rerr *RequestError
@@ -45,7 +50,9 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	}
 	params.Headers = r.Header
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	execute(w, r, exec, params, false)
+	execute(w, r, exec, params, false, func(oc *graphql.OperationContext, resp *graphql.Response, answer []byte) {
+		t.answers.keep(st, body, oc, resp, answer)
+	})
 }
 
 // getTransport serves GET /graphql?query=…: queries only, never mutations.
@@ -76,11 +83,13 @@ func (getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		}
 	}
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	execute(w, r, exec, params, true)
+	execute(w, r, exec, params, true, nil)
 }
 
-// execute parses, validates and runs one operation and writes its answer.
-func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, params *graphql.RawParams, queryOnly bool) {
+// execute parses, validates and runs one operation and writes its answer,
+// which it shows keep (when not nil) once written.
+func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, params *graphql.RawParams, queryOnly bool,
+	keep func(oc *graphql.OperationContext, resp *graphql.Response, answer []byte)) {
 	ctx := r.Context()
 	w.Header().Set("Content-Type", "application/json")
 	oc, errs := exec.CreateOperationContext(ctx, params)
@@ -100,7 +109,11 @@ func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor,
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, oc)
-	writeJSON(w, responses(ctx))
+	resp := responses(ctx)
+	answer := writeJSON(w, resp)
+	if keep != nil {
+		keep(oc, resp, answer)
+	}
 }
 
 // rootField names what an operation runs, for metrics: its one root field,
@@ -283,7 +296,7 @@ func writeError(w http.ResponseWriter, status int, err *RequestError) {
 	writeJSON(w, &graphql.Response{Errors: gqlerror.List{err.gqlError()}})
 }
 
-func writeJSON(w http.ResponseWriter, resp *graphql.Response) {
+func writeJSON(w http.ResponseWriter, resp *graphql.Response) []byte {
 	b, err := json.Marshal(resp)
 	if err != nil {
 		// A response is data the resolvers built from the schema's types;
@@ -291,6 +304,7 @@ func writeJSON(w http.ResponseWriter, resp *graphql.Response) {
 		panic(err)
 	}
 	_, _ = w.Write(b)
+	return b
 }
 
 // isJSON reports whether a Content-Type is application/json.

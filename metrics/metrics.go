@@ -134,6 +134,9 @@ type Metrics struct {
 	// charge and status query, by whether memory answered (hit) or the
 	// database had to (miss, a fresh key included).
 	ResultCache *prometheus.CounterVec
+	// StoredAnswers counts replays answered with the stored answer this
+	// instance gave the same request before, without running it.
+	StoredAnswers prometheus.Counter
 	// HTTPDuration times /graphql requests by operation (the root field) and
 	// HTTP status code.
 	HTTPDuration *prometheus.HistogramVec
@@ -250,6 +253,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		ResultCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "result_cache_total",
 			Help: "Lookups of an idempotency key in this instance's cache of finished results, one per charge and status query: answered from memory (hit), or left to the database (miss; a fresh key is a miss too)."},
 			[]string{"result"}),
+		StoredAnswers: counter("stored_answers_total",
+			"Replays of a settled charge answered with the answer this instance gave the same request before (the same key, body and Idempotency-Key header), without running it; counted in charge_replays_total and as result cache hits too."),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",
 			Buckets: prometheus.DefBuckets}, []string{"operation", "code"}),
@@ -282,7 +287,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.CheckoutSessions, m.SessionRefused, m.Declines, m.CardTestingSuspected,
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
-			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.HTTPDuration, m.EventsPublished,
+			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.StoredAnswers, m.HTTPDuration, m.EventsPublished,
 			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions, m.StripeWebhookRefused, m.LiveReads, m.Streams, m.StreamsEnded,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

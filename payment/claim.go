@@ -70,6 +70,8 @@ func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, finger
 	typ := history.Replayed
 	if r.Status == StatusProcessing {
 		typ = history.Processing
+	} else if s.finished != nil && s.finished.settled(a) {
+		r.Replay = &Replay{key: keyOf(a), expiresAt: a.ExpiresAt}
 	}
 	s.cfg.History.Count(s.note(ctx, a, typ, ""))
 	return r, nil

@@ -1,12 +1,14 @@
 package payment
 
 import (
+	"context"
 	"time"
 
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"chargeonce/history"
 	"chargeonce/metrics"
 )
 
@@ -72,4 +74,31 @@ func (c *finishedCache) put(a Attempt) {
 		return
 	}
 	c.entries.Add(finishedKey{a.MerchantID, a.KeySession, a.IdempotencyKey}, a)
+}
+
+// A Replay is a replay of a settled attempt (Result.Replay). Its answer
+// never changes until the attempt's result expires, so a caller that
+// rendered it once may give the rendering again to the same request,
+// calling Replayed each time instead of running the request.
+type Replay struct {
+	key       history.Key
+	expiresAt time.Time
+}
+
+// Replayed counts one more replay of rp answered by the caller from its
+// own rendering, as a replay through ChargeCard is counted: in the
+// metrics, as a hit of the cache of finished results, and in the key's
+// history. False once rp's result has expired: the key may have been
+// forgotten and claimed anew, and the request must be run.
+func (s *Service) Replayed(ctx context.Context, rp *Replay) bool {
+	now := s.cfg.Now()
+	if !now.Before(rp.expiresAt) {
+		return false
+	}
+	if s.finished != nil {
+		s.finished.hit.Inc()
+	}
+	s.metrics.Replays.Inc()
+	s.cfg.History.Count(history.Entry{Key: rp.key, At: now, Type: history.Replayed, Source: s.cfg.History.Source(ctx)})
+	return true
 }

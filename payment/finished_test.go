@@ -115,3 +115,36 @@ func TestFinishedCache_IsBounded(t *testing.T) {
 	_, ok = b.svc.finished.get(b.merchant.ID, uuid.Nil, "c", b.clock.Now())
 	require.True(t, ok)
 }
+
+// A replay of a settled charge offers its answer to be given again
+// (Result.Replay), counted by Replayed until the result expires; an
+// attempt in progress never does, nor any replay while the instance keeps
+// no finished results.
+func TestReplayed_UntilTheResultExpires_OnlyForASettledAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	first, err := b.svc.ChargeCard(ctx, b.merchant, "k", visa(900))
+	require.NoError(t, err)
+	require.Nil(t, first.Replay, "the first answer is no replay")
+	replay, err := b.svc.ChargeCard(ctx, b.merchant, "k", visa(900))
+	require.NoError(t, err)
+	require.NotNil(t, replay.Replay)
+	require.True(t, b.svc.Replayed(ctx, replay.Replay))
+	b.clock.AdvancePast(replay.ExpiresAt)
+	require.False(t, b.svc.Replayed(ctx, replay.Replay), "expired: the key may be claimed anew")
+
+	b.abandon(t, "p", visa(300))
+	processing, err := b.svc.ChargeCard(ctx, b.merchant, "p", visa(300))
+	require.NoError(t, err)
+	require.Equal(t, StatusProcessing, processing.Status)
+	require.Nil(t, processing.Replay)
+
+	uncached := setup(t, Config{ResultCacheSize: -1})
+	_, err = uncached.svc.ChargeCard(ctx, uncached.merchant, "k", visa(900))
+	require.NoError(t, err)
+	again, err := uncached.svc.ChargeCard(ctx, uncached.merchant, "k", visa(900))
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	require.Nil(t, again.Replay, "without the cache every replay is read from the database")
+}

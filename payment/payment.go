@@ -66,6 +66,11 @@ type Result struct {
 	Refund  *Refund
 	Capture *Capture
 	Void    *Void
+	// Replay is set on a replay of a settled attempt (one that can never
+	// change) while this instance keeps finished results: its answer may
+	// be given again as it is, each time counted by Service.Replayed, until
+	// the result expires.
+	Replay *Replay
 }
 
 // RefundInput is what a merchant asks to refund: Amount of the charge

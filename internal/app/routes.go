@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -35,6 +36,7 @@ func Handler(a *App) http.Handler {
 		PublishableLimit:     ratelimit.New(cfg.RateLimitPublishable, int(cfg.RateLimitPublishableBurst), 0),
 		PublishableIPLimit:   ratelimit.New(cfg.RateLimitPublishableIP, int(cfg.RateLimitPublishableIPBurst), 0),
 		AuthTimeout:          cfg.DBTimeout,
+		StoredAnswers:        cmp.Or(int(cfg.ResultCacheSize), -1), // RESULT_CACHE_SIZE=0: none
 		Streams:              a.streams,
 		Logger:               a.log,
 		Metrics:              a.metrics,

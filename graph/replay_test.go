@@ -1,0 +1,191 @@
+package graph_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/apitest"
+	"chargeonce/db/dbtest"
+	"chargeonce/internal/apiclient"
+	"chargeonce/merchant"
+	"chargeonce/metrics/metricstest"
+)
+
+// A replay of a settled charge is answered, from the second replay on,
+// with the answer this instance gave the same request before, without
+// running it: these tests send what a retry storm and what an attacker
+// would, over real HTTP to a whole server on a real database.
+
+const storedVisa = `{"amount":1250,"currency":"USD","paymentMethod":"pm_card_visa"}`
+
+// send posts body as key's holder, with more headers as key/value pairs.
+func send(t *testing.T, s *apitest.Server, apiKey, body string, kv ...string) apitest.RawResponse {
+	t.Helper()
+	h := apitest.JSONHeaders(append([]string{"Authorization", "Bearer " + apiKey}, kv...)...)
+	return s.Send(t, http.MethodPost, "/graphql", h, strings.NewReader(body))
+}
+
+func TestStoredAnswers_ARetryStorm_GetsTheSameAnswer_EachReplayCounted(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, map[string]string{"HISTORY_FLUSH_INTERVAL": "100ms", "HISTORY_COUNT_INTERVAL": "100ms"})
+	key := apitest.NewKey()
+	body := apitest.ChargeBody(key, storedVisa)
+	first := send(t, s, "demo-key", body).GQL(t)
+	require.Empty(t, first.Errors)
+	require.Equal(t, "SUCCEEDED", first.Data.ChargeCard.Status)
+	require.False(t, first.Data.ChargeCard.Replayed)
+	// The first replay runs the operation, and its answer is stored.
+	replay := send(t, s, "demo-key", body)
+	require.Equal(t, http.StatusOK, replay.Status)
+	require.True(t, replay.GQL(t).Data.ChargeCard.Replayed)
+
+	before := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
+	const storm = 60
+	answers := make([]apitest.RawResponse, storm)
+	var wg sync.WaitGroup
+	for i := range storm {
+		wg.Go(func() {
+			r, err := s.TrySend(http.MethodPost, "/graphql",
+				apitest.JSONHeaders("Authorization", "Bearer demo-key"), strings.NewReader(body))
+			assert.NoError(t, err)
+			answers[i] = r
+		})
+	}
+	wg.Wait()
+	for i, a := range answers {
+		require.Equal(t, http.StatusOK, a.Status, "answer %d", i)
+		require.Equal(t, "application/json", a.Header.Get("Content-Type"))
+		require.Equal(t, string(replay.Body), string(a.Body), "answer %d is the replay's, byte for byte", i)
+		require.NotEmpty(t, a.Header.Get("X-Request-Id"), "each answer is its own request's")
+	}
+	after := metricstest.Scrape(t, s.Client, s.URL+"/metrics")
+	apitest.RequireDeltas(t, before, after, []apitest.MetricDelta{
+		{Name: "chargeonce_stored_answers_total", Want: storm},
+		{Name: "chargeonce_charge_replays_total", Want: storm},
+		{Name: "chargeonce_result_cache_total", Labels: []string{"result", "hit"}, Want: storm},
+		{Name: "chargeonce_charges_total", Labels: []string{"by", "request", "outcome", "succeeded"}, Want: 0},
+	})
+	require.Len(t, s.ProviderCharges(t, "demo", key), 1, "charged once")
+
+	// The key's history counts every replay, the stored answers' too.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		rows, err := s.API("demo-key").History(context.Background(), apiclient.AttemptKindCharge, key)
+		if !assert.NoError(c, err) {
+			return
+		}
+		replayed := 0
+		for _, r := range rows {
+			if r.Type == "request.replayed" {
+				replayed += r.Count
+			}
+		}
+		assert.Equal(c, 1+storm, replayed)
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+func TestStoredAnswers_AreGivenOnlyToTheSameRequestOfTheSameMerchant(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, nil)
+	merchants := merchant.New(dbtest.Open(t, s.DatabaseURL), false)
+	_, acmeKey, err := merchants.CreateAPIKey(context.Background(), "acme", merchant.KeySecret)
+	require.NoError(t, err)
+	key := apitest.NewKey()
+	body := apitest.ChargeBody(key, storedVisa)
+	demo := send(t, s, "demo-key", body).GQL(t).Data.ChargeCard
+	for range 2 {
+		require.True(t, send(t, s, "demo-key", body).GQL(t).Data.ChargeCard.Replayed)
+	}
+	stored := func() float64 {
+		return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_stored_answers_total")
+	}
+	require.Equal(t, 1.0, stored(), "the second replay was the stored answer")
+
+	// Another merchant sending the very same body charges its own key.
+	acme := send(t, s, acmeKey, body).GQL(t)
+	require.Empty(t, acme.Errors)
+	require.False(t, acme.Data.ChargeCard.Replayed, "acme's key of the same name is acme's own attempt")
+	require.NotEqual(t, demo.Charge.Id, acme.Data.ChargeCard.Charge.Id)
+	require.Len(t, s.ProviderCharges(t, "acme", key), 1)
+
+	// The same key with another amount is refused as ever.
+	reused := send(t, s, "demo-key", apitest.ChargeBody(key, `{"amount":1251,"currency":"USD","paymentMethod":"pm_card_visa"}`)).GQL(t)
+	require.Equal(t, "IDEMPOTENCY_KEY_REUSED", reused.Code(t))
+
+	// An Idempotency-Key header that differs from the argument is refused,
+	// one that agrees gets the replay.
+	differs := send(t, s, "demo-key", body, "Idempotency-Key", "another-key").GQL(t)
+	require.Equal(t, "BAD_USER_INPUT", differs.Code(t))
+	require.Nil(t, differs.Data.ChargeCard)
+	for range 2 {
+		agrees := send(t, s, "demo-key", body, "Idempotency-Key", key).GQL(t)
+		require.Empty(t, agrees.Errors)
+		require.True(t, agrees.Data.ChargeCard.Replayed)
+	}
+	require.Equal(t, 2.0, stored(), "the header's requests have their own stored answer")
+
+	// Without credentials, or with a revoked key, the stored answer is not
+	// given: the door is the same for every request.
+	anonymous := s.Send(t, http.MethodPost, "/graphql", apitest.JSONHeaders(), strings.NewReader(body)).GQL(t)
+	require.Equal(t, "UNAUTHENTICATED", anonymous.Code(t))
+	_, demo2, err := merchants.CreateAPIKey(context.Background(), "demo", merchant.KeySecret)
+	require.NoError(t, err)
+	for range 2 {
+		require.True(t, send(t, s, demo2, body).GQL(t).Data.ChargeCard.Replayed, "the merchant's other key replays too")
+	}
+	_, err = merchants.RevokeAPIKey(context.Background(), demo2[:10])
+	require.NoError(t, err)
+	// The revocation reaches the key cache by a notification: until then
+	// the key still works, the stored answer with it.
+	deadline := time.Now().Add(10 * time.Second)
+	r := send(t, s, demo2, body).GQL(t)
+	for len(r.Errors) == 0 && time.Now().Before(deadline) {
+		require.True(t, r.Data.ChargeCard.Replayed)
+		time.Sleep(50 * time.Millisecond)
+		r = send(t, s, demo2, body).GQL(t)
+	}
+	require.Equal(t, "UNAUTHENTICATED", r.Code(t))
+	require.Nil(t, r.Data.ChargeCard)
+}
+
+// A charge's refunds change its answer: a document that asks for them is
+// run every time, and shows the refund at once.
+func TestStoredAnswers_AnAnswerThatCanChange_IsNeverStored(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, nil)
+	key := apitest.NewKey()
+	query := `mutation($key: String!, $input: ChargeCardInput!) { chargeCard(idempotencyKey: $key, input: $input) {
+		status replayed charge { id ... on Charge { amountRefunded } } } }`
+	vars := map[string]any{"key": key, "input": map[string]any{"amount": 1250, "currency": "USD", "paymentMethod": "pm_card_visa"}}
+	var got struct {
+		Data struct {
+			ChargeCard struct {
+				Replayed bool
+				Charge   struct {
+					ID             string
+					AmountRefunded int
+				}
+			}
+		}
+		Errors []any
+	}
+	s.Post(t, "demo-key", nil, query, vars, &got)
+	for range 2 {
+		s.Post(t, "demo-key", nil, query, vars, &got)
+		require.True(t, got.Data.ChargeCard.Replayed)
+		require.Zero(t, got.Data.ChargeCard.Charge.AmountRefunded)
+	}
+	amount := 500
+	_, err := s.API("demo-key").RefundCharge(context.Background(), apitest.NewKey(),
+		apiclient.RefundInput{ChargeId: got.Data.ChargeCard.Charge.ID, Amount: &amount})
+	require.NoError(t, err)
+	s.Post(t, "demo-key", nil, query, vars, &got)
+	require.Equal(t, 500, got.Data.ChargeCard.Charge.AmountRefunded, "the replay after the refund shows it")
+	require.Zero(t, metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_stored_answers_total"))
+}
