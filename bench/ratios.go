@@ -132,11 +132,13 @@ func (r *Results) computeRatios(concs []int) {
 
 // uncachedBound is the most a replay without the result cache can reach
 // over the trivial query at each concurrency, given what this run measured:
-// it does a cached replay's work and at least one round trip to the
+// it does at least a cached replay's work and one round trip to the
 // database. On a saturated machine a request's cost is the inverse of its
 // throughput, so one round trip costs 1/probe-db − 1/probe, and the
 // uncached replay at least 1/replay plus that, even with a statement that
-// did no work.
+// did no work. A cached replay is mostly the stored answer to the same
+// request, which runs no operation, where an uncached one must run its
+// own: a bound, not a figure to reach.
 func (r *Results) uncachedBound(concs []int) {
 	for _, conc := range concs {
 		replay, trivial := r.run("replay").at(conc), r.run("trivial").at(conc)
