@@ -114,7 +114,7 @@ func (c *storedAnswers) keep(st *requestState, body []byte, oc *graphql.Operatio
 	st.mu.Lock()
 	replay, status := st.replay, st.status
 	st.mu.Unlock()
-	if replay == nil || status != 0 || !unchanging(oc) {
+	if replay == nil || status != 0 || !unchanging(oc, replay) {
 		return
 	}
 	c.entries.Add(k, storedAnswer{answer: answer, operation: oc.Operation.Name, replay: replay})
@@ -130,12 +130,20 @@ func (st *requestState) offerReplay(rp *payment.Replay) {
 
 // immutable names, by type, the fields of a settled charge's answer that
 // never change. Its refunds and captures (and what they add up to) change
-// after it, and are not among them.
+// after it, and are not among them; but see capturedForGood.
 var immutable = map[string]map[string]bool{
 	"ChargeCardPayload": set("__typename", "idempotencyKey", "status", "replayed", "charge", "failure", "retryAfterMs", "expiresAt", "nextAction"),
 	"Charge":            set("__typename", "id", "amount", "currency", "orderId", "providerChargeId", "createdAt"),
 	"ChargeFailure":     set("__typename", "code", "message"),
 	"NextAction":        set("__typename", "type", "url", "expiresAt"),
+}
+
+// capturedForGood adds the fields of a charge whose captures never change
+// (payment.Replay.CapturesFixed): an AUTOMATIC charge is CAPTURED in full
+// from the start, nothing capturable, no authorization to lapse. What a
+// checkout's client asks for.
+var capturedForGood = map[string]map[string]bool{
+	"Charge": set("captureStatus", "amountCaptured", "amountCapturable", "authorizationExpiresAt"),
 }
 
 func set(names ...string) map[string]bool {
@@ -146,22 +154,24 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-// unchanging reports whether oc is one chargeCard asking only for
-// immutable fields, whatever its fragments and directives select.
-func unchanging(oc *graphql.OperationContext) bool {
+// unchanging reports whether oc is one chargeCard asking only for fields
+// that never change in rp's answer, whatever its fragments and directives
+// select.
+func unchanging(oc *graphql.OperationContext, rp *payment.Replay) bool {
 	if oc.Operation.Operation != ast.Mutation {
 		return false
 	}
 	roots := graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{"Mutation"})
-	return len(roots) == 1 && roots[0].Name == "chargeCard" && onlyImmutable(oc, roots[0].Selections, "ChargeCardPayload")
+	return len(roots) == 1 && roots[0].Name == "chargeCard" &&
+		onlyImmutable(oc, roots[0].Selections, "ChargeCardPayload", rp.CapturesFixed())
 }
 
-func onlyImmutable(oc *graphql.OperationContext, sel ast.SelectionSet, typ string) bool {
+func onlyImmutable(oc *graphql.OperationContext, sel ast.SelectionSet, typ string, capturesFixed bool) bool {
 	for _, f := range graphql.CollectFields(oc, sel, []string{typ}) {
-		if !immutable[typ][f.Name] {
+		if !immutable[typ][f.Name] && !(capturesFixed && capturedForGood[typ][f.Name]) {
 			return false
 		}
-		if len(f.Selections) > 0 && !onlyImmutable(oc, f.Selections, f.Definition.Type.Name()) {
+		if len(f.Selections) > 0 && !onlyImmutable(oc, f.Selections, f.Definition.Type.Name(), capturesFixed) {
 			return false
 		}
 	}

@@ -189,3 +189,45 @@ func TestStoredAnswers_AnAnswerThatCanChange_IsNeverStored(t *testing.T) {
 	require.Equal(t, 500, got.Data.ChargeCard.Charge.AmountRefunded, "the replay after the refund shows it")
 	require.Zero(t, metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_stored_answers_total"))
 }
+
+// The client library asks for a charge's capture state with its outcome:
+// fixed for good for a charge that took the money at once, so its replays
+// get the stored answer; an authorization's changes with each capture, so
+// its replays run, and show a capture at once.
+func TestStoredAnswers_TheClientsDocument_StoredForAnAutomaticCharge_NotForAnAuthorization(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, nil)
+	ctx := context.Background()
+	api := s.API(apiclient.DemoAPIKey)
+	stored := func() float64 {
+		return metricstest.Scrape(t, s.Client, s.URL+"/metrics").Value("chargeonce_stored_answers_total")
+	}
+	key := apitest.NewKey()
+	first, err := api.ChargeCard(ctx, key, apitest.Visa(900))
+	require.NoError(t, err)
+	require.Equal(t, apiclient.CaptureStatusCaptured, first.Charge.CaptureStatus)
+	for range 3 {
+		r, err := api.ChargeCard(ctx, key, apitest.Visa(900))
+		require.NoError(t, err)
+		require.True(t, r.Replayed)
+		require.Equal(t, first.Charge, r.Charge)
+	}
+	require.Equal(t, 2.0, stored(), "the second and third replays were the stored answer")
+
+	charge, authorized := s.Authorize(t, apitest.Visa(700))
+	for range 3 {
+		r, err := api.ChargeCard(ctx, authorized, apitest.Manual(700))
+		require.NoError(t, err)
+		require.True(t, r.Replayed)
+		require.Equal(t, apiclient.CaptureStatusUncaptured, r.Charge.CaptureStatus)
+		require.Equal(t, 700, r.Charge.AmountCapturable)
+	}
+	require.Equal(t, 2.0, stored(), "an authorization's replays ran")
+	amount := 300
+	s.Capture(t, apitest.NewKey(), apiclient.CaptureInput{ChargeId: charge, Amount: &amount})
+	r, err := api.ChargeCard(ctx, authorized, apitest.Manual(700))
+	require.NoError(t, err)
+	require.Equal(t, apiclient.CaptureStatusCaptured, r.Charge.CaptureStatus, "a final capture of part of it, at once")
+	require.Equal(t, 300, r.Charge.AmountCaptured)
+	require.Zero(t, r.Charge.AmountCapturable)
+}

@@ -81,8 +81,21 @@ func (c *finishedCache) put(a Attempt) {
 // rendered it once may give the rendering again to the same request,
 // calling Replayed each time instead of running the request.
 type Replay struct {
-	key       history.Key
-	expiresAt time.Time
+	key           history.Key
+	expiresAt     time.Time
+	capturesFixed bool
+}
+
+// CapturesFixed reports whether the replayed attempt's charge is captured
+// for good: it took the money at once (captureMethod AUTOMATIC), or there
+// is no charge. A MANUAL charge's captures change until it is captured in
+// full, voided or lapses.
+func (rp *Replay) CapturesFixed() bool { return rp.capturesFixed }
+
+// capturesFixed is Replay.CapturesFixed of a.
+func capturesFixed(a Attempt) bool {
+	t := a.charge()
+	return t.Charge == nil || t.Input.CaptureMethod != CaptureManual
 }
 
 // Replayed counts one more replay of rp answered by the caller from its
