@@ -51,12 +51,13 @@ type storedAnswer struct {
 
 // maxStoredAnswer bounds what one stored answer holds, its request's body
 // included: a checkout's chargeCard takes well under 1 KiB both ways, and
-// the bound keeps the cache's memory at most size × 4 KiB.
+// the bound keeps the cache's memory within size × 4 KiB.
 const maxStoredAnswer = 4 << 10
 
-// StoredAnswersDefault is the default of HandlerConfig.StoredAnswers: as
-// many as the finished results the payment service keeps.
-const StoredAnswersDefault = payment.ResultCacheSizeDefault
+// StoredAnswersDefault is the default of HandlerConfig.StoredAnswers: a
+// retry storm's keys on one instance (its requests in flight when the
+// network failed) in at most 20 MiB.
+const StoredAnswersDefault = 5_000
 
 // newStoredAnswers returns a cache of size answers, or nil (none) when
 // size is negative.
