@@ -47,9 +47,6 @@ type HandlerConfig struct {
 	PublishableLimit, PublishableIPLimit *ratelimit.Limiter
 	// AuthTimeout bounds the API key lookup.
 	AuthTimeout time.Duration
-	// StoredAnswers bounds how many replays' answers are kept to be given
-	// again to the same request (storedAnswers); negative keeps none.
-	StoredAnswers int
 	// Streams holds the websockets and event streams: their caps and
 	// lifetime, the re-checks of their keys (run by Streams.Run), and their
 	// end when the server shuts down (Streams.Close); nil: streams with
@@ -75,7 +72,6 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, MaxBodyBytesDefault)
 	cfg.MaxChargesPerRequest = cmp.Or(cfg.MaxChargesPerRequest, MaxChargesPerRequestDefault)
 	cfg.AuthTimeout = cmp.Or(cfg.AuthTimeout, AuthTimeoutDefault)
-	cfg.StoredAnswers = cmp.Or(cfg.StoredAnswers, StoredAnswersDefault)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -112,7 +108,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.AddTransport(e.websocketTransport())
 	srv.AddTransport(sseTransport{sse: transport.SSE{KeepAlivePingInterval: sseKeepAlive}})
 	srv.AddTransport(getTransport{})
-	srv.AddTransport(postTransport{answers: newStoredAnswers(cfg.StoredAnswers, r.Payments, cfg.Metrics)})
+	srv.AddTransport(postTransport{answers: newStoredAnswers(r.Payments, cfg.Metrics)})
 	// The documents that passed validation; documentLimits lets them by.
 	validated := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(validated)

@@ -51,23 +51,24 @@ type storedAnswer struct {
 
 // maxStoredAnswer bounds what one stored answer holds, its request's body
 // included: a checkout's chargeCard takes well under 1 KiB both ways, and
-// the bound keeps the cache's memory within size × 4 KiB.
+// the bound keeps the cache's memory within maxStoredAnswers × 4 KiB.
 const maxStoredAnswer = 4 << 10
 
-// StoredAnswersDefault is the default of HandlerConfig.StoredAnswers: a
-// retry storm's keys on one instance (its requests in flight when the
-// network failed) in at most 20 MiB.
-const StoredAnswersDefault = 5_000
+// maxStoredAnswers bounds how many answers are kept: a retry storm's keys
+// on one instance (its requests in flight when the network failed) in at
+// most 20 MiB. None is kept while the payment service keeps no finished
+// results (RESULT_CACHE_SIZE=0), for it offers no replay to store.
+const maxStoredAnswers = 5_000
 
-// newStoredAnswers returns a cache of size answers, or nil (none) when
-// size is negative.
-func newStoredAnswers(size int, payments *payment.Service, m *metrics.Metrics) *storedAnswers {
-	if size < 0 || payments == nil {
+// newStoredAnswers returns the cache of answers, or nil (none) without a
+// payment service.
+func newStoredAnswers(payments *payment.Service, m *metrics.Metrics) *storedAnswers {
+	if payments == nil {
 		return nil
 	}
-	entries, err := lru.New[answerKey, storedAnswer](size)
+	entries, err := lru.New[answerKey, storedAnswer](maxStoredAnswers)
 	if err != nil {
-		panic(err) // only for a size of 0, which NewHandler replaces
+		panic(err) // only for a size of 0
 	}
 	return &storedAnswers{entries: entries, payments: payments, served: m.StoredAnswers}
 }

@@ -50,9 +50,9 @@ func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	params.Headers = r.Header
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	execute(w, r, exec, params, false, func(oc *graphql.OperationContext, resp *graphql.Response, answer []byte) {
+	if oc, resp, answer := execute(w, r, exec, params, false); resp != nil {
 		t.answers.keep(st, body, oc, resp, answer)
-	})
+	}
 }
 
 // getTransport serves GET /graphql?query=…: queries only, never mutations.
@@ -83,13 +83,14 @@ func (getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		}
 	}
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	execute(w, r, exec, params, true, nil)
+	execute(w, r, exec, params, true)
 }
 
-// execute parses, validates and runs one operation and writes its answer,
-// which it shows keep (when not nil) once written.
-func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, params *graphql.RawParams, queryOnly bool,
-	keep func(oc *graphql.OperationContext, resp *graphql.Response, answer []byte)) {
+// execute parses, validates and runs one operation and writes its answer.
+// It returns what it ran, the response and its bytes as written; a nil
+// response when it ran nothing.
+func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, params *graphql.RawParams, queryOnly bool) (
+	*graphql.OperationContext, *graphql.Response, []byte) {
 	ctx := r.Context()
 	w.Header().Set("Content-Type", "application/json")
 	oc, errs := exec.CreateOperationContext(ctx, params)
@@ -100,20 +101,17 @@ func execute(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor,
 		// A well-formed request whose document or variables are refused: as
 		// the GraphQL-over-HTTP spec asks of application/json, status 200.
 		writeJSON(w, exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs))
-		return
+		return nil, nil, nil
 	}
 	if queryOnly && oc.Operation.Operation != ast.Query {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, badRequest(codeBadRequest, "",
 			"GET requests may run queries only; send mutations with POST"))
-		return
+		return nil, nil, nil
 	}
 	responses, ctx := exec.DispatchOperation(ctx, oc)
 	resp := responses(ctx)
-	answer := writeJSON(w, resp)
-	if keep != nil {
-		keep(oc, resp, answer)
-	}
+	return oc, resp, writeJSON(w, resp)
 }
 
 // rootField names what an operation runs, for metrics: its one root field,

@@ -71,7 +71,7 @@ func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, finger
 	if r.Status == StatusProcessing {
 		typ = history.Processing
 	} else if s.finished != nil && s.finished.settled(a) {
-		r.Replay = &Replay{key: keyOf(a), expiresAt: a.ExpiresAt, capturesFixed: capturesFixed(a)}
+		r.Replay = &Replay{attempt: a}
 	}
 	s.cfg.History.Count(s.note(ctx, a, typ, ""))
 	return r, nil

@@ -80,21 +80,14 @@ func (c *finishedCache) put(a Attempt) {
 // never changes until the attempt's result expires, so a caller that
 // rendered it once may give the rendering again to the same request,
 // calling Replayed each time instead of running the request.
-type Replay struct {
-	key           history.Key
-	expiresAt     time.Time
-	capturesFixed bool
-}
+type Replay struct{ attempt Attempt }
 
 // CapturesFixed reports whether the replayed attempt's charge is captured
 // for good: it took the money at once (captureMethod AUTOMATIC), or there
 // is no charge. A MANUAL charge's captures change until it is captured in
 // full, voided or lapses.
-func (rp *Replay) CapturesFixed() bool { return rp.capturesFixed }
-
-// capturesFixed is Replay.CapturesFixed of a.
-func capturesFixed(a Attempt) bool {
-	t := a.charge()
+func (rp *Replay) CapturesFixed() bool {
+	t := rp.attempt.charge()
 	return t.Charge == nil || t.Input.CaptureMethod != CaptureManual
 }
 
@@ -105,13 +98,13 @@ func capturesFixed(a Attempt) bool {
 // forgotten and claimed anew, and the request must be run.
 func (s *Service) Replayed(ctx context.Context, rp *Replay) bool {
 	now := s.cfg.Now()
-	if !now.Before(rp.expiresAt) {
+	if !now.Before(rp.attempt.ExpiresAt) {
 		return false
 	}
 	if s.finished != nil {
 		s.finished.hit.Inc()
 	}
 	s.metrics.Replays.Inc()
-	s.cfg.History.Count(history.Entry{Key: rp.key, At: now, Type: history.Replayed, Source: s.cfg.History.Source(ctx)})
+	s.cfg.History.Count(noteOf(ctx, s.cfg.History, rp.attempt, history.Replayed, "", now))
 	return true
 }

@@ -35,7 +35,6 @@ func Handler(a *App) http.Handler {
 		PublishableLimit:     ratelimit.New(cfg.RateLimitPublishable, int(cfg.RateLimitPublishableBurst), 0),
 		PublishableIPLimit:   ratelimit.New(cfg.RateLimitPublishableIP, int(cfg.RateLimitPublishableIPBurst), 0),
 		AuthTimeout:          cfg.DBTimeout,
-		StoredAnswers:        storedAnswers(cfg.ResultCacheSize),
 		Streams:              a.streams,
 		Logger:               a.log,
 		Metrics:              a.metrics,
@@ -105,13 +104,4 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
-}
-
-// storedAnswers is how many replays' answers the GraphQL endpoint keeps:
-// its default, or none when RESULT_CACHE_SIZE=0 keeps no finished results.
-func storedAnswers(resultCacheSize int64) int {
-	if resultCacheSize == 0 {
-		return -1
-	}
-	return 0
 }
