@@ -203,8 +203,11 @@ func clusterSupervise(ctx context.Context, dir string, ports cluster.Ports, serv
 	if err != nil {
 		return err
 	}
-	state := c.State(ctx, os.Getpid())
-	if err := state.Write(); err != nil {
+	state, err := c.State(ctx, os.Getpid())
+	if err == nil {
+		err = state.Write()
+	}
+	if err != nil {
 		_ = c.Down(context.WithoutCancel(ctx))
 		return err
 	}

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"chargeonce/lab/formation"
 )
 
 // State is what lab cluster up leaves in the cluster's directory
@@ -41,12 +44,16 @@ type PartState struct {
 // StateFile is the state's file in a cluster's directory.
 const StateFile = "cluster.json"
 
-// State describes the cluster as it is now, run by supervisor.
-func (c *Cluster) State(ctx context.Context, supervisor int) State {
+// State describes the cluster as it is now, run by supervisor. It fails
+// when the formation has no primary within a minute.
+func (c *Cluster) State(ctx context.Context, supervisor int) (State, error) {
 	s := State{Supervisor: supervisor, Dir: c.dir, NATSURL: c.NATSURL}
 	if f := c.Formation; f != nil {
 		s.DatabaseURL, s.MonitorURL, s.FormationDir = f.URL, f.MonitorURL, f.Dir()
-		primary, _ := f.Primary(ctx)
+		primary, err := f.WaitPrimary(ctx, formation.Node{}, time.Minute)
+		if err != nil {
+			return s, fmt.Errorf("the formation's primary: %w", err)
+		}
 		pid := f.KeeperPID("monitor")
 		s.Parts = append(s.Parts, PartState{Name: "monitor", Role: "pg_auto_failover monitor", PID: pid,
 			URL: f.MonitorURL, Log: filepath.Join(f.Dir(), "monitor.log"), Kill: fmt.Sprintf("kill -9 -- -%d", pid)})
@@ -71,7 +78,7 @@ func (c *Cluster) State(ctx context.Context, supervisor int) State {
 	if c.Receipts != nil {
 		s.Parts = append(s.Parts, c.Receipts.state("receipts consumer"))
 	}
-	return s
+	return s, nil
 }
 
 func (p *Part) state(role string) PartState {

@@ -291,6 +291,11 @@ func (f *Formation) states(ctx context.Context) ([]nodeState, error) {
 	})
 }
 
+// writable are the states of a node that takes writes: the monitor moves a
+// primary between them as its standby comes and goes, reporting one while
+// it assigns the other for a moment.
+var writable = map[string]bool{"primary": true, "wait_primary": true, "single": true}
+
 // Primary is the node that the monitor has as the primary, once one is.
 func (f *Formation) Primary(ctx context.Context) (Node, error) {
 	states, err := f.states(ctx)
@@ -298,7 +303,7 @@ func (f *Formation) Primary(ctx context.Context) (Node, error) {
 		return Node{}, err
 	}
 	for _, s := range states {
-		if s.reported == "primary" && s.assigned == "primary" || s.reported == "wait_primary" && s.assigned == "wait_primary" {
+		if writable[s.reported] && writable[s.assigned] {
 			for _, n := range f.Nodes {
 				if n.Port == s.port {
 					return n, nil
@@ -447,7 +452,9 @@ func children(pid int) []int {
 	return kids
 }
 
-// WaitPrimary waits until a node other than old is the primary.
+// WaitPrimary waits until a node other than old is the primary; with a zero
+// old, until any node is. The monitor can have none for a moment, between
+// two states of a node, or not answer under load.
 func (f *Formation) WaitPrimary(ctx context.Context, old Node, within time.Duration) (Node, error) {
 	var now Node
 	err := goretry.Do(ctx, pollFor(within), func(ctx context.Context) error {
