@@ -386,7 +386,7 @@ func (b *bench) primaryRuns(ctx context.Context) (primary string, replayKeys int
 
 	replay := Run{Name: "replay", Provider: primary, What: fmt.Sprintf("chargeCard replaying %d finished keys in turn (the retry storm after an outage); after its first replay on the instance, a key is answered from the instance's result cache, and from its second with the answer the instance gave the same request before", len(keys))}
 	trivial := Run{Name: "trivial", What: "`{__typename}` through the same server with the demo key: the HTTP + GraphQL ceiling"}
-	uncached := Run{Name: "replay-uncached", Provider: primary, What: "as `replay` on a server with RESULT_CACHE_SIZE=0: every replay reads its attempt from the database"}
+	uncached := Run{Name: "replay-uncached", Provider: primary, What: "as `replay` on a server with RESULT_CACHE_SIZE=0, whose memory holds no result and no answer: each replay reads the database, in one statement, for the answer an instance gave the same request before (during a storm of replays, as here), or for its attempt"}
 	// What one round trip to the database costs, apart from any query's
 	// work: the same server's probe with one (an empty statement) and
 	// without, neither through GraphQL.

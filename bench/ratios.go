@@ -136,9 +136,9 @@ func (r *Results) computeRatios(concs []int) {
 // database. On a saturated machine a request's cost is the inverse of its
 // throughput, so one round trip costs 1/probe-db − 1/probe, and the
 // uncached replay at least 1/replay plus that, even with a statement that
-// did no work. A cached replay is mostly the stored answer to the same
-// request, which runs no operation, where an uncached one must run its
-// own: a bound, not a figure to reach.
+// did no work. Both give the stored answer to the same request, from the
+// instance's memory or read from the database, so what the read's
+// statement costs beyond an empty one is the gap.
 func (r *Results) uncachedBound(concs []int) {
 	for _, conc := range concs {
 		replay, trivial := r.run("replay").at(conc), r.run("trivial").at(conc)

@@ -231,3 +231,99 @@ func TestStoredAnswers_TheClientsDocument_StoredForAnAutomaticCharge_NotForAnAut
 	require.Equal(t, 300, r.Charge.AmountCaptured)
 	require.Zero(t, r.Charge.AmountCapturable)
 }
+
+// After a restart or a failover, a storm of replays meets instances whose
+// memory never held the keys. Such an instance, once most of its requests
+// are replays, reads the answer another instance gave the same request
+// from the database, in one statement, and gives it byte for byte; its
+// first requests, and any while most are fresh charges, run.
+func TestStoredAnswers_AStormOnAnInstanceThatNeverSawTheKeys_GetsTheAnswersFromTheDatabase(t *testing.T) {
+	t.Parallel()
+	a := apitest.Start(t, map[string]string{"HISTORY_FLUSH_INTERVAL": "100ms", "HISTORY_COUNT_INTERVAL": "100ms"})
+	const n, spare = 40, 1
+	bodies, keys := make([]string, n+spare), make([]string, n+spare)
+	given := make([]string, n+spare) // a's answer to each key's first replay
+	for i := range bodies {
+		keys[i] = apitest.NewKey()
+		bodies[i] = apitest.ChargeBody(keys[i], storedVisa)
+		require.False(t, send(t, a, "demo-key", bodies[i]).GQL(t).Data.ChargeCard.Replayed)
+		replay := send(t, a, "demo-key", bodies[i])
+		require.True(t, replay.GQL(t).Data.ChargeCard.Replayed)
+		given[i] = string(replay.Body)
+	}
+	pool := dbtest.Open(t, a.DatabaseURL)
+	require.Eventually(t, func() bool {
+		var kept int
+		require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM stored_answers").Scan(&kept))
+		return kept == n+spare
+	}, 10*time.Second, 20*time.Millisecond, "a kept every replay's answer in the database")
+
+	// b keeps nothing in memory: every answer it gives is rendered or read.
+	b := apitest.StartOn(t, a.DatabaseURL, map[string]string{
+		"RESULT_CACHE_SIZE": "0", "HISTORY_FLUSH_INTERVAL": "100ms", "HISTORY_COUNT_INTERVAL": "100ms"})
+	fromDatabase := func() float64 {
+		return metricstest.Scrape(t, b.Client, b.URL+"/metrics").Value("chargeonce_stored_answers_total", "from", "database")
+	}
+	storm := func() {
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 8 {
+			wg.Go(func() {
+				for i := range next {
+					r, err := b.TrySend(http.MethodPost, "/graphql",
+						apitest.JSONHeaders("Authorization", "Bearer demo-key"), strings.NewReader(bodies[i]))
+					if assert.NoError(t, err) {
+						assert.Equal(t, given[i], string(r.Body), "key %d's answer, byte for byte", i)
+					}
+				}
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
+	storm()
+	read := fromDatabase()
+	require.GreaterOrEqual(t, read, float64(n-16-8), "once half its window were replays, b read the answers")
+	require.LessOrEqual(t, read, float64(n-16), "b's first 16 replays ran")
+	storm()
+	require.Equal(t, read+n, fromDatabase(), "in the storm, every replay read its answer")
+	for i := range n {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			rows, err := b.API("demo-key").History(context.Background(), apiclient.AttemptKindCharge, keys[i])
+			if !assert.NoError(c, err) {
+				return
+			}
+			replayed := 0
+			for _, r := range rows {
+				if r.Type == "request.replayed" {
+					replayed += r.Count
+				}
+			}
+			assert.Equal(c, 3, replayed, "a's replay and b's two, each counted once")
+		}, 10*time.Second, 50*time.Millisecond)
+	}
+
+	// No other request reads the database for an answer.
+	misses := func() float64 {
+		return metricstest.Scrape(t, b.Client, b.URL+"/metrics").Value("chargeonce_stored_answer_misses_total")
+	}
+	missed := misses()
+	for range 20 {
+		require.Equal(t, http.StatusOK, send(t, b, "demo-key", `{"query":"{ __typename }"}`).Status)
+	}
+	require.Equal(t, missed, misses())
+
+	// Fresh charges end the storm: each read for nothing until then, and
+	// then b stops reading, and a replay runs.
+	for range 32 {
+		require.False(t, send(t, b, "demo-key", apitest.ChargeBody(apitest.NewKey(), storedVisa)).GQL(t).Data.ChargeCard.Replayed)
+	}
+	require.Equal(t, missed+17, misses(), "from a full window to half of it, and the one at half")
+	before := fromDatabase()
+	r := send(t, b, "demo-key", bodies[n])
+	require.Equal(t, given[n], string(r.Body))
+	require.Equal(t, before, fromDatabase(), "the replay ran")
+}

@@ -35,6 +35,12 @@ const (
 	CacheBypass = "bypass" // looked up in the database: the instance hears no key changes, so it caches nothing
 )
 
+// Labels of StoredAnswers.
+const (
+	AnswerFromMemory   = "memory"   // the instance's own, kept since it gave it
+	AnswerFromDatabase = "database" // read from the database in one statement
+)
+
 // Metrics are chargeonce's instruments.
 type Metrics struct {
 	// Charges counts finalized attempts by outcome (succeeded, failed) and
@@ -134,9 +140,13 @@ type Metrics struct {
 	// charge and status query, by whether memory answered (hit) or the
 	// database had to (miss, a fresh key included).
 	ResultCache *prometheus.CounterVec
-	// StoredAnswers counts replays answered with the stored answer this
-	// instance gave the same request before, without running it.
-	StoredAnswers prometheus.Counter
+	// StoredAnswers counts replays answered with the stored answer given to
+	// the same request before, without running it, by where it was kept
+	// (AnswerFromMemory, AnswerFromDatabase).
+	StoredAnswers *prometheus.CounterVec
+	// StoredAnswerMisses counts reads of the database for a stored answer
+	// that found none: what a storm of replays cost the requests that ran.
+	StoredAnswerMisses prometheus.Counter
 	// HTTPDuration times /graphql requests by operation (the root field) and
 	// HTTP status code.
 	HTTPDuration *prometheus.HistogramVec
@@ -253,8 +263,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		ResultCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "result_cache_total",
 			Help: "Lookups of an idempotency key in this instance's cache of finished results, one per charge and status query: answered from memory (hit), or left to the database (miss; a fresh key is a miss too)."},
 			[]string{"result"}),
-		StoredAnswers: counter("stored_answers_total",
-			"Replays of a settled charge answered with the answer this instance gave the same request before (the same key, body and Idempotency-Key header), without running it; counted in charge_replays_total and as result cache hits too."),
+		StoredAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "stored_answers_total",
+			Help: "Replays of a settled charge answered with the answer given to the same request before (the same key, body and Idempotency-Key header), without running it, by where it was kept: this instance's memory, or the database (an answer another instance, or this one before a restart, gave); counted in charge_replays_total too, and in result_cache_total as a hit from memory, a miss from the database."},
+			[]string{"from"}),
+		StoredAnswerMisses: counter("stored_answer_misses_total",
+			"Reads of the database for a request's stored answer, during a storm of replays, that found none: the request ran after a round trip for nothing."),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace,
 			Name: "http_request_duration_seconds", Help: "/graphql requests, by operation (root field) and HTTP status code.",
 			Buckets: prometheus.DefBuckets}, []string{"operation", "code"}),
@@ -287,7 +300,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.CheckoutSessions, m.SessionRefused, m.Declines, m.CardTestingSuspected,
 			m.AuthenticationStarted, m.AuthenticationEnded, m.AuthenticationWait,
 			m.ProviderDuration, m.ProviderErrors, m.ProviderRekeys, m.ReconcilerTakeovers, m.ReconcilerRedrives, m.ReconcilerGiveUps,
-			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.StoredAnswers, m.HTTPDuration, m.EventsPublished,
+			m.RetentionDeleted, m.RateLimited, m.Unauthenticated, m.AuthCache, m.ResultCache, m.StoredAnswers, m.StoredAnswerMisses, m.HTTPDuration, m.EventsPublished,
 			m.WebhookDeliveries, m.WebhookAttemptDuration, m.Subscriptions, m.StripeWebhookRefused, m.LiveReads, m.Streams, m.StreamsEnded,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

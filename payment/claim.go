@@ -70,7 +70,7 @@ func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, finger
 	typ := history.Replayed
 	if r.Status == StatusProcessing {
 		typ = history.Processing
-	} else if s.finished != nil && s.finished.settled(a) {
+	} else if s.op(a).settled(a) {
 		r.Replay = &Replay{attempt: a}
 	}
 	s.cfg.History.Count(s.note(ctx, a, typ, ""))

@@ -76,6 +76,11 @@ func (c *finishedCache) put(a Attempt) {
 	c.entries.Add(finishedKey{a.MerchantID, a.KeySession, a.IdempotencyKey}, a)
 }
 
+// KeepsResults reports whether the instance keeps finished results in
+// memory (Config.ResultCacheSize): a caller keeps its renderings of
+// replays in memory only if it does.
+func (s *Service) KeepsResults() bool { return s.finished != nil }
+
 // A Replay is a replay of a settled attempt (Result.Replay). Its answer
 // never changes until the attempt's result expires, so a caller that
 // rendered it once may give the rendering again to the same request,
@@ -93,16 +98,21 @@ func (rp *Replay) CapturesFixed() bool {
 
 // Replayed counts one more replay of rp answered by the caller from its
 // own rendering, as a replay through ChargeCard is counted: in the
-// metrics, as a hit of the cache of finished results, and in the key's
-// history. False once rp's result has expired: the key may have been
-// forgotten and claimed anew, and the request must be run.
-func (s *Service) Replayed(ctx context.Context, rp *Replay) bool {
+// metrics, in the cache of finished results (a hit when the caller kept
+// the rendering in memory, a miss when it read it from the database), and
+// in the key's history. False once rp's result has expired: the key may
+// have been forgotten and claimed anew, and the request must be run.
+func (s *Service) Replayed(ctx context.Context, rp *Replay, fromMemory bool) bool {
 	now := s.cfg.Now()
 	if !now.Before(rp.attempt.ExpiresAt) {
 		return false
 	}
 	if s.finished != nil {
-		s.finished.hit.Inc()
+		if fromMemory {
+			s.finished.hit.Inc()
+		} else {
+			s.finished.miss.Inc()
+		}
 	}
 	s.metrics.Replays.Inc()
 	s.cfg.History.Count(noteOf(ctx, s.cfg.History, rp.attempt, history.Replayed, "", now))

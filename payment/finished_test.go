@@ -118,8 +118,7 @@ func TestFinishedCache_IsBounded(t *testing.T) {
 
 // A replay of a settled charge offers its answer to be given again
 // (Result.Replay), counted by Replayed until the result expires; an
-// attempt in progress never does, nor any replay while the instance keeps
-// no finished results.
+// attempt in progress never does.
 func TestReplayed_UntilTheResultExpires_OnlyForASettledAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
@@ -130,9 +129,9 @@ func TestReplayed_UntilTheResultExpires_OnlyForASettledAttempt(t *testing.T) {
 	replay, err := b.svc.ChargeCard(ctx, b.merchant, "k", visa(900))
 	require.NoError(t, err)
 	require.NotNil(t, replay.Replay)
-	require.True(t, b.svc.Replayed(ctx, replay.Replay))
+	require.True(t, b.svc.Replayed(ctx, replay.Replay, true))
 	b.clock.AdvancePast(replay.ExpiresAt)
-	require.False(t, b.svc.Replayed(ctx, replay.Replay), "expired: the key may be claimed anew")
+	require.False(t, b.svc.Replayed(ctx, replay.Replay, true), "expired: the key may be claimed anew")
 
 	b.abandon(t, "p", visa(300))
 	processing, err := b.svc.ChargeCard(ctx, b.merchant, "p", visa(300))
@@ -146,5 +145,7 @@ func TestReplayed_UntilTheResultExpires_OnlyForASettledAttempt(t *testing.T) {
 	again, err := uncached.svc.ChargeCard(ctx, uncached.merchant, "k", visa(900))
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
-	require.Nil(t, again.Replay, "without the cache every replay is read from the database")
+	require.NotNil(t, again.Replay, "without the cache too: its answer may be kept in the database")
+	require.False(t, uncached.svc.KeepsResults())
+	require.True(t, b.svc.KeepsResults())
 }

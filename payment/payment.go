@@ -67,9 +67,10 @@ type Result struct {
 	Capture *Capture
 	Void    *Void
 	// Replay is set on a replay of a settled attempt (one that can never
-	// change) while this instance keeps finished results: its answer may
-	// be given again as it is, each time counted by Service.Replayed, until
-	// the result expires.
+	// change): its answer may be given again as it is (from memory while
+	// the instance keeps finished results, from the database through
+	// KeepAnswer), each time counted by Service.Replayed, until the result
+	// expires.
 	Replay *Replay
 }
 

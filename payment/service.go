@@ -25,6 +25,8 @@ type Service struct {
 	finished *finishedCache
 	// ops are the registered kinds' operations.
 	ops map[Kind]operation
+	// answers writes the replays' answers that KeepAnswer is given.
+	answers *answerWriter
 }
 
 // NewService returns a Service on pool that charges through provider.
@@ -39,6 +41,9 @@ func NewService(pool *pgxpool.Pool, provider Provider, cfg Config) *Service {
 		s.ops[kind] = op(s)
 	}
 	s.finished = newFinishedCache(cfg.ResultCacheSize, cfg.Metrics, func(a Attempt) bool { return s.op(a).settled(a) })
+	s.answers = &answerWriter{write: st.storeAnswers, warn: func(err error, n int) {
+		s.log.Warn("replays' answers not kept", "answers", n, "err", err)
+	}}
 	return s
 }
 

@@ -361,7 +361,7 @@ LIMIT sqlc.arg(max_attempts)::integer;
 
 -- name: DeleteExpiredChargeAttempts :one
 -- Retention: forgets a small batch of finished attempts whose stored result
--- has expired, with their history. Never a PROCESSING one. SKIP LOCKED
+-- has expired, with their history and stored answers. Never a PROCESSING one. SKIP LOCKED
 -- keeps it from waiting on, or blocking, anything else; the charges stay.
 -- An attempt's result expires a retention after it was claimed or later
 -- (expires_at is set at the claim and again at the outcome, each time to
@@ -386,6 +386,9 @@ forgotten AS (
 ),
 uncounted AS (
     DELETE FROM attempt_counts WHERE attempt_id IN (SELECT id FROM gone)
+),
+unanswered AS (
+    DELETE FROM stored_answers WHERE attempt_id IN (SELECT id FROM gone)
 )
 SELECT count(*) FROM gone;
 

@@ -197,6 +197,17 @@ type Refund struct {
 	FailedAt         *time.Time
 }
 
+type StoredAnswer struct {
+	MerchantID     uuid.UUID
+	RequestHash    []byte
+	AttemptID      uuid.UUID
+	Kind           string
+	IdempotencyKey string
+	ExpiresAt      time.Time
+	Operation      string
+	Answer         []byte
+}
+
 type WebhookAttempt struct {
 	EventID    uuid.UUID
 	EndpointID uuid.UUID
