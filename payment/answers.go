@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"chargeonce/db"
-	"chargeonce/sqlc"
 )
 
 // A StoredAnswer is the answer a replay of a settled attempt was given,
@@ -40,16 +37,13 @@ func (s *Service) KeepAnswer(rp *Replay, hash []byte, operation string, answer [
 // identifies, in one statement by the primary key; false when none is.
 // Whether it may still be given is Replayed's to say.
 func (s *Service) StoredAnswer(ctx context.Context, merchantID uuid.UUID, hash []byte) (StoredAnswer, bool, error) {
-	row, err := s.store.q.StoredAnswer(ctx, sqlc.StoredAnswerParams{MerchantID: merchantID, RequestHash: hash})
-	if kind, _ := db.Classify(err); kind == db.NotFound {
-		return StoredAnswer{}, false, nil
+	row, ok, err := s.store.storedAnswer(ctx, merchantID, hash)
+	if !ok || err != nil {
+		return StoredAnswer{}, false, err
 	}
-	if err != nil {
-		return StoredAnswer{}, false, interpretError(err)
-	}
-	a := Attempt{ID: row.AttemptID, Kind: Kind(row.Kind), MerchantID: merchantID, IdempotencyKey: row.IdempotencyKey,
-		ExpiresAt: row.ExpiresAt, Status: StatusSucceeded}
-	return StoredAnswer{Operation: row.Operation, Answer: row.Answer, Replay: &Replay{attempt: a}}, true, nil
+	a := Attempt{ID: row.attempt, Kind: row.kind, MerchantID: merchantID, IdempotencyKey: row.key,
+		ExpiresAt: row.expiresAt, Status: StatusSucceeded}
+	return StoredAnswer{Operation: row.operation, Answer: row.answer, Replay: &Replay{attempt: a}}, true, nil
 }
 
 // answerWriter writes the answers KeepAnswer is given: the first starts a
@@ -110,20 +104,4 @@ func (w *answerWriter) drain() {
 		}
 		cancel()
 	}
-}
-
-// storeAnswers writes rows in one statement.
-func (s *store) storeAnswers(ctx context.Context, rows []storedAnswerRow) error {
-	var p sqlc.StoreAnswersParams
-	for _, r := range rows {
-		p.MerchantID = append(p.MerchantID, r.merchant)
-		p.RequestHash = append(p.RequestHash, r.hash)
-		p.AttemptID = append(p.AttemptID, r.attempt)
-		p.Kind = append(p.Kind, string(r.kind))
-		p.IdempotencyKey = append(p.IdempotencyKey, r.key)
-		p.ExpiresAt = append(p.ExpiresAt, r.expiresAt)
-		p.Operation = append(p.Operation, r.operation)
-		p.Answer = append(p.Answer, r.answer)
-	}
-	return s.q.StoreAnswers(ctx, p)
 }
