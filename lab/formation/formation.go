@@ -302,9 +302,14 @@ func (f *Formation) Primary(ctx context.Context) (Node, error) {
 	if err != nil {
 		return Node{}, err
 	}
+	return primaryOf(f.Nodes, states)
+}
+
+// primaryOf is the node of nodes that states has as the primary.
+func primaryOf(nodes []Node, states []nodeState) (Node, error) {
 	for _, s := range states {
 		if writable[s.reported] && writable[s.assigned] {
-			for _, n := range f.Nodes {
+			for _, n := range nodes {
 				if n.Port == s.port {
 					return n, nil
 				}
