@@ -176,10 +176,10 @@ func (c *storedAnswers) keep(st *requestState, body []byte, oc *graphql.Operatio
 		return
 	}
 	st.mu.Lock()
-	replay, status := st.replay, st.status
+	replay, status, root := st.replay, st.status, st.rootField
 	st.mu.Unlock()
 	if replay == nil {
-		if rootField(oc) == "chargeCard" {
+		if root == "chargeCard" {
 			c.storm.saw(false)
 		}
 		return

@@ -41,8 +41,7 @@ func (s *Service) StoredAnswer(ctx context.Context, merchantID uuid.UUID, hash [
 	if !ok || err != nil {
 		return StoredAnswer{}, false, err
 	}
-	a := Attempt{ID: row.attempt, Kind: row.kind, MerchantID: merchantID, IdempotencyKey: row.key,
-		ExpiresAt: row.expiresAt, Status: StatusSucceeded}
+	a := Attempt{ID: row.attempt, Kind: row.kind, MerchantID: merchantID, IdempotencyKey: row.key, ExpiresAt: row.expiresAt}
 	return StoredAnswer{Operation: row.operation, Answer: row.answer, Replay: &Replay{attempt: a}}, true, nil
 }
 

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
 
 	"chargeonce/history"
-	"github.com/stretchr/testify/require"
 )
 
 // An answer kept for a replay is read back, on another instance, by the
