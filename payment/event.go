@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -132,18 +133,42 @@ type Event struct {
 // where the row names one, attemptInRow), which charge_event_body puts
 // back into the body the relay publishes. Each field below hides e's of
 // the same JSON name (a shallower field wins) and, nil, is left out.
-func (e Event) storedBody(attemptInRow bool) ([]byte, error) {
+//
+// With chargeInRow (a charge.succeeded whose row names its charge), the
+// body leaves out what the charge row holds too: when it occurred (the
+// charge's time), the amount, currency and order, the charge, and the
+// request's key (the row's key). Its request keeps only its id.
+func (e Event) storedBody(attemptInRow, chargeInRow bool) ([]byte, error) {
 	stored := struct {
 		Event
-		ID             *struct{}  `json:"id,omitempty"`
-		Type           *struct{}  `json:"type,omitempty"`
-		MerchantID     *struct{}  `json:"merchantId,omitempty"`
-		IdempotencyKey *struct{}  `json:"idempotencyKey,omitempty"`
-		AttemptID      *uuid.UUID `json:"attemptId,omitempty"`
+		ID             *struct{}    `json:"id,omitempty"`
+		Type           *struct{}    `json:"type,omitempty"`
+		MerchantID     *struct{}    `json:"merchantId,omitempty"`
+		IdempotencyKey *struct{}    `json:"idempotencyKey,omitempty"`
+		AttemptID      *uuid.UUID   `json:"attemptId,omitempty"`
+		OccurredAt     any          `json:"occurredAt,omitempty"`
+		Amount         any          `json:"amount,omitempty"`
+		Currency       any          `json:"currency,omitempty"`
+		OrderID        string       `json:"orderId,omitempty"`
+		Charge         *EventCharge `json:"charge,omitempty"`
+		Request        any          `json:"request,omitempty"`
 	}{Event: e}
 	if !attemptInRow {
 		stored.AttemptID = e.AttemptID
 	}
+	if !chargeInRow {
+		stored.OccurredAt, stored.Amount, stored.Currency, stored.OrderID, stored.Charge = e.OccurredAt, e.Amount, e.Currency, e.OrderID, e.Charge
+		if e.Request != nil {
+			stored.Request = e.Request
+		}
+		return json.Marshal(stored)
+	}
+	if e.Charge == nil || e.Request == nil || e.Request.IdempotencyKey == nil || *e.Request.IdempotencyKey != e.IdempotencyKey {
+		return nil, fmt.Errorf("payment: event %s (%s) cannot take its charge from its row", e.ID, e.Type)
+	}
+	stored.Request = struct {
+		ID *string `json:"id"`
+	}{e.Request.ID}
 	return json.Marshal(stored)
 }
 

@@ -3,6 +3,9 @@ package payment
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/request"
 )
 
 func TestParseEvent_RefusesWhatIsNotAnEvent(t *testing.T) {
@@ -101,5 +105,73 @@ func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
 	}
 	for _, typ := range []string{EventChargeSucceeded, EventChargeFailed, EventSessionPaid, EventCardTestingSuspected} {
 		require.True(t, types[typ], "no %s written", typ)
+	}
+}
+
+// TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow: a
+// charge.succeeded's row names its charge, its body holds the request's id
+// alone, and the body the relay publishes is byte for byte the jsonb of the
+// event its writer announced, times included, whatever their fraction of a
+// second (Go's encoding drops the fraction's trailing zeros), with an order
+// and without, with a request id and without.
+func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	announced := map[uuid.UUID]Event{}
+	b := setup(t, Config{EventsCommitted: func(evs []Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range evs {
+			announced[e.ID] = e
+		}
+	}})
+	ctx := context.Background()
+	second := time.Now().Truncate(time.Second)
+	fractions := []time.Duration{0, 500 * time.Millisecond, 120 * time.Microsecond, 123456 * time.Microsecond,
+		999999 * time.Microsecond, 1, 999}
+	for i, fraction := range fractions {
+		b.clock.now.Store(second.Add(time.Duration(i) * time.Second).Add(fraction).UnixNano())
+		in, ctx := visa(int64(100+i)), ctx
+		if i%2 == 0 {
+			in.OrderID = fmt.Sprintf("order-%d", i)
+		}
+		if i%3 != 0 {
+			ctx = request.With(ctx, fmt.Sprintf("request-%d", i))
+		}
+		r, err := b.svc.ChargeCard(ctx, b.merchant, fmt.Sprintf("fraction-%d", i), in)
+		require.NoError(t, err)
+		require.Equal(t, StatusSucceeded, r.Status)
+	}
+
+	type row struct {
+		ID        uuid.UUID       `json:"id"`
+		Charge    *uuid.UUID      `json:"charge"`
+		Stored    json.RawMessage `json:"stored"`
+		Published string          `json:"published"`
+	}
+	rows := dbtest.Query[[]byte](t, b.pool, `SELECT jsonb_build_object('id', id, 'charge', charge_id, 'stored', body,
+			'published', charge_event_body(e)::text)
+		FROM charge_events e WHERE merchant_id = $1 AND type = 'charge.succeeded'`, b.merchant.ID)
+	require.Len(t, rows, len(fractions))
+	for _, raw := range rows {
+		var r row
+		require.NoError(t, json.Unmarshal(raw, &r))
+		mu.Lock()
+		e, ok := announced[r.ID]
+		mu.Unlock()
+		require.True(t, ok, "%s was not announced", r.ID)
+		require.NotNil(t, r.Charge, "the event names no charge")
+		require.Equal(t, e.Charge.ID, *r.Charge)
+		var stored map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(r.Stored, &stored))
+		require.Equal(t, []string{"request"}, slices.Collect(maps.Keys(stored)), "the body holds more than the request: %s", r.Stored)
+		id, err := json.Marshal(e.Request.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, fmt.Sprintf(`{"id": %s}`, id), string(stored["request"]))
+
+		want, err := json.Marshal(e)
+		require.NoError(t, err)
+		wantBytes := dbtest.Query[string](t, b.pool, "SELECT $1::jsonb::text", string(want))[0]
+		require.Equal(t, wantBytes, r.Published, "occurred at %s", e.OccurredAt.Format(time.RFC3339Nano))
 	}
 }

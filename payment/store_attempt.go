@@ -147,7 +147,7 @@ func insertEvent(ctx context.Context, q *txQueries, e Event) error {
 	case EventCardTestingSuspected:
 		p.AttemptID = nil // the merchant's: it names no attempt and no session
 	}
-	body, err := e.storedBody(p.AttemptID != nil)
+	body, err := e.storedBody(p.AttemptID != nil, false)
 	if err != nil {
 		return err
 	}

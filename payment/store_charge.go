@@ -106,7 +106,7 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	charge := chargeOf(a, &chargeID, providerChargeID, &now)
 	paid := a.withCharge(charge)
 	ev := chargeEventOf(paid, now).causedBy(ctx)
-	body, err := ev.storedBody(true) // the attempt's row is the event's
+	body, err := ev.storedBody(true, true) // the attempt's row is the event's, and the charge's holds the rest
 	traceparent, tracestate := tracing.Traceparent(ctx)
 	if err != nil {
 		return Attempt{}, nil, err

@@ -883,9 +883,10 @@ charge AS (
     FROM done
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at, traceparent, tracestate)
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at,
+                               traceparent, tracestate)
     SELECT $8::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
-           $9::jsonb, $2::timestamptz,
+           $1::uuid, $9::jsonb, $2::timestamptz,
            nullif($10::text, ''), nullif($11::text, '')
     FROM done
     RETURNING id
@@ -951,7 +952,8 @@ type RecordChargeSucceededRow struct {
 // Finalizes an attempt as SUCCEEDED with its charge and its
 // charge.succeeded event, in one statement and one round trip: the fenced
 // update, then the charge row and the outbox event (with its id on the
-// relay's queue), which are written only
+// relay's queue; the event names the charge, whose row holds what its
+// body would repeat: charge_event_body reads it there), which are written only
 // when the update found the attempt. Fenced on the fence the
 // caller was given: a holder that lost the attempt to someone else writes
 // nothing, and no row comes back. A provider charge recorded already is a

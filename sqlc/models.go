@@ -131,6 +131,7 @@ type ChargeEvent struct {
 	CheckoutSessionID *uuid.UUID
 	Traceparent       *string
 	Tracestate        *string
+	ChargeID          *uuid.UUID
 }
 
 type ChargeEventsUnsent struct {
