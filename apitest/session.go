@@ -147,11 +147,13 @@ func AttemptsOf(t *testing.T, pool *pgxpool.Pool, keys ...string) int {
 
 // ProviderChargesOfSession lists what the simulated provider was asked to
 // charge for a session's attempts, declines included: the provider's
-// charges under the provider keys that chargeonce's attempts record.
+// charges under the provider keys that chargeonce's attempts record (a row
+// keeps NULL for the first, chargeonce_<id>).
 func (s *Server) ProviderChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) []apiclient.ProviderCharge {
 	t.Helper()
 	var charges []apiclient.ProviderCharge
-	for _, key := range dbtest.Query[string](t, pool, "SELECT provider_key FROM charge_attempts WHERE checkout_session_id = $1", sessionID) {
+	for _, key := range dbtest.Query[string](t, pool,
+		"SELECT coalesce(provider_key, 'chargeonce_' || id) FROM charge_attempts WHERE checkout_session_id = $1", sessionID) {
 		found, err := s.API("").ListProviderCharges(context.Background(), apiclient.ProviderChargeFilter{IdempotencyKey: key})
 		require.NoError(t, err)
 		charges = append(charges, found...)

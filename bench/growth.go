@@ -74,7 +74,7 @@ func (b *bench) insertKeys(ctx context.Context, first, n int, expiresIn time.Dur
 				_, err := conn.Exec(gctx, `
 INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key, amount, currency,
     payment_method, status, failure_code, failure_message, completed_at, locked_until, expires_at)
-SELECT i.id, $1::uuid, gen_random_uuid()::text, '\x00'::bytea, 'chargeonce_' || i.id,
+SELECT i.id, $1::uuid, gen_random_uuid()::text, '\x00'::bytea, NULL,
     1999, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'seeded by bench', now(), now(), now() + $4::interval
 FROM generate_series($2::bigint, $3::bigint) g,
     LATERAL (SELECT `+idSQL("$5::bigint", "lpad(to_hex(g), 19, '0')")+` AS id) i`,

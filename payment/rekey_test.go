@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func TestSettle_SpentProviderKey_IsReplacedBeforeTheResend(t *testing.T) {
 	ctx := context.Background()
 	storedKey := func(ctx context.Context, id uuid.UUID) string {
 		var key string
-		require.NoError(t, pool.QueryRow(ctx, "SELECT provider_key FROM charge_attempts WHERE id = $1", id).Scan(&key))
+		require.NoError(t, pool.QueryRow(ctx, "SELECT coalesce(provider_key, 'chargeonce_' || id) FROM charge_attempts WHERE id = $1", id).Scan(&key))
 		return key
 	}
 	p := &spendingProvider{t: t, db: storedKey, spent: map[string]bool{}, charges: map[string]string{}}
@@ -140,6 +141,39 @@ func TestStore_Rekey_IsFencedOnAttemptAndKey(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.svc.store.rekey(ctx, rekeyed, nextProviderKey(rekeyed))
 	require.ErrorIs(t, err, errFenced)
+}
+
+// TestStore_FirstProviderKey_KeptAsNullReadAsTheIds: a claimed attempt's
+// row keeps no first provider key (chargeonce_<id>, which its id gives),
+// every read gives it, and a rekey keeps the next one; a row written before
+// (its first key spelled out) reads and rekeys the same.
+func TestStore_FirstProviderKey_KeptAsNullReadAsTheIds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	stored := func(id uuid.UUID) *string {
+		var key *string
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT provider_key FROM charge_attempts WHERE id = $1", id).Scan(&key))
+		return key
+	}
+	for i, spelledOut := range []bool{false, true} {
+		a := b.abandon(t, fmt.Sprintf("k-%d", i), visa(500))
+		first := "chargeonce_" + a.ID.String()
+		require.Equal(t, first, a.ProviderKey)
+		require.Nil(t, stored(a.ID), "the row keeps the first key")
+		if spelledOut {
+			_, err := b.pool.Exec(ctx, "UPDATE charge_attempts SET provider_key = $2 WHERE id = $1", a.ID, first)
+			require.NoError(t, err)
+		}
+		read, err := b.svc.store.getByID(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, first, read.ProviderKey)
+
+		rekeyed, err := b.svc.store.rekey(ctx, read, nextProviderKey(read))
+		require.NoError(t, err)
+		require.Equal(t, first+"_2", rekeyed.ProviderKey)
+		require.Equal(t, first+"_2", *stored(a.ID))
+	}
 }
 
 func (p *spendingProvider) CreateRefund(context.Context, ProviderRefundRequest) (ProviderRefund, error) {

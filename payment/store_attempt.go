@@ -255,10 +255,27 @@ func (s *store) stuck(ctx context.Context, now time.Time, limit int) ([]StuckAtt
 	}
 	out := make([]StuckAttempt, len(rows))
 	for i, r := range rows {
-		out[i] = StuckAttempt{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: r.ProviderKey,
+		out[i] = StuckAttempt{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: providerKeyOf(r.ID, r.ProviderKey),
 			Amount: r.Amount, Currency: r.Currency, Holders: int(r.Fence), CreatedAt: r.CreatedAt, LeaseEnded: r.LockedUntil}
 	}
 	return out, nil
+}
+
+// storedProviderKey is provider key key of attempt id as its row keeps
+// it: NULL for the first, chargeonce_<id>, which the row's id gives (00038).
+func storedProviderKey(id uuid.UUID, key string) *string {
+	if key == providerKeyPrefix+id.String() {
+		return nil
+	}
+	return &key
+}
+
+// providerKeyOf is the provider key of attempt id whose row keeps stored.
+func providerKeyOf(id uuid.UUID, stored *string) string {
+	if stored == nil {
+		return providerKeyPrefix + id.String()
+	}
+	return *stored
 }
 
 // attemptRow is a stored attempt as a read carries it: its row, and the
@@ -291,7 +308,7 @@ func attemptOf(row attemptRow) Attempt {
 		KeySession:     deref(r.KeySessionID),
 		Fingerprint:    r.Fingerprint,
 		Status:         Status(r.Status),
-		ProviderKey:    r.ProviderKey,
+		ProviderKey:    providerKeyOf(r.ID, r.ProviderKey),
 		Fence:          r.Fence,
 		LockedUntil:    r.LockedUntil,
 		CreatedAt:      r.CreatedAt,

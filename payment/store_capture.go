@@ -132,7 +132,7 @@ func (s *store) claimCapture(ctx context.Context, a Attempt, now time.Time) (cla
 		final := t.Final
 		row, err := q.ClaimCaptureAttempt(ctx, sqlc.ClaimCaptureAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
-			ProviderKey: a.ProviderKey, Kind: string(KindCapture), Amount: amount, Currency: c.Currency, ChargeID: &t.Of,
+			ProviderKey: storedProviderKey(a.ID, a.ProviderKey), Kind: string(KindCapture), Amount: amount, Currency: c.Currency, ChargeID: &t.Of,
 			CaptureFinal: &final, LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
 			ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
 		})
@@ -169,7 +169,7 @@ func (s *store) claimVoid(ctx context.Context, a Attempt, now time.Time) (claim,
 		}
 		row, err := q.ClaimCaptureAttempt(ctx, sqlc.ClaimCaptureAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
-			ProviderKey: a.ProviderKey, Kind: string(KindVoid), Amount: c.Amount, Currency: c.Currency, ChargeID: &t.Of,
+			ProviderKey: storedProviderKey(a.ID, a.ProviderKey), Kind: string(KindVoid), Amount: c.Amount, Currency: c.Currency, ChargeID: &t.Of,
 			LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt, ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
 		})
 		if err != nil {
@@ -418,7 +418,7 @@ func (s *store) processingCaptures(ctx context.Context, limit int) ([]Processing
 	out := make([]ProcessingCapture, len(rows))
 	for i, r := range rows {
 		out[i] = ProcessingCapture{Kind: Kind(r.Kind), Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey,
-			ProviderKey: r.ProviderKey, ChargeID: deref(r.ChargeID), ProviderChargeID: r.ProviderChargeID, Amount: r.Amount,
+			ProviderKey: providerKeyOf(r.ID, r.ProviderKey), ChargeID: deref(r.ChargeID), ProviderChargeID: r.ProviderChargeID, Amount: r.Amount,
 			Currency: r.Currency, Final: deref(r.CaptureFinal), Holders: int(r.Fence), CreatedAt: r.CreatedAt,
 			LockedUntil: r.LockedUntil, PendingSince: deref(r.PendingSince)}
 	}

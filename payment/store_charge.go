@@ -58,7 +58,7 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 		MerchantID:         a.MerchantID,
 		IdempotencyKey:     a.IdempotencyKey,
 		Fingerprint:        a.Fingerprint,
-		ProviderKey:        a.ProviderKey,
+		ProviderKey:        storedProviderKey(a.ID, a.ProviderKey),
 		Amount:             in.Amount,
 		Currency:           in.Currency,
 		PaymentMethod:      optional(in.PaymentMethod),

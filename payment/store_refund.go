@@ -101,7 +101,7 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 		}
 		row, err := q.ClaimRefundAttempt(ctx, sqlc.ClaimRefundAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
-			ProviderKey: a.ProviderKey, Amount: amount, Currency: charge.Currency, ChargeID: &of,
+			ProviderKey: storedProviderKey(a.ID, a.ProviderKey), Amount: amount, Currency: charge.Currency, ChargeID: &of,
 			Description: optional(a.refund().Reason), LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
 			ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
 		})
@@ -237,7 +237,7 @@ func (s *store) processingRefunds(ctx context.Context, limit int) ([]ProcessingR
 	}
 	out := make([]ProcessingRefund, len(rows))
 	for i, r := range rows {
-		out[i] = ProcessingRefund{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: r.ProviderKey,
+		out[i] = ProcessingRefund{Merchant: r.MerchantName, IdempotencyKey: r.IdempotencyKey, ProviderKey: providerKeyOf(r.ID, r.ProviderKey),
 			ChargeID: deref(r.ChargeID), ProviderChargeID: r.ProviderChargeID, Amount: r.Amount, Currency: r.Currency,
 			Holders: int(r.Fence), CreatedAt: r.CreatedAt, LockedUntil: r.LockedUntil, PendingSince: deref(r.PendingSince)}
 	}

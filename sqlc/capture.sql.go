@@ -30,7 +30,7 @@ type ClaimCaptureAttemptParams struct {
 	MerchantID     uuid.UUID
 	IdempotencyKey string
 	Fingerprint    []byte
-	ProviderKey    string
+	ProviderKey    *string
 	Kind           string
 	Amount         int64
 	Currency       string
@@ -445,7 +445,7 @@ type ListProcessingCapturesRow struct {
 	IdempotencyKey    string
 	Fingerprint       []byte
 	Status            string
-	ProviderKey       string
+	ProviderKey       *string
 	Amount            int64
 	Currency          string
 	PaymentMethod     *string

@@ -87,7 +87,7 @@ type ChargeAttempt struct {
 	IdempotencyKey    string
 	Fingerprint       []byte
 	Status            string
-	ProviderKey       string
+	ProviderKey       *string
 	Amount            int64
 	Currency          string
 	PaymentMethod     *string

@@ -30,7 +30,7 @@ type ClaimRefundAttemptParams struct {
 	MerchantID     uuid.UUID
 	IdempotencyKey string
 	Fingerprint    []byte
-	ProviderKey    string
+	ProviderKey    *string
 	Amount         int64
 	Currency       string
 	ChargeID       *uuid.UUID
@@ -258,7 +258,7 @@ type ListProcessingRefundsRow struct {
 	IdempotencyKey    string
 	Fingerprint       []byte
 	Status            string
-	ProviderKey       string
+	ProviderKey       *string
 	Amount            int64
 	Currency          string
 	PaymentMethod     *string

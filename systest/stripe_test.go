@@ -57,10 +57,12 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 	})
 }
 
-// storedProviderKey is the provider key stored on the attempt of a client key.
+// storedProviderKey is the provider key stored on the attempt of a client
+// key (a row keeps NULL for the first, chargeonce_<id>).
 func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
 	t.Helper()
 	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(t.Context(),
-		"SELECT id::text, provider_key FROM charge_attempts WHERE idempotency_key = $1", clientKey).Scan(&attemptID, &providerKey))
+		`SELECT id::text, coalesce(provider_key, 'chargeonce_' || id) FROM charge_attempts
+			WHERE idempotency_key = $1`, clientKey).Scan(&attemptID, &providerKey))
 	return attemptID, providerKey
 }
