@@ -69,6 +69,9 @@ type options struct {
 	// profile takes a CPU profile of the server during each server run at
 	// profileConc, into OUT/profiles/.
 	profile bool
+	// waldump records the WAL of each server run's first slice at
+	// waldumpConc by record type, into OUT/waldump/.
+	waldump bool
 	// serverBinary, when set, is the server measured instead of one built
 	// from the checkout: another build under the same harness.
 	serverBinary string
@@ -114,6 +117,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.baseline, "baseline", "", "compare fresh keys and replays with this build, a git revision of the checkout or a binary, both servers up and loaded in alternating slices (the baseline group; none without it)")
 	fs.IntVar(&o.turns, "turns", 0, "how many turns the replays and the trivial query take at each concurrency, interleaved, a slice of the duration each (default 5, smoke 2)")
 	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
+	fs.BoolVar(&o.waldump, "waldump", false, fmt.Sprintf("record the WAL that each server run's first slice at concurrency %d wrote, by record type (pg_waldump --stats=record), into OUT/waldump/", waldumpConc))
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -168,6 +172,7 @@ type bench struct {
 	log      io.Writer
 	binary   string
 	dbURL    string
+	pgDir    string // the bench's PostgreSQL's data directory
 	dataDir  string
 	merchant string
 	results  Results
@@ -225,7 +230,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			b.logf("stopping PostgreSQL: %v", err)
 		}
 	}()
-	b.dbURL = pg.URL
+	b.dbURL, b.pgDir = pg.URL, pgDir
 	b.results.Machine = machine(ctx, pg.URL)
 
 	if err := b.runAll(ctx); err != nil {
@@ -491,7 +496,7 @@ func (b *bench) interleavedRunsFor(legs []leg, concs []int, turns int, d time.Du
 					// even share of the load.
 					profiled = b.profileDuring(l.servers[0], fmt.Sprintf("%s-c%d", l.run.label(), c), slice)
 				}
-				before := b.dbActivity()
+				before, requests := b.dbActivity(), a.t.m.Requests
 				a.t.attack(l.run.label(), l.targeter(), c, slice)
 				if profiled != nil {
 					profiled()
@@ -499,6 +504,9 @@ func (b *bench) interleavedRunsFor(legs []leg, concs []int, turns int, d time.Du
 				if after := b.dbActivity(); before.ok && after.ok {
 					a.commits += after.commits - before.commits
 					a.walByte += after.walBytes - before.walBytes
+					if b.opts.waldump && turn == 0 && c == waldumpConc && after.walBytes > before.walBytes {
+						b.walRecords(l.run.label(), c, before.lsn, after.lsn, int(a.t.m.Requests-requests))
+					}
 				} else {
 					a.unmeasured = true
 				}
@@ -597,6 +605,7 @@ func machine(ctx context.Context, dbURL string) Machine {
 type dbActivity struct {
 	ok                bool
 	commits, walBytes int64
+	lsn               string // the WAL position, as PostgreSQL spells it
 }
 
 func (b *bench) dbActivity() dbActivity {
@@ -609,7 +618,7 @@ func (b *bench) dbActivity() dbActivity {
 	defer conn.Close(context.Background())
 	var a dbActivity
 	err = conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
-		pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&a.commits, &a.walBytes)
+		pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, pg_current_wal_lsn()::text`).Scan(&a.commits, &a.walBytes, &a.lsn)
 	a.ok = err == nil
 	return a
 }

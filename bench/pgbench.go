@@ -22,14 +22,16 @@ import (
 // recording (RecordChargeSucceeded: the fenced update, the charge row, the
 // outbox event and its id on the relay's queue in one statement, committed
 // on its own), with
-// time-ordered ids and provider keys ("chargeonce_" and the attempt's id)
-// as the server makes them (newIDSQL). pgbench's ceiling
+// time-ordered ids as the server makes them (newIDSQL), no first provider
+// key (a row keeps NULL for chargeonce_<id>), and the event's body as a
+// plain charge's holds it (the request's id; the rest is the charge row's
+// and its own row's). pgbench's ceiling
 // for it is what the server's fresh-key throughput is measured against.
 var claimFinalizeScript = strings.NewReplacer("new_id()", newIDSQL).Replace(`
 \set r random(1, 9000000000000000)
 INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
     amount, currency, payment_method, order_id, description, locked_until, expires_at, claim_source, created_at)
-SELECT n.id, :merchant::uuid, 'pgb-' || :client_id || '-' || :r, '\x00'::bytea, 'chargeonce_' || n.id,
+SELECT n.id, :merchant::uuid, 'pgb-' || :client_id || '-' || :r, '\x00'::bytea, NULL,
     1999, 'USD', 'pm_card_visa', NULL, NULL, now() + interval '30 seconds', now() + interval '24 hours',
     jsonb_build_object('request_id', gen_random_uuid()::text, 'instance', 'bench-1'), now()
 FROM (SELECT new_id() AS id) n
@@ -51,9 +53,9 @@ charge AS (
     FROM done
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at)
-    SELECT new_id(), 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
-        '{"type":"charge.succeeded"}'::jsonb, now()
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at)
+    SELECT new_id(), 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id, done.charge_id,
+        jsonb_build_object('request', jsonb_build_object('id', gen_random_uuid()::text)), now()
     FROM done
     RETURNING id
 ),
@@ -151,7 +153,7 @@ WHERE a.merchant_id = :merchant::uuid AND a.idempotency_key = 'bench-replay-' ||
 
 // ceilings measures what PostgreSQL does for the same SQL with pgbench.
 func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
-	bin, err := findPgbench()
+	bin, err := findPGProgram("pgbench")
 	if err != nil {
 		return err
 	}
@@ -185,20 +187,21 @@ func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
 	return nil
 }
 
-// findPgbench looks where db/localpg looks for initdb: $PATH, then the
-// newest /usr/lib/postgresql/*/bin, then /usr/local/pgsql/bin.
-func findPgbench() (string, error) {
-	if p, err := exec.LookPath("pgbench"); err == nil {
+// findPGProgram looks for one of PostgreSQL's programs (pgbench,
+// pg_waldump) where db/localpg looks for initdb: $PATH, then the newest
+// /usr/lib/postgresql/*/bin, then /usr/local/pgsql/bin.
+func findPGProgram(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	slices.Reverse(dirs) // good enough for one installed version, as Debian has
 	for _, d := range append(dirs, "/usr/local/pgsql/bin") {
-		if p := filepath.Join(d, "pgbench"); fileExists(p) {
+		if p := filepath.Join(d, name); fileExists(p) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("pgbench not found in $PATH, /usr/lib/postgresql/*/bin or /usr/local/pgsql/bin (apt-get install postgresql)")
+	return "", fmt.Errorf("%s not found in $PATH, /usr/lib/postgresql/*/bin or /usr/local/pgsql/bin (apt-get install postgresql)", name)
 }
 
 func fileExists(p string) bool {
