@@ -48,14 +48,10 @@ func TestEventOf_CarriesTheOutcome(t *testing.T) {
 	require.Equal(t, "card_declined", f.Failure.Code)
 }
 
-// TestOutbox_PublishesEachEventAsItWasAnnounced: an outbox row's body holds
-// what its columns do not, and the body the relay publishes
-// (charge_event_body) is the event as its writer announced it, for an
-// attempt's events (recorded in one statement, or in a transaction), a
-// session's (which names the attempt that paid it in its body alone) and
-// the merchant's (which names no attempt).
-func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
-	t.Parallel()
+// setupAnnouncing is setup with every event the service announced after its
+// commit kept, for the test to read by id.
+func setupAnnouncing(t testing.TB) (*bundle, func(uuid.UUID) (Event, bool)) {
+	t.Helper()
 	var mu sync.Mutex
 	announced := map[uuid.UUID]Event{}
 	b := setup(t, Config{EventsCommitted: func(evs []Event) {
@@ -65,6 +61,23 @@ func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
 			announced[e.ID] = e
 		}
 	}})
+	return b, func(id uuid.UUID) (Event, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		e, ok := announced[id]
+		return e, ok
+	}
+}
+
+// TestOutbox_PublishesEachEventAsItWasAnnounced: an outbox row's body holds
+// what its columns do not, and the body the relay publishes
+// (charge_event_body) is the event as its writer announced it, for an
+// attempt's events (recorded in one statement, or in a transaction), a
+// session's (which names the attempt that paid it in its body alone) and
+// the merchant's (which names no attempt).
+func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
+	t.Parallel()
+	b, announced := setupAnnouncing(t)
 	ctx := context.Background()
 	_, err := b.svc.ChargeCard(ctx, b.merchant, "paid", visa(700))
 	require.NoError(t, err)
@@ -89,9 +102,7 @@ func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
 		var r row
 		require.NoError(t, json.Unmarshal(raw, &r))
 		types[r.Type] = true
-		mu.Lock()
-		e, ok := announced[r.ID]
-		mu.Unlock()
+		e, ok := announced(r.ID)
 		require.True(t, ok, "%s %s was not announced", r.Type, r.ID)
 		want, err := json.Marshal(e)
 		require.NoError(t, err)
@@ -116,15 +127,7 @@ func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
 // and without, with a request id and without.
 func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	announced := map[uuid.UUID]Event{}
-	b := setup(t, Config{EventsCommitted: func(evs []Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range evs {
-			announced[e.ID] = e
-		}
-	}})
+	b, announced := setupAnnouncing(t)
 	ctx := context.Background()
 	second := time.Now().Truncate(time.Second)
 	fractions := []time.Duration{0, 500 * time.Millisecond, 120 * time.Microsecond, 123456 * time.Microsecond,
@@ -156,9 +159,7 @@ func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testi
 	for _, raw := range rows {
 		var r row
 		require.NoError(t, json.Unmarshal(raw, &r))
-		mu.Lock()
-		e, ok := announced[r.ID]
-		mu.Unlock()
+		e, ok := announced(r.ID)
 		require.True(t, ok, "%s was not announced", r.ID)
 		require.NotNil(t, r.Charge, "the event names no charge")
 		require.Equal(t, e.Charge.ID, *r.Charge)
