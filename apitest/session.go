@@ -147,13 +147,13 @@ func AttemptsOf(t *testing.T, pool *pgxpool.Pool, keys ...string) int {
 
 // ProviderChargesOfSession lists what the simulated provider was asked to
 // charge for a session's attempts, declines included: the provider's
-// charges under the provider keys that chargeonce's attempts record (a row
-// keeps NULL for the first, chargeonce_<id>).
+// charges under the provider keys that chargeonce's attempts record
+// (charge_attempt_provider_key: a row keeps NULL for the first).
 func (s *Server) ProviderChargesOfSession(t *testing.T, pool *pgxpool.Pool, sessionID string) []apiclient.ProviderCharge {
 	t.Helper()
 	var charges []apiclient.ProviderCharge
 	for _, key := range dbtest.Query[string](t, pool,
-		"SELECT coalesce(provider_key, 'chargeonce_' || id) FROM charge_attempts WHERE checkout_session_id = $1", sessionID) {
+		"SELECT charge_attempt_provider_key(a) FROM charge_attempts a WHERE checkout_session_id = $1", sessionID) {
 		found, err := s.API("").ListProviderCharges(context.Background(), apiclient.ProviderChargeFilter{IdempotencyKey: key})
 		require.NoError(t, err)
 		charges = append(charges, found...)

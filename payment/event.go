@@ -158,7 +158,7 @@ func (e Event) storedBody(attemptInRow, chargeInRow bool) ([]byte, error) {
 	}
 	if !chargeInRow {
 		stored.OccurredAt, stored.Amount, stored.Currency, stored.OrderID, stored.Charge = e.OccurredAt, e.Amount, e.Currency, e.OrderID, e.Charge
-		if e.Request != nil {
+		if e.Request != nil { // a nil pointer in an any would be written as null, not left out
 			stored.Request = e.Request
 		}
 		return json.Marshal(stored)

@@ -78,7 +78,7 @@ func TestSettle_SpentProviderKey_IsReplacedBeforeTheResend(t *testing.T) {
 	ctx := context.Background()
 	storedKey := func(ctx context.Context, id uuid.UUID) string {
 		var key string
-		require.NoError(t, pool.QueryRow(ctx, "SELECT coalesce(provider_key, 'chargeonce_' || id) FROM charge_attempts WHERE id = $1", id).Scan(&key))
+		require.NoError(t, pool.QueryRow(ctx, "SELECT charge_attempt_provider_key(a) FROM charge_attempts a WHERE id = $1", id).Scan(&key))
 		return key
 	}
 	p := &spendingProvider{t: t, db: storedKey, spent: map[string]bool{}, charges: map[string]string{}}

@@ -204,12 +204,12 @@ RETURNING *;
 -- the attempt. Written before anything is sent under the new key, so that
 -- whoever holds the attempt next asks about, and sends under, the new key.
 -- Fenced on the fence and on the old key: a holder that lost the
--- attempt, or whose key is stale, changes nothing. A row keeps NULL for
--- the first key, chargeonce_<id> (00038).
+-- attempt, or whose key is stale, changes nothing (a row keeps NULL for
+-- the first key: charge_attempt_provider_key, 00038).
 UPDATE charge_attempts
 SET provider_key = sqlc.arg(new_provider_key)::text
 WHERE id = @id AND status = 'PROCESSING' AND fence = @fence
-  AND coalesce(provider_key, 'chargeonce_' || id) = sqlc.arg(old_provider_key)::text
+  AND charge_attempt_provider_key(charge_attempts) = sqlc.arg(old_provider_key)::text
 RETURNING *;
 
 -- name: AwaitChargeAttemptAction :one

@@ -1022,7 +1022,7 @@ const rekeyChargeAttempt = `-- name: RekeyChargeAttempt :one
 UPDATE charge_attempts
 SET provider_key = $1::text
 WHERE id = $2 AND status = 'PROCESSING' AND fence = $3
-  AND coalesce(provider_key, 'chargeonce_' || id) = $4::text
+  AND charge_attempt_provider_key(charge_attempts) = $4::text
 RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
 `
 
@@ -1038,8 +1038,8 @@ type RekeyChargeAttemptParams struct {
 // the attempt. Written before anything is sent under the new key, so that
 // whoever holds the attempt next asks about, and sends under, the new key.
 // Fenced on the fence and on the old key: a holder that lost the
-// attempt, or whose key is stale, changes nothing. A row keeps NULL for
-// the first key, chargeonce_<id> (00038).
+// attempt, or whose key is stale, changes nothing (a row keeps NULL for
+// the first key: charge_attempt_provider_key, 00038).
 func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttemptParams) (ChargeAttempt, error) {
 	row := q.db.QueryRow(ctx, rekeyChargeAttempt,
 		arg.NewProviderKey,

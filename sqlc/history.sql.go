@@ -225,7 +225,7 @@ func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]Lis
 }
 
 const listHistoryAttempts = `-- name: ListHistoryAttempts :many
-SELECT a.id, a.created_at, a.completed_at, a.status, coalesce(a.provider_key, 'chargeonce_' || a.id)::text AS provider_key, a.failure_code, a.expires_at, a.claim_source,
+SELECT a.id, a.created_at, a.completed_at, a.status, charge_attempt_provider_key(a) AS provider_key, a.failure_code, a.expires_at, a.claim_source,
        coalesce(c.provider_charge_id, r.provider_refund_id, '')::text AS provider_id
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id AND a.kind = 'charge'

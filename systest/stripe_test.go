@@ -58,11 +58,11 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 }
 
 // storedProviderKey is the provider key stored on the attempt of a client
-// key (a row keeps NULL for the first, chargeonce_<id>).
+// key (charge_attempt_provider_key: a row keeps NULL for the first).
 func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
 	t.Helper()
 	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(t.Context(),
-		`SELECT id::text, coalesce(provider_key, 'chargeonce_' || id) FROM charge_attempts
+		`SELECT id::text, charge_attempt_provider_key(a) FROM charge_attempts a
 			WHERE idempotency_key = $1`, clientKey).Scan(&attemptID, &providerKey))
 	return attemptID, providerKey
 }
