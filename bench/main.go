@@ -72,6 +72,10 @@ type options struct {
 	// waldump records the WAL of each server run's first slice at
 	// waldumpConc by record type, into OUT/waldump/.
 	waldump bool
+	// statements records what each server run's first slice at
+	// waldumpConc ran in PostgreSQL (pg_stat_statements), into
+	// OUT/statements/.
+	statements bool
 	// serverBinary, when set, is the server measured instead of one built
 	// from the checkout: another build under the same harness.
 	serverBinary string
@@ -118,6 +122,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.turns, "turns", 0, "how many turns the replays and the trivial query take at each concurrency, interleaved, a slice of the duration each (default 5, smoke 2)")
 	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
 	fs.BoolVar(&o.waldump, "waldump", false, fmt.Sprintf("record the WAL that each server run's first slice at concurrency %d wrote, by record type (pg_waldump --stats=record), into OUT/waldump/", waldumpConc))
+	fs.BoolVar(&o.statements, "statements", false, fmt.Sprintf("record the statements that each server run's first slice at concurrency %d ran, per request (pg_stat_statements, loaded for the run), into OUT/statements/", waldumpConc))
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -221,7 +226,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	b.logf("starting PostgreSQL in %s", pgDir)
-	pg, err := localpg.Start(ctx, localpg.Options{Dir: pgDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	pgOpts := localpg.Options{Dir: pgDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if opts.statements {
+		pgOpts.Settings = statementSettings
+	}
+	pg, err := localpg.Start(ctx, pgOpts)
 	if err != nil {
 		return err
 	}
@@ -231,6 +240,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}()
 	b.dbURL, b.pgDir = pg.URL, pgDir
+	if opts.statements {
+		if err := b.createStatementStats(ctx); err != nil {
+			return err
+		}
+	}
 	b.results.Machine = machine(ctx, pg.URL)
 
 	if err := b.runAll(ctx); err != nil {
@@ -496,10 +510,17 @@ func (b *bench) interleavedRunsFor(legs []leg, concs []int, turns int, d time.Du
 					// even share of the load.
 					profiled = b.profileDuring(l.servers[0], fmt.Sprintf("%s-c%d", l.run.label(), c), slice)
 				}
+				recordStatements := b.opts.statements && turn == 0 && c == waldumpConc
+				if recordStatements {
+					b.resetStatementStats()
+				}
 				before, requests := b.dbActivity(), a.t.m.Requests
 				a.t.attack(l.run.label(), l.targeter(), c, slice)
 				if profiled != nil {
 					profiled()
+				}
+				if recordStatements {
+					b.statementStats(l.run.label(), c, int(a.t.m.Requests-requests))
 				}
 				if after := b.dbActivity(); before.ok && after.ok {
 					a.commits += after.commits - before.commits

@@ -17,14 +17,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func (in *instance) server(port int, started, fast bool) *Server {
+func (in *instance) server(port int, started bool, settings []string) *Server {
 	base := "postgres://" + localUser + "@127.0.0.1:" + strconv.Itoa(port) + "/"
 	return &Server{
 		URL:      base + Database + "?sslmode=disable",
 		AdminURL: base + "postgres?sslmode=disable",
 		Started:  started,
 		port:     port,
-		fast:     fast,
+		settings: settings,
 		inst:     in,
 	}
 }
@@ -38,7 +38,7 @@ func (in *instance) running(ctx context.Context) (int, bool) {
 	if err != nil || pf.port == 0 || !alive(pf.pid) {
 		return 0, false
 	}
-	cfg, err := pgx.ParseConfig(in.server(pf.port, false, false).AdminURL)
+	cfg, err := pgx.ParseConfig(in.server(pf.port, false, nil).AdminURL)
 	if err != nil {
 		return 0, false
 	}
@@ -65,7 +65,7 @@ func (in *instance) running(ctx context.Context) (int, bool) {
 // server never collides with a system PostgreSQL on 5432 or with another
 // checkout's; the rare loss of the port to another program between choosing
 // and binding it is retried. A given port (Restart's) is tried once.
-func (in *instance) start(ctx context.Context, fast bool, port int) (int, error) {
+func (in *instance) start(ctx context.Context, extra []string, port int) (int, error) {
 	fixed := port != 0
 	var lastErr error
 	for range 3 {
@@ -84,9 +84,7 @@ func (in *instance) start(ctx context.Context, fast bool, port int) (int, error)
 			// Tests open many pools at once.
 			"max_connections=300",
 		}
-		if fast {
-			settings = append(settings, "fsync=off", "synchronous_commit=off", "full_page_writes=off")
-		}
+		settings = append(settings, extra...)
 		// pg_ctl passes -o through /bin/sh, so the values must be shell words.
 		opts := "-c " + strings.Join(settings, " -c ")
 		out, err := in.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", in.dir, "-l", in.logPath(), "-o", opts)

@@ -29,8 +29,20 @@ type Options struct {
 	// Fast trades durability for speed (fsync, synchronous_commit and
 	// full_page_writes off): for test servers, whose data is disposable.
 	Fast bool
+	// Settings are more server settings (name=value, each a shell word),
+	// given to every start: the bench loads pg_stat_statements with them.
+	Settings []string
 	// Logger may be nil.
 	Logger *slog.Logger
+}
+
+// start is what each start of the server sets beyond its own settings.
+func (o Options) start() []string {
+	var s []string
+	if o.Fast {
+		s = append(s, "fsync=off", "synchronous_commit=off", "full_page_writes=off")
+	}
+	return append(s, o.Settings...)
 }
 
 // Server is a PostgreSQL server that chargeonce runs from the server
@@ -45,9 +57,9 @@ type Server struct {
 	// it already running and reused it.
 	Started bool
 
-	port int
-	fast bool
-	inst *instance
+	port     int
+	settings []string // what each start gives the server beyond its own (Options.start)
+	inst     *instance
 }
 
 // Database is the database (and role) that Start provides on every server.
@@ -70,7 +82,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	defer unlock()
 
 	if port, ok := inst.running(ctx); ok {
-		s := inst.server(port, false, opts.Fast)
+		s := inst.server(port, false, opts.start())
 		if err := inst.ensureDatabase(ctx, s.AdminURL); err != nil {
 			return nil, err
 		}
@@ -84,11 +96,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := inst.removeStalePID(); err != nil {
 		return nil, err
 	}
-	port, err := inst.start(ctx, opts.Fast, 0)
+	port, err := inst.start(ctx, opts.start(), 0)
 	if err != nil {
 		return nil, err
 	}
-	s := inst.server(port, true, opts.Fast)
+	s := inst.server(port, true, opts.start())
 	if err := inst.ensureDatabase(ctx, s.AdminURL); err != nil {
 		return nil, err
 	}
@@ -120,8 +132,8 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 // Restart stops the server if it runs (pg_ctl stop -m fast, which ends every
-// session) and starts it again on the same port, with the Fast setting of the
-// Start call that returned s. URL and AdminURL stay valid, so clients
+// session) and starts it again on the same port, with the Fast and Settings
+// of the Start call that returned s. URL and AdminURL stay valid, so clients
 // and their pools can reconnect: this is for tests of what happens when the
 // database goes away and comes back. Called after Stop, it only starts the
 // server. It fails, rather than move to another port, if another program
@@ -138,7 +150,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err := s.inst.removeStalePID(); err != nil {
 		return err
 	}
-	_, err = s.inst.start(ctx, s.fast, s.port)
+	_, err = s.inst.start(ctx, s.settings, s.port)
 	return err
 }
 

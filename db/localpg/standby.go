@@ -23,7 +23,7 @@ func StartStandby(ctx context.Context, primary *Server, opts Options) (*Server, 
 	}
 	defer unlock()
 	if port, ok := inst.running(ctx); ok {
-		return inst.server(port, false, opts.Fast), nil
+		return inst.server(port, false, opts.start()), nil
 	}
 	if _, err := os.Stat(filepath.Join(inst.dir, "PG_VERSION")); err != nil {
 		if err := inst.baseBackup(ctx, primary, log); err != nil {
@@ -33,12 +33,12 @@ func StartStandby(ctx context.Context, primary *Server, opts Options) (*Server, 
 	if err := inst.removeStalePID(); err != nil {
 		return nil, err
 	}
-	port, err := inst.start(ctx, opts.Fast, 0)
+	port, err := inst.start(ctx, opts.start(), 0)
 	if err != nil {
 		return nil, err
 	}
 	log.Info("started local PostgreSQL standby", "dir", inst.dir, "port", port, "primary_port", primary.port)
-	return inst.server(port, true, opts.Fast), nil
+	return inst.server(port, true, opts.start()), nil
 }
 
 // baseBackup copies primary into the instance's directory, as ensureCluster
