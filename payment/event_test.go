@@ -124,7 +124,8 @@ func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
 // alone, and the body the relay publishes is byte for byte the jsonb of the
 // event its writer announced, times included, whatever their fraction of a
 // second (Go's encoding drops the fraction's trailing zeros), with an order
-// and without, with a request id and without.
+// and without, with a request id and without: as one event's body reads it
+// and as the relay's batch does.
 func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testing.T) {
 	t.Parallel()
 	b, announced := setupAnnouncing(t)
@@ -156,6 +157,7 @@ func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testi
 			'published', charge_event_body(e)::text)
 		FROM charge_events e WHERE merchant_id = $1 AND type = 'charge.succeeded'`, b.merchant.ID)
 	require.Len(t, rows, len(fractions))
+	relayed := relayedBodies(t, b.pool)
 	for _, raw := range rows {
 		var r row
 		require.NoError(t, json.Unmarshal(raw, &r))
@@ -174,5 +176,6 @@ func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testi
 		require.NoError(t, err)
 		wantBytes := dbtest.Query[string](t, b.pool, "SELECT $1::jsonb::text", string(want))[0]
 		require.Equal(t, wantBytes, r.Published, "occurred at %s", e.OccurredAt.Format(time.RFC3339Nano))
+		require.Equal(t, wantBytes, relayed[r.ID], "the relay's batch, occurred at %s", e.OccurredAt.Format(time.RFC3339Nano))
 	}
 }

@@ -13,7 +13,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/db/dbtest"
+	"chargeonce/sqlc"
 )
+
+// relayedBodies is what the relay's read of its batch
+// (LockUnsentChargeEvents, each event with its charge joined) gives as the
+// published body of every unsent event in pool's database, by id: read in
+// a transaction rolled back, so that its locks go.
+func relayedBodies(t *testing.T, pool *pgxpool.Pool) map[uuid.UUID]string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	batch, err := sqlc.New(tx).LockUnsentChargeEvents(ctx, 1000)
+	require.NoError(t, err)
+	bodies := make(map[uuid.UUID]string, len(batch))
+	for _, e := range batch {
+		bodies[e.ID] = string(e.Body)
+	}
+	return bodies
+}
 
 func TestStore_FinalizeIsFencedOnAttempt(t *testing.T) {
 	t.Parallel()

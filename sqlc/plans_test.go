@@ -17,10 +17,10 @@ import (
 )
 
 // The relay's and retention's statements read the rows they work on, not
-// the outbox: over an outbox of 20,000 events (time-ordered ids, a
-// millisecond apart) and a queue of 50 (planned as the 20,000 it held
+// the outbox or the charges: over an outbox of 20,000 events (time-ordered
+// ids, a millisecond apart, each naming its charge) and a queue of 50 (planned as the 20,000 it held
 // before its last autovacuum), each reads less than half of the outbox's
-// pages, under custom plans and under the generic plan, as the server's
+// pages and of the charges', under custom plans and under the generic plan, as the server's
 // prepared statements get them. A relay's batch that joined the queue to
 // the events was free to merge with the events' primary key from its
 // first entry: every batch read the whole outbox.
@@ -29,13 +29,25 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 	ctx := context.Background()
 	pool, merchant := merchantDatabase(t)
 	const events, queued = 20000, 50
+	// Each event names its charge, whose row the relay's batch reads for
+	// its body: the charges are as many, and wide enough that reading them
+	// all would show.
+	chargeID := idAt("e.at", "substr(md5('c' || e.g::text), 1, 19)")
 	_, err := pool.Exec(ctx, `
 		WITH e AS (
 			SELECT g, now() - (`+fmt.Sprint(events)+` - g) * interval '1 millisecond' AS at FROM generate_series(1, $2::integer) g
 		)
-		INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, body, occurred_at, sent_at)
-		SELECT `+idAt("e.at", "substr(md5(e.g::text), 1, 19)")+`, 'charge.succeeded', $1, 'k-' || e.g, gen_random_uuid(),
-			jsonb_build_object('type', 'charge.succeeded', 'padding', repeat('x', 500)), e.at,
+		INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id, description, created_at)
+		SELECT `+chargeID+`, $1, 1999, 'USD', 'ch_' || e.g, repeat('x', 300), e.at
+		FROM e`, merchant, events)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+		WITH e AS (
+			SELECT g, now() - (`+fmt.Sprint(events)+` - g) * interval '1 millisecond' AS at FROM generate_series(1, $2::integer) g
+		)
+		INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at, sent_at)
+		SELECT `+idAt("e.at", "substr(md5(e.g::text), 1, 19)")+`, 'charge.succeeded', $1, 'k-' || e.g, gen_random_uuid(), `+chargeID+`,
+			jsonb_build_object('request', jsonb_build_object('id', 'r-' || e.g), 'padding', repeat('x', 500)), e.at,
 			CASE WHEN e.g <= $2::integer - $3::integer THEN e.at + interval '5 milliseconds' END
 		FROM e`, merchant, events, queued)
 	require.NoError(t, err)
@@ -43,14 +55,15 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 	// event went through it, and all but 50 have left it since.
 	_, err = pool.Exec(ctx, "INSERT INTO charge_events_unsent (event_id) SELECT id FROM charge_events")
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, "ANALYZE charge_events; ANALYZE charge_events_unsent")
+	_, err = pool.Exec(ctx, "ANALYZE charges; ANALYZE charge_events; ANALYZE charge_events_unsent")
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `DELETE FROM charge_events_unsent u USING charge_events e
 		WHERE e.id = u.event_id AND e.sent_at IS NOT NULL`)
 	require.NoError(t, err)
 
-	var pages int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size('charge_events')::integer / 8192").Scan(&pages))
+	var pages, chargePages int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size('charge_events')::integer / 8192, pg_relation_size('charges')::integer / 8192").
+		Scan(&pages, &chargePages))
 	var unsent []string
 	rows, err := pool.Query(ctx, "SELECT id::text FROM charge_events WHERE sent_at IS NULL")
 	require.NoError(t, err)
@@ -78,6 +91,9 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 		} {
 			n, plan := explain(t, pool, mode, s.statement, s.args)
 			require.Less(t, n, pages/2, "%s (%s) reads less than half of the outbox's %d pages; its plan:\n%s", s.what, mode, pages, plan)
+			if s.statement == lockUnsentChargeEvents {
+				require.Less(t, n, chargePages/2, "%s (%s) reads less than half of the charges' %d pages; its plan:\n%s", s.what, mode, chargePages, plan)
+			}
 		}
 	}
 }
@@ -261,8 +277,9 @@ func TestHistoryEvents_ReadTheAttemptsEventsNotTheOutbox(t *testing.T) {
 	_, err = pool.Exec(ctx, "ANALYZE charge_events")
 	require.NoError(t, err)
 
-	var pages int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size('charge_events')::integer / 8192").Scan(&pages))
+	var pages, chargePages int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size('charge_events')::integer / 8192, pg_relation_size('charges')::integer / 8192").
+		Scan(&pages, &chargePages))
 	ids := fmt.Sprintf("ARRAY['%s', '%s', '%s']::uuid[]", attempts[0], attempts[1], attempts[2])
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		var found []string
