@@ -60,8 +60,8 @@ func (in *instance) running(ctx context.Context) (int, bool) {
 	return pf.port, true
 }
 
-// start starts the server on a loopback port and waits until it accepts
-// connections. With port 0 the port is chosen anew at each start so the
+// start starts the server on a loopback port, with the extra settings
+// beyond its own, and waits until it accepts connections. With port 0 the port is chosen anew at each start so the
 // server never collides with a system PostgreSQL on 5432 or with another
 // checkout's; the rare loss of the port to another program between choosing
 // and binding it is retried. A given port (Restart's) is tried once.

@@ -256,6 +256,28 @@ func TestStopAndRestart(t *testing.T) {
 	}
 }
 
+// Settings reach the server at its start and at every Restart, beside
+// Fast's.
+func TestSettingsGivenAtEveryStart(t *testing.T) {
+	dir := filepath.Join(reachableDir(t), "pg")
+	s, err := Start(context.Background(), Options{Dir: dir, Fast: true, Settings: []string{"work_mem=7MB", "pg_stat_statements.track=all"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupServer(t, dir, s.inst.dir)
+	for _, when := range []string{"after Start", "after Restart"} {
+		if got := query[string](t, s.AdminURL, "SHOW work_mem"); got != "7MB" {
+			t.Errorf("%s: work_mem = %s, want 7MB", when, got)
+		}
+		if got := query[string](t, s.AdminURL, "SHOW fsync"); got != "off" {
+			t.Errorf("%s: fsync = %s, want Fast kept beside the settings", when, got)
+		}
+		if err := s.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestRestartKeepsPortAndData(t *testing.T) {
 	dir := filepath.Join(reachableDir(t), "pg")
 	s := start(t, dir, true)
