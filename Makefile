@@ -147,7 +147,7 @@ door: build lab ## The public door's attacks (SECURITY.md, rows 1-8), each on a 
 BENCH_BASELINE ?= 09a39d9
 
 .PHONY: bench
-bench: ## The end-to-end benchmark (about 16 min): its own PostgreSQL, the real server, vegeta and pgbench, and this build against BENCH_BASELINE; writes bench/results/ and the latest run in docs/performance.md (go run ./bench -h: -only, -profile)
+bench: ## The end-to-end benchmark (about 16 min): its own PostgreSQL, the real server, vegeta and pgbench, and this build against BENCH_BASELINE; writes bench/results/ and the latest run in docs/performance.md (go run ./bench -h: -only, -profile, -waldump, -statements)
 	$(GO) run ./bench -baseline $(BENCH_BASELINE)
 
 .PHONY: bench-smoke

@@ -70,10 +70,10 @@ type options struct {
 	// profileConc, into OUT/profiles/.
 	profile bool
 	// waldump records the WAL of each server run's first slice at
-	// waldumpConc by record type, into OUT/waldump/.
+	// recordConc by record type, into OUT/waldump/.
 	waldump bool
 	// statements records what each server run's first slice at
-	// waldumpConc ran in PostgreSQL (pg_stat_statements), into
+	// recordConc ran in PostgreSQL (pg_stat_statements), into
 	// OUT/statements/.
 	statements bool
 	// serverBinary, when set, is the server measured instead of one built
@@ -121,8 +121,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.baseline, "baseline", "", "compare fresh keys and replays with this build, a git revision of the checkout or a binary, both servers up and loaded in alternating slices (the baseline group; none without it)")
 	fs.IntVar(&o.turns, "turns", 0, "how many turns the replays and the trivial query take at each concurrency, interleaved, a slice of the duration each (default 5, smoke 2)")
 	fs.BoolVar(&o.profile, "profile", false, "take a CPU profile of the server during each server run at concurrency 32 (or the highest below), into OUT/profiles/")
-	fs.BoolVar(&o.waldump, "waldump", false, fmt.Sprintf("record the WAL that each server run's first slice at concurrency %d wrote, by record type (pg_waldump --stats=record), into OUT/waldump/", waldumpConc))
-	fs.BoolVar(&o.statements, "statements", false, fmt.Sprintf("record the statements that each server run's first slice at concurrency %d ran, per request (pg_stat_statements, loaded for the run), into OUT/statements/", waldumpConc))
+	fs.BoolVar(&o.waldump, "waldump", false, fmt.Sprintf("record the WAL that each server run's first slice at concurrency %d wrote, by record type (pg_waldump --stats=record), into OUT/waldump/", recordConc))
+	fs.BoolVar(&o.statements, "statements", false, fmt.Sprintf("record the statements that each server run's first slice at concurrency %d ran, per request (pg_stat_statements, loaded for the run), into OUT/statements/", recordConc))
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -196,6 +196,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := lockData(data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	b := &bench{opts: opts, log: stdout, dataDir: filepath.Join(data, "bench")}
 	b.results.Smoke, b.results.Duration = opts.smoke, opts.duration.String()
 	if err := os.RemoveAll(b.dataDir); err != nil {
@@ -510,7 +515,7 @@ func (b *bench) interleavedRunsFor(legs []leg, concs []int, turns int, d time.Du
 					// even share of the load.
 					profiled = b.profileDuring(l.servers[0], fmt.Sprintf("%s-c%d", l.run.label(), c), slice)
 				}
-				recordStatements := b.opts.statements && turn == 0 && c == waldumpConc
+				recordStatements := b.opts.statements && turn == 0 && c == recordConc
 				if recordStatements {
 					b.resetStatementStats()
 				}
@@ -525,7 +530,7 @@ func (b *bench) interleavedRunsFor(legs []leg, concs []int, turns int, d time.Du
 				if after := b.dbActivity(); before.ok && after.ok {
 					a.commits += after.commits - before.commits
 					a.walByte += after.walBytes - before.walBytes
-					if b.opts.waldump && turn == 0 && c == waldumpConc && after.walBytes > before.walBytes {
+					if b.opts.waldump && turn == 0 && c == recordConc && after.walBytes > before.walBytes {
 						b.walRecords(l.run.label(), c, before.lsn, after.lsn, int(a.t.m.Requests-requests))
 					}
 				} else {

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// waldumpConc is the concurrency whose server runs -waldump records.
-const waldumpConc = 8
+// recordConc is the concurrency whose server runs -waldump and -statements
+// record.
+const recordConc = 8
 
 // walRecords writes the WAL that a slice of the server run name wrote at
 // concurrency c, from the WAL position from to to, by record type
