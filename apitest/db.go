@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
 )
 
 // CountRows runs a count query.
@@ -26,6 +28,16 @@ func WaitRows(t *testing.T, pool *pgxpool.Pool, want int, within time.Duration, 
 		n = CountRows(c, pool, sql, args...)
 		require.Equal(c, want, n)
 	}, within, 50*time.Millisecond, "want %d from %q", want, sql)
+}
+
+// StoredProviderKey is the attempt of a client key, and the provider key it
+// stores (charge_attempt_provider_key: a row keeps NULL for the first).
+func StoredProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
+	t.Helper()
+	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(context.Background(),
+		`SELECT id::text, charge_attempt_provider_key(a) FROM charge_attempts a
+			WHERE idempotency_key = $1`, clientKey).Scan(&attemptID, &providerKey))
+	return attemptID, providerKey
 }
 
 func AttemptStatus(t *testing.T, pool *pgxpool.Pool, key string) string {

@@ -89,6 +89,10 @@ func (a Attempt) waiting() bool { return a.Status == StatusProcessing && a.Wait.
 // provider can be traced to chargeonce.
 const providerKeyPrefix = "chargeonce_"
 
+// firstProviderKey is the provider key an attempt is first sent under,
+// chargeonce_<id>: its id gives it, so its row keeps NULL for it (00038).
+func firstProviderKey(id uuid.UUID) string { return providerKeyPrefix + id.String() }
+
 // newAttempt is the attempt a request claims for key at now, for terms t
 // identified by fingerprint: held by the request for lease, its result
 // kept for retention. It is the one place where an attempt's id and
@@ -105,7 +109,7 @@ func newAttempt(m Merchant, key string, t Terms, fingerprint []byte, now time.Ti
 		Terms:          t,
 		Fingerprint:    fingerprint,
 		Status:         StatusProcessing,
-		ProviderKey:    providerKeyPrefix + id.String(),
+		ProviderKey:    firstProviderKey(id),
 		Fence:          1,
 		LockedUntil:    now.Add(lease),
 		CreatedAt:      now,
@@ -142,7 +146,7 @@ func (a Attempt) stuck(now time.Time) bool {
 // provider traces to its attempt: chargeonce_<id>, then chargeonce_<id>_2,
 // chargeonce_<id>_3, and so on.
 func nextProviderKey(a Attempt) string {
-	base := providerKeyPrefix + a.ID.String()
+	base := firstProviderKey(a.ID)
 	n := 1
 	if suffix, ok := strings.CutPrefix(a.ProviderKey, base+"_"); ok {
 		if i, err := strconv.Atoi(suffix); err == nil && i > 1 {

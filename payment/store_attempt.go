@@ -262,9 +262,9 @@ func (s *store) stuck(ctx context.Context, now time.Time, limit int) ([]StuckAtt
 }
 
 // storedProviderKey is provider key key of attempt id as its row keeps
-// it: NULL for the first, chargeonce_<id>, which the row's id gives (00038).
+// it: NULL for the first (firstProviderKey), which the row's id gives.
 func storedProviderKey(id uuid.UUID, key string) *string {
-	if key == providerKeyPrefix+id.String() {
+	if key == firstProviderKey(id) {
 		return nil
 	}
 	return &key
@@ -273,7 +273,7 @@ func storedProviderKey(id uuid.UUID, key string) *string {
 // providerKeyOf is the provider key of attempt id whose row keeps stored.
 func providerKeyOf(id uuid.UUID, stored *string) string {
 	if stored == nil {
-		return providerKeyPrefix + id.String()
+		return firstProviderKey(id)
 	}
 	return *stored
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/db/dbtest"
+	"chargeonce/apitest"
 	"chargeonce/internal/apiclient"
 	"chargeonce/provider/stripe"
 	"chargeonce/provider/stripe/stripefake"
@@ -35,7 +35,7 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 		survivor := startServer(t, env)
 		final := survivor.finalStatus(t, key, 20*time.Second)
 		require.Equal(t, tt.wantStatus, final.Status)
-		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		attemptID, providerKey := apitest.StoredProviderKey(t, dbURL, key)
 		intents := fake.IntentsFor(stripe.MetadataAttemptID, attemptID)
 		require.Len(t, intents, 1, "exactly one PaymentIntent for the attempt")
 		require.Len(t, fake.ClientIntents(key), 1, "and for the client's key")
@@ -55,14 +55,4 @@ func TestStripe_Crash_KilledAtEachDangerousPoint_OnePaymentIntent(t *testing.T) 
 		require.True(t, replay.Replayed)
 		require.Equal(t, tt.wantStatus, replay.Status)
 	})
-}
-
-// storedProviderKey is the provider key stored on the attempt of a client
-// key (charge_attempt_provider_key: a row keeps NULL for the first).
-func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
-	t.Helper()
-	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(t.Context(),
-		`SELECT id::text, charge_attempt_provider_key(a) FROM charge_attempts a
-			WHERE idempotency_key = $1`, clientKey).Scan(&attemptID, &providerKey))
-	return attemptID, providerKey
 }

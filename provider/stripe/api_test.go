@@ -1,7 +1,6 @@
 package stripe_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,16 +31,6 @@ func stripeServer(t *testing.T, env map[string]string) (*apitest.Server, *stripe
 	return apitest.StartOn(t, dbURL, fake.Env(env)), fake, dbURL
 }
 
-// storedProviderKey is the provider key stored on the attempt of a client
-// key (charge_attempt_provider_key: a row keeps NULL for the first).
-func storedProviderKey(t *testing.T, dbURL, clientKey string) (attemptID, providerKey string) {
-	t.Helper()
-	require.NoError(t, dbtest.Open(t, dbURL).QueryRow(context.Background(),
-		`SELECT id::text, charge_attempt_provider_key(a) FROM charge_attempts a
-			WHERE idempotency_key = $1`, clientKey).Scan(&attemptID, &providerKey))
-	return attemptID, providerKey
-}
-
 func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
 	t.Parallel()
 	s, fake, dbURL := stripeServer(t, nil)
@@ -63,7 +52,7 @@ func TestStripe_ChargeCard_MapsEachOutcome(t *testing.T) {
 		require.Equal(t, tt.status, p.Status, tt.pm)
 		intents := fake.ClientIntents(key)
 		require.Len(t, intents, 1, "%s: one PaymentIntent", tt.pm)
-		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		attemptID, providerKey := apitest.StoredProviderKey(t, dbURL, key)
 		require.Equal(t, "chargeonce_"+attemptID, providerKey)
 		require.Equal(t, providerKey, intents[0].IdempotencyKey, "%s: created under our provider key", tt.pm)
 		require.Equal(t, attemptID, intents[0].Metadata["chargeonce_attempt_id"])
@@ -130,7 +119,7 @@ func TestStripe_InlineRetry_409InUse_SameKeyThenSucceeded(t *testing.T) {
 	key := apitest.NewKey()
 	r := s.ChargeCard(t, "demo-key", key, apitest.WithPaymentMethod("pm_card_visa")).Data.ChargeCard
 	require.Equal(t, "SUCCEEDED", r.Status, "the request retried inline")
-	_, providerKey := storedProviderKey(t, dbURL, key)
+	_, providerKey := apitest.StoredProviderKey(t, dbURL, key)
 	require.Equal(t, []string{providerKey, providerKey}, fake.CreateKeys(), "the inline retry sent the same key")
 	require.Len(t, fake.ClientIntents(key), 1)
 }
@@ -149,7 +138,7 @@ func TestStripe_LostResponse_ReconcilerFindsTheOnePaymentIntent(t *testing.T) {
 	intents := fake.ClientIntents(key)
 	require.Len(t, intents, 1)
 	require.Equal(t, intents[0].ID, final.Charge.ProviderChargeId)
-	_, providerKey := storedProviderKey(t, dbURL, key)
+	_, providerKey := apitest.StoredProviderKey(t, dbURL, key)
 	for _, k := range fake.CreateKeys() {
 		require.Equal(t, providerKey, k, "one key for every send")
 	}
@@ -166,7 +155,7 @@ func TestStripe_Reconciler_ResendsUnderTheSameKey(t *testing.T) {
 
 	final := s.FinalStatus(t, key, 15*time.Second)
 	require.Equal(t, "SUCCEEDED", final.Status)
-	_, providerKey := storedProviderKey(t, dbURL, key)
+	_, providerKey := apitest.StoredProviderKey(t, dbURL, key)
 	require.Equal(t, []string{providerKey, providerKey, providerKey, providerKey}, fake.CreateKeys(),
 		"the reconciler found nothing and sent it again under the same key")
 	intents := fake.ClientIntents(key)
@@ -185,7 +174,7 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 
 		final := s.FinalStatus(t, key, 15*time.Second)
 		require.Equal(t, "SUCCEEDED", final.Status)
-		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		attemptID, providerKey := apitest.StoredProviderKey(t, dbURL, key)
 		first := "chargeonce_" + attemptID
 		require.Equal(t, first+"_2", providerKey, "the new key is derived from the attempt, and recorded on it")
 		keys := fake.CreateKeys()
@@ -210,7 +199,7 @@ func TestStripe_Replayed500_LooksUpAndRekeysOnlyWhenStripeHoldsNone(t *testing.T
 
 		final := s.FinalStatus(t, key, 15*time.Second)
 		require.Equal(t, "SUCCEEDED", final.Status)
-		attemptID, providerKey := storedProviderKey(t, dbURL, key)
+		attemptID, providerKey := apitest.StoredProviderKey(t, dbURL, key)
 		require.Equal(t, "chargeonce_"+attemptID, providerKey, "never rekeyed while Stripe holds a PaymentIntent")
 		for _, k := range fake.CreateKeys() {
 			require.Equal(t, providerKey, k)
