@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"chargeonce/db/localpg"
 	"chargeonce/internal/proc"
 )
 
@@ -52,19 +53,27 @@ type Jaeger struct {
 	OTLP, Query string
 }
 
-// Start starts binary on free loopback ports and waits until its query
+// Start starts binary on free loopback ports (below the ephemeral ones,
+// which any connection's own end may take) and waits until its query
 // API answers.
 func Start(ctx context.Context, binary string) (*Jaeger, error) {
 	root, err := proc.ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
-	ports := make([]int, 3)
+	// Each held until all are picked, so that no two are the same, and let
+	// go just before Jaeger listens.
+	ports, held := make([]int, 3), make([]net.Listener, 0, 3)
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		l, err := localpg.ListenFree()
+		if err != nil {
+			closeAll(held)
 			return nil, err
 		}
+		held = append(held, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
+	closeAll(held)
 	p, err := proc.Start(binary, proc.Options{
 		Args: []string{"--config", filepath.Join(root, "tools", "jaeger", "all-in-one.yaml")},
 		Env: map[string]string{"JAEGER_OTLP_PORT": strconv.Itoa(ports[0]), "JAEGER_QUERY_PORT": strconv.Itoa(ports[1]),
@@ -84,14 +93,10 @@ func Start(ctx context.Context, binary string) (*Jaeger, error) {
 	return j, nil
 }
 
-// freePort is a loopback port nothing listens on now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		l.Close()
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Span is a span as the query API answers it.

@@ -71,6 +71,9 @@ type Cluster struct {
 	NATSURL string
 	dir     string
 	log     *slog.Logger
+	// listenFree picks a free port (localpg.ListenFree; a test's, to
+	// play another program that takes the port after the pick).
+	listenFree func() (net.Listener, error)
 }
 
 // Up starts a cluster under opts.Dir, which should be empty: the formation,
@@ -94,24 +97,26 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	c = &Cluster{dir: dir, log: log}
+	c = &Cluster{dir: dir, log: log, listenFree: localpg.ListenFree}
 	defer func() {
 		if err != nil {
 			_ = c.Down(context.WithoutCancel(ctx))
 		}
 	}()
 
-	ports, err := opts.Ports.allocate(opts.Instances, opts.NATSNodes)
-	if err != nil {
-		return c, err
-	}
 	log.Info("cluster: starting the pg_auto_failover formation")
 	c.Formation, err = formation.Start(ctx, formation.Options{Dir: filepath.Join(dir, "formation"), Fast: true, Logger: log})
 	if err != nil {
 		return c, err
 	}
 
-	natsPorts, routePorts := ports.nats, ports.natsCluster
+	// Picked after the formation, which takes seconds, so that no other
+	// program has the time to take one of them before its node listens.
+	nats, err := c.pick(0, opts.NATSNodes, opts.Ports.NATS, opts.Ports.NATSCluster)
+	if err != nil {
+		return c, err
+	}
+	natsPorts, routePorts := nats[0], nats[1]
 	urls := make([]string, opts.NATSNodes)
 	for i := range opts.NATSNodes {
 		urls[i] = "nats://127.0.0.1:" + strconv.Itoa(natsPorts[i])
@@ -156,21 +161,15 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		maps.Copy(m, more)
 		return m
 	}
-	instancePorts, metricsPorts := ports.instance, ports.metrics
 	for i := range opts.Instances {
-		name := fmt.Sprintf("instance-%d", i+1)
-		url := "http://127.0.0.1:" + strconv.Itoa(instancePorts[i])
-		p := c.part(name, url, opts.Binary, []string{"serve"}, with(map[string]string{
-			"PORT":         strconv.Itoa(instancePorts[i]),
-			"METRICS_ADDR": "127.0.0.1:" + strconv.Itoa(metricsPorts[i]),
-			"DATA_DIR":     filepath.Join(dir, name),
-		}))
-		p.ready = apiclient.New(url, "", nil).Ready
-		c.Instances = append(c.Instances, p)
-		if err := p.Start(ctx, 2*time.Minute); err != nil {
+		p, err := c.startInstance(ctx, i, opts.Ports, opts.Binary, with)
+		if p != nil {
+			c.Instances = append(c.Instances, p)
+		}
+		if err != nil {
 			return c, err
 		}
-		log.Info("cluster: instance up", "name", name, "url", url)
+		log.Info("cluster: instance up", "name", p.Name, "url", p.URL)
 	}
 	c.Receipts = c.part("receipts", "", opts.Binary, []string{"consume", "receipts"},
 		with(map[string]string{"DATA_DIR": filepath.Join(dir, "receipts")}))
@@ -246,37 +245,61 @@ func (c *Cluster) WaitJetStream(ctx context.Context, within time.Duration) error
 	}
 }
 
-// allocated are the ports of each kind, one per part.
-type allocated struct{ instance, metrics, nats, natsCluster []int }
+// startInstance starts instance i (from 0) and waits until it serves.
+// Free ports are picked just before it starts; when another program took
+// one between the pick and the instance's listen, which the instance's log
+// tells, it is started again on others, three times at most.
+func (c *Cluster) startInstance(ctx context.Context, i int, ports Ports, binary string, env func(map[string]string) map[string]string) (*Part, error) {
+	name := fmt.Sprintf("instance-%d", i+1)
+	for try := 1; ; try++ {
+		picked, err := c.pick(i, 1, ports.Instance, ports.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		port, metrics := picked[0][0], picked[1][0]
+		url := "http://127.0.0.1:" + strconv.Itoa(port)
+		p := c.part(name, url, binary, []string{"serve"}, env(map[string]string{
+			"PORT":         strconv.Itoa(port),
+			"METRICS_ADDR": "127.0.0.1:" + strconv.Itoa(metrics),
+			"DATA_DIR":     filepath.Join(c.dir, name),
+		}))
+		p.ready = apiclient.New(url, "", nil).Ready
+		err = p.Start(ctx, 2*time.Minute)
+		free := ports.Instance == 0 || ports.Metrics == 0
+		if err == nil || try == 3 || !free || !strings.Contains(p.logSinceStart(), "address already in use") {
+			return p, err
+		}
+		c.log.Info("cluster: another program took a port picked for the instance; picking others", "name", name, "try", try)
+	}
+}
 
-// allocate gives every part its ports: consecutive from each kind's first
-// port, or free ones where it is 0, each held until all are picked so that
-// no two parts get the same. Free ones are localpg.ListenFree's: below the
-// ephemeral ports, so that no other program's or test's listen on port 0
-// takes one before the part listens on it.
-func (p Ports) allocate(instances, nodes int) (a allocated, err error) {
+// pick gives n parts, from part from on, a port of each kind whose first
+// port is in firsts: consecutive from that first port, or free ones where
+// it is 0, each held until all are picked so that no two parts get the
+// same. Free ones are localpg.ListenFree's: below the ephemeral ports, so
+// that no other program's or test's listen on port 0 takes one before the
+// part listens on it.
+func (c *Cluster) pick(from, n int, firsts ...int) (kinds [][]int, err error) {
 	var held []net.Listener
 	defer func() {
 		for _, l := range held {
 			l.Close()
 		}
 	}()
-	for _, k := range []struct {
-		dst      *[]int
-		first, n int
-	}{{&a.instance, p.Instance, instances}, {&a.metrics, p.Metrics, instances}, {&a.nats, p.NATS, nodes}, {&a.natsCluster, p.NATSCluster, nodes}} {
-		for i := range k.n {
-			if k.first != 0 {
-				*k.dst = append(*k.dst, k.first+i)
+	kinds = make([][]int, len(firsts))
+	for k, first := range firsts {
+		for i := range n {
+			if first != 0 {
+				kinds[k] = append(kinds[k], first+from+i)
 				continue
 			}
-			l, err := localpg.ListenFree()
+			l, err := c.listenFree()
 			if err != nil {
-				return a, err
+				return nil, err
 			}
 			held = append(held, l)
-			*k.dst = append(*k.dst, l.Addr().(*net.TCPAddr).Port)
+			kinds[k] = append(kinds[k], l.Addr().(*net.TCPAddr).Port)
 		}
 	}
-	return a, nil
+	return kinds, nil
 }

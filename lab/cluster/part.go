@@ -30,6 +30,8 @@ type Part struct {
 
 	mu sync.Mutex
 	p  *proc.Process
+	// logFrom is the log's size when the part last started.
+	logFrom int64
 }
 
 // Start starts the part and waits until it is ready, for at most within.
@@ -38,6 +40,9 @@ func (p *Part) Start(ctx context.Context, within time.Duration) error {
 	log, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
+	}
+	if st, err := log.Stat(); err == nil {
+		p.logFrom = st.Size()
 	}
 	// Its own process group: a Ctrl-C to the terminal is the supervisor's to
 	// pass on, in order.
@@ -88,6 +93,15 @@ func (p *Part) Stop(grace time.Duration) error {
 		return pr.Stop(grace)
 	}
 	return nil
+}
+
+// logSinceStart is what the part wrote to its log since it last started.
+func (p *Part) logSinceStart() string {
+	b, err := os.ReadFile(p.Log)
+	if err != nil || int64(len(b)) < p.logFrom {
+		return ""
+	}
+	return string(b[p.logFrom:])
 }
 
 // LogTail is the last n lines of the part's log.
