@@ -635,16 +635,14 @@ type dbActivity struct {
 }
 
 func (b *bench) dbActivity() dbActivity {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, b.dbURL)
+	var a dbActivity
+	err := b.onDB(context.Background(), 5*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+			pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, pg_current_wal_lsn()::text`).Scan(&a.commits, &a.walBytes, &a.lsn)
+	})
 	if err != nil {
 		return dbActivity{}
 	}
-	defer conn.Close(context.Background())
-	var a dbActivity
-	err = conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
-		pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, pg_current_wal_lsn()::text`).Scan(&a.commits, &a.walBytes, &a.lsn)
-	a.ok = err == nil
+	a.ok = true
 	return a
 }

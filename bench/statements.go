@@ -20,7 +20,7 @@ var statementSettings = []string{"shared_preload_libraries=pg_stat_statements", 
 // createStatementStats makes pg_stat_statements readable in the bench's
 // database.
 func (b *bench) createStatementStats(ctx context.Context) error {
-	return b.onDB(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+	return b.onDB(ctx, statementsWithin, func(ctx context.Context, conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 		return err
 	})
@@ -29,7 +29,7 @@ func (b *bench) createStatementStats(ctx context.Context) error {
 // resetStatementStats forgets what PostgreSQL counted so far, before the
 // slice that statementStats reports.
 func (b *bench) resetStatementStats() {
-	if err := b.onDB(context.Background(), func(ctx context.Context, conn *pgx.Conn) error {
+	if err := b.onDB(context.Background(), statementsWithin, func(ctx context.Context, conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
 		return err
 	}); err != nil {
@@ -48,7 +48,7 @@ func (b *bench) statementStats(name string, c, requests int) {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "# %s at concurrency %d: %d requests; pg_stat_statements over the slice, per request (a function's statements also within their caller's)\n", name, c, requests)
-	err := b.onDB(context.Background(), func(ctx context.Context, conn *pgx.Conn) error {
+	err := b.onDB(context.Background(), statementsWithin, func(ctx context.Context, conn *pgx.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT calls::float8 / $1, total_exec_time * 1000 / $1, mean_exec_time * 1000,
 			rows::float8 / greatest(calls, 1), wal_bytes::float8 / $1, toplevel, regexp_replace(query, '\s+', ' ', 'g')
 			FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30`, float64(requests))
@@ -86,9 +86,13 @@ func (b *bench) statementStats(name string, c, requests int) {
 	b.logf("statements %s", path)
 }
 
-// onDB runs f on a connection of its own to the bench's database.
-func (b *bench) onDB(ctx context.Context, f func(context.Context, *pgx.Conn) error) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// statementsWithin bounds each of -statements' visits to the database.
+const statementsWithin = 30 * time.Second
+
+// onDB runs f on a connection of its own to the bench's database, all
+// within the given time.
+func (b *bench) onDB(ctx context.Context, within time.Duration, f func(context.Context, *pgx.Conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, b.dbURL)
 	if err != nil {
