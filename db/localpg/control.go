@@ -61,10 +61,11 @@ func (in *instance) running(ctx context.Context) (int, bool) {
 }
 
 // start starts the server on a loopback port, with the extra settings
-// beyond its own, and waits until it accepts connections. With port 0 the port is chosen anew at each start so the
-// server never collides with a system PostgreSQL on 5432 or with another
-// checkout's; the rare loss of the port to another program between choosing
-// and binding it is retried. A given port (Restart's) is tried once.
+// beyond its own, and waits until it accepts connections. With port 0 the
+// port is chosen anew at each start so the server never collides with a
+// system PostgreSQL on 5432 or with another checkout's; the rare loss of the
+// port to another program between choosing and binding it is retried. A
+// given port (Restart's) is tried once.
 func (in *instance) start(ctx context.Context, extra []string, port int) (int, error) {
 	fixed := port != 0
 	var lastErr error
