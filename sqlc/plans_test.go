@@ -37,10 +37,14 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 	_, err := pool.Exec(ctx, `
 		WITH e AS (
 			SELECT g, now() - (`+fmt.Sprint(events)+` - g) * interval '1 millisecond' AS at FROM generate_series(1, $2::integer) g
-		), charge AS (
-			INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id, description, created_at)
-			SELECT `+chargeID+`, $1, 1999, 'USD', 'ch_' || e.g, repeat('x', 300), e.at
-			FROM e
+		)
+		INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id, description, created_at)
+		SELECT `+chargeID+`, $1, 1999, 'USD', 'ch_' || e.g, repeat('x', 300), e.at
+		FROM e`, merchant, events)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+		WITH e AS (
+			SELECT g, now() - (`+fmt.Sprint(events)+` - g) * interval '1 millisecond' AS at FROM generate_series(1, $2::integer) g
 		)
 		INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at, sent_at)
 		SELECT `+idAt("e.at", "substr(md5(e.g::text), 1, 19)")+`, 'charge.succeeded', $1, 'k-' || e.g, gen_random_uuid(), `+chargeID+`,
@@ -89,7 +93,11 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 			n, plan := explain(t, pool, mode, s.statement, s.args)
 			require.Less(t, n, pages/2, "%s (%s) reads less than half of the outbox's %d pages; its plan:\n%s", s.what, mode, pages, plan)
 			if s.statement == lockUnsentChargeEvents {
-				require.Less(t, n, chargePages/2, "%s (%s) reads less than half of the charges' %d pages; its plan:\n%s", s.what, mode, chargePages, plan)
+				// The charges' scans alone: the queue's dead entries,
+				// which the batch's scan of the queue steps over until
+				// they are pruned, are not the charges'.
+				c := scanned(t, plan, "charges", "")
+				require.Less(t, c, chargePages/2, "%s (%s) reads less than half of the charges' %d pages; its plan:\n%s", s.what, mode, chargePages, plan)
 			}
 		}
 	}
@@ -146,7 +154,7 @@ func TestAttemptRetention_ReadsWhatItForgetsNotTheTable(t *testing.T) {
 			{"none expired", time.Hour, 0},
 		} {
 			_, plan := explain(t, pool, mode, deleteExpiredChargeAttempts, cutoff(s.retention))
-			n := scanned(t, plan, "charge_attempts")
+			n := scanned(t, plan, "charge_attempts", "Limit")
 			require.Less(t, n, pages/10, "retention, %s (%s), reads less than a tenth of the attempts' %d pages to find its batch; its plan:\n%s", s.what, mode, pages, plan)
 			var deleted, chargeScans int
 			prepared(t, pool, mode, deleteExpiredChargeAttempts, func(tx pgx.Tx) {
@@ -188,10 +196,11 @@ func explain(t *testing.T, pool *pgxpool.Pool, mode, statement, args string) (in
 	return plan[0].Plan.Hit + plan[0].Plan.Read, out
 }
 
-// scanned is the buffers that the scans of relation under a Limit in plan
-// (EXPLAIN's JSON) read: what finding a batch cost, apart from what
-// writing its rows did.
-func scanned(t *testing.T, plan, relation string) int {
+// scanned is the buffers that the scans of relation in plan (EXPLAIN's
+// JSON) read, those under a node of type under only when under is not
+// empty: under "Limit", what finding a batch cost, apart from what writing
+// its rows did.
+func scanned(t *testing.T, plan, relation, under string) int {
 	t.Helper()
 	type node struct {
 		Type     string `json:"Node Type"`
@@ -209,11 +218,11 @@ func scanned(t *testing.T, plan, relation string) int {
 			total += n.Hit + n.Read
 		}
 		for _, c := range n.Plans {
-			total += sum(c, limited || n.Type == "Limit")
+			total += sum(c, limited || n.Type == under)
 		}
 		return total
 	}
-	return sum(top[0].Plan, false)
+	return sum(top[0].Plan, under == "")
 }
 
 // prepared prepares statement as s, planned under mode, and runs fn in a
