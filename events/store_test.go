@@ -1,0 +1,136 @@
+package events
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/db/dbtest"
+)
+
+// A relay plans its batch for the outbox as it is when it reads it. A new
+// deployment's relay first reads an outbox of a few events, and its
+// connection keeps the statements it prepared; a plan cached then (a
+// sequential scan, the cheapest over a few rows) would read the whole
+// outbox and every charge in each batch once they hold thousands, until
+// autovacuum next analyzes them. Here: a relay of two connections sends
+// twenty batches of ten events, reading up to 256 at a time as it does
+// (PostgreSQL caches a statement's generic plan after its fifth custom
+// one); then the outbox grows to 20,000 events, each with its charge, 50
+// of them queued, and is not analyzed (autovacuum is off for the three
+// tables, as it is between two of its visits); the relay's next batch
+// sends the 50 and scans neither the outbox nor the charges sequentially.
+// Before the relay planned each batch, that batch scanned the outbox
+// twice and the charges once.
+func TestRelayBatch_IsPlannedForTheOutboxAsItIsNow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := dbtest.NewDatabase(t)
+	seeder, err := pgxpool.New(ctx, withPoolSize(t, dbURL, 1))
+	require.NoError(t, err)
+	t.Cleanup(seeder.Close)
+	// Two: a batch commits its durability mark on a connection of its own.
+	relayPool, err := pgxpool.New(ctx, withPoolSize(t, dbURL, 2))
+	require.NoError(t, err)
+	t.Cleanup(relayPool.Close)
+	_, err = seeder.Exec(ctx, `ALTER TABLE charge_events SET (autovacuum_enabled = off);
+		ALTER TABLE charges SET (autovacuum_enabled = off);
+		ALTER TABLE charge_events_unsent SET (autovacuum_enabled = off)`)
+	require.NoError(t, err)
+	merchant := uuid.New()
+	_, err = seeder.Exec(ctx, "INSERT INTO merchants (id, name) VALUES ($1, 'relay')", merchant)
+	require.NoError(t, err)
+
+	// seed writes n charge.succeeded events, a millisecond apart from
+	// from, each with its charge; the last queued of them go on the
+	// relay's queue, the others are sent.
+	seed := func(from, n, queued int) {
+		t.Helper()
+		_, err := seeder.Exec(ctx, `
+			WITH e AS (
+				SELECT g, clock_timestamp() - ($3::integer - g) * interval '1 millisecond' AS at,
+					gen_random_uuid() AS charge_id
+				FROM generate_series($2::integer, $2::integer + $3::integer - 1) g
+			), charge AS (
+				INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id, description, created_at)
+				SELECT e.charge_id, $1, 1999, 'USD', 'ch_' || e.g, repeat('x', 300), e.at FROM e
+			), event AS (
+				INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at, sent_at)
+				SELECT (lpad(to_hex((extract(epoch FROM e.at) * 1000)::bigint), 12, '0') || '7' || substr(md5(e.g::text), 1, 19))::uuid,
+					'charge.succeeded', $1, 'k-' || e.g, gen_random_uuid(), e.charge_id,
+					jsonb_build_object('request', jsonb_build_object('id', 'r-' || e.g), 'padding', repeat('x', 500)), e.at,
+					CASE WHEN e.g < $2::integer + $3::integer - $4::integer THEN e.at END
+				FROM e
+				RETURNING id, sent_at
+			)
+			INSERT INTO charge_events_unsent (event_id) SELECT id FROM event WHERE sent_at IS NULL`,
+			merchant, from, n, queued)
+		require.NoError(t, err)
+	}
+	relay := newStore(relayPool)
+	batch := func(limit int) int {
+		t.Helper()
+		sent, pubErr, err := relay.relayBatch(ctx, limit, func(events []outboxEvent) ([]uuid.UUID, error) {
+			ids := make([]uuid.UUID, len(events))
+			for i, e := range events {
+				ids[i] = e.id
+			}
+			return ids, nil
+		})
+		require.NoError(t, err)
+		require.NoError(t, pubErr)
+		return sent
+	}
+	// seqScans is how often the outbox and the charges have been scanned
+	// sequentially, once the seeder's and the relay's connections have
+	// flushed their statistics (a backend flushes what
+	// pg_stat_force_next_flush asks for before it answers the next
+	// statement).
+	seqScans := func() (events, charges int64) {
+		t.Helper()
+		for _, p := range []*pgxpool.Pool{seeder, relayPool} {
+			conns := p.AcquireAllIdle(ctx)
+			for _, c := range conns {
+				_, err := c.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+				require.NoError(t, err)
+			}
+			// Released as they were taken: the connection that the
+			// relay's batches ran on (the pool's last released) runs the
+			// next.
+			for i := len(conns) - 1; i >= 0; i-- {
+				conns[i].Release()
+			}
+		}
+		require.NoError(t, seeder.QueryRow(ctx, `SELECT
+			(SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'charge_events'),
+			(SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'charges')`).Scan(&events, &charges))
+		return events, charges
+	}
+
+	for i := range 20 {
+		seed(1+10*i, 10, 10)
+		require.Equal(t, 10, batch(256), "a new outbox's events, as they come")
+	}
+	seed(201, 20000, 50)
+	eventScans, chargeScans := seqScans()
+	require.Equal(t, 50, batch(256), "the grown outbox's queued events, in one batch")
+	eventScansAfter, chargeScansAfter := seqScans()
+	require.Equal(t, eventScans, eventScansAfter, "the batch does not scan the 20,000 events of the outbox")
+	require.Equal(t, chargeScans, chargeScansAfter, "the batch does not scan the 20,000 charges")
+}
+
+// withPoolSize is dbURL with a pool of at most n connections.
+func withPoolSize(t *testing.T, dbURL string, n int) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(n))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
