@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"net/url"
-	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -31,13 +30,15 @@ func TestRelayBatch_IsPlannedForTheOutboxAsItIsNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := dbtest.NewDatabase(t)
-	seeder, err := pgxpool.New(ctx, withPoolSize(t, dbURL, 1))
+	seeder := dbtest.Open(t, dbURL)
+	// The relay's pool as the server opens it (db.Connect), of two
+	// connections: a batch commits its durability mark on one of its own.
+	sized, err := url.Parse(dbURL)
 	require.NoError(t, err)
-	t.Cleanup(seeder.Close)
-	// Two: a batch commits its durability mark on a connection of its own.
-	relayPool, err := pgxpool.New(ctx, withPoolSize(t, dbURL, 2))
-	require.NoError(t, err)
-	t.Cleanup(relayPool.Close)
+	q := sized.Query()
+	q.Set("pool_max_conns", "2")
+	sized.RawQuery = q.Encode()
+	relayPool := dbtest.Open(t, sized.String())
 	_, err = seeder.Exec(ctx, `ALTER TABLE charge_events SET (autovacuum_enabled = off);
 		ALTER TABLE charges SET (autovacuum_enabled = off);
 		ALTER TABLE charge_events_unsent SET (autovacuum_enabled = off)`)
@@ -122,15 +123,4 @@ func TestRelayBatch_IsPlannedForTheOutboxAsItIsNow(t *testing.T) {
 	eventScansAfter, chargeScansAfter := seqScans()
 	require.Equal(t, eventScans, eventScansAfter, "the batch does not scan the 20,000 events of the outbox")
 	require.Equal(t, chargeScans, chargeScansAfter, "the batch does not scan the 20,000 charges")
-}
-
-// withPoolSize is dbURL with a pool of at most n connections.
-func withPoolSize(t *testing.T, dbURL string, n int) string {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("pool_max_conns", strconv.Itoa(n))
-	u.RawQuery = q.Encode()
-	return u.String()
 }
