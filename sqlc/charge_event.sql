@@ -16,16 +16,18 @@ WITH event AS (
 )
 INSERT INTO charge_events_unsent (event_id) SELECT id FROM event;
 
--- name: LockUnsentChargeEvents :many
+-- name: UnsentChargeEvents :many
 -- The relay's batch: the oldest unsent events (the queue in id order, and
--- ids are time-ordered), their queue rows locked until the relay's
--- transaction ends. SKIP LOCKED lets several relays work side by side,
--- each on its own rows. The events are read by their ids (= ANY of the
--- batch): a join would be free to merge with the whole of charge_events'
--- primary key from its first entry, on every batch. The body is the
--- published one: the row's columns put back into what its body holds,
--- with what its charge's row holds (charge_event_body(e, c), which the
--- planner inlines: no executor of its own for each event).
+-- ids are time-ordered). No row is locked: the relays take turns, each
+-- batch in a transaction that holds the relays' advisory lock (events'
+-- relayTx), so no other relay reads the queue until this one has marked
+-- what it sent; a lock on each row wrote a WAL record per event. The
+-- events are read by their ids (= ANY of the batch): a join would be free
+-- to merge with the whole of charge_events' primary key from its first
+-- entry, on every batch. The body is the published one: the row's columns
+-- put back into what its body holds, with what its charge's row holds
+-- (charge_event_body(e, c), which the planner inlines: no executor of its
+-- own for each event).
 SELECT e.id, e.type, charge_event_body(e, c)::jsonb AS body, e.traceparent, e.tracestate
 FROM charge_events e
 LEFT JOIN charges c ON c.id = e.charge_id
@@ -33,7 +35,6 @@ WHERE e.id = ANY(ARRAY(
     SELECT event_id FROM charge_events_unsent
     ORDER BY event_id
     LIMIT sqlc.arg(max_events)::integer
-    FOR UPDATE SKIP LOCKED
 ))
 ORDER BY e.id;
 

@@ -141,62 +141,6 @@ func (q *Queries) InsertReceipt(ctx context.Context, arg InsertReceiptParams) (i
 	return result.RowsAffected(), nil
 }
 
-const lockUnsentChargeEvents = `-- name: LockUnsentChargeEvents :many
-SELECT e.id, e.type, charge_event_body(e, c)::jsonb AS body, e.traceparent, e.tracestate
-FROM charge_events e
-LEFT JOIN charges c ON c.id = e.charge_id
-WHERE e.id = ANY(ARRAY(
-    SELECT event_id FROM charge_events_unsent
-    ORDER BY event_id
-    LIMIT $1::integer
-    FOR UPDATE SKIP LOCKED
-))
-ORDER BY e.id
-`
-
-type LockUnsentChargeEventsRow struct {
-	ID          uuid.UUID
-	Type        string
-	Body        []byte
-	Traceparent *string
-	Tracestate  *string
-}
-
-// The relay's batch: the oldest unsent events (the queue in id order, and
-// ids are time-ordered), their queue rows locked until the relay's
-// transaction ends. SKIP LOCKED lets several relays work side by side,
-// each on its own rows. The events are read by their ids (= ANY of the
-// batch): a join would be free to merge with the whole of charge_events'
-// primary key from its first entry, on every batch. The body is the
-// published one: the row's columns put back into what its body holds,
-// with what its charge's row holds (charge_event_body(e, c), which the
-// planner inlines: no executor of its own for each event).
-func (q *Queries) LockUnsentChargeEvents(ctx context.Context, maxEvents int32) ([]LockUnsentChargeEventsRow, error) {
-	rows, err := q.db.Query(ctx, lockUnsentChargeEvents, maxEvents)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []LockUnsentChargeEventsRow
-	for rows.Next() {
-		var i LockUnsentChargeEventsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Type,
-			&i.Body,
-			&i.Traceparent,
-			&i.Tracestate,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const markChargeEventsSent = `-- name: MarkChargeEventsSent :exec
 WITH sent AS (
     DELETE FROM charge_events_unsent WHERE event_id = ANY($2::uuid[])
@@ -220,4 +164,61 @@ type MarkChargeEventsSentParams struct {
 func (q *Queries) MarkChargeEventsSent(ctx context.Context, arg MarkChargeEventsSentParams) error {
 	_, err := q.db.Exec(ctx, markChargeEventsSent, arg.Now, arg.Ids)
 	return err
+}
+
+const unsentChargeEvents = `-- name: UnsentChargeEvents :many
+SELECT e.id, e.type, charge_event_body(e, c)::jsonb AS body, e.traceparent, e.tracestate
+FROM charge_events e
+LEFT JOIN charges c ON c.id = e.charge_id
+WHERE e.id = ANY(ARRAY(
+    SELECT event_id FROM charge_events_unsent
+    ORDER BY event_id
+    LIMIT $1::integer
+))
+ORDER BY e.id
+`
+
+type UnsentChargeEventsRow struct {
+	ID          uuid.UUID
+	Type        string
+	Body        []byte
+	Traceparent *string
+	Tracestate  *string
+}
+
+// The relay's batch: the oldest unsent events (the queue in id order, and
+// ids are time-ordered). No row is locked: the relays take turns, each
+// batch in a transaction that holds the relays' advisory lock (events'
+// relayTx), so no other relay reads the queue until this one has marked
+// what it sent; a lock on each row wrote a WAL record per event. The
+// events are read by their ids (= ANY of the batch): a join would be free
+// to merge with the whole of charge_events' primary key from its first
+// entry, on every batch. The body is the published one: the row's columns
+// put back into what its body holds, with what its charge's row holds
+// (charge_event_body(e, c), which the planner inlines: no executor of its
+// own for each event).
+func (q *Queries) UnsentChargeEvents(ctx context.Context, maxEvents int32) ([]UnsentChargeEventsRow, error) {
+	rows, err := q.db.Query(ctx, unsentChargeEvents, maxEvents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UnsentChargeEventsRow
+	for rows.Next() {
+		var i UnsentChargeEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.Body,
+			&i.Traceparent,
+			&i.Tracestate,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

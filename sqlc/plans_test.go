@@ -81,14 +81,14 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 	// then the generic plan.
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		for _, s := range []struct{ what, statement, args string }{
-			{"the relay's batch", lockUnsentChargeEvents, "100"},
+			{"the relay's batch", unsentChargeEvents, "100"},
 			{"the relay's marking of its batch", markChargeEventsSent, "now(), " + ids},
 			{"retention, with half the outbox past its cutoff", deleteSentChargeEvents, cutoff(10 * time.Second)},
 			{"retention, with nothing past its cutoff", deleteSentChargeEvents, cutoff(time.Hour)},
 		} {
 			n, plan := explain(t, pool, mode, s.statement, s.args)
 			require.Less(t, n, pages/2, "%s (%s) reads less than half of the outbox's %d pages; its plan:\n%s", s.what, mode, pages, plan)
-			if s.statement == lockUnsentChargeEvents {
+			if s.statement == unsentChargeEvents {
 				// The charges' scans alone: the queue's dead entries,
 				// which the batch's scan of the queue steps over until
 				// they are pruned, are not the charges'.
