@@ -70,11 +70,12 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	return c
 }
 
-// Relay publishes the outbox to the CHARGES stream. It takes the oldest
-// unsent events with FOR UPDATE SKIP LOCKED, publishes them with the event
-// id as Nats-Msg-Id, waits for the broker's acks, and marks the acked ones
-// sent in the same transaction; so several relays (one per instance) share
-// the outbox without publishing an event twice, and a relay that dies
+// Relay publishes the outbox to the CHARGES stream. In the relays' turn (a
+// transaction's advisory lock) it reads the oldest unsent events, publishes
+// them with the event id as Nats-Msg-Id, waits for the broker's acks, and
+// marks the acked ones sent in the same transaction; so several relays (one
+// per instance) share the outbox without publishing an event twice, and a
+// relay that dies
 // before its commit leaves the events unsent, to be published again (the
 // stream's duplicate window, then the consumers' deduplication, absorb the
 // repeat). Wake, right after an event commits on this instance, and a
@@ -93,7 +94,8 @@ type Relay struct {
 // NewRelay returns a relay from pool's outbox to js.
 func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) *Relay {
 	cfg = cfg.withDefaults()
-	return &Relay{wake: make(chan struct{}, 1), pool: pool, store: newStore(pool), js: js, cfg: cfg, log: cfg.Logger.With("component", "relay")}
+	log := cfg.Logger.With("component", "relay")
+	return &Relay{wake: make(chan struct{}, 1), pool: pool, store: &store{pool: pool, log: log}, js: js, cfg: cfg, log: log}
 }
 
 // Wake has the relay look at once: an event committed. It never blocks; a
@@ -122,8 +124,8 @@ func (r *Relay) Run(ctx context.Context) {
 	})
 }
 
-// drain relays batches until the outbox has no unsent event that another
-// relay does not hold, and says how many it sent.
+// drain relays batches until a batch finds fewer unsent events than it
+// could take, and says how many it sent.
 func (r *Relay) drain(ctx context.Context) (int, error) {
 	total := 0
 	for {

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -20,9 +21,12 @@ import (
 // the package's only code that runs the sqlc queries.
 type store struct {
 	pool *pgxpool.Pool
+	log  *slog.Logger // what the relay's batches have to say (its queue restored)
 }
 
-func newStore(pool *pgxpool.Pool) *store { return &store{pool: pool} }
+func newStore(pool *pgxpool.Pool) *store {
+	return &store{pool: pool, log: slog.New(slog.DiscardHandler)}
+}
 
 // outboxEvent is an unsent event as the relay publishes it.
 type outboxEvent struct {
@@ -62,13 +66,22 @@ var relayTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL plan_cache_mode = forc
 const relayLock int64 = 0x636f2d72656c6179
 
 // relayBatch reads up to limit of the oldest unsent events, in the relays'
-// turn (relayTx), makes sure they are durable (see durable), hands them to
-// publish, and marks sent, in the same transaction, the ids publish says
-// the broker took. publish's own error is returned apart from the store's,
+// turn (relayTx), once it has queued them all again if a crash emptied the
+// queue (RestoreChargeEventsQueue: the queue is an unlogged table); makes
+// sure they are durable (see durable), hands them to publish, and marks
+// sent, in the same transaction, the ids publish says the broker took. publish's own error is returned apart from the store's,
 // since the events it did publish are marked all the same.
 func (s *store) relayBatch(ctx context.Context, limit int, publish func([]outboxEvent) ([]uuid.UUID, error)) (sent int, pubErr, err error) {
 	err = pgx.BeginTxFunc(ctx, s.pool, relayTx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
+		restored, err := q.RestoreChargeEventsQueue(ctx)
+		if err != nil {
+			return err
+		}
+		if restored > 0 {
+			s.log.Warn("the relay's queue was emptied (by PostgreSQL's crash recovery or a standby's promotion): "+
+				"the events the broker has not taken are queued again", "events", restored)
+		}
 		rows, err := q.UnsentChargeEvents(ctx, int32(limit))
 		if err != nil || len(rows) == 0 {
 			return err

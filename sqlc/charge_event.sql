@@ -16,6 +16,25 @@ WITH event AS (
 )
 INSERT INTO charge_events_unsent (event_id) SELECT id FROM event;
 
+-- name: RestoreChargeEventsQueue :execrows
+-- The relay's first statement in its turn: when the queue is not whole
+-- (charge_events_unsent_intact has no row: a crash's recovery or a
+-- standby's promotion emptied both unlogged tables), every event the
+-- broker has not taken goes back on it, read from charge_events (a
+-- sequential scan, once after such an event), and the row is put back.
+-- Counts the events queued again; 0, and no scan of charge_events, while
+-- the queue is whole.
+WITH lost AS (
+    SELECT NOT EXISTS (SELECT 1 FROM charge_events_unsent_intact) AS lost
+),
+intact AS (
+    INSERT INTO charge_events_unsent_intact SELECT true FROM lost WHERE lost.lost
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO charge_events_unsent (event_id)
+SELECT id FROM charge_events WHERE (SELECT lost.lost FROM lost) AND sent_at IS NULL
+ON CONFLICT DO NOTHING;
+
 -- name: UnsentChargeEvents :many
 -- The relay's batch: the oldest unsent events (the queue in id order, and
 -- ids are time-ordered). No row is locked: the relays take turns, each

@@ -166,6 +166,34 @@ func (q *Queries) MarkChargeEventsSent(ctx context.Context, arg MarkChargeEvents
 	return err
 }
 
+const restoreChargeEventsQueue = `-- name: RestoreChargeEventsQueue :execrows
+WITH lost AS (
+    SELECT NOT EXISTS (SELECT 1 FROM charge_events_unsent_intact) AS lost
+),
+intact AS (
+    INSERT INTO charge_events_unsent_intact SELECT true FROM lost WHERE lost.lost
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO charge_events_unsent (event_id)
+SELECT id FROM charge_events WHERE (SELECT lost.lost FROM lost) AND sent_at IS NULL
+ON CONFLICT DO NOTHING
+`
+
+// The relay's first statement in its turn: when the queue is not whole
+// (charge_events_unsent_intact has no row: a crash's recovery or a
+// standby's promotion emptied both unlogged tables), every event the
+// broker has not taken goes back on it, read from charge_events (a
+// sequential scan, once after such an event), and the row is put back.
+// Counts the events queued again; 0, and no scan of charge_events, while
+// the queue is whole.
+func (q *Queries) RestoreChargeEventsQueue(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, restoreChargeEventsQueue)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const unsentChargeEvents = `-- name: UnsentChargeEvents :many
 SELECT e.id, e.type, charge_event_body(e, c)::jsonb AS body, e.traceparent, e.tracestate
 FROM charge_events e

@@ -138,6 +138,10 @@ type ChargeEventsUnsent struct {
 	EventID uuid.UUID
 }
 
+type ChargeEventsUnsentIntact struct {
+	Intact bool
+}
+
 type CheckoutSession struct {
 	ID               uuid.UUID
 	MerchantID       uuid.UUID

@@ -17,7 +17,8 @@ import (
 )
 
 // The relay's and retention's statements read the rows they work on, not
-// the outbox or the charges: over an outbox of 20,000 events (time-ordered
+// the outbox or the charges (and the relay's restoring of its queue, while
+// the queue is whole, reads none of the outbox): over an outbox of 20,000 events (time-ordered
 // ids, a millisecond apart, each naming its charge) and a queue of 50
 // (planned as the 20,000 it held before its last autovacuum), each reads
 // less than half of the outbox's pages (and the relay's batch, of the
@@ -81,6 +82,7 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 	// then the generic plan.
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		for _, s := range []struct{ what, statement, args string }{
+			{"the relay's restoring of its queue, whole", restoreChargeEventsQueue, ""},
 			{"the relay's batch", unsentChargeEvents, "100"},
 			{"the relay's marking of its batch", markChargeEventsSent, "now(), " + ids},
 			{"retention, with half the outbox past its cutoff", deleteSentChargeEvents, cutoff(10 * time.Second)},
@@ -88,6 +90,9 @@ func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {
 		} {
 			n, plan := explain(t, pool, mode, s.statement, s.args)
 			require.Less(t, n, pages/2, "%s (%s) reads less than half of the outbox's %d pages; its plan:\n%s", s.what, mode, pages, plan)
+			if s.statement == restoreChargeEventsQueue {
+				require.Zero(t, scanned(t, plan, "charge_events", ""), "%s (%s) does not scan the outbox; its plan:\n%s", s.what, mode, plan)
+			}
 			if s.statement == unsentChargeEvents {
 				// The charges' scans alone: the queue's dead entries,
 				// which the batch's scan of the queue steps over until
@@ -179,8 +184,12 @@ func merchantDatabase(t *testing.T) (*pgxpool.Pool, uuid.UUID) {
 func explain(t *testing.T, pool *pgxpool.Pool, mode, statement, args string) (int, string) {
 	t.Helper()
 	var out string
+	execute := "EXECUTE s"
+	if args != "" {
+		execute += "(" + args + ")"
+	}
 	prepared(t, pool, mode, statement, func(tx pgx.Tx) {
-		require.NoError(t, tx.QueryRow(context.Background(), "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE s("+args+")").Scan(&out))
+		require.NoError(t, tx.QueryRow(context.Background(), "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+execute).Scan(&out))
 	})
 	var plan []struct {
 		Plan struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,4 +103,55 @@ func TestEvents_ReceiptsConsumerKilledBeforeAck_RedeliveredStillOneReceipt(t *te
 		JOIN charges c ON c.id = r.charge_id AND c.amount = r.amount`), "each receipt is its event's charge")
 	requireStopsCleanly(t, again, 30*time.Second, "the consumer stops cleanly on SIGTERM")
 	require.Equal(t, len(keys), countRows(t, pool, "SELECT count(*) FROM receipts"), "no receipt for the decline")
+}
+
+// The outbox's queue of unsent events (charge_events_unsent) is an unlogged
+// table, which a crash of PostgreSQL empties: crash recovery resets every
+// unlogged table, and a promoted standby starts with it empty. The events
+// are logged rows of charge_events, and the relay queues again, before its
+// next batch, every event the broker has not taken. Here: charges while the
+// broker is away, their events waiting in the outbox; the server killed
+// (SIGKILL), PostgreSQL crashed (an immediate stop, so that its restart
+// recovers from the WAL) and started again with the queue empty; a new
+// server, with the broker back, publishes every waiting event, once.
+func TestEvents_PostgresCrashed_EveryWaitingEventIsPublished(t *testing.T) {
+	needsProcesses(t)
+	t.Parallel()
+	const waiting = 10
+	const queued = "SELECT count(*) FROM charge_events_unsent u JOIN charge_events e ON e.id = u.event_id"
+	pg, dbURL := startDurablePostgres(t)
+	broker := eventstest.New(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "NATS_URL": broker.URL()}
+	doomed := startServer(t, env)
+	broker.Stop()
+	for i := range waiting {
+		r, err := doomed.demo().ChargeCard(t.Context(), newKey(), visa(700+i))
+		require.NoError(t, err, "charges go on while the broker is away")
+		require.Equal(t, apiclient.Succeeded, r.Status)
+	}
+	before := dbtest.Open(t, dbURL)
+	require.Equal(t, waiting, countRows(t, before, unsentEvents), "the events wait in the outbox")
+	require.Equal(t, waiting, countRows(t, before, queued), "on the relay's queue")
+	before.Close()
+	require.NoError(t, syscall.Kill(doomed.PID(), syscall.SIGKILL))
+	<-doomed.Done()
+
+	require.NoError(t, pg.Crash(t.Context()))
+	require.NoError(t, pg.Restart(t.Context()))
+	pool := dbtest.Open(t, dbURL)
+	require.Equal(t, waiting, countRows(t, pool, unsentEvents), "the events outlive the crash")
+	require.Zero(t, countRows(t, pool, queued), "the crash emptied the relay's queue")
+
+	require.NoError(t, broker.Restart())
+	after := startServer(t, env)
+	waitRows(t, pool, 0, time.Minute, unsentEvents)
+	require.Regexp(t, `level=WARN msg="the relay's queue was emptied.* events=10`, after.Output(),
+		"the relay says it queued the events again")
+	got := eventstest.ReadStream(t, broker.JetStream(t), events.Stream)
+	ids := map[string]bool{}
+	for _, m := range got {
+		ids[m.MsgID] = true
+	}
+	require.Len(t, got, waiting, "every waiting event arrived")
+	require.Len(t, ids, waiting, "each once")
 }

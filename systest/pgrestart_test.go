@@ -227,10 +227,24 @@ func (c *checkout) status() string {
 // test ends.
 func startOwnPostgres(t *testing.T) (*localpg.Server, string) {
 	t.Helper()
+	return ownPostgres(t, true)
+}
+
+// startDurablePostgres is startOwnPostgres with a server that keeps what it
+// acknowledged (fsync and synchronous commits on), for a test that crashes
+// it.
+func startDurablePostgres(t *testing.T) (*localpg.Server, string) {
+	t.Helper()
+	return ownPostgres(t, false)
+}
+
+// ownPostgres starts a migrated PostgreSQL of the test's own, Fast or not.
+func ownPostgres(t *testing.T, fast bool) (*localpg.Server, string) {
+	t.Helper()
 	dataDir := filepath.Join(postgresDir(t), "pg")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pg, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Fast: true})
+	pg, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Fast: fast})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := pg.Stop(context.Background()); err != nil {

@@ -134,8 +134,9 @@ func ListenFree() (net.Listener, error) {
 	return nil, fmt.Errorf("local PostgreSQL: no free port between %d and %d: %w", freePortsFrom, freePortsTo, err)
 }
 
-// stop stops the server in the data directory, if one runs.
-func (in *instance) stop(ctx context.Context) error {
+// stop stops the server in the data directory, if one runs (pg_ctl stop
+// in mode: "fast", or "immediate", as a crash would).
+func (in *instance) stop(ctx context.Context, mode string) error {
 	// Checked before locking too, so stopping nothing creates no lock file.
 	if _, err := os.Stat(filepath.Join(in.dir, "postmaster.pid")); os.IsNotExist(err) {
 		return nil
@@ -145,11 +146,11 @@ func (in *instance) stop(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	return in.stopLocked(ctx)
+	return in.stopLocked(ctx, mode)
 }
 
 // stopLocked is stop for a caller that holds the lock.
-func (in *instance) stopLocked(ctx context.Context) error {
+func (in *instance) stopLocked(ctx context.Context, mode string) error {
 	pf, err := in.readPIDFile()
 	if os.IsNotExist(err) {
 		return nil
@@ -162,7 +163,7 @@ func (in *instance) stopLocked(ctx context.Context) error {
 		// whatever process now has that pid.
 		return nil
 	}
-	out, err := in.run(ctx, "pg_ctl", "stop", "-w", "-t", "60", "-m", "fast", "-D", in.dir)
+	out, err := in.run(ctx, "pg_ctl", "stop", "-w", "-t", "60", "-m", mode, "-D", in.dir)
 	if err != nil {
 		if _, statErr := os.Stat(filepath.Join(in.dir, "postmaster.pid")); os.IsNotExist(statErr) {
 			return nil // it stopped on its own meanwhile

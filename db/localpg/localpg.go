@@ -128,7 +128,15 @@ func lockInstance(ctx context.Context, opts Options) (*instance, *slog.Logger, f
 
 // Stop stops the server (pg_ctl stop -m fast), whoever started it.
 func (s *Server) Stop(ctx context.Context) error {
-	return s.inst.stop(ctx)
+	return s.inst.stop(ctx, "fast")
+}
+
+// Crash stops the server as a crash would (pg_ctl stop -m immediate: every
+// process quits at once, with no shutdown checkpoint), so that its next
+// start (Restart) recovers from the WAL, as after a power cut: it replays
+// what committed and empties the unlogged tables.
+func (s *Server) Crash(ctx context.Context) error {
+	return s.inst.stop(ctx, "immediate")
 }
 
 // Restart stops the server if it runs (pg_ctl stop -m fast, which ends every
@@ -144,7 +152,7 @@ func (s *Server) Restart(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	if err := s.inst.stopLocked(ctx); err != nil {
+	if err := s.inst.stopLocked(ctx, "fast"); err != nil {
 		return err
 	}
 	if err := s.inst.removeStalePID(); err != nil {
@@ -166,7 +174,7 @@ func Stop(ctx context.Context, dir string) error {
 		}
 		return err
 	}
-	return inst.stop(ctx)
+	return inst.stop(ctx, "fast")
 }
 
 // instance is a data directory together with how to run its server.
