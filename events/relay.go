@@ -75,10 +75,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 // them with the event id as Nats-Msg-Id, waits for the broker's acks, and
 // marks the acked ones sent in the same transaction; so several relays (one
 // per instance) share the outbox without publishing an event twice, and a
-// relay that dies
-// before its commit leaves the events unsent, to be published again (the
-// stream's duplicate window, then the consumers' deduplication, absorb the
-// repeat). Wake, right after an event commits on this instance, and a
+// relay that dies before its commit leaves the events unsent, to be
+// published again (the stream's duplicate window, then the consumers'
+// deduplication, absorb the repeat). Wake, right after an event commits on this instance, and a
 // notice from another instance (Notifier) wake it within milliseconds; a
 // poll is the fallback.
 type Relay struct {

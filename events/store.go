@@ -69,8 +69,9 @@ const relayLock int64 = 0x636f2d72656c6179
 // turn (relayTx), once it has queued them all again if a crash emptied the
 // queue (RestoreChargeEventsQueue: the queue is an unlogged table); makes
 // sure they are durable (see durable), hands them to publish, and marks
-// sent, in the same transaction, the ids publish says the broker took. publish's own error is returned apart from the store's,
-// since the events it did publish are marked all the same.
+// sent, in the same transaction, the ids publish says the broker took.
+// publish's own error is returned apart from the store's, since the events
+// it did publish are marked all the same.
 func (s *store) relayBatch(ctx context.Context, limit int, publish func([]outboxEvent) ([]uuid.UUID, error)) (sent int, pubErr, err error) {
 	err = pgx.BeginTxFunc(ctx, s.pool, relayTx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)

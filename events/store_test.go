@@ -55,11 +55,7 @@ func TestRelayBatch_IsPlannedForTheOutboxAsItIsNow(t *testing.T) {
 	batch := func(limit int) int {
 		t.Helper()
 		sent, pubErr, err := relay.relayBatch(ctx, limit, func(events []outboxEvent) ([]uuid.UUID, error) {
-			ids := make([]uuid.UUID, len(events))
-			for i, e := range events {
-				ids[i] = e.id
-			}
-			return ids, nil
+			return idsOf(events), nil
 		})
 		require.NoError(t, err)
 		require.NoError(t, pubErr)
@@ -101,6 +97,16 @@ func TestRelayBatch_IsPlannedForTheOutboxAsItIsNow(t *testing.T) {
 	eventScansAfter, chargeScansAfter := seqScans()
 	require.Equal(t, eventScans, eventScansAfter, "the batch does not scan the 20,000 events of the outbox")
 	require.Equal(t, chargeScans, chargeScansAfter, "the batch does not scan the 20,000 charges")
+}
+
+// idsOf is the ids of events: what a publisher that the broker took them
+// all from acks.
+func idsOf(events []outboxEvent) []uuid.UUID {
+	ids := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		ids[i] = e.id
+	}
+	return ids
 }
 
 // seedEvents writes n charge.succeeded events of merchant, a millisecond
@@ -159,10 +165,7 @@ func TestRelayBatch_RelaysTakeTurns_NoQueuedRowLocked_EachEventSentOnce(t *testi
 		done := make(chan result, 1)
 		go func() {
 			sent, pubErr, err := relay.relayBatch(ctx, limit, func(events []outboxEvent) ([]uuid.UUID, error) {
-				ids := make([]uuid.UUID, len(events))
-				for i, e := range events {
-					ids[i] = e.id
-				}
+				ids := idsOf(events)
 				published <- ids
 				<-release
 				return ids, nil

@@ -18,12 +18,12 @@ import (
 
 // The relay's and retention's statements read the rows they work on, not
 // the outbox or the charges (and the relay's restoring of its queue, while
-// the queue is whole, reads none of the outbox): over an outbox of 20,000 events (time-ordered
-// ids, a millisecond apart, each naming its charge) and a queue of 50
-// (planned as the 20,000 it held before its last autovacuum), each reads
-// less than half of the outbox's pages (and the relay's batch, of the
-// charges'), under custom plans and under the generic plan, as the
-// server's prepared statements get them. A relay's batch that joined the
+// the queue is whole, reads none of the outbox): over an outbox of 20,000
+// events (time-ordered ids, a millisecond apart, each naming its charge)
+// and a queue of 50 (planned as the 20,000 it held before its last
+// autovacuum), each reads less than half of the outbox's pages (and the
+// relay's batch, of the charges'), under custom plans and under the
+// generic plan, as the server's prepared statements get them. A relay's batch that joined the
 // queue to the events was free to merge with the events' primary key from
 // its first entry: every batch read the whole outbox.
 func TestOutboxStatements_ReadTheirRowsNotTheWholeOutbox(t *testing.T) {

@@ -164,3 +164,13 @@ func ReadStream(t testing.TB, js jetstream.JetStream, stream string) []Message {
 	}
 	return out
 }
+
+// DistinctMsgIDs is how many different Nats-Msg-Ids msgs carry: as many as
+// msgs when none of them is on the stream twice.
+func DistinctMsgIDs(msgs []Message) int {
+	ids := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		ids[m.MsgID] = true
+	}
+	return len(ids)
+}
