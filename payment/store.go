@@ -26,10 +26,15 @@ type store struct {
 	committed func([]Event)
 	// hist names the instance in the history rows the store writes.
 	hist *history.Recorder
+	// claims and recordings write the claims of charges off checkout
+	// sessions and the recordings of plain charges, together when they
+	// wait for a connection together (batcher).
+	claims     *claims
+	recordings *recordings
 }
 
 func newStore(pool *pgxpool.Pool) *store {
-	return &store{pool: pool, q: sqlc.New(pool)}
+	return &store{pool: pool, q: sqlc.New(pool), claims: newClaims(pool), recordings: newRecordings(pool)}
 }
 
 // txQueries are the queries of one transaction, with the outbox events it

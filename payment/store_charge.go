@@ -44,15 +44,11 @@ func chargeTermsFromRow(row attemptRow) Terms {
 // it (open, unexpired at a.CreatedAt, below maxSessionAttempts), which it
 // counts. The claim takes its connection first, so that a failure to get
 // one (the database is away, or the pool is exhausted) is known to have
-// sent nothing.
+// sent nothing. A claim off a checkout session goes in one
+// statement with the claims of the requests beside it (claims).
 func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (claim, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return claim{}, interpretError(fmt.Errorf("%w: %w", db.ErrNotSent, err))
-	}
-	defer conn.Release()
 	in := a.charge().Input
-	row, err := sqlc.New(conn).ClaimChargeAttempt(ctx, sqlc.ClaimChargeAttemptParams{
+	arg := sqlc.ClaimChargeAttemptParams{
 		ClaimSource:        claimSource(ctx, s.hist),
 		ID:                 a.ID,
 		MerchantID:         a.MerchantID,
@@ -72,12 +68,21 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 		CaptureMethod:      optional(manual(in.CaptureMethod)),
 		Now:                a.CreatedAt,
 		MaxSessionAttempts: int32(maxSessionAttempts),
-	})
-	if err = interpretError(err); err == errNotFound {
-		return claim{outcome: notVisibleYet}, nil
+	}
+	// A claim off a checkout session is made with those made beside it
+	// (claims); one on a session counts an attempt of it, alone.
+	var row *sqlc.ClaimChargeAttemptRow
+	var err error
+	if in.CheckoutSessionID == uuid.Nil {
+		row, err = s.claims.write(ctx, arg)
+	} else {
+		row, err = s.claimAlone(ctx, arg)
 	}
 	if err != nil {
-		return claim{}, err
+		return claim{}, interpretError(err)
+	}
+	if row == nil {
+		return claim{outcome: notVisibleYet}, nil
 	}
 	c := claim{outcome: foundStored, attempt: attemptOf(attemptRow{row.ChargeAttempt, row.ProviderChargeID, row.ChargeCreatedAt, refundColumns{row.ProviderRefundID, row.RefundCreatedAt, row.RefundStatus, row.RefundFailureCode, row.RefundFailureMessage}})}
 	if row.Claimed {
@@ -86,13 +91,26 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 	return c, nil
 }
 
+// claimAlone claims one key on a connection of its own, taken first
+// (db.ErrNotSent when there is none).
+func (s *store) claimAlone(ctx context.Context, arg sqlc.ClaimChargeAttemptParams) (*sqlc.ClaimChargeAttemptRow, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", db.ErrNotSent, err)
+	}
+	defer conn.Release()
+	return claimOne(ctx, conn, arg)
+}
+
 // succeed records the provider's charge providerChargeID, finalizes the attempt and writes its
 // charge.succeeded event to the outbox, fenced on a's fence, with the
 // provider charges detail.duplicates of it, if any, which it returns; now is when the event
 // occurred, and when the charge was recorded. A plain charge is one
-// statement (RecordChargeSucceeded), committed on its own: one round trip
-// where a transaction of its three writes took five. Duplicates and a
-// checkout session to mark paid join it in one transaction.
+// statement (RecordChargeSucceeded), committed on its own, or with the
+// plain charges recorded beside it (RecordChargesSucceeded, recordings):
+// one round trip where a transaction of its three writes took five.
+// Duplicates and a checkout session to mark paid join it in one
+// transaction.
 //
 // A manual charge's charge records its authorization (authorizedUntil: when
 // it lapses) and writes charge.authorized beside charge.succeeded, in one
@@ -111,35 +129,35 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 	if err != nil {
 		return Attempt{}, nil, err
 	}
-	record := func(q *sqlc.Queries) (Attempt, error) {
-		row, err := q.RecordChargeSucceeded(ctx, sqlc.RecordChargeSucceededParams{
-			ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
-			ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
-			Traceparent: traceparent, Tracestate: tracestate,
-		})
-		if kind, constraint := db.Classify(err); isNotFound(err) || kind == db.UniqueViolation && constraint == constraintProviderChargeID {
-			// Finalized or taken over by someone else; or this provider
-			// charge is recorded already: the provider key is the
-			// attempt's, so whoever recorded it finalized the attempt.
-			// Either way nothing was written: the record's owner writes it.
-			return Attempt{}, errFenced
-		}
+	arg := sqlc.RecordChargeSucceededParams{
+		ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
+		ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
+		Traceparent: traceparent, Tracestate: tracestate,
+	}
+	// recorded is the attempt as a recording left it (row), or errFenced
+	// when it wrote nothing (recordOne).
+	recorded := func(row *sqlc.ChargeAttempt, err error) (Attempt, error) {
 		if err != nil {
 			return Attempt{}, err
 		}
-		return attemptFromRow(sqlc.ChargeAttempt(row)).withCharge(charge), nil
+		if row == nil {
+			return Attempt{}, errFenced
+		}
+		return attemptFromRow(*row).withCharge(charge), nil
 	}
 	var done Attempt
 	// History rows to write with it (a takeover's finalization) join it in
 	// a transaction too, which writes them (inTx): a fresh charge has none.
 	ride := ridingOf(ctx)
 	if len(duplicateIDs) == 0 && in.CheckoutSessionID == uuid.Nil && authorizedUntil == nil && (ride == nil || len(ride.entries) == 0) {
-		if done, err = record(s.q); err == nil {
+		// A plain charge: its recording is written with those of the
+		// charges recorded beside it (recordings).
+		if done, err = recorded(s.recordings.write(ctx, arg)); err == nil {
 			s.announce([]Event{ev})
 		}
 	} else {
 		err = s.inTx(ctx, func(q *txQueries) error {
-			if done, err = record(q.Queries); err != nil {
+			if done, err = recorded(recordOne(ctx, q.Queries, arg)); err != nil {
 				return err
 			}
 			q.events = append(q.events, ev)

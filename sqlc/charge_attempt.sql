@@ -75,6 +75,84 @@ WHERE a.merchant_id = @merchant_id AND a.idempotency_key = @idempotency_key
 UNION ALL
 SELECT claimed.*, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed;
 
+-- name: ClaimChargeAttempts :many
+-- ClaimChargeAttempt for many attempts off checkout sessions at once (one
+-- element of the arrays each): what concurrent requests claim while
+-- another claim is running goes in one statement and one commit
+-- (payment's claims). Empty strings, and the nil uuid for key_session_id,
+-- stand for NULL. Each key comes back as ClaimChargeAttempt's would, by
+-- its (merchant_id, idempotency_key, key_session_id): its stored attempt
+-- (claimed = false), the attempt inserted for it (claimed = true), or
+-- nothing (taken after the statement's snapshot, by another statement or
+-- by another element of this one; or its order is paid). Any error
+-- writes nothing, and the caller claims each again on its own.
+WITH input AS (
+    SELECT unnest(sqlc.arg(id)::uuid[]) AS id,
+           unnest(sqlc.arg(merchant_id)::uuid[]) AS merchant_id,
+           unnest(sqlc.arg(idempotency_key)::text[]) AS idempotency_key,
+           unnest(sqlc.arg(fingerprint)::bytea[]) AS fingerprint,
+           unnest(sqlc.arg(provider_key)::text[]) AS provider_key,
+           unnest(sqlc.arg(amount)::bigint[]) AS amount,
+           unnest(sqlc.arg(currency)::text[]) AS currency,
+           unnest(sqlc.arg(payment_method)::text[]) AS payment_method,
+           unnest(sqlc.arg(order_id)::text[]) AS order_id,
+           unnest(sqlc.arg(description)::text[]) AS description,
+           unnest(sqlc.arg(locked_until)::timestamptz[]) AS locked_until,
+           unnest(sqlc.arg(expires_at)::timestamptz[]) AS expires_at,
+           unnest(sqlc.arg(return_url)::text[]) AS return_url,
+           unnest(sqlc.arg(key_session_id)::uuid[]) AS key_session_id,
+           unnest(sqlc.arg(capture_method)::text[]) AS capture_method,
+           unnest(sqlc.arg(claim_source)::jsonb[]) AS claim_source,
+           unnest(sqlc.arg(now)::timestamptz[]) AS now
+),
+wanted AS (
+    SELECT input.id, input.merchant_id, input.idempotency_key, input.fingerprint, nullif(input.provider_key, '') AS provider_key,
+           input.amount, input.currency, nullif(input.payment_method, '') AS payment_method,
+           nullif(input.order_id, '') AS order_id, nullif(input.description, '') AS description,
+           input.locked_until, input.expires_at, nullif(input.return_url, '') AS return_url,
+           nullif(input.key_session_id, '00000000-0000-0000-0000-000000000000'::uuid) AS key_session_id,
+           nullif(input.capture_method, '') AS capture_method, input.claim_source, input.now
+    FROM input
+),
+claimed AS (
+    INSERT INTO charge_attempts (
+        id, merchant_id, idempotency_key, fingerprint, provider_key,
+        amount, currency, payment_method, order_id, description, locked_until, expires_at,
+        return_url, key_session_id, capture_method, claim_source, created_at
+    )
+    SELECT w.id, w.merchant_id, w.idempotency_key, w.fingerprint, w.provider_key,
+           w.amount, w.currency, w.payment_method, w.order_id, w.description, w.locked_until, w.expires_at,
+           w.return_url, w.key_session_id, w.capture_method, w.claim_source, w.now
+    FROM wanted w
+    WHERE NOT EXISTS (
+        SELECT 1 FROM charge_attempts t
+        WHERE t.merchant_id = w.merchant_id AND t.idempotency_key = w.idempotency_key
+          AND t.key_session_id IS NOT DISTINCT FROM w.key_session_id
+    )
+    AND NOT EXISTS (
+        SELECT 1 FROM charges c
+        WHERE c.merchant_id = w.merchant_id AND c.order_id = w.order_id
+    )
+    ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
+    RETURNING *
+)
+SELECT sqlc.embed(a),
+       c.provider_charge_id,
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message,
+       false AS claimed
+FROM wanted w
+JOIN charge_attempts a ON a.merchant_id = w.merchant_id AND a.idempotency_key = w.idempotency_key
+  AND a.key_session_id IS NOT DISTINCT FROM w.key_session_id
+LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
+UNION ALL
+SELECT claimed.*, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed;
+
 -- name: GetChargeAttempt :one
 -- Loads an attempt with its charge, for a replay or a status query. Scoped by
 -- merchant, so nobody reads another merchant's result, and by the key's
@@ -178,6 +256,67 @@ event AS (
            sqlc.arg(charge_id)::uuid, sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz,
            nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, '')
     FROM done
+    RETURNING id
+),
+queued AS (
+    INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
+)
+SELECT * FROM done;
+
+-- name: RecordChargesSucceeded :many
+-- RecordChargeSucceeded for many plain charges at once (one element of the
+-- arrays each): what concurrent requests record while another recording
+-- is running goes in one statement and one commit (payment's recorder).
+-- Each attempt is fenced on its own fence; one that was finalized or taken
+-- over comes back as no row, and the others are recorded. A plain charge:
+-- no authorization (capture_method as the attempt's), no trace state
+-- written beyond its traceparent's. Any error writes nothing, and the
+-- caller records each again on its own (RecordChargeSucceeded), where a
+-- provider charge recorded already is its own unique violation.
+WITH input AS (
+    SELECT unnest(sqlc.arg(id)::uuid[]) AS id,
+           unnest(sqlc.arg(fence)::integer[]) AS fence,
+           unnest(sqlc.arg(charge_id)::uuid[]) AS charge_id,
+           unnest(sqlc.arg(now)::timestamptz[]) AS now,
+           unnest(sqlc.arg(expires_at)::timestamptz[]) AS expires_at,
+           unnest(sqlc.arg(provider_charge_id)::text[]) AS provider_charge_id,
+           unnest(sqlc.arg(event_id)::uuid[]) AS event_id,
+           unnest(sqlc.arg(event_body)::jsonb[]) AS event_body,
+           unnest(sqlc.arg(traceparent)::text[]) AS traceparent,
+           unnest(sqlc.arg(tracestate)::text[]) AS tracestate
+),
+done AS (
+    UPDATE charge_attempts
+    SET status = 'SUCCEEDED',
+        charge_id = input.charge_id,
+        completed_at = input.now,
+        expires_at = input.expires_at
+    FROM input
+    WHERE charge_attempts.id = input.id AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.fence = input.fence
+    RETURNING charge_attempts.*
+),
+recorded AS (
+    SELECT done.*, input.now AS recorded_at, input.provider_charge_id AS recorded_provider_charge_id,
+           input.event_id, input.event_body, input.traceparent AS event_traceparent,
+           input.tracestate AS event_tracestate
+    FROM done JOIN input ON input.id = done.id
+),
+charge AS (
+    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at,
+                         capture_method)
+    SELECT recorded.charge_id, recorded.merchant_id, recorded.amount, recorded.currency, recorded.order_id,
+           recorded.description, recorded.recorded_provider_charge_id, recorded.recorded_at,
+           coalesce(recorded.capture_method, 'automatic')
+    FROM recorded
+),
+event AS (
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at,
+                               traceparent, tracestate)
+    SELECT recorded.event_id, 'charge.succeeded', recorded.merchant_id, recorded.idempotency_key, recorded.id,
+           recorded.charge_id, recorded.event_body, recorded.recorded_at,
+           nullif(recorded.event_traceparent, ''), nullif(recorded.event_tracestate, '')
+    FROM recorded
     RETURNING id
 ),
 queued AS (

@@ -269,6 +269,199 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 	return i, err
 }
 
+const claimChargeAttempts = `-- name: ClaimChargeAttempts :many
+WITH input AS (
+    SELECT unnest($1::uuid[]) AS id,
+           unnest($2::uuid[]) AS merchant_id,
+           unnest($3::text[]) AS idempotency_key,
+           unnest($4::bytea[]) AS fingerprint,
+           unnest($5::text[]) AS provider_key,
+           unnest($6::bigint[]) AS amount,
+           unnest($7::text[]) AS currency,
+           unnest($8::text[]) AS payment_method,
+           unnest($9::text[]) AS order_id,
+           unnest($10::text[]) AS description,
+           unnest($11::timestamptz[]) AS locked_until,
+           unnest($12::timestamptz[]) AS expires_at,
+           unnest($13::text[]) AS return_url,
+           unnest($14::uuid[]) AS key_session_id,
+           unnest($15::text[]) AS capture_method,
+           unnest($16::jsonb[]) AS claim_source,
+           unnest($17::timestamptz[]) AS now
+),
+wanted AS (
+    SELECT input.id, input.merchant_id, input.idempotency_key, input.fingerprint, nullif(input.provider_key, '') AS provider_key,
+           input.amount, input.currency, nullif(input.payment_method, '') AS payment_method,
+           nullif(input.order_id, '') AS order_id, nullif(input.description, '') AS description,
+           input.locked_until, input.expires_at, nullif(input.return_url, '') AS return_url,
+           nullif(input.key_session_id, '00000000-0000-0000-0000-000000000000'::uuid) AS key_session_id,
+           nullif(input.capture_method, '') AS capture_method, input.claim_source, input.now
+    FROM input
+),
+claimed AS (
+    INSERT INTO charge_attempts (
+        id, merchant_id, idempotency_key, fingerprint, provider_key,
+        amount, currency, payment_method, order_id, description, locked_until, expires_at,
+        return_url, key_session_id, capture_method, claim_source, created_at
+    )
+    SELECT w.id, w.merchant_id, w.idempotency_key, w.fingerprint, w.provider_key,
+           w.amount, w.currency, w.payment_method, w.order_id, w.description, w.locked_until, w.expires_at,
+           w.return_url, w.key_session_id, w.capture_method, w.claim_source, w.now
+    FROM wanted w
+    WHERE NOT EXISTS (
+        SELECT 1 FROM charge_attempts t
+        WHERE t.merchant_id = w.merchant_id AND t.idempotency_key = w.idempotency_key
+          AND t.key_session_id IS NOT DISTINCT FROM w.key_session_id
+    )
+    AND NOT EXISTS (
+        SELECT 1 FROM charges c
+        WHERE c.merchant_id = w.merchant_id AND c.order_id = w.order_id
+    )
+    ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+)
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source,
+       c.provider_charge_id,
+       c.created_at AS charge_created_at,
+       r.provider_refund_id,
+       r.created_at AS refund_created_at,
+       r.status AS refund_status,
+       r.failure_code AS refund_failure_code,
+       r.failure_message AS refund_failure_message,
+       false AS claimed
+FROM wanted w
+JOIN charge_attempts a ON a.merchant_id = w.merchant_id AND a.idempotency_key = w.idempotency_key
+  AND a.key_session_id IS NOT DISTINCT FROM w.key_session_id
+LEFT JOIN charges c ON c.id = a.charge_id
+LEFT JOIN refunds r ON r.id = a.refund_id
+UNION ALL
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.fence, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, claimed.capture_final, claimed.capture_id, claimed.capture_method, claimed.claim_source, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
+`
+
+type ClaimChargeAttemptsParams struct {
+	ID             []uuid.UUID
+	MerchantID     []uuid.UUID
+	IdempotencyKey []string
+	Fingerprint    [][]byte
+	ProviderKey    []string
+	Amount         []int64
+	Currency       []string
+	PaymentMethod  []string
+	OrderID        []string
+	Description    []string
+	LockedUntil    []time.Time
+	ExpiresAt      []time.Time
+	ReturnURL      []string
+	KeySessionID   []uuid.UUID
+	CaptureMethod  []string
+	ClaimSource    [][]byte
+	Now            []time.Time
+}
+
+type ClaimChargeAttemptsRow struct {
+	ChargeAttempt        ChargeAttempt
+	ProviderChargeID     *string
+	ChargeCreatedAt      *time.Time
+	ProviderRefundID     *string
+	RefundCreatedAt      *time.Time
+	RefundStatus         *string
+	RefundFailureCode    *string
+	RefundFailureMessage *string
+	Claimed              bool
+}
+
+// ClaimChargeAttempt for many attempts off checkout sessions at once (one
+// element of the arrays each): what concurrent requests claim while
+// another claim is running goes in one statement and one commit
+// (payment's claims). Empty strings, and the nil uuid for key_session_id,
+// stand for NULL. Each key comes back as ClaimChargeAttempt's would, by
+// its (merchant_id, idempotency_key, key_session_id): its stored attempt
+// (claimed = false), the attempt inserted for it (claimed = true), or
+// nothing (taken after the statement's snapshot, by another statement or
+// by another element of this one; or its order is paid). Any error
+// writes nothing, and the caller claims each again on its own.
+func (q *Queries) ClaimChargeAttempts(ctx context.Context, arg ClaimChargeAttemptsParams) ([]ClaimChargeAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, claimChargeAttempts,
+		arg.ID,
+		arg.MerchantID,
+		arg.IdempotencyKey,
+		arg.Fingerprint,
+		arg.ProviderKey,
+		arg.Amount,
+		arg.Currency,
+		arg.PaymentMethod,
+		arg.OrderID,
+		arg.Description,
+		arg.LockedUntil,
+		arg.ExpiresAt,
+		arg.ReturnURL,
+		arg.KeySessionID,
+		arg.CaptureMethod,
+		arg.ClaimSource,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimChargeAttemptsRow
+	for rows.Next() {
+		var i ClaimChargeAttemptsRow
+		if err := rows.Scan(
+			&i.ChargeAttempt.ID,
+			&i.ChargeAttempt.MerchantID,
+			&i.ChargeAttempt.IdempotencyKey,
+			&i.ChargeAttempt.Fingerprint,
+			&i.ChargeAttempt.Status,
+			&i.ChargeAttempt.ProviderKey,
+			&i.ChargeAttempt.Amount,
+			&i.ChargeAttempt.Currency,
+			&i.ChargeAttempt.PaymentMethod,
+			&i.ChargeAttempt.OrderID,
+			&i.ChargeAttempt.Description,
+			&i.ChargeAttempt.ChargeID,
+			&i.ChargeAttempt.FailureCode,
+			&i.ChargeAttempt.FailureMessage,
+			&i.ChargeAttempt.Fence,
+			&i.ChargeAttempt.CreatedAt,
+			&i.ChargeAttempt.CompletedAt,
+			&i.ChargeAttempt.ExpiresAt,
+			&i.ChargeAttempt.LockedUntil,
+			&i.ChargeAttempt.CheckoutSessionID,
+			&i.ChargeAttempt.ReturnURL,
+			&i.ChargeAttempt.NextActionURL,
+			&i.ChargeAttempt.ActionSince,
+			&i.ChargeAttempt.ActionCheckedAt,
+			&i.ChargeAttempt.Kind,
+			&i.ChargeAttempt.RefundID,
+			&i.ChargeAttempt.PendingSince,
+			&i.ChargeAttempt.LateCheckAt,
+			&i.ChargeAttempt.LateWatchUntil,
+			&i.ChargeAttempt.LateChargeID,
+			&i.ChargeAttempt.KeySessionID,
+			&i.ChargeAttempt.CaptureFinal,
+			&i.ChargeAttempt.CaptureID,
+			&i.ChargeAttempt.CaptureMethod,
+			&i.ChargeAttempt.ClaimSource,
+			&i.ProviderChargeID,
+			&i.ChargeCreatedAt,
+			&i.ProviderRefundID,
+			&i.RefundCreatedAt,
+			&i.RefundStatus,
+			&i.RefundFailureCode,
+			&i.RefundFailureMessage,
+			&i.Claimed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countStuckChargeAttempts = `-- name: CountStuckChargeAttempts :one
 SELECT count(*) FROM charge_attempts
 WHERE status = 'PROCESSING' AND completed_at IS NULL AND locked_until < $1::timestamptz
@@ -1016,6 +1209,186 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		&i.ClaimSource,
 	)
 	return i, err
+}
+
+const recordChargesSucceeded = `-- name: RecordChargesSucceeded :many
+WITH input AS (
+    SELECT unnest($1::uuid[]) AS id,
+           unnest($2::integer[]) AS fence,
+           unnest($3::uuid[]) AS charge_id,
+           unnest($4::timestamptz[]) AS now,
+           unnest($5::timestamptz[]) AS expires_at,
+           unnest($6::text[]) AS provider_charge_id,
+           unnest($7::uuid[]) AS event_id,
+           unnest($8::jsonb[]) AS event_body,
+           unnest($9::text[]) AS traceparent,
+           unnest($10::text[]) AS tracestate
+),
+done AS (
+    UPDATE charge_attempts
+    SET status = 'SUCCEEDED',
+        charge_id = input.charge_id,
+        completed_at = input.now,
+        expires_at = input.expires_at
+    FROM input
+    WHERE charge_attempts.id = input.id AND charge_attempts.status = 'PROCESSING'
+      AND charge_attempts.fence = input.fence
+    RETURNING charge_attempts.id, charge_attempts.merchant_id, charge_attempts.idempotency_key, charge_attempts.fingerprint, charge_attempts.status, charge_attempts.provider_key, charge_attempts.amount, charge_attempts.currency, charge_attempts.payment_method, charge_attempts.order_id, charge_attempts.description, charge_attempts.charge_id, charge_attempts.failure_code, charge_attempts.failure_message, charge_attempts.fence, charge_attempts.created_at, charge_attempts.completed_at, charge_attempts.expires_at, charge_attempts.locked_until, charge_attempts.checkout_session_id, charge_attempts.return_url, charge_attempts.next_action_url, charge_attempts.action_since, charge_attempts.action_checked_at, charge_attempts.kind, charge_attempts.refund_id, charge_attempts.pending_since, charge_attempts.late_check_at, charge_attempts.late_watch_until, charge_attempts.late_charge_id, charge_attempts.key_session_id, charge_attempts.capture_final, charge_attempts.capture_id, charge_attempts.capture_method, charge_attempts.claim_source
+),
+recorded AS (
+    SELECT done.id, done.merchant_id, done.idempotency_key, done.fingerprint, done.status, done.provider_key, done.amount, done.currency, done.payment_method, done.order_id, done.description, done.charge_id, done.failure_code, done.failure_message, done.fence, done.created_at, done.completed_at, done.expires_at, done.locked_until, done.checkout_session_id, done.return_url, done.next_action_url, done.action_since, done.action_checked_at, done.kind, done.refund_id, done.pending_since, done.late_check_at, done.late_watch_until, done.late_charge_id, done.key_session_id, done.capture_final, done.capture_id, done.capture_method, done.claim_source, input.now AS recorded_at, input.provider_charge_id AS recorded_provider_charge_id,
+           input.event_id, input.event_body, input.traceparent AS event_traceparent,
+           input.tracestate AS event_tracestate
+    FROM done JOIN input ON input.id = done.id
+),
+charge AS (
+    INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at,
+                         capture_method)
+    SELECT recorded.charge_id, recorded.merchant_id, recorded.amount, recorded.currency, recorded.order_id,
+           recorded.description, recorded.recorded_provider_charge_id, recorded.recorded_at,
+           coalesce(recorded.capture_method, 'automatic')
+    FROM recorded
+),
+event AS (
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at,
+                               traceparent, tracestate)
+    SELECT recorded.event_id, 'charge.succeeded', recorded.merchant_id, recorded.idempotency_key, recorded.id,
+           recorded.charge_id, recorded.event_body, recorded.recorded_at,
+           nullif(recorded.event_traceparent, ''), nullif(recorded.event_tracestate, '')
+    FROM recorded
+    RETURNING id
+),
+queued AS (
+    INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
+)
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source FROM done
+`
+
+type RecordChargesSucceededParams struct {
+	ID               []uuid.UUID
+	Fence            []int32
+	ChargeID         []uuid.UUID
+	Now              []time.Time
+	ExpiresAt        []time.Time
+	ProviderChargeID []string
+	EventID          []uuid.UUID
+	EventBody        [][]byte
+	Traceparent      []string
+	Tracestate       []string
+}
+
+type RecordChargesSucceededRow struct {
+	ID                uuid.UUID
+	MerchantID        uuid.UUID
+	IdempotencyKey    string
+	Fingerprint       []byte
+	Status            string
+	ProviderKey       *string
+	Amount            int64
+	Currency          string
+	PaymentMethod     *string
+	OrderID           *string
+	Description       *string
+	ChargeID          *uuid.UUID
+	FailureCode       *string
+	FailureMessage    *string
+	Fence             int32
+	CreatedAt         time.Time
+	CompletedAt       *time.Time
+	ExpiresAt         time.Time
+	LockedUntil       time.Time
+	CheckoutSessionID *uuid.UUID
+	ReturnURL         *string
+	NextActionURL     *string
+	ActionSince       *time.Time
+	ActionCheckedAt   *time.Time
+	Kind              string
+	RefundID          *uuid.UUID
+	PendingSince      *time.Time
+	LateCheckAt       *time.Time
+	LateWatchUntil    *time.Time
+	LateChargeID      *uuid.UUID
+	KeySessionID      *uuid.UUID
+	CaptureFinal      *bool
+	CaptureID         *uuid.UUID
+	CaptureMethod     *string
+	ClaimSource       []byte
+}
+
+// RecordChargeSucceeded for many plain charges at once (one element of the
+// arrays each): what concurrent requests record while another recording
+// is running goes in one statement and one commit (payment's recorder).
+// Each attempt is fenced on its own fence; one that was finalized or taken
+// over comes back as no row, and the others are recorded. A plain charge:
+// no authorization (capture_method as the attempt's), no trace state
+// written beyond its traceparent's. Any error writes nothing, and the
+// caller records each again on its own (RecordChargeSucceeded), where a
+// provider charge recorded already is its own unique violation.
+func (q *Queries) RecordChargesSucceeded(ctx context.Context, arg RecordChargesSucceededParams) ([]RecordChargesSucceededRow, error) {
+	rows, err := q.db.Query(ctx, recordChargesSucceeded,
+		arg.ID,
+		arg.Fence,
+		arg.ChargeID,
+		arg.Now,
+		arg.ExpiresAt,
+		arg.ProviderChargeID,
+		arg.EventID,
+		arg.EventBody,
+		arg.Traceparent,
+		arg.Tracestate,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RecordChargesSucceededRow
+	for rows.Next() {
+		var i RecordChargesSucceededRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantID,
+			&i.IdempotencyKey,
+			&i.Fingerprint,
+			&i.Status,
+			&i.ProviderKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.OrderID,
+			&i.Description,
+			&i.ChargeID,
+			&i.FailureCode,
+			&i.FailureMessage,
+			&i.Fence,
+			&i.CreatedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+			&i.LockedUntil,
+			&i.CheckoutSessionID,
+			&i.ReturnURL,
+			&i.NextActionURL,
+			&i.ActionSince,
+			&i.ActionCheckedAt,
+			&i.Kind,
+			&i.RefundID,
+			&i.PendingSince,
+			&i.LateCheckAt,
+			&i.LateWatchUntil,
+			&i.LateChargeID,
+			&i.KeySessionID,
+			&i.CaptureFinal,
+			&i.CaptureID,
+			&i.CaptureMethod,
+			&i.ClaimSource,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const rekeyChargeAttempt = `-- name: RekeyChargeAttempt :one

@@ -318,3 +318,71 @@ func TestHistoryEvents_ReadTheAttemptsEventsNotTheOutbox(t *testing.T) {
 		require.Less(t, n, pages/10, "the history's read of three attempts' events (%s) reads less than a tenth of the outbox's %d pages; its plan:\n%s", mode, pages, plan)
 	}
 }
+
+// The batched claim and recording read the attempts of their batch, not
+// the table: over 100,000 attempts PROCESSING and as many charges (each
+// with an order), a claim of 64 keys (half of them taken, half with an
+// order to check) and a recording of 64 attempts read less than half of
+// the pages of either table (by their indexes: about 8 buffers a key of
+// the attempts, 1,900 pages), under custom plans and the generic plan,
+// which plans the arrays as of unknown length.
+func TestBatchedClaimAndRecording_ReadTheirAttemptsNotTheTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, merchant := merchantDatabase(t)
+	const attempts, batch = 100000, 64
+	_, err := pool.Exec(ctx, `
+		INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, amount, currency, payment_method,
+		                             created_at, locked_until, expires_at)
+		SELECT `+idAt("now() - g * interval '1 millisecond'", "substr(md5(g::text), 1, 19)")+`, $1, 'k-' || g, '\x00',
+			1999, 'USD', 'pm_card_visa', now(), now() + interval '1 minute', now() + interval '1 day'
+		FROM generate_series(1, $2::integer) g`, merchant, attempts)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO charges (id, merchant_id, amount, currency, provider_charge_id, order_id)
+		SELECT gen_random_uuid(), $1, 1999, 'USD', 'ch_' || g, 'o-' || g FROM generate_series(1, $2::integer) g`, merchant, attempts)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "ANALYZE charge_attempts; ANALYZE charges")
+	require.NoError(t, err)
+
+	// SQL arrays of batch elements each: element(i) is the i-th's SQL.
+	array := func(typ string, element func(i int) string) string {
+		elems := make([]string, batch)
+		for i := range elems {
+			elems[i] = element(i)
+		}
+		return "ARRAY[" + strings.Join(elems, ", ") + "]::" + typ + "[]"
+	}
+	ids := dbtest.Query[uuid.UUID](t, pool, "SELECT id FROM charge_attempts ORDER BY random() LIMIT $1", batch)
+	quoted := func(s string) func(int) string { return func(int) string { return "'" + s + "'" } }
+	newIDs := func(int) string { return "'" + uuid.NewString() + "'" }
+	nows := quoted(time.Now().Format(time.RFC3339Nano))
+	claimArgs := strings.Join([]string{
+		array("uuid", newIDs), array("uuid", quoted(merchant.String())),
+		array("text", func(i int) string { return fmt.Sprintf("'k-%d'", i*attempts/batch+i%2*attempts) }), // every other one taken
+		array("bytea", quoted(`\x00`)), array("text", quoted("")), array("bigint", quoted("1999")), array("text", quoted("USD")),
+		array("text", quoted("pm_card_visa")), array("text", func(i int) string { return []string{"''", fmt.Sprintf("'o-new-%d'", i)}[i%2] }),
+		array("text", quoted("")), array("timestamptz", nows),
+		array("timestamptz", nows), array("text", quoted("")), array("uuid", quoted(uuid.Nil.String())), array("text", quoted("")),
+		array("jsonb", quoted("{}")), array("timestamptz", nows),
+	}, ", ")
+	recordArgs := strings.Join([]string{
+		array("uuid", func(i int) string { return "'" + ids[i].String() + "'" }), array("integer", quoted("1")),
+		array("uuid", newIDs), array("timestamptz", nows), array("timestamptz", nows),
+		array("text", func(i int) string { return fmt.Sprintf("'ch_plans_%d'", i) }), array("uuid", newIDs),
+		array("jsonb", quoted("{}")), array("text", quoted("")), array("text", quoted("")),
+	}, ", ")
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		for _, s := range []struct{ what, statement, args string }{
+			{"the batched claim", claimChargeAttempts, claimArgs},
+			{"the batched recording", recordChargesSucceeded, recordArgs},
+		} {
+			_, plan := explain(t, pool, mode, s.statement, s.args)
+			for _, table := range []string{"charge_attempts", "charges"} {
+				var pages int
+				require.NoError(t, pool.QueryRow(ctx, "SELECT pg_relation_size($1)::integer / 8192", table).Scan(&pages))
+				n := scanned(t, plan, table, "")
+				require.Less(t, n, pages/2, "%s (%s) reads less than half of the %d pages of %s; its plan:\n%s", s.what, mode, pages, table, plan)
+			}
+		}
+	}
+}
