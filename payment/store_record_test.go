@@ -65,7 +65,7 @@ func TestRecordings_WhatWaitsIsWrittenInOneCommit_EachFencedOnItsOwn(t *testing.
 		providerIDs[i] = fmt.Sprintf("ch_batch_%d", i)
 	}
 
-held := holdPool(t, pool)
+	held := holdPool(t, pool)
 	done := make(chan []succeeded)
 	go func() { done <- succeedAll(s, background(len(attempts)), attempts, providerIDs) }()
 	waiting(t, s.recordings, len(attempts))
@@ -102,7 +102,7 @@ func TestRecordings_AFailedBatch_IsWrittenAgainOneByOne(t *testing.T) {
 	attempts := claimed(t, s, m, "k", 5)
 	providerIDs := []string{"ch_a", "ch_dup", "ch_b", "ch_dup", "ch_c"}
 
-held := holdPool(t, pool)
+	held := holdPool(t, pool)
 	done := make(chan []succeeded)
 	go func() { done <- succeedAll(s, background(len(attempts)), attempts, providerIDs) }()
 	waiting(t, s.recordings, len(attempts))
