@@ -64,11 +64,22 @@ func newBatcher[In, Out any](pool *pgxpool.Pool, maxBatch int,
 	return &batcher[In, Out]{pool: pool, one: one, many: many, maxBatch: maxBatch}
 }
 
-// write makes in's write, alone or with the writes waiting beside it. A
-// failure to get a connection (the database is away, the pool exhausted
-// until ctx is done) is known to have sent nothing (db.ErrNotSent). When ctx is done while another's batch carries the write,
-// it returns ctx's error, and the write may still land, as a statement
-// cancelled after it was sent may.
+// acquire takes a connection of pool for a write, before anything is
+// sent: a failure to get one (the database is away, the pool exhausted
+// until ctx is done) is known to have sent nothing (db.ErrNotSent).
+func acquire(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", db.ErrNotSent, err)
+	}
+	return conn, nil
+}
+
+// write makes in's write, alone or with the writes waiting beside it,
+// failing as acquire does when it gets no connection. When ctx is done
+// while another's batch carries the write, it returns ctx's error, and
+// the write may still land, as a statement cancelled after it was sent
+// may.
 func (b *batcher[In, Out]) write(ctx context.Context, in In) (Out, error) {
 	acquireCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -77,7 +88,7 @@ func (b *batcher[In, Out]) write(ctx context.Context, in In) (Out, error) {
 	b.waiting = append(b.waiting, w)
 	b.mu.Unlock()
 
-	conn, acquireErr := b.pool.Acquire(acquireCtx)
+	conn, acquireErr := acquire(acquireCtx, b.pool)
 	b.mu.Lock()
 	if w.taken {
 		b.mu.Unlock()
@@ -96,7 +107,7 @@ func (b *batcher[In, Out]) write(ctx context.Context, in In) (Out, error) {
 		b.removeLocked(w)
 		b.mu.Unlock()
 		var zero Out
-		return zero, fmt.Errorf("%w: %w", db.ErrNotSent, acquireErr)
+		return zero, acquireErr
 	}
 	batch := b.takeLocked(w)
 	b.mu.Unlock()

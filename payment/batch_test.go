@@ -2,6 +2,7 @@ package payment
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,34 +11,42 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// heldPool is every connection of a pool, taken by a test.
-type heldPool []*pgxpool.Conn
+// atOnce runs f(0) … f(n-1), each in a goroutine of its own, and returns
+// what each gave, in order.
+func atOnce[R any](n int, f func(i int) R) []R {
+	out := make([]R, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() { out[i] = f(i) })
+	}
+	wg.Wait()
+	return out
+}
 
-// holdPool takes every connection of pool, so that the writes made next
-// wait for one together.
-func holdPool(t *testing.T, pool *pgxpool.Pool) heldPool {
+// writtenTogether runs write, whose n writes of b it makes wait for a
+// connection together: every connection of pool is held until all n wait
+// (and meanwhile, if given, has run), then one is given back, which the
+// first of them takes, and with it the others. It returns what write gave.
+func writtenTogether[In, Out, R any](t *testing.T, pool *pgxpool.Pool, b *batcher[In, Out], n int, write func() R, meanwhile ...func()) R {
 	t.Helper()
-	var held heldPool
+	var held []*pgxpool.Conn
 	for range pool.Config().MaxConns {
 		conn, err := pool.Acquire(context.Background())
 		require.NoError(t, err)
 		held = append(held, conn)
 	}
-	return held
-}
-
-// releaseOne gives one connection back: the first waiting write takes it,
-// and with it the others. releaseAll gives back the rest.
-func (h *heldPool) releaseOne() {
-	(*h)[0].Release()
-	*h = (*h)[1:]
-}
-
-func (h *heldPool) releaseAll() {
-	for _, c := range *h {
-		c.Release()
+	done := make(chan R)
+	go func() { done <- write() }()
+	waiting(t, b, n)
+	for _, f := range meanwhile {
+		f()
 	}
-	*h = nil
+	held[0].Release()
+	got := <-done
+	for _, conn := range held[1:] {
+		conn.Release()
+	}
+	return got
 }
 
 // waiting waits until n writes of b wait for a connection.

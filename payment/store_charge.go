@@ -3,12 +3,10 @@ package payment
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
-	"chargeonce/db"
 	"chargeonce/history"
 	"chargeonce/sqlc"
 	"chargeonce/tracing"
@@ -44,7 +42,7 @@ func chargeTermsFromRow(row attemptRow) Terms {
 // it (open, unexpired at a.CreatedAt, below maxSessionAttempts), which it
 // counts. The claim takes its connection first, so that a failure to get
 // one (the database is away, or the pool is exhausted) is known to have
-// sent nothing. A claim off a checkout session goes in one
+// sent nothing (acquire). A claim off a checkout session goes in one
 // statement with the claims of the requests beside it (claims).
 func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (claim, error) {
 	in := a.charge().Input
@@ -92,11 +90,11 @@ func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (c
 }
 
 // claimAlone claims one key on a connection of its own, taken first
-// (db.ErrNotSent when there is none).
+// (acquire).
 func (s *store) claimAlone(ctx context.Context, arg sqlc.ClaimChargeAttemptParams) (*sqlc.ClaimChargeAttemptRow, error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := acquire(ctx, s.pool)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", db.ErrNotSent, err)
+		return nil, err
 	}
 	defer conn.Release()
 	return claimOne(ctx, conn, arg)

@@ -3,7 +3,6 @@ package payment
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,18 +17,12 @@ type claimedAs struct {
 	err error
 }
 
-// claimAll claims each of attempts from a goroutine of its own.
+// claimAll claims each of attempts, all at once.
 func claimAll(s *store, attempts []Attempt) []claimedAs {
-	out := make([]claimedAs, len(attempts))
-	var wg sync.WaitGroup
-	for i, a := range attempts {
-		wg.Go(func() {
-			c, err := s.claim(context.Background(), a, SessionMaxAttemptsDefault)
-			out[i] = claimedAs{c, err}
-		})
-	}
-	wg.Wait()
-	return out
+	return atOnce(len(attempts), func(i int) claimedAs {
+		c, err := s.claim(context.Background(), attempts[i], SessionMaxAttemptsDefault)
+		return claimedAs{c, err}
+	})
 }
 
 // attemptsFor are new attempts of m for keys, for orders[i] when given.
@@ -63,13 +56,7 @@ func TestClaims_WhatWaitsIsClaimedInOneCommit_EachKeyOnItsOwn(t *testing.T) {
 	keys = append(keys, "same", "same", "stored")
 	rest := attemptsFor(m, keys)
 
-	held := holdPool(t, pool)
-	done := make(chan []claimedAs)
-	go func() { done <- claimAll(s, rest) }()
-	waiting(t, s.claims, len(rest))
-	held.releaseOne()
-	got := <-done
-	held.releaseAll()
+	got := writtenTogether(t, pool, s.claims, len(rest), func() []claimedAs { return claimAll(s, rest) })
 	var same []claimOutcome
 	for i, g := range got {
 		require.NoError(t, g.err, keys[i])
@@ -102,13 +89,7 @@ func TestClaims_AFailedBatch_IsClaimedAgainOneByOne(t *testing.T) {
 	pool, s, m := storeWithMerchant(t, "claim-fallback")
 	rest := attemptsFor(m, []string{"o-a", "o-b", "x-1", "x-2"}, "order-1", "order-1")
 
-	held := holdPool(t, pool)
-	done := make(chan []claimedAs)
-	go func() { done <- claimAll(s, rest) }()
-	waiting(t, s.claims, len(rest))
-	held.releaseOne()
-	got := <-done
-	held.releaseAll()
+	got := writtenTogether(t, pool, s.claims, len(rest), func() []claimedAs { return claimAll(s, rest) })
 	var refused int
 	for i, g := range got[:2] {
 		if g.err != nil {

@@ -3,7 +3,6 @@ package payment
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +16,13 @@ import (
 // claimed claims n attempts of m, keys prefix-0 … prefix-(n-1).
 func claimed(t *testing.T, s *store, m Merchant, prefix string, n int) []Attempt {
 	t.Helper()
-	in := ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"}
-	out := make([]Attempt, n)
-	for i := range out {
-		c, err := s.claim(context.Background(), newChargeAttempt(m, fmt.Sprintf("%s-%d", prefix, i), in, time.Now(), time.Minute, time.Hour), SessionMaxAttemptsDefault)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	out := attemptsFor(m, keys)
+	for i, a := range out {
+		c, err := s.claim(context.Background(), a, SessionMaxAttemptsDefault)
 		require.NoError(t, err)
 		require.Equal(t, claimedByUs, c.outcome)
 		out[i] = c.attempt
@@ -34,19 +36,13 @@ type succeeded struct {
 	err error
 }
 
-// succeedAll records each of attempts as charged by providerIDs[i], each
-// from a goroutine of its own, and returns what each call gave.
+// succeedAll records each of attempts as charged by providerIDs[i] under
+// ctxs[i], all at once, and returns what each call gave.
 func succeedAll(s *store, ctxs []context.Context, attempts []Attempt, providerIDs []string) []succeeded {
-	out := make([]succeeded, len(attempts))
-	var wg sync.WaitGroup
-	for i, a := range attempts {
-		wg.Go(func() {
-			done, _, err := s.succeed(ctxs[i], a, providerIDs[i], chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
-			out[i] = succeeded{done, err}
-		})
-	}
-	wg.Wait()
-	return out
+	return atOnce(len(attempts), func(i int) succeeded {
+		done, _, err := s.succeed(ctxs[i], attempts[i], providerIDs[i], chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
+		return succeeded{done, err}
+	})
 }
 
 // Recordings that wait for a connection together are written together,
@@ -65,13 +61,7 @@ func TestRecordings_WhatWaitsIsWrittenInOneCommit_EachFencedOnItsOwn(t *testing.
 		providerIDs[i] = fmt.Sprintf("ch_batch_%d", i)
 	}
 
-	held := holdPool(t, pool)
-	done := make(chan []succeeded)
-	go func() { done <- succeedAll(s, background(len(attempts)), attempts, providerIDs) }()
-	waiting(t, s.recordings, len(attempts))
-	held.releaseOne()
-	got := <-done
-	held.releaseAll()
+	got := writtenTogether(t, pool, s.recordings, len(attempts), func() []succeeded { return succeedAll(s, background(len(attempts)), attempts, providerIDs) })
 	for i, g := range got {
 		if i == 7 {
 			require.ErrorIs(t, g.err, errFenced, "a stale fence in a batch writes nothing")
@@ -102,13 +92,7 @@ func TestRecordings_AFailedBatch_IsWrittenAgainOneByOne(t *testing.T) {
 	attempts := claimed(t, s, m, "k", 5)
 	providerIDs := []string{"ch_a", "ch_dup", "ch_b", "ch_dup", "ch_c"}
 
-	held := holdPool(t, pool)
-	done := make(chan []succeeded)
-	go func() { done <- succeedAll(s, background(len(attempts)), attempts, providerIDs) }()
-	waiting(t, s.recordings, len(attempts))
-	held.releaseOne()
-	got := <-done
-	held.releaseAll()
+	got := writtenTogether(t, pool, s.recordings, len(attempts), func() []succeeded { return succeedAll(s, background(len(attempts)), attempts, providerIDs) })
 	var fenced []int
 	for i, g := range got {
 		if g.err != nil {
@@ -137,17 +121,10 @@ func TestRecordings_ACallerThatGivesUpWhileWaiting_SendsNothing(t *testing.T) {
 	attempts := claimed(t, s, m, "k", 4)
 	providerIDs := []string{"ch_0", "ch_1", "ch_2", "ch_3"}
 
-	held := holdPool(t, pool)
 	giveUp, cancel := context.WithCancel(context.Background())
 	ctxs := []context.Context{context.Background(), giveUp, context.Background(), context.Background()}
-	done := make(chan []succeeded)
-	go func() { done <- succeedAll(s, ctxs, attempts, providerIDs) }()
-	waiting(t, s.recordings, 4)
-	cancel()
-	waiting(t, s.recordings, 3)
-	held.releaseOne()
-	got := <-done
-	held.releaseAll()
+	got := writtenTogether(t, pool, s.recordings, 4, func() []succeeded { return succeedAll(s, ctxs, attempts, providerIDs) },
+		func() { cancel(); waiting(t, s.recordings, 3) })
 
 	require.ErrorIs(t, got[1].err, context.Canceled)
 	require.ErrorIs(t, got[1].err, db.ErrNotSent)
@@ -190,13 +167,7 @@ func TestRecordings_TwoWaiting_GoOneByOne(t *testing.T) {
 	attempts := claimed(t, s, m, "k", 2)
 	providerIDs := []string{"ch_0", "ch_1"}
 
-	held := holdPool(t, pool)
-	done := make(chan []succeeded)
-	go func() { done <- succeedAll(s, background(2), attempts, providerIDs) }()
-	waiting(t, s.recordings, 2)
-	held.releaseOne()
-	got := <-done
-	held.releaseAll()
+	got := writtenTogether(t, pool, s.recordings, 2, func() []succeeded { return succeedAll(s, background(2), attempts, providerIDs) })
 
 	for _, g := range got {
 		require.NoError(t, g.err)
