@@ -23,17 +23,19 @@ import (
 // outbox event and its id on the relay's queue in one statement, committed
 // on its own), with
 // time-ordered ids as the server makes them (newIDSQL), no first provider
-// key (a row keeps NULL for chargeonce_<id>), and the event's body as a
-// plain charge's holds it (the request's id; the rest is the charge row's
-// and its own row's). pgbench's ceiling
+// key (a row keeps NULL for chargeonce_<id>), the claim's request and
+// instance in their columns, and the event's body as a plain charge's
+// holds it (nothing: the request's id is in its row, the rest the charge
+// row's and its own row's). pgbench's ceiling
 // for it is what the server's fresh-key throughput is measured against.
 var claimFinalizeScript = strings.NewReplacer("new_id()", newIDSQL).Replace(`
 \set r random(1, 9000000000000000)
 INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
-    amount, currency, payment_method, order_id, description, locked_until, expires_at, claim_source, created_at)
+    amount, currency, payment_method, order_id, description, locked_until, expires_at, claim_request_id, claim_instance,
+    created_at)
 SELECT n.id, :merchant::uuid, 'pgb-' || :client_id || '-' || :r, '\x00'::bytea, NULL,
     1999, 'USD', 'pm_card_visa', NULL, NULL, now() + interval '30 seconds', now() + interval '24 hours',
-    jsonb_build_object('request_id', gen_random_uuid()::text, 'instance', 'bench-1'), now()
+    gen_random_uuid(), 'bench-1', now()
 FROM (SELECT new_id() AS id) n
 WHERE NOT EXISTS (SELECT 1 FROM charge_attempts t WHERE t.merchant_id = :merchant::uuid AND t.idempotency_key = 'pgb-' || :client_id || '-' || :r
     AND t.key_session_id IS NULL)
@@ -53,9 +55,9 @@ charge AS (
     FROM done
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at)
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, request_id, occurred_at)
     SELECT new_id(), 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id, done.charge_id,
-        jsonb_build_object('request', jsonb_build_object('id', gen_random_uuid()::text)), now()
+        '{}'::jsonb, gen_random_uuid(), now()
     FROM done
     RETURNING id
 ),

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"chargeonce/request"
 	"chargeonce/sqlc"
 )
 
@@ -53,6 +54,33 @@ func SourceJSON(src Source) []byte {
 		panic(err) // strings always marshal
 	}
 	return b
+}
+
+// SourceColumns is a claim's Source as its attempt's row keeps it: the
+// request's id in claim_request_id where it is a UUID (request.UUID: 16 B,
+// not 36 characters of JSON), the instance in claim_instance, and what is
+// left (an id of the caller's making, the trace) in claim_source, nil when
+// nothing is. charge_attempt_claim_source gives them back as one JSON, the
+// one SourceJSON would have written.
+type SourceColumns struct {
+	RequestID *uuid.UUID
+	Instance  *string
+	Rest      []byte
+}
+
+// ColumnsOf is src as an attempt's row keeps it.
+func ColumnsOf(src Source) SourceColumns {
+	var c SourceColumns
+	if id, ok := request.UUID(src.RequestID); ok {
+		c.RequestID, src.RequestID = &id, ""
+	}
+	if instance := src.Instance; instance != "" {
+		c.Instance, src.Instance = &instance, ""
+	}
+	if src != (Source{}) {
+		c.Rest = SourceJSON(src)
+	}
+	return c
 }
 
 // sourceOf reads a claim_source; a claim from before it was kept has none.

@@ -137,7 +137,8 @@ type Event struct {
 // With chargeInRow (a charge.succeeded whose row names its charge), the
 // body leaves out what the charge row holds too: when it occurred (the
 // charge's time), the amount, currency and order, the charge, and the
-// request's key (the row's key). Its request keeps only its id.
+// request's key (the row's key). Its request keeps only its id, and not
+// even that where the row's request_id holds it (requestUUID).
 func (e Event) storedBody(attemptInRow, chargeInRow bool) ([]byte, error) {
 	stored := struct {
 		Event
@@ -166,10 +167,22 @@ func (e Event) storedBody(attemptInRow, chargeInRow bool) ([]byte, error) {
 	if e.Charge == nil || e.Request == nil || e.Request.IdempotencyKey == nil || *e.Request.IdempotencyKey != e.IdempotencyKey {
 		return nil, fmt.Errorf("payment: event %s (%s) cannot take its charge from its row", e.ID, e.Type)
 	}
-	stored.Request = struct {
-		ID *string `json:"id"`
-	}{e.Request.ID}
+	if _, inRow := e.requestUUID(); !inRow {
+		stored.Request = struct {
+			ID *string `json:"id"`
+		}{e.Request.ID}
+	}
 	return json.Marshal(stored)
+}
+
+// requestUUID is the id of e's request as the request_id of a
+// charge.succeeded's row keeps it, when it is a UUID (request.UUID):
+// charge_event_body puts it back as the body's request.id.
+func (e Event) requestUUID() (uuid.UUID, bool) {
+	if e.Request == nil || e.Request.ID == nil {
+		return uuid.Nil, false
+	}
+	return request.UUID(*e.Request.ID)
 }
 
 // EventRequest is the request an event names; its fields are spelled

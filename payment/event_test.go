@@ -121,7 +121,8 @@ func TestOutbox_PublishesEachEventAsItWasAnnounced(t *testing.T) {
 
 // TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow: a
 // charge.succeeded's row names its charge, its body holds the request's id
-// alone, and the body the relay publishes is byte for byte the jsonb of the
+// alone (nothing when it is a UUID, which its row's request_id holds), and
+// the body the relay publishes is byte for byte the jsonb of the
 // event its writer announced, times included, whatever their fraction of a
 // second (Go's encoding drops the fraction's trailing zeros), with an order
 // and without, with a request id and without: as one event's body reads it
@@ -139,8 +140,11 @@ func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testi
 		if i%2 == 0 {
 			in.OrderID = fmt.Sprintf("order-%d", i)
 		}
-		if i%3 != 0 {
-			ctx = request.With(ctx, fmt.Sprintf("request-%d", i))
+		switch i % 3 {
+		case 1:
+			ctx = request.With(ctx, fmt.Sprintf("request-%d", i)) // an X-Request-Id of the caller's
+		case 2:
+			ctx = request.With(ctx, uuid.NewString()) // as the edge makes them
 		}
 		r, err := b.svc.ChargeCard(ctx, b.merchant, fmt.Sprintf("fraction-%d", i), in)
 		require.NoError(t, err)
@@ -151,13 +155,15 @@ func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testi
 		ID        uuid.UUID       `json:"id"`
 		Charge    *uuid.UUID      `json:"charge"`
 		Stored    json.RawMessage `json:"stored"`
+		RequestID *uuid.UUID      `json:"request_id"`
 		Published string          `json:"published"`
 	}
 	rows := dbtest.Query[[]byte](t, b.pool, `SELECT jsonb_build_object('id', id, 'charge', charge_id, 'stored', body,
-			'published', charge_event_body(e)::text)
+			'request_id', request_id, 'published', charge_event_body(e)::text)
 		FROM charge_events e WHERE merchant_id = $1 AND type = 'charge.succeeded'`, b.merchant.ID)
 	require.Len(t, rows, len(fractions))
 	relayed := relayedBodies(t, b.pool)
+	inRow := 0
 	for _, raw := range rows {
 		var r row
 		require.NoError(t, json.Unmarshal(raw, &r))
@@ -167,10 +173,18 @@ func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testi
 		require.Equal(t, e.Charge.ID, *r.Charge)
 		var stored map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(r.Stored, &stored))
-		require.Equal(t, []string{"request"}, slices.Collect(maps.Keys(stored)), "the body holds more than the request: %s", r.Stored)
-		id, err := json.Marshal(e.Request.ID)
-		require.NoError(t, err)
-		require.JSONEq(t, fmt.Sprintf(`{"id": %s}`, id), string(stored["request"]))
+		if e.Request.ID != nil && uuid.Validate(*e.Request.ID) == nil { // the edge's: the row holds it
+			inRow++
+			require.NotNil(t, r.RequestID, "a UUID request id left out of the row")
+			require.Equal(t, *e.Request.ID, r.RequestID.String())
+			require.Empty(t, stored, "the body holds what the row does: %s", r.Stored)
+		} else {
+			require.Nil(t, r.RequestID, "the row holds a request id that is not the request's")
+			require.Equal(t, []string{"request"}, slices.Collect(maps.Keys(stored)), "the body holds more than the request: %s", r.Stored)
+			id, err := json.Marshal(e.Request.ID)
+			require.NoError(t, err)
+			require.JSONEq(t, fmt.Sprintf(`{"id": %s}`, id), string(stored["request"]))
+		}
 
 		want, err := json.Marshal(e)
 		require.NoError(t, err)
@@ -178,4 +192,5 @@ func TestOutbox_AChargeSucceededTakesWhatItsChargeHoldsFromTheChargeRow(t *testi
 		require.Equal(t, wantBytes, r.Published, "occurred at %s", e.OccurredAt.Format(time.RFC3339Nano))
 		require.Equal(t, wantBytes, relayed[r.ID], "the relay's batch, occurred at %s", e.OccurredAt.Format(time.RFC3339Nano))
 	}
+	require.Equal(t, 2, inRow)
 }

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/db/dbtest"
 	"chargeonce/history"
 	"chargeonce/request"
 )
@@ -46,34 +48,50 @@ func find(events []history.Event, typ string) []history.Event {
 	return out
 }
 
+// A fresh charge's history names the request that made it, whether its id
+// is the caller's own (kept in the claim's claim_source) or a UUID as the
+// edge makes them (kept in claim_request_id, 16 B; claim_source then holds
+// nothing), and its instance (claim_instance).
 func TestHistory_FreshCharge_ClaimSendAnswerFinalizeEvent_ByItsRequest(t *testing.T) {
 	t.Parallel()
-	b := setupHistory(t, Config{}, "i-1")
-	ctx := request.With(context.Background(), "req-1")
-	_, err := b.svc.ChargeCard(ctx, b.merchant, "k", visa(1200))
-	require.NoError(t, err)
+	for _, requestID := range []string{"req-1", uuid.NewString()} {
+		t.Run(requestID, func(t *testing.T) {
+			t.Parallel()
+			b := setupHistory(t, Config{}, "i-1")
+			ctx := request.With(context.Background(), requestID)
+			_, err := b.svc.ChargeCard(ctx, b.merchant, "k", visa(1200))
+			require.NoError(t, err)
 
-	events, types := b.timeline(t, KindCharge, "k")
-	require.Equal(t, []string{history.Claimed, history.ProviderSent, history.ProviderAnswered, history.Finalized, history.EventWritten}, types)
-	for _, e := range events {
-		require.Equal(t, "req-1", e.RequestID, e.Type)
-		require.Equal(t, "i-1", e.Instance, e.Type)
-		require.Equal(t, 1, e.Count)
+			events, types := b.timeline(t, KindCharge, "k")
+			require.Equal(t, []string{history.Claimed, history.ProviderSent, history.ProviderAnswered, history.Finalized, history.EventWritten}, types)
+			for _, e := range events {
+				require.Equal(t, requestID, e.RequestID, e.Type)
+				require.Equal(t, "i-1", e.Instance, e.Type)
+				require.Equal(t, 1, e.Count)
+			}
+			a := attemptID(t, b, "k")
+			require.Contains(t, events[1].Detail, "holder 1 sends under provider key chargeonce_"+a)
+			require.Contains(t, events[2].Detail, "succeeded (")
+			require.Contains(t, events[2].Detail, "after the claim")
+			require.Equal(t, "SUCCEEDED", events[3].Status)
+			require.Contains(t, events[3].Detail, "by the request that claimed it")
+			require.Contains(t, events[4].Detail, EventChargeSucceeded)
+			require.Equal(t, "PROCESSING", events[2].Status, "not final before it was recorded")
+			// No row: who claimed it is on the attempt's row, which the claim
+			// writes anyway; the answer, the result and the event are read from the
+			// ledger, and the recorder wrote nothing.
+			var rows int
+			require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM attempt_history").Scan(&rows))
+			require.Zero(t, rows)
+			want := []string{"req-1||i-1"}
+			if requestID != "req-1" {
+				want = []string{"|" + requestID + "|i-1"}
+			}
+			require.Equal(t, want, dbtest.Query[string](t, b.pool, `SELECT coalesce(claim_source ->> 'request_id', '') || '|' ||
+				coalesce(claim_request_id::text, '') || '|' || claim_instance FROM charge_attempts WHERE id = $1`, a),
+				"the request id in claim_source or in claim_request_id, the instance in claim_instance")
+		})
 	}
-	a := attemptID(t, b, "k")
-	require.Contains(t, events[1].Detail, "holder 1 sends under provider key chargeonce_"+a)
-	require.Contains(t, events[2].Detail, "succeeded (")
-	require.Contains(t, events[2].Detail, "after the claim")
-	require.Equal(t, "SUCCEEDED", events[3].Status)
-	require.Contains(t, events[3].Detail, "by the request that claimed it")
-	require.Contains(t, events[4].Detail, EventChargeSucceeded)
-	require.Equal(t, "PROCESSING", events[2].Status, "not final before it was recorded")
-	// No row: who claimed it is on the attempt's row, which the claim
-	// writes anyway; the answer, the result and the event are read from the
-	// ledger, and the recorder wrote nothing.
-	var rows int
-	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM attempt_history").Scan(&rows))
-	require.Zero(t, rows)
 }
 
 func TestHistory_StormOnOneKey_OneClaimAndCountedRows(t *testing.T) {

@@ -130,11 +130,12 @@ func (s *store) claimCapture(ctx context.Context, a Attempt, now time.Time) (cla
 				Message: fmt.Sprintf("the capture exceeds what remains capturable of the authorization (%d); nothing was captured", capturable)}
 		}
 		final := t.Final
+		src := claimSource(ctx, s.hist)
 		row, err := q.ClaimCaptureAttempt(ctx, sqlc.ClaimCaptureAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
 			ProviderKey: storedProviderKey(a.ID, a.ProviderKey), Kind: string(KindCapture), Amount: amount, Currency: c.Currency, ChargeID: &t.Of,
 			CaptureFinal: &final, LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
-			ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
+			ClaimRequestID: src.RequestID, ClaimInstance: src.Instance, ClaimSource: src.Rest, CreatedAt: a.CreatedAt,
 		})
 		if err != nil {
 			return row, err
@@ -167,10 +168,12 @@ func (s *store) claimVoid(ctx context.Context, a Attempt, now time.Time) (claim,
 			return sqlc.ChargeAttempt{}, &Error{Code: EAUTHEXPIRED, Field: "input.chargeId",
 				Message: "this authorization has expired; the money is released already"}
 		}
+		src := claimSource(ctx, s.hist)
 		row, err := q.ClaimCaptureAttempt(ctx, sqlc.ClaimCaptureAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
 			ProviderKey: storedProviderKey(a.ID, a.ProviderKey), Kind: string(KindVoid), Amount: c.Amount, Currency: c.Currency, ChargeID: &t.Of,
-			LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt, ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
+			LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
+			ClaimRequestID: src.RequestID, ClaimInstance: src.Instance, ClaimSource: src.Rest, CreatedAt: a.CreatedAt,
 		})
 		if err != nil {
 			return row, err

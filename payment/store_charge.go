@@ -46,8 +46,11 @@ func chargeTermsFromRow(row attemptRow) Terms {
 // statement with the claims of the requests beside it (claims).
 func (s *store) claim(ctx context.Context, a Attempt, maxSessionAttempts int) (claim, error) {
 	in := a.charge().Input
+	src := claimSource(ctx, s.hist)
 	arg := sqlc.ClaimChargeAttemptParams{
-		ClaimSource:        claimSource(ctx, s.hist),
+		ClaimRequestID:     src.RequestID,
+		ClaimInstance:      src.Instance,
+		ClaimSource:        src.Rest,
 		ID:                 a.ID,
 		MerchantID:         a.MerchantID,
 		IdempotencyKey:     a.IdempotencyKey,
@@ -131,6 +134,9 @@ func (s *store) succeed(ctx context.Context, a Attempt, providerChargeID string,
 		ChargeID: chargeID, Now: now, ExpiresAt: expiresAt, ID: a.ID, Fence: a.Fence,
 		ProviderChargeID: providerChargeID, EventID: ev.ID, EventBody: body, AuthorizationExpiresAt: authorizedUntil,
 		Traceparent: traceparent, Tracestate: tracestate,
+	}
+	if id, inRow := ev.requestUUID(); inRow {
+		arg.EventRequestID = &id
 	}
 	// recorded is the attempt as a recording left it (row), or errFenced
 	// when it wrote nothing (recordOne).
@@ -235,7 +241,7 @@ func chargeTermsCharge(in ChargeInput, id *uuid.UUID, providerChargeID string, c
 // anything is sent, so that it outlives a holder that dies with it. The
 // history reads the claim from it, and the send it allows (provider.sent,
 // holder 1, under the attempt's provider key) from the rest of the row
-// (history.List).
-func claimSource(ctx context.Context, rec *history.Recorder) []byte {
-	return history.SourceJSON(rec.Source(ctx))
+// (history.List). It goes in three columns (history.SourceColumns).
+func claimSource(ctx context.Context, rec *history.Recorder) history.SourceColumns {
+	return history.ColumnsOf(rec.Source(ctx))
 }

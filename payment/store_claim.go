@@ -67,6 +67,8 @@ func claimMany(ctx context.Context, conn *pgxpool.Conn, batch []*batched[sqlc.Cl
 		arg.ReturnURL = append(arg.ReturnURL, deref(a.ReturnURL))
 		arg.KeySessionID = append(arg.KeySessionID, deref(a.KeySessionID))
 		arg.CaptureMethod = append(arg.CaptureMethod, deref(a.CaptureMethod))
+		arg.ClaimRequestID = append(arg.ClaimRequestID, deref(a.ClaimRequestID))
+		arg.ClaimInstance = append(arg.ClaimInstance, deref(a.ClaimInstance))
 		arg.ClaimSource = append(arg.ClaimSource, a.ClaimSource)
 		arg.Now = append(arg.Now, a.Now)
 	}

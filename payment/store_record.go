@@ -56,6 +56,7 @@ func recordMany(ctx context.Context, conn *pgxpool.Conn, batch []*batched[sqlc.R
 		arg.ProviderChargeID = append(arg.ProviderChargeID, a.ProviderChargeID)
 		arg.EventID = append(arg.EventID, a.EventID)
 		arg.EventBody = append(arg.EventBody, a.EventBody)
+		arg.EventRequestID = append(arg.EventRequestID, deref(a.EventRequestID))
 		arg.Traceparent = append(arg.Traceparent, a.Traceparent)
 		arg.Tracestate = append(arg.Tracestate, a.Tracestate)
 	}

@@ -99,11 +99,12 @@ func (s *store) claimRefund(ctx context.Context, a Attempt, requested int64) (cl
 			c = claim{outcome: foundStored, attempt: stored}
 			return err
 		}
+		src := claimSource(ctx, s.hist)
 		row, err := q.ClaimRefundAttempt(ctx, sqlc.ClaimRefundAttemptParams{
 			ID: a.ID, MerchantID: a.MerchantID, IdempotencyKey: a.IdempotencyKey, Fingerprint: a.Fingerprint,
 			ProviderKey: storedProviderKey(a.ID, a.ProviderKey), Amount: amount, Currency: charge.Currency, ChargeID: &of,
 			Description: optional(a.refund().Reason), LockedUntil: a.LockedUntil, ExpiresAt: a.ExpiresAt,
-			ClaimSource: claimSource(ctx, s.hist), CreatedAt: a.CreatedAt,
+			ClaimRequestID: src.RequestID, ClaimInstance: src.Instance, ClaimSource: src.Rest, CreatedAt: a.CreatedAt,
 		})
 		if isNotFound(err) {
 			// The key is taken: the insert waited for whoever took it, so a

@@ -10,6 +10,7 @@ package request
 import (
 	"context"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -25,6 +26,17 @@ func With(ctx context.Context, id string) context.Context {
 func ID(ctx context.Context) string {
 	id, _ := ctx.Value(idKey{}).(string)
 	return id
+}
+
+// UUID is id as a UUID when it is one as the edge makes them (lowercase,
+// hyphenated), so that a uuid column gives back the same text; false for
+// any other id (an X-Request-Id of the caller's own making).
+func UUID(id string) (uuid.UUID, bool) {
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return uuid.Nil, false
+	}
+	return u, true
 }
 
 // TraceID is the W3C trace id (32 hex digits) of the trace ctx belongs to,

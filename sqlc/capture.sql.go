@@ -15,14 +15,16 @@ import (
 const claimCaptureAttempt = `-- name: ClaimCaptureAttempt :one
 INSERT INTO charge_attempts (
     id, merchant_id, idempotency_key, fingerprint, provider_key, kind,
-    amount, currency, charge_id, capture_final, locked_until, expires_at, claim_source, created_at
+    amount, currency, charge_id, capture_final, locked_until, expires_at,
+    claim_request_id, claim_instance, claim_source, created_at
 )
 VALUES ($1, $2, $3, $4, $5, $6::text,
         $7, $8, $9, $10::boolean,
-        $11::timestamptz, $12::timestamptz, $13::jsonb,
-        $14::timestamptz)
+        $11::timestamptz, $12::timestamptz,
+        $13::uuid, $14::text, $15::jsonb,
+        $16::timestamptz)
 ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type ClaimCaptureAttemptParams struct {
@@ -38,6 +40,8 @@ type ClaimCaptureAttemptParams struct {
 	CaptureFinal   *bool
 	LockedUntil    time.Time
 	ExpiresAt      time.Time
+	ClaimRequestID *uuid.UUID
+	ClaimInstance  *string
 	ClaimSource    []byte
 	CreatedAt      time.Time
 }
@@ -60,6 +64,8 @@ func (q *Queries) ClaimCaptureAttempt(ctx context.Context, arg ClaimCaptureAttem
 		arg.CaptureFinal,
 		arg.LockedUntil,
 		arg.ExpiresAt,
+		arg.ClaimRequestID,
+		arg.ClaimInstance,
 		arg.ClaimSource,
 		arg.CreatedAt,
 	)
@@ -100,6 +106,8 @@ func (q *Queries) ClaimCaptureAttempt(ctx context.Context, arg ClaimCaptureAttem
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -430,7 +438,7 @@ func (q *Queries) ListOpenAuthorizations(ctx context.Context, maxCharges int32) 
 }
 
 const listProcessingCaptures = `-- name: ListProcessingCaptures :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, m.name AS merchant_name, c.provider_charge_id
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
@@ -475,6 +483,8 @@ type ListProcessingCapturesRow struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 	MerchantName      string
 	ProviderChargeID  string
 }
@@ -526,6 +536,8 @@ func (q *Queries) ListProcessingCaptures(ctx context.Context, maxAttempts int32)
 			&i.CaptureID,
 			&i.CaptureMethod,
 			&i.ClaimSource,
+			&i.ClaimRequestID,
+			&i.ClaimInstance,
 			&i.MerchantName,
 			&i.ProviderChargeID,
 		); err != nil {
@@ -748,7 +760,7 @@ SET status = 'SUCCEEDED',
     completed_at = $2::timestamptz,
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type SucceedCaptureAttemptParams struct {
@@ -806,6 +818,8 @@ func (q *Queries) SucceedCaptureAttempt(ctx context.Context, arg SucceedCaptureA
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -816,7 +830,7 @@ SET status = 'SUCCEEDED',
     completed_at = $1::timestamptz,
     expires_at = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type SucceedVoidAttemptParams struct {
@@ -872,6 +886,8 @@ func (q *Queries) SucceedVoidAttempt(ctx context.Context, arg SucceedVoidAttempt
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }

@@ -29,13 +29,15 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url, key_session_id, capture_method, claim_source, created_at
+        checkout_session_id, return_url, key_session_id, capture_method, claim_request_id, claim_instance, claim_source,
+        created_at
     )
     SELECT @id, @merchant_id, @idempotency_key, @fingerprint, @provider_key,
            @amount, @currency, @payment_method, sqlc.narg(order_id), sqlc.narg(description),
            sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
            sqlc.narg(checkout_session_id)::uuid, sqlc.narg(return_url)::text, sqlc.narg(key_session_id)::uuid,
-           sqlc.narg(capture_method)::text, sqlc.narg(claim_source)::jsonb, sqlc.arg(now)::timestamptz
+           sqlc.narg(capture_method)::text, sqlc.narg(claim_request_id)::uuid, sqlc.narg(claim_instance)::text,
+           sqlc.narg(claim_source)::jsonb, sqlc.arg(now)::timestamptz
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = @merchant_id AND t.idempotency_key = @idempotency_key
@@ -102,6 +104,8 @@ WITH input AS (
            unnest(sqlc.arg(return_url)::text[]) AS return_url,
            unnest(sqlc.arg(key_session_id)::uuid[]) AS key_session_id,
            unnest(sqlc.arg(capture_method)::text[]) AS capture_method,
+           unnest(sqlc.arg(claim_request_id)::uuid[]) AS claim_request_id,
+           unnest(sqlc.arg(claim_instance)::text[]) AS claim_instance,
            unnest(sqlc.arg(claim_source)::jsonb[]) AS claim_source,
            unnest(sqlc.arg(now)::timestamptz[]) AS now
 ),
@@ -111,18 +115,20 @@ wanted AS (
            nullif(input.order_id, '') AS order_id, nullif(input.description, '') AS description,
            input.locked_until, input.expires_at, nullif(input.return_url, '') AS return_url,
            nullif(input.key_session_id, '00000000-0000-0000-0000-000000000000'::uuid) AS key_session_id,
-           nullif(input.capture_method, '') AS capture_method, input.claim_source, input.now
+           nullif(input.capture_method, '') AS capture_method,
+           nullif(input.claim_request_id, '00000000-0000-0000-0000-000000000000'::uuid) AS claim_request_id,
+           nullif(input.claim_instance, '') AS claim_instance, input.claim_source, input.now
     FROM input
 ),
 claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        return_url, key_session_id, capture_method, claim_source, created_at
+        return_url, key_session_id, capture_method, claim_request_id, claim_instance, claim_source, created_at
     )
     SELECT w.id, w.merchant_id, w.idempotency_key, w.fingerprint, w.provider_key,
            w.amount, w.currency, w.payment_method, w.order_id, w.description, w.locked_until, w.expires_at,
-           w.return_url, w.key_session_id, w.capture_method, w.claim_source, w.now
+           w.return_url, w.key_session_id, w.capture_method, w.claim_request_id, w.claim_instance, w.claim_source, w.now
     FROM wanted w
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
@@ -250,10 +256,10 @@ charge AS (
     FROM done
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at,
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, request_id, occurred_at,
                                traceparent, tracestate)
     SELECT sqlc.arg(event_id)::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
-           sqlc.arg(charge_id)::uuid, sqlc.arg(event_body)::jsonb, sqlc.arg(now)::timestamptz,
+           sqlc.arg(charge_id)::uuid, sqlc.arg(event_body)::jsonb, sqlc.narg(event_request_id)::uuid, sqlc.arg(now)::timestamptz,
            nullif(sqlc.arg(traceparent)::text, ''), nullif(sqlc.arg(tracestate)::text, '')
     FROM done
     RETURNING id
@@ -282,6 +288,7 @@ WITH input AS (
            unnest(sqlc.arg(provider_charge_id)::text[]) AS provider_charge_id,
            unnest(sqlc.arg(event_id)::uuid[]) AS event_id,
            unnest(sqlc.arg(event_body)::jsonb[]) AS event_body,
+           unnest(sqlc.arg(event_request_id)::uuid[]) AS event_request_id,
            unnest(sqlc.arg(traceparent)::text[]) AS traceparent,
            unnest(sqlc.arg(tracestate)::text[]) AS tracestate
 ),
@@ -298,7 +305,7 @@ done AS (
 ),
 recorded AS (
     SELECT done.*, input.now AS recorded_at, input.provider_charge_id AS recorded_provider_charge_id,
-           input.event_id, input.event_body, input.traceparent AS event_traceparent,
+           input.event_id, input.event_body, input.event_request_id, input.traceparent AS event_traceparent,
            input.tracestate AS event_tracestate
     FROM done JOIN input ON input.id = done.id
 ),
@@ -311,10 +318,11 @@ charge AS (
     FROM recorded
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at,
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, request_id, occurred_at,
                                traceparent, tracestate)
     SELECT recorded.event_id, 'charge.succeeded', recorded.merchant_id, recorded.idempotency_key, recorded.id,
-           recorded.charge_id, recorded.event_body, recorded.recorded_at,
+           recorded.charge_id, recorded.event_body,
+           nullif(recorded.event_request_id, '00000000-0000-0000-0000-000000000000'::uuid), recorded.recorded_at,
            nullif(recorded.event_traceparent, ''), nullif(recorded.event_tracestate, '')
     FROM recorded
     RETURNING id

@@ -19,7 +19,7 @@ SET next_action_url = $1::text,
     action_checked_at = $2::timestamptz,
     locked_until = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type AwaitChargeAttemptActionParams struct {
@@ -80,6 +80,8 @@ func (q *Queries) AwaitChargeAttemptAction(ctx context.Context, arg AwaitChargeA
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -89,13 +91,15 @@ WITH claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        checkout_session_id, return_url, key_session_id, capture_method, claim_source, created_at
+        checkout_session_id, return_url, key_session_id, capture_method, claim_request_id, claim_instance, claim_source,
+        created_at
     )
     SELECT $1, $2, $3, $4, $5,
            $6, $7, $8, $9, $10,
            $11::timestamptz, $12::timestamptz,
            $13::uuid, $14::text, $15::uuid,
-           $16::text, $17::jsonb, $18::timestamptz
+           $16::text, $17::uuid, $18::text,
+           $19::jsonb, $20::timestamptz
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
         WHERE t.merchant_id = $2 AND t.idempotency_key = $3
@@ -108,17 +112,17 @@ WITH claimed AS (
     AND ($13::uuid IS NULL OR EXISTS (
         SELECT 1 FROM checkout_sessions s
         WHERE s.id = $13::uuid AND s.merchant_id = $2
-          AND s.status = 'OPEN' AND s.expires_at > $18::timestamptz
-          AND s.attempts < $19::integer
+          AND s.status = 'OPEN' AND s.expires_at > $20::timestamptz
+          AND s.attempts < $21::integer
     ))
     ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 ),
 counted AS (
     UPDATE checkout_sessions SET attempts = attempts + 1
     WHERE id = (SELECT checkout_session_id FROM claimed)
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -133,7 +137,7 @@ LEFT JOIN refunds r ON r.id = a.refund_id
 WHERE a.merchant_id = $2 AND a.idempotency_key = $3
   AND a.key_session_id IS NOT DISTINCT FROM $15::uuid
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.fence, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, claimed.capture_final, claimed.capture_id, claimed.capture_method, claimed.claim_source, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.fence, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, claimed.capture_final, claimed.capture_id, claimed.capture_method, claimed.claim_source, claimed.claim_request_id, claimed.claim_instance, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptParams struct {
@@ -153,6 +157,8 @@ type ClaimChargeAttemptParams struct {
 	ReturnURL          *string
 	KeySessionID       *uuid.UUID
 	CaptureMethod      *string
+	ClaimRequestID     *uuid.UUID
+	ClaimInstance      *string
 	ClaimSource        []byte
 	Now                time.Time
 	MaxSessionAttempts int32
@@ -216,6 +222,8 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		arg.ReturnURL,
 		arg.KeySessionID,
 		arg.CaptureMethod,
+		arg.ClaimRequestID,
+		arg.ClaimInstance,
 		arg.ClaimSource,
 		arg.Now,
 		arg.MaxSessionAttempts,
@@ -257,6 +265,8 @@ func (q *Queries) ClaimChargeAttempt(ctx context.Context, arg ClaimChargeAttempt
 		&i.ChargeAttempt.CaptureID,
 		&i.ChargeAttempt.CaptureMethod,
 		&i.ChargeAttempt.ClaimSource,
+		&i.ChargeAttempt.ClaimRequestID,
+		&i.ChargeAttempt.ClaimInstance,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -286,8 +296,10 @@ WITH input AS (
            unnest($13::text[]) AS return_url,
            unnest($14::uuid[]) AS key_session_id,
            unnest($15::text[]) AS capture_method,
-           unnest($16::jsonb[]) AS claim_source,
-           unnest($17::timestamptz[]) AS now
+           unnest($16::uuid[]) AS claim_request_id,
+           unnest($17::text[]) AS claim_instance,
+           unnest($18::jsonb[]) AS claim_source,
+           unnest($19::timestamptz[]) AS now
 ),
 wanted AS (
     SELECT input.id, input.merchant_id, input.idempotency_key, input.fingerprint, nullif(input.provider_key, '') AS provider_key,
@@ -295,18 +307,20 @@ wanted AS (
            nullif(input.order_id, '') AS order_id, nullif(input.description, '') AS description,
            input.locked_until, input.expires_at, nullif(input.return_url, '') AS return_url,
            nullif(input.key_session_id, '00000000-0000-0000-0000-000000000000'::uuid) AS key_session_id,
-           nullif(input.capture_method, '') AS capture_method, input.claim_source, input.now
+           nullif(input.capture_method, '') AS capture_method,
+           nullif(input.claim_request_id, '00000000-0000-0000-0000-000000000000'::uuid) AS claim_request_id,
+           nullif(input.claim_instance, '') AS claim_instance, input.claim_source, input.now
     FROM input
 ),
 claimed AS (
     INSERT INTO charge_attempts (
         id, merchant_id, idempotency_key, fingerprint, provider_key,
         amount, currency, payment_method, order_id, description, locked_until, expires_at,
-        return_url, key_session_id, capture_method, claim_source, created_at
+        return_url, key_session_id, capture_method, claim_request_id, claim_instance, claim_source, created_at
     )
     SELECT w.id, w.merchant_id, w.idempotency_key, w.fingerprint, w.provider_key,
            w.amount, w.currency, w.payment_method, w.order_id, w.description, w.locked_until, w.expires_at,
-           w.return_url, w.key_session_id, w.capture_method, w.claim_source, w.now
+           w.return_url, w.key_session_id, w.capture_method, w.claim_request_id, w.claim_instance, w.claim_source, w.now
     FROM wanted w
     WHERE NOT EXISTS (
         SELECT 1 FROM charge_attempts t
@@ -318,9 +332,9 @@ claimed AS (
         WHERE c.merchant_id = w.merchant_id AND c.order_id = w.order_id
     )
     ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 )
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -335,7 +349,7 @@ JOIN charge_attempts a ON a.merchant_id = w.merchant_id AND a.idempotency_key = 
 LEFT JOIN charges c ON c.id = a.charge_id
 LEFT JOIN refunds r ON r.id = a.refund_id
 UNION ALL
-SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.fence, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, claimed.capture_final, claimed.capture_id, claimed.capture_method, claimed.claim_source, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
+SELECT claimed.id, claimed.merchant_id, claimed.idempotency_key, claimed.fingerprint, claimed.status, claimed.provider_key, claimed.amount, claimed.currency, claimed.payment_method, claimed.order_id, claimed.description, claimed.charge_id, claimed.failure_code, claimed.failure_message, claimed.fence, claimed.created_at, claimed.completed_at, claimed.expires_at, claimed.locked_until, claimed.checkout_session_id, claimed.return_url, claimed.next_action_url, claimed.action_since, claimed.action_checked_at, claimed.kind, claimed.refund_id, claimed.pending_since, claimed.late_check_at, claimed.late_watch_until, claimed.late_charge_id, claimed.key_session_id, claimed.capture_final, claimed.capture_id, claimed.capture_method, claimed.claim_source, claimed.claim_request_id, claimed.claim_instance, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM claimed
 `
 
 type ClaimChargeAttemptsParams struct {
@@ -354,6 +368,8 @@ type ClaimChargeAttemptsParams struct {
 	ReturnURL      []string
 	KeySessionID   []uuid.UUID
 	CaptureMethod  []string
+	ClaimRequestID []uuid.UUID
+	ClaimInstance  []string
 	ClaimSource    [][]byte
 	Now            []time.Time
 }
@@ -397,6 +413,8 @@ func (q *Queries) ClaimChargeAttempts(ctx context.Context, arg ClaimChargeAttemp
 		arg.ReturnURL,
 		arg.KeySessionID,
 		arg.CaptureMethod,
+		arg.ClaimRequestID,
+		arg.ClaimInstance,
 		arg.ClaimSource,
 		arg.Now,
 	)
@@ -443,6 +461,8 @@ func (q *Queries) ClaimChargeAttempts(ctx context.Context, arg ClaimChargeAttemp
 			&i.ChargeAttempt.CaptureID,
 			&i.ChargeAttempt.CaptureMethod,
 			&i.ChargeAttempt.ClaimSource,
+			&i.ChargeAttempt.ClaimRequestID,
+			&i.ChargeAttempt.ClaimInstance,
 			&i.ProviderChargeID,
 			&i.ChargeCreatedAt,
 			&i.ProviderRefundID,
@@ -547,7 +567,7 @@ SET status = 'FAILED',
     completed_at = $3::timestamptz,
     expires_at = $4::timestamptz
 WHERE id = $5 AND status = 'PROCESSING' AND fence = $6
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type FailChargeAttemptParams struct {
@@ -608,12 +628,14 @@ func (q *Queries) FailChargeAttempt(ctx context.Context, arg FailChargeAttemptPa
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
 
 const getChargeAttempt = `-- name: GetChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -687,6 +709,8 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 		&i.ChargeAttempt.CaptureID,
 		&i.ChargeAttempt.CaptureMethod,
 		&i.ChargeAttempt.ClaimSource,
+		&i.ChargeAttempt.ClaimRequestID,
+		&i.ChargeAttempt.ClaimInstance,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -699,7 +723,7 @@ func (q *Queries) GetChargeAttempt(ctx context.Context, arg GetChargeAttemptPara
 }
 
 const getChargeAttemptByID = `-- name: GetChargeAttemptByID :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -765,6 +789,8 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 		&i.ChargeAttempt.CaptureID,
 		&i.ChargeAttempt.CaptureMethod,
 		&i.ChargeAttempt.ClaimSource,
+		&i.ChargeAttempt.ClaimRequestID,
+		&i.ChargeAttempt.ClaimInstance,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -777,7 +803,7 @@ func (q *Queries) GetChargeAttemptByID(ctx context.Context, id uuid.UUID) (GetCh
 }
 
 const getPageChargeAttempt = `-- name: GetPageChargeAttempt :one
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source,
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance,
        c.provider_charge_id,
        c.created_at AS charge_created_at,
        r.provider_refund_id,
@@ -851,6 +877,8 @@ func (q *Queries) GetPageChargeAttempt(ctx context.Context, arg GetPageChargeAtt
 		&i.ChargeAttempt.CaptureID,
 		&i.ChargeAttempt.CaptureMethod,
 		&i.ChargeAttempt.ClaimSource,
+		&i.ChargeAttempt.ClaimRequestID,
+		&i.ChargeAttempt.ClaimInstance,
 		&i.ProviderChargeID,
 		&i.ChargeCreatedAt,
 		&i.ProviderRefundID,
@@ -925,7 +953,7 @@ func (q *Queries) InsertCharge(ctx context.Context, arg InsertChargeParams) (Cha
 }
 
 const listStuckChargeAttempts = `-- name: ListStuckChargeAttempts :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, m.name AS merchant_name
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance, m.name AS merchant_name
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 WHERE a.status = 'PROCESSING' AND a.completed_at IS NULL AND a.locked_until < $1::timestamptz
@@ -975,6 +1003,8 @@ type ListStuckChargeAttemptsRow struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 	MerchantName      string
 }
 
@@ -1025,6 +1055,8 @@ func (q *Queries) ListStuckChargeAttempts(ctx context.Context, arg ListStuckChar
 			&i.CaptureID,
 			&i.CaptureMethod,
 			&i.ClaimSource,
+			&i.ClaimRequestID,
+			&i.ClaimInstance,
 			&i.MerchantName,
 		); err != nil {
 			return nil, err
@@ -1065,7 +1097,7 @@ WITH done AS (
         expires_at = $3::timestamptz
     WHERE charge_attempts.id = $4::uuid AND charge_attempts.status = 'PROCESSING'
       AND charge_attempts.fence = $5::integer
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 ),
 charge AS (
     INSERT INTO charges (id, merchant_id, amount, currency, order_id, description, provider_charge_id, created_at,
@@ -1076,18 +1108,18 @@ charge AS (
     FROM done
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at,
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, request_id, occurred_at,
                                traceparent, tracestate)
     SELECT $8::uuid, 'charge.succeeded', done.merchant_id, done.idempotency_key, done.id,
-           $1::uuid, $9::jsonb, $2::timestamptz,
-           nullif($10::text, ''), nullif($11::text, '')
+           $1::uuid, $9::jsonb, $10::uuid, $2::timestamptz,
+           nullif($11::text, ''), nullif($12::text, '')
     FROM done
     RETURNING id
 ),
 queued AS (
     INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
 )
-SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source FROM done
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance FROM done
 `
 
 type RecordChargeSucceededParams struct {
@@ -1100,6 +1132,7 @@ type RecordChargeSucceededParams struct {
 	AuthorizationExpiresAt *time.Time
 	EventID                uuid.UUID
 	EventBody              []byte
+	EventRequestID         *uuid.UUID
 	Traceparent            string
 	Tracestate             string
 }
@@ -1140,6 +1173,8 @@ type RecordChargeSucceededRow struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 }
 
 // Finalizes an attempt as SUCCEEDED with its charge and its
@@ -1167,6 +1202,7 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		arg.AuthorizationExpiresAt,
 		arg.EventID,
 		arg.EventBody,
+		arg.EventRequestID,
 		arg.Traceparent,
 		arg.Tracestate,
 	)
@@ -1207,6 +1243,8 @@ func (q *Queries) RecordChargeSucceeded(ctx context.Context, arg RecordChargeSuc
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -1221,8 +1259,9 @@ WITH input AS (
            unnest($6::text[]) AS provider_charge_id,
            unnest($7::uuid[]) AS event_id,
            unnest($8::jsonb[]) AS event_body,
-           unnest($9::text[]) AS traceparent,
-           unnest($10::text[]) AS tracestate
+           unnest($9::uuid[]) AS event_request_id,
+           unnest($10::text[]) AS traceparent,
+           unnest($11::text[]) AS tracestate
 ),
 done AS (
     UPDATE charge_attempts
@@ -1233,11 +1272,11 @@ done AS (
     FROM input
     WHERE charge_attempts.id = input.id AND charge_attempts.status = 'PROCESSING'
       AND charge_attempts.fence = input.fence
-    RETURNING charge_attempts.id, charge_attempts.merchant_id, charge_attempts.idempotency_key, charge_attempts.fingerprint, charge_attempts.status, charge_attempts.provider_key, charge_attempts.amount, charge_attempts.currency, charge_attempts.payment_method, charge_attempts.order_id, charge_attempts.description, charge_attempts.charge_id, charge_attempts.failure_code, charge_attempts.failure_message, charge_attempts.fence, charge_attempts.created_at, charge_attempts.completed_at, charge_attempts.expires_at, charge_attempts.locked_until, charge_attempts.checkout_session_id, charge_attempts.return_url, charge_attempts.next_action_url, charge_attempts.action_since, charge_attempts.action_checked_at, charge_attempts.kind, charge_attempts.refund_id, charge_attempts.pending_since, charge_attempts.late_check_at, charge_attempts.late_watch_until, charge_attempts.late_charge_id, charge_attempts.key_session_id, charge_attempts.capture_final, charge_attempts.capture_id, charge_attempts.capture_method, charge_attempts.claim_source
+    RETURNING charge_attempts.id, charge_attempts.merchant_id, charge_attempts.idempotency_key, charge_attempts.fingerprint, charge_attempts.status, charge_attempts.provider_key, charge_attempts.amount, charge_attempts.currency, charge_attempts.payment_method, charge_attempts.order_id, charge_attempts.description, charge_attempts.charge_id, charge_attempts.failure_code, charge_attempts.failure_message, charge_attempts.fence, charge_attempts.created_at, charge_attempts.completed_at, charge_attempts.expires_at, charge_attempts.locked_until, charge_attempts.checkout_session_id, charge_attempts.return_url, charge_attempts.next_action_url, charge_attempts.action_since, charge_attempts.action_checked_at, charge_attempts.kind, charge_attempts.refund_id, charge_attempts.pending_since, charge_attempts.late_check_at, charge_attempts.late_watch_until, charge_attempts.late_charge_id, charge_attempts.key_session_id, charge_attempts.capture_final, charge_attempts.capture_id, charge_attempts.capture_method, charge_attempts.claim_source, charge_attempts.claim_request_id, charge_attempts.claim_instance
 ),
 recorded AS (
-    SELECT done.id, done.merchant_id, done.idempotency_key, done.fingerprint, done.status, done.provider_key, done.amount, done.currency, done.payment_method, done.order_id, done.description, done.charge_id, done.failure_code, done.failure_message, done.fence, done.created_at, done.completed_at, done.expires_at, done.locked_until, done.checkout_session_id, done.return_url, done.next_action_url, done.action_since, done.action_checked_at, done.kind, done.refund_id, done.pending_since, done.late_check_at, done.late_watch_until, done.late_charge_id, done.key_session_id, done.capture_final, done.capture_id, done.capture_method, done.claim_source, input.now AS recorded_at, input.provider_charge_id AS recorded_provider_charge_id,
-           input.event_id, input.event_body, input.traceparent AS event_traceparent,
+    SELECT done.id, done.merchant_id, done.idempotency_key, done.fingerprint, done.status, done.provider_key, done.amount, done.currency, done.payment_method, done.order_id, done.description, done.charge_id, done.failure_code, done.failure_message, done.fence, done.created_at, done.completed_at, done.expires_at, done.locked_until, done.checkout_session_id, done.return_url, done.next_action_url, done.action_since, done.action_checked_at, done.kind, done.refund_id, done.pending_since, done.late_check_at, done.late_watch_until, done.late_charge_id, done.key_session_id, done.capture_final, done.capture_id, done.capture_method, done.claim_source, done.claim_request_id, done.claim_instance, input.now AS recorded_at, input.provider_charge_id AS recorded_provider_charge_id,
+           input.event_id, input.event_body, input.event_request_id, input.traceparent AS event_traceparent,
            input.tracestate AS event_tracestate
     FROM done JOIN input ON input.id = done.id
 ),
@@ -1250,10 +1289,11 @@ charge AS (
     FROM recorded
 ),
 event AS (
-    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, occurred_at,
+    INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, request_id, occurred_at,
                                traceparent, tracestate)
     SELECT recorded.event_id, 'charge.succeeded', recorded.merchant_id, recorded.idempotency_key, recorded.id,
-           recorded.charge_id, recorded.event_body, recorded.recorded_at,
+           recorded.charge_id, recorded.event_body,
+           nullif(recorded.event_request_id, '00000000-0000-0000-0000-000000000000'::uuid), recorded.recorded_at,
            nullif(recorded.event_traceparent, ''), nullif(recorded.event_tracestate, '')
     FROM recorded
     RETURNING id
@@ -1261,7 +1301,7 @@ event AS (
 queued AS (
     INSERT INTO charge_events_unsent (event_id) SELECT id FROM event
 )
-SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source FROM done
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance FROM done
 `
 
 type RecordChargesSucceededParams struct {
@@ -1273,6 +1313,7 @@ type RecordChargesSucceededParams struct {
 	ProviderChargeID []string
 	EventID          []uuid.UUID
 	EventBody        [][]byte
+	EventRequestID   []uuid.UUID
 	Traceparent      []string
 	Tracestate       []string
 }
@@ -1313,6 +1354,8 @@ type RecordChargesSucceededRow struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 }
 
 // RecordChargeSucceeded for many plain charges at once (one element of the
@@ -1334,6 +1377,7 @@ func (q *Queries) RecordChargesSucceeded(ctx context.Context, arg RecordChargesS
 		arg.ProviderChargeID,
 		arg.EventID,
 		arg.EventBody,
+		arg.EventRequestID,
 		arg.Traceparent,
 		arg.Tracestate,
 	)
@@ -1380,6 +1424,8 @@ func (q *Queries) RecordChargesSucceeded(ctx context.Context, arg RecordChargesS
 			&i.CaptureID,
 			&i.CaptureMethod,
 			&i.ClaimSource,
+			&i.ClaimRequestID,
+			&i.ClaimInstance,
 		); err != nil {
 			return nil, err
 		}
@@ -1396,7 +1442,7 @@ UPDATE charge_attempts
 SET provider_key = $1::text
 WHERE id = $2 AND status = 'PROCESSING' AND fence = $3
   AND charge_attempt_provider_key(charge_attempts) = $4::text
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type RekeyChargeAttemptParams struct {
@@ -1457,6 +1503,8 @@ func (q *Queries) RekeyChargeAttempt(ctx context.Context, arg RekeyChargeAttempt
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -1467,7 +1515,7 @@ WITH released AS (
     SET locked_until = $1::timestamptz
     WHERE charge_attempts.id = $2::uuid AND charge_attempts.status = 'PROCESSING'
       AND charge_attempts.fence = $3::integer
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 ),
 history AS (
     -- Its history row (history.Entry as JSON), written with it.
@@ -1519,7 +1567,7 @@ const takeActionCheck = `-- name: TakeActionCheck :one
 UPDATE charge_attempts
 SET action_checked_at = $1::timestamptz
 WHERE id = $2 AND status = 'PROCESSING' AND action_checked_at <= $3::timestamptz
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type TakeActionCheckParams struct {
@@ -1573,6 +1621,8 @@ func (q *Queries) TakeActionCheck(ctx context.Context, arg TakeActionCheckParams
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -1584,7 +1634,7 @@ WITH taken AS (
         locked_until = $1::timestamptz
     WHERE charge_attempts.id = $2::uuid AND charge_attempts.status = 'PROCESSING'
       AND charge_attempts.locked_until < $3::timestamptz
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 ),
 history AS (
     -- The history of each attempt taken: its lease ended (when, from the
@@ -1604,7 +1654,7 @@ history AS (
     JOIN charge_attempts old ON old.id = t.id
     WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
-SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source FROM taken
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance FROM taken
 `
 
 type TakeOverChargeAttemptParams struct {
@@ -1653,6 +1703,8 @@ type TakeOverChargeAttemptRow struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 }
 
 // A retry's takeover of one stuck attempt: PROCESSING with its lease ended
@@ -1707,6 +1759,8 @@ func (q *Queries) TakeOverChargeAttempt(ctx context.Context, arg TakeOverChargeA
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -1723,7 +1777,7 @@ WITH taken AS (
         LIMIT $3::integer
         FOR UPDATE SKIP LOCKED
     )
-    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+    RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 ),
 history AS (
     -- The history of each attempt taken: its lease ended (when, from the
@@ -1743,7 +1797,7 @@ history AS (
     JOIN charge_attempts old ON old.id = t.id
     WHERE old.next_action_url IS NULL AND old.pending_since IS NULL
 )
-SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source FROM taken
+SELECT id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance FROM taken
 `
 
 type TakeStuckChargeAttemptsParams struct {
@@ -1792,6 +1846,8 @@ type TakeStuckChargeAttemptsRow struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 }
 
 // The reconciler's takeover of stuck attempts, PROCESSING with their lease
@@ -1854,6 +1910,8 @@ func (q *Queries) TakeStuckChargeAttempts(ctx context.Context, arg TakeStuckChar
 			&i.CaptureID,
 			&i.CaptureMethod,
 			&i.ClaimSource,
+			&i.ClaimRequestID,
+			&i.ClaimInstance,
 		); err != nil {
 			return nil, err
 		}

@@ -50,7 +50,8 @@ DO UPDATE SET count = attempt_counts.count + excluded.count,
 -- the merchant's own, and its checkout pages'; a support desk asks by the
 -- key alone), with what the history reads of them rather than writes: a
 -- fresh charge's answer and finalization are its attempt's row.
-SELECT a.id, a.created_at, a.completed_at, a.status, charge_attempt_provider_key(a) AS provider_key, a.failure_code, a.expires_at, a.claim_source,
+SELECT a.id, a.created_at, a.completed_at, a.status, charge_attempt_provider_key(a) AS provider_key, a.failure_code, a.expires_at,
+       charge_attempt_claim_source(a) AS claim_source,
        coalesce(c.provider_charge_id, r.provider_refund_id, '')::text AS provider_id
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id AND a.kind = 'charge'
@@ -103,7 +104,7 @@ WHERE attempt_id = ANY(sqlc.arg(attempt_ids)::uuid[])
 -- name: ClaimSpan :one
 -- Who claimed an attempt (history.Source as JSON), for a later holder's
 -- link back to its span.
-SELECT claim_source FROM charge_attempts WHERE id = @id;
+SELECT charge_attempt_claim_source(a) AS claim_source FROM charge_attempts a WHERE id = @id;
 
 -- name: DeleteOldHistory :execrows
 -- Retention of what the forgetting of an attempt left (DeleteExpiredChargeAttempts

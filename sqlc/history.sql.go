@@ -62,7 +62,7 @@ func (q *Queries) AddHistoryCounts(ctx context.Context, arg AddHistoryCountsPara
 }
 
 const claimSpan = `-- name: ClaimSpan :one
-SELECT claim_source FROM charge_attempts WHERE id = $1
+SELECT charge_attempt_claim_source(a) AS claim_source FROM charge_attempts a WHERE id = $1
 `
 
 // Who claimed an attempt (history.Source as JSON), for a later holder's
@@ -225,7 +225,8 @@ func (q *Queries) ListHistory(ctx context.Context, arg ListHistoryParams) ([]Lis
 }
 
 const listHistoryAttempts = `-- name: ListHistoryAttempts :many
-SELECT a.id, a.created_at, a.completed_at, a.status, charge_attempt_provider_key(a) AS provider_key, a.failure_code, a.expires_at, a.claim_source,
+SELECT a.id, a.created_at, a.completed_at, a.status, charge_attempt_provider_key(a) AS provider_key, a.failure_code, a.expires_at,
+       charge_attempt_claim_source(a) AS claim_source,
        coalesce(c.provider_charge_id, r.provider_refund_id, '')::text AS provider_id
 FROM charge_attempts a
 LEFT JOIN charges c ON c.id = a.charge_id AND a.kind = 'charge'

@@ -60,7 +60,7 @@ const recordLateCharge = `-- name: RecordLateCharge :one
 UPDATE charge_attempts
 SET late_charge_id = $1
 WHERE id = $2 AND status = 'FAILED' AND late_charge_id IS NULL
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type RecordLateChargeParams struct {
@@ -108,6 +108,8 @@ func (q *Queries) RecordLateCharge(ctx context.Context, arg RecordLateChargePara
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -126,7 +128,7 @@ WHERE id IN (
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type TakeLateChecksParams struct {
@@ -185,6 +187,8 @@ func (q *Queries) TakeLateChecks(ctx context.Context, arg TakeLateChecksParams) 
 			&i.CaptureID,
 			&i.CaptureMethod,
 			&i.ClaimSource,
+			&i.ClaimRequestID,
+			&i.ClaimInstance,
 		); err != nil {
 			return nil, err
 		}

@@ -117,6 +117,8 @@ type ChargeAttempt struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 }
 
 type ChargeEvent struct {
@@ -132,6 +134,7 @@ type ChargeEvent struct {
 	Traceparent       *string
 	Tracestate        *string
 	ChargeID          *uuid.UUID
+	RequestID         *uuid.UUID
 }
 
 type ChargeEventsUnsent struct {

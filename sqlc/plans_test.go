@@ -363,13 +363,13 @@ func TestBatchedClaimAndRecording_ReadTheirAttemptsNotTheTable(t *testing.T) {
 		array("text", quoted("pm_card_visa")), array("text", func(i int) string { return []string{"''", fmt.Sprintf("'o-new-%d'", i)}[i%2] }),
 		array("text", quoted("")), array("timestamptz", nows),
 		array("timestamptz", nows), array("text", quoted("")), array("uuid", quoted(uuid.Nil.String())), array("text", quoted("")),
-		array("jsonb", quoted("{}")), array("timestamptz", nows),
+		array("uuid", newIDs), array("text", quoted("plans")), array("jsonb", quoted("{}")), array("timestamptz", nows),
 	}, ", ")
 	recordArgs := strings.Join([]string{
 		array("uuid", func(i int) string { return "'" + ids[i].String() + "'" }), array("integer", quoted("1")),
 		array("uuid", newIDs), array("timestamptz", nows), array("timestamptz", nows),
 		array("text", func(i int) string { return fmt.Sprintf("'ch_plans_%d'", i) }), array("uuid", newIDs),
-		array("jsonb", quoted("{}")), array("text", quoted("")), array("text", quoted("")),
+		array("jsonb", quoted("{}")), array("uuid", newIDs), array("text", quoted("")), array("text", quoted("")),
 	}, ", ")
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		for _, s := range []struct{ what, statement, args string }{

@@ -17,11 +17,13 @@ FOR UPDATE;
 -- own (key_session_id NULL): only a secret key refunds.
 INSERT INTO charge_attempts (
     id, merchant_id, idempotency_key, fingerprint, provider_key, kind,
-    amount, currency, charge_id, description, locked_until, expires_at, claim_source, created_at
+    amount, currency, charge_id, description, locked_until, expires_at,
+    claim_request_id, claim_instance, claim_source, created_at
 )
 VALUES (@id, @merchant_id, @idempotency_key, @fingerprint, @provider_key, 'refund',
         @amount, @currency, @charge_id, sqlc.narg(description),
-        sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz, sqlc.narg(claim_source)::jsonb,
+        sqlc.arg(locked_until)::timestamptz, sqlc.arg(expires_at)::timestamptz,
+        sqlc.narg(claim_request_id)::uuid, sqlc.narg(claim_instance)::text, sqlc.narg(claim_source)::jsonb,
         sqlc.arg(created_at)::timestamptz)
 ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
 RETURNING *;

@@ -15,14 +15,16 @@ import (
 const claimRefundAttempt = `-- name: ClaimRefundAttempt :one
 INSERT INTO charge_attempts (
     id, merchant_id, idempotency_key, fingerprint, provider_key, kind,
-    amount, currency, charge_id, description, locked_until, expires_at, claim_source, created_at
+    amount, currency, charge_id, description, locked_until, expires_at,
+    claim_request_id, claim_instance, claim_source, created_at
 )
 VALUES ($1, $2, $3, $4, $5, 'refund',
         $6, $7, $8, $9,
-        $10::timestamptz, $11::timestamptz, $12::jsonb,
-        $13::timestamptz)
+        $10::timestamptz, $11::timestamptz,
+        $12::uuid, $13::text, $14::jsonb,
+        $15::timestamptz)
 ON CONFLICT (merchant_id, idempotency_key, key_session_id) DO NOTHING
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type ClaimRefundAttemptParams struct {
@@ -37,6 +39,8 @@ type ClaimRefundAttemptParams struct {
 	Description    *string
 	LockedUntil    time.Time
 	ExpiresAt      time.Time
+	ClaimRequestID *uuid.UUID
+	ClaimInstance  *string
 	ClaimSource    []byte
 	CreatedAt      time.Time
 }
@@ -58,6 +62,8 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		arg.Description,
 		arg.LockedUntil,
 		arg.ExpiresAt,
+		arg.ClaimRequestID,
+		arg.ClaimInstance,
 		arg.ClaimSource,
 		arg.CreatedAt,
 	)
@@ -98,6 +104,8 @@ func (q *Queries) ClaimRefundAttempt(ctx context.Context, arg ClaimRefundAttempt
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -243,7 +251,7 @@ func (q *Queries) ListChargeRefunds(ctx context.Context, arg ListChargeRefundsPa
 }
 
 const listProcessingRefunds = `-- name: ListProcessingRefunds :many
-SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, m.name AS merchant_name, c.provider_charge_id
+SELECT a.id, a.merchant_id, a.idempotency_key, a.fingerprint, a.status, a.provider_key, a.amount, a.currency, a.payment_method, a.order_id, a.description, a.charge_id, a.failure_code, a.failure_message, a.fence, a.created_at, a.completed_at, a.expires_at, a.locked_until, a.checkout_session_id, a.return_url, a.next_action_url, a.action_since, a.action_checked_at, a.kind, a.refund_id, a.pending_since, a.late_check_at, a.late_watch_until, a.late_charge_id, a.key_session_id, a.capture_final, a.capture_id, a.capture_method, a.claim_source, a.claim_request_id, a.claim_instance, m.name AS merchant_name, c.provider_charge_id
 FROM charge_attempts a
 JOIN merchants m ON m.id = a.merchant_id
 JOIN charges c ON c.id = a.charge_id
@@ -288,6 +296,8 @@ type ListProcessingRefundsRow struct {
 	CaptureID         *uuid.UUID
 	CaptureMethod     *string
 	ClaimSource       []byte
+	ClaimRequestID    *uuid.UUID
+	ClaimInstance     *string
 	MerchantName      string
 	ProviderChargeID  string
 }
@@ -339,6 +349,8 @@ func (q *Queries) ListProcessingRefunds(ctx context.Context, maxAttempts int32) 
 			&i.CaptureID,
 			&i.CaptureMethod,
 			&i.ClaimSource,
+			&i.ClaimRequestID,
+			&i.ClaimInstance,
 			&i.MerchantName,
 			&i.ProviderChargeID,
 		); err != nil {
@@ -400,7 +412,7 @@ UPDATE charge_attempts
 SET pending_since = coalesce(pending_since, $1::timestamptz),
     locked_until = $2::timestamptz
 WHERE id = $3 AND status = 'PROCESSING' AND fence = $4
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type PendRefundAttemptParams struct {
@@ -458,6 +470,8 @@ func (q *Queries) PendRefundAttempt(ctx context.Context, arg PendRefundAttemptPa
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
@@ -554,7 +568,7 @@ SET status = 'SUCCEEDED',
     completed_at = $2::timestamptz,
     expires_at = $3::timestamptz
 WHERE id = $4 AND status = 'PROCESSING' AND fence = $5
-RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source
+RETURNING id, merchant_id, idempotency_key, fingerprint, status, provider_key, amount, currency, payment_method, order_id, description, charge_id, failure_code, failure_message, fence, created_at, completed_at, expires_at, locked_until, checkout_session_id, return_url, next_action_url, action_since, action_checked_at, kind, refund_id, pending_since, late_check_at, late_watch_until, late_charge_id, key_session_id, capture_final, capture_id, capture_method, claim_source, claim_request_id, claim_instance
 `
 
 type SucceedRefundAttemptParams struct {
@@ -612,6 +626,8 @@ func (q *Queries) SucceedRefundAttempt(ctx context.Context, arg SucceedRefundAtt
 		&i.CaptureID,
 		&i.CaptureMethod,
 		&i.ClaimSource,
+		&i.ClaimRequestID,
+		&i.ClaimInstance,
 	)
 	return i, err
 }
