@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"time"
@@ -160,8 +159,7 @@ func kindFingerprint(v any) []byte {
 	if err != nil {
 		panic(err) // a struct of strings, integers and bools always marshals
 	}
-	sum := sha256.Sum256(canonical)
-	return sum[:]
+	return fingerprintOf(canonical)
 }
 
 // captureRequest is the provider's capture request for capture attempt

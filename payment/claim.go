@@ -1,7 +1,6 @@
 package payment
 
 import (
-	"bytes"
 	"context"
 
 	"chargeonce/history"
@@ -35,7 +34,7 @@ type claim struct {
 // notes itself.
 func (s *Service) answerRetry(ctx context.Context, m Merchant, a Attempt, fingerprint []byte, asked func() Terms) (Result, error) {
 	s.finished.put(a)
-	if !bytes.Equal(a.Fingerprint, fingerprint) {
+	if !sameRequest(a.Fingerprint, fingerprint) {
 		s.cfg.History.Add(s.note(ctx, a, history.Mismatch, EKEYREUSED+": refused, "+mismatch(a.Terms, asked())))
 		s.metrics.KeyReused.Inc()
 		return Result{}, &Error{Code: EKEYREUSED, Field: "idempotencyKey",

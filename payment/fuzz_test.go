@@ -184,8 +184,8 @@ func FuzzFingerprint(f *testing.F) {
 		x := ChargeInput{Amount: a1, Currency: c1, PaymentMethod: p1, OrderID: o1, Description: d1}
 		y := ChargeInput{Amount: a2, Currency: c2, PaymentMethod: p2, OrderID: o2, Description: d2}
 		fx, fy := Fingerprint(x), Fingerprint(y)
-		if len(fx) != 32 || len(fy) != 32 {
-			t.Fatalf("fingerprints of %d and %d bytes; want SHA-256's 32", len(fx), len(fy))
+		if len(fx) != fingerprintSize || len(fy) != fingerprintSize {
+			t.Fatalf("fingerprints of %d and %d bytes; want %d of SHA-256's", len(fx), len(fy), fingerprintSize)
 		}
 		if !bytes.Equal(fx, Fingerprint(x)) {
 			t.Fatalf("%+v: two calls, two fingerprints", x)

@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"time"
@@ -192,8 +191,7 @@ func RefundFingerprint(in RefundInput) []byte {
 	if err != nil {
 		panic(err) // a struct of strings and an integer always marshals
 	}
-	sum := sha256.Sum256(canonical)
-	return sum[:]
+	return fingerprintOf(canonical)
 }
 
 // recheckRefund reads the provider about refund attempt a, which it holds

@@ -3,6 +3,8 @@ package payment
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -193,9 +195,29 @@ func TestIDFloor_SeparatesTheIDsMadeBeforeATimeFromTheRest(t *testing.T) {
 	require.Equal(t, idFloor(at.Truncate(time.Millisecond)), floor, "the floor is the time's millisecond")
 }
 
+// wholeSHA256 is in's fingerprint as attempts stored before
+// fingerprintSize kept it: the whole SHA-256.
+func wholeSHA256(in ChargeInput) []byte {
+	canonical, err := json.Marshal(struct {
+		Version       int    `json:"v"`
+		Amount        int64  `json:"amount"`
+		Currency      string `json:"currency"`
+		PaymentMethod string `json:"paymentMethod"`
+		OrderID       string `json:"orderId"`
+		Description   string `json:"description"`
+	}{1, in.Amount, in.Currency, in.PaymentMethod, in.OrderID, in.Description})
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(canonical)
+	return sum[:]
+}
+
 // A key claimed by a transaction that commits while the claim waits on it
 // is invisible to the claim's snapshot: the statement returns nothing, and
-// ChargeCard reads the key again rather than answer an error.
+// ChargeCard reads the key again rather than answer an error. The attempt
+// was stored with its fingerprint whole, as before fingerprintSize: its
+// retry still matches it.
 func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
@@ -208,7 +230,7 @@ func TestChargeCard_KeyCommittedAfterTheClaimsSnapshot_IsReadAgain(t *testing.T)
 	_, err = tx.Exec(ctx, `INSERT INTO charge_attempts (id, merchant_id, idempotency_key, fingerprint, provider_key,
 		amount, currency, payment_method, status, failure_code, failure_message, completed_at, locked_until, expires_at)
 		VALUES ($1, $2, 'raced', $3, 'chargeonce_' || $1::uuid, 800, 'USD', 'pm_card_visa', 'FAILED', 'card_declined', 'declined',
-		now(), now(), now() + interval '1 hour')`, uuid.New(), b.merchant.ID, Fingerprint(visa(800)))
+		now(), now(), now() + interval '1 hour')`, uuid.New(), b.merchant.ID, wholeSHA256(visa(800)))
 	require.NoError(t, err)
 
 	type answer struct {

@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"net"
@@ -181,8 +182,9 @@ func checkText(field, s string, limit int) error {
 
 // Fingerprint identifies a request by its meaning, not its encoding: the
 // SHA-256 of a fixed-order encoding of the input, where an absent optional
-// field and an empty one are the same. The same key with another fingerprint
-// is refused. Two different inputs never share a fingerprint. A charge on a
+// field and an empty one are the same (its first 128 bits: fingerprintOf).
+// The same key with another fingerprint is refused. Two different inputs
+// never share a fingerprint. A charge on a
 // checkout session adds the session's id; one without keeps the encoding
 // it always had, so stored fingerprints still match.
 func Fingerprint(in ChargeInput) []byte {
@@ -224,8 +226,25 @@ func Fingerprint(in ChargeInput) []byte {
 	if err != nil {
 		panic(err) // a struct of strings, bytes and ints always encodes
 	}
-	sum := sha256.Sum256(b)
-	return sum[:]
+	return fingerprintOf(b)
+}
+
+// fingerprintSize is how much of a request's SHA-256 its attempt keeps: 128
+// bits, half the row's bytes for it, and still no two requests of one key
+// alike by chance. Attempts stored before kept all 256 (sameRequest).
+const fingerprintSize = 16
+
+// fingerprintOf is the fingerprint of a request's canonical encoding.
+func fingerprintOf(canonical []byte) []byte {
+	sum := sha256.Sum256(canonical)
+	return sum[:fingerprintSize:fingerprintSize]
+}
+
+// sameRequest is whether an attempt stored with the fingerprint stored was
+// asked by the request whose fingerprint is asked: the same, or the start
+// of a whole SHA-256 that an attempt stored before fingerprintSize kept.
+func sameRequest(stored, asked []byte) bool {
+	return len(asked) == fingerprintSize && len(stored) >= len(asked) && bytes.Equal(stored[:len(asked)], asked)
 }
 
 // manual is "manual" for CaptureManual, and empty for an automatic capture

@@ -84,10 +84,11 @@ func TestChargeInput_Validate(t *testing.T) {
 func TestFingerprint_OfValidInput_IsUnchanged(t *testing.T) {
 	t.Parallel()
 	// Attempts stored by earlier versions keep matching their retries: the
-	// fingerprint of a valid request is the same SHA-256 it always was.
+	// fingerprint of a valid request is the start of the same SHA-256 it
+	// always was, which those attempts kept whole.
 	tests := []struct {
-		in   ChargeInput
-		want string
+		in     ChargeInput
+		stored string
 	}{
 		{ChargeInput{Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"},
 			"24d6cc6e56d7c65f25a4625aa38c5f01ce357fbf16fe65d07b412e287d209227"},
@@ -95,7 +96,17 @@ func TestFingerprint_OfValidInput_IsUnchanged(t *testing.T) {
 			"35745a14727b9dfcbccb998e7034026b8c5c732928e23c5ab7efebac4e8a0105"},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, hex.EncodeToString(Fingerprint(tt.in)), "%+v", tt.in)
+		fp := Fingerprint(tt.in)
+		require.Equal(t, tt.stored[:2*fingerprintSize], hex.EncodeToString(fp), "%+v", tt.in)
+		stored, err := hex.DecodeString(tt.stored)
+		require.NoError(t, err)
+		require.True(t, sameRequest(stored, fp), "a whole SHA-256 stored before")
+		require.True(t, sameRequest(fp, fp))
+		stored[len(stored)-1] ^= 1
+		require.True(t, sameRequest(stored, fp), "only its start is compared")
+		stored[0] ^= 1
+		require.False(t, sameRequest(stored, fp))
+		require.False(t, sameRequest(fp[:8], fp), "a stored fingerprint shorter than the request's")
 	}
 }
 
