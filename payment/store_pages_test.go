@@ -35,55 +35,28 @@ func moved(before, after []int64) int {
 	return n
 }
 
-// prunable waits until every transaction that ended before it is older
-// than the cluster's oldest snapshot, so that what they left behind can
-// be pruned: in a busy database, the next charge's, some milliseconds
-// later. Another test's transaction, in another database, holds it back
-// for a while, and a backend reckons what it may prune again only when
-// that oldest snapshot has moved.
-func prunable(t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	next := dbtest.Query[int64](t, pool, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")[0]
-	require.Eventually(t, func() bool {
-		return dbtest.Query[int64](t, pool, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0] >= next
-	}, 20*time.Second, 5*time.Millisecond)
-}
-
-// The pages of a charge's rows keep room for what is written to them
-// next: an attempt's finalize writes its new version on the page its
-// claim put it on, and the relay's mark of an event (sent_at) on the
-// event's page, where it is HOT. Elsewhere, an update writes a row lock,
-// the whole row and, for the event, an entry in each of its indexes.
-// Eighty charges claimed one after another fill their pages as a batch of
-// claims does, then are recorded one by one; the relay marks all their
-// events in one statement, as it marks a batch. With the attempts' pages
-// filled and the events' at 80%, 11 of the attempts and 56 of the events
-// moved.
-func TestChargeRows_FinalizeAndSentMark_StayOnTheirPages(t *testing.T) {
+// The relay's mark of an event (sent_at) writes its new version on the
+// event's page, where it is HOT: the outbox's pages keep room for it.
+// Elsewhere the update writes a row lock, the whole row and an entry in
+// each of the event's indexes. Eighty charges, their events written one
+// after another as recordings write them, then all marked sent in one
+// statement, as the relay marks a batch. With the events' pages filled to
+// 80%, 56 of the 80 moved.
+func TestChargeRows_SentMark_StaysOnTheEventsPage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, s, m := storeWithMerchant(t, "pages")
 	attempts := claimed(t, s, m, "k", 80)
-	ids := make([]uuid.UUID, len(attempts))
-	for i, a := range attempts {
-		ids[i] = a.ID
-	}
-	claimedOn := pages(t, pool, "charge_attempts", ids)
-	require.Greater(t, len(dbtest.Query[int64](t, pool, "SELECT DISTINCT (ctid::text::point)[0]::bigint FROM charge_attempts")), 1,
-		"the attempts fill more than a page")
-
 	events := make([]uuid.UUID, len(attempts))
 	for i, a := range attempts {
 		done, _, err := s.succeed(ctx, a, fmt.Sprintf("ch_pages_%d", i), chargeDetail{}, nil, time.Now(), time.Now().Add(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, StatusSucceeded, done.Status)
 		events[i] = dbtest.Query[uuid.UUID](t, pool, "SELECT id FROM charge_events WHERE attempt_id = $1", a.ID)[0]
-		prunable(t, pool)
 	}
-	after := pages(t, pool, "charge_attempts", ids)
-	require.Zero(t, moved(claimedOn, after), "finalized attempts moved off their claim's page: %v -> %v", claimedOn, after)
-
 	written := pages(t, pool, "charge_events", events)
+	require.Greater(t, len(dbtest.Query[int64](t, pool, "SELECT DISTINCT (ctid::text::point)[0]::bigint FROM charge_events")), 1,
+		"the events fill more than a page")
 	require.NoError(t, sqlc.New(pool).MarkChargeEventsSent(ctx, sqlc.MarkChargeEventsSentParams{Now: time.Now(), Ids: events}))
 	require.Zero(t, moved(written, pages(t, pool, "charge_events", events)), "events marked sent moved off their page")
 }
