@@ -184,9 +184,9 @@ func checkText(field, s string, limit int) error {
 // SHA-256 of a fixed-order encoding of the input, where an absent optional
 // field and an empty one are the same (its first 128 bits: fingerprintOf).
 // The same key with another fingerprint is refused. Two different inputs
-// never share a fingerprint. A charge on a
-// checkout session adds the session's id; one without keeps the encoding
-// it always had, so stored fingerprints still match.
+// never share a fingerprint. A charge on a checkout session adds the
+// session's id; one without keeps the encoding it always had, so stored
+// fingerprints still match.
 func Fingerprint(in ChargeInput) []byte {
 	session := ""
 	if in.CheckoutSessionID != uuid.Nil {
