@@ -43,8 +43,10 @@ type keyScope struct {
 	key               string
 }
 
-func scopeOf(arg sqlc.ClaimChargeAttemptParams) keyScope {
-	return keyScope{merchant: arg.MerchantID, session: deref(arg.KeySessionID), key: arg.IdempotencyKey}
+// scopeOf is the scope of merchant's key among the keys of session (nil:
+// the merchant's own), as a claim asks for it and as an attempt holds it.
+func scopeOf(merchant uuid.UUID, session *uuid.UUID, key string) keyScope {
+	return keyScope{merchant: merchant, session: deref(session), key: key}
 }
 
 // claimMany claims a batch's keys in one statement on conn.
@@ -84,14 +86,14 @@ func claimMany(ctx context.Context, conn *pgxpool.Conn, batch []*batched[sqlc.Cl
 			inserted[row.ChargeAttempt.ID] = &row
 		} else {
 			a := row.ChargeAttempt
-			stored[keyScope{merchant: a.MerchantID, session: deref(a.KeySessionID), key: a.IdempotencyKey}] = &row
+			stored[scopeOf(a.MerchantID, a.KeySessionID, a.IdempotencyKey)] = &row
 		}
 	}
 	for _, w := range batch {
 		if row, ok := inserted[w.in.ID]; ok {
 			w.out = row
 		} else {
-			w.out = stored[scopeOf(w.in)]
+			w.out = stored[scopeOf(w.in.MerchantID, w.in.KeySessionID, w.in.IdempotencyKey)]
 		}
 	}
 	return nil
