@@ -40,6 +40,9 @@ async function toTheBank(page: Page, base = baseURL): Promise<string> {
   // The bank waits for the shopper: no money moved yet.
   expect((await ledger(key, base)).map((c) => c.status)).toEqual(['requires_action']);
   await expectLedgerPanel(page, 0);
+  // data-succeeded is 0 before the page has read the provider's charges too
+  // ('No charge at the provider for this attempt.'): wait for the ledger.
+  await page.getByTestId('ledger-summary').filter({ hasText: 'waits for the shopper to authenticate' }).waitFor({ timeout: 10_000 });
   await expect(page.getByTestId('ledger-summary').textContent()).resolves.toContain('waits for the shopper to authenticate');
   expect((await timeline(page))[0]).toMatchObject({ operation: 'chargeCard', outcome: 'answered', key, status: 'PROCESSING', nextAction: 'REDIRECT' });
   await authenticate.click();
