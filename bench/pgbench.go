@@ -177,7 +177,7 @@ func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
 	} {
 		run := Run{Name: s.name, What: s.what}
 		for _, c := range b.opts.concs {
-			f, err := pgbench(ctx, bin, b.dbURL, b.dataDir, s.script, c, b.opts.duration, vars)
+			f, _, err := pgbench(ctx, bin, b.dbURL, b.dataDir, s.script, c, b.opts.duration, vars)
 			if err != nil {
 				return err
 			}
@@ -186,7 +186,7 @@ func (b *bench) ceilings(ctx context.Context, replayKeys int) error {
 		}
 		b.results.Runs = append(b.results.Runs, run)
 	}
-	return nil
+	return b.bounds(ctx, bin, vars)
 }
 
 // findPGProgram looks for one of PostgreSQL's programs (pgbench,
@@ -217,23 +217,24 @@ var (
 	failedLine  = regexp.MustCompile(`number of failed transactions: (\d+)`)
 )
 
-// pgbench runs script at conc clients for d and returns its figures. Its
+// pgbench runs script at conc clients for d and returns its figures and
+// its transactions' latencies in ms. Its
 // summary has only a mean latency, so it also writes a per-transaction log
 // into a temporary directory under logDir, from which come p50 and p99; the
 // logs are deleted afterwards.
-func pgbench(ctx context.Context, bin, dbURL, logDir, script string, conc int, d time.Duration, vars map[string]string) (Figures, error) {
+func pgbench(ctx context.Context, bin, dbURL, logDir, script string, conc int, d time.Duration, vars map[string]string) (Figures, []float64, error) {
 	f, err := os.CreateTemp("", "chargebench-*.sql")
 	if err != nil {
-		return Figures{}, err
+		return Figures{}, nil, err
 	}
 	defer os.Remove(f.Name())
 	if _, err := f.WriteString(script); err != nil {
-		return Figures{}, err
+		return Figures{}, nil, err
 	}
 	f.Close()
 	logs, err := os.MkdirTemp(logDir, "pgbench-log-")
 	if err != nil {
-		return Figures{}, err
+		return Figures{}, nil, err
 	}
 	defer os.RemoveAll(logs)
 	prefix := filepath.Join(logs, "tx")
@@ -244,12 +245,12 @@ func pgbench(ctx context.Context, bin, dbURL, logDir, script string, conc int, d
 	}
 	out, err := exec.CommandContext(ctx, bin, append(args, dbURL)...).CombinedOutput()
 	if err != nil {
-		return Figures{}, fmt.Errorf("pgbench: %w\n%s", err, out)
+		return Figures{}, nil, fmt.Errorf("pgbench: %w\n%s", err, out)
 	}
 	fig := Figures{Concurrency: conc}
 	m := tpsLine.FindSubmatch(out)
 	if m == nil {
-		return fig, fmt.Errorf("pgbench: no tps in its output:\n%s", out)
+		return fig, nil, fmt.Errorf("pgbench: no tps in its output:\n%s", out)
 	}
 	fig.Throughput, _ = strconv.ParseFloat(string(m[1]), 64)
 	if m := latencyLine.FindSubmatch(out); m != nil {
@@ -260,11 +261,11 @@ func pgbench(ctx context.Context, bin, dbURL, logDir, script string, conc int, d
 	}
 	lat, err := readTxLogs(prefix)
 	if err != nil {
-		return fig, err
+		return fig, nil, err
 	}
 	fig.Requests = len(lat) + fig.Errors
 	fig.P50ms, fig.P99ms = percentile(lat, 0.50), percentile(lat, 0.99)
-	return fig, nil
+	return fig, lat, nil
 }
 
 // readTxLogs reads the latencies, in ms, of pgbench's per-transaction logs

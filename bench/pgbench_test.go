@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,4 +44,29 @@ func TestPercentile_NearestRank(t *testing.T) {
 		require.Equal(t, tc.want, percentile(xs, tc.q), "q=%v", tc.q)
 	}
 	require.Zero(t, percentile(nil, 0.5))
+}
+
+func TestFold_OwnSQL_OutcomeOnTheAttempt_NoChargeRowNoQueueEntry(t *testing.T) {
+	t.Parallel()
+	require.Contains(t, claimFinalizeScript, "INSERT INTO charges")
+	require.Contains(t, claimFinalizeScript, "INSERT INTO charge_events_unsent")
+	require.NotContains(t, foldedScript, "INSERT INTO charges")
+	require.NotContains(t, foldedScript, "charge_events_unsent")
+	require.Contains(t, foldedScript, "provider_charge_id = 'ch_' || gen_random_uuid()")
+	// The claim and the outbox event are the own SQL's, word for word.
+	claim := claimFinalizeScript[:strings.Index(claimFinalizeScript, "WITH done AS")]
+	require.True(t, strings.HasPrefix(foldedScript, claim))
+	require.Contains(t, foldedScript, "INSERT INTO charge_events (id, type, merchant_id, idempotency_key, attempt_id, charge_id, body, request_id, occurred_at)")
+	require.Panics(t, func() { fold("SELECT 1") })
+}
+
+func TestMergeSlices_MeanThroughput_SummedCounts_PercentilesOfAll(t *testing.T) {
+	t.Parallel()
+	parts := []Figures{
+		{Concurrency: 8, Throughput: 1000, MeanMs: 2, Errors: 1, Requests: 3000},
+		{Concurrency: 8, Throughput: 2000, MeanMs: 4, Errors: 0, Requests: 6000},
+	}
+	lat := []float64{5, 1, 4, 2, 3}
+	f := mergeSlices(parts, lat)
+	require.Equal(t, Figures{Concurrency: 8, Throughput: 1500, MeanMs: 3, Errors: 1, Requests: 9000, P50ms: 3, P99ms: 5}, f)
 }

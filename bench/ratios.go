@@ -81,6 +81,10 @@ func (r *Results) computeRatios(concs []int) {
 	for _, c := range []cmp{
 		{"fresh (primary provider) / pgbench minimal exactly-once ceiling", "fresh", "pgbench-minimal", target{"≥ 0.50 at c=8, 32", ">=", 0.5, []int{8, 32}}, false},
 		{"pgbench claim+finalize (chargeonce's own SQL) / pgbench minimal exactly-once ceiling", "pgbench-claim-finalize", "pgbench-minimal", target{"≥ 0.70 at c=8, 32", ">=", 0.7, []int{8, 32}}, false},
+		{"bound: chargeonce's own SQL on a scratch database / the minimal ceiling beside it", "pgbench-bound-as-is", "pgbench-bound-minimal", target{text: "no numeric target"}, false},
+		{"bound: own SQL without the row rules / the minimal ceiling beside it", "pgbench-bound-no-rules", "pgbench-bound-minimal", target{text: "no numeric target"}, false},
+		{"bound: own SQL folded (no charge row, no queue entry) / the minimal ceiling beside it", "pgbench-bound-folded", "pgbench-bound-minimal", target{text: "no numeric target"}, false},
+		{"bound: own SQL folded, without the row rules / the minimal ceiling beside it", "pgbench-bound-folded-no-rules", "pgbench-bound-minimal", target{text: "no numeric target"}, false},
 		{"fresh (primary provider) / pgbench two-commit limit", "fresh", "pgbench-two-commit", target{text: "no numeric target"}, false},
 		{"fresh (primary provider) / pgbench claim+finalize (chargeonce's own SQL)", "fresh", "pgbench-claim-finalize", target{text: "no numeric target"}, false},
 		{"replay / trivial query throughput", "replay", "trivial", target{"≥ 0.70 at c=8, 32", ">=", 0.7, []int{8, 32}}, false},
