@@ -226,8 +226,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// A fresh cluster each time: growth from earlier runs would skew the
 	// figures.
 	pgDir := filepath.Join(data, "bench-postgres")
-	_ = localpg.Stop(ctx, pgDir)
-	if err := os.RemoveAll(pgDir); err != nil {
+	if err := localpg.Remove(ctx, pgDir); err != nil {
 		return err
 	}
 	b.logf("starting PostgreSQL in %s", pgDir)

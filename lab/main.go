@@ -368,8 +368,12 @@ func runDoor(ctx context.Context, dataDir string, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	// Its cluster too, where localpg keeps it (under the temp dir when
+	// PostgreSQL's user cannot reach dir).
 	pgDir := filepath.Join(dir, "postgres")
-	_ = localpg.Stop(ctx, pgDir)
+	if err := localpg.Remove(ctx, pgDir); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}

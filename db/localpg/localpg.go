@@ -164,17 +164,48 @@ func (s *Server) Restart(ctx context.Context) error {
 
 // Stop stops a server running in dir; it is a no-op if none runs there.
 func Stop(ctx context.Context, dir string) error {
+	inst, err := resolveToStop(dir)
+	if inst == nil {
+		return err
+	}
+	return inst.stop(ctx, "fast")
+}
+
+// resolveToStop resolves dir for stopping the server that may run there:
+// nil and no error when PostgreSQL's binaries are missing and so nothing
+// can be running in dir.
+func resolveToStop(dir string) (*instance, error) {
 	inst, err := resolve(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		var nb *noBinariesError
 		if errors.As(err, &nb) {
 			if _, statErr := os.Stat(filepath.Join(dir, "postmaster.pid")); os.IsNotExist(statErr) {
-				return nil // nothing could be running anyway
+				return nil, nil
 			}
 		}
+		return nil, err
+	}
+	return inst, nil
+}
+
+// Remove stops the server running in dir, if one does, and removes its
+// cluster: dir, and the directory under the temp dir that stands in for
+// dir when the server's user cannot reach it (Runner.Dir). The next Start
+// with dir makes a new cluster.
+func Remove(ctx context.Context, dir string) error {
+	inst, err := resolveToStop(dir)
+	if err != nil {
 		return err
 	}
-	return inst.stop(ctx, "fast")
+	if inst != nil {
+		if err := inst.stop(ctx, "fast"); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(inst.dir); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(dir)
 }
 
 // instance is a data directory together with how to run its server.

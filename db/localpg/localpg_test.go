@@ -388,6 +388,44 @@ func TestFallbackWhenUserCannotReachDir(t *testing.T) {
 	}
 }
 
+// A caller that starts anew (the bench, each run) removes the cluster with
+// Remove, and as root behind an unreachable parent the cluster is the
+// fallback under the temp dir: removing dir alone left it, with every row
+// of the runs before, for the next Start to find.
+func TestRemove_FallbackCluster_TheNextStartIsFresh(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs the server as another user")
+	}
+	locked := filepath.Join(reachableDir(t), "home")
+	if err := os.Mkdir(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(locked, "repo", ".data", "bench-postgres")
+	s := start(t, dir, true)
+	if s.inst.dir == dir {
+		t.Fatal("the test needs the cluster kept under the temp dir")
+	}
+	exec1(t, s.URL, "CREATE TABLE left_by_the_run_before (id int)")
+
+	if err := Remove(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.inst.dir); !os.IsNotExist(err) {
+		t.Fatalf("the cluster under %s is still there: %v", s.inst.dir, err)
+	}
+	again := start(t, dir, true)
+	if !again.Started {
+		t.Error("the next Start found a server running")
+	}
+	if query[bool](t, again.URL, "SELECT to_regclass('left_by_the_run_before') IS NOT NULL") {
+		t.Error("the next Start found the table of the run before")
+	}
+	// Nothing runs and nothing is kept: Remove is a no-op but for dir.
+	if err := Remove(context.Background(), filepath.Join(reachableDir(t), "none")); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestFailedStartReportsLogTail(t *testing.T) {
 	dir := filepath.Join(reachableDir(t), "pg")
 	s := start(t, dir, true)
