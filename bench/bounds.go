@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"chargeonce/db"
+	"chargeonce/db/localpg"
 )
 
 // The bounds: how far chargeonce's own SQL could come toward the minimal
@@ -103,6 +102,9 @@ func (b *bench) bounds(ctx context.Context, bin string, vars map[string]string) 
 	}
 	slice := max(time.Second, b.opts.duration/boundsTurns)
 	runs := make([]Run, len(boundsScripts))
+	for i, s := range boundsScripts {
+		runs[i] = Run{Name: s.name, What: s.what}
+	}
 	for _, c := range b.opts.concs {
 		if !slices.Contains(boundsConcs, c) {
 			continue
@@ -121,7 +123,6 @@ func (b *bench) bounds(ctx context.Context, bin string, vars map[string]string) 
 		for i, s := range boundsScripts {
 			f := mergeSlices(figs[i], lats[i])
 			b.logf("%-14s c=%-3d %8.0f/s  p50 %7.2f ms  p99 %7.2f ms  mean %6.2f ms  failed %d", s.name, c, f.Throughput, f.P50ms, f.P99ms, f.MeanMs, f.Errors)
-			runs[i].Name, runs[i].What = s.name, s.what
 			runs[i].Figures = append(runs[i].Figures, f)
 		}
 	}
@@ -152,25 +153,11 @@ func mergeSlices(parts []Figures, lat []float64) Figures {
 // migrates it to chargeonce's schema with the attempt's provider_charge_id
 // column, drops the hot tables' row rules when noRules, and returns its URL.
 func (b *bench) scratchDatabase(ctx context.Context, name string, noRules bool) (string, error) {
-	conn, err := pgx.Connect(ctx, b.dbURL)
+	u, err := localpg.CreateDatabase(ctx, b.dbURL, name)
 	if err != nil {
 		return "", err
 	}
-	ident := pgx.Identifier{name}.Sanitize()
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident)
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+ident)
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return "", err
-	}
-	u, err := url.Parse(b.dbURL)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	pool, err := pgxpool.New(ctx, u.String())
+	pool, err := pgxpool.New(ctx, u)
 	if err != nil {
 		return "", err
 	}
@@ -185,5 +172,5 @@ func (b *bench) scratchDatabase(ctx context.Context, name string, noRules bool) 
 	if _, err := pool.Exec(ctx, ddl); err != nil {
 		return "", err
 	}
-	return u.String(), nil
+	return u, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 
@@ -96,6 +97,31 @@ func syncDir(dir string) {
 		f.Sync()
 		f.Close()
 	}
+}
+
+// CreateDatabase creates the database name, anew if one of that name is
+// there, on the server that serverURL (a URL of any of its databases, for
+// a user who may create databases) reaches, and returns the new
+// database's URL: serverURL with its database replaced.
+func CreateDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", err
+	}
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
 }
 
 // ensureDatabase creates the chargeonce database if it is missing.

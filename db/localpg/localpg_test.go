@@ -341,16 +341,24 @@ func TestStopWithoutServer(t *testing.T) {
 	}
 }
 
-func TestFallbackWhenUserCannotReachDir(t *testing.T) {
+// unreachableDir returns a data directory, named name, that the server's
+// user cannot reach, as root: like a clone under /root, its parent is 0700
+// and owned by root, so localpg keeps the cluster under the temp dir. It
+// skips the test unless run as root, and returns the 0700 parent too.
+func unreachableDir(t *testing.T, name string) (dir, locked string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("only root runs the server as another user")
 	}
-	// Like a clone under /root: the parent is 0700 and owned by root.
-	locked := filepath.Join(reachableDir(t), "home")
+	locked = filepath.Join(reachableDir(t), "home")
 	if err := os.Mkdir(locked, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(locked, "repo", ".data", "postgres")
+	return filepath.Join(locked, "repo", ".data", name), locked
+}
+
+func TestFallbackWhenUserCannotReachDir(t *testing.T) {
+	dir, locked := unreachableDir(t, "postgres")
 
 	s := start(t, dir, true)
 	sum := sha256.Sum256([]byte(dir))
@@ -393,14 +401,7 @@ func TestFallbackWhenUserCannotReachDir(t *testing.T) {
 // fallback under the temp dir: removing dir alone left it, with every row
 // of the runs before, for the next Start to find.
 func TestRemove_FallbackCluster_TheNextStartIsFresh(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only root runs the server as another user")
-	}
-	locked := filepath.Join(reachableDir(t), "home")
-	if err := os.Mkdir(locked, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(locked, "repo", ".data", "bench-postgres")
+	dir, _ := unreachableDir(t, "bench-postgres")
 	s := start(t, dir, true)
 	if s.inst.dir == dir {
 		t.Fatal("the test needs the cluster kept under the temp dir")
@@ -447,5 +448,23 @@ func TestFailedStartReportsLogTail(t *testing.T) {
 	t.Logf("error as reported:\n%v", err)
 	if !strings.Contains(err.Error(), "shared_buffers") || !strings.Contains(err.Error(), "postgres.log") {
 		t.Errorf("error lacks the log tail: %v", err)
+	}
+}
+
+func TestCreateDatabase_AnewEachTime_ItsURL(t *testing.T) {
+	s := start(t, filepath.Join(reachableDir(t), "pg"), true)
+	u, err := CreateDatabase(context.Background(), s.URL, "scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := query[string](t, u, "SELECT current_database()"); got != "scratch" {
+		t.Fatalf("the URL reaches %s, want scratch", got)
+	}
+	exec1(t, u, "CREATE TABLE left_by_the_run_before (id int)")
+	if u, err = CreateDatabase(context.Background(), s.URL, "scratch"); err != nil {
+		t.Fatal(err)
+	}
+	if query[bool](t, u, "SELECT to_regclass('left_by_the_run_before') IS NOT NULL") {
+		t.Error("the database made again holds the table of the one before")
 	}
 }

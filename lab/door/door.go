@@ -37,6 +37,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"chargeonce/db/localpg"
 	"chargeonce/internal/apiclient"
 	"chargeonce/internal/proc"
 )
@@ -115,20 +116,10 @@ type lab struct {
 // start starts the binary on a database of its own with env.
 func (l *lab) start(ctx context.Context, env map[string]string) error {
 	l.dbName = "door_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	conn, err := pgx.Connect(ctx, l.cfg.AdminDB)
-	if err != nil {
+	var err error
+	if l.dbURL, err = localpg.CreateDatabase(ctx, l.cfg.AdminDB, l.dbName); err != nil {
 		return err
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+l.dbName); err != nil {
-		return err
-	}
-	u, err := url.Parse(l.cfg.AdminDB)
-	if err != nil {
-		return err
-	}
-	u.Path = "/" + l.dbName
-	l.dbURL = u.String()
 	dataDir, err := os.MkdirTemp(l.cfg.DataDir, "door-")
 	if err != nil {
 		return err
